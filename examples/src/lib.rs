@@ -1,0 +1,1 @@
+//! Holds the examples; run them with `cargo run --example NAME`.

@@ -1,0 +1,83 @@
+//! Time, read only through a [`Clock`] so that every state machine is a pure function of its
+//! inputs and tests never sleep.
+
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+/// A source of the current time.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// Now, in UTC, at microsecond precision (what every binding and the stores can carry).
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The system's wall clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        truncate_to_micros(Utc::now())
+    }
+}
+
+/// A clock that moves only when told to: for tests and simulations.
+#[derive(Debug)]
+pub struct ManualClock {
+    micros: AtomicI64,
+}
+
+impl ManualClock {
+    /// A clock standing at `start`.
+    pub fn new(start: DateTime<Utc>) -> Self {
+        ManualClock {
+            micros: AtomicI64::new(start.timestamp_micros()),
+        }
+    }
+
+    /// A clock standing at 2026-01-01T00:00:00Z.
+    pub fn at_epoch() -> Self {
+        ManualClock::new(from_micros(1_767_225_600_000_000))
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: std::time::Duration) {
+        let micros = i64::try_from(by.as_micros()).unwrap_or(i64::MAX);
+        self.micros.fetch_add(micros, Ordering::SeqCst);
+    }
+
+    /// Sets the clock to `at`.
+    pub fn set(&self, at: DateTime<Utc>) {
+        self.micros.store(at.timestamp_micros(), Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        from_micros(self.micros.load(Ordering::SeqCst))
+    }
+}
+
+/// The instant `micros` microseconds after the Unix epoch, clamped to chrono's range.
+pub(crate) fn from_micros(micros: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(micros).unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+fn truncate_to_micros(at: DateTime<Utc>) -> DateTime<Utc> {
+    from_micros(at.timestamp_micros())
+}
+
+/// The longest lease a claim may ask for.
+pub const MAX_LEASE: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
+/// Converts a lease to a time span, refusing zero and anything over [`MAX_LEASE`].
+pub(crate) fn lease_delta(field: &str, lease: std::time::Duration) -> crate::Result<TimeDelta> {
+    if lease.is_zero() || lease > MAX_LEASE {
+        return Err(crate::Error::invalid(
+            field,
+            format!("must be more than 0 and at most {} seconds", MAX_LEASE.as_secs()),
+        ));
+    }
+    TimeDelta::from_std(lease).map_err(|_| crate::Error::invalid(field, "out of range"))
+}

@@ -1,0 +1,22 @@
+#![doc = include_str!("../../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod chain;
+pub mod clock;
+mod error;
+pub mod machine;
+mod markdown;
+pub mod record;
+pub mod schema;
+pub mod store;
+pub mod validate;
+
+pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{Error, ErrorKind, Problem, Result};
+pub use machine::{Change, Command, Event};
+pub use record::{Handoff, Kind, Metadata, NewHandoff, Reason, SCHEMA_VERSION, Status};
+pub use store::{Claim, DEFAULT_LEASE, ListFilter, Store};
+#[cfg(feature = "sqlite")]
+pub use store::sqlite::{SqliteOptions, Synchronous};
+pub use validate::Limits;

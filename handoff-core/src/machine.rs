@@ -1,0 +1,393 @@
+//! The handoff state machine: one pure function from (record, command, now) to the events it
+//! causes, and one function that applies an event to a record.
+//!
+//! Every change to a record is an [`Event`]; the store writes the new record and its events in
+//! one atomic write. Because [`apply`] is the only way a record changes, replaying a record's
+//! event log from its `created` event reproduces the record exactly ([`replay`]).
+//!
+//! | from | command / time | to |
+//! |---|---|---|
+//! | pending | claim | claimed (lease, token) |
+//! | claimed | heartbeat | claimed (lease extended) |
+//! | claimed | release | pending (attempts + 1) |
+//! | claimed | lease runs out | pending (attempts + 1), or failed at `max_attempts` |
+//! | claimed | complete | completed (outcome) |
+//! | pending, claimed | reject | rejected (reason) |
+//! | pending, claimed | cancel | cancelled |
+//! | pending | `expires_at` passes | expired |
+
+use chrono::{DateTime, TimeDelta, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::record::{Handoff, Status};
+
+/// One entry of the event log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    /// Position in the store's log; strictly increasing in write order.
+    pub seq: u64,
+    /// The handoff it concerns.
+    pub handoff_id: String,
+    /// When it happened.
+    pub at: DateTime<Utc>,
+    /// Who caused it; `None` for the clock (lapses, expiry).
+    pub actor: Option<String>,
+    /// What happened.
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// An event that has not been given its place in the log yet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEvent {
+    /// The handoff it concerns.
+    pub handoff_id: String,
+    /// When it happened.
+    pub at: DateTime<Utc>,
+    /// Who caused it.
+    pub actor: Option<String>,
+    /// What happened.
+    pub change: Change,
+}
+
+/// What an event did to its handoff. The wire form is `{"kind": ..., "detail": {...}}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum Change {
+    /// The handoff was created with this record.
+    Created {
+        /// The record as created.
+        record: Box<Handoff>,
+    },
+    /// An agent took the handoff.
+    Claimed {
+        /// The new holder.
+        agent: String,
+        /// The fencing token of this claim.
+        token: u64,
+        /// When the claim lapses unless renewed.
+        lease_until: DateTime<Utc>,
+    },
+    /// The holder renewed its lease.
+    Heartbeat {
+        /// The new end of the lease.
+        lease_until: DateTime<Utc>,
+    },
+    /// The holder gave the handoff back.
+    Released {
+        /// Why.
+        reason: String,
+    },
+    /// The holder's lease ran out; the handoff is claimable again.
+    LeaseExpired {
+        /// The token that lapsed.
+        token: u64,
+    },
+    /// The holder's lease ran out for the last allowed time.
+    Failed {
+        /// The token that lapsed.
+        token: u64,
+    },
+    /// The holder finished.
+    Completed {
+        /// The holder's result.
+        outcome: String,
+    },
+    /// The addressed agent refused the handoff.
+    Rejected {
+        /// Why.
+        reason: String,
+    },
+    /// The handoff was withdrawn.
+    Cancelled {
+        /// Why, if given.
+        reason: Option<String>,
+    },
+    /// Nobody claimed the handoff before it expired.
+    Expired,
+}
+
+impl Change {
+    /// The event's kind as it appears on the wire (`created`, `claimed`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Change::Created { .. } => "created",
+            Change::Claimed { .. } => "claimed",
+            Change::Heartbeat { .. } => "heartbeat",
+            Change::Released { .. } => "released",
+            Change::LeaseExpired { .. } => "lease_expired",
+            Change::Failed { .. } => "failed",
+            Change::Completed { .. } => "completed",
+            Change::Rejected { .. } => "rejected",
+            Change::Cancelled { .. } => "cancelled",
+            Change::Expired => "expired",
+        }
+    }
+}
+
+/// What a caller asks of a handoff.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Take the handoff for `lease`.
+    Claim {
+        /// The claiming agent.
+        agent: String,
+        /// How long the claim lasts without a heartbeat.
+        lease: TimeDelta,
+    },
+    /// Extend the lease of the claim holding `token`.
+    Heartbeat {
+        /// The holder's fencing token.
+        token: u64,
+        /// The new lease, counted from now.
+        lease: TimeDelta,
+    },
+    /// Give the handoff back.
+    Release {
+        /// The holder's fencing token.
+        token: u64,
+        /// Why.
+        reason: String,
+    },
+    /// Finish the handoff.
+    Complete {
+        /// The holder's fencing token.
+        token: u64,
+        /// The result.
+        outcome: String,
+    },
+    /// Refuse the handoff, as the addressed agent.
+    Reject {
+        /// The refusing agent.
+        agent: String,
+        /// Why.
+        reason: String,
+    },
+    /// Withdraw the handoff.
+    Cancel {
+        /// Who withdraws it.
+        by: String,
+        /// Why, if given.
+        reason: Option<String>,
+    },
+    /// Nothing but the passing of time: applies lapses and expiry.
+    Tick,
+}
+
+impl Command {
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Claim { .. } => "claim",
+            Command::Heartbeat { .. } => "heartbeat",
+            Command::Release { .. } => "release",
+            Command::Complete { .. } => "complete",
+            Command::Reject { .. } => "reject",
+            Command::Cancel { .. } => "cancel",
+            Command::Tick => "tick",
+        }
+    }
+}
+
+/// The outcome of a successful transition: the new record and the events that lead to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transition {
+    /// The record after every event was applied.
+    pub record: Handoff,
+    /// The events, in order; empty when nothing changed.
+    pub events: Vec<NewEvent>,
+}
+
+/// Decides what `command` does to `record` at `now`.
+///
+/// Time-driven changes (a lapsed lease, a passed `expires_at`) are applied first, so a command
+/// always meets the record as it stands at `now`. On error nothing is to be written.
+pub fn transition(record: &Handoff, command: &Command, now: DateTime<Utc>) -> Result<Transition> {
+    let mut next = Transition {
+        record: record.clone(),
+        events: Vec::new(),
+    };
+    while let Some((at, change)) = lapse(&next.record, now) {
+        next.push(None, at, change);
+    }
+    let h = &next.record;
+    let refuse = |reason: &str| Error::InvalidTransition {
+        id: h.id.clone(),
+        status: h.status,
+        event: command.name(),
+        reason: reason.to_owned(),
+    };
+    let lease_lost = |token: u64| {
+        let reason = match (h.status, h.claim_token) {
+            (Status::Claimed, Some(current)) => format!("handoff was claimed again with token {current}"),
+            (Status::Pending, _) => "claim was released or its lease ran out".to_owned(),
+            (status, _) => format!("handoff is {status}"),
+        };
+        Error::LeaseLost {
+            id: h.id.clone(),
+            token,
+            reason,
+        }
+    };
+    let (actor, change) = match command {
+        Command::Tick => return Ok(next),
+        Command::Claim { agent, lease } => {
+            match h.status {
+                Status::Pending => {}
+                Status::Claimed => {
+                    return Err(Error::AlreadyClaimed {
+                        id: h.id.clone(),
+                        holder: h.claimed_by.clone().unwrap_or_default(),
+                    });
+                }
+                _ => return Err(refuse("a finished handoff cannot be claimed")),
+            }
+            if let Some(to) = &h.to_agent
+                && to != agent
+            {
+                return Err(refuse(&format!("it is addressed to {to}")));
+            }
+            let change = Change::Claimed {
+                agent: agent.clone(),
+                token: h.claim_token.unwrap_or(0) + 1,
+                lease_until: now + *lease,
+            };
+            (Some(agent.clone()), change)
+        }
+        Command::Heartbeat { token, lease } => {
+            let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
+            (Some(holder), Change::Heartbeat { lease_until: now + *lease })
+        }
+        Command::Release { token, reason } => {
+            let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
+            (Some(holder), Change::Released { reason: reason.clone() })
+        }
+        Command::Complete { token, outcome } => {
+            let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
+            (Some(holder), Change::Completed { outcome: outcome.clone() })
+        }
+        Command::Reject { agent, reason } => {
+            if h.status.is_terminal() {
+                return Err(refuse("a finished handoff cannot be rejected"));
+            }
+            let allowed = match &h.to_agent {
+                Some(to) => to == agent,
+                None => h.status == Status::Claimed && h.claimed_by.as_deref() == Some(agent),
+            };
+            if !allowed {
+                return Err(refuse(&format!(
+                    "only the addressed agent ({}) may reject it",
+                    h.to_agent.as_deref().or(h.claimed_by.as_deref()).unwrap_or("its holder")
+                )));
+            }
+            (Some(agent.clone()), Change::Rejected { reason: reason.clone() })
+        }
+        Command::Cancel { by, reason } => {
+            if h.status.is_terminal() {
+                return Err(refuse("a finished handoff cannot be cancelled"));
+            }
+            (Some(by.clone()), Change::Cancelled { reason: reason.clone() })
+        }
+    };
+    next.push(actor, now, change);
+    Ok(next)
+}
+
+/// The holder of a live claim with this token.
+fn holder(h: &Handoff, token: u64) -> Option<String> {
+    (h.status == Status::Claimed && h.claim_token == Some(token))
+        .then(|| h.claimed_by.clone().unwrap_or_default())
+}
+
+/// The next time-driven change due at `now`, with the moment it became due.
+fn lapse(h: &Handoff, now: DateTime<Utc>) -> Option<(DateTime<Utc>, Change)> {
+    match h.status {
+        Status::Claimed => {
+            let until = h.lease_until?;
+            if until > now {
+                return None;
+            }
+            let token = h.claim_token.unwrap_or(0);
+            let change = if h.attempts + 1 >= h.max_attempts {
+                Change::Failed { token }
+            } else {
+                Change::LeaseExpired { token }
+            };
+            Some((until, change))
+        }
+        Status::Pending => {
+            let expires = h.expires_at?;
+            (expires <= now).then_some((expires, Change::Expired))
+        }
+        _ => None,
+    }
+}
+
+impl Transition {
+    fn push(&mut self, actor: Option<String>, at: DateTime<Utc>, change: Change) {
+        apply(&mut self.record, &change, at);
+        self.events.push(NewEvent {
+            handoff_id: self.record.id.clone(),
+            at,
+            actor,
+            change,
+        });
+    }
+}
+
+/// Applies one event to a record. This is the only place a record's lifecycle changes.
+pub fn apply(h: &mut Handoff, change: &Change, at: DateTime<Utc>) {
+    let finish = |h: &mut Handoff, status: Status, outcome: Option<String>| {
+        h.status = status;
+        h.lease_until = None;
+        h.completed_at = Some(at);
+        h.outcome = outcome;
+    };
+    match change {
+        Change::Created { record } => *h = (**record).clone(),
+        Change::Claimed {
+            agent,
+            token,
+            lease_until,
+        } => {
+            h.status = Status::Claimed;
+            h.claimed_by = Some(agent.clone());
+            h.claim_token = Some(*token);
+            h.lease_until = Some(*lease_until);
+            h.heartbeat_at = Some(at);
+        }
+        Change::Heartbeat { lease_until } => {
+            h.lease_until = Some(*lease_until);
+            h.heartbeat_at = Some(at);
+        }
+        Change::Released { .. } | Change::LeaseExpired { .. } => {
+            h.status = Status::Pending;
+            h.lease_until = None;
+            h.attempts += 1;
+        }
+        Change::Failed { .. } => {
+            h.attempts += 1;
+            let outcome = format!("lease ran out {} times", h.attempts);
+            finish(h, Status::Failed, Some(outcome));
+        }
+        Change::Completed { outcome } => finish(h, Status::Completed, Some(outcome.clone())),
+        Change::Rejected { reason } => finish(h, Status::Rejected, Some(reason.clone())),
+        Change::Cancelled { reason } => finish(h, Status::Cancelled, reason.clone()),
+        Change::Expired => finish(h, Status::Expired, None),
+    }
+}
+
+/// Rebuilds a record from its event log, which must start with its `created` event.
+pub fn replay<'a>(events: impl IntoIterator<Item = &'a Event>) -> Option<Handoff> {
+    let mut events = events.into_iter();
+    let first = events.next()?;
+    let Change::Created { record } = &first.change else {
+        return None;
+    };
+    let mut h = (**record).clone();
+    for event in events {
+        apply(&mut h, &event.change, event.at);
+    }
+    Some(h)
+}

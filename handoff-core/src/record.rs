@@ -1,0 +1,648 @@
+//! The handover record (the "DNA"): everything the next agent needs to continue.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::validate::{self, Limits};
+
+/// The version of the record's JSON form. Records carrying another version are refused.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How many times a claim may lapse before the handoff fails, unless the creator says otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// A free-form JSON object carried along with a handoff.
+pub type Metadata = serde_json::Map<String, serde_json::Value>;
+
+/// A handover record: the work, what is known about it, and who holds it.
+///
+/// The fields up to `max_attempts` are the content, fixed at creation. The fields from `status`
+/// on are managed by the store through the state machine and change with every transition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "Handoff", description = "A handoff-core handover record")]
+pub struct Handoff {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Time-ordered id (UUIDv7) or one supplied by the creator as an idempotency key.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._:@-]{1,128}$"))]
+    pub id: String,
+    /// The task this handoff belongs to; a task's handoffs form its chain.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._:@-]{1,128}$"))]
+    pub task_id: String,
+    /// The session the handing-over agent ran in.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// The handoff this one continues.
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    /// What kind of handoff this is.
+    #[serde(default)]
+    pub kind: Kind,
+    /// Why the previous agent handed over.
+    #[serde(default)]
+    pub reason: Reason,
+    /// The agent handing over.
+    #[serde(default)]
+    pub from_agent: Option<String>,
+    /// The agent addressed; `None` lets any agent claim it.
+    #[serde(default)]
+    pub to_agent: Option<String>,
+    /// What the successor must achieve. Never empty.
+    #[schemars(length(min = 1))]
+    pub goal: String,
+    /// Where the work stands, in prose.
+    #[serde(default)]
+    pub progress_summary: String,
+    /// Steps already done.
+    #[serde(default)]
+    pub completed_steps: Vec<String>,
+    /// Steps still to do, in order.
+    #[serde(default)]
+    pub pending_steps: Vec<String>,
+    /// Decisions taken, and why, so the successor does not reopen them.
+    #[serde(default)]
+    pub key_decisions: Vec<String>,
+    /// Assumptions the work rests on.
+    #[serde(default)]
+    pub assumptions: Vec<String>,
+    /// Things the successor must be careful about.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Errors seen and not yet fixed.
+    #[serde(default)]
+    pub unresolved_errors: Vec<String>,
+    /// What stops progress right now.
+    #[serde(default)]
+    pub blockers: Vec<String>,
+    /// Files changed so far.
+    #[serde(default)]
+    pub modified_files: Vec<String>,
+    /// Files the work holds locks on.
+    #[serde(default)]
+    pub locked_files: Vec<String>,
+    /// Guidance for the successor.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// What matters most, first.
+    #[serde(default)]
+    pub priority_items: Vec<String>,
+    /// How the successor knows it is done.
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    /// How full the previous agent's context window was, in percent (0..=100).
+    #[serde(default)]
+    #[schemars(range(max = 100))]
+    pub context_usage_percent: Option<u8>,
+    /// Free-form JSON, preserved unchanged.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// When the handoff was created.
+    pub created_at: DateTime<Utc>,
+    /// When an unclaimed handoff expires; `None` is never.
+    #[serde(default)]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// How many claims may lapse before the handoff fails.
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+
+    /// Where the handoff is in its lifecycle.
+    #[serde(default)]
+    pub status: Status,
+    /// The agent holding (or that last held) the claim.
+    #[serde(default)]
+    pub claimed_by: Option<String>,
+    /// The fencing token of the latest claim; it grows with every claim.
+    #[serde(default)]
+    pub claim_token: Option<u64>,
+    /// When the current claim lapses unless renewed.
+    #[serde(default)]
+    pub lease_until: Option<DateTime<Utc>>,
+    /// When the holder last claimed or heartbeated.
+    #[serde(default)]
+    pub heartbeat_at: Option<DateTime<Utc>>,
+    /// How many claims ended without completion (released or lapsed).
+    #[serde(default)]
+    pub attempts: u32,
+    /// When the handoff reached a terminal status.
+    #[serde(default)]
+    pub completed_at: Option<DateTime<Utc>>,
+    /// The completing agent's result, or why the handoff ended otherwise.
+    #[serde(default)]
+    pub outcome: Option<String>,
+}
+
+fn default_max_attempts() -> u32 {
+    DEFAULT_MAX_ATTEMPTS
+}
+
+impl Handoff {
+    /// Parses and validates a record from its JSON form, with the default [`Limits`].
+    ///
+    /// Size and nesting are checked before the text is parsed; every broken rule is reported.
+    pub fn from_json(json: &str) -> Result<Handoff> {
+        Handoff::from_json_with(json, &Limits::default())
+    }
+
+    /// Parses and validates a record from its JSON form under the given limits.
+    pub fn from_json_with(json: &str, limits: &Limits) -> Result<Handoff> {
+        validate::check_json_text("record", json, limits)?;
+        let mut de = serde_json::Deserializer::from_str(json);
+        let record: Handoff = serde_path_to_error::deserialize(&mut de).map_err(|err| {
+            let path = err.path().to_string();
+            let field = if path == "." { "record".to_owned() } else { path };
+            Error::invalid(field, err.into_inner().to_string())
+        })?;
+        de.end()
+            .map_err(|err| Error::invalid("record", err.to_string()))?;
+        record.validate(limits)?;
+        Ok(record)
+    }
+
+    /// The canonical JSON form.
+    pub fn to_json(&self) -> String {
+        // A record is plain data with string keys: serialising it cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Checks every rule of the record, reporting all broken ones at once.
+    pub fn validate(&self, limits: &Limits) -> Result<()> {
+        validate::record(self, limits)
+    }
+
+    /// Whether two records carry the same content: everything the creator wrote, ignoring the
+    /// store-managed lifecycle fields and the creation time.
+    pub fn same_content(&self, other: &Handoff) -> bool {
+        let mut a = self.clone();
+        a.reset_lifecycle(other.created_at);
+        let mut b = other.clone();
+        b.reset_lifecycle(other.created_at);
+        a == b
+    }
+
+    fn reset_lifecycle(&mut self, created_at: DateTime<Utc>) {
+        self.created_at = created_at;
+        self.status = Status::Pending;
+        self.claimed_by = None;
+        self.claim_token = None;
+        self.lease_until = None;
+        self.heartbeat_at = None;
+        self.attempts = 0;
+        self.completed_at = None;
+        self.outcome = None;
+    }
+
+    /// The agent this hop leads to: the addressee, or whoever claimed an open handoff.
+    pub fn successor(&self) -> Option<&str> {
+        self.to_agent.as_deref().or(self.claimed_by.as_deref())
+    }
+}
+
+/// What a creator supplies for a new handoff; the store adds the id, times and lifecycle.
+///
+/// ```
+/// use handoff_core::{NewHandoff, Reason};
+///
+/// let new = NewHandoff::new("task-42", "Ship the parser")
+///     .from_agent("claude")
+///     .to_agent("gemini")
+///     .reason(Reason::ContextLimit { percent: 85 })
+///     .completed(["tokenizer"])
+///     .pending(["error recovery", "tests"]);
+/// assert_eq!(new.to_agent.as_deref(), Some("gemini"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)] // Each field is documented on `Handoff`.
+pub struct NewHandoff {
+    /// A caller-chosen id: creating twice with the same id and content returns the same record.
+    #[serde(default)]
+    pub id: Option<String>,
+    pub task_id: String,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    #[serde(default)]
+    pub kind: Kind,
+    #[serde(default)]
+    pub reason: Reason,
+    #[serde(default)]
+    pub from_agent: Option<String>,
+    #[serde(default)]
+    pub to_agent: Option<String>,
+    pub goal: String,
+    #[serde(default)]
+    pub progress_summary: String,
+    #[serde(default)]
+    pub completed_steps: Vec<String>,
+    #[serde(default)]
+    pub pending_steps: Vec<String>,
+    #[serde(default)]
+    pub key_decisions: Vec<String>,
+    #[serde(default)]
+    pub assumptions: Vec<String>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    #[serde(default)]
+    pub unresolved_errors: Vec<String>,
+    #[serde(default)]
+    pub blockers: Vec<String>,
+    #[serde(default)]
+    pub modified_files: Vec<String>,
+    #[serde(default)]
+    pub locked_files: Vec<String>,
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub priority_items: Vec<String>,
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    #[serde(default)]
+    pub context_usage_percent: Option<u8>,
+    #[serde(default)]
+    pub metadata: Metadata,
+    #[serde(default)]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Defaults to [`DEFAULT_MAX_ATTEMPTS`].
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+}
+
+fn strings<I, S>(items: I) -> Vec<String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    items.into_iter().map(Into::into).collect()
+}
+
+impl NewHandoff {
+    /// A new handoff for `task_id` with `goal`, everything else empty.
+    pub fn new(task_id: impl Into<String>, goal: impl Into<String>) -> Self {
+        NewHandoff {
+            task_id: task_id.into(),
+            goal: goal.into(),
+            ..NewHandoff::default()
+        }
+    }
+
+    /// Sets the idempotency id.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+    /// Sets the agent handing over.
+    pub fn from_agent(mut self, agent: impl Into<String>) -> Self {
+        self.from_agent = Some(agent.into());
+        self
+    }
+    /// Addresses the handoff to one agent.
+    pub fn to_agent(mut self, agent: impl Into<String>) -> Self {
+        self.to_agent = Some(agent.into());
+        self
+    }
+    /// Sets the handoff this one continues.
+    pub fn parent_id(mut self, parent: impl Into<String>) -> Self {
+        self.parent_id = Some(parent.into());
+        self
+    }
+    /// Sets the session.
+    pub fn session_id(mut self, session: impl Into<String>) -> Self {
+        self.session_id = Some(session.into());
+        self
+    }
+    /// Sets the kind.
+    pub fn kind(mut self, kind: Kind) -> Self {
+        self.kind = kind;
+        self
+    }
+    /// Sets the reason.
+    pub fn reason(mut self, reason: Reason) -> Self {
+        self.reason = reason;
+        self
+    }
+    /// Sets the progress summary.
+    pub fn progress(mut self, summary: impl Into<String>) -> Self {
+        self.progress_summary = summary.into();
+        self
+    }
+    /// Sets the completed steps.
+    pub fn completed<I: IntoIterator<Item = S>, S: Into<String>>(mut self, steps: I) -> Self {
+        self.completed_steps = strings(steps);
+        self
+    }
+    /// Sets the pending steps.
+    pub fn pending<I: IntoIterator<Item = S>, S: Into<String>>(mut self, steps: I) -> Self {
+        self.pending_steps = strings(steps);
+        self
+    }
+    /// Sets the key decisions.
+    pub fn decisions<I: IntoIterator<Item = S>, S: Into<String>>(mut self, items: I) -> Self {
+        self.key_decisions = strings(items);
+        self
+    }
+    /// Sets the assumptions.
+    pub fn assumptions<I: IntoIterator<Item = S>, S: Into<String>>(mut self, items: I) -> Self {
+        self.assumptions = strings(items);
+        self
+    }
+    /// Sets the warnings.
+    pub fn warnings<I: IntoIterator<Item = S>, S: Into<String>>(mut self, items: I) -> Self {
+        self.warnings = strings(items);
+        self
+    }
+    /// Sets the unresolved errors.
+    pub fn errors<I: IntoIterator<Item = S>, S: Into<String>>(mut self, items: I) -> Self {
+        self.unresolved_errors = strings(items);
+        self
+    }
+    /// Sets the blockers.
+    pub fn blockers<I: IntoIterator<Item = S>, S: Into<String>>(mut self, items: I) -> Self {
+        self.blockers = strings(items);
+        self
+    }
+    /// Sets the modified files.
+    pub fn files<I: IntoIterator<Item = S>, S: Into<String>>(mut self, files: I) -> Self {
+        self.modified_files = strings(files);
+        self
+    }
+    /// Sets the instructions for the successor.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+    /// Sets how full the context window was, in percent.
+    pub fn context_usage(mut self, percent: u8) -> Self {
+        self.context_usage_percent = Some(percent);
+        self
+    }
+    /// Sets the metadata object.
+    pub fn metadata(mut self, metadata: Metadata) -> Self {
+        self.metadata = metadata;
+        self
+    }
+    /// Sets when the handoff expires if nobody claims it.
+    pub fn expires_at(mut self, at: DateTime<Utc>) -> Self {
+        self.expires_at = Some(at);
+        self
+    }
+    /// Sets how many claims may lapse before the handoff fails.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+
+    /// The pending record this input becomes, with the given id and creation time.
+    pub fn into_record(self, id: String, now: DateTime<Utc>) -> Handoff {
+        Handoff {
+            schema_version: SCHEMA_VERSION,
+            id,
+            task_id: self.task_id,
+            session_id: self.session_id,
+            parent_id: self.parent_id,
+            kind: self.kind,
+            reason: self.reason,
+            from_agent: self.from_agent,
+            to_agent: self.to_agent,
+            goal: self.goal,
+            progress_summary: self.progress_summary,
+            completed_steps: self.completed_steps,
+            pending_steps: self.pending_steps,
+            key_decisions: self.key_decisions,
+            assumptions: self.assumptions,
+            warnings: self.warnings,
+            unresolved_errors: self.unresolved_errors,
+            blockers: self.blockers,
+            modified_files: self.modified_files,
+            locked_files: self.locked_files,
+            instructions: self.instructions,
+            priority_items: self.priority_items,
+            success_criteria: self.success_criteria,
+            context_usage_percent: self.context_usage_percent,
+            metadata: self.metadata,
+            created_at: now,
+            expires_at: self.expires_at,
+            max_attempts: self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
+            status: Status::Pending,
+            claimed_by: None,
+            claim_token: None,
+            lease_until: None,
+            heartbeat_at: None,
+            attempts: 0,
+            completed_at: None,
+            outcome: None,
+        }
+    }
+}
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The wire name of this value.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+
+            fn from_str(s: &str) -> Result<Self> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(Error::invalid(
+                        stringify!($name).to_lowercase(),
+                        format!(
+                            "unknown value {s:?}, expected one of {}",
+                            [$($text),+].join(", ")
+                        ),
+                    )),
+                }
+            }
+        }
+    };
+}
+
+string_enum! {
+    /// What kind of handoff a record is.
+    #[derive(Default)]
+    Kind {
+        /// The whole task passes to the successor.
+        #[default]
+        Full => "full",
+        /// Part of the task passes; the rest stays.
+        Partial => "partial",
+        /// Handed up to someone more capable (a stronger model, a human).
+        Escalation => "escalation",
+        /// Progress saved by its owner; not a hop and not claimable.
+        Checkpoint => "checkpoint",
+        /// A manager starts a worker.
+        Initialization => "initialization",
+        /// A worker reports back.
+        Progress => "progress",
+        /// Another attempt after an error.
+        ErrorRecovery => "error_recovery",
+    }
+}
+
+string_enum! {
+    /// Where a handoff is in its lifecycle.
+    #[derive(Default)]
+    Status {
+        /// Waiting for a claim.
+        #[default]
+        Pending => "pending",
+        /// Held by an agent under a lease.
+        Claimed => "claimed",
+        /// Finished by its holder.
+        Completed => "completed",
+        /// Refused by the addressed agent.
+        Rejected => "rejected",
+        /// Withdrawn.
+        Cancelled => "cancelled",
+        /// Nobody claimed it before `expires_at`.
+        Expired => "expired",
+        /// Its claims lapsed `max_attempts` times.
+        Failed => "failed",
+    }
+}
+
+impl Status {
+    /// Terminal statuses accept no further event.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Status::Pending | Status::Claimed)
+    }
+}
+
+/// Why an agent handed over. Its wire form is one string: `context_limit_85`, `timeout_300s`,
+/// `explicit`, `error: <message>` or `task_complete`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The context window was this full, in percent.
+    ContextLimit {
+        /// 0..=100
+        percent: u8,
+    },
+    /// The agent ran out of time after this many seconds.
+    Timeout {
+        /// Seconds the agent ran.
+        seconds: u64,
+    },
+    /// The agent decided to hand over.
+    #[default]
+    Explicit,
+    /// The agent hit an error it could not recover from.
+    FatalError {
+        /// The error.
+        message: String,
+    },
+    /// The agent's part is done.
+    TaskComplete,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::ContextLimit { percent } => write!(f, "context_limit_{percent}"),
+            Reason::Timeout { seconds } => write!(f, "timeout_{seconds}s"),
+            Reason::Explicit => f.write_str("explicit"),
+            Reason::FatalError { message } => write!(f, "error: {message}"),
+            Reason::TaskComplete => f.write_str("task_complete"),
+        }
+    }
+}
+
+const REASON_RULE: &str = "expected explicit, task_complete, context_limit_<0..=100>, timeout_<seconds>s or \"error: <message>\"";
+
+impl FromStr for Reason {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let invalid = || Error::invalid("reason", format!("unknown value {s:?}, {REASON_RULE}"));
+        match s {
+            "explicit" => return Ok(Reason::Explicit),
+            "task_complete" => return Ok(Reason::TaskComplete),
+            _ => {}
+        }
+        if let Some(message) = s.strip_prefix("error:") {
+            return Ok(Reason::FatalError {
+                message: message.trim_start().to_owned(),
+            });
+        }
+        if let Some(percent) = s.strip_prefix("context_limit_") {
+            return match digits(percent) {
+                Some(percent) if percent <= 100 => Ok(Reason::ContextLimit {
+                    percent: percent as u8,
+                }),
+                _ => Err(invalid()),
+            };
+        }
+        if let Some(seconds) = s.strip_prefix("timeout_").and_then(|t| t.strip_suffix('s')) {
+            return digits(seconds)
+                .map(|seconds| Reason::Timeout { seconds })
+                .ok_or_else(invalid);
+        }
+        Err(invalid())
+    }
+}
+
+/// A plain decimal number: `parse` alone would also accept a leading `+`.
+fn digits(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(|_| {
+            serde::de::Error::custom(format!("unknown reason {text:?}, {REASON_RULE}"))
+        })
+    }
+}
+
+impl JsonSchema for Reason {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Reason".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Why the agent handed over.",
+            "type": "string",
+            "pattern": "^(explicit|task_complete|context_limit_(100|[1-9]?[0-9])|timeout_[0-9]+s|error:.*)$"
+        })
+    }
+}

@@ -1,0 +1,464 @@
+//! The backend conformance suite: one set of behaviours every [`Backend`](super::Backend) must
+//! show, written once and run by each backend's tests through [`conformance_tests!`].
+//!
+//! Out-of-tree backends enable the `testing` feature and invoke the macro with an expression
+//! that makes a fresh, empty [`Store`] on their backend.
+#![allow(clippy::unwrap_used, missing_docs)] // Test code: a failed unwrap is a failed test.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::chain::{ChainPolicy, ChainRule};
+use crate::clock::ManualClock;
+use crate::error::{Error, ErrorKind};
+use crate::machine::{Change, Event, replay};
+use crate::record::{Handoff, Kind, NewHandoff, Reason, Status};
+use crate::store::{ListFilter, Store};
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// Generates one `#[test]` per conformance case, each on a store made by `$make`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        $crate::conformance_tests!(@cases $make;
+            create_and_get, idempotent_create, claim_is_exclusive, addressed_handoffs,
+            heartbeat_release_and_reclaim, terminal_states_accept_nothing, fencing,
+            lapses_fail_after_max_attempts, pending_expiry, reject_and_cancel,
+            claim_next_order_and_filters, claim_next_reclaims_lapsed_leases, chain_and_policy,
+            checkpoints_and_stalled, list_filters, events_replay_to_records,
+            bad_ids_change_nothing, create_many_is_atomic, unknown_parent,
+        );
+    };
+    (@cases $make:expr; $($case:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                // Kept alive for the whole case: it may own the store's files.
+                let fixture = $make;
+                $crate::store::conformance::$case($crate::store::conformance::Fixture::store(&fixture));
+            }
+        )+
+    };
+}
+
+/// What a conformance case runs on: a store, and whatever must outlive it (a temp folder).
+pub trait Fixture {
+    /// The store under test.
+    fn store(&self) -> Store;
+}
+
+impl Fixture for Store {
+    fn store(&self) -> Store {
+        self.clone()
+    }
+}
+
+impl<T> Fixture for (Store, T) {
+    fn store(&self) -> Store {
+        self.0.clone()
+    }
+}
+
+/// A store on a manual clock, for deterministic time.
+fn timed(store: Store) -> (Store, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::at_epoch());
+    (store.with_clock(clock.clone()), clock)
+}
+
+/// Everything a store holds, to prove that a refused call changed nothing.
+fn snapshot(store: &Store) -> (Vec<Handoff>, Vec<Event>) {
+    (
+        store.list(&ListFilter::default()).unwrap(),
+        store.events(None).unwrap(),
+    )
+}
+
+fn rich(task: &str) -> NewHandoff {
+    let mut metadata = crate::Metadata::new();
+    metadata.insert(
+        "nested".into(),
+        serde_json::json!({"list": [1, 2.5, null, true, "x"], "z": {"a": {}}, "a": -3}),
+    );
+    NewHandoff::new(task, "Finish the migration")
+        .from_agent("claude")
+        .to_agent("gemini")
+        .session_id("sess-1")
+        .reason(Reason::ContextLimit { percent: 85 })
+        .context_usage(85)
+        .progress("Schema done, data half moved.")
+        .completed(["schema", "copy users"])
+        .pending(["copy orders", "verify counts"])
+        .decisions(["keep ids stable"])
+        .assumptions(["no writes during the move"])
+        .warnings(["orders table is large"])
+        .errors(["timeout on batch 7"])
+        .blockers(["waiting for a maintenance window"])
+        .files(["migrate.sql"])
+        .instructions("Resume at batch 7 with smaller batches.")
+        .metadata(metadata)
+}
+
+fn kind_of(err: &Error) -> ErrorKind {
+    err.kind()
+}
+
+pub fn create_and_get(store: Store) {
+    let created = store.create(rich("t1")).unwrap();
+    assert_eq!(created.status, Status::Pending);
+    assert_eq!(created.attempts, 0);
+    assert_eq!(store.get(&created.id).unwrap(), created);
+    let events = store.events(Some(&created.id)).unwrap();
+    assert_eq!(events.len(), 1);
+    assert!(matches!(&events[0].change, Change::Created { record } if **record == created));
+    assert_eq!(events[0].actor.as_deref(), Some("claude"));
+    assert_eq!(kind_of(&store.get("missing").unwrap_err()), ErrorKind::NotFound);
+}
+
+pub fn idempotent_create(store: Store) {
+    let first = store.create(rich("t1").id("job-1")).unwrap();
+    let again = store.create(rich("t1").id("job-1")).unwrap();
+    assert_eq!(first, again);
+    let before = snapshot(&store);
+    let err = store.create(rich("t1").id("job-1").progress("other")).unwrap_err();
+    assert!(matches!(err, Error::Conflict { ref id } if id == "job-1"), "{err}");
+    assert_eq!(snapshot(&store), before);
+    assert_eq!(store.events(Some("job-1")).unwrap().len(), 1);
+}
+
+pub fn claim_is_exclusive(store: Store) {
+    let h = store.create(NewHandoff::new("t1", "goal")).unwrap();
+    let claim = store.claim(&h.id, "a1", MINUTE).unwrap();
+    assert_eq!(claim.token, 1);
+    assert_eq!(claim.handoff.status, Status::Claimed);
+    assert_eq!(claim.handoff.claimed_by.as_deref(), Some("a1"));
+    let err = store.claim(&h.id, "a2", MINUTE).unwrap_err();
+    assert!(matches!(err, Error::AlreadyClaimed { ref holder, .. } if holder == "a1"), "{err}");
+    assert!(store.claim_next("a2", None, MINUTE).unwrap().is_none());
+}
+
+pub fn addressed_handoffs(store: Store) {
+    let h = store.create(NewHandoff::new("t1", "goal").to_agent("gemini")).unwrap();
+    let err = store.claim(&h.id, "codex", MINUTE).unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
+    assert!(store.claim_next("codex", None, MINUTE).unwrap().is_none());
+    let claim = store.claim_next("gemini", None, MINUTE).unwrap().unwrap();
+    assert_eq!(claim.handoff.id, h.id);
+}
+
+pub fn heartbeat_release_and_reclaim(store: Store) {
+    let (store, clock) = timed(store);
+    let h = store.create(NewHandoff::new("t1", "goal")).unwrap();
+    let claim = store.claim(&h.id, "a1", MINUTE).unwrap();
+    clock.advance(Duration::from_secs(50));
+    let beat = store.heartbeat(&claim).unwrap();
+    assert_eq!(beat.lease_until, Some(store.now() + chrono::TimeDelta::seconds(60)));
+    assert_eq!(beat.heartbeat_at, Some(store.now()));
+    clock.advance(Duration::from_secs(50));
+    // Still alive thanks to the heartbeat.
+    assert_eq!(store.heartbeat(&claim).unwrap().status, Status::Claimed);
+    let released = store.release(&claim, "need a bigger model").unwrap();
+    assert_eq!(released.status, Status::Pending);
+    assert_eq!(released.attempts, 1);
+    assert_eq!(released.lease_until, None);
+    let second = store.claim(&h.id, "a2", MINUTE).unwrap();
+    assert_eq!(second.token, 2);
+    let done = store.complete(&second, "shipped").unwrap();
+    assert_eq!(done.status, Status::Completed);
+    assert_eq!(done.outcome.as_deref(), Some("shipped"));
+    assert_eq!(done.completed_at, Some(store.now()));
+}
+
+pub fn terminal_states_accept_nothing(store: Store) {
+    let h = store.create(NewHandoff::new("t1", "goal").to_agent("a1")).unwrap();
+    let claim = store.claim(&h.id, "a1", MINUTE).unwrap();
+    store.complete(&claim, "done").unwrap();
+    let before = snapshot(&store);
+    let refusals = [
+        store.claim(&h.id, "a1", MINUTE).unwrap_err(),
+        store.heartbeat(&claim).unwrap_err(),
+        store.release(&claim, "r").unwrap_err(),
+        store.complete(&claim, "again").unwrap_err(),
+        store.reject(&h.id, "a1", "no").unwrap_err(),
+        store.cancel(&h.id, "boss", None).unwrap_err(),
+    ];
+    let kinds: Vec<ErrorKind> = refusals.iter().map(kind_of).collect();
+    use ErrorKind::{InvalidTransition as IT, LeaseLost as LL};
+    assert_eq!(kinds, [IT, LL, LL, LL, IT, IT]);
+    assert_eq!(snapshot(&store), before);
+}
+
+pub fn fencing(store: Store) {
+    let (store, clock) = timed(store);
+    let h = store.create(NewHandoff::new("t1", "goal")).unwrap();
+    let a = store.claim(&h.id, "agent-a", MINUTE).unwrap();
+    clock.advance(Duration::from_secs(61));
+    let b = store.claim(&h.id, "agent-b", MINUTE).unwrap();
+    assert!(b.token > a.token);
+    let before = snapshot(&store);
+    for err in [
+        store.heartbeat(&a).unwrap_err(),
+        store.release(&a, "late").unwrap_err(),
+        store.complete(&a, "late").unwrap_err(),
+    ] {
+        assert!(matches!(err, Error::LeaseLost { token, .. } if token == a.token), "{err}");
+    }
+    assert_eq!(snapshot(&store), before);
+    assert_eq!(store.get(&h.id).unwrap().claimed_by.as_deref(), Some("agent-b"));
+    // The lapse was recorded, then B's claim.
+    let kinds: Vec<&str> = store
+        .events(Some(&h.id))
+        .unwrap()
+        .iter()
+        .map(|e| e.change.kind())
+        .collect();
+    assert_eq!(kinds, ["created", "claimed", "lease_expired", "claimed"]);
+}
+
+pub fn lapses_fail_after_max_attempts(store: Store) {
+    let (store, clock) = timed(store);
+    let h = store.create(NewHandoff::new("t1", "goal").max_attempts(2)).unwrap();
+    store.claim(&h.id, "a1", MINUTE).unwrap();
+    clock.advance(Duration::from_secs(61));
+    assert_eq!(store.reap().unwrap(), 1);
+    let lapsed = store.get(&h.id).unwrap();
+    assert_eq!((lapsed.status, lapsed.attempts), (Status::Pending, 1));
+    store.claim(&h.id, "a2", MINUTE).unwrap();
+    clock.advance(Duration::from_secs(61));
+    let err = store.claim(&h.id, "a3", MINUTE).unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
+    // The refused claim rolled back the lapse it observed; reaping records it.
+    assert_eq!(store.get(&h.id).unwrap().status, Status::Claimed);
+    assert_eq!(store.reap().unwrap(), 1);
+    let failed = store.get(&h.id).unwrap();
+    assert_eq!((failed.status, failed.attempts), (Status::Failed, 2));
+    assert!(failed.completed_at.is_some());
+    assert_eq!(store.reap().unwrap(), 0);
+}
+
+pub fn pending_expiry(store: Store) {
+    let (store, clock) = timed(store);
+    let expires = store.now() + chrono::TimeDelta::seconds(30);
+    let h = store.create(NewHandoff::new("t1", "goal").expires_at(expires)).unwrap();
+    clock.advance(Duration::from_secs(30));
+    assert!(store.claim_next("a1", None, MINUTE).unwrap().is_none());
+    let expired = store.get(&h.id).unwrap();
+    assert_eq!(expired.status, Status::Expired);
+    assert_eq!(expired.completed_at, Some(expires));
+    let last = store.events(Some(&h.id)).unwrap().pop().unwrap();
+    assert_eq!((last.change, last.actor), (Change::Expired, None));
+}
+
+pub fn reject_and_cancel(store: Store) {
+    let h = store.create(NewHandoff::new("t1", "goal").to_agent("gemini")).unwrap();
+    let before = snapshot(&store);
+    let err = store.reject(&h.id, "codex", "not mine").unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
+    assert_eq!(snapshot(&store), before);
+    let rejected = store.reject(&h.id, "gemini", "out of scope").unwrap();
+    assert_eq!(rejected.status, Status::Rejected);
+    assert_eq!(rejected.outcome.as_deref(), Some("out of scope"));
+
+    let open = store.create(NewHandoff::new("t2", "goal")).unwrap();
+    let err = store.reject(&open.id, "anyone", "no").unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
+    let claim = store.claim(&open.id, "a1", MINUTE).unwrap();
+    let cancelled = store.cancel(&open.id, "boss", Some("plan changed")).unwrap();
+    assert_eq!(cancelled.status, Status::Cancelled);
+    assert_eq!(kind_of(&store.complete(&claim, "x").unwrap_err()), ErrorKind::LeaseLost);
+}
+
+pub fn claim_next_order_and_filters(store: Store) {
+    let (store, clock) = timed(store);
+    let mut ids = Vec::new();
+    for (task, to) in [("t1", None), ("t2", Some("b")), ("t3", None), ("t4", Some("a"))] {
+        let mut new = NewHandoff::new(task, "goal");
+        new.to_agent = to.map(str::to_owned);
+        ids.push(store.create(new).unwrap().id);
+        clock.advance(Duration::from_millis(1));
+    }
+    let t3 = store.claim_next("a", Some("t3"), MINUTE).unwrap().unwrap();
+    assert_eq!(t3.handoff.id, ids[2]);
+    assert!(store.claim_next("a", Some("t2"), MINUTE).unwrap().is_none());
+    let order: Vec<String> = std::iter::from_fn(|| store.claim_next("a", None, MINUTE).unwrap())
+        .map(|c| c.handoff.id)
+        .collect();
+    assert_eq!(order, [ids[0].clone(), ids[3].clone()]);
+    assert_eq!(store.claim_next("b", None, MINUTE).unwrap().unwrap().handoff.id, ids[1]);
+}
+
+pub fn claim_next_reclaims_lapsed_leases(store: Store) {
+    let (store, clock) = timed(store);
+    let h = store.create(NewHandoff::new("t1", "goal")).unwrap();
+    let first = store.claim_next("a1", None, MINUTE).unwrap().unwrap();
+    assert!(store.claim_next("a2", None, MINUTE).unwrap().is_none());
+    clock.advance(Duration::from_secs(61));
+    let second = store.claim_next("a2", None, MINUTE).unwrap().unwrap();
+    assert_eq!(second.handoff.id, h.id);
+    assert_eq!(second.token, first.token + 1);
+    assert_eq!(second.handoff.attempts, 1);
+}
+
+pub fn chain_and_policy(store: Store) {
+    let store = store.with_policy(
+        ChainPolicy {
+            max_handoffs: 3,
+            ..ChainPolicy::default()
+        }
+        .allow("claude", ["gemini"])
+        .allow("gemini", ["codex", "claude"])
+        .allow("codex", ["claude", "llama"]),
+    );
+    let hop = |from: &str, to: &str| NewHandoff::new("t1", "goal").from_agent(from).to_agent(to);
+    store.create(hop("claude", "gemini")).unwrap();
+    store.create(hop("gemini", "codex")).unwrap();
+    let before = snapshot(&store);
+
+    let revisit = store.create(hop("codex", "claude")).unwrap_err();
+    let Error::ChainViolation(v) = &revisit else { panic!("{revisit}") };
+    assert_eq!(v.path, ["claude", "gemini", "codex", "claude"]);
+    assert_eq!(v.rule, ChainRule::Revisit { agent: "claude".into(), limit: 0 });
+
+    let stranger = store.create(hop("codex", "mistral")).unwrap_err();
+    let Error::ChainViolation(v) = &stranger else { panic!("{stranger}") };
+    assert!(matches!(&v.rule, ChainRule::NotCollaborator { from, to } if from == "codex" && to == "mistral"));
+    assert_eq!(snapshot(&store), before);
+
+    store.create(hop("codex", "llama")).unwrap();
+    let limit = store.create(hop("llama", "x")).unwrap_err();
+    let Error::ChainViolation(v) = &limit else { panic!("{limit}") };
+    assert_eq!(v.rule, ChainRule::MaxHandoffs { limit: 3 });
+    assert!(limit.to_string().contains("claude → gemini → codex → llama → x"), "{limit}");
+
+    let chain = store.chain("t1").unwrap();
+    assert_eq!(chain.to_string(), "claude → gemini → codex → llama");
+    assert_eq!(chain.hops.len(), 3);
+    assert!(store.chain("t-none").unwrap().hops.is_empty());
+
+    // Revisits may be allowed, for manager/worker loops.
+    let loops = store.with_policy(ChainPolicy {
+        max_revisits: 1,
+        ..ChainPolicy::default()
+    });
+    let hop2 = |from: &str, to: &str| NewHandoff::new("t2", "goal").from_agent(from).to_agent(to);
+    loops.create(hop2("manager", "worker")).unwrap();
+    loops.create(hop2("worker", "manager")).unwrap();
+    loops.create(hop2("manager", "worker")).unwrap();
+    assert!(loops.create(hop2("worker", "manager")).is_err());
+}
+
+pub fn checkpoints_and_stalled(store: Store) {
+    let (store, clock) = timed(store);
+    let h = store.create(NewHandoff::new("t1", "goal").from_agent("claude")).unwrap();
+    let claim = store.claim(&h.id, "gemini", Duration::from_secs(3600)).unwrap();
+    let cp = store
+        .checkpoint("t2", "codex", NewHandoff::new("", "refactor").progress("half way"))
+        .unwrap();
+    assert_eq!((cp.kind, cp.status), (Kind::Checkpoint, Status::Completed));
+    assert_eq!(cp.from_agent.as_deref(), Some("codex"));
+    // A checkpoint is neither claimable nor a hop.
+    assert!(store.claim_next("codex", None, MINUTE).unwrap().is_none());
+    assert!(store.chain("t2").unwrap().hops.is_empty());
+
+    clock.advance(Duration::from_secs(600));
+    assert_eq!(store.stalled(Duration::from_secs(300)).unwrap(), ["t1", "t2"]);
+    store.heartbeat(&claim).unwrap();
+    assert_eq!(store.stalled(Duration::from_secs(300)).unwrap(), ["t2"]);
+    let cp2 = store.checkpoint("t2", "codex", NewHandoff::new("", "refactor")).unwrap();
+    assert_eq!(cp2.parent_id.as_deref(), Some(cp.id.as_str()));
+    assert!(store.stalled(Duration::from_secs(300)).unwrap().is_empty());
+    store.complete(&claim, "done").unwrap();
+    clock.advance(Duration::from_secs(600));
+    assert_eq!(store.stalled(Duration::from_secs(300)).unwrap(), ["t2"]);
+}
+
+pub fn list_filters(store: Store) {
+    let a = store.create(NewHandoff::new("t1", "g").to_agent("x")).unwrap();
+    let b = store.create(NewHandoff::new("t2", "g")).unwrap();
+    let c = store.create(NewHandoff::new("t3", "g").to_agent("x")).unwrap();
+    store.claim(&b.id, "y", MINUTE).unwrap();
+    let ids = |filter: ListFilter| -> Vec<String> {
+        store.list(&filter).unwrap().into_iter().map(|h| h.id).collect()
+    };
+    assert_eq!(ids(ListFilter::default()), [a.id.clone(), b.id.clone(), c.id.clone()]);
+    let pending = ListFilter {
+        status: Some(Status::Pending),
+        ..ListFilter::default()
+    };
+    assert_eq!(ids(pending.clone()), [a.id.clone(), c.id.clone()]);
+    assert_eq!(ids(ListFilter { limit: Some(1), ..pending }), [a.id.clone()]);
+    let to_x = ListFilter {
+        to_agent: Some("x".into()),
+        task_id: Some("t3".into()),
+        ..ListFilter::default()
+    };
+    assert_eq!(ids(to_x), [c.id]);
+}
+
+pub fn events_replay_to_records(store: Store) {
+    let (store, clock) = timed(store);
+    let h = store.create(rich("t1")).unwrap();
+    let c1 = store.claim(&h.id, "gemini", MINUTE).unwrap();
+    store.heartbeat(&c1).unwrap();
+    store.release(&c1, "handing back").unwrap();
+    let c2 = store.claim(&h.id, "gemini", MINUTE).unwrap();
+    clock.advance(Duration::from_secs(120));
+    store.reap().unwrap();
+    let c3 = store.claim(&h.id, "gemini", MINUTE).unwrap();
+    assert!(c3.token > c2.token);
+    store.complete(&c3, "done").unwrap();
+    let other = store.create(NewHandoff::new("t2", "g")).unwrap();
+    store.cancel(&other.id, "boss", None).unwrap();
+
+    let all = store.events(None).unwrap();
+    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq));
+    for record in store.list(&ListFilter::default()).unwrap() {
+        let log = store.events(Some(&record.id)).unwrap();
+        assert_eq!(replay(&log).as_ref(), Some(&record));
+    }
+}
+
+pub fn bad_ids_change_nothing(store: Store) {
+    store.create(NewHandoff::new("t1", "g")).unwrap();
+    let before = snapshot(&store);
+    let long = "x".repeat(300);
+    for bad in ["../x", "a/b", "", "..", long.as_str(), "a b", "nul\0"] {
+        let create = store.create(NewHandoff::new("t1", "g").id(bad)).unwrap_err();
+        assert!(matches!(&create, Error::Validation { problems } if problems[0].field == "id"), "{create}");
+        assert_eq!(kind_of(&store.get(bad).unwrap_err()), ErrorKind::Validation);
+        assert_eq!(kind_of(&store.claim(bad, "a", MINUTE).unwrap_err()), ErrorKind::Validation);
+        assert_eq!(kind_of(&store.claim_next(bad, None, MINUTE).unwrap_err()), ErrorKind::Validation);
+        assert_eq!(kind_of(&store.chain(bad).unwrap_err()), ErrorKind::Validation);
+        let task = store.create(NewHandoff::new(bad, "g")).unwrap_err();
+        assert!(matches!(&task, Error::Validation { problems } if problems[0].field == "task_id"), "{task}");
+        let agent = store.create(NewHandoff::new("t1", "g").to_agent(bad)).unwrap_err();
+        assert_eq!(kind_of(&agent), ErrorKind::Validation);
+    }
+    assert_eq!(kind_of(&store.claim("x", "a", Duration::ZERO).unwrap_err()), ErrorKind::Validation);
+    assert_eq!(snapshot(&store), before);
+}
+
+pub fn create_many_is_atomic(store: Store) {
+    let store = store.with_policy(ChainPolicy {
+        max_handoffs: 1,
+        ..ChainPolicy::default()
+    });
+    let before = snapshot(&store);
+    let err = store
+        .create_many(vec![NewHandoff::new("t1", "a"), NewHandoff::new("t1", "b")])
+        .unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::ChainViolation);
+    assert_eq!(snapshot(&store), before);
+    let made = store
+        .create_many(vec![NewHandoff::new("t1", "a"), NewHandoff::new("t2", "b")])
+        .unwrap();
+    assert_eq!(made.len(), 2);
+}
+
+pub fn unknown_parent(store: Store) {
+    let err = store.create(NewHandoff::new("t1", "g").parent_id("nope")).unwrap_err();
+    assert!(matches!(&err, Error::Validation { problems } if problems[0].field == "parent_id"), "{err}");
+    let parent = store.create(NewHandoff::new("t1", "g").from_agent("a").to_agent("b")).unwrap();
+    let child = NewHandoff::new("t1", "g").from_agent("b").to_agent("c").parent_id(&parent.id);
+    assert_eq!(store.create(child).unwrap().parent_id, Some(parent.id));
+}

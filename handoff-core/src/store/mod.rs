@@ -1,0 +1,500 @@
+//! The [`Store`]: the state machine on top of a storage [`Backend`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::{ContextV7, Timestamp, Uuid};
+
+use crate::chain::{Chain, ChainPolicy, Hop};
+use crate::clock::{Clock, SystemClock, lease_delta};
+use crate::error::{Error, Result};
+use crate::machine::{Change, Command, Event, NewEvent, Transition, transition};
+use crate::record::{Handoff, Kind, NewHandoff, Status};
+use crate::validate::{self, Limits};
+
+mod backend;
+pub mod memory;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance;
+
+pub use backend::{Backend, ListFilter, Tx};
+pub(crate) use backend::hop_of;
+
+/// The lease a claim gets when the caller does not choose one.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
+
+/// How many due lapses one `claim_next` settles before it looks for work, so that a claim never
+/// pays for a large backlog at once while the backlog still drains.
+const REAP_BATCH: usize = 32;
+
+/// A live claim: the handoff as claimed and the fencing token that proves ownership.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    /// The handoff, as it was when claimed.
+    pub handoff: Handoff,
+    /// The fencing token: heartbeat, release and complete must present it.
+    pub token: u64,
+    /// The lease length, reused by [`Store::heartbeat`].
+    pub lease: Duration,
+}
+
+impl Claim {
+    /// The claimed handoff's id.
+    pub fn handoff_id(&self) -> &str {
+        &self.handoff.id
+    }
+}
+
+/// A handoff store: create, claim, heartbeat, release, complete, and read the event log and
+/// chains, on any [`Backend`].
+///
+/// Cheap to clone; clones share the backend.
+///
+/// ```
+/// use std::time::Duration;
+/// use handoff_core::{NewHandoff, Store};
+///
+/// let store = Store::memory();
+/// let h = store.create(NewHandoff::new("task-1", "Summarise the logs").from_agent("claude"))?;
+/// let claim = store.claim(&h.id, "gemini", Duration::from_secs(60))?;
+/// let done = store.complete(&claim, "summary written to notes.md")?;
+/// assert_eq!(done.status, handoff_core::Status::Completed);
+/// assert_eq!(store.chain("task-1")?.to_string(), "claude → gemini");
+/// # Ok::<(), handoff_core::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Store {
+    backend: Arc<dyn Backend>,
+    clock: Arc<dyn Clock>,
+    policy: Arc<ChainPolicy>,
+    limits: Arc<Limits>,
+}
+
+impl Store {
+    /// A store on `backend`, with the system clock, the default chain policy and limits.
+    pub fn new(backend: impl Backend + 'static) -> Store {
+        Store {
+            backend: Arc::new(backend),
+            clock: Arc::new(SystemClock),
+            policy: Arc::default(),
+            limits: Arc::default(),
+        }
+    }
+
+    /// An in-memory store, for tests and ephemeral swarms.
+    pub fn memory() -> Store {
+        Store::new(memory::MemoryBackend::default())
+    }
+
+    /// Opens (or creates) an SQLite store at `path` with the default options
+    /// (`synchronous=FULL`). `":memory:"` opens a private in-memory database.
+    #[cfg(feature = "sqlite")]
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(path, &sqlite::SqliteOptions::default())
+    }
+
+    /// Opens (or creates) an SQLite store at `path` with `options`.
+    #[cfg(feature = "sqlite")]
+    pub fn open_with(path: impl AsRef<Path>, options: &sqlite::SqliteOptions) -> Result<Store> {
+        Ok(Store::new(sqlite::SqliteBackend::open(path, options)?))
+    }
+
+    /// Uses `clock` for every decision that depends on time.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Store {
+        self.clock = clock;
+        self
+    }
+
+    /// Checks new hops against `policy`.
+    pub fn with_policy(mut self, policy: ChainPolicy) -> Store {
+        self.policy = Arc::new(policy);
+        self
+    }
+
+    /// Validates input against `limits`.
+    pub fn with_limits(mut self, limits: Limits) -> Store {
+        self.limits = Arc::new(limits);
+        self
+    }
+
+    /// The chain policy in force.
+    pub fn policy(&self) -> &ChainPolicy {
+        &self.policy
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The store's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Creates a pending handoff.
+    ///
+    /// With a caller-supplied id, creating again with the same content returns the stored
+    /// record unchanged, and with different content fails with [`Error::Conflict`]. The hop is
+    /// checked against the [`ChainPolicy`] in the same transaction that writes it.
+    pub fn create(&self, new: NewHandoff) -> Result<Handoff> {
+        let mut created = self.create_many(vec![new])?;
+        created.pop().ok_or_else(|| Error::storage("create returned no record"))
+    }
+
+    /// Creates several handoffs in one transaction: all of them, or none when one is refused.
+    pub fn create_many(&self, news: Vec<NewHandoff>) -> Result<Vec<Handoff>> {
+        let now = self.clock.now();
+        let records = news
+            .into_iter()
+            .map(|new| self.prepare(new, now))
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(records.len());
+        self.backend.write(&mut |tx| {
+            out.clear();
+            for (record, supplied_id) in &records {
+                out.push(self.insert(tx, record, *supplied_id)?);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Turns creator input into a validated record; the bool says whether the id was supplied.
+    fn prepare(&self, new: NewHandoff, now: DateTime<Utc>) -> Result<(Handoff, bool)> {
+        let supplied = new.id.is_some();
+        let id = new.id.clone().unwrap_or_else(|| new_id(now));
+        let record = new.into_record(id, now);
+        record.validate(&self.limits)?;
+        Ok((record, supplied))
+    }
+
+    fn insert(&self, tx: &mut dyn Tx, record: &Handoff, supplied_id: bool) -> Result<Handoff> {
+        // Generated ids are unique by construction; only a supplied one can meet a twin.
+        if supplied_id && let Some(existing) = tx.get(&record.id)? {
+            return if existing.same_content(record) {
+                Ok(existing)
+            } else {
+                Err(Error::Conflict {
+                    id: record.id.clone(),
+                })
+            };
+        }
+        if let Some(parent) = &record.parent_id
+            && tx.get(parent)?.is_none()
+        {
+            return Err(Error::invalid("parent_id", format!("no handoff has id {parent}")));
+        }
+        if record.kind != Kind::Checkpoint {
+            let hops: Vec<Hop> = tx
+                .hops(&record.task_id)?
+                .into_iter()
+                .filter(|hop| hop.kind != Kind::Checkpoint)
+                .collect();
+            self.policy.check(
+                &record.task_id,
+                &hops,
+                record.from_agent.as_deref(),
+                record.to_agent.as_deref(),
+            )?;
+        }
+        tx.insert(record)?;
+        tx.append(&NewEvent {
+            handoff_id: record.id.clone(),
+            at: record.created_at,
+            actor: record.from_agent.clone(),
+            change: Change::Created {
+                record: Box::new(record.clone()),
+            },
+        })?;
+        Ok(record.clone())
+    }
+
+    /// The handoff with this id.
+    pub fn get(&self, id: &str) -> Result<Handoff> {
+        validate::ident("id", id)?;
+        self.backend
+            .get(id)?
+            .ok_or_else(|| Error::NotFound { id: id.to_owned() })
+    }
+
+    /// Handoffs matching `filter`, oldest first, as stored (see [`Store::reap`]).
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<Handoff>> {
+        if let Some(task) = &filter.task_id {
+            validate::ident("task_id", task)?;
+        }
+        if let Some(agent) = &filter.to_agent {
+            validate::ident("to_agent", agent)?;
+        }
+        self.backend.list(filter)
+    }
+
+    /// Claims the handoff `id` for `agent` for `lease`.
+    ///
+    /// Fails with [`Error::AlreadyClaimed`] while another claim is live, and with
+    /// [`Error::InvalidTransition`] when the handoff is finished or addressed to another agent.
+    pub fn claim(&self, id: &str, agent: &str, lease: Duration) -> Result<Claim> {
+        validate::ident("agent", agent)?;
+        let command = Command::Claim {
+            agent: agent.to_owned(),
+            lease: lease_delta("lease_seconds", lease)?,
+        };
+        let handoff = self.apply(id, &command)?;
+        Ok(claim_of(handoff, lease))
+    }
+
+    /// Claims the oldest pending handoff `agent` may take (addressed to it or to anyone),
+    /// optionally only within `task_id`. `None` when there is nothing to claim.
+    pub fn claim_next(
+        &self,
+        agent: &str,
+        task_id: Option<&str>,
+        lease: Duration,
+    ) -> Result<Option<Claim>> {
+        validate::ident("agent", agent)?;
+        if let Some(task) = task_id {
+            validate::ident("task_id", task)?;
+        }
+        let command = Command::Claim {
+            agent: agent.to_owned(),
+            lease: lease_delta("lease_seconds", lease)?,
+        };
+        let now = self.clock.now();
+        let mut claimed = None;
+        self.backend.write(&mut |tx| {
+            claimed = None;
+            settle(tx, now, REAP_BATCH)?;
+            if let Some(h) = tx.next_claimable(agent, task_id, now)? {
+                claimed = Some(persist(tx, transition(&h, &command, now)?)?);
+            }
+            Ok(())
+        })?;
+        Ok(claimed.map(|handoff| claim_of(handoff, lease)))
+    }
+
+    /// Extends the claim's lease by its original length, counted from now.
+    pub fn heartbeat(&self, claim: &Claim) -> Result<Handoff> {
+        let command = Command::Heartbeat {
+            token: claim.token,
+            lease: lease_delta("lease_seconds", claim.lease)?,
+        };
+        self.apply(claim.handoff_id(), &command)
+    }
+
+    /// Gives the handoff back; it becomes pending again with one more attempt counted.
+    pub fn release(&self, claim: &Claim, reason: &str) -> Result<Handoff> {
+        self.check_text("reason", reason)?;
+        let command = Command::Release {
+            token: claim.token,
+            reason: reason.to_owned(),
+        };
+        self.apply(claim.handoff_id(), &command)
+    }
+
+    /// Finishes the handoff with `outcome`.
+    pub fn complete(&self, claim: &Claim, outcome: &str) -> Result<Handoff> {
+        self.check_text("outcome", outcome)?;
+        let command = Command::Complete {
+            token: claim.token,
+            outcome: outcome.to_owned(),
+        };
+        self.apply(claim.handoff_id(), &command)
+    }
+
+    /// Refuses the handoff as `agent`, which must be its addressee (or, for an open handoff,
+    /// its current holder).
+    pub fn reject(&self, id: &str, agent: &str, reason: &str) -> Result<Handoff> {
+        validate::ident("agent", agent)?;
+        self.check_text("reason", reason)?;
+        let command = Command::Reject {
+            agent: agent.to_owned(),
+            reason: reason.to_owned(),
+        };
+        self.apply(id, &command)
+    }
+
+    /// Withdraws a pending or claimed handoff.
+    pub fn cancel(&self, id: &str, by: &str, reason: Option<&str>) -> Result<Handoff> {
+        validate::ident("by", by)?;
+        if let Some(reason) = reason {
+            self.check_text("reason", reason)?;
+        }
+        let command = Command::Cancel {
+            by: by.to_owned(),
+            reason: reason.map(str::to_owned),
+        };
+        self.apply(id, &command)
+    }
+
+    /// Applies `command` to the handoff `id` at the clock's now, atomically with its events.
+    pub fn apply(&self, id: &str, command: &Command) -> Result<Handoff> {
+        validate::ident("id", id)?;
+        let now = self.clock.now();
+        let mut updated = None;
+        self.backend.write(&mut |tx| {
+            let h = tx
+                .get(id)?
+                .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+            updated = Some(persist(tx, transition(&h, command, now)?)?);
+            Ok(())
+        })?;
+        updated.ok_or_else(|| Error::storage("write returned no record"))
+    }
+
+    /// Applies every time-driven change that is due (lapsed leases, expired handoffs) and
+    /// returns how many handoffs changed. `claim_next` does this for a bounded batch itself.
+    pub fn reap(&self) -> Result<usize> {
+        let now = self.clock.now();
+        let mut changed = 0;
+        self.backend.write(&mut |tx| {
+            changed = settle(tx, now, usize::MAX)?;
+            Ok(())
+        })?;
+        Ok(changed)
+    }
+
+    /// The event log of one handoff, or of the whole store, oldest first.
+    pub fn events(&self, id: Option<&str>) -> Result<Vec<Event>> {
+        if let Some(id) = id {
+            validate::ident("id", id)?;
+        }
+        self.backend.events(id)
+    }
+
+    /// The task's chain of hops, oldest first.
+    pub fn chain(&self, task_id: &str) -> Result<Chain> {
+        validate::ident("task_id", task_id)?;
+        let hops = self
+            .backend
+            .hops(task_id)?
+            .into_iter()
+            .filter(|hop| hop.kind != Kind::Checkpoint)
+            .collect();
+        Ok(Chain {
+            task_id: task_id.to_owned(),
+            hops,
+        })
+    }
+
+    /// Saves `agent`'s progress on `task_id` without changing who owns what.
+    ///
+    /// A checkpoint is a record of kind `checkpoint` from and to `agent`, stored finished: it
+    /// is never claimable and is not a hop of the chain. Its `parent_id` defaults to the task's
+    /// latest record.
+    pub fn checkpoint(&self, task_id: &str, agent: &str, progress: NewHandoff) -> Result<Handoff> {
+        let now = self.clock.now();
+        let mut new = progress;
+        new.task_id = task_id.to_owned();
+        new.kind = Kind::Checkpoint;
+        new.from_agent = Some(agent.to_owned());
+        new.to_agent = Some(agent.to_owned());
+        let (mut record, supplied) = self.prepare(new, now)?;
+        record.status = Status::Completed;
+        record.completed_at = Some(now);
+        record.outcome = Some("checkpoint".to_owned());
+        let mut out = None;
+        self.backend.write(&mut |tx| {
+            let mut record = record.clone();
+            if record.parent_id.is_none() {
+                record.parent_id = tx.hops(task_id)?.last().map(|hop| hop.handoff_id.clone());
+            }
+            out = Some(self.insert(tx, &record, supplied)?);
+            Ok(())
+        })?;
+        out.ok_or_else(|| Error::storage("write returned no record"))
+    }
+
+    /// Tasks in progress whose last sign of life (a claim, heartbeat or checkpoint) is older
+    /// than `older_than`. A task is in progress while one of its handoffs is claimed, or while
+    /// its latest record is a checkpoint.
+    pub fn stalled(&self, older_than: Duration) -> Result<Vec<String>> {
+        let cutoff = self.clock.now()
+            - chrono::TimeDelta::from_std(older_than)
+                .map_err(|_| Error::invalid("older_than_seconds", "out of range"))?;
+        let mut last_seen: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
+        let mut seen = |task: &str, at: DateTime<Utc>| {
+            let entry = last_seen.entry(task.to_owned()).or_insert(at);
+            *entry = (*entry).max(at);
+        };
+        let claimed = self.backend.list(&ListFilter {
+            status: Some(Status::Claimed),
+            ..ListFilter::default()
+        })?;
+        for h in &claimed {
+            seen(&h.task_id, h.heartbeat_at.unwrap_or(h.created_at));
+        }
+        let checkpoints = self.backend.list(&ListFilter {
+            kind: Some(Kind::Checkpoint),
+            ..ListFilter::default()
+        })?;
+        let mut latest_checkpoint: BTreeMap<&str, &Handoff> = BTreeMap::new();
+        for h in &checkpoints {
+            latest_checkpoint.insert(&h.task_id, h);
+        }
+        for (task, checkpoint) in latest_checkpoint {
+            let hops = self.backend.hops(task)?;
+            if hops.last().is_some_and(|hop| hop.handoff_id == checkpoint.id) {
+                seen(task, checkpoint.created_at);
+            }
+        }
+        Ok(last_seen
+            .into_iter()
+            .filter(|(_, at)| *at < cutoff)
+            .map(|(task, _)| task)
+            .collect())
+    }
+
+    fn check_text(&self, field: &str, text: &str) -> Result<()> {
+        if text.len() > self.limits.max_field_bytes {
+            return Err(Error::invalid(
+                field,
+                format!("must be at most {} bytes", self.limits.max_field_bytes),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn claim_of(handoff: Handoff, lease: Duration) -> Claim {
+    Claim {
+        token: handoff.claim_token.unwrap_or_default(),
+        handoff,
+        lease,
+    }
+}
+
+/// Writes a transition's record and events; returns the record.
+fn persist(tx: &mut dyn Tx, t: Transition) -> Result<Handoff> {
+    if !t.events.is_empty() {
+        tx.update(&t.record)?;
+        for event in &t.events {
+            tx.append(event)?;
+        }
+    }
+    Ok(t.record)
+}
+
+/// Applies up to `limit` due time-driven changes; returns how many records changed.
+fn settle(tx: &mut dyn Tx, now: DateTime<Utc>, limit: usize) -> Result<usize> {
+    let due = tx.lapsed(now, limit)?;
+    for h in &due {
+        persist(tx, transition(h, &Command::Tick, now)?)?;
+    }
+    Ok(due.len())
+}
+
+/// A new time-ordered id: a UUIDv7 from the store's clock, monotonic within the process.
+fn new_id(now: DateTime<Utc>) -> String {
+    static CONTEXT: Mutex<Option<ContextV7>> = Mutex::new(None);
+    let mut context = CONTEXT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let context = context.get_or_insert_with(ContextV7::new);
+    let seconds = u64::try_from(now.timestamp()).unwrap_or(0);
+    let ts = Timestamp::from_unix(&*context, seconds, now.timestamp_subsec_nanos());
+    Uuid::new_v7(ts).to_string()
+}

@@ -1,0 +1,635 @@
+//! The SQLite backend: the embedded default. One file is shared safely by many threads and
+//! processes: WAL journal, `BEGIN IMMEDIATE` for every write, and lock contention retried here
+//! with short randomised waits so that it never reaches a caller and no process starves.
+//!
+//! A record is stored as its creation-time JSON (`body`, written once) plus the lifecycle
+//! fields in columns, which are all an update writes.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+
+use crate::chain::Hop;
+use crate::clock::from_micros;
+use crate::error::{Error, Result};
+use crate::machine::{Change, Event, NewEvent};
+use crate::record::{Handoff, Kind, Status};
+use crate::store::{Backend, ListFilter, Tx};
+
+mod schema;
+
+pub use schema::VERSION;
+
+/// How durable each commit is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit is on disk before it returns (fsync per commit). The default.
+    #[default]
+    Full,
+    /// Commits survive a crash of the process; a power loss may lose the last few.
+    Normal,
+}
+
+impl std::str::FromStr for Synchronous {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "full" => Ok(Synchronous::Full),
+            "normal" => Ok(Synchronous::Normal),
+            _ => Err(Error::invalid("synchronous", "must be \"full\" or \"normal\"")),
+        }
+    }
+}
+
+/// How to open an SQLite store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// Durability of commits.
+    pub synchronous: Synchronous,
+    /// How long a write waits for other processes' locks before it fails with a storage
+    /// error. Waiting is internal; callers never see a busy error before this.
+    pub lock_patience: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            synchronous: Synchronous::Full,
+            lock_patience: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Stores handoffs in one SQLite file.
+#[derive(Debug)]
+pub struct SqliteBackend {
+    conn: Mutex<Connection>,
+    patience: Duration,
+}
+
+impl SqliteBackend {
+    /// Opens or creates the store at `path`, upgrading an older schema.
+    pub fn open(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<SqliteBackend> {
+        let path = path.as_ref();
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let mut conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| storage(format!("cannot open {}", path.display()), e))?;
+        conn.busy_handler(Some(wait_for_lock))
+            .map_err(|e| storage("cannot install the busy handler", e))?;
+        conn.set_prepared_statement_cache_capacity(32);
+        let sync = match options.synchronous {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        };
+        let backend = SqliteBackend {
+            conn: Mutex::new(conn),
+            patience: options.lock_patience,
+        };
+        backend
+            .retrying(|conn| {
+                conn.pragma_update(None, "journal_mode", "WAL")?;
+                conn.pragma_update(None, "synchronous", sync)?;
+                Ok(schema::migrate(conn)?)
+            })
+            .map_err(|e| not_a_store(path, e))?;
+        Ok(backend)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `op`, starting it again while another process holds the lock, up to the patience.
+    fn retrying<T>(
+        &self,
+        mut op: impl FnMut(&mut Connection) -> Result<T, Contended>,
+    ) -> Result<T, Contended> {
+        let started = Instant::now();
+        let mut conn = self.lock();
+        loop {
+            match op(&mut conn) {
+                Err(Contended::Sqlite(e)) if is_busy(&e) && started.elapsed() < self.patience => {
+                    std::thread::sleep(Duration::from_micros(fastrand::u64(100..2_000)));
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// An error inside a retried operation: SQLite's, or ours from the caller's closure.
+#[derive(Debug)]
+enum Contended {
+    Sqlite(rusqlite::Error),
+    Core(Error),
+}
+
+impl From<rusqlite::Error> for Contended {
+    fn from(e: rusqlite::Error) -> Self {
+        Contended::Sqlite(e)
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// SQLite's own busy handler sleeps for up to 100 ms at a time, so a process that waits keeps
+/// losing to one that loops; short random waits keep every process in the race.
+fn wait_for_lock(attempt: i32) -> bool {
+    let ceiling = 50u64 << attempt.clamp(0, 5);
+    std::thread::sleep(Duration::from_micros(fastrand::u64(ceiling / 2..=ceiling)));
+    // About a minute of waiting; past that the retry loop decides, with the caller's patience.
+    attempt < 60_000
+}
+
+fn storage(message: impl Into<String>, e: rusqlite::Error) -> Error {
+    Error::Storage {
+        message: format!("{}: {e}", message.into()),
+        source: Some(Box::new(e)),
+    }
+}
+
+fn not_a_store(path: &Path, e: Contended) -> Error {
+    match e {
+        Contended::Core(e) => e,
+        Contended::Sqlite(e) => storage(
+            format!("{} is not a usable handoff-core store", path.display()),
+            e,
+        ),
+    }
+}
+
+impl From<Contended> for Error {
+    fn from(e: Contended) -> Self {
+        match e {
+            Contended::Core(e) => e,
+            Contended::Sqlite(e) if is_busy(&e) => storage("the store stayed locked by another process", e),
+            Contended::Sqlite(e) => storage("sqlite", e),
+        }
+    }
+}
+
+/// The lifecycle columns, then the body: the shape every record query selects.
+const RECORD_COLUMNS: &str =
+    "status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, completed_at, outcome, body";
+
+const HOP_COLUMNS: &str = "id, parent_id, from_agent, to_agent, claimed_by, kind, status, created_at";
+
+fn micros(at: DateTime<Utc>) -> i64 {
+    at.timestamp_micros()
+}
+
+fn opt_micros(at: Option<DateTime<Utc>>) -> Option<i64> {
+    at.map(micros)
+}
+
+fn corrupt(what: &str, detail: impl std::fmt::Display) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        0,
+        rusqlite::types::Type::Text,
+        format!("corrupt {what}: {detail}").into(),
+    )
+}
+
+fn parse<T: std::str::FromStr>(what: &str, text: &str) -> rusqlite::Result<T> {
+    text.parse().map_err(|_| corrupt(what, text))
+}
+
+fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Handoff> {
+    let body: String = row.get(8)?;
+    let mut h: Handoff = serde_json::from_str(&body).map_err(|e| corrupt("record body", e))?;
+    h.status = parse("status", &row.get::<_, String>(0)?)?;
+    h.claimed_by = row.get(1)?;
+    h.claim_token = row.get::<_, Option<i64>>(2)?.map(|t| t as u64);
+    h.lease_until = row.get::<_, Option<i64>>(3)?.map(from_micros);
+    h.heartbeat_at = row.get::<_, Option<i64>>(4)?.map(from_micros);
+    h.attempts = row.get(5)?;
+    h.completed_at = row.get::<_, Option<i64>>(6)?.map(from_micros);
+    h.outcome = row.get(7)?;
+    Ok(h)
+}
+
+fn hop_from_row(row: &Row<'_>) -> rusqlite::Result<Hop> {
+    let to_agent: Option<String> = row.get(3)?;
+    let claimed_by: Option<String> = row.get(4)?;
+    Ok(Hop {
+        handoff_id: row.get(0)?,
+        parent_id: row.get(1)?,
+        from_agent: row.get(2)?,
+        to_agent: to_agent.or(claimed_by),
+        kind: parse::<Kind>("kind", &row.get::<_, String>(5)?)?,
+        status: parse::<Status>("status", &row.get::<_, String>(6)?)?,
+        created_at: from_micros(row.get(7)?),
+    })
+}
+
+fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
+    let detail: String = row.get(4)?;
+    Ok(Event {
+        seq: row.get::<_, i64>(0)? as u64,
+        handoff_id: row.get(1)?,
+        at: from_micros(row.get(2)?),
+        actor: row.get(3)?,
+        change: serde_json::from_str::<Change>(&detail).map_err(|e| corrupt("event", e))?,
+    })
+}
+
+fn get(conn: &Connection, id: &str) -> rusqlite::Result<Option<Handoff>> {
+    conn.prepare_cached(&format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE id = ?1"))?
+        .query_row([id], record_from_row)
+        .optional()
+}
+
+fn hops(conn: &Connection, task_id: &str) -> rusqlite::Result<Vec<Hop>> {
+    conn.prepare_cached(&format!(
+        "SELECT {HOP_COLUMNS} FROM handoffs WHERE task_id = ?1 ORDER BY pos"
+    ))?
+    .query_map([task_id], hop_from_row)?
+    .collect()
+}
+
+impl Backend for SqliteBackend {
+    fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.retrying(|conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut handle = SqliteTx { conn: &tx, error: None };
+            match work(&mut handle) {
+                Ok(()) => {}
+                // A busy error from inside the transaction restarts the whole write.
+                Err(_) if handle.error.as_ref().is_some_and(is_busy) => {
+                    return Err(handle.error.take().map(Contended::Sqlite).unwrap_or_else(|| {
+                        Contended::Core(Error::storage("lost the busy error"))
+                    }));
+                }
+                Err(e) => return Err(Contended::Core(e)),
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .map_err(Error::from)
+    }
+
+    fn get(&self, id: &str) -> Result<Option<Handoff>> {
+        Ok(self.retrying(|conn| Ok(get(conn, id)?))?)
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<Handoff>> {
+        let mut sql = format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE 1");
+        let mut args: Vec<String> = Vec::new();
+        for (column, value) in [
+            ("status", filter.status.map(|s| s.as_str().to_owned())),
+            ("task_id", filter.task_id.clone()),
+            ("to_agent", filter.to_agent.clone()),
+            ("kind", filter.kind.map(|k| k.as_str().to_owned())),
+        ] {
+            if let Some(value) = value {
+                args.push(value);
+                sql.push_str(&format!(" AND {column} = ?{}", args.len()));
+            }
+        }
+        sql.push_str(" ORDER BY pos");
+        if let Some(limit) = filter.limit {
+            sql.push_str(&format!(" LIMIT {}", i64::try_from(limit).unwrap_or(i64::MAX)));
+        }
+        Ok(self.retrying(|conn| {
+            Ok(conn
+                .prepare_cached(&sql)?
+                .query_map(rusqlite::params_from_iter(&args), record_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })?)
+    }
+
+    fn events(&self, handoff_id: Option<&str>) -> Result<Vec<Event>> {
+        const COLUMNS: &str = "seq, handoff_id, at, actor, detail";
+        Ok(self.retrying(|conn| {
+            let events = match handoff_id {
+                Some(id) => conn
+                    .prepare_cached(&format!(
+                        "SELECT {COLUMNS} FROM events WHERE handoff_id = ?1 ORDER BY seq"
+                    ))?
+                    .query_map([id], event_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>(),
+                None => conn
+                    .prepare_cached(&format!("SELECT {COLUMNS} FROM events ORDER BY seq"))?
+                    .query_map([], event_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>(),
+            };
+            Ok(events?)
+        })?)
+    }
+
+    fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
+        Ok(self.retrying(|conn| Ok(hops(conn, task_id)?))?)
+    }
+}
+
+/// A write transaction. SQLite errors are kept so that [`SqliteBackend::write`] can tell a
+/// busy store (retry) from a real failure.
+struct SqliteTx<'a> {
+    conn: &'a Connection,
+    error: Option<rusqlite::Error>,
+}
+
+impl SqliteTx<'_> {
+    fn check<T>(&mut self, result: rusqlite::Result<T>) -> Result<T> {
+        result.map_err(|e| {
+            let wrapped = storage("sqlite", clone_error(&e));
+            self.error = Some(e);
+            wrapped
+        })
+    }
+}
+
+/// rusqlite errors are not `Clone`; keep the code and message, which is what callers see.
+fn clone_error(e: &rusqlite::Error) -> rusqlite::Error {
+    match e {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            rusqlite::Error::SqliteFailure(*code, message.clone())
+        }
+        other => rusqlite::Error::ToSqlConversionFailure(other.to_string().into()),
+    }
+}
+
+impl Tx for SqliteTx<'_> {
+    fn get(&mut self, id: &str) -> Result<Option<Handoff>> {
+        let result = get(self.conn, id);
+        self.check(result)
+    }
+
+    fn insert(&mut self, h: &Handoff) -> Result<()> {
+        let body = serde_json::to_string(h).map_err(|e| Error::storage(e.to_string()))?;
+        let result = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
+                 created_at, expires_at, status, claimed_by, claim_token, lease_until, \
+                 heartbeat_at, attempts, completed_at, outcome, body) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    h.id,
+                    h.task_id,
+                    h.kind.as_str(),
+                    h.from_agent,
+                    h.to_agent,
+                    h.parent_id,
+                    micros(h.created_at),
+                    opt_micros(h.expires_at),
+                    h.status.as_str(),
+                    h.claimed_by,
+                    h.claim_token.map(|t| t as i64),
+                    opt_micros(h.lease_until),
+                    opt_micros(h.heartbeat_at),
+                    h.attempts,
+                    opt_micros(h.completed_at),
+                    h.outcome,
+                    body,
+                ])
+            });
+        self.check(result).map(drop)
+    }
+
+    fn update(&mut self, h: &Handoff) -> Result<()> {
+        let result = self
+            .conn
+            .prepare_cached(
+                "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, \
+                 lease_until = ?5, heartbeat_at = ?6, attempts = ?7, completed_at = ?8, \
+                 outcome = ?9 WHERE id = ?1",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    h.id,
+                    h.status.as_str(),
+                    h.claimed_by,
+                    h.claim_token.map(|t| t as i64),
+                    opt_micros(h.lease_until),
+                    opt_micros(h.heartbeat_at),
+                    h.attempts,
+                    opt_micros(h.completed_at),
+                    h.outcome,
+                ])
+            });
+        self.check(result).map(drop)
+    }
+
+    fn append(&mut self, event: &NewEvent) -> Result<()> {
+        let detail = serde_json::to_string(&event.change).map_err(|e| Error::storage(e.to_string()))?;
+        let result = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO events (handoff_id, at, actor, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    event.handoff_id,
+                    micros(event.at),
+                    event.actor,
+                    event.change.kind(),
+                    detail,
+                ])
+            });
+        self.check(result).map(drop)
+    }
+
+    fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>> {
+        let result = hops(self.conn, task_id);
+        self.check(result)
+    }
+
+    fn next_claimable(
+        &mut self,
+        agent: &str,
+        task_id: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Handoff>> {
+        let now = micros(now);
+        let claimable = "status = 'pending' AND kind <> 'checkpoint' \
+                         AND (expires_at IS NULL OR expires_at > ?2)";
+        let result = match task_id {
+            // A task has few records: walk them in order.
+            Some(task) => self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {RECORD_COLUMNS} FROM handoffs INDEXED BY handoffs_task \
+                     WHERE task_id = ?3 AND {claimable} \
+                     AND (to_agent IS NULL OR to_agent = ?1) ORDER BY pos LIMIT 1"
+                ))
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![agent, now, task], record_from_row).optional()
+                }),
+            // Otherwise the oldest of two index seeks: open handoffs, and ones addressed to
+            // `agent`, so the cost does not grow with the backlog.
+            None => self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {RECORD_COLUMNS} FROM ( \
+                       SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_claimable \
+                         WHERE to_agent IS NULL AND {claimable} ORDER BY pos LIMIT 1) \
+                       UNION ALL \
+                       SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_claimable \
+                         WHERE to_agent = ?1 AND {claimable} ORDER BY pos LIMIT 1) \
+                     ) AS first JOIN handoffs USING (pos) ORDER BY pos LIMIT 1"
+                ))
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![agent, now], record_from_row).optional()
+                }),
+        };
+        self.check(result)
+    }
+
+    fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let result = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {RECORD_COLUMNS} FROM ( \
+                   SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_leases \
+                     WHERE status = 'claimed' AND lease_until <= ?1 ORDER BY lease_until LIMIT ?2) \
+                   UNION ALL \
+                   SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_expiry \
+                     WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1 \
+                     ORDER BY expires_at LIMIT ?2) \
+                 ) AS due JOIN handoffs USING (pos) ORDER BY pos LIMIT ?2"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map(params![micros(now), limit], record_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            });
+        self.check(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use crate::Store;
+
+    fn temp_store() -> (Store, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("handoff.db")).unwrap();
+        (store, dir)
+    }
+
+    crate::conformance_tests!(temp_store());
+
+    mod in_memory {
+        crate::conformance_tests!(crate::Store::open(":memory:").unwrap());
+    }
+}
+
+#[cfg(test)]
+mod migration_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use rusqlite::Connection;
+
+    use super::schema;
+    use crate::{Error, NewHandoff, Status, Store};
+
+    /// A store file as version 1 wrote it: one handoff claimed by `gemini`, one pending.
+    fn write_v1(path: &std::path::Path) -> (crate::Handoff, crate::Handoff) {
+        let scratch = Store::memory();
+        let claimed = scratch.create(NewHandoff::new("t1", "migrate me").from_agent("claude")).unwrap();
+        let pending = scratch.create(NewHandoff::new("t2", "still waiting")).unwrap();
+        let claim = scratch.claim(&claimed.id, "gemini", Duration::from_secs(3600)).unwrap();
+        let mut conn = Connection::open(path).unwrap();
+        schema::create_at_version(&mut conn, 1).unwrap();
+        for h in [&claim.handoff, &pending] {
+            conn.execute(
+                "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, created_at, \
+                 expires_at, status, claimed_by, claim_token, lease_until, attempts, completed_at, \
+                 outcome, body) VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, NULL, ?7, ?8, ?9, ?10, 0, NULL, NULL, ?11)",
+                rusqlite::params![
+                    h.id, h.task_id, h.kind.as_str(), h.from_agent, h.to_agent,
+                    h.created_at.timestamp_micros(), h.status.as_str(), h.claimed_by,
+                    h.claim_token.map(|t| t as i64), h.lease_until.map(|t| t.timestamp_micros()),
+                    serde_json::to_string(h).unwrap(),
+                ],
+            )
+            .unwrap();
+        }
+        for event in scratch.events(None).unwrap() {
+            conn.execute(
+                "INSERT INTO events (handoff_id, at, actor, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+                rusqlite::params![
+                    event.handoff_id, event.at.timestamp_micros(), event.actor,
+                    event.change.kind(), serde_json::to_string(&event.change).unwrap(),
+                ],
+            )
+            .unwrap();
+        }
+        (claim.handoff, pending)
+    }
+
+    #[test]
+    fn opens_a_store_written_by_schema_1() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        let (claimed, pending) = write_v1(&path);
+
+        let store = Store::open(&path).unwrap();
+        let version: u32 = Connection::open(&path)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, schema::VERSION);
+        // The migration filled in when the holder was last heard from, from the event log.
+        let upgraded = store.get(&claimed.id).unwrap();
+        assert_eq!(upgraded.heartbeat_at, claimed.heartbeat_at);
+        assert_eq!(upgraded, claimed);
+        assert_eq!(store.get(&pending.id).unwrap(), pending);
+        // And the store works as usual afterwards.
+        let claim = store.claim_next("codex", None, Duration::from_secs(60)).unwrap().unwrap();
+        assert_eq!(claim.handoff.id, pending.id);
+        assert_eq!(store.complete(&claim, "ok").unwrap().status, Status::Completed);
+        assert_eq!(store.events(None).unwrap().len(), 5);
+        drop(store);
+        // Opening again is a no-op.
+        assert_eq!(Store::open(&path).unwrap().list(&Default::default()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn refuses_newer_foreign_and_corrupt_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let newer = dir.path().join("newer.db");
+        drop(Store::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .pragma_update(None, "user_version", schema::VERSION + 1)
+            .unwrap();
+        let err = Store::open(&newer).unwrap_err();
+        assert!(matches!(err, Error::Storage { .. }) && err.to_string().contains("newer"), "{err}");
+
+        let foreign = dir.path().join("foreign.db");
+        Connection::open(&foreign).unwrap().execute_batch("CREATE TABLE notes (x)").unwrap();
+        let err = Store::open(&foreign).unwrap_err();
+        assert!(err.to_string().contains("another application"), "{err}");
+        let tables: i64 = Connection::open(&foreign)
+            .unwrap()
+            .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(tables, 1, "nothing was written into the foreign database");
+
+        let corrupt = dir.path().join("corrupt.db");
+        std::fs::write(&corrupt, b"this is not a database, just text").unwrap();
+        let err = Store::open(&corrupt).unwrap_err();
+        assert!(matches!(err, Error::Storage { .. }), "{err}");
+        assert_eq!(std::fs::read(&corrupt).unwrap(), b"this is not a database, just text");
+    }
+}

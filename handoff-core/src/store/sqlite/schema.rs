@@ -1,0 +1,102 @@
+//! The SQLite schema, its version, and the migrations that bring an older file up to date.
+//!
+//! `PRAGMA user_version` holds the schema version and `PRAGMA application_id` marks the file as
+//! a handoff-core store, so that opening some other database fails cleanly instead of
+//! writing into it.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The schema version this build writes.
+pub const VERSION: u32 = 2;
+
+/// "HOFF": marks a file as a handoff-core store.
+const APPLICATION_ID: i32 = 0x484F_4646;
+
+/// `MIGRATIONS[v]` upgrades a store from version `v` to `v + 1`.
+const MIGRATIONS: [&str; VERSION as usize] = [
+    // 0 -> 1: the first layout.
+    "CREATE TABLE handoffs (
+        pos INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        task_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        from_agent TEXT,
+        to_agent TEXT,
+        parent_id TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        status TEXT NOT NULL,
+        claimed_by TEXT,
+        claim_token INTEGER,
+        lease_until INTEGER,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        completed_at INTEGER,
+        outcome TEXT,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX handoffs_task ON handoffs (task_id, pos);
+    CREATE INDEX handoffs_claimable ON handoffs (to_agent, pos) WHERE status = 'pending';
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY,
+        handoff_id TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        actor TEXT,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX events_handoff ON events (handoff_id, seq);",
+    // 1 -> 2: when the holder was last heard from (for `stalled`), and indexes that let
+    // lapsed leases and expired handoffs be found without a scan.
+    "ALTER TABLE handoffs ADD COLUMN heartbeat_at INTEGER;
+    UPDATE handoffs SET heartbeat_at = (
+        SELECT max(at) FROM events
+        WHERE events.handoff_id = handoffs.id AND events.kind IN ('claimed', 'heartbeat')
+    ) WHERE claimed_by IS NOT NULL;
+    CREATE INDEX handoffs_leases ON handoffs (lease_until) WHERE status = 'claimed';
+    CREATE INDEX handoffs_expiry ON handoffs (expires_at)
+        WHERE status = 'pending' AND expires_at IS NOT NULL;",
+];
+
+/// Brings the store at `conn` to [`VERSION`], in one immediate transaction so that processes
+/// opening the same file at once do not race.
+pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: u32 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let application: i32 = tx.pragma_query_value(None, "application_id", |row| row.get(0))?;
+    let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
+    if application != APPLICATION_ID && (tables > 0 || version > 0) {
+        return Err(refuse("the file is an SQLite database of another application"));
+    }
+    if version > VERSION {
+        return Err(refuse(&format!(
+            "the store has schema version {version}, newer than this build's {VERSION}"
+        )));
+    }
+    upgrade(&tx, version, VERSION)?;
+    tx.commit()
+}
+
+/// Applies the migrations from version `from` up to version `to`.
+fn upgrade(conn: &Connection, from: u32, to: u32) -> rusqlite::Result<()> {
+    let steps = MIGRATIONS.iter().enumerate().take(to as usize).skip(from as usize);
+    for (step, sql) in steps {
+        conn.execute_batch(sql)?;
+        conn.pragma_update(None, "user_version", step as u32 + 1)?;
+    }
+    conn.pragma_update(None, "application_id", APPLICATION_ID)
+}
+
+fn refuse(reason: &str) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISMATCH),
+        Some(reason.to_owned()),
+    )
+}
+
+/// Writes a store at an older schema version, for the migration tests.
+#[cfg(test)]
+pub(crate) fn create_at_version(conn: &mut Connection, version: u32) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    upgrade(&tx, 0, version)?;
+    tx.commit()
+}

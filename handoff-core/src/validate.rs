@@ -1,0 +1,270 @@
+//! The rules every record obeys, checked on create and on import, all reported at once.
+
+use serde_json::Value;
+
+use crate::error::{Error, Problem, Result};
+use crate::record::{Handoff, Reason, SCHEMA_VERSION};
+
+/// Size and shape limits applied to everything that comes from outside.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The whole record in its JSON form, in bytes.
+    pub max_record_bytes: usize,
+    /// One text field or list item, in bytes.
+    pub max_field_bytes: usize,
+    /// Items in one list field.
+    pub max_list_items: usize,
+    /// Nesting depth of JSON text and of `metadata`.
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_record_bytes: 256 * 1024,
+            max_field_bytes: 64 * 1024,
+            max_list_items: 1024,
+            max_depth: 64,
+        }
+    }
+}
+
+/// The rule for ids and agent names.
+pub const IDENT_RULE: &str = "must be 1 to 128 characters from A-Z a-z 0-9 . _ : @ - and not only dots";
+
+/// Whether `text` is a valid id or agent name: `[A-Za-z0-9._:@-]{1,128}`, not `.` or `..`-like,
+/// so that an id can never name a path outside a store's folder.
+pub fn is_ident(text: &str) -> bool {
+    (1..=128).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'@' | b'-'))
+        && !text.bytes().all(|b| b == b'.')
+}
+
+/// Checks an id or agent name given as a call argument.
+pub fn ident(field: &str, text: &str) -> Result<()> {
+    if is_ident(text) {
+        Ok(())
+    } else {
+        Err(Error::invalid(field, IDENT_RULE))
+    }
+}
+
+/// Collects problems so that all of them are reported together.
+#[derive(Default)]
+pub(crate) struct Collector {
+    problems: Vec<Problem>,
+}
+
+impl Collector {
+    pub(crate) fn push(&mut self, field: impl Into<String>, rule: impl Into<String>) {
+        self.problems.push(Problem::new(field, rule));
+    }
+
+    pub(crate) fn ident(&mut self, field: &str, text: &str) {
+        if !is_ident(text) {
+            self.push(field, IDENT_RULE);
+        }
+    }
+
+    pub(crate) fn opt_ident(&mut self, field: &str, text: Option<&str>) {
+        if let Some(text) = text {
+            self.ident(field, text);
+        }
+    }
+
+    pub(crate) fn finish(self) -> Result<()> {
+        if self.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Validation {
+                problems: self.problems,
+            })
+        }
+    }
+}
+
+fn text(c: &mut Collector, limits: &Limits, field: &str, value: &str) {
+    if value.len() > limits.max_field_bytes {
+        c.push(
+            field,
+            format!("must be at most {} bytes, is {}", limits.max_field_bytes, value.len()),
+        );
+    }
+}
+
+fn list(c: &mut Collector, limits: &Limits, field: &str, items: &[String]) {
+    if items.len() > limits.max_list_items {
+        c.push(
+            field,
+            format!("must have at most {} items, has {}", limits.max_list_items, items.len()),
+        );
+    }
+    for (i, item) in items.iter().enumerate() {
+        text(c, limits, &format!("{field}[{i}]"), item);
+    }
+}
+
+/// Checks every rule of a record.
+pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
+    let mut c = Collector::default();
+    if h.schema_version != SCHEMA_VERSION {
+        c.push(
+            "schema_version",
+            format!("must be {SCHEMA_VERSION}, is {}", h.schema_version),
+        );
+    }
+    c.ident("id", &h.id);
+    c.ident("task_id", &h.task_id);
+    c.opt_ident("session_id", h.session_id.as_deref());
+    c.opt_ident("parent_id", h.parent_id.as_deref());
+    c.opt_ident("from_agent", h.from_agent.as_deref());
+    c.opt_ident("to_agent", h.to_agent.as_deref());
+    c.opt_ident("claimed_by", h.claimed_by.as_deref());
+    if h.goal.trim().is_empty() {
+        c.push("goal", "must not be empty");
+    }
+    text(&mut c, limits, "goal", &h.goal);
+    text(&mut c, limits, "progress_summary", &h.progress_summary);
+    if let Some(instructions) = &h.instructions {
+        text(&mut c, limits, "instructions", instructions);
+    }
+    if let Some(outcome) = &h.outcome {
+        text(&mut c, limits, "outcome", outcome);
+    }
+    match &h.reason {
+        Reason::ContextLimit { percent } if *percent > 100 => {
+            c.push("reason", "context_limit percent must be between 0 and 100");
+        }
+        Reason::FatalError { message } => text(&mut c, limits, "reason", message),
+        _ => {}
+    }
+    for (field, items) in [
+        ("completed_steps", &h.completed_steps),
+        ("pending_steps", &h.pending_steps),
+        ("key_decisions", &h.key_decisions),
+        ("assumptions", &h.assumptions),
+        ("warnings", &h.warnings),
+        ("unresolved_errors", &h.unresolved_errors),
+        ("blockers", &h.blockers),
+        ("modified_files", &h.modified_files),
+        ("locked_files", &h.locked_files),
+        ("priority_items", &h.priority_items),
+        ("success_criteria", &h.success_criteria),
+    ] {
+        list(&mut c, limits, field, items);
+    }
+    if let Some(percent) = h.context_usage_percent
+        && percent > 100
+    {
+        c.push("context_usage_percent", "must be between 0 and 100");
+    }
+    if let Some(depth) = deeper_than(&h.metadata, limits.max_depth) {
+        c.push(
+            "metadata",
+            format!("must nest at most {} levels, nests {depth} or more", limits.max_depth),
+        );
+    }
+    if let Some(expires_at) = h.expires_at
+        && expires_at <= h.created_at
+    {
+        c.push("expires_at", "must be after created_at");
+    }
+    if h.max_attempts == 0 {
+        c.push("max_attempts", "must be at least 1");
+    }
+    // The whole-record size is only meaningful once the parts are bounded.
+    let size = serde_json::to_string(h).map(|json| json.len()).unwrap_or(usize::MAX);
+    if size > limits.max_record_bytes {
+        c.push(
+            "record",
+            format!("must be at most {} bytes as JSON, is {size}", limits.max_record_bytes),
+        );
+    }
+    c.finish()
+}
+
+/// The depth at which `metadata` first exceeds `max`, walking iteratively so that a hostile
+/// value cannot exhaust the stack.
+fn deeper_than(metadata: &serde_json::Map<String, Value>, max: usize) -> Option<usize> {
+    let mut stack: Vec<(&Value, usize)> = metadata.values().map(|v| (v, 1)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        if depth > max {
+            return Some(depth);
+        }
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Checks JSON text for size and nesting before anything parses it, so that neither a huge
+/// document nor a deeply nested one costs more than one linear scan.
+pub(crate) fn check_json_text(field: &str, json: &str, limits: &Limits) -> Result<()> {
+    if json.len() > limits.max_record_bytes {
+        return Err(Error::invalid(
+            field,
+            format!("must be at most {} bytes as JSON, is {}", limits.max_record_bytes, json.len()),
+        ));
+    }
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for byte in json.bytes() {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                // The record itself is one level; its fields may nest `max_depth` more.
+                if depth > limits.max_depth + 1 {
+                    return Err(Error::invalid(
+                        field,
+                        format!("JSON must nest at most {} levels", limits.max_depth),
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idents() {
+        for good in ["a", "claude", "gemini-2.5@google", "task:42", "A_b.c", &"x".repeat(128)] {
+            assert!(is_ident(good), "{good}");
+        }
+        for bad in ["", ".", "..", "../x", "a/b", "a b", "é", "a\0", &"x".repeat(129)] {
+            assert!(!is_ident(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_measured_outside_strings() {
+        let limits = Limits {
+            max_depth: 2,
+            ..Limits::default()
+        };
+        assert!(check_json_text("r", r#"{"a":{"b":{"c":1}}}"#, &limits).is_ok());
+        assert!(check_json_text("r", r#"{"a":{"b":{"c":[1]}}}"#, &limits).is_err());
+        assert!(check_json_text("r", r#"{"a":"[[[[[[\"[[[["}"#, &limits).is_ok());
+    }
+}
