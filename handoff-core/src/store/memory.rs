@@ -1,7 +1,7 @@
 //! The in-memory backend: the reference implementation of the [`Backend`] contract, for tests
 //! and ephemeral swarms. Everything lives behind one mutex; a failed write is undone.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
@@ -24,8 +24,11 @@ struct State {
     records: HashMap<String, (u64, Handoff)>,
     /// Every id by insertion position.
     order: BTreeMap<u64, String>,
-    /// Pending and claimed ids by insertion position: the only ones time or claims can change.
-    live: BTreeMap<u64, String>,
+    /// Pending ids by insertion position: what `claim_next` walks.
+    pending: BTreeMap<u64, String>,
+    /// Positions of claimed records by lease end, and of expiring pending records by expiry:
+    /// what time can change.
+    due: BTreeSet<(DateTime<Utc>, u64)>,
     /// Insertion positions of each task's records.
     tasks: HashMap<String, Vec<u64>>,
     events: Vec<Event>,
@@ -42,7 +45,7 @@ impl MemoryBackend {
 /// What to do to take one write back.
 enum Undo {
     Insert(String),
-    Update(Box<Handoff>),
+    Update(u64, Box<Handoff>),
     Append,
 }
 
@@ -132,12 +135,40 @@ impl State {
             .collect()
     }
 
-    fn set_live(&mut self, pos: u64, h: &Handoff) {
-        if h.status.is_terminal() {
-            self.live.remove(&pos);
-        } else {
-            self.live.insert(pos, h.id.clone());
+    /// When time next changes `h`, if ever.
+    fn due_at(h: &Handoff) -> Option<DateTime<Utc>> {
+        match h.status {
+            Status::Claimed => h.lease_until,
+            Status::Pending => h.expires_at,
+            _ => None,
         }
+    }
+
+    /// Adds `h` at `pos` to the indexes, or removes it.
+    fn index(&mut self, pos: u64, h: &Handoff, add: bool) {
+        if h.status == Status::Pending {
+            if add {
+                self.pending.insert(pos, h.id.clone());
+            } else {
+                self.pending.remove(&pos);
+            }
+        }
+        if let Some(at) = State::due_at(h) {
+            if add {
+                self.due.insert((at, pos));
+            } else {
+                self.due.remove(&(at, pos));
+            }
+        }
+    }
+
+    /// Stores `h` over the record at `pos`, keeping the indexes right; returns the old record.
+    fn replace(&mut self, pos: u64, h: Handoff) -> Option<Handoff> {
+        let (_, stored) = self.records.get_mut(&h.id)?;
+        let previous = std::mem::replace(stored, h.clone());
+        self.index(pos, &previous, false);
+        self.index(pos, &h, true);
+        Some(previous)
     }
 }
 
@@ -148,18 +179,14 @@ impl Drop for MemoryTx<'_> {
                 Undo::Insert(id) => {
                     if let Some((pos, h)) = self.state.records.remove(&id) {
                         self.state.order.remove(&pos);
-                        self.state.live.remove(&pos);
+                        self.state.index(pos, &h, false);
                         if let Some(positions) = self.state.tasks.get_mut(&h.task_id) {
                             positions.retain(|p| *p != pos);
                         }
                     }
                 }
-                Undo::Update(previous) => {
-                    if let Some((pos, h)) = self.state.records.get_mut(&previous.id) {
-                        *h = *previous;
-                        let (pos, h) = (*pos, h.clone());
-                        self.state.set_live(pos, &h);
-                    }
+                Undo::Update(pos, previous) => {
+                    self.state.replace(pos, *previous);
                 }
                 Undo::Append => {
                     self.state.events.pop();
@@ -177,7 +204,7 @@ impl Tx for MemoryTx<'_> {
     fn insert(&mut self, record: &Handoff) -> Result<()> {
         let pos = self.state.order.last_key_value().map_or(0, |(pos, _)| pos + 1);
         self.state.order.insert(pos, record.id.clone());
-        self.state.set_live(pos, record);
+        self.state.index(pos, record, true);
         self.state
             .tasks
             .entry(record.task_id.clone())
@@ -191,11 +218,11 @@ impl Tx for MemoryTx<'_> {
     }
 
     fn update(&mut self, record: &Handoff) -> Result<()> {
-        if let Some((pos, stored)) = self.state.records.get_mut(&record.id) {
-            let previous = std::mem::replace(stored, record.clone());
-            let pos = *pos;
-            self.state.set_live(pos, record);
-            self.undo.push(Undo::Update(Box::new(previous)));
+        let Some(&(pos, _)) = self.state.records.get(&record.id) else {
+            return Ok(());
+        };
+        if let Some(previous) = self.state.replace(pos, record.clone()) {
+            self.undo.push(Undo::Update(pos, Box::new(previous)));
         }
         Ok(())
     }
@@ -224,33 +251,42 @@ impl Tx for MemoryTx<'_> {
         now: DateTime<Utc>,
     ) -> Result<Option<Handoff>> {
         let state = &*self.state;
-        let found = state
-            .live
-            .values()
-            .filter_map(|id| state.records.get(id).map(|(_, h)| h))
-            .find(|h| {
-                h.status == Status::Pending
-                    && h.kind != Kind::Checkpoint
-                    && h.to_agent.as_deref().is_none_or(|to| to == agent)
-                    && task_id.is_none_or(|task| h.task_id == task)
-                    && h.expires_at.is_none_or(|at| at > now)
-            });
+        let claimable = |h: &&Handoff| {
+            h.status == Status::Pending
+                && h.kind != Kind::Checkpoint
+                && h.to_agent.as_deref().is_none_or(|to| to == agent)
+                && h.expires_at.is_none_or(|at| at > now)
+        };
+        let found = match task_id {
+            Some(task) => state
+                .tasks
+                .get(task)
+                .into_iter()
+                .flatten()
+                .filter_map(|pos| state.by_position(*pos))
+                .find(claimable),
+            None => state
+                .pending
+                .values()
+                .filter_map(|id| state.records.get(id).map(|(_, h)| h))
+                .find(claimable),
+        };
         Ok(found.cloned())
     }
 
     fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>> {
         let state = &*self.state;
-        Ok(state
-            .live
-            .values()
-            .filter_map(|id| state.records.get(id).map(|(_, h)| h))
-            .filter(|h| match h.status {
-                Status::Claimed => h.lease_until.is_some_and(|at| at <= now),
-                Status::Pending => h.expires_at.is_some_and(|at| at <= now),
-                _ => false,
-            })
+        let mut due: Vec<u64> = state
+            .due
+            .iter()
+            .take_while(|(at, _)| *at <= now)
             .take(limit)
-            .cloned()
+            .map(|(_, pos)| *pos)
+            .collect();
+        due.sort_unstable();
+        Ok(due
+            .into_iter()
+            .filter_map(|pos| state.by_position(pos).cloned())
             .collect())
     }
 }
