@@ -12,8 +12,25 @@ test-rust:
 	$(CARGO) run --quiet --example quickstart -- --db "$$(mktemp -d)/quickstart.db"
 
 # >>> python (owned by handoff-py)
-test-python:
-	@echo "python binding: not built yet"
+# A venv of its own under target/ (gitignored, shares the workspace's cargo target dir). VIRTUAL_ENV
+# and PATH stay the same between runs so that pyo3's build script does not rerun needlessly.
+PY_VENV := $(CURDIR)/target/py-venv
+PY_ENV := VIRTUAL_ENV=$(PY_VENV) PATH="$(PY_VENV)/bin:$$PATH"
+PYTHON ?= python3
+
+$(PY_VENV)/.tools: handoff-py/pyproject.toml
+	$(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PY_VENV)/bin/python -m pip install --quiet "maturin==1.16.0" "pytest>=8,<10" "mypy>=1.13,<2"
+	touch $@
+
+test-python: $(PY_VENV)/.tools
+	rm -rf target/py-wheels
+	$(PY_ENV) maturin build --manifest-path handoff-py/Cargo.toml --out target/py-wheels
+	$(PY_ENV) python -m pip install --quiet --force-reinstall --no-deps target/py-wheels/handoff_core-*.whl
+	cd handoff-py && $(PY_ENV) python -m pytest
+	cd handoff-py && $(PY_ENV) python -m mypy.stubtest handoff_core --allowlist stubtest-allowlist.txt
+	$(PY_ENV) python examples/python/swarm.py --db "$$(mktemp -d)/handoff.db"
 # <<< python
 
 # >>> node (owned by handoff-node)

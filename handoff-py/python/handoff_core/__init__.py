@@ -1,0 +1,71 @@
+"""handoff_core: hand unfinished agent work to exactly one successor.
+
+>>> import handoff_core as hc
+>>> with hc.Store.memory() as store:
+...     h = store.create("task-1", "Summarise the logs", from_agent="claude")
+...     claim = store.claim(h.id, "gemini", lease_seconds=60)
+...     done = store.complete(claim, outcome="summary in notes.md")
+...     print(done.status, str(store.chain("task-1")))
+completed claude → gemini
+
+Everything here is the Rust core (``handoff-core``) seen from Python; ``handoff_core.aio``
+offers the same store as coroutines.
+"""
+
+from handoff_core._errors import (
+    AlreadyClaimed,
+    ChainViolation,
+    Conflict,
+    HandoffError,
+    InvalidTransition,
+    LeaseLost,
+    NotFound,
+    StorageError,
+    ValidationError,
+)
+from handoff_core._native import (
+    SCHEMA_VERSION,
+    Chain,
+    ChainPolicy,
+    Claim,
+    Event,
+    Handoff,
+    Hop,
+    Limits,
+    ManualClock,
+    Store,
+    __version__,
+    open,
+)
+from handoff_core._types import EventKind, Kind, Status, Synchronous
+
+from handoff_core import aio  # noqa: E402  (needs the names above)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AlreadyClaimed",
+    "Chain",
+    "ChainPolicy",
+    "ChainViolation",
+    "Claim",
+    "Conflict",
+    "Event",
+    "EventKind",
+    "Handoff",
+    "HandoffError",
+    "Hop",
+    "InvalidTransition",
+    "Kind",
+    "LeaseLost",
+    "Limits",
+    "ManualClock",
+    "NotFound",
+    "Status",
+    "StorageError",
+    "Store",
+    "Synchronous",
+    "ValidationError",
+    "__version__",
+    "aio",
+    "open",
+]

@@ -1,0 +1,34 @@
+"""Type aliases of handoff_core's API (wire strings of the core's enums)."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal, Union
+
+__all__ = ["Kind", "Status", "EventKind", "Synchronous", "StrPath"]
+
+#: What kind of handoff a record is.
+Kind = Literal[
+    "full", "partial", "escalation", "checkpoint", "initialization", "progress", "error_recovery"
+]
+#: Where a handoff is in its lifecycle.
+Status = Literal[
+    "pending", "claimed", "completed", "rejected", "cancelled", "expired", "failed"
+]
+#: What an event of the log did.
+EventKind = Literal[
+    "created",
+    "claimed",
+    "heartbeat",
+    "released",
+    "lease_expired",
+    "failed",
+    "completed",
+    "rejected",
+    "cancelled",
+    "expired",
+]
+#: How durable each SQLite commit is.
+Synchronous = Literal["full", "normal"]
+#: A file system path.
+StrPath = Union[str, "os.PathLike[str]"]

@@ -1,0 +1,36 @@
+//! The Python binding of handoff-core: the extension module `handoff_core._native`, wrapped
+//! by the pure-Python package `handoff_core` (see `python/handoff_core`).
+//!
+//! Every file mirrors one core module and only converts: arguments to core types (reporting
+//! bad types as `ValidationError`s that name the argument), results to Python objects, core
+//! errors to exceptions (in [`errors::to_py`], the one mapping function). Every call that
+//! reaches the storage backend runs with the GIL released.
+
+use pyo3::prelude::*;
+
+mod chain;
+mod clock;
+mod convert;
+mod errors;
+mod machine;
+mod record;
+mod store;
+mod validate;
+
+/// The compiled half of `handoff_core`; import `handoff_core` instead.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<record::Handoff>()?;
+    m.add_class::<store::Store>()?;
+    m.add_class::<store::Claim>()?;
+    m.add_class::<machine::Event>()?;
+    m.add_class::<chain::Chain>()?;
+    m.add_class::<chain::Hop>()?;
+    m.add_class::<chain::ChainPolicy>()?;
+    m.add_class::<clock::ManualClock>()?;
+    m.add_class::<validate::Limits>()?;
+    m.add_function(wrap_pyfunction!(store::open, m)?)?;
+    m.add("SCHEMA_VERSION", handoff_core::SCHEMA_VERSION)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
