@@ -1,6 +1,6 @@
 # `make test` builds every binding and runs every language's tests. It installs what it needs
 # itself (a Python venv, npm packages from the lockfile); CI calls exactly this.
-.PHONY: test test-rust test-python test-node bench
+.PHONY: test test-rust test-python test-node bench bench-node
 
 CARGO ?= cargo
 
@@ -34,8 +34,20 @@ test-python: $(PY_VENV)/.tools
 # <<< python
 
 # >>> node (owned by handoff-node)
+# Installs the CLI from the committed lockfile (`npm ci` cannot be used here), builds the addon
+# and its .d.ts (release: the same build serves the benchmark), fails if the rebuilt .d.ts
+# differs from the committed one, then runs the node:test suite and the swarm example.
 test-node:
-	@echo "node binding: not built yet"
+	cd handoff-node && npm install --no-audit --no-fund
+	cd handoff-node && npm run build
+	git diff --exit-code -- handoff-node/index.d.ts || { \
+	  echo "handoff-node/index.d.ts changed when rebuilt: commit the regenerated file"; exit 1; }
+	cd handoff-node && node --test test/
+	mkdir -p examples/node/node_modules && ln -sfn ../../../handoff-node examples/node/node_modules/handoff-core
+	node examples/node/swarm.mjs --db "$$(mktemp -d)/handoff.db"
+
+bench-node:
+	node benches/node_lifecycle.mjs
 # <<< node
 
 bench:

@@ -1,0 +1,5 @@
+//! Sets up linking of the Node addon.
+
+fn main() {
+    napi_build::setup();
+}

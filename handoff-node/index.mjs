@@ -1,0 +1,19 @@
+// ESM entry point: the native addon is loaded once, through the CommonJS loader that
+// `napi build` generates (index.js). A test checks that every export of index.js is here.
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const binding = require('./index.js')
+
+export const {
+  Store,
+  open,
+  openAsync,
+  toMarkdown,
+  handoffToJson,
+  handoffFromJson,
+  handoffJsonSchema,
+  __napiBindingTarget,
+} = binding
+
+export default binding

@@ -1,0 +1,190 @@
+//! Reading the caller's JavaScript values: strings, numbers and plain JSON.
+//!
+//! Arguments arrive untyped (`Unknown`) so that a wrong type becomes a `VALIDATION` error that
+//! names the field, instead of napi's generic conversion error. Option objects are read as JSON
+//! (what `JSON.stringify` would keep) and then deserialised into a typed struct.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use napi::bindgen_prelude::{JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter, Object};
+use napi::{JsValue, Unknown, ValueType};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Number, Value};
+
+use crate::errors::{Outcome, invalid};
+
+/// Deepest nesting read from a JavaScript value. The core enforces its own, smaller limit
+/// (64 by default) with a precise message; this bound only keeps a cyclic or absurdly deep
+/// value from exhausting the stack.
+const MAX_DEPTH: usize = 256;
+
+/// Largest integer a JavaScript number holds exactly.
+pub(crate) const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+fn type_name(t: ValueType) -> &'static str {
+    match t {
+        ValueType::Undefined => "undefined",
+        ValueType::Null => "null",
+        ValueType::Boolean => "a boolean",
+        ValueType::Number => "a number",
+        ValueType::String => "a string",
+        ValueType::Symbol => "a symbol",
+        ValueType::Object => "an object",
+        ValueType::Function => "a function",
+        ValueType::External => "an external",
+        ValueType::BigInt => "a bigint",
+        _ => "an unknown value",
+    }
+}
+
+/// A required string argument.
+pub(crate) fn string(value: &Unknown<'_>, field: &str) -> Outcome<String> {
+    match value.get_type()? {
+        ValueType::String => Ok(value.coerce_to_string()?.into_utf8()?.into_owned()?),
+        other => Err(invalid(field, format!("must be a string, got {}", type_name(other)))),
+    }
+}
+
+/// A number argument (finite).
+pub(crate) fn number(value: &Unknown<'_>, field: &str) -> Outcome<f64> {
+    match value.get_type()? {
+        ValueType::Number => {
+            let n = value.coerce_to_number()?.get_double()?;
+            if n.is_finite() {
+                Ok(n)
+            } else {
+                Err(invalid(field, "must be a finite number"))
+            }
+        }
+        other => Err(invalid(field, format!("must be a number, got {}", type_name(other)))),
+    }
+}
+
+/// A plain object argument (not an array, not null).
+pub(crate) fn object<'env>(value: &Unknown<'env>, field: &str) -> Outcome<Object<'env>> {
+    let t = value.get_type()?;
+    if t != ValueType::Object || value.is_array()? {
+        let got = if t == ValueType::Object { "an array" } else { type_name(t) };
+        return Err(invalid(field, format!("must be an object, got {got}")));
+    }
+    Ok(value.coerce_to_object()?)
+}
+
+/// An options object: `undefined` and `null` mean all defaults. Unknown keys and wrong types
+/// are `VALIDATION` errors naming the key.
+pub(crate) fn options<T: DeserializeOwned>(value: &Unknown<'_>, field: &str) -> Outcome<T> {
+    let json = match value.get_type()? {
+        ValueType::Undefined | ValueType::Null => Value::Object(Map::new()),
+        _ => {
+            object(value, field)?;
+            // Keys are named from the options object itself: `metadata.x`, `completed[2]`.
+            to_json(value, &mut String::new(), 0)?
+        }
+    };
+    from_json(json, field)
+}
+
+/// Deserialises JSON read from the caller into `T`, naming the offending key on failure.
+pub(crate) fn from_json<T: DeserializeOwned>(json: Value, field: &str) -> Outcome<T> {
+    serde_path_to_error::deserialize(json).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        // serde names a missing key in its message and points at the parent: name the key.
+        if let Some(key) = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.strip_suffix('`'))
+        {
+            let at = if path == "." { key.to_owned() } else { format!("{path}.{key}") };
+            return invalid(at, "is required");
+        }
+        let at = if path == "." { field.to_owned() } else { path };
+        invalid(at, message)
+    })
+}
+
+/// Reads a JavaScript value as JSON, as `JSON.stringify` would see it: `undefined` properties
+/// are left out, a `Date` becomes its ISO string; functions, symbols, bigints, non-finite
+/// numbers and values nested too deeply (or cyclic) are refused.
+pub(crate) fn json(value: &Unknown<'_>, field: &str) -> Outcome<Value> {
+    let mut path = field.to_owned();
+    to_json(value, &mut path, 0)
+}
+
+fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Value> {
+    if depth > MAX_DEPTH {
+        // A cyclic value would make a very long path: name where it starts.
+        let start: String = path.chars().take(64).collect();
+        let at = if start.len() < path.len() { format!("{start}…") } else { start };
+        return Err(invalid(at, format!("nested deeper than {MAX_DEPTH} levels (or cyclic)")));
+    }
+    Ok(match value.get_type()? {
+        ValueType::Undefined | ValueType::Null => Value::Null,
+        ValueType::Boolean => Value::Bool(value.coerce_to_bool()?),
+        ValueType::Number => {
+            let n = value.coerce_to_number()?.get_double()?;
+            if !n.is_finite() {
+                return Err(invalid(path.clone(), "must be a finite number"));
+            }
+            if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER {
+                // Integers stay integers, so that `u32` fields accept them.
+                Value::Number(Number::from(n as i64))
+            } else {
+                Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
+            }
+        }
+        ValueType::String => Value::String(value.coerce_to_string()?.into_utf8()?.into_owned()?),
+        ValueType::Object if value.is_date()? => {
+            let millis = value.coerce_to_number()?.get_double()?;
+            let at = (millis.is_finite())
+                .then(|| DateTime::<Utc>::from_timestamp_millis(millis as i64))
+                .flatten()
+                .ok_or_else(|| invalid(path.clone(), "is an invalid Date"))?;
+            Value::String(at.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+        }
+        ValueType::Object if value.is_array()? => {
+            let array = value.coerce_to_object()?;
+            let len = array.get_array_length()?;
+            let mut items = Vec::with_capacity(len.min(4096) as usize);
+            let base = path.len();
+            for i in 0..len {
+                let item: Unknown<'_> = array.get_element(i)?;
+                path.push_str(&format!("[{i}]"));
+                items.push(to_json(&item, path, depth + 1)?);
+                path.truncate(base);
+            }
+            Value::Array(items)
+        }
+        ValueType::Object => {
+            let obj = value.coerce_to_object()?;
+            let keys = obj.get_all_property_names(
+                KeyCollectionMode::OwnOnly,
+                KeyFilter::Enumerable,
+                KeyConversion::NumbersToStrings,
+            )?;
+            let len = keys.get_array_length()?;
+            let mut map = Map::new();
+            let base = path.len();
+            for i in 0..len {
+                let key: Unknown<'_> = keys.get_element(i)?;
+                if key.get_type()? != ValueType::String {
+                    continue; // a symbol key, which JSON leaves out
+                }
+                let key = key.coerce_to_string()?.into_utf8()?.into_owned()?;
+                let item: Unknown<'_> = obj.get_named_property(&key)?;
+                if item.get_type()? == ValueType::Undefined {
+                    continue;
+                }
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&key);
+                let v = to_json(&item, path, depth + 1)?;
+                path.truncate(base);
+                map.insert(key, v);
+            }
+            Value::Object(map)
+        }
+        other => {
+            return Err(invalid(path.clone(), format!("must be JSON, got {}", type_name(other))));
+        }
+    })
+}

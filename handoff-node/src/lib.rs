@@ -1,0 +1,13 @@
+//! Node.js binding of [handoff-core](../handoff-core): the npm package `handoff-core`.
+//!
+//! All behaviour lives in the core. Each file here mirrors one core module and only converts:
+//! JavaScript values in ([`convert`]), plain objects out, errors in one place ([`errors`]),
+//! and the `*Async` variants onto libuv's thread pool ([`task`]). Every export catches panics.
+
+pub mod chain;
+pub mod convert;
+pub mod errors;
+pub mod machine;
+pub mod record;
+pub mod store;
+pub mod task;

@@ -1,0 +1,89 @@
+//! The event log: one entry per transition, as plain objects.
+
+use handoff_core::{Change, Event};
+use napi_derive::napi;
+
+use crate::record::{JsHandoff, iso};
+use crate::task::ToJs;
+
+/// One entry of the event log.
+#[napi(object, js_name = "Event", object_from_js = false, use_nullable = true)]
+pub struct JsEvent {
+    /// Position in the store's log; strictly increasing in write order.
+    pub seq: f64,
+    /// The handoff it concerns.
+    pub handoff_id: String,
+    /// When it happened (ISO 8601).
+    pub at: String,
+    /// Who caused it; `null` for the clock (lapses, expiry).
+    pub actor: Option<String>,
+    /// What happened.
+    #[napi(ts_type = "EventKind")]
+    pub kind: String,
+    /// The event's details; which keys are present depends on `kind`.
+    pub detail: EventDetail,
+}
+
+/// Details of an event. `created`: `record`; `claimed`: `agent`, `token`, `leaseUntil`;
+/// `heartbeat`: `leaseUntil`; `released`, `rejected`, `cancelled`: `reason`;
+/// `lease_expired`, `failed`: `token`; `completed`: `outcome`; `expired`: nothing.
+#[napi(object, object_from_js = false)]
+pub struct EventDetail {
+    /// The record as created.
+    #[napi(ts_type = "Handoff")]
+    pub record: Option<JsHandoff>,
+    /// The claiming agent.
+    pub agent: Option<String>,
+    /// The fencing token claimed or lapsed.
+    pub token: Option<f64>,
+    /// The end of the lease (ISO 8601).
+    pub lease_until: Option<String>,
+    /// Why (released, rejected, cancelled).
+    pub reason: Option<String>,
+    /// The holder's result (completed).
+    pub outcome: Option<String>,
+}
+
+impl ToJs for Event {
+    type Js = JsEvent;
+    fn to_js(self) -> JsEvent {
+        let kind = self.change.kind().to_owned();
+        let mut detail = EventDetail {
+            record: None,
+            agent: None,
+            token: None,
+            lease_until: None,
+            reason: None,
+            outcome: None,
+        };
+        match self.change {
+            Change::Created { record } => detail.record = Some(JsHandoff::from(*record)),
+            Change::Claimed {
+                agent,
+                token,
+                lease_until,
+            } => {
+                detail.agent = Some(agent);
+                detail.token = Some(token as f64);
+                detail.lease_until = Some(iso(lease_until));
+            }
+            Change::Heartbeat { lease_until } => detail.lease_until = Some(iso(lease_until)),
+            Change::Released { reason } | Change::Rejected { reason } => detail.reason = Some(reason),
+            Change::Cancelled { reason } => detail.reason = reason,
+            Change::LeaseExpired { token } | Change::Failed { token } => {
+                detail.token = Some(token as f64);
+            }
+            Change::Completed { outcome } => detail.outcome = Some(outcome),
+            // `Change` may grow: an unknown event still shows its kind.
+            _ => {}
+        }
+        JsEvent {
+            seq: self.seq as f64,
+            handoff_id: self.handoff_id,
+            at: iso(self.at),
+            actor: self.actor,
+            kind,
+            detail,
+        }
+    }
+}

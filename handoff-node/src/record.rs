@@ -1,0 +1,372 @@
+//! The handoff record: its JavaScript shape, `create`'s options, Markdown and the JSON wire form.
+//!
+//! A record in JavaScript is a plain object whose keys are the core's field names in camelCase
+//! (`task_id` → `taskId`), times are ISO 8601 strings exactly as in the JSON wire form, `null`
+//! stands for an absent optional value, and `metadata` is the JSON object as stored.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use handoff_core::{Handoff, Kind, Metadata, NewHandoff, Reason};
+use napi::{Env, Unknown};
+use napi_derive::napi;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::convert;
+use crate::errors::{Failure, Naming, Outcome, invalid};
+use crate::task::{ToJs, sync};
+
+/// An ISO 8601 time exactly as the JSON wire form writes it.
+pub(crate) fn iso(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// A handover record: the work, what is known about it, and who holds it.
+#[napi(object, js_name = "Handoff", object_from_js = false, use_nullable = true)]
+pub struct JsHandoff {
+    /// Always 1.
+    pub schema_version: u32,
+    /// Time-ordered id (UUIDv7), or the one the creator supplied.
+    pub id: String,
+    /// The task this handoff belongs to.
+    pub task_id: String,
+    /// The session the handing-over agent ran in.
+    pub session_id: Option<String>,
+    /// The handoff this one continues.
+    pub parent_id: Option<String>,
+    /// What kind of handoff this is.
+    #[napi(ts_type = "HandoffKind")]
+    pub kind: String,
+    /// Why the previous agent handed over.
+    #[napi(ts_type = "HandoffReason")]
+    pub reason: String,
+    /// The agent handing over.
+    pub from_agent: Option<String>,
+    /// The agent addressed; `null` lets any agent claim it.
+    pub to_agent: Option<String>,
+    /// What the successor must achieve.
+    pub goal: String,
+    /// Where the work stands, in prose.
+    pub progress_summary: String,
+    /// Steps already done.
+    pub completed_steps: Vec<String>,
+    /// Steps still to do, in order.
+    pub pending_steps: Vec<String>,
+    /// Decisions taken, and why.
+    pub key_decisions: Vec<String>,
+    /// Assumptions the work rests on.
+    pub assumptions: Vec<String>,
+    /// Things the successor must be careful about.
+    pub warnings: Vec<String>,
+    /// Errors seen and not yet fixed.
+    pub unresolved_errors: Vec<String>,
+    /// What stops progress right now.
+    pub blockers: Vec<String>,
+    /// Files changed so far.
+    pub modified_files: Vec<String>,
+    /// Files the work holds locks on.
+    pub locked_files: Vec<String>,
+    /// Guidance for the successor.
+    pub instructions: Option<String>,
+    /// What matters most, first.
+    pub priority_items: Vec<String>,
+    /// How the successor knows it is done.
+    pub success_criteria: Vec<String>,
+    /// How full the previous agent's context window was, in percent (0 to 100).
+    pub context_usage_percent: Option<u32>,
+    /// Free-form JSON, preserved unchanged.
+    #[napi(ts_type = "JsonObject")]
+    pub metadata: Metadata,
+    /// When the handoff was created (ISO 8601).
+    pub created_at: String,
+    /// When an unclaimed handoff expires (ISO 8601); `null` is never.
+    pub expires_at: Option<String>,
+    /// How many claims may lapse before the handoff fails.
+    pub max_attempts: u32,
+    /// Where the handoff is in its lifecycle.
+    #[napi(ts_type = "HandoffStatus")]
+    pub status: String,
+    /// The agent holding (or that last held) the claim.
+    pub claimed_by: Option<String>,
+    /// The fencing token of the latest claim.
+    pub claim_token: Option<f64>,
+    /// When the current claim lapses unless renewed (ISO 8601).
+    pub lease_until: Option<String>,
+    /// When the holder last claimed or heartbeated (ISO 8601).
+    pub heartbeat_at: Option<String>,
+    /// How many claims ended without completion.
+    pub attempts: u32,
+    /// When the handoff reached a terminal status (ISO 8601).
+    pub completed_at: Option<String>,
+    /// The completing agent's result, or why the handoff ended otherwise.
+    pub outcome: Option<String>,
+}
+
+impl From<Handoff> for JsHandoff {
+    fn from(h: Handoff) -> Self {
+        JsHandoff {
+            schema_version: h.schema_version,
+            id: h.id,
+            task_id: h.task_id,
+            session_id: h.session_id,
+            parent_id: h.parent_id,
+            kind: h.kind.as_str().to_owned(),
+            reason: h.reason.to_string(),
+            from_agent: h.from_agent,
+            to_agent: h.to_agent,
+            goal: h.goal,
+            progress_summary: h.progress_summary,
+            completed_steps: h.completed_steps,
+            pending_steps: h.pending_steps,
+            key_decisions: h.key_decisions,
+            assumptions: h.assumptions,
+            warnings: h.warnings,
+            unresolved_errors: h.unresolved_errors,
+            blockers: h.blockers,
+            modified_files: h.modified_files,
+            locked_files: h.locked_files,
+            instructions: h.instructions,
+            priority_items: h.priority_items,
+            success_criteria: h.success_criteria,
+            context_usage_percent: h.context_usage_percent.map(u32::from),
+            metadata: h.metadata,
+            created_at: iso(h.created_at),
+            expires_at: h.expires_at.map(iso),
+            max_attempts: h.max_attempts,
+            status: h.status.as_str().to_owned(),
+            claimed_by: h.claimed_by,
+            claim_token: h.claim_token.map(|t| t as f64),
+            lease_until: h.lease_until.map(iso),
+            heartbeat_at: h.heartbeat_at.map(iso),
+            attempts: h.attempts,
+            completed_at: h.completed_at.map(iso),
+            outcome: h.outcome,
+        }
+    }
+}
+
+impl ToJs for Handoff {
+    type Js = JsHandoff;
+    fn to_js(self) -> JsHandoff {
+        self.into()
+    }
+}
+
+/// What `create` takes. Only `taskId` and `goal` are required.
+#[napi(object, object_to_js = false)]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateOptions {
+    /// The task; its handoffs form its chain.
+    pub task_id: String,
+    /// What the successor must achieve. Must not be empty.
+    pub goal: String,
+    /// The agent handing over.
+    pub from_agent: Option<String>,
+    /// The agent addressed; leave it out to let any agent claim.
+    pub to_agent: Option<String>,
+    /// Defaults to `"full"`.
+    #[napi(ts_type = "HandoffKind")]
+    pub kind: Option<String>,
+    /// Defaults to `"explicit"`.
+    #[napi(ts_type = "HandoffReason")]
+    pub reason: Option<String>,
+    /// How full the context window was, in percent (0 to 100).
+    pub context_pct: Option<u32>,
+    /// Where the work stands, in prose (the record's `progressSummary`).
+    pub progress: Option<String>,
+    /// Steps already done (`completedSteps`).
+    pub completed: Option<Vec<String>>,
+    /// Steps still to do (`pendingSteps`).
+    pub pending: Option<Vec<String>>,
+    /// Decisions taken (`keyDecisions`).
+    pub decisions: Option<Vec<String>>,
+    /// Assumptions the work rests on.
+    pub assumptions: Option<Vec<String>>,
+    /// Things to be careful about.
+    pub warnings: Option<Vec<String>>,
+    /// Errors seen and not yet fixed (`unresolvedErrors`).
+    pub errors: Option<Vec<String>>,
+    /// Files changed so far (`modifiedFiles`).
+    pub files: Option<Vec<String>>,
+    /// Guidance for the successor.
+    pub instructions: Option<String>,
+    /// Free-form JSON object.
+    #[napi(ts_type = "JsonObject")]
+    pub metadata: Option<Metadata>,
+    /// A caller-chosen id: creating twice with the same id and content returns the same record.
+    pub id: Option<String>,
+    /// The handoff this one continues.
+    pub parent_id: Option<String>,
+    /// The session the handing-over agent ran in.
+    pub session_id: Option<String>,
+    /// What stops progress right now.
+    pub blockers: Option<Vec<String>>,
+    /// Files the work holds locks on.
+    pub locked_files: Option<Vec<String>>,
+    /// What matters most, first.
+    pub priority_items: Option<Vec<String>>,
+    /// How the successor knows it is done.
+    pub success_criteria: Option<Vec<String>>,
+    /// When the handoff expires if nobody claims it: an ISO 8601 string (or a `Date`).
+    #[napi(ts_type = "string | Date")]
+    pub expires_at: Option<String>,
+    /// How many claims may lapse before the handoff fails (default 3).
+    pub max_attempts: Option<u32>,
+}
+
+impl CreateOptions {
+    /// The core's input; problems of kind, reason, percent and time are reported together.
+    fn into_new(self) -> Outcome<NewHandoff> {
+        let mut problems = Vec::new();
+        let kind = match self.kind.as_deref().map(str::parse::<Kind>).transpose() {
+            Ok(kind) => kind.unwrap_or_default(),
+            Err(err) => {
+                problems.push(err);
+                Kind::default()
+            }
+        };
+        let reason = match self.reason.as_deref().map(str::parse::<Reason>).transpose() {
+            Ok(reason) => reason.unwrap_or_default(),
+            Err(err) => {
+                problems.push(err);
+                Reason::default()
+            }
+        };
+        let context = match self.context_pct.map(u8::try_from).transpose() {
+            Ok(percent) => percent,
+            Err(_) => {
+                problems.push(handoff_core::Error::invalid("contextPct", "must be from 0 to 100"));
+                None
+            }
+        };
+        let expires_at = match self.expires_at.as_deref().map(DateTime::parse_from_rfc3339).transpose() {
+            Ok(at) => at.map(|at| at.with_timezone(&Utc)),
+            Err(_) => {
+                problems.push(handoff_core::Error::invalid(
+                    "expiresAt",
+                    "must be an ISO 8601 time with an offset, like 2026-01-01T00:00:00Z",
+                ));
+                None
+            }
+        };
+        if !problems.is_empty() {
+            let problems = problems
+                .into_iter()
+                .flat_map(|err| match err {
+                    handoff_core::Error::Validation { problems } => problems,
+                    _ => Vec::new(),
+                })
+                .collect();
+            return Err(Failure::Core(handoff_core::Error::Validation { problems }));
+        }
+        Ok(NewHandoff {
+            id: self.id,
+            task_id: self.task_id,
+            session_id: self.session_id,
+            parent_id: self.parent_id,
+            kind,
+            reason,
+            from_agent: self.from_agent,
+            to_agent: self.to_agent,
+            goal: self.goal,
+            progress_summary: self.progress.unwrap_or_default(),
+            completed_steps: self.completed.unwrap_or_default(),
+            pending_steps: self.pending.unwrap_or_default(),
+            key_decisions: self.decisions.unwrap_or_default(),
+            assumptions: self.assumptions.unwrap_or_default(),
+            warnings: self.warnings.unwrap_or_default(),
+            unresolved_errors: self.errors.unwrap_or_default(),
+            blockers: self.blockers.unwrap_or_default(),
+            modified_files: self.files.unwrap_or_default(),
+            locked_files: self.locked_files.unwrap_or_default(),
+            instructions: self.instructions,
+            priority_items: self.priority_items.unwrap_or_default(),
+            success_criteria: self.success_criteria.unwrap_or_default(),
+            context_usage_percent: context,
+            metadata: self.metadata.unwrap_or_default(),
+            expires_at,
+            max_attempts: self.max_attempts,
+        })
+    }
+}
+
+/// Reads `create`'s options.
+pub(crate) fn new_handoff(options: &Unknown<'_>) -> Outcome<NewHandoff> {
+    convert::options::<CreateOptions>(options, "options")?.into_new()
+}
+
+/// Reads `checkpoint`'s fields: `create`'s options without `taskId`, `kind` and the agents,
+/// which the checkpoint sets itself.
+pub(crate) fn checkpoint_fields(task_id: &str, fields: &Unknown<'_>) -> Outcome<NewHandoff> {
+    let mut json = match convert::options::<Value>(fields, "fields")? {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    for key in ["taskId", "kind", "fromAgent", "toAgent"] {
+        if json.contains_key(key) {
+            return Err(invalid(key, "is set by checkpoint itself and must be left out"));
+        }
+    }
+    json.insert("taskId".to_owned(), Value::String(task_id.to_owned()));
+    convert::from_json::<CreateOptions>(Value::Object(json), "fields")?.into_new()
+}
+
+/// Reads a record object (as returned by the store) back into the core's record, validating it.
+pub(crate) fn handoff(value: &Unknown<'_>, field: &str) -> Outcome<Handoff> {
+    convert::object(value, field)?;
+    let json = convert::json(value, field)?;
+    let Value::Object(fields) = json else {
+        return Err(invalid(field, "must be an object"));
+    };
+    // camelCase keys back to the wire form's snake_case; unknown keys are left for the core
+    // to refuse by name.
+    let wire: serde_json::Map<String, Value> = fields
+        .into_iter()
+        .map(|(key, value)| (snake_case(&key), value))
+        .collect();
+    let text = serde_json::to_string(&wire).map_err(|e| invalid(field, e.to_string()))?;
+    Ok(Handoff::from_json(&text)?)
+}
+
+/// `taskId` → `task_id`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Renders a record as Markdown for a successor's prompt (sections Meta, Current Goal,
+/// Progress, Completed, Pending, ...; empty sections are left out).
+#[napi(catch_unwind, ts_args_type = "handoff: Handoff")]
+pub fn to_markdown(env: Env, handoff: Unknown<'_>) -> napi::Result<String> {
+    sync(&env, Naming::Js, || Ok(self::handoff(&handoff, "handoff")?.to_markdown()))
+}
+
+/// The canonical JSON wire form of a record (snake_case keys, `schema_version`), as the Rust
+/// core and the Python binding write it.
+#[napi(catch_unwind, ts_args_type = "handoff: Handoff")]
+pub fn handoff_to_json(env: Env, handoff: Unknown<'_>) -> napi::Result<String> {
+    sync(&env, Naming::Js, || Ok(self::handoff(&handoff, "handoff")?.to_json()))
+}
+
+/// Parses and validates a record from its JSON wire form. Problems name the JSON's fields.
+#[napi(catch_unwind, ts_args_type = "json: string", ts_return_type = "Handoff")]
+pub fn handoff_from_json(env: Env, json: Unknown<'_>) -> napi::Result<JsHandoff> {
+    sync(&env, Naming::Wire, || {
+        let text = convert::string(&json, "json")?;
+        Ok(Handoff::from_json(&text)?)
+    })
+}
+
+/// The JSON Schema of the record's wire form, generated from the Rust types.
+#[napi(catch_unwind)]
+pub fn handoff_json_schema() -> String {
+    handoff_core::schema::handoff_schema()
+}
