@@ -42,7 +42,7 @@ test-node:
 	cd handoff-node && npm run build
 	git diff --exit-code -- handoff-node/index.d.ts || { \
 	  echo "handoff-node/index.d.ts changed when rebuilt: commit the regenerated file"; exit 1; }
-	cd handoff-node && node --test test/
+	cd handoff-node && node --test test/*.test.mjs
 	mkdir -p examples/node/node_modules && ln -sfn ../../../handoff-node examples/node/node_modules/handoff-core
 	node examples/node/swarm.mjs --db "$$(mktemp -d)/handoff.db"
 

@@ -1,0 +1,72 @@
+// The package: ESM and CommonJS entry points, the committed .d.ts, and that *Async calls run
+// off the JavaScript thread.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import * as esm from '../index.mjs'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const require = createRequire(import.meta.url)
+
+test('ESM and CommonJS expose the same exports', () => {
+  const cjs = require('../index.js')
+  assert.deepEqual(Object.keys(esm).filter((k) => k !== 'default').sort(), Object.keys(cjs).sort())
+  for (const key of Object.keys(cjs)) assert.equal(esm[key], cjs[key], key)
+})
+
+test("import { open } from 'handoff-core' works from ESM and CommonJS", () => {
+  const esmOut = execFileSync(process.execPath, ['--input-type=module', '-e',
+    "import { open, Store } from 'handoff-core'; console.log(typeof open, typeof Store.memory)"], { cwd: root })
+  assert.equal(esmOut.toString().trim(), 'function function')
+  const cjsOut = execFileSync(process.execPath, ['-e',
+    "const { open, Store } = require('handoff-core'); console.log(typeof open, typeof Store.memory)"], { cwd: root })
+  assert.equal(cjsOut.toString().trim(), 'function function')
+})
+
+test('every store method has a Promise variant, and the .d.ts declares both', () => {
+  const dts = readFileSync(join(root, 'index.d.ts'), 'utf8')
+  const store = esm.Store.memory()
+  const methods = Object.getOwnPropertyNames(Object.getPrototypeOf(store)).filter((m) => m !== 'constructor')
+  const syncMethods = methods.filter((m) => !m.endsWith('Async'))
+  for (const m of ['create', 'get', 'list', 'claim', 'claimNext', 'heartbeat', 'release', 'complete', 'reject',
+    'cancel', 'events', 'chain', 'checkpoint', 'stalled', 'createMany', 'reap']) {
+    assert.ok(syncMethods.includes(m), `Store.${m}`)
+  }
+  for (const m of syncMethods) {
+    assert.ok(methods.includes(`${m}Async`), `Store.${m}Async`)
+    assert.match(dts, new RegExp(`\\n  ${m}\\(`), `${m} in index.d.ts`)
+    assert.match(dts, new RegExp(`\\n  ${m}Async\\([^\\n]*\\): Promise<`), `${m}Async in index.d.ts`)
+  }
+})
+
+test('the .d.ts types records without any', () => {
+  const dts = readFileSync(join(root, 'index.d.ts'), 'utf8')
+  assert.doesNotMatch(dts, /\bany\b(?![ -]agent)/, 'no `any` type')
+  assert.doesNotMatch(dts, /\bunknown\b/, 'no `unknown` type')
+  for (const field of ['createdAt: string', 'metadata: JsonObject', 'status: HandoffStatus', 'claimToken: number | null']) {
+    assert.ok(dts.includes(field), field)
+  }
+})
+
+test('*Async calls leave the event loop free while 1,000 claims run', async () => {
+  const db = join(mkdtempSync(join(tmpdir(), 'handoff-loop-')), 'loop.db')
+  const store = esm.open(db)
+  const made = store.createMany(Array.from({ length: 1000 }, (_, i) => ({ taskId: `l${i}`, goal: 'g' })))
+  let settled = 0
+  const claims = made.map((h) => store.claimAsync(h.id, 'worker').then((c) => { settled++; return c }))
+  // A macrotask scheduled after all 1,000 calls were made runs while most are still
+  // outstanding: the calls returned at once and do their SQLite work on the thread pool. Were
+  // the work done on this thread, all 1,000 would be settled before the timer could fire.
+  const atTimer = await new Promise((resolve) => setImmediate(() => resolve(settled)))
+  assert.ok(atTimer < 1000, `a timer fired only after all claims settled (${atTimer})`)
+  const done = await Promise.all(claims)
+  assert.equal(done.length, 1000)
+  assert.ok(done.every((c) => c.token === 1))
+})

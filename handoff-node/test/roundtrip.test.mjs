@@ -1,0 +1,84 @@
+// Records round-trip JS ↔ JSON ↔ Rust unchanged, and the JSON is the core's wire form.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+
+import { Store, handoffToJson, handoffFromJson, handoffJsonSchema } from '../index.mjs'
+
+const snake = (key) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
+function fullRecord(store) {
+  const parent = store.create({ taskId: 'rt', goal: 'parent', fromAgent: 'a', toAgent: 'b' })
+  return store.create({
+    taskId: 'rt', goal: 'Ünïcødé goal — 💥 with "quotes" and \\ backslashes\nand lines',
+    fromAgent: 'b', toAgent: 'c', kind: 'error_recovery', reason: 'error: disk full: /var',
+    contextPct: 0, progress: 'p', completed: ['a', ''], pending: ['b'], decisions: ['d'], assumptions: ['x'],
+    warnings: ['w'], errors: ['e'], files: ['f'], instructions: 'i', id: 'rt:1@host-2.b_c', parentId: parent.id,
+    sessionId: 'session', blockers: ['bl'], lockedFiles: ['lf'], priorityItems: ['pi'], successCriteria: ['sc'],
+    expiresAt: '2099-12-31T23:59:59.123456Z', maxAttempts: 7,
+    metadata: { nested: { deeper: [1, -2.5, 1e-7, 9007199254740991, 'ß', null, true, false, {}] }, empty: [], 'weird key': 'v' },
+  })
+}
+
+test('JS → JSON → JS gives the same record, for every lifecycle state', () => {
+  const store = Store.memory()
+  const created = fullRecord(store)
+  const claim = store.claim(created.id, 'c')
+  const beat = store.heartbeat(claim)
+  const done = store.complete(claim, { outcome: 'done ✓' })
+  for (const h of [created, claim.handoff, beat, done]) {
+    const json = handoffToJson(h)
+    assert.deepEqual(handoffFromJson(json), h)
+    // Through JSON.stringify/parse (what an app would store or send) too.
+    assert.deepEqual(handoffFromJson(handoffToJson(JSON.parse(JSON.stringify(h)))), h)
+    // The wire JSON carries every field under its snake_case name with the same value.
+    const wire = JSON.parse(json)
+    assert.deepEqual(Object.keys(wire), Object.keys(h).map(snake))
+    for (const [key, value] of Object.entries(h)) assert.deepEqual(wire[snake(key)], value, key)
+  }
+})
+
+test('the Rust side writes the same JSON: the created event holds the record unchanged', () => {
+  const store = Store.memory()
+  const h = fullRecord(store)
+  const [created] = store.events({ id: h.id })
+  assert.equal(created.kind, 'created')
+  assert.deepEqual(created.detail.record, h)
+  assert.equal(handoffToJson(created.detail.record), handoffToJson(h))
+})
+
+test('JSON written elsewhere (Rust, Python) reads back byte for byte', () => {
+  const store = Store.memory()
+  const h = fullRecord(store)
+  const json = handoffToJson(h)
+  // Parsing then writing again is the identity on the wire form.
+  assert.equal(handoffToJson(handoffFromJson(json)), json)
+  // Defaults of the wire form (fields left out) are filled as Rust fills them.
+  const minimal = JSON.stringify({ schema_version: 1, id: 'm1', task_id: 't', goal: 'g', created_at: '2026-01-01T00:00:00Z' })
+  const m = handoffFromJson(minimal)
+  assert.equal(m.status, 'pending')
+  assert.equal(m.kind, 'full')
+  assert.equal(m.reason, 'explicit')
+  assert.equal(m.maxAttempts, 3)
+  assert.deepEqual(m.metadata, {})
+  assert.equal(m.createdAt, '2026-01-01T00:00:00Z')
+  // A wrong schema_version is refused.
+  assert.throws(() => handoffFromJson(minimal.replace('"schema_version":1', '"schema_version":2')), { code: 'VALIDATION' })
+})
+
+test('metadata stays plain JSON', () => {
+  const store = Store.memory()
+  const metadata = { a: 1, b: [true, null, 'x', { c: 2.5 }], d: { e: {} } }
+  const h = store.create({ taskId: 't', goal: 'g', metadata })
+  assert.deepEqual(h.metadata, metadata)
+  assert.equal(Object.getPrototypeOf(h.metadata), Object.prototype)
+  // undefined members are dropped as JSON.stringify drops them.
+  const u = store.create({ taskId: 'u', goal: 'g', metadata: { keep: 1, drop: undefined } })
+  assert.deepEqual(u.metadata, { keep: 1 })
+})
+
+test('the JSON Schema describes the wire form', () => {
+  const schema = JSON.parse(handoffJsonSchema())
+  assert.equal(schema.title, 'Handoff')
+  assert.ok(schema.properties.task_id)
+  assert.ok(schema.required.includes('goal'))
+})
