@@ -31,6 +31,16 @@ test-python: $(PY_VENV)/.tools
 	cd handoff-py && $(PY_ENV) python -m pytest
 	cd handoff-py && $(PY_ENV) python -m mypy.stubtest handoff_core --allowlist stubtest-allowlist.txt
 	$(PY_ENV) python examples/python/swarm.py --db "$$(mktemp -d)/handoff.db"
+
+# Not part of `make test`: the lifecycle from Python vs Rust vs LangGraph and the Agents SDK.
+# Installs the peers into a venv of its own; the release wheel comes from `pip install ./handoff-py`.
+BENCH_VENV := $(CURDIR)/target/bench-venv
+.PHONY: bench-python
+bench-python:
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet ./handoff-py langgraph langgraph-checkpoint-sqlite openai-agents
+	$(CARGO) build --quiet --release -p handoff-benches --bin lifecycle_rust
+	$(BENCH_VENV)/bin/python benches/python_lifecycle.py --rust-bin target/release/lifecycle_rust
 # <<< python
 
 # >>> node (owned by handoff-node)

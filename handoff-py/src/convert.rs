@@ -5,6 +5,7 @@
 //! `TypeError`, and so that every problem of one call is reported at once. Rules on *values*
 //! (empty goal, bad agent names, ranges) stay in the core.
 
+use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, FixedOffset, Utc};
@@ -17,6 +18,27 @@ use serde_json::{Map, Number, Value};
 #[derive(Default)]
 pub(crate) struct Args {
     problems: Vec<Problem>,
+    /// Put before every field name reported (`records[3].` for an item of a batch).
+    prefix: String,
+}
+
+/// Where a value sits in an argument, rendered only when a problem is reported, so that a call
+/// with good arguments allocates no names.
+#[derive(Clone, Copy)]
+enum Field<'a> {
+    Name(&'a str),
+    Item(&'a Field<'a>, usize),
+    Key(&'a Field<'a>, &'a str),
+}
+
+impl fmt::Display for Field<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Field::Name(name) => f.write_str(name),
+            Field::Item(parent, i) => write!(f, "{parent}[{i}]"),
+            Field::Key(parent, key) => write!(f, "{parent}.{key}"),
+        }
+    }
 }
 
 /// The Python type name of `obj`, for messages.
@@ -37,8 +59,14 @@ impl Args {
         Args::default()
     }
 
-    pub(crate) fn problem(&mut self, field: impl Into<String>, rule: impl Into<String>) {
-        self.problems.push(Problem::new(field, rule));
+    /// Reports `field` (under the current prefix) as breaking `rule`.
+    pub(crate) fn problem(&mut self, field: impl fmt::Display, rule: impl Into<String>) {
+        self.problems.push(Problem::new(format!("{}{field}", self.prefix), rule));
+    }
+
+    /// Names the fields reported from now on as parts of `prefix` (e.g. `records[3].`).
+    pub(crate) fn set_prefix(&mut self, prefix: String) {
+        self.prefix = prefix;
     }
 
     /// Fails with every problem found so far, if there is one.
@@ -70,7 +98,7 @@ impl Args {
     }
 
     /// A required `str`; `None` (with a problem recorded) if it is not one.
-    fn try_text(&mut self, field: &str, obj: &Bound<'_, PyAny>) -> Option<String> {
+    fn try_text(&mut self, field: Field<'_>, obj: &Bound<'_, PyAny>) -> Option<String> {
         match obj.cast::<PyString>() {
             Ok(s) => match s.to_cow() {
                 Ok(text) => Some(text.into_owned()),
@@ -88,12 +116,12 @@ impl Args {
 
     /// A required `str` (empty, with a problem recorded, if it is not one).
     pub(crate) fn text(&mut self, field: &str, obj: &Bound<'_, PyAny>) -> String {
-        self.try_text(field, obj).unwrap_or_default()
+        self.try_text(Field::Name(field), obj).unwrap_or_default()
     }
 
     /// An optional `str`: absent and `None` are `None`.
     pub(crate) fn opt_text(&mut self, field: &str, obj: Option<&Bound<'_, PyAny>>) -> Option<String> {
-        given(obj).and_then(|obj| self.try_text(field, obj))
+        given(obj).and_then(|obj| self.try_text(Field::Name(field), obj))
     }
 
     /// A list (or tuple) of `str`; absent and `None` are empty.
@@ -109,10 +137,11 @@ impl Args {
             self.problem(field, format!("must be a list of str, not {}", type_name(obj)));
             return Vec::new();
         };
+        let base = Field::Name(field);
         items
             .iter()
             .enumerate()
-            .map(|(i, item)| self.text(&format!("{field}[{i}]"), item))
+            .map(|(i, item)| self.try_text(Field::Item(&base, i), item).unwrap_or_default())
             .collect()
     }
 
@@ -230,7 +259,7 @@ impl Args {
             self.problem(field, format!("must be a dict, not {}", type_name(obj)));
             return Map::new();
         }
-        match self.json(field, obj, 0, max_depth) {
+        match self.json(Field::Name(field), obj, 0, max_depth) {
             Value::Object(map) => map,
             _ => Map::new(),
         }
@@ -238,7 +267,7 @@ impl Args {
 
     /// Any JSON value. Nesting deeper than `max_depth` (which also catches a container that
     /// holds itself) is reported, not followed, so that no input can exhaust the stack.
-    fn json(&mut self, field: &str, obj: &Bound<'_, PyAny>, depth: usize, max_depth: usize) -> Value {
+    fn json(&mut self, field: Field<'_>, obj: &Bound<'_, PyAny>, depth: usize, max_depth: usize) -> Value {
         let nested = |args: &mut Args| {
             if depth >= max_depth {
                 args.problem(
@@ -270,7 +299,7 @@ impl Args {
                 Value::Null
             })
         } else if obj.is_instance_of::<PyString>() {
-            Value::String(self.text(field, obj))
+            Value::String(self.try_text(field, obj).unwrap_or_default())
         } else if let Ok(dict) = obj.cast::<PyDict>() {
             if !nested(self) {
                 return Value::Null;
@@ -282,8 +311,7 @@ impl Args {
                     self.problem(field, format!("keys must be str, not {}", type_name(&key)));
                     continue;
                 };
-                let child = format!("{field}.{key}");
-                let value = self.json(&child, &value, depth + 1, max_depth);
+                let value = self.json(Field::Key(&field, &key), &value, depth + 1, max_depth);
                 map.insert(key, value);
             }
             Value::Object(map)
@@ -298,7 +326,7 @@ impl Args {
             let values = items
                 .iter()
                 .enumerate()
-                .map(|(i, item)| self.json(&format!("{field}[{i}]"), item, depth + 1, max_depth))
+                .map(|(i, item)| self.json(Field::Item(&field, i), item, depth + 1, max_depth))
                 .collect();
             Value::Array(values)
         } else {

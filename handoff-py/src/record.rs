@@ -333,48 +333,46 @@ impl<'a, 'py> Fields<'a, 'py> {
         }
     }
 
-    /// Converts the fields, collecting type problems in `args`; `prefix` names the item of a
-    /// batch (`records[3].`) in problems.
-    pub(crate) fn to_new(&self, args: &mut Args, prefix: &str, max_depth: usize) -> NewHandoff {
-        let f = |name: &str| format!("{prefix}{name}");
+    /// Converts the fields, collecting type problems in `args`.
+    pub(crate) fn to_new(&self, args: &mut Args, max_depth: usize) -> NewHandoff {
         let mut new = NewHandoff::default();
         if let Some(task_id) = self.task_id {
-            new.task_id = args.text(&f("task_id"), task_id);
+            new.task_id = args.text("task_id", task_id);
         }
         match self.goal.filter(|goal| !goal.is_none()) {
-            Some(goal) => new.goal = args.text(&f("goal"), goal),
-            None => args.problem(f("goal"), "is required"),
+            Some(goal) => new.goal = args.text("goal", goal),
+            None => args.problem("goal", "is required"),
         }
-        new.from_agent = args.opt_text(&f("from_agent"), self.from_agent);
-        new.to_agent = args.opt_text(&f("to_agent"), self.to_agent);
-        if let Some(kind) = args.opt_parsed::<Kind>(&f("kind"), self.kind) {
+        new.from_agent = args.opt_text("from_agent", self.from_agent);
+        new.to_agent = args.opt_text("to_agent", self.to_agent);
+        if let Some(kind) = args.opt_parsed::<Kind>("kind", self.kind) {
             new.kind = kind;
         }
-        if let Some(reason) = args.opt_parsed::<Reason>(&f("reason"), self.reason) {
+        if let Some(reason) = args.opt_parsed::<Reason>("reason", self.reason) {
             new.reason = reason;
         }
-        new.context_usage_percent = args.opt_int(&f("context_pct"), self.context_pct, "between 0 and 100");
-        if let Some(progress) = args.opt_text(&f("progress"), self.progress) {
+        new.context_usage_percent = args.opt_int("context_pct", self.context_pct, "between 0 and 100");
+        if let Some(progress) = args.opt_text("progress", self.progress) {
             new.progress_summary = progress;
         }
-        new.completed_steps = args.texts(&f("completed"), self.completed);
-        new.pending_steps = args.texts(&f("pending"), self.pending);
-        new.key_decisions = args.texts(&f("decisions"), self.decisions);
-        new.assumptions = args.texts(&f("assumptions"), self.assumptions);
-        new.warnings = args.texts(&f("warnings"), self.warnings);
-        new.unresolved_errors = args.texts(&f("errors"), self.errors);
-        new.modified_files = args.texts(&f("files"), self.files);
-        new.instructions = args.opt_text(&f("instructions"), self.instructions);
-        new.metadata = args.json_object(&f("metadata"), self.metadata, max_depth);
-        new.id = args.opt_text(&f("id"), self.id);
-        new.parent_id = args.opt_text(&f("parent_id"), self.parent_id);
-        new.session_id = args.opt_text(&f("session_id"), self.session_id);
-        new.blockers = args.texts(&f("blockers"), self.blockers);
-        new.locked_files = args.texts(&f("locked_files"), self.locked_files);
-        new.priority_items = args.texts(&f("priority_items"), self.priority_items);
-        new.success_criteria = args.texts(&f("success_criteria"), self.success_criteria);
-        new.expires_at = args.opt_time(&f("expires_at"), self.expires_at);
-        new.max_attempts = args.opt_int(&f("max_attempts"), self.max_attempts, "between 1 and 4294967295");
+        new.completed_steps = args.texts("completed", self.completed);
+        new.pending_steps = args.texts("pending", self.pending);
+        new.key_decisions = args.texts("decisions", self.decisions);
+        new.assumptions = args.texts("assumptions", self.assumptions);
+        new.warnings = args.texts("warnings", self.warnings);
+        new.unresolved_errors = args.texts("errors", self.errors);
+        new.modified_files = args.texts("files", self.files);
+        new.instructions = args.opt_text("instructions", self.instructions);
+        new.metadata = args.json_object("metadata", self.metadata, max_depth);
+        new.id = args.opt_text("id", self.id);
+        new.parent_id = args.opt_text("parent_id", self.parent_id);
+        new.session_id = args.opt_text("session_id", self.session_id);
+        new.blockers = args.texts("blockers", self.blockers);
+        new.locked_files = args.texts("locked_files", self.locked_files);
+        new.priority_items = args.texts("priority_items", self.priority_items);
+        new.success_criteria = args.texts("success_criteria", self.success_criteria);
+        new.expires_at = args.opt_time("expires_at", self.expires_at);
+        new.max_attempts = args.opt_int("max_attempts", self.max_attempts, "between 1 and 4294967295");
         new
     }
 }
@@ -431,17 +429,20 @@ pub(crate) fn new_from_dict(
         args.problem(prefix.trim_end_matches('.'), "must be a dict of create() arguments");
         return NewHandoff::default();
     };
+    args.set_prefix(prefix.to_owned());
     for key in dict.keys() {
         let known = key
             .cast::<PyString>()
             .is_ok_and(|k| CREATE_KEYS.contains(&k.to_string_lossy().as_ref()));
         if !known {
-            args.problem(format!("{prefix}{key}"), "is not an argument of create()");
+            args.problem(&key, "is not an argument of create()");
         }
     }
     let values: Vec<Option<Bound<'_, PyAny>>> = CREATE_KEYS
         .iter()
         .map(|key| dict.get_item(*key).ok().flatten())
         .collect();
-    Fields::from_values(&values).to_new(args, prefix, max_depth)
+    let new = Fields::from_values(&values).to_new(args, max_depth);
+    args.set_prefix(String::new());
+    new
 }

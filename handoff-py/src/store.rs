@@ -104,9 +104,9 @@ impl Claim {
 }
 
 /// The `Claim` argument of `heartbeat`, `release` and `complete`.
-fn claim_arg(args: &mut Args, claim: &Bound<'_, PyAny>) -> Option<core::Claim> {
+fn claim_arg<'a>(args: &mut Args, claim: &'a Bound<'_, PyAny>) -> Option<&'a core::Claim> {
     match claim.cast::<Claim>() {
-        Ok(claim) => Some(claim.get().inner.clone()),
+        Ok(claim) => Some(&claim.get().inner),
         Err(_) => {
             args.problem("claim", "must be a Claim returned by claim() or claim_next()");
             None
@@ -281,7 +281,7 @@ impl Store {
             max_attempts,
         };
         let mut args = Args::new();
-        let new = fields.to_new(&mut args, "", Self::max_depth(&store));
+        let new = fields.to_new(&mut args, Self::max_depth(&store));
         finish_new(args, &new, store.limits())?;
         Ok(Handoff::new(py.detach(|| store.create(new)).map_err(as_arguments)?))
     }
@@ -391,7 +391,7 @@ impl Store {
         let claim = claim_arg(&mut args, claim);
         args.finish()?;
         let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| store.heartbeat(&claim))?))
+        Ok(Handoff::new(py.detach(|| store.heartbeat(claim))?))
     }
 
     /// Gives the handoff back (pending again, one more attempt counted).
@@ -402,7 +402,7 @@ impl Store {
         let reason = args.text("reason", reason);
         args.finish()?;
         let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| store.release(&claim, &reason))?))
+        Ok(Handoff::new(py.detach(|| store.release(claim, &reason))?))
     }
 
     /// Finishes the handoff with `outcome`.
@@ -419,7 +419,7 @@ impl Store {
         let outcome = args.opt_text("outcome", outcome).unwrap_or_default();
         args.finish()?;
         let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| store.complete(&claim, &outcome))?))
+        Ok(Handoff::new(py.detach(|| store.complete(claim, &outcome))?))
     }
 
     /// Refuses the handoff as `agent`, its addressee.
@@ -552,7 +552,7 @@ impl Store {
             max_attempts,
             ..Fields::default()
         };
-        let mut new = fields.to_new(&mut args, "", Self::max_depth(&store));
+        let mut new = fields.to_new(&mut args, Self::max_depth(&store));
         new.task_id.clone_from(&task);
         finish_new(args, &new, store.limits())?;
         let made = py.detach(|| store.checkpoint(&task, &agent, new));
