@@ -1,1 +1,158 @@
-//! Shared helpers for the benches.
+//! Shared pieces of the benches: a realistic ~2 KB handover record, and the baseline that runs
+//! the SQLite backend's own statements through raw rusqlite, so that every figure is a ratio.
+#![allow(clippy::unwrap_used, missing_docs)] // Bench code: a failed unwrap is a failed run.
+
+use std::path::Path;
+
+use handoff_core::{NewHandoff, Reason, Store, Synchronous};
+use rusqlite::{Connection, TransactionBehavior, params};
+
+/// A handover record of about 2 KB as JSON, like one a coding agent writes.
+pub fn record(task: &str) -> NewHandoff {
+    let line = |topic: &str, i: usize| {
+        format!("{topic} {i}: checked the module boundaries and wrote down what the next agent needs")
+    };
+    NewHandoff::new(task, "Migrate the billing service from the legacy ORM to sqlx")
+        .from_agent("claude")
+        .reason(Reason::ContextLimit { percent: 85 })
+        .context_usage(85)
+        .progress("Half of the repositories are ported; invoices and refunds remain. Tests pass.")
+        .completed((0..4).map(|i| line("ported", i)))
+        .pending((0..4).map(|i| line("port", i)))
+        .decisions((0..3).map(|i| line("decided", i)))
+        .assumptions(["the schema is frozen until the release"])
+        .warnings(["refunds use a different rounding mode"])
+        .files(["src/billing/invoices.rs", "src/billing/refunds.rs", "src/db.rs"])
+        .instructions("Port invoices first; run the billing tests after each repository.")
+}
+
+/// The JSON size of [`record`], for the report.
+pub fn record_bytes() -> usize {
+    record("task-000000")
+        .into_record("01900000-0000-7000-8000-000000000000".into(), chrono::Utc::now())
+        .to_json()
+        .len()
+}
+
+/// The same statements the SQLite backend runs for create → claim → complete, in the same
+/// three immediate transactions, through raw rusqlite with pre-serialised values: the cost of
+/// SQLite itself, without validation, serde, the state machine or the chain check.
+pub struct RawLifecycle {
+    conn: Connection,
+    body: String,
+    created: String,
+    claimed: String,
+    completed: String,
+    next: u64,
+}
+
+impl RawLifecycle {
+    /// Opens `path` as the store would (schema, WAL, `synchronous`); `":memory:"` works too.
+    pub fn open(path: &Path, sync: Synchronous) -> RawLifecycle {
+        let conn = if path == Path::new(":memory:") {
+            let conn = Connection::open_in_memory().unwrap();
+            // The schema, exactly as the store creates it: copy it from a scratch store file.
+            let dir = tempfile::tempdir().unwrap();
+            let scratch = dir.path().join("schema.db");
+            drop(Store::open(&scratch).unwrap());
+            let source = Connection::open(&scratch).unwrap();
+            let mut stmt = source
+                .prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")
+                .unwrap();
+            let ddl: Vec<String> = stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+            for sql in ddl {
+                conn.execute_batch(&sql).unwrap();
+            }
+            conn
+        } else {
+            drop(Store::open(path).unwrap());
+            Connection::open(path).unwrap()
+        };
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        let sync = match sync {
+            Synchronous::Full => "FULL",
+            _ => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", sync).unwrap();
+        let h = record("task-000000").into_record("x".into(), chrono::Utc::now());
+        let body = h.to_json();
+        RawLifecycle {
+            conn,
+            claimed: r#"{"kind":"claimed","detail":{"agent":"gemini","token":1,"lease_until":"2026-01-01T00:05:00Z"}}"#.into(),
+            completed: r#"{"kind":"completed","detail":{"outcome":"done"}}"#.into(),
+            created: format!(r#"{{"kind":"created","detail":{{"record":{body}}}}}"#),
+            body,
+            next: 0,
+        }
+    }
+
+    /// One create → claim → complete.
+    pub fn lifecycle(&mut self) {
+        self.next += 1;
+        let id = format!("01900000-0000-7000-8000-{:012}", self.next);
+        let task = format!("task-{:06}", self.next);
+        let now = 1_767_225_600_000_000i64 + self.next as i64;
+
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        tx.prepare_cached(
+            "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
+             created_at, expires_at, status, claimed_by, claim_token, lease_until, \
+             heartbeat_at, attempts, completed_at, outcome, body) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        )
+        .unwrap()
+        .execute(params![
+            id, task, "full", "claude", None::<String>, None::<String>, now, None::<i64>,
+            "pending", None::<String>, None::<i64>, None::<i64>, None::<i64>, 0, None::<i64>,
+            None::<String>, self.body
+        ])
+        .unwrap();
+        event(&tx, &id, now, "created", &self.created);
+        tx.commit().unwrap();
+
+        for (status, kind, detail) in [
+            ("claimed", "claimed", &self.claimed),
+            ("completed", "completed", &self.completed),
+        ] {
+            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+            tx.prepare_cached(
+                "SELECT status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, \
+                 completed_at, outcome, body FROM handoffs WHERE id = ?1",
+            )
+            .unwrap()
+            .query_row([&id], |row| {
+                let body = row.get_ref(8)?.as_str()?;
+                Ok(body.len())
+            })
+            .unwrap();
+            tx.prepare_cached(
+                "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, \
+                 lease_until = ?5, heartbeat_at = ?6, attempts = ?7, completed_at = ?8, \
+                 outcome = ?9 WHERE id = ?1",
+            )
+            .unwrap()
+            .execute(params![id, status, "gemini", 1, now + 300_000_000, now, 0, now, "done"])
+            .unwrap();
+            event(&tx, &id, now, kind, detail);
+            tx.commit().unwrap();
+        }
+    }
+
+}
+
+fn event(tx: &Connection, id: &str, at: i64, kind: &str, detail: &str) {
+    tx.prepare_cached(
+        "INSERT INTO events (handoff_id, at, actor, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .unwrap()
+    .execute(params![id, at, "gemini", kind, detail])
+    .unwrap();
+}
+
+/// One create → claim → complete through the store.
+pub fn store_lifecycle(store: &Store, n: u64) {
+    let task = format!("task-{n:06}");
+    let h = store.create(record(&task)).unwrap();
+    let claim = store.claim(&h.id, "gemini", std::time::Duration::from_secs(300)).unwrap();
+    store.complete(&claim, "done").unwrap();
+}

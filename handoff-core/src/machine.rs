@@ -203,9 +203,9 @@ pub struct Transition {
 ///
 /// Time-driven changes (a lapsed lease, a passed `expires_at`) are applied first, so a command
 /// always meets the record as it stands at `now`. On error nothing is to be written.
-pub fn transition(record: &Handoff, command: &Command, now: DateTime<Utc>) -> Result<Transition> {
+pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Result<Transition> {
     let mut next = Transition {
-        record: record.clone(),
+        record,
         events: Vec::new(),
     };
     while let Some((at, change)) = lapse(&next.record, now) {

@@ -86,9 +86,14 @@ impl Collector {
 }
 
 fn text(c: &mut Collector, limits: &Limits, field: &str, value: &str) {
+    text_named(c, limits, || field.to_owned(), value);
+}
+
+/// Names the field only when it breaks the rule, so that valid lists cost no formatting.
+fn text_named(c: &mut Collector, limits: &Limits, field: impl FnOnce() -> String, value: &str) {
     if value.len() > limits.max_field_bytes {
         c.push(
-            field,
+            field(),
             format!("must be at most {} bytes, is {}", limits.max_field_bytes, value.len()),
         );
     }
@@ -102,7 +107,7 @@ fn list(c: &mut Collector, limits: &Limits, field: &str, items: &[String]) {
         );
     }
     for (i, item) in items.iter().enumerate() {
-        text(c, limits, &format!("{field}[{i}]"), item);
+        text_named(c, limits, || format!("{field}[{i}]"), item);
     }
 }
 
@@ -175,7 +180,7 @@ pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
         c.push("max_attempts", "must be at least 1");
     }
     // The whole-record size is only meaningful once the parts are bounded.
-    let size = serde_json::to_string(h).map(|json| json.len()).unwrap_or(usize::MAX);
+    let size = json_size(h);
     if size > limits.max_record_bytes {
         c.push(
             "record",
@@ -183,6 +188,25 @@ pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
         );
     }
     c.finish()
+}
+
+/// The length of a record's JSON form, counted without building it.
+pub(crate) fn json_size(h: &Handoff) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, h) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
 }
 
 /// The depth at which `metadata` first exceeds `max`, walking iteratively so that a hostile

@@ -119,7 +119,7 @@ fn clock_now(clock: &ManualClock) -> DateTime<Utc> {
 
 /// The record as it stands at `now`, with due time-driven changes applied.
 fn effective(h: &Handoff, now: DateTime<Utc>) -> Handoff {
-    transition(h, &Command::Tick, now).unwrap().record
+    transition(h.clone(), &Command::Tick, now).unwrap().record
 }
 
 fn run(make: impl Fn() -> Store, ops: Vec<Op>) -> Result<(), TestCaseError> {

@@ -72,7 +72,7 @@ pub trait Tx {
     fn update(&mut self, record: &Handoff) -> Result<()>;
 
     /// Appends an event to the log.
-    fn append(&mut self, event: &NewEvent) -> Result<()>;
+    fn append(&mut self, event: NewEvent) -> Result<()>;
 
     /// The hops of a task, oldest first, checkpoints included.
     fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>>;

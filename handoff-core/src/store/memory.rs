@@ -227,14 +227,14 @@ impl Tx for MemoryTx<'_> {
         Ok(())
     }
 
-    fn append(&mut self, event: &NewEvent) -> Result<()> {
+    fn append(&mut self, event: NewEvent) -> Result<()> {
         let seq = self.state.events.last().map_or(1, |e| e.seq + 1);
         self.state.events.push(Event {
             seq,
-            handoff_id: event.handoff_id.clone(),
+            handoff_id: event.handoff_id,
             at: event.at,
-            actor: event.actor.clone(),
-            change: event.change.clone(),
+            actor: event.actor,
+            change: event.change,
         });
         self.undo.push(Undo::Append);
         Ok(())

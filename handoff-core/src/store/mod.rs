@@ -205,7 +205,7 @@ impl Store {
             )?;
         }
         tx.insert(record)?;
-        tx.append(&NewEvent {
+        tx.append(NewEvent {
             handoff_id: record.id.clone(),
             at: record.created_at,
             actor: record.from_agent.clone(),
@@ -271,7 +271,7 @@ impl Store {
             claimed = None;
             settle(tx, now, REAP_BATCH)?;
             if let Some(h) = tx.next_claimable(agent, task_id, now)? {
-                claimed = Some(persist(tx, transition(&h, &command, now)?)?);
+                claimed = Some(persist(tx, transition(h, &command, now)?)?);
             }
             Ok(())
         })?;
@@ -341,7 +341,7 @@ impl Store {
             let h = tx
                 .get(id)?
                 .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
-            updated = Some(persist(tx, transition(&h, command, now)?)?);
+            updated = Some(persist(tx, transition(h, command, now)?)?);
             Ok(())
         })?;
         updated.ok_or_else(|| Error::storage("write returned no record"))
@@ -473,7 +473,7 @@ fn claim_of(handoff: Handoff, lease: Duration) -> Claim {
 fn persist(tx: &mut dyn Tx, t: Transition) -> Result<Handoff> {
     if !t.events.is_empty() {
         tx.update(&t.record)?;
-        for event in &t.events {
+        for event in t.events {
             tx.append(event)?;
         }
     }
@@ -483,10 +483,11 @@ fn persist(tx: &mut dyn Tx, t: Transition) -> Result<Handoff> {
 /// Applies up to `limit` due time-driven changes; returns how many records changed.
 fn settle(tx: &mut dyn Tx, now: DateTime<Utc>, limit: usize) -> Result<usize> {
     let due = tx.lapsed(now, limit)?;
-    for h in &due {
+    let count = due.len();
+    for h in due {
         persist(tx, transition(h, &Command::Tick, now)?)?;
     }
-    Ok(due.len())
+    Ok(count)
 }
 
 /// A new time-ordered id: a UUIDv7 from the store's clock, monotonic within the process.
