@@ -4,10 +4,13 @@ use handoff_core::{Chain, Hop};
 use napi_derive::napi;
 
 use crate::record::iso;
-use crate::task::ToJs;
+use crate::task::Mirror;
+use serde::Serialize;
 
 /// One hop of a chain: a handoff from one agent to the next.
-#[napi(object, js_name = "Hop", object_from_js = false, use_nullable = true)]
+#[napi(object, js_name = "Hop", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct JsHop {
     /// The handoff making this hop.
     pub handoff_id: String,
@@ -28,7 +31,9 @@ pub struct JsHop {
 }
 
 /// A task's hops in creation order (checkpoints are not hops).
-#[napi(object, js_name = "Chain", object_from_js = false)]
+#[napi(object, js_name = "Chain", object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct JsChain {
     /// The task.
     pub task_id: String,
@@ -40,9 +45,9 @@ pub struct JsChain {
     pub text: String,
 }
 
-impl ToJs for Hop {
-    type Js = JsHop;
-    fn to_js(self) -> JsHop {
+impl Mirror for Hop {
+    type Out = JsHop;
+    fn mirror(self) -> JsHop {
         JsHop {
             handoff_id: self.handoff_id,
             parent_id: self.parent_id,
@@ -55,14 +60,14 @@ impl ToJs for Hop {
     }
 }
 
-impl ToJs for Chain {
-    type Js = JsChain;
-    fn to_js(self) -> JsChain {
+impl Mirror for Chain {
+    type Out = JsChain;
+    fn mirror(self) -> JsChain {
         let path = self.path();
         let text = self.to_string();
         JsChain {
             task_id: self.task_id,
-            hops: self.hops.into_iter().map(ToJs::to_js).collect(),
+            hops: self.hops.into_iter().map(Mirror::mirror).collect(),
             path,
             text,
         }

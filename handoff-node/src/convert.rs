@@ -4,6 +4,8 @@
 //! names the field, instead of napi's generic conversion error. Option objects are read as JSON
 //! (what `JSON.stringify` would keep) and then deserialised into a typed struct.
 
+use std::fmt::Write as _;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use napi::bindgen_prelude::{JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter, Object};
 use napi::{JsValue, Unknown, ValueType};
@@ -147,7 +149,7 @@ fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Valu
             let base = path.len();
             for i in 0..len {
                 let item: Unknown<'_> = array.get_element(i)?;
-                path.push_str(&format!("[{i}]"));
+                let _ = write!(path, "[{i}]");
                 items.push(to_json(&item, path, depth + 1)?);
                 path.truncate(base);
             }
@@ -168,11 +170,12 @@ fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Valu
                 if key.get_type()? != ValueType::String {
                     continue; // a symbol key, which JSON leaves out
                 }
-                let key = key.coerce_to_string()?.into_utf8()?.into_owned()?;
-                let item: Unknown<'_> = obj.get_named_property(&key)?;
+                // Looked up by the key value itself: no C string, no re-internalising.
+                let item: Unknown<'_> = obj.get_property_unchecked(key)?;
                 if item.get_type()? == ValueType::Undefined {
                     continue;
                 }
+                let key = key.coerce_to_string()?.into_utf8()?.into_owned()?;
                 if !path.is_empty() {
                     path.push('.');
                 }

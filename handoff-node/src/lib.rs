@@ -11,3 +11,9 @@ pub mod machine;
 pub mod record;
 pub mod store;
 pub mod task;
+
+/// Node's process leaves glibc's allocator slow for the many short-lived allocations a call
+/// makes (`malloc_consolidate` and `_int_free` were a third of a lifecycle's time); mimalloc is
+/// the allocator napi-rs recommends for addons.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

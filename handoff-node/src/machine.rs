@@ -4,10 +4,13 @@ use handoff_core::{Change, Event};
 use napi_derive::napi;
 
 use crate::record::{JsHandoff, iso};
-use crate::task::ToJs;
+use crate::task::Mirror;
+use serde::Serialize;
 
 /// One entry of the event log.
-#[napi(object, js_name = "Event", object_from_js = false, use_nullable = true)]
+#[napi(object, js_name = "Event", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct JsEvent {
     /// Position in the store's log; strictly increasing in write order.
     pub seq: f64,
@@ -27,26 +30,34 @@ pub struct JsEvent {
 /// Details of an event. `created`: `record`; `claimed`: `agent`, `token`, `leaseUntil`;
 /// `heartbeat`: `leaseUntil`; `released`, `rejected`, `cancelled`: `reason`;
 /// `lease_expired`, `failed`: `token`; `completed`: `outcome`; `expired`: nothing.
-#[napi(object, object_from_js = false)]
+#[napi(object, object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct EventDetail {
     /// The record as created.
     #[napi(ts_type = "Handoff")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub record: Option<JsHandoff>,
     /// The claiming agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// The fencing token claimed or lapsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<f64>,
     /// The end of the lease (ISO 8601).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_until: Option<String>,
     /// Why (released, rejected, cancelled).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The holder's result (completed).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
 }
 
-impl ToJs for Event {
-    type Js = JsEvent;
-    fn to_js(self) -> JsEvent {
+impl Mirror for Event {
+    type Out = JsEvent;
+    fn mirror(self) -> JsEvent {
         let kind = self.change.kind().to_owned();
         let mut detail = EventDetail {
             record: None,

@@ -8,12 +8,12 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use handoff_core::{Handoff, Kind, Metadata, NewHandoff, Reason};
 use napi::{Env, Unknown};
 use napi_derive::napi;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::convert;
 use crate::errors::{Failure, Naming, Outcome, invalid};
-use crate::task::{ToJs, sync};
+use crate::task::{Mirror, sync};
 
 /// An ISO 8601 time exactly as the JSON wire form writes it.
 pub(crate) fn iso(at: DateTime<Utc>) -> String {
@@ -21,7 +21,9 @@ pub(crate) fn iso(at: DateTime<Utc>) -> String {
 }
 
 /// A handover record: the work, what is known about it, and who holds it.
-#[napi(object, js_name = "Handoff", object_from_js = false, use_nullable = true)]
+#[napi(object, js_name = "Handoff", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct JsHandoff {
     /// Always 1.
     pub schema_version: u32,
@@ -144,9 +146,9 @@ impl From<Handoff> for JsHandoff {
     }
 }
 
-impl ToJs for Handoff {
-    type Js = JsHandoff;
-    fn to_js(self) -> JsHandoff {
+impl Mirror for Handoff {
+    type Out = JsHandoff;
+    fn mirror(self) -> JsHandoff {
         self.into()
     }
 }
@@ -344,21 +346,21 @@ fn snake_case(name: &str) -> String {
 
 /// Renders a record as Markdown for a successor's prompt (sections Meta, Current Goal,
 /// Progress, Completed, Pending, ...; empty sections are left out).
-#[napi(catch_unwind, ts_args_type = "handoff: Handoff")]
-pub fn to_markdown(env: Env, handoff: Unknown<'_>) -> napi::Result<String> {
+#[napi(catch_unwind, ts_args_type = "handoff: Handoff", ts_return_type = "string")]
+pub fn to_markdown(env: Env, handoff: Unknown<'_>) -> napi::Result<Unknown<'static>> {
     sync(&env, Naming::Js, || Ok(self::handoff(&handoff, "handoff")?.to_markdown()))
 }
 
 /// The canonical JSON wire form of a record (snake_case keys, `schema_version`), as the Rust
 /// core and the Python binding write it.
-#[napi(catch_unwind, ts_args_type = "handoff: Handoff")]
-pub fn handoff_to_json(env: Env, handoff: Unknown<'_>) -> napi::Result<String> {
+#[napi(catch_unwind, ts_args_type = "handoff: Handoff", ts_return_type = "string")]
+pub fn handoff_to_json(env: Env, handoff: Unknown<'_>) -> napi::Result<Unknown<'static>> {
     sync(&env, Naming::Js, || Ok(self::handoff(&handoff, "handoff")?.to_json()))
 }
 
 /// Parses and validates a record from its JSON wire form. Problems name the JSON's fields.
 #[napi(catch_unwind, ts_args_type = "json: string", ts_return_type = "Handoff")]
-pub fn handoff_from_json(env: Env, json: Unknown<'_>) -> napi::Result<JsHandoff> {
+pub fn handoff_from_json(env: Env, json: Unknown<'_>) -> napi::Result<Unknown<'static>> {
     sync(&env, Naming::Wire, || {
         let text = convert::string(&json, "json")?;
         Ok(Handoff::from_json(&text)?)

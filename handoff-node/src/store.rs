@@ -13,17 +13,15 @@ use handoff_core::{
     Chain, ChainPolicy, Claim, DEFAULT_LEASE, Event, Handoff, Limits, ListFilter, NewHandoff,
     SqliteOptions, Store as CoreStore, Synchronous,
 };
-use napi::bindgen_prelude::{AsyncTask, JsObjectValue};
+use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt, JsObjectValue};
 use napi::{Env, JsValue, Unknown, ValueType};
 use napi_derive::napi;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::chain::JsChain;
 use crate::convert::{self, MAX_SAFE_INTEGER};
 use crate::errors::{Failure, Naming, Outcome, invalid};
-use crate::machine::JsEvent;
 use crate::record::{self, JsHandoff};
-use crate::task::{Job, ToJs, sync};
+use crate::task::{Job, Mirror, ToJs, guarded, sync};
 
 /// A handoff store: create, claim, heartbeat, release, complete, and read the event log and
 /// chains. Get one with `open(path)` or `Store.memory()`.
@@ -35,16 +33,18 @@ pub struct Store {
 }
 
 impl ToJs for CoreStore {
-    type Js = Store;
-    fn to_js(self) -> Store {
-        Store {
+    fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        let store = Store {
             inner: AssertUnwindSafe(self),
-        }
+        };
+        Ok(store.into_instance(env)?.to_unknown())
     }
 }
 
 /// A live claim: the handoff as claimed and the fencing token that proves ownership.
-#[napi(object, js_name = "Claim", object_from_js = false)]
+#[napi(object, js_name = "Claim", object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct JsClaim {
     /// The handoff, as it was when claimed.
     pub handoff: JsHandoff,
@@ -55,9 +55,9 @@ pub struct JsClaim {
     pub lease_seconds: f64,
 }
 
-impl ToJs for Claim {
-    type Js = JsClaim;
-    fn to_js(self) -> JsClaim {
+impl Mirror for Claim {
+    type Out = JsClaim;
+    fn mirror(self) -> JsClaim {
         JsClaim {
             token: self.token as f64,
             lease_seconds: self.lease.as_secs_f64(),
@@ -244,9 +244,12 @@ fn prepare_open(
 
 /// Opens (or creates) the SQLite store at `path` (`":memory:"` for a private in-memory
 /// database). The file is shared safely by threads, worker threads and processes.
-#[napi(catch_unwind, ts_args_type = "path: string, options?: OpenOptions")]
+#[napi(catch_unwind, ts_args_type = "path: string, options?: OpenOptions", ts_return_type = "Store")]
 pub fn open(env: Env, path: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Store> {
-    sync(&env, Naming::Js, || Ok(prepare_open(&path, &options)?()?))
+    let inner = guarded(&env, Naming::Js, || Ok(prepare_open(&path, &options)?()?))?;
+    Ok(Store {
+        inner: AssertUnwindSafe(inner),
+    })
 }
 
 /// `open` as a Promise, opening (and migrating) the file off the JavaScript thread.
@@ -293,7 +296,7 @@ where
 }
 
 /// Runs prepared work on the JavaScript thread.
-fn now<T: ToJs>(env: &Env, naming: Naming, prepared: impl FnOnce() -> Work<T>) -> napi::Result<T::Js> {
+fn now<T: Mirror>(env: &Env, naming: Naming, prepared: impl FnOnce() -> Work<T>) -> napi::Result<Unknown<'static>> {
     sync(env, naming, || Ok(prepared()?()?))
 }
 
@@ -305,14 +308,21 @@ impl Store {
 
     /// An in-memory store, for tests and ephemeral swarms. Takes the same policy and limits
     /// as `open`.
-    #[napi(factory, catch_unwind, ts_args_type = "options?: Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds'>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "options?: Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds'>",
+        ts_return_type = "Store"
+    )]
     pub fn memory(env: Env, options: Unknown<'_>) -> napi::Result<Store> {
-        sync(&env, Naming::Js, || {
+        let inner = guarded(&env, Naming::Js, || {
             let options: OpenOptions = convert::options(&options, "options")?;
             if options.synchronous.is_some() || options.lock_patience_seconds.is_some() {
                 return Err(invalid("options", "synchronous and lockPatienceSeconds apply to SQLite only"));
             }
             Ok(configure(CoreStore::memory(), &options))
+        })?;
+        Ok(Store {
+            inner: AssertUnwindSafe(inner),
         })
     }
 
@@ -325,7 +335,7 @@ impl Store {
     /// Creates a pending handoff. With a caller-supplied `id`, creating again with the same
     /// content returns the stored record; with other content it fails with `CONFLICT`.
     #[napi(catch_unwind, ts_args_type = "options: CreateOptions", ts_return_type = "Handoff")]
-    pub fn create(&self, env: Env, options: Unknown<'_>) -> napi::Result<JsHandoff> {
+    pub fn create(&self, env: Env, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Create, || self.prepare_create(&options))
     }
 
@@ -352,7 +362,7 @@ impl Store {
 
     /// Creates several handoffs in one transaction: all of them, or none when one is refused.
     #[napi(catch_unwind, ts_args_type = "items: CreateOptions[]", ts_return_type = "Handoff[]")]
-    pub fn create_many(&self, env: Env, items: Unknown<'_>) -> napi::Result<Vec<JsHandoff>> {
+    pub fn create_many(&self, env: Env, items: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Create, || self.prepare_create_many(&items))
     }
 
@@ -370,7 +380,7 @@ impl Store {
 
     /// The handoff with this id; `NOT_FOUND` if there is none.
     #[napi(catch_unwind, ts_args_type = "id: string", ts_return_type = "Handoff")]
-    pub fn get(&self, env: Env, id: Unknown<'_>) -> napi::Result<JsHandoff> {
+    pub fn get(&self, env: Env, id: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_get(&id))
     }
 
@@ -395,7 +405,7 @@ impl Store {
 
     /// Handoffs matching the filter, oldest first.
     #[napi(catch_unwind, ts_args_type = "options?: ListOptions", ts_return_type = "Handoff[]")]
-    pub fn list(&self, env: Env, options: Unknown<'_>) -> napi::Result<Vec<JsHandoff>> {
+    pub fn list(&self, env: Env, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_list(&options))
     }
 
@@ -421,7 +431,7 @@ impl Store {
         ts_args_type = "id: string, agent: string, options?: ClaimOptions",
         ts_return_type = "Claim"
     )]
-    pub fn claim(&self, env: Env, id: Unknown<'_>, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<JsClaim> {
+    pub fn claim(&self, env: Env, id: Unknown<'_>, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_claim(&id, &agent, &options))
     }
 
@@ -450,7 +460,7 @@ impl Store {
         ts_args_type = "agent: string, options?: ClaimNextOptions",
         ts_return_type = "Claim | null"
     )]
-    pub fn claim_next(&self, env: Env, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Option<JsClaim>> {
+    pub fn claim_next(&self, env: Env, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_claim_next(&agent, &options))
     }
 
@@ -473,7 +483,7 @@ impl Store {
     /// Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
     /// the token is no longer current.
     #[napi(catch_unwind, ts_args_type = "claim: Claim", ts_return_type = "Handoff")]
-    pub fn heartbeat(&self, env: Env, claim: Unknown<'_>) -> napi::Result<JsHandoff> {
+    pub fn heartbeat(&self, env: Env, claim: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_heartbeat(&claim))
     }
 
@@ -493,7 +503,7 @@ impl Store {
     /// Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
     /// token is no longer current.
     #[napi(catch_unwind, ts_args_type = "claim: Claim, options: ReasonOptions", ts_return_type = "Handoff")]
-    pub fn release(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<JsHandoff> {
+    pub fn release(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_release(&claim, &options))
     }
 
@@ -517,7 +527,7 @@ impl Store {
 
     /// Finishes the handoff. `LEASE_LOST` when the token is no longer current.
     #[napi(catch_unwind, ts_args_type = "claim: Claim, options?: CompleteOptions", ts_return_type = "Handoff")]
-    pub fn complete(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<JsHandoff> {
+    pub fn complete(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_complete(&claim, &options))
     }
 
@@ -545,7 +555,7 @@ impl Store {
         ts_args_type = "id: string, agent: string, options: ReasonOptions",
         ts_return_type = "Handoff"
     )]
-    pub fn reject(&self, env: Env, id: Unknown<'_>, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<JsHandoff> {
+    pub fn reject(&self, env: Env, id: Unknown<'_>, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_reject(&id, &agent, &options))
     }
 
@@ -573,7 +583,7 @@ impl Store {
         ts_args_type = "id: string, by: string, options?: CancelOptions",
         ts_return_type = "Handoff"
     )]
-    pub fn cancel(&self, env: Env, id: Unknown<'_>, by: Unknown<'_>, options: Unknown<'_>) -> napi::Result<JsHandoff> {
+    pub fn cancel(&self, env: Env, id: Unknown<'_>, by: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_cancel(&id, &by, &options))
     }
 
@@ -595,7 +605,7 @@ impl Store {
 
     /// The event log of one handoff, or of the whole store, oldest first.
     #[napi(catch_unwind, ts_args_type = "options?: EventsOptions", ts_return_type = "Event[]")]
-    pub fn events(&self, env: Env, options: Unknown<'_>) -> napi::Result<Vec<JsEvent>> {
+    pub fn events(&self, env: Env, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_events(&options))
     }
 
@@ -613,7 +623,7 @@ impl Store {
 
     /// The task's chain of hops, oldest first.
     #[napi(catch_unwind, ts_args_type = "taskId: string", ts_return_type = "Chain")]
-    pub fn chain(&self, env: Env, task_id: Unknown<'_>) -> napi::Result<JsChain> {
+    pub fn chain(&self, env: Env, task_id: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_chain(&task_id))
     }
 
@@ -638,7 +648,7 @@ impl Store {
         ts_args_type = "taskId: string, agent: string, fields: CheckpointFields",
         ts_return_type = "Handoff"
     )]
-    pub fn checkpoint(&self, env: Env, task_id: Unknown<'_>, agent: Unknown<'_>, fields: Unknown<'_>) -> napi::Result<JsHandoff> {
+    pub fn checkpoint(&self, env: Env, task_id: Unknown<'_>, agent: Unknown<'_>, fields: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Create, || self.prepare_checkpoint(&task_id, &agent, &fields))
     }
 
@@ -663,7 +673,7 @@ impl Store {
     /// Task ids in progress whose last sign of life (claim, heartbeat, checkpoint) is older
     /// than `olderThanSeconds`.
     #[napi(catch_unwind, ts_args_type = "olderThanSeconds: number", ts_return_type = "string[]")]
-    pub fn stalled(&self, env: Env, older_than_seconds: Unknown<'_>) -> napi::Result<Vec<String>> {
+    pub fn stalled(&self, env: Env, older_than_seconds: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_stalled(&older_than_seconds))
     }
 
@@ -681,7 +691,7 @@ impl Store {
     /// Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
     /// handoffs changed. `claimNext` does this for a small batch itself.
     #[napi(catch_unwind, ts_return_type = "number")]
-    pub fn reap(&self, env: Env) -> napi::Result<f64> {
+    pub fn reap(&self, env: Env) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_reap())
     }
 

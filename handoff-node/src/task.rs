@@ -4,45 +4,75 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName};
-use napi::{Env, Task};
+use napi::bindgen_prelude::{AsyncTask, Function, JsObjectValue, Object};
+use napi::{Env, ScopedTask, Unknown};
+use serde::Serialize;
 
 use crate::errors::{self, Failure, Naming, Outcome};
 
-/// A core value and the JavaScript shape it is returned as.
+/// A core value returned to JavaScript by a [`Job`].
 pub trait ToJs: Send + 'static {
-    /// The napi type it converts to.
-    type Js: ToNapiValue + TypeName;
+    /// Converts it on the JavaScript thread.
+    fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>>;
+}
+
+/// A core value whose JavaScript form is plain JSON: its mirror type (a `#[napi(object)]` struct
+/// that also gives the `.d.ts` its interface) is serialised in Rust and built by `JSON.parse`.
+///
+/// Building the object with `JSON.parse` is about three times faster than setting ~40
+/// properties one N-API call at a time, and it makes records plain JSON by construction.
+pub trait Mirror: Send + 'static {
+    /// The camelCase mirror.
+    type Out: Serialize;
     /// Converts it.
-    fn to_js(self) -> Self::Js;
+    fn mirror(self) -> Self::Out;
 }
 
-impl<T: ToJs> ToJs for Vec<T> {
-    type Js = Vec<T::Js>;
-    fn to_js(self) -> Self::Js {
-        self.into_iter().map(ToJs::to_js).collect()
+impl<T: Mirror> Mirror for Vec<T> {
+    type Out = Vec<T::Out>;
+    fn mirror(self) -> Self::Out {
+        self.into_iter().map(Mirror::mirror).collect()
     }
 }
 
-impl<T: ToJs> ToJs for Option<T> {
-    type Js = Option<T::Js>;
-    fn to_js(self) -> Self::Js {
-        self.map(ToJs::to_js)
+impl<T: Mirror> Mirror for Option<T> {
+    type Out = Option<T::Out>;
+    fn mirror(self) -> Self::Out {
+        self.map(Mirror::mirror)
     }
 }
 
-impl ToJs for String {
-    type Js = String;
-    fn to_js(self) -> String {
+impl Mirror for String {
+    type Out = String;
+    fn mirror(self) -> String {
         self
     }
 }
 
-impl ToJs for usize {
-    type Js = f64;
-    fn to_js(self) -> f64 {
-        self as f64
+impl Mirror for usize {
+    type Out = usize;
+    fn mirror(self) -> usize {
+        self
     }
+}
+
+impl<T: Mirror> ToJs for T {
+    fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        json_to_js(env, self)
+    }
+}
+
+/// Builds the JavaScript value of `value`'s mirror with `JSON.parse`.
+fn json_to_js<T: Mirror>(env: &Env, value: T) -> napi::Result<Unknown<'static>> {
+    // Sized for a typical record, so that serialising does not reallocate as it grows.
+    let mut text = Vec::with_capacity(4096);
+    serde_json::to_writer(&mut text, &value.mirror())
+        .map_err(|e| napi::Error::from_reason(format!("cannot serialise a result: {e}")))?;
+    let text = String::from_utf8(text)
+        .map_err(|e| napi::Error::from_reason(format!("cannot serialise a result: {e}")))?;
+    let json: Object<'static> = env.get_global()?.get_named_property("JSON")?;
+    let parse: Function<'static, String, Unknown<'static>> = json.get_named_property("parse")?;
+    parse.call(text)
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -53,15 +83,24 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Runs `call` on the JavaScript thread and converts its result or failure.
-pub(crate) fn sync<T: ToJs>(
+/// Runs `call` on the JavaScript thread, catching a panic, and converts a failure.
+pub(crate) fn guarded<T>(
     env: &Env,
     naming: Naming,
     call: impl FnOnce() -> Outcome<T>,
-) -> napi::Result<T::Js> {
-    let outcome = catch_unwind(AssertUnwindSafe(call))
-        .unwrap_or_else(|payload| Err(Failure::Panic(panic_message(&*payload))));
-    outcome.map(ToJs::to_js).map_err(|failure| errors::to_js(env, failure, naming))
+) -> napi::Result<T> {
+    catch_unwind(AssertUnwindSafe(call))
+        .unwrap_or_else(|payload| Err(Failure::Panic(panic_message(&*payload))))
+        .map_err(|failure| errors::to_js(env, failure, naming))
+}
+
+/// Runs `call` on the JavaScript thread and converts its result or failure.
+pub(crate) fn sync<T: Mirror>(
+    env: &Env,
+    naming: Naming,
+    call: impl FnOnce() -> Outcome<T>,
+) -> napi::Result<Unknown<'static>> {
+    json_to_js(env, guarded(env, naming, call)?)
 }
 
 type Work<T> = Box<dyn FnOnce() -> handoff_core::Result<T> + Send>;
@@ -88,9 +127,9 @@ impl<T: ToJs> Job<T> {
     }
 }
 
-impl<T: ToJs> Task for Job<T> {
+impl<'task, T: ToJs> ScopedTask<'task> for Job<T> {
     type Output = Outcome<T>;
-    type JsValue = T::Js;
+    type JsValue = Unknown<'task>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let outcome = match self.work.take() {
@@ -103,7 +142,10 @@ impl<T: ToJs> Task for Job<T> {
         Ok(outcome)
     }
 
-    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        output.map(ToJs::to_js).map_err(|failure| errors::to_js(&env, failure, self.naming))
+    fn resolve(&mut self, env: &'task Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        match output {
+            Ok(value) => value.to_js(env),
+            Err(failure) => Err(errors::to_js(env, failure, self.naming)),
+        }
     }
 }
