@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, params};
 
 use crate::chain::Hop;
 use crate::clock::from_micros;
@@ -69,6 +69,9 @@ impl Default for SqliteOptions {
 pub struct SqliteBackend {
     conn: Mutex<Connection>,
     patience: Duration,
+    /// `<db>-lock`: writers from every process queue on it before they ask SQLite for the
+    /// write lock (see [`Turnstile`]).
+    turnstile: Option<std::fs::File>,
 }
 
 impl SqliteBackend {
@@ -91,6 +94,7 @@ impl SqliteBackend {
         let backend = SqliteBackend {
             conn: Mutex::new(conn),
             patience: options.lock_patience,
+            turnstile: Turnstile::open(path),
         };
         backend
             .retrying(|conn| {
@@ -267,9 +271,10 @@ fn hops(conn: &Connection, task_id: &str) -> rusqlite::Result<Vec<Hop>> {
 impl Backend for SqliteBackend {
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.retrying(|conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let _turn = self.turnstile.as_ref().and_then(Turnstile::enter);
+            let mut tx = Transaction::begin(conn)?;
             let mut handle = SqliteTx {
-                conn: &tx,
+                conn,
                 error: None,
                 inserted: None,
             };
@@ -340,6 +345,76 @@ impl Backend for SqliteBackend {
 
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
         Ok(self.retrying(|conn| Ok(hops(conn, task_id)?))?)
+    }
+}
+
+/// Fair, fast hand-over of the write lock between processes.
+///
+/// SQLite's write lock has no queue: a waiting process can only poll, so either it sleeps
+/// long and a busy process keeps winning (starvation), or it polls often and burns the CPU the
+/// lock holder needs. Writers therefore first take an exclusive `flock` on a sidecar file: the
+/// kernel wakes a waiter the moment the holder lets go, and the holder, busy returning its
+/// result, rarely gets back in first. The SQLite lock is still taken (and contention with
+/// writers that do not use the turnstile, such as the `sqlite3` shell, is still retried).
+///
+/// A process that dies releases its `flock` with its file descriptors. Where the file
+/// system has no `flock` the turnstile is skipped.
+struct Turnstile<'a>(&'a std::fs::File);
+
+impl<'a> Turnstile<'a> {
+    fn open(db: &Path) -> Option<std::fs::File> {
+        let name = db.to_str()?;
+        if name.is_empty() || name == ":memory:" || name.starts_with("file:") {
+            return None;
+        }
+        let mut lock_path = db.as_os_str().to_owned();
+        lock_path.push("-lock");
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path)
+            .ok()
+    }
+
+    fn enter(file: &'a std::fs::File) -> Option<Self> {
+        file.lock().ok().map(|()| Turnstile(file))
+    }
+}
+
+impl Drop for Turnstile<'_> {
+    fn drop(&mut self) {
+        // Closing the file would release it too; unlocking keeps the descriptor for reuse.
+        let _ = self.0.unlock();
+    }
+}
+
+/// `BEGIN IMMEDIATE` … `COMMIT` through cached statements (rusqlite's `Transaction` parses
+/// both for every write). Dropped without a commit, it rolls back, even when unwinding.
+struct Transaction<'a> {
+    conn: &'a Connection,
+    open: bool,
+}
+
+impl<'a> Transaction<'a> {
+    fn begin(conn: &'a Connection) -> rusqlite::Result<Self> {
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        Ok(Transaction { conn, open: true })
+    }
+
+    fn commit(&mut self) -> rusqlite::Result<()> {
+        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if self.open && !self.conn.is_autocommit() {
+            // Nothing better to do with a failed rollback than to let the next BEGIN report it.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
     }
 }
 
@@ -511,21 +586,24 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>> {
+        // A literal limit: a bound `LIMIT ?` also makes SQLite re-prepare on every use (see
+        // the note on CAST above). Callers use one or two distinct limits, so few statements.
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let result = self
             .conn
             .prepare_cached(&format!(
                 "SELECT {RECORD_COLUMNS} FROM ( \
                    SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_leases \
-                     WHERE status = 'claimed' AND lease_until <= ?1 ORDER BY lease_until LIMIT ?2) \
+                     WHERE status = 'claimed' AND lease_until <= ?1 \
+                     ORDER BY lease_until LIMIT {limit}) \
                    UNION ALL \
                    SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_expiry \
-                     WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1 \
-                     ORDER BY expires_at LIMIT ?2) \
-                 ) AS due JOIN handoffs USING (pos) ORDER BY pos LIMIT ?2"
+                     WHERE status = 'pending' AND expires_at IS NOT NULL \
+                     AND expires_at <= ?1 ORDER BY expires_at LIMIT {limit}) \
+                 ) AS due JOIN handoffs USING (pos) ORDER BY pos LIMIT {limit}"
             ))
             .and_then(|mut stmt| {
-                stmt.query_map(params![micros(now), limit], record_from_row)?
+                stmt.query_map(params![micros(now)], record_from_row)?
                     .collect::<rusqlite::Result<Vec<_>>>()
             });
         self.check(result)

@@ -1,0 +1,191 @@
+//! Processes racing to claim from one SQLite file: total claims per second and each process's
+//! share, for the store's `claim_next` beside a raw `UPDATE … RETURNING` claim loop on the same
+//! schema and settings.
+//!
+//! ```sh
+//! cargo bench -p handoff-benches --bench race            # prints a Markdown table
+//! ```
+//!
+//! The bench re-runs its own binary as the racing processes. They all start together (a "go"
+//! file) and the rate is taken from the first start to the last finish.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use handoff_core::{ChainPolicy, NewHandoff, SqliteOptions, Store, Synchronous};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Contender {
+    Raw,
+    Store,
+}
+
+fn main() {
+    if let Ok(role) = std::env::var("RACE_WORKER") {
+        return worker(&role);
+    }
+    // `cargo bench` passes `--bench`; a filter is not supported here.
+    println!("| sync | processes | contender | claims/s | ratio to raw | share per process (%) | errors |");
+    println!("|---|---|---|---|---|---|---|");
+    for (sync, handoffs) in [(Synchronous::Full, 3_000), (Synchronous::Normal, 12_000)] {
+        for processes in process_counts() {
+            let raw = race(Contender::Raw, sync, processes, handoffs);
+            let ours = race(Contender::Store, sync, processes, handoffs);
+            for (contender, result) in [(Contender::Raw, &raw), (Contender::Store, &ours)] {
+                println!(
+                    "| {sync:?} | {processes} | {} | {:.0} | {:.2} | {} | {} |",
+                    if contender == Contender::Raw { "raw UPDATE … RETURNING" } else { "Store::claim_next" },
+                    result.rate,
+                    result.rate / raw.rate,
+                    result.shares.iter().map(|s| format!("{s:.0}")).collect::<Vec<_>>().join(" / "),
+                    result.errors,
+                );
+            }
+        }
+    }
+}
+
+/// `RACE_PROCESSES=1,4,8` chooses the process counts; 4 and 8 by default.
+fn process_counts() -> Vec<usize> {
+    std::env::var("RACE_PROCESSES")
+        .unwrap_or_else(|_| "4,8".to_owned())
+        .split(',')
+        .map(|n| n.trim().parse().expect("RACE_PROCESSES is a list of numbers"))
+        .collect()
+}
+
+struct Outcome {
+    rate: f64,
+    shares: Vec<f64>,
+    errors: u64,
+}
+
+fn race(contender: Contender, sync: Synchronous, processes: usize, handoffs: usize) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("race.db");
+    let options = SqliteOptions { synchronous: sync, ..SqliteOptions::default() };
+    let store = Store::open_with(&db, &options).unwrap().with_policy(ChainPolicy::unlimited());
+    let news: Vec<NewHandoff> = (0..handoffs)
+        .map(|i| NewHandoff::new(format!("race-{i}"), "claim me").from_agent("producer"))
+        .collect();
+    for batch in news.chunks(5_000) {
+        store.create_many(batch.to_vec()).unwrap();
+    }
+    drop(store);
+
+    let go = dir.path().join("go");
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..processes)
+        .map(|n| {
+            Command::new(&exe)
+                .env("RACE_WORKER", format!("{contender:?}"))
+                .env("RACE_DB", &db)
+                .env("RACE_SYNC", format!("{sync:?}"))
+                .env("RACE_GO", &go)
+                .env("RACE_READY", dir.path().join(format!("ready-{n}")))
+                .env("RACE_OUT", dir.path().join(format!("out-{n}")))
+                .env("RACE_AGENT", format!("p{n}"))
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    while !(0..processes).all(|n| dir.path().join(format!("ready-{n}")).exists()) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::write(&go, b"go").unwrap();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+
+    let mut counts = Vec::new();
+    let (mut first, mut last, mut errors) = (u64::MAX, 0, 0);
+    for n in 0..processes {
+        let out = std::fs::read_to_string(dir.path().join(format!("out-{n}"))).unwrap();
+        let fields: Vec<u64> = out.split_whitespace().map(|f| f.parse().unwrap()).collect();
+        counts.push(fields[0]);
+        first = first.min(fields[1]);
+        last = last.max(fields[2]);
+        errors += fields[3];
+    }
+    let total: u64 = counts.iter().sum();
+    assert_eq!(total as usize, handoffs, "every handoff claimed once");
+    Outcome {
+        rate: total as f64 / ((last - first) as f64 / 1e6),
+        shares: counts.iter().map(|c| *c as f64 * 100.0 / total as f64).collect(),
+        errors,
+    }
+}
+
+fn micros_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
+}
+
+fn env_path(name: &str) -> PathBuf {
+    PathBuf::from(std::env::var_os(name).unwrap())
+}
+
+/// One racing process: claims until nothing is left; writes `count start end errors`.
+fn worker(role: &str) {
+    let db = env_path("RACE_DB");
+    let agent = std::env::var("RACE_AGENT").unwrap();
+    let sync = if std::env::var("RACE_SYNC").unwrap() == "Full" { Synchronous::Full } else { Synchronous::Normal };
+    let mut claim: Box<dyn FnMut() -> Result<bool, String>> = if role == "Raw" {
+        let conn = raw_connection(&db, sync);
+        Box::new(move || raw_claim(&conn, &agent))
+    } else {
+        let options = SqliteOptions { synchronous: sync, ..SqliteOptions::default() };
+        let store = Store::open_with(&db, &options).unwrap();
+        Box::new(move || {
+            store
+                .claim_next(&agent, None, Duration::from_secs(3600))
+                .map(|c| c.is_some())
+                .map_err(|e| e.to_string())
+        })
+    };
+    std::fs::write(env_path("RACE_READY"), b"").unwrap();
+    let go = env_path("RACE_GO");
+    while !go.exists() {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let (mut count, mut errors) = (0u64, 0u64);
+    let start = micros_now();
+    loop {
+        match claim() {
+            Ok(true) => count += 1,
+            Ok(false) => break,
+            Err(_) => errors += 1,
+        }
+    }
+    let end = micros_now();
+    std::fs::write(env_path("RACE_OUT"), format!("{count} {start} {end} {errors}")).unwrap();
+}
+
+/// A connection as a hand-written claimer would open it: WAL, rusqlite's default 5 s busy
+/// timeout (SQLite's own busy handler).
+fn raw_connection(db: &Path, sync: Synchronous) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.pragma_update(None, "synchronous", if sync == Synchronous::Full { "FULL" } else { "NORMAL" })
+        .unwrap();
+    conn
+}
+
+fn raw_claim(conn: &rusqlite::Connection, agent: &str) -> Result<bool, String> {
+    let now = micros_now() as i64;
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE handoffs SET status = 'claimed', claimed_by = ?1, \
+             claim_token = coalesce(claim_token, 0) + 1, lease_until = ?2, heartbeat_at = ?3 \
+             WHERE pos = (SELECT pos FROM handoffs WHERE status = 'pending' AND to_agent IS NULL \
+             ORDER BY pos LIMIT 1) RETURNING id",
+        )
+        .map_err(|e| e.to_string())?;
+    let mut rows = stmt
+        .query(rusqlite::params![agent, now + 3_600_000_000, now])
+        .map_err(|e| e.to_string())?;
+    let claimed = rows.next().map_err(|e| e.to_string())?.is_some();
+    Ok(claimed)
+}
