@@ -18,8 +18,21 @@ use handoff_core::{ChainPolicy, NewHandoff, SqliteOptions, Store, Synchronous};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Contender {
+    /// One `UPDATE … RETURNING` per claim: what a hand-written claimer does.
     Raw,
+    /// The same, plus the event row the store writes, in one immediate transaction.
+    RawWithEvent,
     Store,
+}
+
+impl Contender {
+    fn label(self) -> &'static str {
+        match self {
+            Contender::Raw => "raw UPDATE … RETURNING",
+            Contender::RawWithEvent => "raw UPDATE … RETURNING + event row",
+            Contender::Store => "Store::claim_next",
+        }
+    }
 }
 
 fn main() {
@@ -32,11 +45,15 @@ fn main() {
     for (sync, handoffs) in [(Synchronous::Full, 3_000), (Synchronous::Normal, 12_000)] {
         for processes in process_counts() {
             let raw = race(Contender::Raw, sync, processes, handoffs);
-            let ours = race(Contender::Store, sync, processes, handoffs);
-            for (contender, result) in [(Contender::Raw, &raw), (Contender::Store, &ours)] {
+            for contender in [Contender::Raw, Contender::RawWithEvent, Contender::Store] {
+                let result = if contender == Contender::Raw {
+                    &raw
+                } else {
+                    &race(contender, sync, processes, handoffs)
+                };
                 println!(
                     "| {sync:?} | {processes} | {} | {:.0} | {:.2} | {} | {} |",
-                    if contender == Contender::Raw { "raw UPDATE … RETURNING" } else { "Store::claim_next" },
+                    contender.label(),
                     result.rate,
                     result.rate / raw.rate,
                     result.shares.iter().map(|s| format!("{s:.0}")).collect::<Vec<_>>().join(" / "),
@@ -135,6 +152,9 @@ fn worker(role: &str) {
     let mut claim: Box<dyn FnMut() -> Result<bool, String>> = if role == "Raw" {
         let conn = raw_connection(&db, sync);
         Box::new(move || raw_claim(&conn, &agent))
+    } else if role == "RawWithEvent" {
+        let mut conn = raw_connection(&db, sync);
+        Box::new(move || raw_claim_with_event(&mut conn, &agent))
     } else {
         let options = SqliteOptions { synchronous: sync, ..SqliteOptions::default() };
         let store = Store::open_with(&db, &options).unwrap();
@@ -188,4 +208,44 @@ fn raw_claim(conn: &rusqlite::Connection, agent: &str) -> Result<bool, String> {
         .map_err(|e| e.to_string())?;
     let claimed = rows.next().map_err(|e| e.to_string())?.is_some();
     Ok(claimed)
+}
+
+fn raw_claim_with_event(conn: &mut rusqlite::Connection, agent: &str) -> Result<bool, String> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(|e| e.to_string())?;
+    let now = micros_now() as i64;
+    let id: Option<String> = {
+        let mut stmt = tx
+            .prepare_cached(
+                "UPDATE handoffs SET status = 'claimed', claimed_by = ?1, \
+                 claim_token = coalesce(claim_token, 0) + 1, lease_until = ?2, heartbeat_at = ?3 \
+                 WHERE pos = (SELECT pos FROM handoffs WHERE status = 'pending' AND to_agent IS NULL \
+                 ORDER BY pos LIMIT 1) RETURNING id",
+            )
+            .map_err(|e| e.to_string())?;
+        let mut rows = stmt
+            .query(rusqlite::params![agent, now + 3_600_000_000, now])
+            .map_err(|e| e.to_string())?;
+        match rows.next().map_err(|e| e.to_string())? {
+            Some(row) => Some(row.get(0).map_err(|e| e.to_string())?),
+            None => None,
+        }
+    };
+    if let Some(id) = &id {
+        tx.prepare_cached(
+            "INSERT INTO events (handoff_id, at, actor, kind, detail) VALUES (?1, ?2, ?3, 'claimed', ?4)",
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(rusqlite::params![
+                id,
+                now,
+                agent,
+                r#"{"kind":"claimed","detail":{"agent":"p0","token":1,"lease_until":"2026-01-01T01:00:00Z"}}"#
+            ])
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    tx.commit().map_err(|e| e.to_string())?;
+    Ok(id.is_some())
 }
