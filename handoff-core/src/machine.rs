@@ -251,13 +251,14 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
             let change = Change::Claimed {
                 agent: agent.clone(),
                 token: h.claim_token.unwrap_or(0) + 1,
-                lease_until: now + *lease,
+                lease_until: lease_end(now, *lease)?,
             };
             (Some(agent.clone()), change)
         }
         Command::Heartbeat { token, lease } => {
             let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
-            (Some(holder), Change::Heartbeat { lease_until: now + *lease })
+            let lease_until = lease_end(now, *lease)?;
+            (Some(holder), Change::Heartbeat { lease_until })
         }
         Command::Release { token, reason } => {
             let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
@@ -292,6 +293,12 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
     };
     next.push(actor, now, change);
     Ok(next)
+}
+
+/// When a lease taken at `now` ends; an error rather than an overflow at the end of time.
+fn lease_end(now: DateTime<Utc>, lease: TimeDelta) -> Result<DateTime<Utc>> {
+    now.checked_add_signed(lease)
+        .ok_or_else(|| Error::invalid("lease_seconds", "the lease would end after the year 262143"))
 }
 
 /// The holder of a live claim with this token.

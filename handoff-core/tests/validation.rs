@@ -294,3 +294,21 @@ fn markdown_has_the_sections_and_omits_empty_ones() {
         assert!(!md.contains(absent), "{absent} should be omitted:\n{md}");
     }
 }
+
+#[test]
+fn extreme_durations_are_errors_not_panics() {
+    use std::time::Duration;
+    let store = Store::memory();
+    let h = store.create(NewHandoff::new("t", "g")).unwrap();
+    for lease in [Duration::ZERO, Duration::MAX, Duration::from_secs(400 * 24 * 3600)] {
+        let err = store.claim(&h.id, "a", lease).unwrap_err();
+        assert!(matches!(&err, Error::Validation { problems } if problems[0].field == "lease_seconds"), "{err}");
+    }
+    assert!(store.stalled(Duration::MAX).unwrap().is_empty());
+    // A clock at the end of time refuses leases instead of overflowing.
+    let clock = std::sync::Arc::new(handoff_core::ManualClock::new(chrono::DateTime::<Utc>::MAX_UTC));
+    let late = Store::memory().with_clock(clock);
+    let h = late.create(NewHandoff::new("t", "g")).unwrap();
+    let err = late.claim(&h.id, "a", Duration::from_secs(60)).unwrap_err();
+    assert!(matches!(err, Error::Validation { .. }), "{err}");
+}

@@ -414,9 +414,11 @@ impl Store {
     /// than `older_than`. A task is in progress while one of its handoffs is claimed, or while
     /// its latest record is a checkpoint.
     pub fn stalled(&self, older_than: Duration) -> Result<Vec<String>> {
-        let cutoff = self.clock.now()
-            - chrono::TimeDelta::from_std(older_than)
-                .map_err(|_| Error::invalid("older_than_seconds", "out of range"))?;
+        let cutoff = chrono::TimeDelta::from_std(older_than)
+            .ok()
+            .and_then(|span| self.clock.now().checked_sub_signed(span))
+            // Further back than time goes: nothing can be older.
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
         let mut last_seen: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
         let mut seen = |task: &str, at: DateTime<Utc>| {
             let entry = last_seen.entry(task.to_owned()).or_insert(at);
