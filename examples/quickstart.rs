@@ -37,7 +37,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .context_usage(85)
             .progress("Token-bucket limiter written and unit-tested; not wired in yet.")
             .completed(["design the token bucket", "implement limiter.rs with tests"])
-            .pending(["wire the limiter into the router", "add 429 responses", "load test"])
+            .pending([
+                "wire the limiter into the router",
+                "add 429 responses",
+                "load test",
+            ])
             .decisions(["per-API-key buckets, not per-IP: customers share NATs"])
             .assumptions(["Redis is not available; limits are per instance"])
             .warnings(["the /health route must never be limited"])
@@ -65,12 +69,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // codex finishes the task.
     let claim = take(&store, "codex", &task)?;
-    store.complete(&claim, "p99 stays under 40 ms at 2x peak; no 429 on /health")?;
+    store.complete(
+        &claim,
+        "p99 stays under 40 ms at 2x peak; no 429 on /health",
+    )?;
 
     let chain = store.chain(&task)?;
     println!("chain: {chain}");
     for hop in &chain.hops {
-        println!("  {} {:>9}  {}", hop.handoff_id, hop.status.as_str(), hop.created_at.to_rfc3339());
+        println!(
+            "  {} {:>9}  {}",
+            hop.handoff_id,
+            hop.status.as_str(),
+            hop.created_at.to_rfc3339()
+        );
     }
     let total = store.list(&ListFilter::default())?.len();
     println!("\nthe store now holds {total} handoffs");
@@ -82,7 +94,10 @@ fn take(store: &Store, agent: &str, task: &str) -> Result<Claim, Box<dyn std::er
     let claim = store
         .claim_next(agent, Some(task), LEASE)?
         .ok_or_else(|| format!("nothing for {agent} to claim"))?;
-    println!("──── {agent} claims {} (token {}) and reads:\n", claim.handoff.id, claim.token);
+    println!(
+        "──── {agent} claims {} (token {}) and reads:\n",
+        claim.handoff.id, claim.token
+    );
     println!("{}", claim.handoff.to_markdown());
     Ok(claim)
 }

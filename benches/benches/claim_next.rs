@@ -19,7 +19,9 @@ fn pending(i: usize) -> NewHandoff {
 fn fill(store: &Store, from: usize, count: usize) {
     let mut next = from;
     while next < from + count {
-        let batch = (next..(from + count).min(next + 10_000)).map(pending).collect();
+        let batch = (next..(from + count).min(next + 10_000))
+            .map(pending)
+            .collect();
         store.create_many(batch).unwrap();
         next += 10_000;
     }
@@ -27,10 +29,16 @@ fn fill(store: &Store, from: usize, count: usize) {
 
 fn claim_next(c: &mut Criterion) {
     let mut group = c.benchmark_group("claim_next");
-    group.sample_size(30).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(5))
+        .warm_up_time(Duration::from_secs(1));
     for size in SIZES {
         let dir = tempfile::tempdir().unwrap();
-        let options = SqliteOptions { synchronous: Synchronous::Normal, ..SqliteOptions::default() };
+        let options = SqliteOptions {
+            synchronous: Synchronous::Normal,
+            ..SqliteOptions::default()
+        };
         let sqlite = Store::open_with(dir.path().join("queue.db"), &options)
             .unwrap()
             .with_policy(ChainPolicy::unlimited());

@@ -40,7 +40,9 @@ fn main() {
         return worker(&role);
     }
     // `cargo bench` passes `--bench`; a filter is not supported here.
-    println!("| sync | processes | contender | claims/s | ratio to raw | share per process (%) | errors |");
+    println!(
+        "| sync | processes | contender | claims/s | ratio to raw | share per process (%) | errors |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for (sync, handoffs) in [(Synchronous::Full, 3_000), (Synchronous::Normal, 12_000)] {
         for processes in process_counts() {
@@ -56,7 +58,12 @@ fn main() {
                     contender.label(),
                     result.rate,
                     result.rate / raw.rate,
-                    result.shares.iter().map(|s| format!("{s:.0}")).collect::<Vec<_>>().join(" / "),
+                    result
+                        .shares
+                        .iter()
+                        .map(|s| format!("{s:.0}"))
+                        .collect::<Vec<_>>()
+                        .join(" / "),
                     result.errors,
                 );
             }
@@ -69,7 +76,11 @@ fn process_counts() -> Vec<usize> {
     std::env::var("RACE_PROCESSES")
         .unwrap_or_else(|_| "4,8".to_owned())
         .split(',')
-        .map(|n| n.trim().parse().expect("RACE_PROCESSES is a list of numbers"))
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("RACE_PROCESSES is a list of numbers")
+        })
         .collect()
 }
 
@@ -82,8 +93,13 @@ struct Outcome {
 fn race(contender: Contender, sync: Synchronous, processes: usize, handoffs: usize) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("race.db");
-    let options = SqliteOptions { synchronous: sync, ..SqliteOptions::default() };
-    let store = Store::open_with(&db, &options).unwrap().with_policy(ChainPolicy::unlimited());
+    let options = SqliteOptions {
+        synchronous: sync,
+        ..SqliteOptions::default()
+    };
+    let store = Store::open_with(&db, &options)
+        .unwrap()
+        .with_policy(ChainPolicy::unlimited());
     let news: Vec<NewHandoff> = (0..handoffs)
         .map(|i| NewHandoff::new(format!("race-{i}"), "claim me").from_agent("producer"))
         .collect();
@@ -131,13 +147,19 @@ fn race(contender: Contender, sync: Synchronous, processes: usize, handoffs: usi
     assert_eq!(total as usize, handoffs, "every handoff claimed once");
     Outcome {
         rate: total as f64 / ((last - first) as f64 / 1e6),
-        shares: counts.iter().map(|c| *c as f64 * 100.0 / total as f64).collect(),
+        shares: counts
+            .iter()
+            .map(|c| *c as f64 * 100.0 / total as f64)
+            .collect(),
         errors,
     }
 }
 
 fn micros_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
 }
 
 fn env_path(name: &str) -> PathBuf {
@@ -148,7 +170,11 @@ fn env_path(name: &str) -> PathBuf {
 fn worker(role: &str) {
     let db = env_path("RACE_DB");
     let agent = std::env::var("RACE_AGENT").unwrap();
-    let sync = if std::env::var("RACE_SYNC").unwrap() == "Full" { Synchronous::Full } else { Synchronous::Normal };
+    let sync = if std::env::var("RACE_SYNC").unwrap() == "Full" {
+        Synchronous::Full
+    } else {
+        Synchronous::Normal
+    };
     let mut claim: Box<dyn FnMut() -> Result<bool, String>> = if role == "Raw" {
         let conn = raw_connection(&db, sync);
         Box::new(move || raw_claim(&conn, &agent))
@@ -156,7 +182,10 @@ fn worker(role: &str) {
         let mut conn = raw_connection(&db, sync);
         Box::new(move || raw_claim_with_event(&mut conn, &agent))
     } else {
-        let options = SqliteOptions { synchronous: sync, ..SqliteOptions::default() };
+        let options = SqliteOptions {
+            synchronous: sync,
+            ..SqliteOptions::default()
+        };
         let store = Store::open_with(&db, &options).unwrap();
         Box::new(move || {
             store
@@ -180,7 +209,11 @@ fn worker(role: &str) {
         }
     }
     let end = micros_now();
-    std::fs::write(env_path("RACE_OUT"), format!("{count} {start} {end} {errors}")).unwrap();
+    std::fs::write(
+        env_path("RACE_OUT"),
+        format!("{count} {start} {end} {errors}"),
+    )
+    .unwrap();
 }
 
 /// A connection as a hand-written claimer would open it: WAL, rusqlite's default 5 s busy
@@ -188,8 +221,16 @@ fn worker(role: &str) {
 fn raw_connection(db: &Path, sync: Synchronous) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-    conn.pragma_update(None, "synchronous", if sync == Synchronous::Full { "FULL" } else { "NORMAL" })
-        .unwrap();
+    conn.pragma_update(
+        None,
+        "synchronous",
+        if sync == Synchronous::Full {
+            "FULL"
+        } else {
+            "NORMAL"
+        },
+    )
+    .unwrap();
     conn
 }
 

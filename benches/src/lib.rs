@@ -10,26 +10,38 @@ use rusqlite::{Connection, TransactionBehavior, params};
 /// A handover record of about 2 KB as JSON, like one a coding agent writes.
 pub fn record(task: &str) -> NewHandoff {
     let line = |topic: &str, i: usize| {
-        format!("{topic} {i}: checked the module boundaries and wrote down what the next agent needs")
+        format!(
+            "{topic} {i}: checked the module boundaries and wrote down what the next agent needs"
+        )
     };
-    NewHandoff::new(task, "Migrate the billing service from the legacy ORM to sqlx")
-        .from_agent("claude")
-        .reason(Reason::ContextLimit { percent: 85 })
-        .context_usage(85)
-        .progress("Half of the repositories are ported; invoices and refunds remain. Tests pass.")
-        .completed((0..4).map(|i| line("ported", i)))
-        .pending((0..4).map(|i| line("port", i)))
-        .decisions((0..3).map(|i| line("decided", i)))
-        .assumptions(["the schema is frozen until the release"])
-        .warnings(["refunds use a different rounding mode"])
-        .files(["src/billing/invoices.rs", "src/billing/refunds.rs", "src/db.rs"])
-        .instructions("Port invoices first; run the billing tests after each repository.")
+    NewHandoff::new(
+        task,
+        "Migrate the billing service from the legacy ORM to sqlx",
+    )
+    .from_agent("claude")
+    .reason(Reason::ContextLimit { percent: 85 })
+    .context_usage(85)
+    .progress("Half of the repositories are ported; invoices and refunds remain. Tests pass.")
+    .completed((0..4).map(|i| line("ported", i)))
+    .pending((0..4).map(|i| line("port", i)))
+    .decisions((0..3).map(|i| line("decided", i)))
+    .assumptions(["the schema is frozen until the release"])
+    .warnings(["refunds use a different rounding mode"])
+    .files([
+        "src/billing/invoices.rs",
+        "src/billing/refunds.rs",
+        "src/db.rs",
+    ])
+    .instructions("Port invoices first; run the billing tests after each repository.")
 }
 
 /// The JSON size of [`record`], for the report.
 pub fn record_bytes() -> usize {
     record("task-000000")
-        .into_record("01900000-0000-7000-8000-000000000000".into(), chrono::Utc::now())
+        .into_record(
+            "01900000-0000-7000-8000-000000000000".into(),
+            chrono::Utc::now(),
+        )
         .to_json()
         .len()
 }
@@ -59,7 +71,11 @@ impl RawLifecycle {
             let mut stmt = source
                 .prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")
                 .unwrap();
-            let ddl: Vec<String> = stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+            let ddl: Vec<String> = stmt
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
             for sql in ddl {
                 conn.execute_batch(&sql).unwrap();
             }
@@ -93,7 +109,10 @@ impl RawLifecycle {
         let task = format!("task-{:06}", self.next);
         let now = 1_767_225_600_000_000i64 + self.next as i64;
 
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .unwrap();
         tx.prepare_cached(
             "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
              created_at, expires_at, status, claimed_by, claim_token, lease_until, \
@@ -102,9 +121,23 @@ impl RawLifecycle {
         )
         .unwrap()
         .execute(params![
-            id, task, "full", "claude", None::<String>, None::<String>, now, None::<i64>,
-            "pending", None::<String>, None::<i64>, None::<i64>, None::<i64>, 0, None::<i64>,
-            None::<String>, self.body
+            id,
+            task,
+            "full",
+            "claude",
+            None::<String>,
+            None::<String>,
+            now,
+            None::<i64>,
+            "pending",
+            None::<String>,
+            None::<i64>,
+            None::<i64>,
+            None::<i64>,
+            0,
+            None::<i64>,
+            None::<String>,
+            self.body
         ])
         .unwrap();
         event(&tx, &id, now, "created", &self.created);
@@ -114,7 +147,10 @@ impl RawLifecycle {
             ("claimed", "claimed", &self.claimed),
             ("completed", "completed", &self.completed),
         ] {
-            let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .unwrap();
             tx.prepare_cached(
                 "SELECT status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, \
                  completed_at, outcome, body FROM handoffs WHERE id = ?1",
@@ -131,13 +167,22 @@ impl RawLifecycle {
                  outcome = ?9 WHERE id = ?1",
             )
             .unwrap()
-            .execute(params![id, status, "gemini", 1, now + 300_000_000, now, 0, now, "done"])
+            .execute(params![
+                id,
+                status,
+                "gemini",
+                1,
+                now + 300_000_000,
+                now,
+                0,
+                now,
+                "done"
+            ])
             .unwrap();
             event(&tx, &id, now, kind, detail);
             tx.commit().unwrap();
         }
     }
-
 }
 
 fn event(tx: &Connection, id: &str, at: i64, kind: &str, detail: &str) {
@@ -153,6 +198,8 @@ fn event(tx: &Connection, id: &str, at: i64, kind: &str, detail: &str) {
 pub fn store_lifecycle(store: &Store, n: u64) {
     let task = format!("task-{n:06}");
     let h = store.create(record(&task)).unwrap();
-    let claim = store.claim(&h.id, "gemini", std::time::Duration::from_secs(300)).unwrap();
+    let claim = store
+        .claim(&h.id, "gemini", std::time::Duration::from_secs(300))
+        .unwrap();
     store.complete(&claim, "done").unwrap();
 }

@@ -142,7 +142,9 @@ impl ChainPolicy {
             }));
         }
         if let (Some(from), Some(to), Some(allowed)) = (from, to, &self.collaborators)
-            && !allowed.get(from).is_some_and(|targets| targets.contains(to))
+            && !allowed
+                .get(from)
+                .is_some_and(|targets| targets.contains(to))
         {
             return Err(violation(ChainRule::NotCollaborator {
                 from: from.to_owned(),
@@ -201,9 +203,14 @@ pub enum ChainRule {
 impl fmt::Display for ChainRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ChainRule::MaxHandoffs { limit } => write!(f, "the task reached max_handoffs ({limit})"),
+            ChainRule::MaxHandoffs { limit } => {
+                write!(f, "the task reached max_handoffs ({limit})")
+            }
             ChainRule::Revisit { agent, limit } => {
-                write!(f, "{agent} would appear again, beyond max_revisits ({limit})")
+                write!(
+                    f,
+                    "{agent} would appear again, beyond max_revisits ({limit})"
+                )
             }
             ChainRule::NotCollaborator { from, to } => {
                 write!(f, "{from} is not allowed to hand off to {to}")

@@ -76,7 +76,10 @@ pub(crate) fn lease_delta(field: &str, lease: std::time::Duration) -> crate::Res
     if lease.is_zero() || lease > MAX_LEASE {
         return Err(crate::Error::invalid(
             field,
-            format!("must be more than 0 and at most {} seconds", MAX_LEASE.as_secs()),
+            format!(
+                "must be more than 0 and at most {} seconds",
+                MAX_LEASE.as_secs()
+            ),
         ));
     }
     TimeDelta::from_std(lease).map_err(|_| crate::Error::invalid(field, "out of range"))

@@ -16,7 +16,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, Problem, Result};
 pub use machine::{Change, Command, Event};
 pub use record::{Handoff, Kind, Metadata, NewHandoff, Reason, SCHEMA_VERSION, Status};
-pub use store::{Claim, DEFAULT_LEASE, ListFilter, Store};
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::{SqliteOptions, Synchronous};
+pub use store::{Claim, DEFAULT_LEASE, ListFilter, Store};
 pub use validate::Limits;

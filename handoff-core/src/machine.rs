@@ -220,7 +220,9 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
     };
     let lease_lost = |token: u64| {
         let reason = match (h.status, h.claim_token) {
-            (Status::Claimed, Some(current)) => format!("handoff was claimed again with token {current}"),
+            (Status::Claimed, Some(current)) => {
+                format!("handoff was claimed again with token {current}")
+            }
             (Status::Pending, _) => "claim was released or its lease ran out".to_owned(),
             (status, _) => format!("handoff is {status}"),
         };
@@ -262,11 +264,21 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
         }
         Command::Release { token, reason } => {
             let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
-            (Some(holder), Change::Released { reason: reason.clone() })
+            (
+                Some(holder),
+                Change::Released {
+                    reason: reason.clone(),
+                },
+            )
         }
         Command::Complete { token, outcome } => {
             let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
-            (Some(holder), Change::Completed { outcome: outcome.clone() })
+            (
+                Some(holder),
+                Change::Completed {
+                    outcome: outcome.clone(),
+                },
+            )
         }
         Command::Reject { agent, reason } => {
             if h.status.is_terminal() {
@@ -279,16 +291,29 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
             if !allowed {
                 return Err(refuse(&format!(
                     "only the addressed agent ({}) may reject it",
-                    h.to_agent.as_deref().or(h.claimed_by.as_deref()).unwrap_or("its holder")
+                    h.to_agent
+                        .as_deref()
+                        .or(h.claimed_by.as_deref())
+                        .unwrap_or("its holder")
                 )));
             }
-            (Some(agent.clone()), Change::Rejected { reason: reason.clone() })
+            (
+                Some(agent.clone()),
+                Change::Rejected {
+                    reason: reason.clone(),
+                },
+            )
         }
         Command::Cancel { by, reason } => {
             if h.status.is_terminal() {
                 return Err(refuse("a finished handoff cannot be cancelled"));
             }
-            (Some(by.clone()), Change::Cancelled { reason: reason.clone() })
+            (
+                Some(by.clone()),
+                Change::Cancelled {
+                    reason: reason.clone(),
+                },
+            )
         }
     };
     next.push(actor, now, change);

@@ -45,7 +45,12 @@ impl Handoff {
         if let Some(percent) = self.context_usage_percent {
             writeln!(md, "- Context used: {percent}%")?;
         }
-        writeln!(md, "- Status: {} · Created: {}", self.status, self.created_at.to_rfc3339())?;
+        writeln!(
+            md,
+            "- Status: {} · Created: {}",
+            self.status,
+            self.created_at.to_rfc3339()
+        )?;
         if let Some(expires) = self.expires_at {
             writeln!(md, "- Expires: {}", expires.to_rfc3339())?;
         }

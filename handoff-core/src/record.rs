@@ -155,7 +155,11 @@ impl Handoff {
         let mut de = serde_json::Deserializer::from_str(json);
         let record: Handoff = serde_path_to_error::deserialize(&mut de).map_err(|err| {
             let path = err.path().to_string();
-            let field = if path == "." { "record".to_owned() } else { path };
+            let field = if path == "." {
+                "record".to_owned()
+            } else {
+                path
+            };
             Error::invalid(field, err.into_inner().to_string())
         })?;
         de.end()

@@ -30,7 +30,8 @@ impl Default for Limits {
 }
 
 /// The rule for ids and agent names.
-pub const IDENT_RULE: &str = "must be 1 to 128 characters from A-Z a-z 0-9 . _ : @ - and not only dots";
+pub const IDENT_RULE: &str =
+    "must be 1 to 128 characters from A-Z a-z 0-9 . _ : @ - and not only dots";
 
 /// Whether `text` is a valid id or agent name: `[A-Za-z0-9._:@-]{1,128}`, not `.` or `..`-like,
 /// so that an id can never name a path outside a store's folder.
@@ -94,7 +95,11 @@ fn text_named(c: &mut Collector, limits: &Limits, field: impl FnOnce() -> String
     if value.len() > limits.max_field_bytes {
         c.push(
             field(),
-            format!("must be at most {} bytes, is {}", limits.max_field_bytes, value.len()),
+            format!(
+                "must be at most {} bytes, is {}",
+                limits.max_field_bytes,
+                value.len()
+            ),
         );
     }
 }
@@ -103,7 +108,11 @@ fn list(c: &mut Collector, limits: &Limits, field: &str, items: &[String]) {
     if items.len() > limits.max_list_items {
         c.push(
             field,
-            format!("must have at most {} items, has {}", limits.max_list_items, items.len()),
+            format!(
+                "must have at most {} items, has {}",
+                limits.max_list_items,
+                items.len()
+            ),
         );
     }
     for (i, item) in items.iter().enumerate() {
@@ -168,7 +177,10 @@ pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
     if let Some(depth) = deeper_than(&h.metadata, limits.max_depth) {
         c.push(
             "metadata",
-            format!("must nest at most {} levels, nests {depth} or more", limits.max_depth),
+            format!(
+                "must nest at most {} levels, nests {depth} or more",
+                limits.max_depth
+            ),
         );
     }
     if let Some(expires_at) = h.expires_at
@@ -184,7 +196,10 @@ pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
     if size > limits.max_record_bytes {
         c.push(
             "record",
-            format!("must be at most {} bytes as JSON, is {size}", limits.max_record_bytes),
+            format!(
+                "must be at most {} bytes as JSON, is {size}",
+                limits.max_record_bytes
+            ),
         );
     }
     c.finish()
@@ -232,7 +247,11 @@ pub(crate) fn check_json_text(field: &str, json: &str, limits: &Limits) -> Resul
     if json.len() > limits.max_record_bytes {
         return Err(Error::invalid(
             field,
-            format!("must be at most {} bytes as JSON, is {}", limits.max_record_bytes, json.len()),
+            format!(
+                "must be at most {} bytes as JSON, is {}",
+                limits.max_record_bytes,
+                json.len()
+            ),
         ));
     }
     let mut depth = 0usize;
@@ -273,10 +292,27 @@ mod tests {
 
     #[test]
     fn idents() {
-        for good in ["a", "claude", "gemini-2.5@google", "task:42", "A_b.c", &"x".repeat(128)] {
+        for good in [
+            "a",
+            "claude",
+            "gemini-2.5@google",
+            "task:42",
+            "A_b.c",
+            &"x".repeat(128),
+        ] {
             assert!(is_ident(good), "{good}");
         }
-        for bad in ["", ".", "..", "../x", "a/b", "a b", "é", "a\0", &"x".repeat(129)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            "a b",
+            "é",
+            "a\0",
+            &"x".repeat(129),
+        ] {
             assert!(!is_ident(bad), "{bad:?}");
         }
     }

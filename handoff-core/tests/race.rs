@@ -34,7 +34,10 @@ fn processes_claim_each_handoff_exactly_once() {
             Command::new(&exe)
                 .args(["--exact", "race_worker", "--nocapture", "--test-threads=1"])
                 .env("HANDOFF_RACE_DB", &db)
-                .env("HANDOFF_RACE_OUT", dir.path().join(format!("worker-{n}.txt")))
+                .env(
+                    "HANDOFF_RACE_OUT",
+                    dir.path().join(format!("worker-{n}.txt")),
+                )
                 .env("HANDOFF_RACE_AGENT", format!("worker-{n}"))
                 .stdout(Stdio::null())
                 .spawn()
@@ -50,7 +53,10 @@ fn processes_claim_each_handoff_exactly_once() {
     for n in 0..WORKERS {
         let out = std::fs::read_to_string(dir.path().join(format!("worker-{n}.txt"))).unwrap();
         for id in out.lines() {
-            claims.entry(id.to_owned()).or_default().push(format!("worker-{n}"));
+            claims
+                .entry(id.to_owned())
+                .or_default()
+                .push(format!("worker-{n}"));
         }
     }
     assert_eq!(claims.len(), HANDOFFS, "every handoff was claimed");

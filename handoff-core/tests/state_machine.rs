@@ -147,7 +147,14 @@ fn run(make: impl Fn() -> Store, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let res = store.claim(&m.id, agent, lease);
                 let allowed = m.status == Status::Pending
                     && m.to_agent.as_deref().is_none_or(|to| to == agent);
-                prop_assert_eq!(res.is_ok(), allowed, "claim {:?} by {} on {:?}", op, agent, m);
+                prop_assert_eq!(
+                    res.is_ok(),
+                    allowed,
+                    "claim {:?} by {} on {:?}",
+                    op,
+                    agent,
+                    m
+                );
                 if let Err(e) = &res {
                     let expected = if m.status == Status::Claimed {
                         "AlreadyClaimed"
@@ -168,7 +175,8 @@ fn run(make: impl Fn() -> Store, ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::ClaimNext { agent } => {
                 let agent = AGENTS[*agent];
                 let expected = models.iter().position(|m| {
-                    m.status == Status::Pending && m.to_agent.as_deref().is_none_or(|to| to == agent)
+                    m.status == Status::Pending
+                        && m.to_agent.as_deref().is_none_or(|to| to == agent)
                 });
                 let res = store.claim_next(agent, None, lease).unwrap();
                 prop_assert_eq!(

@@ -57,7 +57,14 @@ fn ids_and_agents_must_match_the_ident_rule() {
         h.to_agent = Some(bad.into());
         assert_eq!(
             fields(&h),
-            ["id", "task_id", "session_id", "parent_id", "from_agent", "to_agent"],
+            [
+                "id",
+                "task_id",
+                "session_id",
+                "parent_id",
+                "from_agent",
+                "to_agent"
+            ],
             "{bad:?}"
         );
         assert!(problems(&h)[0].rule.contains("A-Z a-z 0-9"));
@@ -80,7 +87,11 @@ fn a_field_over_its_size_limit() {
     let found = problems(&h);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].field, "progress_summary");
-    assert!(found[0].rule.contains("at most 65536 bytes"), "{}", found[0].rule);
+    assert!(
+        found[0].rule.contains("at most 65536 bytes"),
+        "{}",
+        found[0].rule
+    );
 }
 
 #[test]
@@ -141,7 +152,10 @@ fn max_attempts_is_at_least_one() {
 fn wrong_schema_version() {
     let mut h = record();
     h.schema_version = 2;
-    assert_eq!(problems(&h), [Problem::new("schema_version", "must be 1, is 2")]);
+    assert_eq!(
+        problems(&h),
+        [Problem::new("schema_version", "must be 1, is 2")]
+    );
     let mut value: Value = serde_json::from_str(&record().to_json()).unwrap();
     value["schema_version"] = json!(7);
     assert_eq!(json_problems(&value.to_string())[0].field, "schema_version");
@@ -179,7 +193,11 @@ fn unknown_enum_values_name_their_field() {
     value["kind"] = json!("telepathy");
     let found = json_problems(&value.to_string());
     assert_eq!(found[0].field, "kind");
-    assert!(found[0].rule.contains("unknown variant"), "{}", found[0].rule);
+    assert!(
+        found[0].rule.contains("unknown variant"),
+        "{}",
+        found[0].rule
+    );
 
     let mut value: Value = serde_json::from_str(&record().to_json()).unwrap();
     value["status"] = json!("sleeping");
@@ -188,13 +206,23 @@ fn unknown_enum_values_name_their_field() {
     for reason in ["context_limit_150", "timeout_s", "timeout_+5s", "bored"] {
         let mut value: Value = serde_json::from_str(&record().to_json()).unwrap();
         value["reason"] = json!(reason);
-        assert_eq!(json_problems(&value.to_string())[0].field, "reason", "{reason}");
+        assert_eq!(
+            json_problems(&value.to_string())[0].field,
+            "reason",
+            "{reason}"
+        );
     }
 }
 
 #[test]
 fn reasons_render_and_parse() {
-    for text in ["context_limit_85", "timeout_300s", "explicit", "error: boom", "task_complete"] {
+    for text in [
+        "context_limit_85",
+        "timeout_300s",
+        "explicit",
+        "error: boom",
+        "task_complete",
+    ] {
         let reason: handoff_core::Reason = text.parse().unwrap();
         assert_eq!(reason.to_string(), text);
     }
@@ -204,11 +232,18 @@ fn reasons_render_and_parse() {
 fn unknown_fields_and_wrong_types_name_their_field() {
     let mut value: Value = serde_json::from_str(&record().to_json()).unwrap();
     value["favourite_colour"] = json!("blue");
-    assert!(json_problems(&value.to_string())[0].rule.contains("unknown field"));
+    assert!(
+        json_problems(&value.to_string())[0]
+            .rule
+            .contains("unknown field")
+    );
 
     let mut value: Value = serde_json::from_str(&record().to_json()).unwrap();
     value["pending_steps"] = json!(["fine", 3]);
-    assert_eq!(json_problems(&value.to_string())[0].field, "pending_steps[1]");
+    assert_eq!(
+        json_problems(&value.to_string())[0].field,
+        "pending_steps[1]"
+    );
 
     for bad in ["", "[]", "null", "{", "{\"id\": 1}", "{} trailing"] {
         assert!(!json_problems(bad).is_empty(), "{bad:?}");
@@ -242,7 +277,10 @@ fn refused_creates_leave_the_sqlite_store_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("h.db")).unwrap();
     store.create(NewHandoff::new("t", "g")).unwrap();
-    let before = (store.list(&Default::default()).unwrap(), store.events(None).unwrap());
+    let before = (
+        store.list(&Default::default()).unwrap(),
+        store.events(None).unwrap(),
+    );
     let big = "x".repeat(60 * 1024);
     let refused = [
         NewHandoff::new("t", ""),
@@ -255,7 +293,10 @@ fn refused_creates_leave_the_sqlite_store_unchanged() {
         let err = store.create(new).unwrap_err();
         assert!(matches!(err, Error::Validation { .. }), "{err}");
     }
-    let after = (store.list(&Default::default()).unwrap(), store.events(None).unwrap());
+    let after = (
+        store.list(&Default::default()).unwrap(),
+        store.events(None).unwrap(),
+    );
     assert_eq!(before, after);
     // Nothing was written outside the store's own files.
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
@@ -281,8 +322,15 @@ fn markdown_has_the_sections_and_omits_empty_ones() {
         .into_record("h-9".into(), Utc::now());
     let md = h.to_markdown();
     let order = [
-        "## Meta", "## Current Goal", "## Progress", "## Completed", "## Pending",
-        "## Key Decisions", "## Unresolved Errors", "## Files", "## Instructions",
+        "## Meta",
+        "## Current Goal",
+        "## Progress",
+        "## Completed",
+        "## Pending",
+        "## Key Decisions",
+        "## Unresolved Errors",
+        "## Files",
+        "## Instructions",
     ];
     let positions: Vec<usize> = order.iter().map(|s| md.find(s).expect(s)).collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{md}");
@@ -290,7 +338,12 @@ fn markdown_has_the_sections_and_omits_empty_ones() {
     assert!(md.contains("- [x] parser\n"));
     assert!(md.contains("- [ ] output\n- [ ] tests\n"));
     assert!(md.contains("- modified: `src/main.rs`"));
-    for absent in ["## Warnings", "## Assumptions", "## Blockers", "## Success Criteria"] {
+    for absent in [
+        "## Warnings",
+        "## Assumptions",
+        "## Blockers",
+        "## Success Criteria",
+    ] {
         assert!(!md.contains(absent), "{absent} should be omitted:\n{md}");
     }
 }
@@ -300,13 +353,22 @@ fn extreme_durations_are_errors_not_panics() {
     use std::time::Duration;
     let store = Store::memory();
     let h = store.create(NewHandoff::new("t", "g")).unwrap();
-    for lease in [Duration::ZERO, Duration::MAX, Duration::from_secs(400 * 24 * 3600)] {
+    for lease in [
+        Duration::ZERO,
+        Duration::MAX,
+        Duration::from_secs(400 * 24 * 3600),
+    ] {
         let err = store.claim(&h.id, "a", lease).unwrap_err();
-        assert!(matches!(&err, Error::Validation { problems } if problems[0].field == "lease_seconds"), "{err}");
+        assert!(
+            matches!(&err, Error::Validation { problems } if problems[0].field == "lease_seconds"),
+            "{err}"
+        );
     }
     assert!(store.stalled(Duration::MAX).unwrap().is_empty());
     // A clock at the end of time refuses leases instead of overflowing.
-    let clock = std::sync::Arc::new(handoff_core::ManualClock::new(chrono::DateTime::<Utc>::MAX_UTC));
+    let clock = std::sync::Arc::new(handoff_core::ManualClock::new(
+        chrono::DateTime::<Utc>::MAX_UTC,
+    ));
     let late = Store::memory().with_clock(clock);
     let h = late.create(NewHandoff::new("t", "g")).unwrap();
     let err = late.claim(&h.id, "a", Duration::from_secs(60)).unwrap_err();

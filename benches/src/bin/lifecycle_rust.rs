@@ -18,25 +18,36 @@ use handoff_core::{NewHandoff, Reason, SqliteOptions, Store, Synchronous};
 
 fn record(task: &str) -> NewHandoff {
     let line = |topic: &str, i: usize| {
-        format!("{topic} {i}: checked the module boundaries and wrote down what the next agent needs")
+        format!(
+            "{topic} {i}: checked the module boundaries and wrote down what the next agent needs"
+        )
     };
-    NewHandoff::new(task, "Migrate the billing service from the legacy ORM to sqlx")
-        .from_agent("claude")
-        .reason(Reason::ContextLimit { percent: 85 })
-        .context_usage(85)
-        .progress("Half of the repositories are ported; invoices and refunds remain. Tests pass.")
-        .completed((0..4).map(|i| line("ported", i)))
-        .pending((0..4).map(|i| line("port", i)))
-        .decisions((0..3).map(|i| line("decided", i)))
-        .assumptions(["the schema is frozen until the release"])
-        .warnings(["refunds use a different rounding mode"])
-        .files(["src/billing/invoices.rs", "src/billing/refunds.rs", "src/db.rs"])
-        .instructions("Port invoices first; run the billing tests after each repository.")
+    NewHandoff::new(
+        task,
+        "Migrate the billing service from the legacy ORM to sqlx",
+    )
+    .from_agent("claude")
+    .reason(Reason::ContextLimit { percent: 85 })
+    .context_usage(85)
+    .progress("Half of the repositories are ported; invoices and refunds remain. Tests pass.")
+    .completed((0..4).map(|i| line("ported", i)))
+    .pending((0..4).map(|i| line("port", i)))
+    .decisions((0..3).map(|i| line("decided", i)))
+    .assumptions(["the schema is frozen until the release"])
+    .warnings(["refunds use a different rounding mode"])
+    .files([
+        "src/billing/invoices.rs",
+        "src/billing/refunds.rs",
+        "src/db.rs",
+    ])
+    .instructions("Port invoices first; run the billing tests after each repository.")
 }
 
 fn lifecycle(store: &Store, n: usize) {
     let h = store.create(record(&format!("task-{n:07}"))).unwrap();
-    let claim = store.claim(&h.id, "gemini", Duration::from_secs(300)).unwrap();
+    let claim = store
+        .claim(&h.id, "gemini", Duration::from_secs(300))
+        .unwrap();
     store.complete(&claim, "done").unwrap();
 }
 
@@ -45,7 +56,10 @@ fn main() {
     let mode = args.get(1).map(String::as_str).unwrap_or("memory");
     let serve = args.get(2).map(String::as_str) == Some("serve");
     let iterations: usize = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1000);
-    let warmup: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(iterations / 10);
+    let warmup: usize = args
+        .get(3)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(iterations / 10);
     let dir = match std::env::var_os("BENCH_TMPDIR") {
         Some(parent) => tempfile::tempdir_in(parent).unwrap(),
         None => tempfile::tempdir().unwrap(),
@@ -54,7 +68,11 @@ fn main() {
         "memory" => Store::memory(),
         "full" | "normal" => {
             let options = SqliteOptions {
-                synchronous: if mode == "full" { Synchronous::Full } else { Synchronous::Normal },
+                synchronous: if mode == "full" {
+                    Synchronous::Full
+                } else {
+                    Synchronous::Normal
+                },
                 ..SqliteOptions::default()
             };
             Store::open_with(dir.path().join("bench.db"), &options).unwrap()

@@ -112,7 +112,10 @@ pub fn create_and_get(store: Store) {
     assert_eq!(events.len(), 1);
     assert!(matches!(&events[0].change, Change::Created { record } if **record == created));
     assert_eq!(events[0].actor.as_deref(), Some("claude"));
-    assert_eq!(kind_of(&store.get("missing").unwrap_err()), ErrorKind::NotFound);
+    assert_eq!(
+        kind_of(&store.get("missing").unwrap_err()),
+        ErrorKind::NotFound
+    );
 }
 
 pub fn idempotent_create(store: Store) {
@@ -120,8 +123,13 @@ pub fn idempotent_create(store: Store) {
     let again = store.create(rich("t1").id("job-1")).unwrap();
     assert_eq!(first, again);
     let before = snapshot(&store);
-    let err = store.create(rich("t1").id("job-1").progress("other")).unwrap_err();
-    assert!(matches!(err, Error::Conflict { ref id } if id == "job-1"), "{err}");
+    let err = store
+        .create(rich("t1").id("job-1").progress("other"))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Conflict { ref id } if id == "job-1"),
+        "{err}"
+    );
     assert_eq!(snapshot(&store), before);
     assert_eq!(store.events(Some("job-1")).unwrap().len(), 1);
 }
@@ -133,12 +141,17 @@ pub fn claim_is_exclusive(store: Store) {
     assert_eq!(claim.handoff.status, Status::Claimed);
     assert_eq!(claim.handoff.claimed_by.as_deref(), Some("a1"));
     let err = store.claim(&h.id, "a2", MINUTE).unwrap_err();
-    assert!(matches!(err, Error::AlreadyClaimed { ref holder, .. } if holder == "a1"), "{err}");
+    assert!(
+        matches!(err, Error::AlreadyClaimed { ref holder, .. } if holder == "a1"),
+        "{err}"
+    );
     assert!(store.claim_next("a2", None, MINUTE).unwrap().is_none());
 }
 
 pub fn addressed_handoffs(store: Store) {
-    let h = store.create(NewHandoff::new("t1", "goal").to_agent("gemini")).unwrap();
+    let h = store
+        .create(NewHandoff::new("t1", "goal").to_agent("gemini"))
+        .unwrap();
     let err = store.claim(&h.id, "codex", MINUTE).unwrap_err();
     assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
     assert!(store.claim_next("codex", None, MINUTE).unwrap().is_none());
@@ -152,7 +165,10 @@ pub fn heartbeat_release_and_reclaim(store: Store) {
     let claim = store.claim(&h.id, "a1", MINUTE).unwrap();
     clock.advance(Duration::from_secs(50));
     let beat = store.heartbeat(&claim).unwrap();
-    assert_eq!(beat.lease_until, Some(store.now() + chrono::TimeDelta::seconds(60)));
+    assert_eq!(
+        beat.lease_until,
+        Some(store.now() + chrono::TimeDelta::seconds(60))
+    );
     assert_eq!(beat.heartbeat_at, Some(store.now()));
     clock.advance(Duration::from_secs(50));
     // Still alive thanks to the heartbeat.
@@ -170,7 +186,9 @@ pub fn heartbeat_release_and_reclaim(store: Store) {
 }
 
 pub fn terminal_states_accept_nothing(store: Store) {
-    let h = store.create(NewHandoff::new("t1", "goal").to_agent("a1")).unwrap();
+    let h = store
+        .create(NewHandoff::new("t1", "goal").to_agent("a1"))
+        .unwrap();
     let claim = store.claim(&h.id, "a1", MINUTE).unwrap();
     store.complete(&claim, "done").unwrap();
     let before = snapshot(&store);
@@ -201,10 +219,16 @@ pub fn fencing(store: Store) {
         store.release(&a, "late").unwrap_err(),
         store.complete(&a, "late").unwrap_err(),
     ] {
-        assert!(matches!(err, Error::LeaseLost { token, .. } if token == a.token), "{err}");
+        assert!(
+            matches!(err, Error::LeaseLost { token, .. } if token == a.token),
+            "{err}"
+        );
     }
     assert_eq!(snapshot(&store), before);
-    assert_eq!(store.get(&h.id).unwrap().claimed_by.as_deref(), Some("agent-b"));
+    assert_eq!(
+        store.get(&h.id).unwrap().claimed_by.as_deref(),
+        Some("agent-b")
+    );
     // The lapse was recorded, then B's claim.
     let kinds: Vec<&str> = store
         .events(Some(&h.id))
@@ -217,7 +241,9 @@ pub fn fencing(store: Store) {
 
 pub fn lapses_fail_after_max_attempts(store: Store) {
     let (store, clock) = timed(store);
-    let h = store.create(NewHandoff::new("t1", "goal").max_attempts(2)).unwrap();
+    let h = store
+        .create(NewHandoff::new("t1", "goal").max_attempts(2))
+        .unwrap();
     store.claim(&h.id, "a1", MINUTE).unwrap();
     clock.advance(Duration::from_secs(61));
     assert_eq!(store.reap().unwrap(), 1);
@@ -239,7 +265,9 @@ pub fn lapses_fail_after_max_attempts(store: Store) {
 pub fn pending_expiry(store: Store) {
     let (store, clock) = timed(store);
     let expires = store.now() + chrono::TimeDelta::seconds(30);
-    let h = store.create(NewHandoff::new("t1", "goal").expires_at(expires)).unwrap();
+    let h = store
+        .create(NewHandoff::new("t1", "goal").expires_at(expires))
+        .unwrap();
     clock.advance(Duration::from_secs(30));
     assert!(store.claim_next("a1", None, MINUTE).unwrap().is_none());
     let expired = store.get(&h.id).unwrap();
@@ -250,7 +278,9 @@ pub fn pending_expiry(store: Store) {
 }
 
 pub fn reject_and_cancel(store: Store) {
-    let h = store.create(NewHandoff::new("t1", "goal").to_agent("gemini")).unwrap();
+    let h = store
+        .create(NewHandoff::new("t1", "goal").to_agent("gemini"))
+        .unwrap();
     let before = snapshot(&store);
     let err = store.reject(&h.id, "codex", "not mine").unwrap_err();
     assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
@@ -263,15 +293,25 @@ pub fn reject_and_cancel(store: Store) {
     let err = store.reject(&open.id, "anyone", "no").unwrap_err();
     assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
     let claim = store.claim(&open.id, "a1", MINUTE).unwrap();
-    let cancelled = store.cancel(&open.id, "boss", Some("plan changed")).unwrap();
+    let cancelled = store
+        .cancel(&open.id, "boss", Some("plan changed"))
+        .unwrap();
     assert_eq!(cancelled.status, Status::Cancelled);
-    assert_eq!(kind_of(&store.complete(&claim, "x").unwrap_err()), ErrorKind::LeaseLost);
+    assert_eq!(
+        kind_of(&store.complete(&claim, "x").unwrap_err()),
+        ErrorKind::LeaseLost
+    );
 }
 
 pub fn claim_next_order_and_filters(store: Store) {
     let (store, clock) = timed(store);
     let mut ids = Vec::new();
-    for (task, to) in [("t1", None), ("t2", Some("b")), ("t3", None), ("t4", Some("a"))] {
+    for (task, to) in [
+        ("t1", None),
+        ("t2", Some("b")),
+        ("t3", None),
+        ("t4", Some("a")),
+    ] {
         let mut new = NewHandoff::new(task, "goal");
         new.to_agent = to.map(str::to_owned);
         ids.push(store.create(new).unwrap().id);
@@ -284,7 +324,15 @@ pub fn claim_next_order_and_filters(store: Store) {
         .map(|c| c.handoff.id)
         .collect();
     assert_eq!(order, [ids[0].clone(), ids[3].clone()]);
-    assert_eq!(store.claim_next("b", None, MINUTE).unwrap().unwrap().handoff.id, ids[1]);
+    assert_eq!(
+        store
+            .claim_next("b", None, MINUTE)
+            .unwrap()
+            .unwrap()
+            .handoff
+            .id,
+        ids[1]
+    );
 }
 
 pub fn claim_next_reclaims_lapsed_leases(store: Store) {
@@ -315,20 +363,39 @@ pub fn chain_and_policy(store: Store) {
     let before = snapshot(&store);
 
     let revisit = store.create(hop("codex", "claude")).unwrap_err();
-    let Error::ChainViolation(v) = &revisit else { panic!("{revisit}") };
+    let Error::ChainViolation(v) = &revisit else {
+        panic!("{revisit}")
+    };
     assert_eq!(v.path, ["claude", "gemini", "codex", "claude"]);
-    assert_eq!(v.rule, ChainRule::Revisit { agent: "claude".into(), limit: 0 });
+    assert_eq!(
+        v.rule,
+        ChainRule::Revisit {
+            agent: "claude".into(),
+            limit: 0
+        }
+    );
 
     let stranger = store.create(hop("codex", "mistral")).unwrap_err();
-    let Error::ChainViolation(v) = &stranger else { panic!("{stranger}") };
-    assert!(matches!(&v.rule, ChainRule::NotCollaborator { from, to } if from == "codex" && to == "mistral"));
+    let Error::ChainViolation(v) = &stranger else {
+        panic!("{stranger}")
+    };
+    assert!(
+        matches!(&v.rule, ChainRule::NotCollaborator { from, to } if from == "codex" && to == "mistral")
+    );
     assert_eq!(snapshot(&store), before);
 
     store.create(hop("codex", "llama")).unwrap();
     let limit = store.create(hop("llama", "x")).unwrap_err();
-    let Error::ChainViolation(v) = &limit else { panic!("{limit}") };
+    let Error::ChainViolation(v) = &limit else {
+        panic!("{limit}")
+    };
     assert_eq!(v.rule, ChainRule::MaxHandoffs { limit: 3 });
-    assert!(limit.to_string().contains("claude → gemini → codex → llama → x"), "{limit}");
+    assert!(
+        limit
+            .to_string()
+            .contains("claude → gemini → codex → llama → x"),
+        "{limit}"
+    );
 
     let chain = store.chain("t1").unwrap();
     assert_eq!(chain.to_string(), "claude → gemini → codex → llama");
@@ -349,10 +416,18 @@ pub fn chain_and_policy(store: Store) {
 
 pub fn checkpoints_and_stalled(store: Store) {
     let (store, clock) = timed(store);
-    let h = store.create(NewHandoff::new("t1", "goal").from_agent("claude")).unwrap();
-    let claim = store.claim(&h.id, "gemini", Duration::from_secs(3600)).unwrap();
+    let h = store
+        .create(NewHandoff::new("t1", "goal").from_agent("claude"))
+        .unwrap();
+    let claim = store
+        .claim(&h.id, "gemini", Duration::from_secs(3600))
+        .unwrap();
     let cp = store
-        .checkpoint("t2", "codex", NewHandoff::new("", "refactor").progress("half way"))
+        .checkpoint(
+            "t2",
+            "codex",
+            NewHandoff::new("", "refactor").progress("half way"),
+        )
         .unwrap();
     assert_eq!((cp.kind, cp.status), (Kind::Checkpoint, Status::Completed));
     assert_eq!(cp.from_agent.as_deref(), Some("codex"));
@@ -361,10 +436,15 @@ pub fn checkpoints_and_stalled(store: Store) {
     assert!(store.chain("t2").unwrap().hops.is_empty());
 
     clock.advance(Duration::from_secs(600));
-    assert_eq!(store.stalled(Duration::from_secs(300)).unwrap(), ["t1", "t2"]);
+    assert_eq!(
+        store.stalled(Duration::from_secs(300)).unwrap(),
+        ["t1", "t2"]
+    );
     store.heartbeat(&claim).unwrap();
     assert_eq!(store.stalled(Duration::from_secs(300)).unwrap(), ["t2"]);
-    let cp2 = store.checkpoint("t2", "codex", NewHandoff::new("", "refactor")).unwrap();
+    let cp2 = store
+        .checkpoint("t2", "codex", NewHandoff::new("", "refactor"))
+        .unwrap();
     assert_eq!(cp2.parent_id.as_deref(), Some(cp.id.as_str()));
     assert!(store.stalled(Duration::from_secs(300)).unwrap().is_empty());
     store.complete(&claim, "done").unwrap();
@@ -373,20 +453,38 @@ pub fn checkpoints_and_stalled(store: Store) {
 }
 
 pub fn list_filters(store: Store) {
-    let a = store.create(NewHandoff::new("t1", "g").to_agent("x")).unwrap();
+    let a = store
+        .create(NewHandoff::new("t1", "g").to_agent("x"))
+        .unwrap();
     let b = store.create(NewHandoff::new("t2", "g")).unwrap();
-    let c = store.create(NewHandoff::new("t3", "g").to_agent("x")).unwrap();
+    let c = store
+        .create(NewHandoff::new("t3", "g").to_agent("x"))
+        .unwrap();
     store.claim(&b.id, "y", MINUTE).unwrap();
     let ids = |filter: ListFilter| -> Vec<String> {
-        store.list(&filter).unwrap().into_iter().map(|h| h.id).collect()
+        store
+            .list(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.id)
+            .collect()
     };
-    assert_eq!(ids(ListFilter::default()), [a.id.clone(), b.id.clone(), c.id.clone()]);
+    assert_eq!(
+        ids(ListFilter::default()),
+        [a.id.clone(), b.id.clone(), c.id.clone()]
+    );
     let pending = ListFilter {
         status: Some(Status::Pending),
         ..ListFilter::default()
     };
     assert_eq!(ids(pending.clone()), [a.id.clone(), c.id.clone()]);
-    assert_eq!(ids(ListFilter { limit: Some(1), ..pending }), [a.id.clone()]);
+    assert_eq!(
+        ids(ListFilter {
+            limit: Some(1),
+            ..pending
+        }),
+        [a.id]
+    );
     let to_x = ListFilter {
         to_agent: Some("x".into()),
         task_id: Some("t3".into()),
@@ -423,18 +521,40 @@ pub fn bad_ids_change_nothing(store: Store) {
     let before = snapshot(&store);
     let long = "x".repeat(300);
     for bad in ["../x", "a/b", "", "..", long.as_str(), "a b", "nul\0"] {
-        let create = store.create(NewHandoff::new("t1", "g").id(bad)).unwrap_err();
-        assert!(matches!(&create, Error::Validation { problems } if problems[0].field == "id"), "{create}");
+        let create = store
+            .create(NewHandoff::new("t1", "g").id(bad))
+            .unwrap_err();
+        assert!(
+            matches!(&create, Error::Validation { problems } if problems[0].field == "id"),
+            "{create}"
+        );
         assert_eq!(kind_of(&store.get(bad).unwrap_err()), ErrorKind::Validation);
-        assert_eq!(kind_of(&store.claim(bad, "a", MINUTE).unwrap_err()), ErrorKind::Validation);
-        assert_eq!(kind_of(&store.claim_next(bad, None, MINUTE).unwrap_err()), ErrorKind::Validation);
-        assert_eq!(kind_of(&store.chain(bad).unwrap_err()), ErrorKind::Validation);
+        assert_eq!(
+            kind_of(&store.claim(bad, "a", MINUTE).unwrap_err()),
+            ErrorKind::Validation
+        );
+        assert_eq!(
+            kind_of(&store.claim_next(bad, None, MINUTE).unwrap_err()),
+            ErrorKind::Validation
+        );
+        assert_eq!(
+            kind_of(&store.chain(bad).unwrap_err()),
+            ErrorKind::Validation
+        );
         let task = store.create(NewHandoff::new(bad, "g")).unwrap_err();
-        assert!(matches!(&task, Error::Validation { problems } if problems[0].field == "task_id"), "{task}");
-        let agent = store.create(NewHandoff::new("t1", "g").to_agent(bad)).unwrap_err();
+        assert!(
+            matches!(&task, Error::Validation { problems } if problems[0].field == "task_id"),
+            "{task}"
+        );
+        let agent = store
+            .create(NewHandoff::new("t1", "g").to_agent(bad))
+            .unwrap_err();
         assert_eq!(kind_of(&agent), ErrorKind::Validation);
     }
-    assert_eq!(kind_of(&store.claim("x", "a", Duration::ZERO).unwrap_err()), ErrorKind::Validation);
+    assert_eq!(
+        kind_of(&store.claim("x", "a", Duration::ZERO).unwrap_err()),
+        ErrorKind::Validation
+    );
     assert_eq!(snapshot(&store), before);
 }
 
@@ -456,9 +576,19 @@ pub fn create_many_is_atomic(store: Store) {
 }
 
 pub fn unknown_parent(store: Store) {
-    let err = store.create(NewHandoff::new("t1", "g").parent_id("nope")).unwrap_err();
-    assert!(matches!(&err, Error::Validation { problems } if problems[0].field == "parent_id"), "{err}");
-    let parent = store.create(NewHandoff::new("t1", "g").from_agent("a").to_agent("b")).unwrap();
-    let child = NewHandoff::new("t1", "g").from_agent("b").to_agent("c").parent_id(&parent.id);
+    let err = store
+        .create(NewHandoff::new("t1", "g").parent_id("nope"))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Validation { problems } if problems[0].field == "parent_id"),
+        "{err}"
+    );
+    let parent = store
+        .create(NewHandoff::new("t1", "g").from_agent("a").to_agent("b"))
+        .unwrap();
+    let child = NewHandoff::new("t1", "g")
+        .from_agent("b")
+        .to_agent("c")
+        .parent_id(&parent.id);
     assert_eq!(store.create(child).unwrap().parent_id, Some(parent.id));
 }

@@ -38,7 +38,9 @@ impl MemoryBackend {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic inside a write leaves the undo log unapplied only if the panic came from this
         // module; the data is still structurally sound, so carry on with it.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -79,7 +81,10 @@ impl Backend for MemoryBackend {
         let matches = |h: &&Handoff| {
             filter.status.is_none_or(|s| h.status == s)
                 && filter.kind.is_none_or(|k| h.kind == k)
-                && filter.to_agent.as_ref().is_none_or(|a| h.to_agent.as_ref() == Some(a))
+                && filter
+                    .to_agent
+                    .as_ref()
+                    .is_none_or(|a| h.to_agent.as_ref() == Some(a))
         };
         let records: Vec<Handoff> = match &filter.task_id {
             Some(task) => state
@@ -202,7 +207,11 @@ impl Tx for MemoryTx<'_> {
     }
 
     fn insert(&mut self, record: &Handoff) -> Result<()> {
-        let pos = self.state.order.last_key_value().map_or(0, |(pos, _)| pos + 1);
+        let pos = self
+            .state
+            .order
+            .last_key_value()
+            .map_or(0, |(pos, _)| pos + 1);
         self.state.order.insert(pos, record.id.clone());
         self.state.index(pos, record, true);
         self.state

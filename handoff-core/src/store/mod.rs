@@ -23,8 +23,8 @@ pub mod sqlite;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 
-pub use backend::{Backend, ListFilter, Tx};
 pub(crate) use backend::hop_of;
+pub use backend::{Backend, ListFilter, Tx};
 
 /// The lease a claim gets when the caller does not choose one.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
@@ -145,7 +145,9 @@ impl Store {
     /// checked against the [`ChainPolicy`] in the same transaction that writes it.
     pub fn create(&self, new: NewHandoff) -> Result<Handoff> {
         let mut created = self.create_many(vec![new])?;
-        created.pop().ok_or_else(|| Error::storage("create returned no record"))
+        created
+            .pop()
+            .ok_or_else(|| Error::storage("create returned no record"))
     }
 
     /// Creates several handoffs in one transaction: all of them, or none when one is refused.
@@ -189,7 +191,10 @@ impl Store {
         if let Some(parent) = &record.parent_id
             && tx.get(parent)?.is_none()
         {
-            return Err(Error::invalid("parent_id", format!("no handoff has id {parent}")));
+            return Err(Error::invalid(
+                "parent_id",
+                format!("no handoff has id {parent}"),
+            ));
         }
         if record.kind != Kind::Checkpoint {
             let hops: Vec<Hop> = tx
@@ -441,7 +446,10 @@ impl Store {
         }
         for (task, checkpoint) in latest_checkpoint {
             let hops = self.backend.hops(task)?;
-            if hops.last().is_some_and(|hop| hop.handoff_id == checkpoint.id) {
+            if hops
+                .last()
+                .is_some_and(|hop| hop.handoff_id == checkpoint.id)
+            {
                 seen(task, checkpoint.created_at);
             }
         }
@@ -495,7 +503,9 @@ fn settle(tx: &mut dyn Tx, now: DateTime<Utc>, limit: usize) -> Result<usize> {
 /// A new time-ordered id: a UUIDv7 from the store's clock, monotonic within the process.
 fn new_id(now: DateTime<Utc>) -> String {
     static CONTEXT: Mutex<Option<ContextV7>> = Mutex::new(None);
-    let mut context = CONTEXT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut context = CONTEXT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let context = context.get_or_insert_with(ContextV7::new);
     let seconds = u64::try_from(now.timestamp()).unwrap_or(0);
     let ts = Timestamp::from_unix(&*context, seconds, now.timestamp_subsec_nanos());

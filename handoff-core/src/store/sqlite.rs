@@ -40,7 +40,10 @@ impl std::str::FromStr for Synchronous {
         match s.to_ascii_lowercase().as_str() {
             "full" => Ok(Synchronous::Full),
             "normal" => Ok(Synchronous::Normal),
-            _ => Err(Error::invalid("synchronous", "must be \"full\" or \"normal\"")),
+            _ => Err(Error::invalid(
+                "synchronous",
+                "must be \"full\" or \"normal\"",
+            )),
         }
     }
 }
@@ -107,7 +110,9 @@ impl SqliteBackend {
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs `op`, starting it again while another process holds the lock, up to the patience.
@@ -178,17 +183,19 @@ impl From<Contended> for Error {
     fn from(e: Contended) -> Self {
         match e {
             Contended::Core(e) => e,
-            Contended::Sqlite(e) if is_busy(&e) => storage("the store stayed locked by another process", e),
+            Contended::Sqlite(e) if is_busy(&e) => {
+                storage("the store stayed locked by another process", e)
+            }
             Contended::Sqlite(e) => storage("sqlite", e),
         }
     }
 }
 
 /// The lifecycle columns, then the body: the shape every record query selects.
-const RECORD_COLUMNS: &str =
-    "status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, completed_at, outcome, body";
+const RECORD_COLUMNS: &str = "status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, completed_at, outcome, body";
 
-const HOP_COLUMNS: &str = "id, parent_id, from_agent, to_agent, claimed_by, kind, status, created_at";
+const HOP_COLUMNS: &str =
+    "id, parent_id, from_agent, to_agent, claimed_by, kind, status, created_at";
 
 // Why `col = CAST(?1 AS TEXT)` below: with a bare `col = ?1` and an `ORDER BY` that the index
 // satisfies, SQLite marks the statement as depending on the bound value, and rusqlite's
@@ -255,9 +262,11 @@ fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
 }
 
 fn get(conn: &Connection, id: &str) -> rusqlite::Result<Option<Handoff>> {
-    conn.prepare_cached(&format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE id = ?1"))?
-        .query_row([id], record_from_row)
-        .optional()
+    conn.prepare_cached(&format!(
+        "SELECT {RECORD_COLUMNS} FROM handoffs WHERE id = ?1"
+    ))?
+    .query_row([id], record_from_row)
+    .optional()
 }
 
 fn hops(conn: &Connection, task_id: &str) -> rusqlite::Result<Vec<Hop>> {
@@ -282,9 +291,13 @@ impl Backend for SqliteBackend {
                 Ok(()) => {}
                 // A busy error from inside the transaction restarts the whole write.
                 Err(_) if handle.error.as_ref().is_some_and(is_busy) => {
-                    return Err(handle.error.take().map(Contended::Sqlite).unwrap_or_else(|| {
-                        Contended::Core(Error::storage("lost the busy error"))
-                    }));
+                    return Err(handle
+                        .error
+                        .take()
+                        .map(Contended::Sqlite)
+                        .unwrap_or_else(|| {
+                            Contended::Core(Error::storage("lost the busy error"))
+                        }));
                 }
                 Err(e) => return Err(Contended::Core(e)),
             }
@@ -314,7 +327,10 @@ impl Backend for SqliteBackend {
         }
         sql.push_str(" ORDER BY pos");
         if let Some(limit) = filter.limit {
-            sql.push_str(&format!(" LIMIT {}", i64::try_from(limit).unwrap_or(i64::MAX)));
+            sql.push_str(&format!(
+                " LIMIT {}",
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ));
         }
         Ok(self.retrying(|conn| {
             Ok(conn
@@ -520,7 +536,9 @@ impl Tx for SqliteTx<'_> {
             (Change::Created { record }, Some((id, body))) if id == record.id => {
                 format!(r#"{{"kind":"created","detail":{{"record":{body}}}}}"#)
             }
-            (change, _) => serde_json::to_string(change).map_err(|e| Error::storage(e.to_string()))?,
+            (change, _) => {
+                serde_json::to_string(change).map_err(|e| Error::storage(e.to_string()))?
+            }
         };
         let result = self
             .conn
@@ -563,7 +581,8 @@ impl Tx for SqliteTx<'_> {
                      AND (to_agent IS NULL OR to_agent = ?1) ORDER BY pos LIMIT 1"
                 ))
                 .and_then(|mut stmt| {
-                    stmt.query_row(params![agent, now, task], record_from_row).optional()
+                    stmt.query_row(params![agent, now, task], record_from_row)
+                        .optional()
                 }),
             // Otherwise the oldest of two index seeks: open handoffs, and ones addressed to
             // `agent`, so the cost does not grow with the backlog.
@@ -579,7 +598,8 @@ impl Tx for SqliteTx<'_> {
                      ) AS first JOIN handoffs USING (pos) ORDER BY pos LIMIT 1"
                 ))
                 .and_then(|mut stmt| {
-                    stmt.query_row(params![agent, now], record_from_row).optional()
+                    stmt.query_row(params![agent, now], record_from_row)
+                        .optional()
                 }),
         };
         self.check(result)
@@ -643,9 +663,15 @@ mod migration_tests {
     /// A store file as version 1 wrote it: one handoff claimed by `gemini`, one pending.
     fn write_v1(path: &std::path::Path) -> (crate::Handoff, crate::Handoff) {
         let scratch = Store::memory();
-        let claimed = scratch.create(NewHandoff::new("t1", "migrate me").from_agent("claude")).unwrap();
-        let pending = scratch.create(NewHandoff::new("t2", "still waiting")).unwrap();
-        let claim = scratch.claim(&claimed.id, "gemini", Duration::from_secs(3600)).unwrap();
+        let claimed = scratch
+            .create(NewHandoff::new("t1", "migrate me").from_agent("claude"))
+            .unwrap();
+        let pending = scratch
+            .create(NewHandoff::new("t2", "still waiting"))
+            .unwrap();
+        let claim = scratch
+            .claim(&claimed.id, "gemini", Duration::from_secs(3600))
+            .unwrap();
         let mut conn = Connection::open(path).unwrap();
         schema::create_at_version(&mut conn, 1).unwrap();
         for h in [&claim.handoff, &pending] {
@@ -693,13 +719,26 @@ mod migration_tests {
         assert_eq!(upgraded, claimed);
         assert_eq!(store.get(&pending.id).unwrap(), pending);
         // And the store works as usual afterwards.
-        let claim = store.claim_next("codex", None, Duration::from_secs(60)).unwrap().unwrap();
+        let claim = store
+            .claim_next("codex", None, Duration::from_secs(60))
+            .unwrap()
+            .unwrap();
         assert_eq!(claim.handoff.id, pending.id);
-        assert_eq!(store.complete(&claim, "ok").unwrap().status, Status::Completed);
+        assert_eq!(
+            store.complete(&claim, "ok").unwrap().status,
+            Status::Completed
+        );
         assert_eq!(store.events(None).unwrap().len(), 5);
         drop(store);
         // Opening again is a no-op.
-        assert_eq!(Store::open(&path).unwrap().list(&Default::default()).unwrap().len(), 2);
+        assert_eq!(
+            Store::open(&path)
+                .unwrap()
+                .list(&Default::default())
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     #[test]
@@ -712,10 +751,16 @@ mod migration_tests {
             .pragma_update(None, "user_version", schema::VERSION + 1)
             .unwrap();
         let err = Store::open(&newer).unwrap_err();
-        assert!(matches!(err, Error::Storage { .. }) && err.to_string().contains("newer"), "{err}");
+        assert!(
+            matches!(err, Error::Storage { .. }) && err.to_string().contains("newer"),
+            "{err}"
+        );
 
         let foreign = dir.path().join("foreign.db");
-        Connection::open(&foreign).unwrap().execute_batch("CREATE TABLE notes (x)").unwrap();
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE notes (x)")
+            .unwrap();
         let err = Store::open(&foreign).unwrap_err();
         assert!(err.to_string().contains("another application"), "{err}");
         let tables: i64 = Connection::open(&foreign)
@@ -728,7 +773,10 @@ mod migration_tests {
         std::fs::write(&corrupt, b"this is not a database, just text").unwrap();
         let err = Store::open(&corrupt).unwrap_err();
         assert!(matches!(err, Error::Storage { .. }), "{err}");
-        assert_eq!(std::fs::read(&corrupt).unwrap(), b"this is not a database, just text");
+        assert_eq!(
+            std::fs::read(&corrupt).unwrap(),
+            b"this is not a database, just text"
+        );
     }
 }
 
@@ -743,11 +791,18 @@ mod created_event_tests {
     #[test]
     fn created_event_detail_matches_serde() {
         let store = Store::open(":memory:").unwrap();
-        let h = store.create(NewHandoff::new("t", "g \"quoted\" \u{1F600}")).unwrap();
+        let h = store
+            .create(NewHandoff::new("t", "g \"quoted\" \u{1F600}"))
+            .unwrap();
         let conn_detail = store.events(Some(&h.id)).unwrap().remove(0).change;
-        let expected = Change::Created { record: Box::new(h) };
+        let expected = Change::Created {
+            record: Box::new(h),
+        };
         assert_eq!(conn_detail, expected);
         let text = serde_json::to_string(&expected).unwrap();
-        assert!(text.starts_with(r#"{"kind":"created","detail":{"record":{"#), "{text}");
+        assert!(
+            text.starts_with(r#"{"kind":"created","detail":{"record":{"#),
+            "{text}"
+        );
     }
 }

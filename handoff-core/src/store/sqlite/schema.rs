@@ -65,7 +65,9 @@ pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let application: i32 = tx.pragma_query_value(None, "application_id", |row| row.get(0))?;
     let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
     if application != APPLICATION_ID && (tables > 0 || version > 0) {
-        return Err(refuse("the file is an SQLite database of another application"));
+        return Err(refuse(
+            "the file is an SQLite database of another application",
+        ));
     }
     if version > VERSION {
         return Err(refuse(&format!(
@@ -78,7 +80,11 @@ pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 
 /// Applies the migrations from version `from` up to version `to`.
 fn upgrade(conn: &Connection, from: u32, to: u32) -> rusqlite::Result<()> {
-    let steps = MIGRATIONS.iter().enumerate().take(to as usize).skip(from as usize);
+    let steps = MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(to as usize)
+        .skip(from as usize);
     for (step, sql) in steps {
         conn.execute_batch(sql)?;
         conn.pragma_update(None, "user_version", step as u32 + 1)?;
