@@ -57,6 +57,8 @@ test-node:
 	node examples/node/swarm.mjs --db "$$(mktemp -d)/handoff.db"
 
 bench-node:
+	cd handoff-node && npm install --no-audit --no-fund && npm run build
+	$(CARGO) build --release -p handoff-benches --bin lifecycle_rust
 	node benches/node_lifecycle.mjs
 # <<< node
 
