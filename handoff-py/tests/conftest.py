@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,6 +34,21 @@ def store(clock_store: tuple[hc.ManualClock, hc.Store]) -> hc.Store:
 @pytest.fixture
 def clock(clock_store: tuple[hc.ManualClock, hc.Store]) -> hc.ManualClock:
     return clock_store[0]
+
+
+@contextmanager
+def deadlock_watchdog(seconds: float = 60) -> Iterator[None]:
+    """Ends the whole test process if the block has not finished after `seconds`.
+
+    For tests about the GIL: if a native call blocked while holding it, no Python code (so no
+    Python-level timeout) could run again, and the run would hang instead of failing.
+    faulthandler's watchdog is a C thread that needs no GIL.
+    """
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @contextmanager

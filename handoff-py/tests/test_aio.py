@@ -10,7 +10,7 @@ import pytest
 import handoff_core as hc
 from handoff_core import aio
 
-from conftest import write_lock_held
+from conftest import deadlock_watchdog, write_lock_held
 
 
 def test_lifecycle_as_coroutines(tmp_path: Path) -> None:
@@ -40,7 +40,8 @@ def test_lifecycle_as_coroutines(tmp_path: Path) -> None:
             assert isinstance(store.sync, hc.Store)
         assert store.closed
 
-    asyncio.run(main())
+    with deadlock_watchdog():
+        asyncio.run(main())
 
 
 def test_errors_are_the_same_exceptions() -> None:
@@ -51,7 +52,8 @@ def test_errors_are_the_same_exceptions() -> None:
         with pytest.raises(hc.ValidationError):
             await store.create("t", "")
 
-    asyncio.run(main())
+    with deadlock_watchdog():
+        asyncio.run(main())
 
 
 def test_event_loop_runs_while_a_call_waits(tmp_path: Path) -> None:
@@ -71,4 +73,5 @@ def test_event_loop_runs_while_a_call_waits(tmp_path: Path) -> None:
         h = await task
         assert h.goal == "waits for the lock"
 
-    asyncio.run(main())
+    with deadlock_watchdog():
+        asyncio.run(main())

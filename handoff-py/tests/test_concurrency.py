@@ -11,7 +11,7 @@ from typing import Any
 
 import handoff_core as hc
 
-from conftest import write_lock_held
+from conftest import deadlock_watchdog, write_lock_held
 
 PROCESSES = 8
 HANDOFFS = 2000
@@ -80,8 +80,13 @@ def test_threads_race_each_handoff_claimed_exactly_once() -> None:
 def test_a_thread_runs_while_four_others_are_inside_store_calls(tmp_path: Path) -> None:
     """Four threads block inside `store.create` (another connection holds SQLite's write lock).
     A fifth thread must still run Python code meanwhile, which it can only do if the blocked
-    calls released the GIL. If they did not, the core gives up waiting for the lock after
-    `lock_patience_seconds`, so the test fails instead of hanging."""
+    calls released the GIL. If they did not, nothing could run until the core gave up waiting
+    for the lock, so a watchdog ends the run instead of letting it hang."""
+    with deadlock_watchdog():
+        run_four_blocked_and_one_running(tmp_path)
+
+
+def run_four_blocked_and_one_running(tmp_path: Path) -> None:
     path = tmp_path / "gil.db"
     store = hc.open(path, lock_patience_seconds=20)
     lock = write_lock_held(path)
