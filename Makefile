@@ -30,6 +30,7 @@ test-python: $(PY_VENV)/.tools
 	$(PY_ENV) python -m pip install --quiet --force-reinstall --no-deps target/py-wheels/handoff_core-*.whl
 	cd handoff-py && $(PY_ENV) python -m pytest
 	cd handoff-py && $(PY_ENV) python -m mypy.stubtest handoff_core --allowlist stubtest-allowlist.txt
+	cd handoff-py && $(PY_ENV) python -m mypy
 	$(PY_ENV) python examples/python/swarm.py --db "$$(mktemp -d)/handoff.db"
 
 # Not part of `make test`: the lifecycle from Python vs Rust vs LangGraph and the Agents SDK.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -203,8 +204,9 @@ def test_fencing_lease_lost_after_takeover(store: hc.Store, clock: hc.ManualCloc
     clock.advance(11)  # the lease runs out; another agent takes over
     new = store.claim(h.id, "fast", lease_seconds=10)
     assert new.token > old.token
-    for call in (lambda: store.heartbeat(old), lambda: store.complete(old, "late"),
-                 lambda: store.release(old, "late")):
+    calls: list[Callable[[], object]] = [
+        lambda: store.heartbeat(old), lambda: store.complete(old, "late"), lambda: store.release(old, "late")]
+    for call in calls:
         with pytest.raises(hc.LeaseLost) as caught:
             call()
         assert (caught.value.id, caught.value.token) == (h.id, old.token)

@@ -8,7 +8,7 @@ import pytest
 
 import handoff_core as hc
 
-SUBCLASSES = [
+SUBCLASSES: list[type[hc.HandoffError]] = [
     hc.NotFound,
     hc.AlreadyClaimed,
     hc.LeaseLost,
