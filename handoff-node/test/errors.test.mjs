@@ -77,6 +77,24 @@ test('fencing: a stale token gets LEASE_LOST and changes nothing', async () => {
   await failsAlike(() => s.heartbeat(second), () => s.heartbeatAsync(second), 'LEASE_LOST')
 })
 
+test('fencing: a holder whose lease ran out and was re-claimed gets LEASE_LOST', async () => {
+  for (const store of [Store.memory(), open(':memory:')]) {
+    const h = store.create({ taskId: 't', goal: 'g' })
+    const slow = store.claim(h.id, 'slow', { leaseSeconds: 0.05 })
+    // Waiting longer than the lease only makes the lapse more certain: no threshold here.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const fast = await store.claimNextAsync('fast')
+    assert.equal(fast.handoff.id, h.id)
+    assert.equal(fast.token, slow.token + 1)
+    assert.equal(fast.handoff.attempts, 1)
+    const err = await failsAlike(() => store.complete(slow), () => store.completeAsync(slow), 'LEASE_LOST')
+    assert.equal(err.token, slow.token)
+    assert.equal(store.complete(fast, { outcome: 'ok' }).status, 'completed')
+    const kinds = store.events({ id: h.id }).map((e) => e.kind)
+    assert.deepEqual(kinds, ['created', 'claimed', 'lease_expired', 'claimed', 'completed'])
+  }
+})
+
 test('CONFLICT for the same id with other content', async () => {
   const s = Store.memory()
   s.create({ taskId: 't', goal: 'g', id: 'fixed' })

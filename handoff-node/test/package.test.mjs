@@ -70,3 +70,18 @@ test('*Async calls leave the event loop free while 1,000 claims run', async () =
   assert.equal(done.length, 1000)
   assert.ok(done.every((c) => c.token === 1))
 })
+
+test("every public method of the core's Store is offered (keeps up as the core grows)", () => {
+  const source = readFileSync(join(root, '..', 'handoff-core', 'src', 'store', 'mod.rs'), 'utf8')
+  const impl = source.slice(source.indexOf('impl Store {'))
+  const core = [...impl.matchAll(/\n {4}pub fn ([a-z_]+)/g)].map((m) => m[1])
+  // Constructors and configuration are `open`/`Store.memory` and their options; `apply` takes a
+  // raw state-machine command, which every named call already covers; `now` reads the clock.
+  const covered = new Set(['new', 'memory', 'open', 'open_with', 'with_clock', 'with_policy', 'with_limits',
+    'policy', 'limits', 'now', 'apply'])
+  const store = esm.Store.memory()
+  const camel = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
+  const missing = core.filter((name) => !covered.has(name) && typeof store[camel(name)] !== 'function')
+  assert.deepEqual(missing, [], `handoff-core's Store has methods the Node binding lacks: ${missing.join(', ')}`)
+  assert.ok(core.includes('claim_next'), 'the scan found the core methods')
+})
