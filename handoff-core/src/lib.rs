@@ -15,7 +15,7 @@ pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, Problem, Result};
 pub use machine::{Change, Command, Event};
-pub use record::{Handoff, Kind, Metadata, NewHandoff, Reason, SCHEMA_VERSION, Status};
+pub use record::{Handoff, Kind, Lifecycle, Metadata, NewHandoff, Reason, SCHEMA_VERSION, Status};
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::{SqliteOptions, Synchronous};
 pub use store::{Claim, DEFAULT_LEASE, ListFilter, Store};

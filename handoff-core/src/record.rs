@@ -191,20 +191,56 @@ impl Handoff {
 
     fn reset_lifecycle(&mut self, created_at: DateTime<Utc>) {
         self.created_at = created_at;
-        self.status = Status::Pending;
-        self.claimed_by = None;
-        self.claim_token = None;
-        self.lease_until = None;
-        self.heartbeat_at = None;
-        self.attempts = 0;
-        self.completed_at = None;
-        self.outcome = None;
+        self.replace_lifecycle(Lifecycle::default());
+    }
+
+    /// The store-managed fields, copied.
+    pub fn lifecycle(&self) -> Lifecycle {
+        Lifecycle {
+            status: self.status,
+            claimed_by: self.claimed_by.clone(),
+            claim_token: self.claim_token,
+            lease_until: self.lease_until,
+            heartbeat_at: self.heartbeat_at,
+            attempts: self.attempts,
+            completed_at: self.completed_at,
+            outcome: self.outcome.clone(),
+        }
+    }
+
+    /// Puts `lifecycle` in place of the store-managed fields and returns the old ones.
+    pub fn replace_lifecycle(&mut self, lifecycle: Lifecycle) -> Lifecycle {
+        Lifecycle {
+            status: std::mem::replace(&mut self.status, lifecycle.status),
+            claimed_by: std::mem::replace(&mut self.claimed_by, lifecycle.claimed_by),
+            claim_token: std::mem::replace(&mut self.claim_token, lifecycle.claim_token),
+            lease_until: std::mem::replace(&mut self.lease_until, lifecycle.lease_until),
+            heartbeat_at: std::mem::replace(&mut self.heartbeat_at, lifecycle.heartbeat_at),
+            attempts: std::mem::replace(&mut self.attempts, lifecycle.attempts),
+            completed_at: std::mem::replace(&mut self.completed_at, lifecycle.completed_at),
+            outcome: std::mem::replace(&mut self.outcome, lifecycle.outcome),
+        }
     }
 
     /// The agent this hop leads to: the addressee, or whoever claimed an open handoff.
     pub fn successor(&self) -> Option<&str> {
         self.to_agent.as_deref().or(self.claimed_by.as_deref())
     }
+}
+
+/// The fields of a [`Handoff`] that the store manages: all that a transition changes, and all
+/// that a backend's update writes. The default is a new, pending record's.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[allow(missing_docs)] // Each field is documented on `Handoff`.
+pub struct Lifecycle {
+    pub status: Status,
+    pub claimed_by: Option<String>,
+    pub claim_token: Option<u64>,
+    pub lease_until: Option<DateTime<Utc>>,
+    pub heartbeat_at: Option<DateTime<Utc>>,
+    pub attempts: u32,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub outcome: Option<String>,
 }
 
 /// What a creator supplies for a new handoff; the store adds the id, times and lifecycle.

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use crate::chain::Hop;
 use crate::error::Result;
 use crate::machine::{Event, NewEvent};
-use crate::record::{Handoff, Kind, Status};
+use crate::record::{Handoff, Kind, Lifecycle, Status};
 use crate::store::{Backend, ListFilter, Tx, hop_of};
 
 /// Keeps handoffs and events in process memory.
@@ -47,7 +47,7 @@ impl MemoryBackend {
 /// What to do to take one write back.
 enum Undo {
     Insert(String),
-    Update(u64, Box<Handoff>),
+    Update(u64, Lifecycle),
     Append,
 }
 
@@ -140,25 +140,33 @@ impl State {
             .collect()
     }
 
-    /// When time next changes `h`, if ever.
-    fn due_at(h: &Handoff) -> Option<DateTime<Utc>> {
-        match h.status {
+    /// Where `h` belongs in the indexes: among the pending or not, and when time next
+    /// changes it, if ever.
+    fn slots(h: &Handoff) -> (bool, Option<DateTime<Utc>>) {
+        let due = match h.status {
             Status::Claimed => h.lease_until,
             Status::Pending => h.expires_at,
             _ => None,
-        }
+        };
+        (h.status == Status::Pending, due)
     }
 
-    /// Adds `h` at `pos` to the indexes, or removes it.
-    fn index(&mut self, pos: u64, h: &Handoff, add: bool) {
-        if h.status == Status::Pending {
+    /// Adds the record `id` at `pos` to the indexes `slots` names, or removes it.
+    fn index(
+        &mut self,
+        pos: u64,
+        id: &str,
+        (pending, due): (bool, Option<DateTime<Utc>>),
+        add: bool,
+    ) {
+        if pending {
             if add {
-                self.pending.insert(pos, h.id.clone());
+                self.pending.insert(pos, id.to_owned());
             } else {
                 self.pending.remove(&pos);
             }
         }
-        if let Some(at) = State::due_at(h) {
+        if let Some(at) = due {
             if add {
                 self.due.insert((at, pos));
             } else {
@@ -167,12 +175,15 @@ impl State {
         }
     }
 
-    /// Stores `h` over the record at `pos`, keeping the indexes right; returns the old record.
-    fn replace(&mut self, pos: u64, h: Handoff) -> Option<Handoff> {
-        let (_, stored) = self.records.get_mut(&h.id)?;
-        let previous = std::mem::replace(stored, h.clone());
-        self.index(pos, &previous, false);
-        self.index(pos, &h, true);
+    /// Puts `lifecycle` on the record at `pos`, keeping the indexes right; returns the old one.
+    fn set_lifecycle(&mut self, pos: u64, lifecycle: Lifecycle) -> Option<Lifecycle> {
+        let id = self.order.get(&pos)?.clone();
+        let (_, stored) = self.records.get_mut(&id)?;
+        let before = State::slots(stored);
+        let previous = stored.replace_lifecycle(lifecycle);
+        let after = State::slots(stored);
+        self.index(pos, &id, before, false);
+        self.index(pos, &id, after, true);
         Some(previous)
     }
 }
@@ -184,14 +195,14 @@ impl Drop for MemoryTx<'_> {
                 Undo::Insert(id) => {
                     if let Some((pos, h)) = self.state.records.remove(&id) {
                         self.state.order.remove(&pos);
-                        self.state.index(pos, &h, false);
+                        self.state.index(pos, &id, State::slots(&h), false);
                         if let Some(positions) = self.state.tasks.get_mut(&h.task_id) {
                             positions.retain(|p| *p != pos);
                         }
                     }
                 }
                 Undo::Update(pos, previous) => {
-                    self.state.replace(pos, *previous);
+                    self.state.set_lifecycle(pos, previous);
                 }
                 Undo::Append => {
                     self.state.events.pop();
@@ -213,7 +224,8 @@ impl Tx for MemoryTx<'_> {
             .last_key_value()
             .map_or(0, |(pos, _)| pos + 1);
         self.state.order.insert(pos, record.id.clone());
-        self.state.index(pos, record, true);
+        self.state
+            .index(pos, &record.id, State::slots(record), true);
         self.state
             .tasks
             .entry(record.task_id.clone())
@@ -230,8 +242,8 @@ impl Tx for MemoryTx<'_> {
         let Some(&(pos, _)) = self.state.records.get(&record.id) else {
             return Ok(());
         };
-        if let Some(previous) = self.state.replace(pos, record.clone()) {
-            self.undo.push(Undo::Update(pos, Box::new(previous)));
+        if let Some(previous) = self.state.set_lifecycle(pos, record.lifecycle()) {
+            self.undo.push(Undo::Update(pos, previous));
         }
         Ok(())
     }

@@ -144,10 +144,13 @@ impl Store {
     /// record unchanged, and with different content fails with [`Error::Conflict`]. The hop is
     /// checked against the [`ChainPolicy`] in the same transaction that writes it.
     pub fn create(&self, new: NewHandoff) -> Result<Handoff> {
-        let mut created = self.create_many(vec![new])?;
-        created
-            .pop()
-            .ok_or_else(|| Error::storage("create returned no record"))
+        let (record, supplied_id) = self.prepare(new, self.clock.now())?;
+        let mut existing = None;
+        self.backend.write(&mut |tx| {
+            existing = self.insert(tx, &record, supplied_id)?;
+            Ok(())
+        })?;
+        Ok(existing.unwrap_or(record))
     }
 
     /// Creates several handoffs in one transaction: all of them, or none when one is refused.
@@ -157,15 +160,19 @@ impl Store {
             .into_iter()
             .map(|new| self.prepare(new, now))
             .collect::<Result<Vec<_>>>()?;
-        let mut out = Vec::with_capacity(records.len());
+        let mut existing = Vec::with_capacity(records.len());
         self.backend.write(&mut |tx| {
-            out.clear();
+            existing.clear();
             for (record, supplied_id) in &records {
-                out.push(self.insert(tx, record, *supplied_id)?);
+                existing.push(self.insert(tx, record, *supplied_id)?);
             }
             Ok(())
         })?;
-        Ok(out)
+        Ok(records
+            .into_iter()
+            .zip(existing)
+            .map(|((record, _), existing)| existing.unwrap_or(record))
+            .collect())
     }
 
     /// Turns creator input into a validated record; the bool says whether the id was supplied.
@@ -177,11 +184,18 @@ impl Store {
         Ok((record, supplied))
     }
 
-    fn insert(&self, tx: &mut dyn Tx, record: &Handoff, supplied_id: bool) -> Result<Handoff> {
+    /// Inserts `record` with its `created` event; returns the stored twin instead when an
+    /// idempotent create meets one.
+    fn insert(
+        &self,
+        tx: &mut dyn Tx,
+        record: &Handoff,
+        supplied_id: bool,
+    ) -> Result<Option<Handoff>> {
         // Generated ids are unique by construction; only a supplied one can meet a twin.
         if supplied_id && let Some(existing) = tx.get(&record.id)? {
             return if existing.same_content(record) {
-                Ok(existing)
+                Ok(Some(existing))
             } else {
                 Err(Error::Conflict {
                     id: record.id.clone(),
@@ -218,7 +232,7 @@ impl Store {
                 record: Box::new(record.clone()),
             },
         })?;
-        Ok(record.clone())
+        Ok(None)
     }
 
     /// The handoff with this id.
@@ -409,7 +423,10 @@ impl Store {
             if record.parent_id.is_none() {
                 record.parent_id = tx.hops(task_id)?.last().map(|hop| hop.handoff_id.clone());
             }
-            out = Some(self.insert(tx, &record, supplied)?);
+            out = Some(match self.insert(tx, &record, supplied)? {
+                Some(existing) => existing,
+                None => record,
+            });
             Ok(())
         })?;
         out.ok_or_else(|| Error::storage("write returned no record"))
