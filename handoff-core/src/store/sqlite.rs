@@ -191,11 +191,31 @@ impl From<Contended> for Error {
     }
 }
 
-/// The lifecycle columns, then the body: the shape every record query selects.
-const RECORD_COLUMNS: &str = "status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, completed_at, outcome, body";
+// Column lists as macros, so that hot statements are literals built by `concat!` rather than
+// strings formatted on every call.
 
-const HOP_COLUMNS: &str =
-    "id, parent_id, from_agent, to_agent, claimed_by, kind, status, created_at";
+/// The lifecycle columns, then the body: the shape every record query selects.
+macro_rules! record_columns {
+    () => {
+        "status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, completed_at, \
+         outcome, body"
+    };
+}
+const RECORD_COLUMNS: &str = record_columns!();
+
+/// The columns a chain's hop is made of.
+macro_rules! hop_columns {
+    () => {
+        "id, parent_id, from_agent, to_agent, claimed_by, kind, status, created_at"
+    };
+}
+
+/// What makes a pending row claimable at `?2` (now).
+macro_rules! claimable {
+    () => {
+        "status = 'pending' AND kind <> 'checkpoint' AND (expires_at IS NULL OR expires_at > ?2)"
+    };
+}
 
 // Why `col = CAST(?1 AS TEXT)` below: with a bare `col = ?1` and an `ORDER BY` that the index
 // satisfies, SQLite marks the statement as depending on the bound value, and rusqlite's
@@ -262,16 +282,20 @@ fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
 }
 
 fn get(conn: &Connection, id: &str) -> rusqlite::Result<Option<Handoff>> {
-    conn.prepare_cached(&format!(
-        "SELECT {RECORD_COLUMNS} FROM handoffs WHERE id = ?1"
+    conn.prepare_cached(concat!(
+        "SELECT ",
+        record_columns!(),
+        " FROM handoffs WHERE id = ?1"
     ))?
     .query_row([id], record_from_row)
     .optional()
 }
 
 fn hops(conn: &Connection, task_id: &str) -> rusqlite::Result<Vec<Hop>> {
-    conn.prepare_cached(&format!(
-        "SELECT {HOP_COLUMNS} FROM handoffs WHERE task_id = CAST(?1 AS TEXT) ORDER BY pos"
+    conn.prepare_cached(concat!(
+        "SELECT ",
+        hop_columns!(),
+        " FROM handoffs WHERE task_id = CAST(?1 AS TEXT) ORDER BY pos"
     ))?
     .query_map([task_id], hop_from_row)?
     .collect()
@@ -569,16 +593,17 @@ impl Tx for SqliteTx<'_> {
         now: DateTime<Utc>,
     ) -> Result<Option<Handoff>> {
         let now = micros(now);
-        let claimable = "status = 'pending' AND kind <> 'checkpoint' \
-                         AND (expires_at IS NULL OR expires_at > ?2)";
         let result = match task_id {
             // A task has few records: walk them in order.
             Some(task) => self
                 .conn
-                .prepare_cached(&format!(
-                    "SELECT {RECORD_COLUMNS} FROM handoffs INDEXED BY handoffs_task \
-                     WHERE task_id = CAST(?3 AS TEXT) AND {claimable} \
-                     AND (to_agent IS NULL OR to_agent = ?1) ORDER BY pos LIMIT 1"
+                .prepare_cached(concat!(
+                    "SELECT ",
+                    record_columns!(),
+                    " FROM handoffs INDEXED BY handoffs_task \
+                     WHERE task_id = CAST(?3 AS TEXT) AND ",
+                    claimable!(),
+                    " AND (to_agent IS NULL OR to_agent = ?1) ORDER BY pos LIMIT 1"
                 ))
                 .and_then(|mut stmt| {
                     stmt.query_row(params![agent, now, task], record_from_row)
@@ -588,13 +613,19 @@ impl Tx for SqliteTx<'_> {
             // `agent`, so the cost does not grow with the backlog.
             None => self
                 .conn
-                .prepare_cached(&format!(
-                    "SELECT {RECORD_COLUMNS} FROM ( \
+                .prepare_cached(concat!(
+                    "SELECT ",
+                    record_columns!(),
+                    " FROM ( \
                        SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_claimable \
-                         WHERE to_agent IS NULL AND {claimable} ORDER BY pos LIMIT 1) \
+                         WHERE to_agent IS NULL AND ",
+                    claimable!(),
+                    " ORDER BY pos LIMIT 1) \
                        UNION ALL \
                        SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_claimable \
-                         WHERE to_agent = CAST(?1 AS TEXT) AND {claimable} ORDER BY pos LIMIT 1) \
+                         WHERE to_agent = CAST(?1 AS TEXT) AND ",
+                    claimable!(),
+                    " ORDER BY pos LIMIT 1) \
                      ) AS first JOIN handoffs USING (pos) ORDER BY pos LIMIT 1"
                 ))
                 .and_then(|mut stmt| {
