@@ -9,6 +9,15 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use handoff_core::{ChainPolicy, NewHandoff, SqliteOptions, Store, Synchronous};
 
 const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
+
+/// `cargo test` runs benches once as a smoke test (without `--bench`): a small queue will do.
+fn sizes() -> Vec<usize> {
+    if std::env::args().any(|arg| arg == "--bench") {
+        SIZES.to_vec()
+    } else {
+        vec![1_000]
+    }
+}
 const LEASE: Duration = Duration::from_secs(3600);
 
 /// A small record: this bench is about the queue, not the payload.
@@ -33,7 +42,7 @@ fn claim_next(c: &mut Criterion) {
         .sample_size(30)
         .measurement_time(Duration::from_secs(5))
         .warm_up_time(Duration::from_secs(1));
-    for size in SIZES {
+    for size in sizes() {
         let dir = tempfile::tempdir().unwrap();
         let options = SqliteOptions {
             synchronous: Synchronous::Normal,

@@ -39,13 +39,22 @@ fn main() {
     if let Ok(role) = std::env::var("RACE_WORKER") {
         return worker(&role);
     }
-    // `cargo bench` passes `--bench`; a filter is not supported here.
+    // `cargo bench` passes `--bench`; `cargo test` does not, and gets a quick smoke run.
+    let full = std::env::args().any(|arg| arg == "--bench");
+    let configs: Vec<(Synchronous, usize, Vec<usize>)> = if full {
+        vec![
+            (Synchronous::Full, 3_000, process_counts()),
+            (Synchronous::Normal, 12_000, process_counts()),
+        ]
+    } else {
+        vec![(Synchronous::Normal, 300, vec![2])]
+    };
     println!(
         "| sync | processes | contender | claims/s | ratio to raw | share per process (%) | errors |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for (sync, handoffs) in [(Synchronous::Full, 3_000), (Synchronous::Normal, 12_000)] {
-        for processes in process_counts() {
+    for (sync, handoffs, processes) in configs {
+        for processes in processes {
             let raw = race(Contender::Raw, sync, processes, handoffs);
             for contender in [Contender::Raw, Contender::RawWithEvent, Contender::Store] {
                 let result = if contender == Contender::Raw {
