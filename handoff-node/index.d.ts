@@ -48,6 +48,21 @@ export interface HandoffError extends Error {
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * A clock that moves only when told to. Give it to `open(path, { clock })` or
+ * `Store.memory({ clock })` to drive leases, expiry and `stalled` without waiting.
+ */
+export declare class ManualClock {
+  /** A clock standing at `start` (an ISO 8601 string or a `Date`), or at 2026-01-01T00:00:00Z. */
+  constructor(start?: string | Date)
+  /** The clock's time (ISO 8601). */
+  now(): string
+  /** Moves the clock forward by `seconds` (at least 0). */
+  advance(seconds: number): void
+  /** Sets the clock to `at` (an ISO 8601 string or a `Date`). */
+  set(at: string | Date): void
+}
+
+/**
  * A handoff store: create, claim, heartbeat, release, complete, and read the event log and
  * chains. Get one with `open(path)` or `Store.memory()`.
  */
@@ -439,6 +454,8 @@ export declare function openAsync(path: string, options?: OpenOptions): Promise<
 
 /** How to open a store. */
 export interface OpenOptions {
+  /** Decide time by this clock instead of the system's (tests, simulations). */
+  clock?: ManualClock
   /**
    * SQLite only: `"full"` (default) makes every commit durable before it returns;
    * `"normal"` may lose the last commits on a power loss, not on a crash.

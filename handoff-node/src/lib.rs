@@ -5,6 +5,7 @@
 //! and the `*Async` variants onto libuv's thread pool ([`task`]). Every export catches panics.
 
 pub mod chain;
+pub mod clock;
 pub mod convert;
 pub mod errors;
 pub mod machine;

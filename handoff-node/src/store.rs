@@ -7,10 +7,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core::{
-    Chain, ChainPolicy, Claim, DEFAULT_LEASE, Event, Handoff, Limits, ListFilter, NewHandoff,
+    Chain, ChainPolicy, Clock, Claim, DEFAULT_LEASE, Event, Handoff, Limits, ListFilter, NewHandoff,
     SqliteOptions, Store as CoreStore, Synchronous,
 };
 use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt, JsObjectValue};
@@ -18,6 +19,7 @@ use napi::{Env, JsValue, Unknown, ValueType};
 use napi_derive::napi;
 use serde::{Deserialize, Serialize};
 
+use crate::clock;
 use crate::convert::{self, MAX_SAFE_INTEGER};
 use crate::errors::{Failure, Naming, Outcome, invalid};
 use crate::record::{self, JsHandoff};
@@ -95,10 +97,14 @@ pub struct LimitsOptions {
 }
 
 /// How to open a store.
-#[napi(object, object_to_js = false)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OpenOptions {
+    /// Decide time by this clock instead of the system's (tests, simulations).
+    #[napi(ts_type = "ManualClock")]
+    #[serde(default)]
+    pub clock: Option<serde::de::IgnoredAny>,
     /// SQLite only: `"full"` (default) makes every commit durable before it returns;
     /// `"normal"` may lose the last commits on a power loss, not on a crash.
     #[napi(ts_type = "'full' | 'normal'")]
@@ -198,9 +204,12 @@ fn count(value: Option<u32>, default: usize) -> usize {
     value.map_or(default, |v| v as usize)
 }
 
-/// Applies the policy and limits of `options` to a freshly opened store.
-fn configure(store: CoreStore, options: &OpenOptions) -> CoreStore {
+/// Applies the clock, policy and limits of `options` to a freshly opened store.
+fn configure(store: CoreStore, clock: Option<Arc<dyn Clock>>, options: &OpenOptions) -> CoreStore {
     let mut store = store;
+    if let Some(clock) = clock {
+        store = store.with_clock(clock);
+    }
     if let Some(p) = &options.policy {
         let default = ChainPolicy::default();
         store = store.with_policy(ChainPolicy {
@@ -226,10 +235,12 @@ fn configure(store: CoreStore, options: &OpenOptions) -> CoreStore {
 }
 
 fn prepare_open(
+    env: &Env,
     path: &Unknown<'_>,
     options: &Unknown<'_>,
 ) -> Outcome<impl FnOnce() -> handoff_core::Result<CoreStore> + Send + 'static> {
     let path = convert::string(path, "path")?;
+    let clock = clock::from_options(env, options)?;
     let options: OpenOptions = convert::options(options, "options")?;
     let mut sqlite = SqliteOptions::default();
     if let Some(sync) = &options.synchronous {
@@ -239,14 +250,14 @@ fn prepare_open(
         sqlite.lock_patience = Duration::try_from_secs_f64(seconds)
             .map_err(|_| invalid("lockPatienceSeconds", "must be a non-negative number of seconds"))?;
     }
-    Ok(move || Ok(configure(CoreStore::open_with(&path, &sqlite)?, &options)))
+    Ok(move || Ok(configure(CoreStore::open_with(&path, &sqlite)?, clock, &options)))
 }
 
 /// Opens (or creates) the SQLite store at `path` (`":memory:"` for a private in-memory
 /// database). The file is shared safely by threads, worker threads and processes.
 #[napi(catch_unwind, ts_args_type = "path: string, options?: OpenOptions", ts_return_type = "Store")]
 pub fn open(env: Env, path: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Store> {
-    let inner = guarded(&env, Naming::Js, || Ok(prepare_open(&path, &options)?()?))?;
+    let inner = guarded(&env, Naming::Js, || Ok(prepare_open(&env, &path, &options)?()?))?;
     Ok(Store {
         inner: AssertUnwindSafe(inner),
     })
@@ -258,8 +269,8 @@ pub fn open(env: Env, path: Unknown<'_>, options: Unknown<'_>) -> napi::Result<S
     ts_args_type = "path: string, options?: OpenOptions",
     ts_return_type = "Promise<Store>"
 )]
-pub fn open_async(path: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<CoreStore>> {
-    Job::start(Naming::Js, prepare_open(&path, &options))
+pub fn open_async(env: Env, path: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<CoreStore>> {
+    Job::start(Naming::Js, prepare_open(&env, &path, &options))
 }
 
 /// Reads a claim object (`{ handoff: { id }, token, leaseSeconds }`); only those keys are used.
@@ -315,11 +326,12 @@ impl Store {
     )]
     pub fn memory(env: Env, options: Unknown<'_>) -> napi::Result<Store> {
         let inner = guarded(&env, Naming::Js, || {
+            let clock = clock::from_options(&env, &options)?;
             let options: OpenOptions = convert::options(&options, "options")?;
             if options.synchronous.is_some() || options.lock_patience_seconds.is_some() {
                 return Err(invalid("options", "synchronous and lockPatienceSeconds apply to SQLite only"));
             }
-            Ok(configure(CoreStore::memory(), &options))
+            Ok(configure(CoreStore::memory(), clock, &options))
         })?;
         Ok(Store {
             inner: AssertUnwindSafe(inner),

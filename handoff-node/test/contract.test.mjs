@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { open, openAsync, Store, toMarkdown } from '../index.mjs'
+import { open, openAsync, ManualClock, Store, toMarkdown } from '../index.mjs'
 
 const tempDb = () => join(mkdtempSync(join(tmpdir(), 'handoff-node-')), 'handoff.db')
 
@@ -245,4 +245,39 @@ test('revisits are refused by the default policy', () => {
     code: 'CHAIN_VIOLATION',
     rule: { rule: 'revisit', agent: 'a', limit: 0 },
   })
+})
+
+test('a ManualClock drives leases, expiry and stalled without waiting', async () => {
+  const clock = new ManualClock('2026-03-01T12:00:00Z')
+  assert.equal(clock.now(), '2026-03-01T12:00:00Z')
+  for (const store of [Store.memory({ clock }), open(':memory:', { clock }), await openAsync(':memory:', { clock })]) {
+    clock.set('2026-03-01T12:00:00Z')
+    const h = store.create({ taskId: 'clocked', goal: 'g' })
+    assert.equal(h.createdAt, '2026-03-01T12:00:00Z')
+    const first = store.claim(h.id, 'slow', { leaseSeconds: 60 })
+    assert.equal(first.handoff.leaseUntil, '2026-03-01T12:01:00Z')
+    assert.deepEqual(store.stalled(30), [])
+    clock.advance(61)
+    assert.deepEqual(store.stalled(30), ['clocked'])
+    const second = store.claimNext('fast')
+    assert.equal(second.token, 2)
+    assert.throws(() => store.complete(first), { code: 'LEASE_LOST' })
+    store.complete(second)
+    // expiresAt passes on the clock too.
+    const soon = store.create({ taskId: 'soon', goal: 'g', expiresAt: new Date(Date.parse(clock.now()) + 1000) })
+    clock.advance(2)
+    assert.equal(store.reap(), 1)
+    assert.equal(store.get(soon.id).status, 'expired')
+  }
+  const epoch = new ManualClock()
+  assert.equal(epoch.now(), '2026-01-01T00:00:00Z')
+  epoch.set(new Date('2027-01-01T00:00:00.500Z'))
+  assert.equal(epoch.now(), '2027-01-01T00:00:00.500Z')
+  assert.throws(() => new ManualClock('yesterday'), (err) => err.code === 'VALIDATION' && err.problems[0].field === 'start')
+  assert.throws(() => new ManualClock(5), { code: 'VALIDATION' })
+  assert.throws(() => epoch.advance(-1), (err) => err.code === 'VALIDATION' && err.problems[0].field === 'seconds')
+  assert.throws(() => epoch.advance('1'), { code: 'VALIDATION' })
+  assert.throws(() => epoch.set(null), { code: 'VALIDATION' })
+  assert.throws(() => Store.memory({ clock: {} }), (err) => err.code === 'VALIDATION' && err.problems[0].field === 'clock')
+  assert.throws(() => open(':memory:', { clock: 'now' }), (err) => err.code === 'VALIDATION' && err.problems[0].field === 'clock')
 })
