@@ -88,11 +88,7 @@ impl Backend for MemoryBackend {
         };
         let records: Vec<Handoff> = match &filter.task_id {
             Some(task) => state
-                .tasks
-                .get(task)
-                .into_iter()
-                .flatten()
-                .filter_map(|pos| state.by_position(*pos))
+                .task_records(task)
                 .filter(matches)
                 .take(limit)
                 .cloned()
@@ -130,14 +126,17 @@ impl State {
         self.records.get(id).map(|(_, h)| h)
     }
 
-    fn hops(&self, task_id: &str) -> Vec<Hop> {
+    /// A task's records, oldest first.
+    fn task_records(&self, task_id: &str) -> impl Iterator<Item = &Handoff> {
         self.tasks
             .get(task_id)
             .into_iter()
             .flatten()
             .filter_map(|pos| self.by_position(*pos))
-            .map(hop_of)
-            .collect()
+    }
+
+    fn hops(&self, task_id: &str) -> Vec<Hop> {
+        self.task_records(task_id).map(hop_of).collect()
     }
 
     /// Where `h` belongs in the indexes: among the pending or not, and when time next
@@ -279,13 +278,7 @@ impl Tx for MemoryTx<'_> {
                 && h.expires_at.is_none_or(|at| at > now)
         };
         let found = match task_id {
-            Some(task) => state
-                .tasks
-                .get(task)
-                .into_iter()
-                .flatten()
-                .filter_map(|pos| state.by_position(*pos))
-                .find(claimable),
+            Some(task) => state.task_records(task).find(claimable),
             None => state
                 .pending
                 .values()
