@@ -8,6 +8,7 @@ pub mod machine;
 mod markdown;
 pub mod record;
 pub mod schema;
+pub mod stats;
 pub mod store;
 pub mod validate;
 
@@ -16,6 +17,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, Problem, Result};
 pub use machine::{Change, Command, Event};
 pub use record::{Handoff, Kind, Lifecycle, Metadata, NewHandoff, Reason, SCHEMA_VERSION, Status};
+pub use stats::PathStats;
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::{SqliteOptions, Synchronous};
 pub use store::{Claim, DEFAULT_LEASE, ListFilter, Store};

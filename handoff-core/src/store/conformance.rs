@@ -27,7 +27,7 @@ macro_rules! conformance_tests {
             lapses_fail_after_max_attempts, pending_expiry, reject_and_cancel,
             claim_next_order_and_filters, claim_next_reclaims_lapsed_leases, chain_and_policy,
             checkpoints_and_stalled, list_filters, events_replay_to_records,
-            bad_ids_change_nothing, create_many_is_atomic, unknown_parent,
+            bad_ids_change_nothing, create_many_is_atomic, unknown_parent, path_stats,
         );
     };
     (@cases $make:expr; $($case:ident),+ $(,)?) => {
@@ -591,4 +591,64 @@ pub fn unknown_parent(store: Store) {
         .to_agent("c")
         .parent_id(&parent.id);
     assert_eq!(store.create(child).unwrap().parent_id, Some(parent.id));
+}
+
+pub fn path_stats(store: Store) {
+    let (store, clock) = timed(store.with_policy(ChainPolicy::unlimited()));
+    let hop = |task: &str, from: &str, to: Option<&str>| {
+        let new = NewHandoff::new(task, "goal").from_agent(from);
+        match to {
+            Some(to) => new.to_agent(to),
+            None => new,
+        }
+    };
+    // claude → gemini: claimed after 10 s and completed 30 s after creation ...
+    let a = store.create(hop("t1", "claude", Some("gemini"))).unwrap();
+    clock.advance(Duration::from_secs(10));
+    let claim = store.claim(&a.id, "gemini", MINUTE).unwrap();
+    clock.advance(Duration::from_secs(20));
+    store.complete(&claim, "done").unwrap();
+    // ... and again, claimed after 20 s, released, claimed again, then rejected.
+    let b = store.create(hop("t2", "claude", Some("gemini"))).unwrap();
+    clock.advance(Duration::from_secs(20));
+    let claim = store.claim(&b.id, "gemini", MINUTE).unwrap();
+    store.release(&claim, "later").unwrap();
+    clock.advance(Duration::from_secs(5));
+    store.claim(&b.id, "gemini", MINUTE).unwrap();
+    store.reject(&b.id, "gemini", "not mine").unwrap();
+    // An open hand-off counts under whoever claimed it; its lease runs out for good.
+    let c = store
+        .create(hop("t3", "codex", None).max_attempts(1))
+        .unwrap();
+    store.claim(&c.id, "llama", MINUTE).unwrap();
+    clock.advance(Duration::from_secs(61));
+    store.reap().unwrap();
+    // Unclaimed and checkpoints: counted, not timed; checkpoints not at all.
+    store.create(hop("t4", "codex", None)).unwrap();
+    store
+        .checkpoint("t4", "codex", NewHandoff::new("", "cp"))
+        .unwrap();
+
+    let stats = store.stats().unwrap();
+    let pairs: Vec<(&str, &str)> = stats
+        .iter()
+        .map(|s| (s.from_agent.as_str(), s.to_agent.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [("claude", "gemini"), ("codex", "*"), ("codex", "llama")]
+    );
+    let cg = &stats[0];
+    assert_eq!(
+        (cg.total, cg.completed, cg.failed, cg.rejected),
+        (2, 1, 0, 1)
+    );
+    assert_eq!(cg.median_claim_seconds, Some(15.0));
+    assert_eq!(cg.median_complete_seconds, Some(30.0));
+    assert_eq!((stats[1].total, stats[1].median_claim_seconds), (1, None));
+    let cl = &stats[2];
+    assert_eq!(
+        (cl.total, cl.failed, cl.median_claim_seconds),
+        (1, 1, Some(0.0))
+    );
 }

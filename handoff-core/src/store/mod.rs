@@ -477,6 +477,14 @@ impl Store {
             .collect())
     }
 
+    /// Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
+    /// median seconds from creation to the first claim and to completion.
+    pub fn stats(&self) -> Result<Vec<crate::stats::PathStats>> {
+        let records = self.backend.list(&ListFilter::default())?;
+        let events = self.backend.events(None)?;
+        Ok(crate::stats::path_stats(&records, &events))
+    }
+
     fn check_text(&self, field: &str, text: &str) -> Result<()> {
         if text.len() > self.limits.max_field_bytes {
             return Err(Error::invalid(
