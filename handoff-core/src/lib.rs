@@ -7,6 +7,7 @@ mod error;
 pub mod machine;
 mod markdown;
 pub mod record;
+pub mod redact;
 pub mod schema;
 pub mod stats;
 pub mod store;
@@ -17,6 +18,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, Problem, Result};
 pub use machine::{Change, Command, Event};
 pub use record::{Handoff, Kind, Lifecycle, Metadata, NewHandoff, Reason, SCHEMA_VERSION, Status};
+pub use redact::{Redaction, Redactor, redact};
 pub use stats::PathStats;
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::{SqliteOptions, Synchronous};
