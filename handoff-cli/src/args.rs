@@ -1,0 +1,301 @@
+//! The command line, as clap parses it.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use handoff_core::{Kind, Reason, Status};
+
+/// Inspect and fix a handoff-core store, or serve it to coding agents over MCP.
+#[derive(Debug, Parser)]
+#[command(name = "handoff", version, about, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    /// The SQLite store. Read-only commands never create it.
+    #[arg(
+        long,
+        global = true,
+        env = "HANDOFF_DB",
+        default_value = "handoff.db",
+        value_name = "PATH"
+    )]
+    pub db: PathBuf,
+
+    /// Print machine-readable JSON (errors as {"error": {...}} on stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  ok
+  1  the spawned successor command failed (the handoff was released)
+  2  invalid input (bad arguments, VALIDATION)
+  3  not found (NOT_FOUND)
+  4  conflict (ALREADY_CLAIMED, LEASE_LOST, CONFLICT)
+  5  chain violation (CHAIN_VIOLATION)
+  6  storage (STORAGE: missing, corrupt or locked database file)
+  7  invalid transition (INVALID_TRANSITION: e.g. the handoff is already finished)";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List handoffs, oldest first.
+    List(ListArgs),
+    /// Show one handoff as the Markdown DNA a successor reads (--json: the record).
+    Show {
+        /// The handoff id.
+        id: String,
+    },
+    /// Create a pending handoff.
+    Create(Box<CreateCmd>),
+    /// Claim a handoff; prints its fencing token and DNA.
+    Claim {
+        /// The handoff id.
+        id: String,
+        #[command(flatten)]
+        claim: ClaimOpts,
+    },
+    /// Claim the oldest handoff the agent may take.
+    ClaimNext {
+        /// Only within this task.
+        #[arg(long)]
+        task_id: Option<String>,
+        #[command(flatten)]
+        claim: ClaimOpts,
+    },
+    /// Extend a claim's lease.
+    Heartbeat {
+        /// The handoff id.
+        id: String,
+        #[command(flatten)]
+        token: TokenOpt,
+        /// The new lease, counted from now.
+        #[arg(long, default_value_t = DEFAULT_LEASE_SECONDS)]
+        lease_seconds: u64,
+    },
+    /// Give a claimed handoff back; it becomes pending again.
+    Release {
+        /// The handoff id.
+        id: String,
+        #[command(flatten)]
+        token: TokenOpt,
+        /// Why.
+        #[arg(long, default_value = "released")]
+        reason: String,
+    },
+    /// Finish a claimed handoff.
+    Complete {
+        /// The handoff id.
+        id: String,
+        #[command(flatten)]
+        token: TokenOpt,
+        /// The result.
+        #[arg(long, default_value = "")]
+        outcome: String,
+    },
+    /// Refuse a handoff addressed to you.
+    Reject {
+        /// The handoff id.
+        id: String,
+        /// The refusing agent (the addressee).
+        #[arg(long)]
+        agent: String,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Withdraw a pending or claimed handoff.
+    Cancel {
+        /// The handoff id.
+        id: String,
+        /// Who cancels.
+        #[arg(long)]
+        by: String,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Show a task's chain of hops.
+    Chain {
+        /// The task id.
+        task_id: String,
+    },
+    /// Show the event log of one handoff, or of the whole store.
+    Events {
+        /// The handoff id; all events when absent.
+        id: Option<String>,
+    },
+    /// Per from→to pair: totals, outcomes and median times.
+    Stats,
+    /// Write every record as one canonical JSON object per line.
+    Export {
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Read records written by `export` (JSON lines) and create them.
+    Import {
+        /// The file to read; `-` or absent for standard input.
+        file: Option<PathBuf>,
+        /// Import only records that were pending or claimed in the source.
+        #[arg(long)]
+        unfinished_only: bool,
+    },
+    /// Serve the store to MCP clients over stdio.
+    Mcp {
+        #[command(flatten)]
+        spawn: SpawnOpts,
+    },
+}
+
+pub(crate) const DEFAULT_LEASE_SECONDS: u64 = 300;
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Only handoffs in this status.
+    #[arg(long)]
+    pub status: Option<Status>,
+    /// Only handoffs of this task.
+    #[arg(long)]
+    pub task_id: Option<String>,
+    /// Only handoffs addressed to this agent.
+    #[arg(long)]
+    pub to_agent: Option<String>,
+    /// Only handoffs of this kind.
+    #[arg(long)]
+    pub kind: Option<Kind>,
+    /// At most this many.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TokenOpt {
+    /// The fencing token the claim returned.
+    #[arg(long)]
+    pub token: u64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ClaimOpts {
+    /// The claiming agent.
+    #[arg(long)]
+    pub agent: String,
+    /// How long the claim lasts without a heartbeat.
+    #[arg(long, default_value_t = DEFAULT_LEASE_SECONDS)]
+    pub lease_seconds: u64,
+    #[command(flatten)]
+    pub spawn: SpawnOpts,
+}
+
+/// How to start a successor on a claimed handoff.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct SpawnOpts {
+    /// After claiming, run this command (through `sh -c`) with the DNA, heartbeat while it
+    /// runs, complete on exit 0 and release otherwise.
+    #[arg(long, value_name = "CMD")]
+    pub spawn: Option<String>,
+    /// How the command receives the Markdown DNA.
+    #[arg(long, value_enum, default_value_t = DnaMode::Stdin, requires = "spawn")]
+    pub spawn_dna: DnaMode,
+    /// Kill the command and release the handoff after this many seconds.
+    #[arg(long, value_name = "SECONDS", requires = "spawn")]
+    pub spawn_timeout: Option<u64>,
+}
+
+/// Where a spawned command finds the DNA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DnaMode {
+    /// On its standard input.
+    Stdin,
+    /// As its last argument.
+    Arg,
+}
+
+/// `create`: the fields under their Python names, or a whole NewHandoff JSON.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("fields").multiple(true)))]
+pub(crate) struct CreateCmd {
+    /// Read a NewHandoff JSON object (the record's field names) from FILE, or `-` for stdin.
+    #[arg(long, value_name = "FILE", conflicts_with = "fields")]
+    pub json_input: Option<String>,
+    /// The task this handoff belongs to.
+    #[arg(long, group = "fields", required_unless_present = "json_input")]
+    pub task_id: Option<String>,
+    /// What the successor must achieve.
+    #[arg(long, group = "fields", required_unless_present = "json_input")]
+    pub goal: Option<String>,
+    /// The agent handing over.
+    #[arg(long, group = "fields")]
+    pub from_agent: Option<String>,
+    /// The agent addressed; any agent may claim when absent.
+    #[arg(long, group = "fields")]
+    pub to_agent: Option<String>,
+    /// full, partial, escalation, checkpoint, initialization, progress, error_recovery.
+    #[arg(long, group = "fields")]
+    pub kind: Option<Kind>,
+    /// explicit, task_complete, context_limit_<pct>, timeout_<secs>s, "error: <message>".
+    #[arg(long, group = "fields")]
+    pub reason: Option<Reason>,
+    /// How full the handing-over agent's context was (0..=100).
+    #[arg(long, group = "fields")]
+    pub context_pct: Option<u8>,
+    /// Where the work stands.
+    #[arg(long, group = "fields")]
+    pub progress: Option<String>,
+    /// A step already done (repeat for more).
+    #[arg(long, group = "fields")]
+    pub completed: Vec<String>,
+    /// A step still to do (repeat for more).
+    #[arg(long, group = "fields")]
+    pub pending: Vec<String>,
+    /// A decision taken (repeat for more).
+    #[arg(long = "decision", alias = "decisions", group = "fields")]
+    pub decisions: Vec<String>,
+    /// An assumption (repeat for more).
+    #[arg(long = "assumption", alias = "assumptions", group = "fields")]
+    pub assumptions: Vec<String>,
+    /// A warning for the successor (repeat for more).
+    #[arg(long = "warning", alias = "warnings", group = "fields")]
+    pub warnings: Vec<String>,
+    /// An unresolved error (repeat for more).
+    #[arg(long = "error", alias = "errors", group = "fields")]
+    pub errors: Vec<String>,
+    /// A modified file (repeat for more).
+    #[arg(long = "file", alias = "files", group = "fields")]
+    pub files: Vec<String>,
+    /// A blocker (repeat for more).
+    #[arg(long = "blocker", alias = "blockers", group = "fields")]
+    pub blockers: Vec<String>,
+    /// A locked file (repeat for more).
+    #[arg(long = "locked-file", alias = "locked-files", group = "fields")]
+    pub locked_files: Vec<String>,
+    /// A priority item (repeat for more).
+    #[arg(long = "priority-item", alias = "priority-items", group = "fields")]
+    pub priority_items: Vec<String>,
+    /// A success criterion (repeat for more).
+    #[arg(long = "success-criterion", alias = "success-criteria", group = "fields")]
+    pub success_criteria: Vec<String>,
+    /// Guidance for the successor.
+    #[arg(long, group = "fields")]
+    pub instructions: Option<String>,
+    /// A JSON object carried along unchanged.
+    #[arg(long, group = "fields", value_name = "JSON")]
+    pub metadata: Option<String>,
+    /// A caller-chosen id: creating again with the same content returns the same record.
+    #[arg(long, group = "fields")]
+    pub id: Option<String>,
+    /// The handoff this one continues.
+    #[arg(long, group = "fields")]
+    pub parent_id: Option<String>,
+    /// The handing-over agent's session.
+    #[arg(long, group = "fields")]
+    pub session_id: Option<String>,
+    /// When an unclaimed handoff expires (RFC 3339).
+    #[arg(long, group = "fields")]
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// How many claims may lapse before the handoff fails.
+    #[arg(long, group = "fields")]
+    pub max_attempts: Option<u32>,
+}

@@ -1,0 +1,336 @@
+//! One function per subcommand: open the store, call the core, describe the result.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use handoff_core::{
+    ChainPolicy, Claim, Error, Handoff, ListFilter, NewHandoff, Problem, Store, validate,
+};
+use serde_json::json;
+
+use crate::args::{Command, CreateCmd, ListArgs};
+use crate::error::{CliError, CliResult, code};
+use crate::fields::CreateArgs;
+use crate::output::{self, Reply, to_json};
+use crate::spawn::{self, SpawnConfig};
+
+/// What a command leaves to print, and the exit code.
+pub(crate) struct Done {
+    /// `None` when the command wrote its output itself (`export` to stdout).
+    pub reply: Option<Reply>,
+    pub exit: u8,
+}
+
+impl From<Reply> for Done {
+    fn from(reply: Reply) -> Self {
+        Done {
+            reply: Some(reply),
+            exit: code::OK,
+        }
+    }
+}
+
+/// Opens the store for a command that may write: the file is created when missing.
+pub(crate) fn open(db: &Path) -> CliResult<Store> {
+    Ok(Store::open(db)?)
+}
+
+/// Opens the store for a read-only command: a missing file is an error, never created.
+fn open_existing(db: &Path) -> CliResult<Store> {
+    if !db.exists() {
+        return Err(CliError::MissingStore(db.to_path_buf()));
+    }
+    open(db)
+}
+
+/// A claim rebuilt from a token given on the command line; the core checks the token.
+pub(crate) fn claim_from_token(store: &Store, id: &str, token: u64, lease: u64) -> CliResult<Claim> {
+    Ok(Claim {
+        handoff: store.get(id)?,
+        token,
+        lease: Duration::from_secs(lease),
+    })
+}
+
+fn record_reply(h: Handoff) -> Done {
+    Reply::new(output::record_line(&h), to_json(&h)).into()
+}
+
+pub(crate) fn run(db: &Path, command: Command) -> CliResult<Done> {
+    match command {
+        Command::List(args) => list(db, args),
+        Command::Show { id } => {
+            let h = open_existing(db)?.get(&id)?;
+            Ok(Reply::new(h.to_markdown(), to_json(&h)).into())
+        }
+        Command::Create(cmd) => create(db, *cmd),
+        Command::Claim { id, claim } => {
+            let store = open(db)?;
+            let claimed = store.claim(&id, &claim.agent, Duration::from_secs(claim.lease_seconds))?;
+            Ok(after_claim(&store, db, claimed, SpawnConfig::from_opts(&claim.spawn)))
+        }
+        Command::ClaimNext { task_id, claim } => {
+            let store = open(db)?;
+            let lease = Duration::from_secs(claim.lease_seconds);
+            match store.claim_next(&claim.agent, task_id.as_deref(), lease)? {
+                Some(claimed) => Ok(after_claim(
+                    &store,
+                    db,
+                    claimed,
+                    SpawnConfig::from_opts(&claim.spawn),
+                )),
+                None => Ok(Reply::new("nothing to claim\n", serde_json::Value::Null).into()),
+            }
+        }
+        Command::Heartbeat {
+            id,
+            token,
+            lease_seconds,
+        } => {
+            let store = open(db)?;
+            let claim = claim_from_token(&store, &id, token.token, lease_seconds)?;
+            Ok(record_reply(store.heartbeat(&claim)?))
+        }
+        Command::Release { id, token, reason } => {
+            let store = open(db)?;
+            let claim = claim_from_token(&store, &id, token.token, 0)?;
+            Ok(record_reply(store.release(&claim, &reason)?))
+        }
+        Command::Complete { id, token, outcome } => {
+            let store = open(db)?;
+            let claim = claim_from_token(&store, &id, token.token, 0)?;
+            Ok(record_reply(store.complete(&claim, &outcome)?))
+        }
+        Command::Reject { id, agent, reason } => {
+            Ok(record_reply(open(db)?.reject(&id, &agent, &reason)?))
+        }
+        Command::Cancel { id, by, reason } => {
+            Ok(record_reply(open(db)?.cancel(&id, &by, reason.as_deref())?))
+        }
+        Command::Chain { task_id } => {
+            let chain = open_existing(db)?.chain(&task_id)?;
+            Ok(Reply::new(output::chain_text(&chain), output::chain_json(&chain)).into())
+        }
+        Command::Events { id } => {
+            let events = open_existing(db)?.events(id.as_deref())?;
+            Ok(Reply::new(output::events_text(&events), to_json(&events)).into())
+        }
+        Command::Stats => {
+            let stats = open_existing(db)?.stats()?;
+            Ok(Reply::new(output::stats_text(&stats), to_json(&stats)).into())
+        }
+        Command::Export { output } => export(db, output),
+        Command::Import {
+            file,
+            unfinished_only,
+        } => import(db, file, unfinished_only),
+        Command::Mcp { .. } => unreachable_mcp(),
+    }
+}
+
+/// `mcp` is dispatched by `main` before a command runs; reaching here is a usage error.
+fn unreachable_mcp() -> CliResult<Done> {
+    Err(Error::invalid("command", "mcp is not a one-shot command").into())
+}
+
+fn list(db: &Path, args: ListArgs) -> CliResult<Done> {
+    let filter = ListFilter {
+        status: args.status,
+        task_id: args.task_id,
+        to_agent: args.to_agent,
+        kind: args.kind,
+        limit: args.limit,
+    };
+    let records = open_existing(db)?.list(&filter)?;
+    Ok(Reply::new(output::handoff_table(&records), to_json(&records)).into())
+}
+
+fn create(db: &Path, cmd: CreateCmd) -> CliResult<Done> {
+    let new = match &cmd.json_input {
+        Some(source) => read_new_handoff(source)?,
+        None => CreateArgs::from_flags(cmd)?.into_new(),
+    };
+    let h = open(db)?.create(new)?;
+    let text = format!("created {}\n", output::record_line(&h).trim_end());
+    Ok(Reply::new(text, to_json(&h)).into())
+}
+
+/// Reads all of `source` (a path, or `-` for stdin), refusing more than `limit` bytes.
+fn read_text(source: Option<&Path>, limit: usize) -> CliResult<String> {
+    let name = source.map_or_else(|| "standard input".to_owned(), |p| p.display().to_string());
+    let mut text = String::new();
+    let read = match source {
+        None => std::io::stdin()
+            .lock()
+            .take(limit as u64 + 1)
+            .read_to_string(&mut text),
+        Some(path) => std::fs::File::open(path)
+            .and_then(|f| f.take(limit as u64 + 1).read_to_string(&mut text)),
+    };
+    read.map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+    if text.len() > limit {
+        return Err(Error::invalid("input", format!("{name} is larger than {limit} bytes")).into());
+    }
+    Ok(text)
+}
+
+fn read_new_handoff(source: &str) -> CliResult<NewHandoff> {
+    let path = (source != "-").then(|| Path::new(source));
+    let limit = validate::Limits::default().max_record_bytes;
+    let text = read_text(path, limit)?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::invalid("json-input", format!("not a NewHandoff JSON object: {e}")).into())
+}
+
+/// Prints the claim, or runs the successor on it.
+fn after_claim(store: &Store, db: &Path, claim: Claim, spawn: Option<SpawnConfig>) -> Done {
+    let Some(config) = spawn else {
+        return Reply::new(output::claim_text(&claim), output::claim_json(&claim)).into();
+    };
+    let report = spawn::run(store, db, &claim, &config);
+    let exit = if report.succeeded() {
+        code::OK
+    } else if let Some(e) = report.lease_lost.as_ref().or(report.settle_error.as_ref()) {
+        e.exit_code()
+    } else {
+        code::SPAWN_FAILED
+    };
+    Done {
+        reply: Some(report.reply()),
+        exit,
+    }
+}
+
+fn export(db: &Path, output: Option<PathBuf>) -> CliResult<Done> {
+    let records = open_existing(db)?.list(&ListFilter::default())?;
+    let mut lines = String::new();
+    for h in &records {
+        lines.push_str(&h.to_json());
+        lines.push('\n');
+    }
+    match output {
+        None => {
+            std::io::stdout()
+                .lock()
+                .write_all(lines.as_bytes())
+                .map_err(|e| CliError::io("cannot write to standard output", e))?;
+            Ok(Done {
+                reply: None,
+                exit: code::OK,
+            })
+        }
+        Some(path) => {
+            std::fs::write(&path, lines)
+                .map_err(|e| CliError::io(format!("cannot write {}", path.display()), e))?;
+            let text = format!("exported {} handoffs to {}\n", records.len(), path.display());
+            let json = json!({ "exported": records.len(), "path": path.display().to_string() });
+            Ok(Reply::new(text, json).into())
+        }
+    }
+}
+
+/// The most `import` reads at once.
+const MAX_IMPORT_BYTES: usize = 1 << 30;
+
+/// Creates the records of an export file in one transaction.
+///
+/// What is carried over is each record's content and id (so parent links and chains survive
+/// and importing the same file again changes nothing). The lifecycle is not: the core has no
+/// write that restores one, so every imported record starts pending, with a `created` event at
+/// import time. `--unfinished-only` leaves out records that were finished in the source.
+/// Imported hops are history, not new hand-offs: the chain policy is not applied to them.
+fn import(db: &Path, file: Option<PathBuf>, unfinished_only: bool) -> CliResult<Done> {
+    let path = file.filter(|p| p.as_os_str() != "-");
+    let text = read_text(path.as_deref(), MAX_IMPORT_BYTES)?;
+    let mut records = Vec::new();
+    let mut skipped = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let h = Handoff::from_json(line).map_err(|e| at_line(i + 1, e))?;
+        if unfinished_only && h.status.is_terminal() {
+            skipped += 1;
+            continue;
+        }
+        records.push(h);
+    }
+    let store = open(db)?.with_policy(ChainPolicy::unlimited());
+    let mut existing = 0usize;
+    for h in &records {
+        match store.get(&h.id) {
+            Ok(_) => existing += 1,
+            Err(e) if e.kind() == handoff_core::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let reopened = records.iter().filter(|h| h.status.is_terminal()).count();
+    let news = records.into_iter().map(content_of).collect::<Vec<_>>();
+    let total = news.len();
+    store.create_many(news)?;
+    let created = total - existing;
+    let mut text = format!(
+        "imported {total} handoffs: {created} created, {existing} already present"
+    );
+    if skipped > 0 {
+        text.push_str(&format!(", {skipped} finished ones skipped"));
+    }
+    text.push('\n');
+    if reopened > 0 && created > 0 {
+        text.push_str(&format!(
+            "note: {reopened} were finished in the source; import keeps content, not lifecycle, \
+             so new ones start pending (use --unfinished-only to leave them out)\n"
+        ));
+    }
+    let json = json!({
+        "imported": total, "created": created, "already_present": existing,
+        "skipped": skipped, "finished_in_source": reopened,
+    });
+    Ok(Reply::new(text, json).into())
+}
+
+fn at_line(line: usize, e: Error) -> CliError {
+    match e {
+        Error::Validation { problems } => Error::Validation {
+            problems: problems
+                .into_iter()
+                .map(|p| Problem::new(format!("line {line}: {}", p.field), p.rule))
+                .collect(),
+        }
+        .into(),
+        other => other.into(),
+    }
+}
+
+/// The creator's part of a record, with its id.
+fn content_of(h: Handoff) -> NewHandoff {
+    NewHandoff {
+        id: Some(h.id),
+        task_id: h.task_id,
+        session_id: h.session_id,
+        parent_id: h.parent_id,
+        kind: h.kind,
+        reason: h.reason,
+        from_agent: h.from_agent,
+        to_agent: h.to_agent,
+        goal: h.goal,
+        progress_summary: h.progress_summary,
+        completed_steps: h.completed_steps,
+        pending_steps: h.pending_steps,
+        key_decisions: h.key_decisions,
+        assumptions: h.assumptions,
+        warnings: h.warnings,
+        unresolved_errors: h.unresolved_errors,
+        blockers: h.blockers,
+        modified_files: h.modified_files,
+        locked_files: h.locked_files,
+        instructions: h.instructions,
+        priority_items: h.priority_items,
+        success_criteria: h.success_criteria,
+        context_usage_percent: h.context_usage_percent,
+        metadata: h.metadata,
+        expires_at: h.expires_at,
+        max_attempts: Some(h.max_attempts),
+    }
+}

@@ -1,0 +1,177 @@
+//! The CLI's errors, their exit codes and their JSON form: the one place that maps core
+//! [`ErrorKind`]s to what a shell or an MCP client sees.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use handoff_core::{Error, ErrorKind};
+use serde_json::{Value, json};
+
+/// Exit codes, documented in `handoff --help` and the README.
+pub(crate) mod code {
+    pub(crate) const OK: u8 = 0;
+    /// A spawned successor failed; the handoff was released.
+    pub(crate) const SPAWN_FAILED: u8 = 1;
+    pub(crate) const INVALID: u8 = 2;
+    pub(crate) const NOT_FOUND: u8 = 3;
+    pub(crate) const CONFLICT: u8 = 4;
+    pub(crate) const CHAIN_VIOLATION: u8 = 5;
+    pub(crate) const STORAGE: u8 = 6;
+    pub(crate) const INVALID_TRANSITION: u8 = 7;
+}
+
+/// Everything a command can fail with.
+#[derive(Debug)]
+pub(crate) enum CliError {
+    /// The core refused or failed.
+    Core(Error),
+    /// A read-only command was pointed at a database file that does not exist.
+    MissingStore(PathBuf),
+    /// Reading input or writing output failed.
+    Io { what: String, source: std::io::Error },
+}
+
+impl From<Error> for CliError {
+    fn from(e: Error) -> Self {
+        CliError::Core(e)
+    }
+}
+
+pub(crate) type CliResult<T> = Result<T, CliError>;
+
+impl CliError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> CliError {
+        CliError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// The stable code: the core's `ErrorKind::code()`, or `STORAGE` / `IO` for our own.
+    pub(crate) fn code(&self) -> &'static str {
+        match self {
+            CliError::Core(e) => e.kind().code(),
+            CliError::MissingStore(_) => ErrorKind::Storage.code(),
+            CliError::Io { .. } => "IO",
+        }
+    }
+
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Core(e) => match e.kind() {
+                ErrorKind::Validation => code::INVALID,
+                ErrorKind::NotFound => code::NOT_FOUND,
+                ErrorKind::AlreadyClaimed | ErrorKind::LeaseLost | ErrorKind::Conflict => {
+                    code::CONFLICT
+                }
+                ErrorKind::ChainViolation => code::CHAIN_VIOLATION,
+                ErrorKind::InvalidTransition => code::INVALID_TRANSITION,
+                // Storage, and kinds a newer core may add.
+                _ => code::STORAGE,
+            },
+            CliError::MissingStore(_) => code::STORAGE,
+            CliError::Io { .. } => code::INVALID,
+        }
+    }
+
+    /// `{"error": {"code", "message", ...}}`, with the problems of a validation error.
+    pub(crate) fn to_json(&self) -> Value {
+        let mut error = json!({ "code": self.code(), "message": self.to_string() });
+        match self {
+            CliError::Core(Error::Validation { problems }) => {
+                error["problems"] = serde_json::to_value(problems).unwrap_or_default();
+            }
+            CliError::Core(Error::NotFound { id } | Error::Conflict { id }) => {
+                error["id"] = json!(id);
+            }
+            CliError::Core(Error::AlreadyClaimed { id, holder }) => {
+                error["id"] = json!(id);
+                error["holder"] = json!(holder);
+            }
+            CliError::Core(Error::LeaseLost { id, token, .. }) => {
+                error["id"] = json!(id);
+                error["token"] = json!(token);
+            }
+            CliError::Core(Error::InvalidTransition { id, status, .. }) => {
+                error["id"] = json!(id);
+                error["status"] = json!(status);
+            }
+            CliError::MissingStore(path) => {
+                error["path"] = json!(path.display().to_string());
+            }
+            _ => {}
+        }
+        json!({ "error": error })
+    }
+
+    /// Prints the error to stderr (as JSON with `--json`) and returns the exit code.
+    pub(crate) fn report(&self, as_json: bool) -> ExitCode {
+        if as_json {
+            eprintln!("{}", self.to_json());
+        } else {
+            eprintln!("handoff: error: {self}");
+            if let CliError::Core(Error::Validation { problems }) = self
+                && problems.len() > 1
+            {
+                for problem in problems {
+                    eprintln!("  - {problem}");
+                }
+            }
+        }
+        ExitCode::from(self.exit_code())
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Core(e) => write!(f, "{e}"),
+            CliError::MissingStore(path) => write!(
+                f,
+                "no store at {}: the file does not exist (read-only commands never create one; \
+                 check --db or HANDOFF_DB)",
+                path.display()
+            ),
+            CliError::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_exit_code() {
+        let cases = [
+            (Error::invalid("goal", "must not be empty"), code::INVALID),
+            (Error::NotFound { id: "x".into() }, code::NOT_FOUND),
+            (
+                Error::AlreadyClaimed {
+                    id: "x".into(),
+                    holder: "a".into(),
+                },
+                code::CONFLICT,
+            ),
+            (Error::Conflict { id: "x".into() }, code::CONFLICT),
+            (Error::storage("disk on fire"), code::STORAGE),
+        ];
+        for (error, exit) in cases {
+            assert_eq!(CliError::Core(error).exit_code(), exit);
+        }
+        assert_eq!(
+            CliError::MissingStore("x.db".into()).exit_code(),
+            code::STORAGE
+        );
+    }
+
+    #[test]
+    fn validation_json_lists_problems() {
+        let e = CliError::Core(Error::invalid("goal", "must not be empty"));
+        let v = e.to_json();
+        assert_eq!(v["error"]["code"], "VALIDATION");
+        assert_eq!(v["error"]["problems"][0]["field"], "goal");
+    }
+}

@@ -1,0 +1,290 @@
+//! What commands and MCP tools print: human text (tables, the DNA) and JSON.
+
+use std::fmt::Write;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use handoff_core::{Chain, Claim, Event, Handoff, PathStats};
+use serde_json::{Value, json};
+
+/// A result in both forms: readable text, and JSON for scripts and MCP `structuredContent`.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub text: String,
+    pub json: Value,
+}
+
+impl Reply {
+    pub(crate) fn new(text: impl Into<String>, json: Value) -> Reply {
+        Reply {
+            text: text.into(),
+            json,
+        }
+    }
+}
+
+/// Serialises core values, which are plain data: this cannot fail.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+fn time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn agent(name: Option<&str>) -> &str {
+    name.unwrap_or("*")
+}
+
+/// At most `max` characters of `text` on one line, with an ellipsis when cut.
+fn clip(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() <= max && line.len() == text.trim_end().len() {
+        return line.to_owned();
+    }
+    let mut out: String = line.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Left-aligned columns separated by two spaces; the last column is not padded.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    for row in std::iter::once(&header).chain(rows) {
+        let last = row.len().saturating_sub(1);
+        for (i, cell) in row.iter().enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                let pad = widths[i] - cell.chars().count() + 2;
+                let _ = write!(out, "{cell}{:pad$}", "");
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The `list` table.
+pub(crate) fn handoff_table(records: &[Handoff]) -> String {
+    if records.is_empty() {
+        return "no handoffs\n".to_owned();
+    }
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|h| {
+            vec![
+                h.id.clone(),
+                h.task_id.clone(),
+                h.status.to_string(),
+                format!(
+                    "{} → {}",
+                    agent(h.from_agent.as_deref()),
+                    agent(h.to_agent.as_deref())
+                ),
+                h.claimed_by.clone().unwrap_or_default(),
+                time(h.created_at),
+                clip(&h.goal, 48),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID", "TASK", "STATUS", "FROM → TO", "HOLDER", "CREATED", "GOAL",
+        ],
+        &rows,
+    )
+}
+
+/// One line about a record after a change: `<id> is now <status> ...`.
+pub(crate) fn record_line(h: &Handoff) -> String {
+    let mut line = format!("{} ({}) is {}", h.id, h.task_id, h.status);
+    if let Some(holder) = &h.claimed_by
+        && h.status == handoff_core::Status::Claimed
+    {
+        let _ = write!(line, " by {holder}");
+    }
+    if let Some(until) = h.lease_until
+        && h.status == handoff_core::Status::Claimed
+    {
+        let _ = write!(line, ", lease until {}", time(until));
+    }
+    if let Some(outcome) = h.outcome.as_deref().filter(|o| !o.is_empty()) {
+        let _ = write!(line, ": {}", clip(outcome, 80));
+    }
+    line.push('\n');
+    line
+}
+
+/// A claim as JSON: the token, the lease, the record and its Markdown DNA.
+pub(crate) fn claim_json(claim: &Claim) -> Value {
+    json!({
+        "handoff_id": claim.handoff.id,
+        "token": claim.token,
+        "lease_seconds": claim.lease.as_secs(),
+        "lease_until": claim.handoff.lease_until,
+        "handoff": claim.handoff,
+        "markdown": claim.handoff.to_markdown(),
+    })
+}
+
+/// A claim as text: how to continue, then the DNA.
+pub(crate) fn claim_text(claim: &Claim) -> String {
+    let h = &claim.handoff;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "claimed {} as {} with token {} (lease until {})",
+        h.id,
+        agent(h.claimed_by.as_deref()),
+        claim.token,
+        h.lease_until.map(time).unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "heartbeat, release or complete with --token {}\n",
+        claim.token
+    );
+    out.push_str(&h.to_markdown());
+    out
+}
+
+/// A chain as JSON: its hops and the path of agents.
+pub(crate) fn chain_json(chain: &Chain) -> Value {
+    json!({
+        "task_id": chain.task_id,
+        "path": chain.path(),
+        "hops": chain.hops,
+    })
+}
+
+/// A chain as text: the path, then one line per hop.
+pub(crate) fn chain_text(chain: &Chain) -> String {
+    if chain.hops.is_empty() {
+        return format!("task {} has no hops\n", chain.task_id);
+    }
+    let mut out = format!("{}: {}\n\n", chain.task_id, chain);
+    let rows: Vec<Vec<String>> = chain
+        .hops
+        .iter()
+        .map(|hop| {
+            vec![
+                hop.handoff_id.clone(),
+                format!(
+                    "{} → {}",
+                    agent(hop.from_agent.as_deref()),
+                    agent(hop.to_agent.as_deref())
+                ),
+                hop.kind.to_string(),
+                hop.status.to_string(),
+                time(hop.created_at),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["HANDOFF", "FROM → TO", "KIND", "STATUS", "CREATED"],
+        &rows,
+    ));
+    out
+}
+
+/// The event log as a table.
+pub(crate) fn events_text(events: &[Event]) -> String {
+    if events.is_empty() {
+        return "no events\n".to_owned();
+    }
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            let detail = match to_json(&e.change).get("detail") {
+                // The created event carries the whole record: the table shows the goal.
+                Some(Value::Object(d)) if d.contains_key("record") => d
+                    .get("record")
+                    .and_then(|r| r.get("goal"))
+                    .and_then(Value::as_str)
+                    .map(|g| clip(g, 48))
+                    .unwrap_or_default(),
+                Some(Value::Object(d)) => d
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Value::String(s) => format!("{k}={}", clip(s, 40)),
+                        other => format!("{k}={other}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                _ => String::new(),
+            };
+            vec![
+                e.seq.to_string(),
+                time(e.at),
+                e.handoff_id.clone(),
+                e.change.kind().to_owned(),
+                e.actor.clone().unwrap_or_else(|| "-".to_owned()),
+                detail,
+            ]
+        })
+        .collect();
+    table(&["SEQ", "AT", "HANDOFF", "EVENT", "ACTOR", "DETAIL"], &rows)
+}
+
+/// Path statistics as a table.
+pub(crate) fn stats_text(stats: &[PathStats]) -> String {
+    if stats.is_empty() {
+        return "no handoffs\n".to_owned();
+    }
+    let secs = |s: Option<f64>| s.map(|s| format!("{s:.1}s")).unwrap_or_else(|| "-".into());
+    let rows: Vec<Vec<String>> = stats
+        .iter()
+        .map(|s| {
+            vec![
+                format!("{} → {}", s.from_agent, s.to_agent),
+                s.total.to_string(),
+                s.completed.to_string(),
+                s.failed.to_string(),
+                s.rejected.to_string(),
+                secs(s.median_claim_seconds),
+                secs(s.median_complete_seconds),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "FROM → TO",
+            "TOTAL",
+            "COMPLETED",
+            "FAILED",
+            "REJECTED",
+            "MEDIAN TO CLAIM",
+            "MEDIAN TO COMPLETE",
+        ],
+        &rows,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_cuts_long_and_multiline_text() {
+        assert_eq!(clip("short", 10), "short");
+        assert_eq!(clip("abcdefghijkl", 5), "abcd…");
+        assert_eq!(clip("first\nsecond", 20), "first…");
+        assert_eq!(clip("ééééé", 3), "éé…");
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let out = table(
+            &["A", "BB"],
+            &[vec!["xxx".into(), "y".into()], vec!["z".into(), "w".into()]],
+        );
+        assert_eq!(out, "A    BB\nxxx  y\nz    w\n");
+    }
+}
