@@ -154,6 +154,13 @@ export declare class Store {
   /** `stalled`, off the JavaScript thread. */
   stalledAsync(olderThanSeconds: number): Promise<string[]>
   /**
+   * Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
+   * median seconds from creation to the first claim and to completion.
+   */
+  stats(): PathStats[]
+  /** `stats`, off the JavaScript thread. */
+  statsAsync(): Promise<PathStats[]>
+  /**
    * Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
    * handoffs changed. `claimNext` does this for a small batch itself.
    */
@@ -467,6 +474,29 @@ export interface OpenOptions {
   policy?: PolicyOptions
   /** Size limits. */
   limits?: LimitsOptions
+}
+
+/** How the hand-offs of one from→to pair went. */
+export interface PathStats {
+  /** The agent handing over (`*` when unnamed). */
+  fromAgent: string
+  /**
+   * The agent taking over: the addressee, or whoever claimed an open hand-off (`*` while
+   * nobody has).
+   */
+  toAgent: string
+  /** Hand-offs on this path. */
+  total: number
+  /** Of which completed. */
+  completed: number
+  /** Of which failed (their leases ran out `maxAttempts` times). */
+  failed: number
+  /** Of which rejected by the addressee. */
+  rejected: number
+  /** Median seconds from creation to the first claim, over the claimed ones. */
+  medianClaimSeconds: number | null
+  /** Median seconds from creation to completion, over the completed ones. */
+  medianCompleteSeconds: number | null
 }
 
 /** Chain limits checked before a new hop is created. */

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core::{
-    Chain, ChainPolicy, Clock, Claim, DEFAULT_LEASE, Event, Handoff, Limits, ListFilter, NewHandoff,
+    Chain, ChainPolicy, Clock, PathStats, Claim, DEFAULT_LEASE, Event, Handoff, Limits, ListFilter, NewHandoff,
     SqliteOptions, Store as CoreStore, Synchronous,
 };
 use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt, JsObjectValue};
@@ -693,6 +693,24 @@ impl Store {
     #[napi(catch_unwind, ts_args_type = "olderThanSeconds: number", ts_return_type = "Promise<string[]>")]
     pub fn stalled_async(&self, older_than_seconds: Unknown<'_>) -> AsyncTask<Job<Vec<String>>> {
         Job::start(Naming::Js, self.prepare_stalled(&older_than_seconds))
+    }
+
+    fn prepare_stats(&self) -> Work<Vec<PathStats>> {
+        let store = self.core();
+        work(move || store.stats())
+    }
+
+    /// Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
+    /// median seconds from creation to the first claim and to completion.
+    #[napi(catch_unwind, ts_return_type = "PathStats[]")]
+    pub fn stats(&self, env: Env) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Js, || self.prepare_stats())
+    }
+
+    /// `stats`, off the JavaScript thread.
+    #[napi(catch_unwind, ts_return_type = "Promise<PathStats[]>")]
+    pub fn stats_async(&self) -> AsyncTask<Job<Vec<PathStats>>> {
+        Job::start(Naming::Js, self.prepare_stats())
     }
 
     fn prepare_reap(&self) -> Work<usize> {

@@ -281,3 +281,26 @@ test('a ManualClock drives leases, expiry and stalled without waiting', async ()
   assert.throws(() => Store.memory({ clock: {} }), (err) => err.code === 'VALIDATION' && err.problems[0].field === 'clock')
   assert.throws(() => open(':memory:', { clock: 'now' }), (err) => err.code === 'VALIDATION' && err.problems[0].field === 'clock')
 })
+
+test('stats: per from→to pair counts and median times', async () => {
+  const clock = new ManualClock('2026-05-01T00:00:00Z')
+  const store = Store.memory({ clock })
+  const a = store.create({ taskId: 's1', goal: 'g', fromAgent: 'planner', toAgent: 'coder' })
+  const b = store.create({ taskId: 's2', goal: 'g', fromAgent: 'planner', toAgent: 'coder' })
+  store.create({ taskId: 's3', goal: 'g', fromAgent: 'planner', toAgent: 'reviewer' })
+  clock.advance(10)
+  const c = store.claim(a.id, 'coder')
+  clock.advance(20)
+  store.complete(c)
+  store.reject(b.id, 'coder', { reason: 'no' })
+  const stats = store.stats()
+  assert.deepEqual(stats, await store.statsAsync())
+  const coder = stats.find((s) => s.fromAgent === 'planner' && s.toAgent === 'coder')
+  assert.deepEqual(coder, {
+    fromAgent: 'planner', toAgent: 'coder', total: 2, completed: 1, failed: 0, rejected: 1,
+    medianClaimSeconds: 10, medianCompleteSeconds: 30,
+  })
+  const reviewer = stats.find((s) => s.toAgent === 'reviewer')
+  assert.equal(reviewer.total, 1)
+  assert.equal(reviewer.medianClaimSeconds, null)
+})
