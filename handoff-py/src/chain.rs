@@ -88,7 +88,12 @@ impl Chain {
     /// The hops, oldest first.
     #[getter]
     fn hops(&self) -> Vec<Hop> {
-        self.inner.hops.iter().cloned().map(|inner| Hop { inner }).collect()
+        self.inner
+            .hops
+            .iter()
+            .cloned()
+            .map(|inner| Hop { inner })
+            .collect()
     }
     /// The agents the task passed through, in order (`*` for an open, unclaimed handoff).
     #[getter]
@@ -123,7 +128,11 @@ impl Chain {
     }
 
     fn __repr__(&self) -> String {
-        format!("Chain(task_id={}, path={})", py_repr(&self.inner.task_id), py_repr(&self.inner.to_string()))
+        format!(
+            "Chain(task_id={}, path={})",
+            py_repr(&self.inner.task_id),
+            py_repr(&self.inner.to_string())
+        )
     }
 }
 
@@ -160,7 +169,9 @@ impl ChainPolicy {
                         inner = inner.allow(from, to);
                     }
                 }
-                Err(_) => args.problem("collaborators", "must be a dict of agent -> list of agents"),
+                Err(_) => {
+                    args.problem("collaborators", "must be a dict of agent -> list of agents")
+                }
             }
         }
         args.finish()?;
@@ -201,7 +212,11 @@ impl ChainPolicy {
             "ChainPolicy(max_handoffs={}, max_revisits={}, collaborators={})",
             self.inner.max_handoffs,
             self.inner.max_revisits,
-            if self.inner.collaborators.is_some() { "{...}" } else { "None" }
+            if self.inner.collaborators.is_some() {
+                "{...}"
+            } else {
+                "None"
+            }
         )
     }
 }

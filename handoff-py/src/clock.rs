@@ -69,6 +69,9 @@ impl ManualClock {
     }
 
     fn __repr__(&self) -> String {
-        format!("ManualClock({})", core::Clock::now(&*self.inner).to_rfc3339())
+        format!(
+            "ManualClock({})",
+            core::Clock::now(&*self.inner).to_rfc3339()
+        )
     }
 }

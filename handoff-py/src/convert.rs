@@ -61,7 +61,8 @@ impl Args {
 
     /// Reports `field` (under the current prefix) as breaking `rule`.
     pub(crate) fn problem(&mut self, field: impl fmt::Display, rule: impl Into<String>) {
-        self.problems.push(Problem::new(format!("{}{field}", self.prefix), rule));
+        self.problems
+            .push(Problem::new(format!("{}{field}", self.prefix), rule));
     }
 
     /// Names the fields reported from now on as parts of `prefix` (e.g. `records[3].`).
@@ -87,7 +88,13 @@ impl Args {
         if self.problems.is_empty() {
             return Ok(());
         }
-        let root = |field: &str| field.split(['[', '.']).next().unwrap_or_default().to_owned();
+        let root = |field: &str| {
+            field
+                .split(['[', '.'])
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        };
         let reported: Vec<String> = self.problems.iter().map(|p| root(&p.field)).collect();
         for problem in more() {
             if !reported.contains(&root(&problem.field)) {
@@ -120,7 +127,11 @@ impl Args {
     }
 
     /// An optional `str`: absent and `None` are `None`.
-    pub(crate) fn opt_text(&mut self, field: &str, obj: Option<&Bound<'_, PyAny>>) -> Option<String> {
+    pub(crate) fn opt_text(
+        &mut self,
+        field: &str,
+        obj: Option<&Bound<'_, PyAny>>,
+    ) -> Option<String> {
         given(obj).and_then(|obj| self.try_text(Field::Name(field), obj))
     }
 
@@ -134,14 +145,20 @@ impl Args {
         } else if let Ok(tuple) = obj.cast::<PyTuple>() {
             tuple.iter().collect()
         } else {
-            self.problem(field, format!("must be a list of str, not {}", type_name(obj)));
+            self.problem(
+                field,
+                format!("must be a list of str, not {}", type_name(obj)),
+            );
             return Vec::new();
         };
         let base = Field::Name(field);
         items
             .iter()
             .enumerate()
-            .map(|(i, item)| self.try_text(Field::Item(&base, i), item).unwrap_or_default())
+            .map(|(i, item)| {
+                self.try_text(Field::Item(&base, i), item)
+                    .unwrap_or_default()
+            })
             .collect()
     }
 
@@ -167,7 +184,11 @@ impl Args {
     }
 
     /// An optional number of seconds (`int` or `float`, not `bool`).
-    pub(crate) fn opt_seconds(&mut self, field: &str, obj: Option<&Bound<'_, PyAny>>) -> Option<f64> {
+    pub(crate) fn opt_seconds(
+        &mut self,
+        field: &str,
+        obj: Option<&Bound<'_, PyAny>>,
+    ) -> Option<f64> {
         let obj = given(obj)?;
         let number = (!obj.is_instance_of::<PyBool>()
             && (obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>()))
@@ -176,7 +197,10 @@ impl Args {
         if number.is_none() {
             self.problem(
                 field,
-                format!("must be a number of seconds (int or float), not {}", type_name(obj)),
+                format!(
+                    "must be a number of seconds (int or float), not {}",
+                    type_name(obj)
+                ),
             );
         }
         number
@@ -184,7 +208,11 @@ impl Args {
 
     /// A lease length. Zero, negative and NaN become a zero duration and huge values the
     /// largest one, so that the core's own rule (more than 0, at most a year) reports them.
-    pub(crate) fn opt_lease(&mut self, field: &str, obj: Option<&Bound<'_, PyAny>>) -> Option<Duration> {
+    pub(crate) fn opt_lease(
+        &mut self,
+        field: &str,
+        obj: Option<&Bound<'_, PyAny>>,
+    ) -> Option<Duration> {
         self.opt_seconds(field, obj).map(|secs| {
             if secs.is_nan() || secs <= 0.0 {
                 Duration::ZERO
@@ -197,7 +225,10 @@ impl Args {
     /// A span of time that may be zero but not negative.
     pub(crate) fn duration(&mut self, field: &str, obj: &Bound<'_, PyAny>) -> Duration {
         if obj.is_none() {
-            self.problem(field, "must be a number of seconds (int or float), not None");
+            self.problem(
+                field,
+                "must be a number of seconds (int or float), not None",
+            );
             return Duration::ZERO;
         }
         match self.opt_seconds(field, Some(obj)) {
@@ -211,7 +242,11 @@ impl Args {
     }
 
     /// An optional timezone-aware `datetime`, as UTC.
-    pub(crate) fn opt_time(&mut self, field: &str, obj: Option<&Bound<'_, PyAny>>) -> Option<DateTime<Utc>> {
+    pub(crate) fn opt_time(
+        &mut self,
+        field: &str,
+        obj: Option<&Bound<'_, PyAny>>,
+    ) -> Option<DateTime<Utc>> {
         let obj = given(obj)?;
         if !obj.is_instance_of::<PyDateTime>() {
             self.problem(field, format!("must be a datetime, not {}", type_name(obj)));
@@ -220,7 +255,10 @@ impl Args {
         match obj.extract::<DateTime<FixedOffset>>() {
             Ok(at) => Some(at.with_timezone(&Utc)),
             Err(_) => {
-                self.problem(field, "must be a timezone-aware datetime (e.g. tzinfo=timezone.utc)");
+                self.problem(
+                    field,
+                    "must be a timezone-aware datetime (e.g. tzinfo=timezone.utc)",
+                );
                 None
             }
         }
@@ -267,12 +305,21 @@ impl Args {
 
     /// Any JSON value. Nesting deeper than `max_depth` (which also catches a container that
     /// holds itself) is reported, not followed, so that no input can exhaust the stack.
-    fn json(&mut self, field: Field<'_>, obj: &Bound<'_, PyAny>, depth: usize, max_depth: usize) -> Value {
+    fn json(
+        &mut self,
+        field: Field<'_>,
+        obj: &Bound<'_, PyAny>,
+        depth: usize,
+        max_depth: usize,
+    ) -> Value {
         let nested = |args: &mut Args| {
             if depth >= max_depth {
                 args.problem(
                     field,
-                    format!("must nest at most {max_depth} levels, nests {} or more", depth + 1),
+                    format!(
+                        "must nest at most {max_depth} levels, nests {} or more",
+                        depth + 1
+                    ),
                 );
                 false
             } else {
@@ -306,7 +353,9 @@ impl Args {
             }
             let mut map = Map::with_capacity(dict.len());
             for (key, value) in dict.iter() {
-                let Ok(key) = key.cast::<PyString>().map(|k| k.to_string_lossy().into_owned())
+                let Ok(key) = key
+                    .cast::<PyString>()
+                    .map(|k| k.to_string_lossy().into_owned())
                 else {
                     self.problem(field, format!("keys must be str, not {}", type_name(&key)));
                     continue;
@@ -321,7 +370,10 @@ impl Args {
             }
             let items: Vec<Bound<'_, PyAny>> = match obj.cast::<PyList>() {
                 Ok(list) => list.iter().collect(),
-                Err(_) => obj.cast::<PyTuple>().map(|t| t.iter().collect()).unwrap_or_default(),
+                Err(_) => obj
+                    .cast::<PyTuple>()
+                    .map(|t| t.iter().collect())
+                    .unwrap_or_default(),
             };
             let values = items
                 .iter()
@@ -370,7 +422,10 @@ pub(crate) fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<
 }
 
 /// A JSON object as a `dict`.
-pub(crate) fn object_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn object_to_py<'py>(
+    py: Python<'py>,
+    map: &Map<String, Value>,
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (key, value) in map {
         dict.set_item(key, json_to_py(py, value)?)?;
@@ -379,7 +434,10 @@ pub(crate) fn object_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> Py
 }
 
 /// A serialisable core value as a `dict` (or other JSON-shaped Python value).
-pub(crate) fn to_py<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn to_py<'py, T: serde::Serialize>(
+    py: Python<'py>,
+    value: &T,
+) -> PyResult<Bound<'py, PyAny>> {
     let value = serde_json::to_value(value)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     json_to_py(py, &value)

@@ -84,7 +84,10 @@ impl Handoff {
         )
     }
 
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let from_json = py.get_type::<Handoff>().getattr("from_json")?;
         Ok((from_json, PyTuple::new(py, [self.inner.to_json()])?))
     }
@@ -351,7 +354,8 @@ impl<'a, 'py> Fields<'a, 'py> {
         if let Some(reason) = args.opt_parsed::<Reason>("reason", self.reason) {
             new.reason = reason;
         }
-        new.context_usage_percent = args.opt_int("context_pct", self.context_pct, "between 0 and 100");
+        new.context_usage_percent =
+            args.opt_int("context_pct", self.context_pct, "between 0 and 100");
         if let Some(progress) = args.opt_text("progress", self.progress) {
             new.progress_summary = progress;
         }
@@ -372,7 +376,11 @@ impl<'a, 'py> Fields<'a, 'py> {
         new.priority_items = args.texts("priority_items", self.priority_items);
         new.success_criteria = args.texts("success_criteria", self.success_criteria);
         new.expires_at = args.opt_time("expires_at", self.expires_at);
-        new.max_attempts = args.opt_int("max_attempts", self.max_attempts, "between 1 and 4294967295");
+        new.max_attempts = args.opt_int(
+            "max_attempts",
+            self.max_attempts,
+            "between 1 and 4294967295",
+        );
         new
     }
 }
@@ -426,7 +434,10 @@ pub(crate) fn new_from_dict(
     max_depth: usize,
 ) -> NewHandoff {
     let Ok(dict) = item.cast::<PyDict>() else {
-        args.problem(prefix.trim_end_matches('.'), "must be a dict of create() arguments");
+        args.problem(
+            prefix.trim_end_matches('.'),
+            "must be a dict of create() arguments",
+        );
         return NewHandoff::default();
     };
     args.set_prefix(prefix.to_owned());

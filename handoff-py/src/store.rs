@@ -44,7 +44,9 @@ impl Claim {
             }
         };
         let token = args.opt_int::<u64>("token", Some(token), "a whole number at least 0");
-        let lease = args.opt_lease("lease_seconds", lease_seconds).unwrap_or(DEFAULT_LEASE);
+        let lease = args
+            .opt_lease("lease_seconds", lease_seconds)
+            .unwrap_or(DEFAULT_LEASE);
         args.finish()?;
         match (handoff, token) {
             (Some(handoff), Some(token)) => Ok(Claim {
@@ -91,7 +93,9 @@ impl Claim {
         )
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
         let claim = slf.get();
         let args = (
@@ -108,7 +112,10 @@ fn claim_arg<'a>(args: &mut Args, claim: &'a Bound<'_, PyAny>) -> Option<&'a cor
     match claim.cast::<Claim>() {
         Ok(claim) => Some(&claim.get().inner),
         Err(_) => {
-            args.problem("claim", "must be a Claim returned by claim() or claim_next()");
+            args.problem(
+                "claim",
+                "must be a Claim returned by claim() or claim_next()",
+            );
             None
         }
     }
@@ -132,7 +139,10 @@ impl Store {
 
     /// The core store, shared (a clone shares the backend), or a storage error once closed.
     fn store(&self) -> Result<core::Store> {
-        let guard = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let guard = self
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         guard
             .clone()
             .ok_or_else(|| core::Error::storage(format!("{} is closed", self.description)).into())
@@ -194,7 +204,10 @@ pub fn open(
     let path = path.unwrap_or_default();
     let description = format!("store {}", path.display());
     let store = py.detach(|| core::Store::open_with(&path, &options))?;
-    Ok(Store::wrap(configure(store, clock, policy, limits), description))
+    Ok(Store::wrap(
+        configure(store, clock, policy, limits),
+        description,
+    ))
 }
 
 #[pymethods]
@@ -283,7 +296,9 @@ impl Store {
         let mut args = Args::new();
         let new = fields.to_new(&mut args, Self::max_depth(&store));
         finish_new(args, &new, store.limits())?;
-        Ok(Handoff::new(py.detach(|| store.create(new)).map_err(as_arguments)?))
+        Ok(Handoff::new(
+            py.detach(|| store.create(new)).map_err(as_arguments)?,
+        ))
     }
 
     /// Creates several handoffs in one transaction: all of them, or none when one is refused.
@@ -306,7 +321,9 @@ impl Store {
             .map(|(i, item)| new_from_dict(&mut args, item, &format!("records[{i}]."), max_depth))
             .collect();
         args.finish()?;
-        let created = py.detach(|| store.create_many(news)).map_err(as_arguments)?;
+        let created = py
+            .detach(|| store.create_many(news))
+            .map_err(as_arguments)?;
         Ok(created.into_iter().map(Handoff::new).collect())
     }
 
@@ -357,7 +374,9 @@ impl Store {
         let mut args = Args::new();
         let id = args.text("id", id);
         let agent = args.text("agent", agent);
-        let lease = args.opt_lease("lease_seconds", lease_seconds).unwrap_or(DEFAULT_LEASE);
+        let lease = args
+            .opt_lease("lease_seconds", lease_seconds)
+            .unwrap_or(DEFAULT_LEASE);
         args.finish()?;
         let inner = py.detach(|| store.claim(&id, &agent, lease))?;
         Ok(Claim { inner })
@@ -377,7 +396,9 @@ impl Store {
         let mut args = Args::new();
         let agent = args.text("agent", agent);
         let task_id = args.opt_text("task_id", task_id);
-        let lease = args.opt_lease("lease_seconds", lease_seconds).unwrap_or(DEFAULT_LEASE);
+        let lease = args
+            .opt_lease("lease_seconds", lease_seconds)
+            .unwrap_or(DEFAULT_LEASE);
         args.finish()?;
         let claimed = py.detach(|| store.claim_next(&agent, task_id.as_deref(), lease))?;
         Ok(claimed.map(|inner| Claim { inner }))
@@ -395,7 +416,12 @@ impl Store {
     }
 
     /// Gives the handoff back (pending again, one more attempt counted).
-    fn release(&self, py: Python<'_>, claim: &Bound<'_, PyAny>, reason: &Bound<'_, PyAny>) -> Result<Handoff> {
+    fn release(
+        &self,
+        py: Python<'_>,
+        claim: &Bound<'_, PyAny>,
+        reason: &Bound<'_, PyAny>,
+    ) -> Result<Handoff> {
         let store = self.store()?;
         let mut args = Args::new();
         let claim = claim_arg(&mut args, claim);
@@ -436,7 +462,9 @@ impl Store {
         let agent = args.text("agent", agent);
         let reason = args.text("reason", reason);
         args.finish()?;
-        Ok(Handoff::new(py.detach(|| store.reject(&id, &agent, &reason))?))
+        Ok(Handoff::new(
+            py.detach(|| store.reject(&id, &agent, &reason))?,
+        ))
     }
 
     /// Withdraws a pending or claimed handoff.
@@ -454,7 +482,9 @@ impl Store {
         let by = args.text("by", by);
         let reason = args.opt_text("reason", reason);
         args.finish()?;
-        Ok(Handoff::new(py.detach(|| store.cancel(&id, &by, reason.as_deref()))?))
+        Ok(Handoff::new(
+            py.detach(|| store.cancel(&id, &by, reason.as_deref()))?,
+        ))
     }
 
     /// Applies every time-driven change that is due (lapsed leases, expiry); returns how many
@@ -561,7 +591,11 @@ impl Store {
 
     /// Ids of tasks in progress whose last sign of life (claim, heartbeat, checkpoint) is
     /// older than `older_than_seconds`.
-    fn stalled(&self, py: Python<'_>, older_than_seconds: &Bound<'_, PyAny>) -> Result<Vec<String>> {
+    fn stalled(
+        &self,
+        py: Python<'_>,
+        older_than_seconds: &Bound<'_, PyAny>,
+    ) -> Result<Vec<String>> {
         let store = self.store()?;
         let mut args = Args::new();
         let older_than: Duration = args.duration("older_than_seconds", older_than_seconds);
@@ -576,14 +610,20 @@ impl Store {
 
     /// Closes the store; later calls fail with `StorageError`. Calls already running finish.
     fn close(&self) {
-        let mut guard = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         guard.take();
     }
 
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {
-        let guard = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let guard = self
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         guard.is_none()
     }
 

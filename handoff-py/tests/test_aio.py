@@ -38,6 +38,7 @@ def test_lifecycle_as_coroutines(tmp_path: Path) -> None:
             assert await store.reap() == 0
             assert len(await store.create_many([{"task_id": "m", "goal": "g"}])) == 1
             assert isinstance(store.sync, hc.Store)
+            assert store.now().tzinfo is not None
         assert store.closed
 
     with deadlock_watchdog():

@@ -93,6 +93,10 @@ class Store:
     def close(self) -> None:
         self._store.close()
 
+    def now(self) -> datetime:
+        """The store clock's current time (no I/O, so not a coroutine)."""
+        return self._store.now()
+
     def __repr__(self) -> str:
         return f"<handoff_core.aio.Store of {self._store!r}>"
 
