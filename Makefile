@@ -4,7 +4,7 @@
 
 CARGO ?= cargo
 
-test: test-rust test-python test-node
+test: test-rust test-python test-node test-cli
 
 test-rust:
 	$(CARGO) test --all-targets
@@ -62,6 +62,19 @@ bench-node:
 	$(CARGO) build --release -p handoff-benches --bin lifecycle_rust
 	node benches/node_lifecycle.mjs
 # <<< node
+
+# >>> cli (owned by handoff-cli)
+# handoff-cli's Rust tests run under test-rust (it is a default member). This adds the MCP
+# end-to-end test: the official MCP Python SDK drives `handoff mcp`, from the python section's venv.
+.PHONY: test-cli
+$(PY_VENV)/.mcp: $(PY_VENV)/.tools
+	$(PY_VENV)/bin/python -m pip install --quiet "mcp>=2.3,<3"
+	touch $@
+
+test-cli: $(PY_VENV)/.mcp
+	$(CARGO) build --quiet -p handoff-cli
+	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py $(CURDIR)/target/debug/handoff
+# <<< cli
 
 bench:
 	$(CARGO) bench -p handoff-benches

@@ -33,7 +33,18 @@ impl From<Reply> for Done {
 
 /// Opens the store for a command that may write: the file is created when missing.
 pub(crate) fn open(db: &Path) -> CliResult<Store> {
-    Ok(Store::open(db)?)
+    // The core creates its `<db>-lock` turnstile before it finds out that a file is not a
+    // store; a refused open must leave nothing behind, so remove the lock file if it was ours.
+    let mut lock = db.as_os_str().to_owned();
+    lock.push("-lock");
+    let lock = PathBuf::from(lock);
+    let lock_existed = lock.exists();
+    Store::open(db).map_err(|e| {
+        if !lock_existed {
+            let _ = std::fs::remove_file(&lock);
+        }
+        e.into()
+    })
 }
 
 /// Opens the store for a read-only command: a missing file is an error, never created.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core::{Error, Kind, ListFilter, Status, Store};
-use rmcp::handler::server::tool::schema_for_type;
+use rmcp::handler::server::tool::{schema_for_input, schema_for_type};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -137,51 +137,58 @@ warnings. To take over: handoff_claim (returns a fencing token and the handoff's
 handoff_heartbeat within the lease while working, then handoff_complete (or handoff_release \
 to give it back). handoff_chain shows who passed a task to whom.";
 
+/// The input schema of `T`, generated from its serde and schemars derives.
+fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    // Every argument type is a struct, so the check that the root is an object cannot fail;
+    // the fallback keeps the full schema rather than panicking if it ever did.
+    schema_for_input::<T>().unwrap_or_else(|_| schema_for_type::<T>())
+}
+
 fn tools() -> Vec<Tool> {
     let read_only = || ToolAnnotations::new().read_only(true);
     vec![
         Tool::new(
             "handoff_create",
             "Create a pending handoff: the goal and everything the next agent needs to continue.",
-            schema_for_type::<CreateArgs>(),
+            schema::<CreateArgs>(),
         ),
         Tool::new(
             "handoff_list",
             "List handoffs, oldest first, optionally by status, task, addressee or kind.",
-            schema_for_type::<ListArgs>(),
+            schema::<ListArgs>(),
         )
         .with_annotations(read_only()),
         Tool::new(
             "handoff_get",
             "Get one handoff as Markdown (the DNA a successor reads) and as a record.",
-            schema_for_type::<GetArgs>(),
+            schema::<GetArgs>(),
         )
         .with_annotations(read_only()),
         Tool::new(
             "handoff_claim",
             "Claim a handoff (or, without handoff_id, the oldest one the agent may take). \
              Returns the fencing token and the Markdown DNA. Exactly one concurrent claimer wins.",
-            schema_for_type::<ClaimArgs>(),
+            schema::<ClaimArgs>(),
         ),
         Tool::new(
             "handoff_heartbeat",
             "Extend a claim's lease; fails with LEASE_LOST when the claim is no longer yours.",
-            schema_for_type::<HeartbeatArgs>(),
+            schema::<HeartbeatArgs>(),
         ),
         Tool::new(
             "handoff_release",
             "Give a claimed handoff back: it becomes pending for another agent.",
-            schema_for_type::<ReleaseArgs>(),
+            schema::<ReleaseArgs>(),
         ),
         Tool::new(
             "handoff_complete",
             "Finish a claimed handoff with an outcome.",
-            schema_for_type::<CompleteArgs>(),
+            schema::<CompleteArgs>(),
         ),
         Tool::new(
             "handoff_chain",
             "A task's chain of hops from agent to agent.",
-            schema_for_type::<ChainArgs>(),
+            schema::<ChainArgs>(),
         )
         .with_annotations(read_only()),
         Tool::new(
@@ -189,7 +196,7 @@ fn tools() -> Vec<Tool> {
             "Claim a handoff and run the server's configured successor command on its DNA: \
              heartbeats while it runs, completes on exit 0, releases on failure, and reports \
              its output.",
-            schema_for_type::<ClaimArgs>(),
+            schema::<ClaimArgs>(),
         ),
     ]
 }
