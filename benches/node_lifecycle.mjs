@@ -9,7 +9,9 @@
 // lifecycle = create → claim → complete of the ~1.5 KB record that benches/src/bin/lifecycle_rust.rs
 // uses (3 atomic commits, each writing the record and its event), on the memory store and on
 // SQLite with synchronous FULL and NORMAL (WAL in both). Node runs it with the sync calls and
-// with the *Async calls awaited one after another. Rust runs in `lifecycle_rust <mode> serve`,
+// with the *Async calls awaited one after another, and with 4 such chains in flight at once
+// ("async ×4", throughput: conversions on the JavaScript thread overlap SQLite work on the
+// pool). Rust runs in `lifecycle_rust <mode> serve`,
 // which keeps its store open between blocks; blocks of Rust, Node sync and Node async alternate
 // (`--rounds` blocks each, `--memory/--normal/--full` lifecycles per block) and each figure is
 // the median over blocks, so that drift in load and fsync time hits all three alike.
@@ -76,6 +78,23 @@ async function nodeAsyncBlock(store, n) {
   return Number(process.hrtime.bigint() - started) / 1e3 / n
 }
 
+/** µs per lifecycle over `n` lifecycles with the *Async calls, `lanes` lifecycles in flight at
+ * once: Node's conversions on the JavaScript thread overlap with SQLite work on the pool. */
+async function nodeAsyncParallelBlock(store, n, lanes = 4) {
+  const started = process.hrtime.bigint()
+  let next = 0
+  const lane = async () => {
+    while (next < n) {
+      next++
+      const h = await store.createAsync({ taskId: `task-${task++}`, ...RECORD })
+      const c = await store.claimAsync(h.id, 'gemini', { leaseSeconds: 300 })
+      await store.completeAsync(c, { outcome: 'done' })
+    }
+  }
+  await Promise.all(Array.from({ length: lanes }, lane))
+  return Number(process.hrtime.bigint() - started) / 1e3 / n
+}
+
 const rustBin = join(root, 'target', 'release', 'lifecycle_rust')
 /** The Rust side: `lifecycle_rust <mode> serve` keeps its store open and runs a block of `n`
  * lifecycles for each `n` it reads, printing µs per lifecycle. */
@@ -136,14 +155,17 @@ for (const mode of ['memory', 'normal', 'full']) {
   const rust = rustServer(mode)
   const syncStore = openStore(mode)
   const asyncStore = openStore(mode)
-  const s = (samples[mode] = { rust: [], nodeSync: [], nodeAsync: [] })
+  const parallelStore = openStore(mode)
+  const s = (samples[mode] = { rust: [], nodeSync: [], nodeAsync: [], nodeAsync4: [] })
   await rust.block(n)
   nodeSyncBlock(syncStore, n)
   await nodeAsyncBlock(asyncStore, n)
+  await nodeAsyncParallelBlock(parallelStore, n)
   for (let r = 0; r < rounds; r++) {
     s.rust.push(await rust.block(n))
     s.nodeSync.push(nodeSyncBlock(syncStore, n))
     s.nodeAsync.push(await nodeAsyncBlock(asyncStore, n))
+    s.nodeAsync4.push(await nodeAsyncParallelBlock(parallelStore, n))
   }
   rust.close()
   process.stderr.write(`${mode}: done\n`)
@@ -153,23 +175,26 @@ const rows = Object.entries(samples).map(([mode, s]) => {
   const rustUs = median(s.rust)
   const syncUs = median(s.nodeSync)
   const asyncUs = median(s.nodeAsync)
+  const async4Us = median(s.nodeAsync4)
   return {
     store: mode === 'memory' ? 'memory' : `sqlite ${mode.toUpperCase()}`,
     lifecycles: BLOCK[mode] * rounds,
     rustUs: +rustUs.toFixed(1),
     nodeSyncUs: +syncUs.toFixed(1),
     nodeAsyncUs: +asyncUs.toFixed(1),
+    nodeAsync4Us: +async4Us.toFixed(1),
     // Throughput ratio Node / Rust: 1.0 means Node is as fast as Rust.
     syncRatio: +(rustUs / syncUs).toFixed(2),
     asyncRatio: +(rustUs / asyncUs).toFixed(2),
+    async4Ratio: +(rustUs / async4Us).toFixed(2),
   }
 })
 
 console.log(`\nlifecycle (create → claim → complete), µs per lifecycle, median of ${rounds} interleaved blocks`)
-console.log('| store | Rust | Node sync | Node async | Node sync / Rust | Node async / Rust |')
-console.log('|---|---:|---:|---:|---:|---:|')
+console.log('| store | Rust | Node sync | Node async | Node async ×4 | Node sync / Rust | Node async / Rust | Node async ×4 / Rust |')
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|')
 for (const r of rows) {
-  console.log(`| ${r.store} | ${r.rustUs} | ${r.nodeSyncUs} | ${r.nodeAsyncUs} | ${r.syncRatio}× | ${r.asyncRatio}× |`)
+  console.log(`| ${r.store} | ${r.rustUs} | ${r.nodeSyncUs} | ${r.nodeAsyncUs} | ${r.nodeAsync4Us} | ${r.syncRatio}× | ${r.asyncRatio}× | ${r.async4Ratio}× |`)
 }
 const loop = await eventLoop()
 console.log('\nevent loop while 1,000 claims run on SQLite FULL (1 ms interval timer)')
