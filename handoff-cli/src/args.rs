@@ -275,7 +275,11 @@ pub(crate) struct CreateCmd {
     #[arg(long = "priority-item", alias = "priority-items", group = "fields")]
     pub priority_items: Vec<String>,
     /// A success criterion (repeat for more).
-    #[arg(long = "success-criterion", alias = "success-criteria", group = "fields")]
+    #[arg(
+        long = "success-criterion",
+        alias = "success-criteria",
+        group = "fields"
+    )]
     pub success_criteria: Vec<String>,
     /// Guidance for the successor.
     #[arg(long, group = "fields")]

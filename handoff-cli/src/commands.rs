@@ -47,7 +47,8 @@ pub(crate) fn open(db: &Path) -> CliResult<Store> {
     })
 }
 
-/// Opens the store for a read-only command: a missing file is an error, never created.
+/// Opens the store for a command on existing handoffs: a missing file is an error, never
+/// created (only `create`, `import` and `mcp` create a store).
 fn open_existing(db: &Path) -> CliResult<Store> {
     if !db.exists() {
         return Err(CliError::MissingStore(db.to_path_buf()));
@@ -56,7 +57,12 @@ fn open_existing(db: &Path) -> CliResult<Store> {
 }
 
 /// A claim rebuilt from a token given on the command line; the core checks the token.
-pub(crate) fn claim_from_token(store: &Store, id: &str, token: u64, lease: u64) -> CliResult<Claim> {
+pub(crate) fn claim_from_token(
+    store: &Store,
+    id: &str,
+    token: u64,
+    lease: u64,
+) -> CliResult<Claim> {
     Ok(Claim {
         handoff: store.get(id)?,
         token,
@@ -77,12 +83,18 @@ pub(crate) fn run(db: &Path, command: Command) -> CliResult<Done> {
         }
         Command::Create(cmd) => create(db, *cmd),
         Command::Claim { id, claim } => {
-            let store = open(db)?;
-            let claimed = store.claim(&id, &claim.agent, Duration::from_secs(claim.lease_seconds))?;
-            Ok(after_claim(&store, db, claimed, SpawnConfig::from_opts(&claim.spawn)))
+            let store = open_existing(db)?;
+            let claimed =
+                store.claim(&id, &claim.agent, Duration::from_secs(claim.lease_seconds))?;
+            Ok(after_claim(
+                &store,
+                db,
+                claimed,
+                SpawnConfig::from_opts(&claim.spawn),
+            ))
         }
         Command::ClaimNext { task_id, claim } => {
-            let store = open(db)?;
+            let store = open_existing(db)?;
             let lease = Duration::from_secs(claim.lease_seconds);
             match store.claim_next(&claim.agent, task_id.as_deref(), lease)? {
                 Some(claimed) => Ok(after_claim(
@@ -99,26 +111,28 @@ pub(crate) fn run(db: &Path, command: Command) -> CliResult<Done> {
             token,
             lease_seconds,
         } => {
-            let store = open(db)?;
+            let store = open_existing(db)?;
             let claim = claim_from_token(&store, &id, token.token, lease_seconds)?;
             Ok(record_reply(store.heartbeat(&claim)?))
         }
         Command::Release { id, token, reason } => {
-            let store = open(db)?;
+            let store = open_existing(db)?;
             let claim = claim_from_token(&store, &id, token.token, 0)?;
             Ok(record_reply(store.release(&claim, &reason)?))
         }
         Command::Complete { id, token, outcome } => {
-            let store = open(db)?;
+            let store = open_existing(db)?;
             let claim = claim_from_token(&store, &id, token.token, 0)?;
             Ok(record_reply(store.complete(&claim, &outcome)?))
         }
-        Command::Reject { id, agent, reason } => {
-            Ok(record_reply(open(db)?.reject(&id, &agent, &reason)?))
-        }
-        Command::Cancel { id, by, reason } => {
-            Ok(record_reply(open(db)?.cancel(&id, &by, reason.as_deref())?))
-        }
+        Command::Reject { id, agent, reason } => Ok(record_reply(
+            open_existing(db)?.reject(&id, &agent, &reason)?,
+        )),
+        Command::Cancel { id, by, reason } => Ok(record_reply(open_existing(db)?.cancel(
+            &id,
+            &by,
+            reason.as_deref(),
+        )?)),
         Command::Chain { task_id } => {
             let chain = open_existing(db)?.chain(&task_id)?;
             Ok(Reply::new(output::chain_text(&chain), output::chain_json(&chain)).into())
@@ -162,6 +176,12 @@ fn create(db: &Path, cmd: CreateCmd) -> CliResult<Done> {
         Some(source) => read_new_handoff(source)?,
         None => CreateArgs::from_flags(cmd)?.into_new(),
     };
+    // Refuse bad input before the store is opened, so that it creates no file. The core
+    // validates again on create (with the store's own limits, and the parent and chain).
+    let id = new.id.clone().unwrap_or_else(|| "unsaved".to_owned());
+    new.clone()
+        .into_record(id, chrono::Utc::now())
+        .validate(&validate::Limits::default())?;
     let h = open(db)?.create(new)?;
     let text = format!("created {}\n", output::record_line(&h).trim_end());
     Ok(Reply::new(text, to_json(&h)).into())
@@ -190,8 +210,9 @@ fn read_new_handoff(source: &str) -> CliResult<NewHandoff> {
     let path = (source != "-").then(|| Path::new(source));
     let limit = validate::Limits::default().max_record_bytes;
     let text = read_text(path, limit)?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::invalid("json-input", format!("not a NewHandoff JSON object: {e}")).into())
+    serde_json::from_str(&text).map_err(|e| {
+        Error::invalid("json-input", format!("not a NewHandoff JSON object: {e}")).into()
+    })
 }
 
 /// Prints the claim, or runs the successor on it.
@@ -234,7 +255,11 @@ fn export(db: &Path, output: Option<PathBuf>) -> CliResult<Done> {
         Some(path) => {
             std::fs::write(&path, lines)
                 .map_err(|e| CliError::io(format!("cannot write {}", path.display()), e))?;
-            let text = format!("exported {} handoffs to {}\n", records.len(), path.display());
+            let text = format!(
+                "exported {} handoffs to {}\n",
+                records.len(),
+                path.display()
+            );
             let json = json!({ "exported": records.len(), "path": path.display().to_string() });
             Ok(Reply::new(text, json).into())
         }
@@ -281,9 +306,8 @@ fn import(db: &Path, file: Option<PathBuf>, unfinished_only: bool) -> CliResult<
     let total = news.len();
     store.create_many(news)?;
     let created = total - existing;
-    let mut text = format!(
-        "imported {total} handoffs: {created} created, {existing} already present"
-    );
+    let mut text =
+        format!("imported {total} handoffs: {created} created, {existing} already present");
     if skipped > 0 {
         text.push_str(&format!(", {skipped} finished ones skipped"));
     }

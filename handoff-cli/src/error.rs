@@ -28,7 +28,10 @@ pub(crate) enum CliError {
     /// A read-only command was pointed at a database file that does not exist.
     MissingStore(PathBuf),
     /// Reading input or writing output failed.
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
 }
 
 impl From<Error> for CliError {

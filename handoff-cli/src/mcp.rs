@@ -204,8 +204,7 @@ fn tools() -> Vec<Tool> {
 /// Parses tool arguments; a mismatch is a validation error naming the problem.
 fn parse<T: DeserializeOwned>(arguments: Option<JsonObject>) -> CliResult<T> {
     let value = Value::Object(arguments.unwrap_or_default());
-    serde_json::from_value(value)
-        .map_err(|e| Error::invalid("arguments", e.to_string()).into())
+    serde_json::from_value(value).map_err(|e| Error::invalid("arguments", e.to_string()).into())
 }
 
 fn lease(seconds: Option<u64>) -> Duration {
@@ -335,10 +334,7 @@ impl Server {
 
 /// A tool error: the readable message as text, the error object as structured content.
 fn tool_error(e: &CliError) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
-        "{}: {e}",
-        e.code()
-    ))]);
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!("{}: {e}", e.code()))]);
     result.structured_content = Some(e.to_json());
     result
 }
@@ -407,7 +403,9 @@ pub(crate) fn serve(store: Store, db: PathBuf, spawn: Option<SpawnConfig>) -> Cl
         let service = Server::new(store, db, spawn)
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| CliError::Core(Error::storage(format!("MCP initialisation failed: {e}"))))?;
+            .map_err(|e| {
+                CliError::Core(Error::storage(format!("MCP initialisation failed: {e}")))
+            })?;
         service
             .waiting()
             .await

@@ -96,7 +96,13 @@ pub(crate) fn handoff_table(records: &[Handoff]) -> String {
         .collect();
     table(
         &[
-            "ID", "TASK", "STATUS", "FROM → TO", "HOLDER", "CREATED", "GOAL",
+            "ID",
+            "TASK",
+            "STATUS",
+            "FROM → TO",
+            "HOLDER",
+            "CREATED",
+            "GOAL",
         ],
         &rows,
     )
