@@ -39,7 +39,8 @@ BENCH_VENV := $(CURDIR)/target/bench-venv
 .PHONY: bench-python
 bench-python:
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet ./handoff-py langgraph langgraph-checkpoint-sqlite openai-agents
+	$(BENCH_VENV)/bin/python -m pip install --quiet langgraph langgraph-checkpoint-sqlite openai-agents
+	$(BENCH_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps ./handoff-py
 	$(CARGO) build --quiet --release -p handoff-benches --bin lifecycle_rust
 	$(BENCH_VENV)/bin/python benches/python_lifecycle.py --rust-bin target/release/lifecycle_rust
 # <<< python
