@@ -1,9 +1,9 @@
-//! `handoff`: inspect and fix a handoff-core store from the shell, and serve it to coding
-//! agents over MCP (`handoff mcp`). See the README for the commands and exit codes.
+#![doc = include_str!("../README.md")]
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use serde_json::json;
 
 mod args;
 mod commands;
@@ -17,7 +17,10 @@ use args::{Cli, Command};
 use error::CliError;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let as_json = cli.json;
     match run(cli) {
         Ok(code) => code,
@@ -40,4 +43,32 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
     }
     Ok(ExitCode::from(done.exit))
+}
+
+/// Help and version go to stdout as usual; a usage error exits 2 (`VALIDATION`), as JSON on
+/// stderr when `--json` was asked for.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    let wants_json = std::env::args_os().any(|arg| arg == "--json");
+    if !e.use_stderr() || !wants_json {
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() {
+            error::code::INVALID
+        } else {
+            error::code::OK
+        });
+    }
+    let rendered = e.render().to_string();
+    // The error paragraph, without the usage and help hints that follow it.
+    let paragraph = rendered
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let message = paragraph.trim_start_matches("error: ");
+    eprintln!(
+        "{}",
+        json!({ "error": { "code": "VALIDATION", "message": message } })
+    );
+    ExitCode::from(error::code::INVALID)
 }

@@ -322,6 +322,13 @@ impl Server {
     }
 
     fn claim(&self, args: &ClaimArgs) -> CliResult<Option<handoff_core::Claim>> {
+        if args.handoff_id.is_some() && args.task_id.is_some() {
+            return Err(Error::invalid(
+                "task_id",
+                "only applies without handoff_id (to claim the next handoff of a task)",
+            )
+            .into());
+        }
         let lease = lease(args.lease_seconds);
         Ok(match &args.handoff_id {
             Some(id) => Some(self.store.claim(id, &args.agent, lease)?),

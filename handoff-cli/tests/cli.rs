@@ -283,6 +283,16 @@ fn bad_create_input_is_refused_with_exit_2_and_writes_nothing() {
         env.files()
     );
 
+    // With --json, a usage error is JSON too.
+    let usage = env.run(&["claim", "h1", "--json"]).expect(INVALID).error();
+    assert_eq!(usage["code"], "VALIDATION");
+    assert!(
+        usage["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--agent")),
+        "{usage}"
+    );
+
     // With --json, a validation error lists every problem.
     let run = env
         .run(&[

@@ -128,6 +128,8 @@ async def main(binary: str) -> None:
         assert bad["code"] == "VALIDATION"
         bad = await tool_error(claude, "handoff_create", {"task_id": "t", "goal": " ", "from_agent": "no spaces"})
         assert bad["code"] == "VALIDATION" and len(bad["problems"]) >= 1
+        both = await tool_error(claude, "handoff_claim", {"agent": "x", "handoff_id": handoff_id, "task_id": "t"})
+        assert both["code"] == "VALIDATION"
         no_spawn = await tool_error(claude, "handoff_claim_and_spawn", {"agent": "x"})
         assert no_spawn["code"] == "VALIDATION" and "--spawn" in no_spawn["message"]
         try:
