@@ -3,7 +3,7 @@
 //! The exception classes are plain Python classes in `handoff_core/_errors.py` (so that they
 //! carry typed attributes, docstrings and pickle across processes); this file only builds them.
 
-use handoff_core::{Error, ErrorKind};
+use handoff_core::Error;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
@@ -143,7 +143,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         _ => "HandoffError",
     };
     if name == "HandoffError" {
-        fields.set_item("code", code(err.kind()))?;
+        fields.set_item("code", err.kind().code())?;
     }
     let exception = class(py, name)?.call((err.to_string(),), Some(&fields))?;
     let pyerr = PyErr::from_value(exception);
@@ -151,8 +151,4 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         pyerr.set_cause(py, Some(pyo3::exceptions::PyOSError::new_err(cause)));
     }
     Ok(pyerr)
-}
-
-fn code(kind: ErrorKind) -> &'static str {
-    kind.code()
 }
