@@ -3,6 +3,7 @@
 
 pub mod chain;
 pub mod clock;
+pub mod context;
 mod error;
 pub mod machine;
 mod markdown;
@@ -15,6 +16,7 @@ pub mod validate;
 
 pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use context::{ContextBuilder, Packet};
 pub use error::{Error, ErrorKind, Problem, Result};
 pub use machine::{Change, Command, Event};
 pub use record::{Handoff, Kind, Lifecycle, Metadata, NewHandoff, Reason, SCHEMA_VERSION, Status};

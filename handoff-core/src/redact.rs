@@ -142,6 +142,12 @@ impl Redactor {
     /// Replaces every secret in `text` with `[REDACTED:<rule>]` and reports where each was.
     /// When two findings overlap, the one starting first wins (the longer one on a tie).
     pub fn redact(&self, text: &str) -> (String, Vec<Redaction>) {
+        let found = self.find(text);
+        (replace(text, &found), found)
+    }
+
+    /// Where the secrets in `text` are, without replacing them: ordered, never overlapping.
+    pub fn find(&self, text: &str) -> Vec<Redaction> {
         let mut wanted = vec![false; self.rules.len()];
         for i in &self.unconditional {
             wanted[*i] = true;
@@ -176,18 +182,23 @@ impl Redactor {
                 kept.push(r);
             }
         }
-        let mut clean = String::with_capacity(text.len());
-        let mut at = 0;
-        for r in &kept {
-            clean.push_str(&text[at..r.start]);
-            clean.push_str(MARKER_PREFIX);
-            clean.push_str(&r.rule);
-            clean.push(']');
-            at = r.end;
-        }
-        clean.push_str(&text[at..]);
-        (clean, kept)
+        kept
     }
+}
+
+/// `text` with each of `found` (ordered, not overlapping) replaced by its marker.
+pub fn replace(text: &str, found: &[Redaction]) -> String {
+    let mut clean = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in found {
+        clean.push_str(&text[at..r.start]);
+        clean.push_str(MARKER_PREFIX);
+        clean.push_str(&r.rule);
+        clean.push(']');
+        at = r.end;
+    }
+    clean.push_str(&text[at..]);
+    clean
 }
 
 /// Values that assignment-style rules meet in configuration and prose but that are never
