@@ -74,7 +74,7 @@ $(PY_VENV)/.mcp: $(PY_VENV)/.tools
 
 test-cli: $(PY_VENV)/.mcp
 	$(CARGO) build --quiet -p handoff-cli
-	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py $(CURDIR)/target/debug/handoff
+	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py "$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/handoff"
 # <<< cli
 
 bench:
