@@ -479,13 +479,13 @@ impl ContextBuilder {
         // orders only what is taken, so a huge backlog costs linear time: once what is left is
         // below the cheapest item, nothing else can fit.
         let cheapest = optional.iter().map(|c| c.tokens).min().unwrap_or(0);
-        let mut heap: BinaryHeap<(i32, Option<DateTime<Utc>>, Reverse<usize>, usize)> = optional
+        let mut heap: BinaryHeap<Rank> = optional
             .iter()
             .enumerate()
             .map(|(slot, c)| (c.item.priority, c.item.at, Reverse(c.index), slot))
             .collect();
         let mut optional: Vec<Option<Candidate<'_>>> = optional.into_iter().map(Some).collect();
-        let mut drop = |c: Candidate<'_>, manifest: &mut Manifest| {
+        let drop = |c: Candidate<'_>, manifest: &mut Manifest| {
             manifest.dropped.push(Dropped {
                 id: c.item.id.clone(),
                 tokens: c.tokens,
@@ -568,6 +568,10 @@ impl ContextBuilder {
         fits(end).unwrap_or_else(|| CUT_MARKER.trim_start().to_owned())
     }
 }
+
+/// The order in which optional items are taken: priority, then time (newest first), then
+/// insertion (earliest first); the last field is the item's slot.
+type Rank = (i32, Option<DateTime<Utc>>, Reverse<usize>, usize);
 
 /// An item under consideration: borrowed, with its (possibly redacted) text and its cost.
 struct Candidate<'a> {
