@@ -14,6 +14,8 @@ mod convert;
 mod errors;
 mod machine;
 mod record;
+mod redact;
+mod stats;
 mod store;
 mod validate;
 
@@ -29,6 +31,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<chain::ChainPolicy>()?;
     m.add_class::<clock::ManualClock>()?;
     m.add_class::<validate::Limits>()?;
+    m.add_class::<stats::PathStats>()?;
+    m.add_class::<redact::Redaction>()?;
+    m.add_class::<redact::Redactor>()?;
+    m.add_function(wrap_pyfunction!(redact::redact, m)?)?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add("SCHEMA_VERSION", handoff_core::SCHEMA_VERSION)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -16,6 +16,7 @@ use crate::convert::{Args, py_repr, seconds};
 use crate::errors::Result;
 use crate::machine::Event;
 use crate::record::{Fields, Handoff, as_arguments, finish_new, new_from_dict};
+use crate::stats::PathStats;
 use crate::validate::Limits;
 
 /// A live claim: the handoff as claimed and the fencing token that proves ownership.
@@ -601,6 +602,13 @@ impl Store {
         let older_than: Duration = args.duration("older_than_seconds", older_than_seconds);
         args.finish()?;
         Ok(py.detach(|| store.stalled(older_than))?)
+    }
+
+    /// Per from→to pair of agents: totals, outcomes and median times to claim and complete.
+    fn stats(&self, py: Python<'_>) -> Result<Vec<PathStats>> {
+        let store = self.store()?;
+        let stats = py.detach(|| store.stats())?;
+        Ok(stats.into_iter().map(PathStats::new).collect())
     }
 
     /// The store clock's current time.

@@ -33,9 +33,13 @@ from handoff_core._native import (
     Hop,
     Limits,
     ManualClock,
+    PathStats,
+    Redaction,
+    Redactor,
     Store,
     __version__,
     open,
+    redact,
 )
 from handoff_core._types import EventKind, Kind, Status, Synchronous
 
@@ -60,6 +64,9 @@ __all__ = [
     "Limits",
     "ManualClock",
     "NotFound",
+    "PathStats",
+    "Redaction",
+    "Redactor",
     "Status",
     "StorageError",
     "Store",
@@ -68,4 +75,5 @@ __all__ = [
     "__version__",
     "aio",
     "open",
+    "redact",
 ]

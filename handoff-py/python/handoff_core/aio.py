@@ -24,7 +24,16 @@ from datetime import datetime
 from typing import Any, Optional, Union
 
 from handoff_core import _native
-from handoff_core._native import Chain, ChainPolicy, Claim, Event, Handoff, Limits, ManualClock
+from handoff_core._native import (
+    Chain,
+    ChainPolicy,
+    Claim,
+    Event,
+    Handoff,
+    Limits,
+    ManualClock,
+    PathStats,
+)
 from handoff_core._types import Kind, Status, StrPath, Synchronous
 
 __all__ = ["Store", "open"]
@@ -267,3 +276,6 @@ class Store:
 
     async def stalled(self, older_than_seconds: _Seconds) -> builtins.list[str]:
         return await asyncio.to_thread(self._store.stalled, older_than_seconds)
+
+    async def stats(self) -> builtins.list[PathStats]:
+        return await asyncio.to_thread(self._store.stats)
