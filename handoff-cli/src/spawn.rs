@@ -75,6 +75,10 @@ impl SpawnReport {
             && !self.timed_out
             && self.lease_lost.is_none()
             && self.settle_error.is_none()
+            && self
+                .handoff
+                .as_ref()
+                .is_some_and(|h| h.status == handoff_core::Status::Completed)
     }
 
     pub(crate) fn reply(&self) -> Reply {
@@ -238,9 +242,15 @@ pub(crate) fn run(store: &Store, db: &Path, claim: &Claim, config: &SpawnConfig)
 
 /// Completes or releases the handoff by how the run ended; records the final state.
 fn settle(store: &Store, claim: &Claim, report: &mut SpawnReport) {
-    let settled = if report.lease_lost.is_some() {
-        // Someone else holds the handoff now: it is theirs to settle.
-        store.get(claim.handoff_id())
+    let current = store.get(claim.handoff_id());
+    // The successor may have completed or released the handoff itself, with the token it was
+    // given in HANDOFF_TOKEN: then there is nothing left to do.
+    let settled_by_successor = current.as_ref().is_ok_and(|h| {
+        h.claim_token == Some(claim.token) && h.status != handoff_core::Status::Claimed
+    });
+    let settled = if report.lease_lost.is_some() || settled_by_successor {
+        // After a lost lease, someone else holds the handoff: it is theirs to settle.
+        current
     } else if report.exit_code == Some(0) && !report.timed_out {
         let outcome = tail(report.stdout.trim(), SUMMARY_BYTES);
         let outcome = if outcome.is_empty() {

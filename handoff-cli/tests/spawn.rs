@@ -109,6 +109,42 @@ case "$3" in *"Current Goal"*"Summarise the logs"*) echo ok ;; *) exit 7 ;; esac
 }
 
 #[test]
+fn a_successor_may_settle_the_handoff_itself_with_its_token() {
+    let env = Env::new();
+    let id = handoff(&env);
+    // HANDOFF_DB, HANDOFF_ID and HANDOFF_TOKEN are all a successor needs to finish on its own.
+    let command = format!(
+        "{} complete \"$HANDOFF_ID\" --token \"$HANDOFF_TOKEN\" --outcome 'done by the successor'",
+        common::binary()
+    );
+    let report = env
+        .run(&[
+            "claim", &id, "--agent", "local", "--spawn", &command, "--json",
+        ])
+        .expect(0)
+        .json();
+    assert_eq!(report["succeeded"], true, "{report}");
+    assert_eq!(report["error"], Value::Null);
+    assert_eq!(report["handoff"]["outcome"], "done by the successor");
+    assert_eq!(event_kinds(&env, &id), ["created", "claimed", "completed"]);
+
+    // One that gives the handoff back and exits 0 did not complete it.
+    let other = env.create(&["--task-id", "t2", "--goal", "g"]);
+    let command = format!(
+        "{} release \"$HANDOFF_ID\" --token \"$HANDOFF_TOKEN\" --reason 'not for me'",
+        common::binary()
+    );
+    let report = env
+        .run(&[
+            "claim", &other, "--agent", "local", "--spawn", &command, "--json",
+        ])
+        .expect(1)
+        .json();
+    assert_eq!(report["succeeded"], false);
+    assert_eq!(report["handoff"]["status"], "pending");
+}
+
+#[test]
 fn a_failing_successor_releases_the_handoff_with_its_error() {
     let env = Env::new();
     let id = handoff(&env);
