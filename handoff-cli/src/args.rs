@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use handoff_core::{Kind, Reason, Status};
+use handoff_core::{Kind, ListFilter, Reason, Status};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// Inspect and fix a handoff-core store, or serve it to coding agents over MCP.
 #[derive(Debug, Parser)]
@@ -151,23 +153,42 @@ pub(crate) enum Command {
 
 pub(crate) const DEFAULT_LEASE_SECONDS: u64 = 300;
 
-#[derive(Debug, Args)]
+/// `list`'s filters: the CLI flags, and the `handoff_list` tool's arguments.
+#[derive(Debug, Args, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct ListArgs {
     /// Only handoffs in this status.
     #[arg(long)]
+    #[serde(default)]
     pub status: Option<Status>,
     /// Only handoffs of this task.
     #[arg(long)]
+    #[serde(default)]
     pub task_id: Option<String>,
     /// Only handoffs addressed to this agent.
     #[arg(long)]
+    #[serde(default)]
     pub to_agent: Option<String>,
     /// Only handoffs of this kind.
     #[arg(long)]
+    #[serde(default)]
     pub kind: Option<Kind>,
     /// At most this many.
     #[arg(long)]
+    #[serde(default)]
     pub limit: Option<usize>,
+}
+
+impl ListArgs {
+    pub(crate) fn into_filter(self) -> ListFilter {
+        ListFilter {
+            status: self.status,
+            task_id: self.task_id,
+            to_agent: self.to_agent,
+            kind: self.kind,
+            limit: self.limit,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

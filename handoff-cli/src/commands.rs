@@ -160,14 +160,7 @@ fn unreachable_mcp() -> CliResult<Done> {
 }
 
 fn list(db: &Path, args: ListArgs) -> CliResult<Done> {
-    let filter = ListFilter {
-        status: args.status,
-        task_id: args.task_id,
-        to_agent: args.to_agent,
-        kind: args.kind,
-        limit: args.limit,
-    };
-    let records = open_existing(db)?.list(&filter)?;
+    let records = open_existing(db)?.list(&args.into_filter())?;
     Ok(Reply::new(output::handoff_table(&records), to_json(&records)).into())
 }
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use handoff_core::{Error, Kind, ListFilter, Status, Store};
+use handoff_core::{Error, Store};
 use rmcp::handler::server::tool::{schema_for_input, schema_for_type};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -23,33 +23,12 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::args::DEFAULT_LEASE_SECONDS;
+use crate::args::{DEFAULT_LEASE_SECONDS, ListArgs};
 use crate::commands::claim_from_token;
 use crate::error::{CliError, CliResult};
 use crate::fields::CreateArgs;
 use crate::output::{self, Reply};
 use crate::spawn::{self, SpawnConfig};
-
-/// `handoff_list` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ListArgs {
-    /// Only handoffs in this status.
-    #[serde(default)]
-    status: Option<Status>,
-    /// Only handoffs of this task.
-    #[serde(default)]
-    task_id: Option<String>,
-    /// Only handoffs addressed to this agent.
-    #[serde(default)]
-    to_agent: Option<String>,
-    /// Only handoffs of this kind.
-    #[serde(default)]
-    kind: Option<Kind>,
-    /// At most this many.
-    #[serde(default)]
-    limit: Option<usize>,
-}
 
 /// `handoff_get` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -238,13 +217,7 @@ impl Server {
             }
             "handoff_list" => {
                 let args: ListArgs = parse(arguments)?;
-                let records = store.list(&ListFilter {
-                    status: args.status,
-                    task_id: args.task_id,
-                    to_agent: args.to_agent,
-                    kind: args.kind,
-                    limit: args.limit,
-                })?;
+                let records = store.list(&args.into_filter())?;
                 Ok(Reply::new(
                     output::handoff_table(&records),
                     json!({ "count": records.len(), "handoffs": records }),
