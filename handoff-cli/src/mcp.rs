@@ -108,6 +108,7 @@ pub(crate) struct Server {
     store: Store,
     db: PathBuf,
     spawn: Option<Arc<SpawnConfig>>,
+    tools: Arc<[Tool]>,
 }
 
 const INSTRUCTIONS: &str = "Hand unfinished work to another agent, or take it over. \
@@ -200,6 +201,7 @@ impl Server {
             store,
             db,
             spawn: spawn.map(Arc::new),
+            tools: tools().into(),
         }
     }
 
@@ -337,11 +339,11 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools().into_iter().find(|tool| tool.name == name)
+        self.tools.iter().find(|tool| tool.name == name).cloned()
     }
 
     async fn call_tool(
@@ -350,7 +352,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        if self.get_tool(&name).is_none() {
+        if !self.tools.iter().any(|tool| tool.name == name) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {name:?}"),
                 None,
