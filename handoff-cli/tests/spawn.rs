@@ -214,15 +214,16 @@ fn a_successor_killed_by_a_signal_releases_the_handoff() {
 fn heartbeats_keep_a_successor_alive_past_its_lease() {
     let env = Env::new();
     let id = handoff(&env);
-    // Runs for two and a half 1-second leases.
-    let agent = script(&env, "agent.sh", "sleep 2.5\necho finished");
+    // Runs for well over its 2-second lease (heartbeats every third of it keep the claim: a
+    // beat may come 1.3 s late on a loaded machine before the claim could lapse).
+    let agent = script(&env, "agent.sh", "sleep 3.5\necho finished");
     let mut claim = env.command(&[
         "claim",
         &id,
         "--agent",
         "slow",
         "--lease-seconds",
-        "1",
+        "2",
         "--spawn",
         agent.to_str().expect("path"),
         "--json",
