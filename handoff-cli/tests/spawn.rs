@@ -277,11 +277,15 @@ fn heartbeats_keep_a_successor_alive_past_its_lease() {
 fn a_timed_out_successor_is_killed_and_the_handoff_released() {
     let env = Env::new();
     let id = handoff(&env);
-    let pid_file = env.dir.path().join("pid");
+    let group_file = env.dir.path().join("group");
+    // Records its process group, then waits on a background child of its own.
     let agent = script(
         &env,
         "agent.sh",
-        &format!("echo $$ > {}\nsleep 30 & wait", pid_file.display()),
+        &format!(
+            "ps -o pgid= -p $$ > {}\nsleep 30 & wait",
+            group_file.display()
+        ),
     );
     let report = env
         .run(&[
@@ -300,16 +304,29 @@ fn a_timed_out_successor_is_killed_and_the_handoff_released() {
     assert_eq!(report["timed_out"], true);
     assert_eq!(report["handoff"]["status"], "pending");
     // The whole process group went, the background `sleep` included.
-    let pid = std::fs::read_to_string(&pid_file).expect("pid");
-    let alive = Command::new("kill")
-        .args(["-0", "--", &format!("-{}", pid.trim())])
-        .stderr(Stdio::null())
-        .status()
-        .expect("kill -0");
+    let group: u32 = std::fs::read_to_string(&group_file)
+        .expect("group")
+        .trim()
+        .parse()
+        .expect("a process group id");
     assert!(
-        !alive.success(),
-        "the successor's process group is still alive"
+        !running_in_group(group),
+        "the successor's process group is still running"
     );
+}
+
+/// Whether any process of the group is still running (zombies left for an init that does
+/// not reap them do not count), from `ps`.
+fn running_in_group(group: u32) -> bool {
+    let ps = Command::new("ps")
+        .args(["-e", "-o", "pgid=,stat="])
+        .output()
+        .expect("ps");
+    String::from_utf8_lossy(&ps.stdout).lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        fields.next().and_then(|g| g.parse::<u32>().ok()) == Some(group)
+            && fields.next().is_some_and(|stat| !stat.starts_with('Z'))
+    })
 }
 
 #[test]
