@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 mod chain;
 mod clock;
+mod context;
 mod convert;
 mod errors;
 mod machine;
@@ -35,6 +36,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<redact::Redaction>()?;
     m.add_class::<redact::Redactor>()?;
     m.add_function(wrap_pyfunction!(redact::redact, m)?)?;
+    m.add_class::<context::ContextBuilder>()?;
+    m.add_class::<context::Packet>()?;
+    m.add_class::<context::Manifest>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add("SCHEMA_VERSION", handoff_core::SCHEMA_VERSION)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

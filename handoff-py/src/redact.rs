@@ -92,7 +92,7 @@ pub fn redact<'py>(py: Python<'py>, text: &Bound<'py, PyAny>) -> Result<(String,
 /// A redactor with the built-in rules and any rules you add. Build once and reuse.
 #[pyclass(module = "handoff_core", name = "Redactor", frozen)]
 pub struct Redactor {
-    inner: core::Redactor,
+    pub(crate) inner: core::Redactor,
 }
 
 #[pymethods]

@@ -1,0 +1,268 @@
+//! `handoff_core.ContextBuilder`, `Packet` and `Manifest`: the successor's context packet,
+//! built by the core under a token budget.
+
+use std::sync::Mutex;
+
+use handoff_core as core;
+use handoff_core::context::Message;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::convert::{Args, json_to_py, to_py};
+use crate::errors::Result;
+use crate::record::Handoff;
+use crate::redact::Redactor;
+
+/// The items of a list (or tuple) argument; a problem for anything else.
+fn items<'py>(args: &mut Args, field: &str, obj: &Bound<'py, PyAny>) -> Vec<Bound<'py, PyAny>> {
+    if let Ok(list) = obj.cast::<PyList>() {
+        list.iter().collect()
+    } else if let Ok(tuple) = obj.cast::<PyTuple>() {
+        tuple.iter().collect()
+    } else {
+        args.problem(field, "must be a list");
+        Vec::new()
+    }
+}
+
+/// Builds a successor's context packet under a token budget: mandatory sections (goal, pending
+/// steps, instructions, blockers) always, the rest by priority and recency; secrets redacted
+/// unless `redact=False`; a manifest of what was included, truncated, dropped and redacted.
+#[pyclass(module = "handoff_core", name = "ContextBuilder", frozen)]
+pub struct ContextBuilder {
+    inner: Mutex<core::ContextBuilder>,
+}
+
+impl ContextBuilder {
+    fn with<T>(&self, f: impl FnOnce(&mut core::ContextBuilder) -> T) -> T {
+        let mut guard = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut guard)
+    }
+}
+
+#[pymethods]
+impl ContextBuilder {
+    #[new]
+    /// `budget_tokens=None` is 2000 tokens (DESIGN §10).
+    #[pyo3(signature = (budget_tokens=None, redact=true, redactor=None))]
+    fn py_new(
+        budget_tokens: Option<&Bound<'_, PyAny>>,
+        redact: bool,
+        redactor: Option<&Bound<'_, Redactor>>,
+    ) -> Result<ContextBuilder> {
+        let mut args = Args::new();
+        let budget = args.opt_int::<usize>("budget_tokens", budget_tokens, "a whole number at least 0");
+        args.finish()?;
+        let mut inner = core::ContextBuilder::new(budget.unwrap_or(2000)).redact(redact);
+        if let Some(redactor) = redactor {
+            inner = inner.redactor(redactor.get().inner.clone());
+        }
+        Ok(ContextBuilder {
+            inner: Mutex::new(inner),
+        })
+    }
+
+    /// Adds a handoff record. Returns the builder, for chaining.
+    fn add_handoff<'py>(slf: &Bound<'py, Self>, h: &Bound<'py, PyAny>) -> Result<Bound<'py, Self>> {
+        let Ok(h) = h.cast::<Handoff>() else {
+            return Err(core::Error::invalid("h", "must be a Handoff").into());
+        };
+        slf.get().with(|b| {
+            b.add_handoff(&h.get().inner);
+        });
+        Ok(slf.clone())
+    }
+
+    /// Adds conversation messages: dicts with `role` and `content` (str; `None` is empty),
+    /// and optionally `tool_calls` (JSON), `at` (aware datetime), `id` (str), `priority` (int).
+    /// Other keys (as providers send them) are ignored.
+    fn add_messages<'py>(slf: &Bound<'py, Self>, messages: &Bound<'py, PyAny>) -> Result<Bound<'py, Self>> {
+        let mut args = Args::new();
+        let mut converted = Vec::new();
+        for (i, message) in items(&mut args, "messages", messages).iter().enumerate() {
+            let field = |key: &str| format!("messages[{i}].{key}");
+            let Ok(dict) = message.cast::<PyDict>() else {
+                args.problem(format!("messages[{i}]"), "must be a dict with role and content");
+                continue;
+            };
+            let get = |key: &str| dict.get_item(key).ok().flatten();
+            let role = match get("role") {
+                Some(role) => args.text(&field("role"), &role),
+                None => {
+                    args.problem(field("role"), "is required");
+                    String::new()
+                }
+            };
+            let content = args.opt_text(&field("content"), get("content").as_ref()).unwrap_or_default();
+            let tool_calls = match get("tool_calls").filter(|calls| !calls.is_none()) {
+                Some(calls) => {
+                    let wrapped = PyDict::new(slf.py());
+                    wrapped.set_item("calls", calls)?;
+                    let value = args.json_object(&field("tool_calls"), Some(wrapped.as_any()), 64);
+                    match value.get("calls") {
+                        Some(serde_json::Value::Array(calls)) => calls.clone(),
+                        Some(serde_json::Value::Null) | None => Vec::new(),
+                        Some(_) => {
+                            args.problem(field("tool_calls"), "must be a list");
+                            Vec::new()
+                        }
+                    }
+                }
+                None => Vec::new(),
+            };
+            converted.push(Message {
+                role,
+                content,
+                tool_calls,
+                at: args.opt_time(&field("at"), get("at").as_ref()),
+                id: args.opt_text(&field("id"), get("id").as_ref()),
+                priority: args.opt_int(&field("priority"), get("priority").as_ref(), "a 32-bit int"),
+            });
+        }
+        args.finish()?;
+        slf.get().with(|b| {
+            b.add_messages(converted);
+        });
+        Ok(slf.clone())
+    }
+
+    /// Adds facts (priority 70): each a str, or a dict with a `text` str.
+    fn add_facts<'py>(slf: &Bound<'py, Self>, facts: &Bound<'py, PyAny>) -> Result<Bound<'py, Self>> {
+        let mut args = Args::new();
+        let mut texts = Vec::new();
+        for (i, fact) in items(&mut args, "facts", facts).iter().enumerate() {
+            let field = format!("facts[{i}]");
+            if fact.is_instance_of::<PyString>() {
+                texts.push(args.text(&field, fact));
+            } else if let Ok(dict) = fact.cast::<PyDict>() {
+                match dict.get_item("text").ok().flatten() {
+                    Some(text) => texts.push(args.text(&format!("{field}.text"), &text)),
+                    None => args.problem(format!("{field}.text"), "is required"),
+                }
+            } else {
+                args.problem(field, "must be a str or a dict with a text str");
+            }
+        }
+        args.finish()?;
+        slf.get().with(|b| {
+            b.add_facts(texts);
+        });
+        Ok(slf.clone())
+    }
+
+    /// Adds a free item with a priority (higher is kept first) and an optional time.
+    #[pyo3(signature = (text, priority, at=None))]
+    fn add_item<'py>(
+        slf: &Bound<'py, Self>,
+        text: &Bound<'py, PyAny>,
+        priority: &Bound<'py, PyAny>,
+        at: Option<&Bound<'py, PyAny>>,
+    ) -> Result<Bound<'py, Self>> {
+        let mut args = Args::new();
+        let text = args.text("text", text);
+        let priority = args.opt_int::<i32>("priority", Some(priority), "a 32-bit int");
+        let at = args.opt_time("at", at);
+        args.finish()?;
+        slf.get().with(|b| {
+            b.add_item(text, priority.unwrap_or_default(), at);
+        });
+        Ok(slf.clone())
+    }
+
+    /// Builds the packet (deterministic for the same input).
+    fn build(&self, py: Python<'_>) -> Packet {
+        let packet = py.detach(|| self.with(|b| b.build()));
+        Packet { inner: packet }
+    }
+}
+
+/// A built context packet.
+#[pyclass(module = "handoff_core", name = "Packet", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct Packet {
+    inner: core::Packet,
+}
+
+#[pymethods]
+impl Packet {
+    /// The packet rendered as Markdown.
+    #[getter]
+    fn markdown(&self) -> String {
+        self.inner.to_markdown()
+    }
+    /// The packet as chat messages (`[{"role": ..., "content": ...}, ...]`).
+    #[getter]
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.inner.to_messages().iter().map(|m| json_to_py(py, m)).collect()
+    }
+    /// Tokens the packet costs.
+    #[getter]
+    fn tokens(&self) -> usize {
+        self.inner.tokens
+    }
+    /// The budget it was built for.
+    #[getter]
+    fn budget(&self) -> usize {
+        self.inner.budget
+    }
+    /// The sections, in order, as dicts (`id`, `kind`, `title`, `text`, `role`, `tokens`).
+    #[getter]
+    fn sections<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.sections)
+    }
+    /// What was included, truncated, dropped and redacted.
+    #[getter]
+    fn manifest(&self) -> Manifest {
+        Manifest {
+            inner: self.inner.manifest.clone(),
+        }
+    }
+    /// The packet's JSON form.
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Packet(tokens={}, budget={}, sections={})",
+            self.inner.tokens,
+            self.inner.budget,
+            self.inner.sections.len()
+        )
+    }
+}
+
+/// What a packet included (ids), truncated, dropped (with ids and reasons) and redacted.
+#[pyclass(module = "handoff_core", name = "Manifest", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct Manifest {
+    inner: core::context::Manifest,
+}
+
+#[pymethods]
+impl Manifest {
+    /// Ids of the items included.
+    #[getter]
+    fn included(&self) -> Vec<String> {
+        self.inner.included.clone()
+    }
+    /// `[{"id", "original_tokens", "kept_tokens"}]`.
+    #[getter]
+    fn truncated<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.truncated)
+    }
+    /// `[{"id", "tokens", "reason"}]`.
+    #[getter]
+    fn dropped<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.dropped)
+    }
+    /// `[{"id", "rule", "count"}]`.
+    #[getter]
+    fn redacted<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.redacted)
+    }
+    /// Every part as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner)
+    }
+}
