@@ -1,6 +1,6 @@
 //! One function per subcommand: open the store, call the core, describe the result.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -236,10 +236,7 @@ fn export(db: &Path, output: Option<PathBuf>) -> CliResult<Done> {
     }
     match output {
         None => {
-            std::io::stdout()
-                .lock()
-                .write_all(lines.as_bytes())
-                .map_err(|e| CliError::io("cannot write to standard output", e))?;
+            output::write_stdout(&lines)?;
             Ok(Done {
                 reply: None,
                 exit: code::OK,

@@ -37,9 +37,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let done = commands::run(&cli.db, cli.command)?;
     if let Some(reply) = done.reply {
         if cli.json {
-            println!("{}", reply.json);
+            output::write_stdout(&format!("{}\n", reply.json))?;
         } else {
-            print!("{}", reply.text);
+            output::write_stdout(&reply.text)?;
         }
     }
     Ok(ExitCode::from(done.exit))

@@ -1,10 +1,13 @@
 //! What commands and MCP tools print: human text (tables, the DNA) and JSON.
 
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use handoff_core::{Chain, Claim, Event, Handoff, PathStats};
 use serde_json::{Value, json};
+
+use crate::error::{CliError, CliResult};
 
 /// A result in both forms: readable text, and JSON for scripts and MCP `structuredContent`.
 #[derive(Debug)]
@@ -19,6 +22,18 @@ impl Reply {
             text: text.into(),
             json,
         }
+    }
+}
+
+/// Writes `text` to stdout. A reader that stops early (`handoff list | head -1`) is not an
+/// error.
+pub(crate) fn write_stdout(text: &str) -> CliResult<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::io("cannot write to standard output", e))
+        }
+        _ => Ok(()),
     }
 }
 
