@@ -1,10 +1,11 @@
 //! Claim-and-spawn: run a successor command on a claimed handoff, heartbeat while it runs,
 //! complete it on exit 0 and release it otherwise.
 //!
-//! The command runs through `sh -c` in a process group of its own, so that a timeout or a lost
-//! lease kills everything it started, not just the shell.
+//! The command runs through `sh -c` in a process group of its own (on Unix), so that a timeout
+//! or a lost lease kills everything it started, not just the shell.
 
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -167,8 +168,9 @@ pub(crate) fn run(store: &Store, db: &Path, claim: &Claim, config: &SpawnConfig)
         .env("HANDOFF_AGENT", h.claimed_by.as_deref().unwrap_or_default())
         .env("HANDOFF_DB", db)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    command.process_group(0);
 
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -224,7 +226,7 @@ pub(crate) fn run(store: &Store, db: &Path, claim: &Claim, config: &SpawnConfig)
     };
     if let Some(status) = status {
         report.exit_code = status.code();
-        report.signal = status.signal();
+        report.signal = signal_of(status);
     }
     // Both readers finish when the pipes close; a lingering grandchild is not waited for long.
     let deadline = Instant::now() + DRAIN;
@@ -286,15 +288,26 @@ fn settle(store: &Store, claim: &Claim, report: &mut SpawnReport) {
     }
 }
 
-/// Kills the child's whole process group, then reaps the child.
+#[cfg(unix)]
+fn signal_of(status: std::process::ExitStatus) -> Option<i32> {
+    status.signal()
+}
+
+#[cfg(not(unix))]
+fn signal_of(_: std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+/// Kills the child's whole process group (on Unix), then reaps the child.
 fn kill(child: &mut Child) -> Option<std::process::ExitStatus> {
     let group = format!("-{}", child.id());
-    let killed = Command::new("kill")
-        .args(["-KILL", "--", &group])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let killed = cfg!(unix)
+        && Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
     if !killed {
         let _ = child.kill();
     }

@@ -1,3 +1,4 @@
+#![cfg(unix)] // The successors are shell scripts.
 //! `handoff claim --spawn`: a small shell script stands in for the successor agent.
 
 mod common;
