@@ -12,6 +12,7 @@ pub mod redact;
 pub mod schema;
 pub mod stats;
 pub mod store;
+pub mod tools;
 pub mod validate;
 
 pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop};
@@ -25,4 +26,5 @@ pub use stats::PathStats;
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::{SqliteOptions, Synchronous};
 pub use store::{Claim, DEFAULT_LEASE, ListFilter, Store};
+pub use tools::{AgentRegistry, HandoffIntent, Provider};
 pub use validate::Limits;

@@ -309,21 +309,25 @@ pub(crate) fn check_json_text(field: &str, json: &str, limits: &Limits) -> Resul
             ),
         ));
     }
+    let bytes = json.as_bytes();
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for byte in json.bytes() {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => {
+                // Skip the string's body in one search for its closing quote or an escape.
+                at += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', &bytes[at.min(bytes.len())..]) {
+                        Some(offset) if bytes[at + offset] == b'\\' => at += offset + 2,
+                        Some(offset) => {
+                            at += offset;
+                            break;
+                        }
+                        None => return Ok(()), // unterminated: the parser will say so
+                    }
+                }
             }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
             b'[' | b'{' => {
                 depth += 1;
                 // The record itself is one level; its fields may nest `max_depth` more.
@@ -337,6 +341,7 @@ pub(crate) fn check_json_text(field: &str, json: &str, limits: &Limits) -> Resul
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        at += 1;
     }
     Ok(())
 }

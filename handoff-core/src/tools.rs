@@ -1,0 +1,613 @@
+//! Swarm tools: an agent registry, `transfer_to_<agent>` tool definitions for the major LLM
+//! APIs, and a detector that turns a provider's raw response into a handoff intent.
+//!
+//! Formats follow each provider's documented shapes: OpenAI Chat Completions
+//! (`tools[].function`, `tool_calls[].function.arguments` as a JSON string), the OpenAI
+//! Responses API (flat function tools, `output[]` items of type `function_call`), Anthropic
+//! Messages (`input_schema`, `content[]` blocks of type `tool_use` with `input` as an object)
+//! and MCP (`inputSchema`).
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::chain::{ChainPolicy, ChainRule, ChainViolation};
+use crate::error::{Error, Result};
+use crate::validate::{self, Limits};
+
+/// Every tool this module makes is named `transfer_to_<agent>`.
+pub const TOOL_PREFIX: &str = "transfer_to_";
+
+/// An LLM API whose tool format we speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    /// OpenAI Chat Completions.
+    OpenAiChat,
+    /// The OpenAI Responses API.
+    OpenAiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Model Context Protocol `tools/list`.
+    Mcp,
+}
+
+impl FromStr for Provider {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "openai_chat" => Ok(Provider::OpenAiChat),
+            "openai_responses" => Ok(Provider::OpenAiResponses),
+            "anthropic" => Ok(Provider::Anthropic),
+            "mcp" => Ok(Provider::Mcp),
+            _ => Err(Error::invalid(
+                "provider",
+                "must be one of openai_chat, openai_responses, anthropic, mcp",
+            )),
+        }
+    }
+}
+
+/// A registered agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Agent {
+    /// Its name, as used in `from_agent`/`to_agent`.
+    pub name: String,
+    /// What it is good at: goes into the tool description.
+    pub description: String,
+    /// Who it may hand off to; `None` is everyone else.
+    pub collaborators: Option<Vec<String>>,
+}
+
+/// What to do when one response asks for several handoffs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Multiple {
+    /// Refuse the response (the default): an agent should hand off once.
+    #[default]
+    Error,
+    /// Take the first handoff in the response's order.
+    FirstWins,
+}
+
+/// A handoff an LLM asked for through a `transfer_to_<agent>` tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HandoffIntent {
+    /// The agent to hand off to.
+    pub target: String,
+    /// The tool's arguments (`reason`, `summary`, `pending`, `instructions`), as sent.
+    pub arguments: serde_json::Map<String, Value>,
+    /// The provider's id for the call, to answer it.
+    pub call_id: Option<String>,
+    /// The tool name the model called.
+    pub tool: String,
+}
+
+impl HandoffIntent {
+    /// The handoff this intent asks for: `summary` becomes the progress summary, `pending` the
+    /// pending steps, `instructions` the instructions; the model's `reason` and the call id are
+    /// kept in `metadata`. Create it with a store whose policy is [`AgentRegistry::policy`].
+    pub fn to_new_handoff(&self, task_id: &str, from_agent: &str, goal: &str) -> crate::NewHandoff {
+        let text = |key: &str| {
+            self.arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let pending: Vec<String> = self
+            .arguments
+            .get("pending")
+            .and_then(Value::as_array)
+            .map(|steps| {
+                steps
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut metadata = crate::Metadata::new();
+        if let Some(reason) = text("reason") {
+            metadata.insert("handoff_reason".into(), Value::String(reason));
+        }
+        if let Some(id) = &self.call_id {
+            metadata.insert("call_id".into(), Value::String(id.clone()));
+        }
+        let mut new = crate::NewHandoff::new(task_id, goal)
+            .from_agent(from_agent)
+            .to_agent(&self.target)
+            .progress(text("summary").unwrap_or_default())
+            .pending(pending)
+            .metadata(metadata);
+        new.instructions = text("instructions");
+        new
+    }
+}
+
+/// The agents of a swarm and who may hand off to whom.
+#[derive(Clone, Debug, Default)]
+pub struct AgentRegistry {
+    agents: Vec<Agent>,
+}
+
+impl AgentRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        AgentRegistry::default()
+    }
+
+    /// Registers (or replaces) an agent.
+    pub fn add(
+        &mut self,
+        name: &str,
+        description: &str,
+        collaborators: Option<Vec<String>>,
+    ) -> Result<&mut Self> {
+        validate::ident("name", name)?;
+        for (i, other) in collaborators.iter().flatten().enumerate() {
+            validate::ident(&format!("collaborators[{i}]"), other)?;
+        }
+        let agent = Agent {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            collaborators,
+        };
+        match self.agents.iter_mut().find(|a| a.name == name) {
+            Some(existing) => *existing = agent,
+            None => self.agents.push(agent),
+        }
+        Ok(self)
+    }
+
+    /// The registered agents, in the order they were added.
+    pub fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    fn agent(&self, name: &str) -> Result<&Agent> {
+        self.agents
+            .iter()
+            .find(|a| a.name == name)
+            .ok_or_else(|| Error::invalid("agent", format!("{name} is not registered")))
+    }
+
+    /// Who `from` may hand off to, in registration order.
+    fn targets(&self, from: &Agent) -> Vec<&Agent> {
+        self.agents
+            .iter()
+            .filter(|a| a.name != from.name)
+            .filter(|a| {
+                from.collaborators
+                    .as_ref()
+                    .is_none_or(|allowed| allowed.contains(&a.name))
+            })
+            .collect()
+    }
+
+    /// The tool name for each of `from`'s targets: sanitised to `^[a-zA-Z0-9_-]{1,64}$`,
+    /// made unique when two names sanitise alike.
+    fn tool_names<'a>(&'a self, from: &Agent) -> Vec<(String, &'a Agent)> {
+        let mut used = BTreeSet::new();
+        self.targets(from)
+            .into_iter()
+            .map(|target| {
+                let base = tool_name(&target.name);
+                let mut name = base.clone();
+                let mut n = 2;
+                while !used.insert(name.clone()) {
+                    let suffix = format!("_{n}");
+                    let keep = base.len().min(64 - suffix.len());
+                    name = format!("{}{suffix}", &base[..keep]);
+                    n += 1;
+                }
+                (name, target)
+            })
+            .collect()
+    }
+
+    /// The `transfer_to_<agent>` tools `agent` may call, exactly as `provider` expects them.
+    pub fn tools(&self, agent: &str, provider: Provider) -> Result<Vec<Value>> {
+        let from = self.agent(agent)?;
+        Ok(self
+            .tool_names(from)
+            .into_iter()
+            .map(|(name, target)| {
+                let description = format!(
+                    "Hand the task over to {}{}. Call this when the task needs {}'s skills, or when \
+                     you cannot finish it yourself (your context is nearly full, you are stuck, or \
+                     the remaining work is outside your role). Summarise what you did and what is \
+                     left so that {} can continue without asking.",
+                    target.name,
+                    if target.description.is_empty() { String::new() } else { format!(" ({})", target.description) },
+                    target.name,
+                    target.name,
+                );
+                let schema = parameters();
+                match provider {
+                    Provider::OpenAiChat => json!({
+                        "type": "function",
+                        "function": {"name": name, "description": description, "parameters": schema, "strict": true}
+                    }),
+                    Provider::OpenAiResponses => json!({
+                        "type": "function", "name": name, "description": description,
+                        "parameters": schema, "strict": true
+                    }),
+                    Provider::Anthropic => json!({"name": name, "description": description, "input_schema": schema}),
+                    Provider::Mcp => json!({"name": name, "description": description, "inputSchema": schema}),
+                }
+            })
+            .collect())
+    }
+
+    /// The chain policy this registry implies: each agent may hand off only to its targets.
+    pub fn policy(&self, base: ChainPolicy) -> ChainPolicy {
+        let mut collaborators = BTreeMap::new();
+        for agent in &self.agents {
+            let targets = self
+                .targets(agent)
+                .into_iter()
+                .map(|t| t.name.clone())
+                .collect();
+            collaborators.insert(agent.name.clone(), targets);
+        }
+        ChainPolicy {
+            collaborators: Some(collaborators),
+            ..base
+        }
+    }
+
+    /// Parses a provider response (or just its message) given as JSON text; the size and
+    /// nesting limits apply before parsing.
+    pub fn detect_json(
+        &self,
+        response: &str,
+        from_agent: &str,
+        multiple: Multiple,
+    ) -> Result<Option<HandoffIntent>> {
+        let limits = Limits {
+            max_record_bytes: 4 * 1024 * 1024,
+            ..Limits::default()
+        };
+        validate::check_json_text("response", response, &limits)?;
+        let envelope: Envelope<'_> = serde_json::from_str(response)
+            .map_err(|e| Error::invalid("response", format!("not a provider response: {e}")))?;
+        self.detect_calls(calls(envelope)?, from_agent, multiple)
+    }
+
+    /// Finds the `transfer_to_<agent>` call in a raw Chat Completions, Responses or Anthropic
+    /// response (whole or just the message). `None` when the model did not hand off.
+    pub fn detect(
+        &self,
+        response: &Value,
+        from_agent: &str,
+        multiple: Multiple,
+    ) -> Result<Option<HandoffIntent>> {
+        let envelope = Envelope::deserialize(response)
+            .map_err(|e| Error::invalid("response", format!("not a provider response: {e}")))?;
+        self.detect_calls(calls(envelope)?, from_agent, multiple)
+    }
+
+    fn detect_calls(
+        &self,
+        mut calls: Vec<Call>,
+        from_agent: &str,
+        multiple: Multiple,
+    ) -> Result<Option<HandoffIntent>> {
+        let from = self.agent(from_agent)?;
+        let call = match (calls.len(), multiple) {
+            (0, _) => return Ok(None),
+            (1, _) | (_, Multiple::FirstWins) => calls.swap_remove(0),
+            (n, Multiple::Error) => {
+                return Err(Error::invalid(
+                    "tool_calls",
+                    format!("{n} handoffs in one response; an agent hands off once"),
+                ));
+            }
+        };
+        let names = self.tool_names(from);
+        let target = match names.iter().find(|(name, _)| *name == call.name) {
+            Some((_, target)) => target.name.clone(),
+            None => {
+                // A registered agent that is not one of `from`'s targets breaks the policy;
+                // anything else is a tool the model made up.
+                let every = self.tool_names(&Agent {
+                    name: String::new(),
+                    description: String::new(),
+                    collaborators: None,
+                });
+                return Err(match every.iter().find(|(name, _)| *name == call.name) {
+                    Some((_, target)) => Error::ChainViolation(ChainViolation {
+                        task_id: String::new(),
+                        path: vec![from.name.clone(), target.name.clone()],
+                        rule: ChainRule::NotCollaborator {
+                            from: from.name.clone(),
+                            to: target.name.clone(),
+                        },
+                    }),
+                    None => Error::invalid(
+                        call.field.clone(),
+                        format!("{} names no registered agent", call.name),
+                    ),
+                });
+            }
+        };
+        let arguments = match call.arguments {
+            Value::Object(map) => map,
+            other => {
+                return Err(Error::invalid(
+                    call.field,
+                    format!("arguments must be a JSON object, not {}", kind(&other)),
+                ));
+            }
+        };
+        Ok(Some(HandoffIntent {
+            target,
+            arguments,
+            call_id: call.id,
+            tool: call.name,
+        }))
+    }
+}
+
+/// `transfer_to_<name>` with every character outside `[a-zA-Z0-9_-]` made `_`, at most 64 long.
+fn tool_name(agent: &str) -> String {
+    let mut name: String = TOOL_PREFIX.to_owned();
+    name.extend(agent.chars().map(|c| {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            c
+        } else {
+            '_'
+        }
+    }));
+    name.truncate(64);
+    name
+}
+
+/// The transfer tools' parameters, valid in OpenAI strict mode: every property required,
+/// no others allowed, optional ones nullable.
+fn parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string", "description": "Why you are handing over, in one sentence."},
+            "summary": {"type": "string", "description": "What you did and what you learned that the next agent needs."},
+            "pending": {
+                "type": ["array", "null"],
+                "items": {"type": "string"},
+                "description": "The steps still to do, in order; null if none."
+            },
+            "instructions": {"type": ["string", "null"], "description": "Guidance for the next agent; null if none."}
+        },
+        "required": ["reason", "summary", "pending", "instructions"],
+        "additionalProperties": false
+    })
+}
+
+struct Call {
+    name: String,
+    id: Option<String>,
+    arguments: Value,
+    /// Where the arguments were, for error messages.
+    field: String,
+}
+
+/// The parts of a provider response the detector reads; serde skips everything else without
+/// building it, which is most of a response.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Envelope<'a> {
+    /// Chat Completions, whole response.
+    #[serde(borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    /// Chat Completions, just the message.
+    #[serde(borrow)]
+    tool_calls: Option<Vec<ChatCall<'a>>>,
+    /// Responses API, whole response.
+    #[serde(borrow)]
+    output: Option<Vec<Item<'a>>>,
+    /// Anthropic, a message; also a Chat Completions message's text (then not a list).
+    content: Option<Value>,
+    /// Responses API, a single output item. (Not `#[serde(flatten)]`: that buffers the
+    /// whole response before reading it.)
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Choice<'a> {
+    #[serde(borrow)]
+    message: Option<ChatMessage<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ChatMessage<'a> {
+    #[serde(borrow)]
+    tool_calls: Option<Vec<ChatCall<'a>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ChatCall<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<Function<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Function<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    arguments: Option<Value>,
+    input: Option<Value>,
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Arguments sent as a JSON string (OpenAI) are parsed; malformed ones are an error.
+fn string_arguments(raw: Option<Value>, field: &str) -> Result<Value> {
+    match raw {
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(Value::Object(Default::default())),
+        Some(Value::String(s)) => serde_json::from_str(&s)
+            .map_err(|e| Error::invalid(field, format!("arguments are not valid JSON: {e}"))),
+        Some(other) => Ok(other),
+        None => Err(Error::invalid(field, "arguments are missing")),
+    }
+}
+
+fn chat_calls(calls: Vec<ChatCall<'_>>, at: &str, out: &mut Vec<Call>) -> Result<()> {
+    for (j, call) in calls.into_iter().enumerate() {
+        let Some(function) = call.function else {
+            continue;
+        };
+        let Some(name) = function.name else { continue };
+        if !name.starts_with(TOOL_PREFIX) {
+            continue;
+        }
+        let field = format!("{at}tool_calls[{j}].function.arguments");
+        out.push(Call {
+            name: name.into_owned(),
+            id: call.id.map(Cow::into_owned),
+            arguments: string_arguments(function.arguments, &field)?,
+            field,
+        });
+    }
+    Ok(())
+}
+
+fn output_item(item: Item<'_>, field: String, out: &mut Vec<Call>) -> Result<()> {
+    let Some(name) = item.name.filter(|n| n.starts_with(TOOL_PREFIX)) else {
+        return Ok(());
+    };
+    match item.kind.as_deref() {
+        Some("function_call") => out.push(Call {
+            name: name.into_owned(),
+            id: item.call_id.or(item.id).map(Cow::into_owned),
+            arguments: string_arguments(item.arguments, &field)?,
+            field,
+        }),
+        Some("tool_use") => {
+            let field = field.replace("arguments", "input");
+            out.push(Call {
+                name: name.into_owned(),
+                id: item.id.map(Cow::into_owned),
+                arguments: item
+                    .input
+                    .ok_or_else(|| Error::invalid(field.clone(), "input is missing"))?,
+                field,
+            })
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Every `transfer_to_` call in a response, in order, whatever the provider.
+fn calls(envelope: Envelope<'_>) -> Result<Vec<Call>> {
+    let mut out = Vec::new();
+    for (i, choice) in envelope.choices.into_iter().flatten().enumerate() {
+        if let Some(calls) = choice.message.and_then(|m| m.tool_calls) {
+            chat_calls(calls, &format!("choices[{i}].message."), &mut out)?;
+        }
+    }
+    if let Some(calls) = envelope.tool_calls {
+        chat_calls(calls, "", &mut out)?;
+    }
+    for (i, item) in envelope.output.into_iter().flatten().enumerate() {
+        output_item(item, format!("output[{i}].arguments"), &mut out)?;
+    }
+    let item = Item {
+        kind: envelope.kind,
+        name: envelope.name,
+        call_id: envelope.call_id,
+        id: envelope.id,
+        arguments: envelope.arguments,
+        input: None,
+    };
+    if item.kind.as_deref() == Some("function_call") {
+        output_item(item, "arguments".to_owned(), &mut out)?;
+    }
+    // Anthropic: content[] blocks of type tool_use, `input` an object.
+    if let Some(Value::Array(blocks)) = envelope.content {
+        for (i, block) in blocks.into_iter().enumerate() {
+            if let Ok(item) = Item::deserialize(block) {
+                output_item(item, format!("content[{i}].arguments"), &mut out)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn names_are_sanitised_and_unique() {
+        assert_eq!(
+            tool_name("gemini-2.5@google"),
+            "transfer_to_gemini-2_5_google"
+        );
+        let mut registry = AgentRegistry::new();
+        registry.add("boss", "", None).unwrap();
+        registry.add("a.b", "", None).unwrap();
+        registry.add("a:b", "", None).unwrap();
+        let long = "x".repeat(100);
+        registry.add(&long, "", None).unwrap();
+        registry.add(&format!("{long}y"), "", None).unwrap();
+        let names: Vec<String> = registry
+            .tool_names(registry.agent("boss").unwrap())
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names[0], "transfer_to_a_b");
+        assert_eq!(names[1], "transfer_to_a_b_2");
+        assert_eq!(names[2].len(), 64);
+        assert_eq!(names[3].len(), 64);
+        assert_ne!(names[2], names[3]);
+        for name in names {
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            );
+        }
+    }
+}

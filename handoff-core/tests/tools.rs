@@ -1,0 +1,336 @@
+//! Tools and the detector, on fixtures shaped like each provider's documented format.
+#![allow(clippy::unwrap_used)]
+
+use handoff_core::tools::{AgentRegistry, Multiple, Provider};
+use handoff_core::{ChainPolicy, Error, ErrorKind, Store};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn registry() -> AgentRegistry {
+    let mut r = AgentRegistry::new();
+    r.add(
+        "triage",
+        "routes requests",
+        Some(vec!["billing".into(), "tech.support".into()]),
+    )
+    .unwrap();
+    r.add("billing", "invoices and refunds", None).unwrap();
+    r.add(
+        "tech.support",
+        "debugs customer setups",
+        Some(vec!["triage".into()]),
+    )
+    .unwrap();
+    r.add("sales", "quotes and discounts", None).unwrap();
+    r
+}
+
+const ARGS: &str = r#"{"reason":"refund request","summary":"customer 42 was double charged","pending":["refund the second charge"],"instructions":null}"#;
+
+fn chat_completion(calls: Value) -> Value {
+    json!({
+        "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+        "object": "chat.completion",
+        "created": 1741570283,
+        "model": "gpt-4o-2024-08-06",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": null, "tool_calls": calls, "refusal": null},
+            "logprobs": null,
+            "finish_reason": "tool_calls"
+        }],
+        "usage": {"prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99}
+    })
+}
+
+fn chat_call(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+}
+
+fn responses(output: Value) -> Value {
+    json!({
+        "id": "resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b",
+        "object": "response",
+        "created_at": 1741476542,
+        "status": "completed",
+        "model": "gpt-4.1-2025-04-14",
+        "output": output,
+        "parallel_tool_calls": true,
+        "usage": {"input_tokens": 36, "output_tokens": 87, "total_tokens": 123}
+    })
+}
+
+fn anthropic(content: Value) -> Value {
+    json!({
+        "id": "msg_01Aq9w938a90dw8q",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": content,
+        "stop_reason": "tool_use",
+        "stop_sequence": null,
+        "usage": {"input_tokens": 472, "output_tokens": 91}
+    })
+}
+
+#[test]
+fn tool_definitions_per_provider() {
+    let r = registry();
+    let chat = r.tools("triage", Provider::OpenAiChat).unwrap();
+    let names: Vec<&str> = chat
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["transfer_to_billing", "transfer_to_tech_support"]);
+    let f = &chat[0]["function"];
+    assert_eq!(chat[0]["type"], "function");
+    assert_eq!(f["strict"], true);
+    assert!(
+        f["description"]
+            .as_str()
+            .unwrap()
+            .contains("billing (invoices and refunds)")
+    );
+    // Strict mode: every property required, nothing else allowed, optional ones nullable.
+    let params = &f["parameters"];
+    let props: Vec<&String> = params["properties"].as_object().unwrap().keys().collect();
+    let required: Vec<&str> = params["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(props, required);
+    assert_eq!(params["additionalProperties"], false);
+    assert_eq!(
+        params["properties"]["instructions"]["type"],
+        json!(["string", "null"])
+    );
+
+    let resp = r.tools("triage", Provider::OpenAiResponses).unwrap();
+    assert_eq!(resp[0]["name"], "transfer_to_billing");
+    assert_eq!(resp[0]["parameters"], *params);
+    let claude = r.tools("triage", Provider::Anthropic).unwrap();
+    assert_eq!(claude[0]["input_schema"], *params);
+    assert!(claude[0].get("type").is_none());
+    let mcp = r.tools("triage", Provider::Mcp).unwrap();
+    assert_eq!(mcp[0]["inputSchema"], *params);
+    // No collaborators declared: everyone else.
+    assert_eq!(r.tools("sales", Provider::Mcp).unwrap().len(), 3);
+    assert_eq!(
+        "nope".parse::<Provider>().unwrap_err().kind(),
+        ErrorKind::Validation
+    );
+}
+
+#[test]
+fn detects_chat_completions_whole_or_message() {
+    let r = registry();
+    let response = chat_completion(json!([chat_call(
+        "call_abc123",
+        "transfer_to_billing",
+        ARGS
+    )]));
+    let intent = r
+        .detect(&response, "triage", Multiple::Error)
+        .unwrap()
+        .unwrap();
+    assert_eq!(intent.target, "billing");
+    assert_eq!(intent.call_id.as_deref(), Some("call_abc123"));
+    assert_eq!(
+        intent.arguments["summary"],
+        "customer 42 was double charged"
+    );
+    let message = &response["choices"][0]["message"];
+    assert_eq!(
+        r.detect(message, "triage", Multiple::Error).unwrap(),
+        Some(intent)
+    );
+    // Other tools and plain answers are not handoffs.
+    let other = chat_completion(json!([chat_call("c1", "get_weather", "{}")]));
+    assert_eq!(r.detect(&other, "triage", Multiple::Error).unwrap(), None);
+    let answer = json!({"choices": [{"message": {"role": "assistant", "content": "Hello!"}}]});
+    assert_eq!(r.detect(&answer, "triage", Multiple::Error).unwrap(), None);
+}
+
+#[test]
+fn detects_responses_api_output_items() {
+    let r = registry();
+    let response = responses(json!([
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "id": "fc_12345xyz", "call_id": "call_12345xyz",
+         "name": "transfer_to_tech_support", "arguments": ARGS, "status": "completed"}
+    ]));
+    let intent = r
+        .detect(&response, "triage", Multiple::Error)
+        .unwrap()
+        .unwrap();
+    assert_eq!(intent.target, "tech.support");
+    assert_eq!(intent.call_id.as_deref(), Some("call_12345xyz"));
+}
+
+#[test]
+fn detects_anthropic_tool_use() {
+    let r = registry();
+    let response = anthropic(json!([
+        {"type": "text", "text": "Let me pass you to billing."},
+        {"type": "tool_use", "id": "toolu_01A09q90qw90lq917835lq9", "name": "transfer_to_billing",
+         "input": {"reason": "refund", "summary": "double charge", "pending": null, "instructions": "be kind"}}
+    ]));
+    let intent = r
+        .detect(&response, "triage", Multiple::Error)
+        .unwrap()
+        .unwrap();
+    assert_eq!(intent.target, "billing");
+    assert_eq!(intent.arguments["instructions"], "be kind");
+    let text = serde_json::to_string(&response).unwrap();
+    assert_eq!(
+        r.detect_json(&text, "triage", Multiple::Error)
+            .unwrap()
+            .unwrap()
+            .target,
+        "billing"
+    );
+}
+
+#[test]
+fn typed_errors() {
+    let r = registry();
+    let field = |e: Error| match e {
+        Error::Validation { problems } => problems[0].field.clone(),
+        other => panic!("{other}"),
+    };
+    // Malformed arguments.
+    let bad = chat_completion(json!([chat_call("c1", "transfer_to_billing", "{not json")]));
+    assert_eq!(
+        field(r.detect(&bad, "triage", Multiple::Error).unwrap_err()),
+        "choices[0].message.tool_calls[0].function.arguments"
+    );
+    let array = anthropic(
+        json!([{"type": "tool_use", "id": "t", "name": "transfer_to_billing", "input": [1]}]),
+    );
+    assert_eq!(
+        field(r.detect(&array, "triage", Multiple::Error).unwrap_err()),
+        "content[0].input"
+    );
+    // An unknown target.
+    let unknown = chat_completion(json!([chat_call("c1", "transfer_to_nobody", ARGS)]));
+    assert!(
+        r.detect(&unknown, "triage", Multiple::Error)
+            .unwrap_err()
+            .to_string()
+            .contains("transfer_to_nobody")
+    );
+    // A registered agent that is not a collaborator.
+    let stranger = chat_completion(json!([chat_call("c1", "transfer_to_sales", ARGS)]));
+    let err = r.detect(&stranger, "triage", Multiple::Error).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ChainViolation, "{err}");
+    // Several handoffs: an error, or the first wins.
+    let two = chat_completion(json!([
+        chat_call("c1", "transfer_to_billing", ARGS),
+        chat_call("c2", "transfer_to_tech_support", ARGS)
+    ]));
+    assert_eq!(
+        field(r.detect(&two, "triage", Multiple::Error).unwrap_err()),
+        "tool_calls"
+    );
+    assert_eq!(
+        r.detect(&two, "triage", Multiple::FirstWins)
+            .unwrap()
+            .unwrap()
+            .target,
+        "billing"
+    );
+    // An unregistered sender, and JSON text that is not JSON or too deep.
+    assert_eq!(
+        field(r.detect(&two, "ghost", Multiple::Error).unwrap_err()),
+        "agent"
+    );
+    assert_eq!(
+        field(r.detect_json("{", "triage", Multiple::Error).unwrap_err()),
+        "response"
+    );
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    assert_eq!(
+        field(r.detect_json(&deep, "triage", Multiple::Error).unwrap_err()),
+        "response"
+    );
+}
+
+#[test]
+fn an_intent_becomes_a_handoff_under_the_registry_policy() {
+    let r = registry();
+    let store = Store::memory().with_policy(r.policy(ChainPolicy::default()));
+    let response = chat_completion(json!([chat_call("call_9", "transfer_to_billing", ARGS)]));
+    let intent = r
+        .detect(&response, "triage", Multiple::Error)
+        .unwrap()
+        .unwrap();
+    let h = store
+        .create(intent.to_new_handoff("ticket-42", "triage", "Resolve the double charge"))
+        .unwrap();
+    assert_eq!(h.to_agent.as_deref(), Some("billing"));
+    assert_eq!(h.pending_steps, ["refund the second charge"]);
+    assert_eq!(h.metadata["call_id"], "call_9");
+    // The registry's policy refuses a hop the registry does not allow.
+    let refused = handoff_core::NewHandoff::new("ticket-43", "x")
+        .from_agent("triage")
+        .to_agent("sales");
+    assert_eq!(
+        store.create(refused).unwrap_err().kind(),
+        ErrorKind::ChainViolation
+    );
+}
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        prop_oneof![
+            Just("transfer_to_billing".to_owned()),
+            Just("tool_use".to_owned()),
+            Just("function_call".to_owned()),
+            ".{0,10}"
+        ]
+        .prop_map(Value::String),
+    ];
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            proptest::collection::btree_map(
+                prop_oneof![
+                    Just("choices"),
+                    Just("message"),
+                    Just("tool_calls"),
+                    Just("function"),
+                    Just("name"),
+                    Just("arguments"),
+                    Just("output"),
+                    Just("type"),
+                    Just("content"),
+                    Just("input"),
+                    Just("id")
+                ]
+                .prop_map(str::to_owned),
+                inner,
+                0..6
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn the_detector_never_panics(response in arbitrary_json()) {
+        let r = registry();
+        let _ = r.detect(&response, "triage", Multiple::Error);
+        let _ = r.detect(&response, "triage", Multiple::FirstWins);
+    }
+
+    #[test]
+    fn the_detector_never_panics_on_text(text in ".{0,200}") {
+        let _ = registry().detect_json(&text, "triage", Multiple::Error);
+    }
+}
