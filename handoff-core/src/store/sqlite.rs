@@ -5,6 +5,7 @@
 //! A record is stored as its creation-time JSON (`body`, written once) plus the lifecycle
 //! fields in columns, which are all an update writes.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -94,10 +95,10 @@ impl SqliteBackend {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
         };
-        let backend = SqliteBackend {
+        let mut backend = SqliteBackend {
             conn: Mutex::new(conn),
             patience: options.lock_patience,
-            turnstile: Turnstile::open(path),
+            turnstile: None,
         };
         backend
             .retrying(|conn| {
@@ -106,6 +107,8 @@ impl SqliteBackend {
                 Ok(schema::migrate(conn)?)
             })
             .map_err(|e| not_a_store(path, e))?;
+        // Only once the file is known to be a store: a refused file gets no sidecar.
+        backend.turnstile = Turnstile::open(path);
         Ok(backend)
     }
 
@@ -122,6 +125,7 @@ impl SqliteBackend {
     ) -> Result<T, Contended> {
         let started = Instant::now();
         let mut conn = self.lock();
+        let _deadline = Deadline::set(started + self.patience);
         loop {
             match op(&mut conn) {
                 Err(Contended::Sqlite(e)) if is_busy(&e) && started.elapsed() < self.patience => {
@@ -153,13 +157,40 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
+thread_local! {
+    /// When the current call's `lock_patience` runs out. The busy handler is a plain function
+    /// that SQLite calls on the calling thread, so the deadline travels in a thread-local.
+    static LOCK_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Sets the calling thread's lock deadline for as long as it lives.
+struct Deadline(Option<Instant>);
+
+impl Deadline {
+    fn set(at: Instant) -> Deadline {
+        Deadline(LOCK_DEADLINE.replace(Some(at)))
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        LOCK_DEADLINE.set(self.0);
+    }
+}
+
 /// SQLite's own busy handler sleeps for up to 100 ms at a time, so a process that waits keeps
-/// losing to one that loops; short random waits keep every process in the race.
+/// losing to one that loops; short random waits keep every process in the race. It gives up
+/// when the caller's `lock_patience` is spent.
 fn wait_for_lock(attempt: i32) -> bool {
+    if LOCK_DEADLINE
+        .get()
+        .is_some_and(|deadline| Instant::now() >= deadline)
+    {
+        return false;
+    }
     let ceiling = 50u64 << attempt.clamp(0, 5);
     std::thread::sleep(Duration::from_micros(fastrand::u64(ceiling / 2..=ceiling)));
-    // About a minute of waiting; past that the retry loop decides, with the caller's patience.
-    attempt < 60_000
+    true
 }
 
 fn storage(message: impl Into<String>, e: rusqlite::Error) -> Error {
@@ -835,5 +866,48 @@ mod created_event_tests {
             text.starts_with(r#"{"kind":"created","detail":{"record":{"#),
             "{text}"
         );
+    }
+}
+
+#[cfg(test)]
+mod patience_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use super::{SqliteOptions, Synchronous};
+    use crate::{Error, NewHandoff, Store};
+
+    /// A write lock held by another connection (one that does not queue on the turnstile)
+    /// makes a write fail with a storage error once `lock_patience` is spent, not later.
+    #[test]
+    fn lock_patience_bounds_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locked.db");
+        let options = SqliteOptions {
+            synchronous: Synchronous::Normal,
+            lock_patience: Duration::from_millis(300),
+        };
+        let store = Store::open_with(&path, &options).unwrap();
+        let holder = rusqlite::Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        // Returns (instead of waiting the busy handler's old minute or forever) with an error.
+        let err = store.create(NewHandoff::new("t", "g")).unwrap_err();
+        assert!(matches!(err, Error::Storage { .. }), "{err}");
+        holder.execute_batch("ROLLBACK").unwrap();
+        assert!(store.create(NewHandoff::new("t", "g")).is_ok());
+    }
+
+    #[test]
+    fn a_refused_file_gets_no_lock_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(&path, b"not a database").unwrap();
+        assert!(Store::open(&path).is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["notes.txt"]);
     }
 }
