@@ -292,7 +292,10 @@ fn import(db: &Path, file: Option<PathBuf>, unfinished_only: bool) -> CliResult<
         }
     }
     let reopened = records.iter().filter(|h| h.status.is_terminal()).count();
-    let news = records.into_iter().map(content_of).collect::<Vec<_>>();
+    let news = records
+        .into_iter()
+        .map(NewHandoff::from)
+        .collect::<Vec<_>>();
     let total = news.len();
     store.create_many(news)?;
     let created = total - existing;
@@ -325,37 +328,5 @@ fn at_line(line: usize, e: Error) -> CliError {
         }
         .into(),
         other => other.into(),
-    }
-}
-
-/// The creator's part of a record, with its id.
-fn content_of(h: Handoff) -> NewHandoff {
-    NewHandoff {
-        id: Some(h.id),
-        task_id: h.task_id,
-        session_id: h.session_id,
-        parent_id: h.parent_id,
-        kind: h.kind,
-        reason: h.reason,
-        from_agent: h.from_agent,
-        to_agent: h.to_agent,
-        goal: h.goal,
-        progress_summary: h.progress_summary,
-        completed_steps: h.completed_steps,
-        pending_steps: h.pending_steps,
-        key_decisions: h.key_decisions,
-        assumptions: h.assumptions,
-        warnings: h.warnings,
-        unresolved_errors: h.unresolved_errors,
-        blockers: h.blockers,
-        modified_files: h.modified_files,
-        locked_files: h.locked_files,
-        instructions: h.instructions,
-        priority_items: h.priority_items,
-        success_criteria: h.success_criteria,
-        context_usage_percent: h.context_usage_percent,
-        metadata: h.metadata,
-        expires_at: h.expires_at,
-        max_attempts: Some(h.max_attempts),
     }
 }

@@ -481,6 +481,41 @@ impl NewHandoff {
     }
 }
 
+/// The creator's part of a record, with its id: what `create` needs to make it again (as
+/// `import` does). The inverse of [`NewHandoff::into_record`].
+impl From<Handoff> for NewHandoff {
+    fn from(h: Handoff) -> Self {
+        NewHandoff {
+            id: Some(h.id),
+            task_id: h.task_id,
+            session_id: h.session_id,
+            parent_id: h.parent_id,
+            kind: h.kind,
+            reason: h.reason,
+            from_agent: h.from_agent,
+            to_agent: h.to_agent,
+            goal: h.goal,
+            progress_summary: h.progress_summary,
+            completed_steps: h.completed_steps,
+            pending_steps: h.pending_steps,
+            key_decisions: h.key_decisions,
+            assumptions: h.assumptions,
+            warnings: h.warnings,
+            unresolved_errors: h.unresolved_errors,
+            blockers: h.blockers,
+            modified_files: h.modified_files,
+            locked_files: h.locked_files,
+            instructions: h.instructions,
+            priority_items: h.priority_items,
+            success_criteria: h.success_criteria,
+            context_usage_percent: h.context_usage_percent,
+            metadata: h.metadata,
+            expires_at: h.expires_at,
+            max_attempts: Some(h.max_attempts),
+        }
+    }
+}
+
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*

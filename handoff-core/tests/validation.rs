@@ -374,3 +374,11 @@ fn extreme_durations_are_errors_not_panics() {
     let err = late.claim(&h.id, "a", Duration::from_secs(60)).unwrap_err();
     assert!(matches!(err, Error::Validation { .. }), "{err}");
 }
+
+#[test]
+fn a_record_converts_back_to_its_creation_input() {
+    let mut h = record();
+    h.metadata.insert("k".into(), json!([1, {"a": null}]));
+    let again = NewHandoff::from(h.clone()).into_record(h.id.clone(), h.created_at);
+    assert_eq!(again, h);
+}
