@@ -47,6 +47,25 @@ export interface HandoffError extends Error {
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** Builds a successor's context packet under a token budget. */
+export declare class ContextBuilder {
+  /** A builder with `budgetTokens` (default 2000) that redacts secrets unless `redact: false`. */
+  constructor(options?: ContextOptions)
+  /**
+   * Adds a handoff record's sections (goal, pending steps, instructions and blockers are
+   * mandatory).
+   */
+  addHandoff(handoff: Handoff): void
+  /** Adds conversation messages. */
+  addMessages(messages: ContextMessage[]): void
+  /** Adds facts the successor should know. */
+  addFacts(facts: string[]): void
+  /** Adds a free item with a priority (default 50) and an optional time. */
+  addItem(text: string, options?: ItemOptions): void
+  /** Builds the packet. The same input always gives the same packet. */
+  build(): Packet
+}
+
 /**
  * A clock that moves only when told to. Give it to `open(path, { clock })` or
  * `Store.memory({ clock })` to drive leases, expiry and `stalled` without waiting.
@@ -220,6 +239,30 @@ export interface CompleteOptions {
   outcome?: string
 }
 
+/** A chat message offered to the builder. */
+export interface ContextMessage {
+  /** `user`, `assistant`, `tool`, `system`. */
+  role: string
+  /** The text. */
+  content: string
+  /** Tool calls the message made, as the provider sent them. */
+  toolCalls?: JsonValue[]
+  /** When it was said (ISO 8601 or a `Date`). */
+  at?: string | Date
+  /** A stable id for the manifest; `message-<n>` when absent. */
+  id?: string
+  /** Higher is kept first; messages default to 50. */
+  priority?: number
+}
+
+/** `new ContextBuilder(options)`. */
+export interface ContextOptions {
+  /** The budget in tokens (default 2000), counted with a fast estimate (~4 characters a token). */
+  budgetTokens?: number
+  /** Replace secrets with `[REDACTED:<rule>]` (default true). */
+  redact?: boolean
+}
+
 /** What `create` takes. Only `taskId` and `goal` are required. */
 export interface CreateOptions {
   /** The task; its handoffs form its chain. */
@@ -274,6 +317,16 @@ export interface CreateOptions {
   expiresAt?: string | Date
   /** How many claims may lapse before the handoff fails (default 3). */
   maxAttempts?: number
+}
+
+/** An item left out. */
+export interface Dropped {
+  /** The item. */
+  id: string
+  /** Tokens it would have cost. */
+  tokens: number
+  /** Why (`budget`). */
+  reason: string
 }
 
 /** One entry of the event log. */
@@ -424,6 +477,14 @@ export interface Hop {
   createdAt: string
 }
 
+/** `addItem` options. */
+export interface ItemOptions {
+  /** Higher is kept first (default 50). */
+  priority?: number
+  /** When it happened (ISO 8601 or a `Date`); newer is kept first among equals. */
+  at?: string | Date
+}
+
 /** Size limits applied to everything that comes from outside. */
 export interface LimitsOptions {
   /** The whole record as JSON, in bytes (default 256 KiB). */
@@ -476,6 +537,52 @@ export interface OpenOptions {
   limits?: LimitsOptions
 }
 
+/** A successor's context packet. */
+export interface Packet {
+  /** The packet as Markdown. */
+  markdown: string
+  /** The packet as chat messages. */
+  messages: JsonValue[]
+  /** The packet's canonical JSON (snake_case), as the core and the Python binding write it. */
+  json: string
+  /** Tokens used. */
+  tokens: number
+  /** The budget it was built for. */
+  budget: number
+  /** Mandatory sections first, then the rest by kind, messages in chronological order. */
+  sections: Array<PacketSection>
+  /** What was included, truncated, dropped and redacted. */
+  manifest: PacketManifest
+}
+
+/** What a packet included, truncated, dropped and redacted. Nothing is dropped silently. */
+export interface PacketManifest {
+  /** Ids of the items included. */
+  included: Array<string>
+  /** Items cut to fit. */
+  truncated: Array<Truncation>
+  /** Items left out. */
+  dropped: Array<Dropped>
+  /** Secrets replaced. */
+  redacted: Array<RedactedItem>
+}
+
+/** One section of a packet. */
+export interface PacketSection {
+  /** The item's id (`goal`, `message-3`, `fact-0`, ...). */
+  id: string
+  /** `handoff`, `fact`, `message` or `note`. */
+  kind: string
+  /** Its heading. */
+  title: string
+  /** Its text, redacted and perhaps truncated. */
+  text: string
+  /** A message's role. */
+  role: string | null
+  /** Tokens it costs. */
+  tokens: number
+}
+
 /** How the hand-offs of one from→to pair went. */
 export interface PathStats {
   /** The agent handing over (`*` when unnamed). */
@@ -516,10 +623,57 @@ export interface ReasonOptions {
 }
 
 /**
+ * Replaces secrets (API keys of the major providers, cloud keys, tokens, JWTs, PEM private
+ * keys, `password=`-style pairs) with `[REDACTED:<rule>]`.
+ */
+export declare function redact(text: string): Redacted
+
+/** `redact`'s result. */
+export interface Redacted {
+  /** The text with each secret replaced by `[REDACTED:<rule>]`. */
+  text: string
+  /** What was replaced, in order. */
+  redactions: Array<Redaction>
+}
+
+/** Secrets replaced in one item. */
+export interface RedactedItem {
+  /** The item. */
+  id: string
+  /** The rule that found them. */
+  rule: string
+  /** How many. */
+  count: number
+}
+
+/**
+ * One secret found and replaced. `start` and `end` index the input string as JavaScript does
+ * (UTF-16 code units), so `text.slice(start, end)` is the secret.
+ */
+export interface Redaction {
+  /** The rule that found it (`openai-api-key`, ...). */
+  rule: string
+  /** Where the secret starts. */
+  start: number
+  /** Just past the secret. */
+  end: number
+}
+
+/**
  * Renders a record as Markdown for a successor's prompt (sections Meta, Current Goal,
  * Progress, Completed, Pending, ...; empty sections are left out).
  */
 export declare function toMarkdown(handoff: Handoff): string
+
+/** A section cut to fit the budget. */
+export interface Truncation {
+  /** The item. */
+  id: string
+  /** Tokens before the cut. */
+  originalTokens: number
+  /** Tokens kept. */
+  keptTokens: number
+}
 
 /** A problem as JavaScript sees it. */
 export interface ValidationProblem {

@@ -6,10 +6,12 @@ const require = createRequire(import.meta.url)
 const binding = require('./index.js')
 
 export const {
+  ContextBuilder,
   ManualClock,
   Store,
   open,
   openAsync,
+  redact,
   toMarkdown,
   handoffToJson,
   handoffFromJson,

@@ -6,6 +6,7 @@
 
 pub mod chain;
 pub mod clock;
+pub mod context;
 pub mod convert;
 pub mod errors;
 pub mod machine;

@@ -1,0 +1,394 @@
+//! The context builder and redaction: what a successor reads, within a token budget, with
+//! secrets redacted and a manifest of what was included, truncated, dropped and redacted.
+
+use chrono::{DateTime, Utc};
+use handoff_core::context::{self as core, Message};
+use handoff_core::redact as core_redact;
+use napi::{Env, Unknown};
+use napi_derive::napi;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::convert;
+use crate::errors::{Failure, Naming, Outcome, invalid};
+use crate::record;
+use crate::task::{Mirror, guarded, sync};
+
+/// `new ContextBuilder(options)`.
+#[napi(object, object_to_js = false, object_from_js = false)]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextOptions {
+    /// The budget in tokens (default 2000), counted with a fast estimate (~4 characters a token).
+    pub budget_tokens: Option<u32>,
+    /// Replace secrets with `[REDACTED:<rule>]` (default true).
+    pub redact: Option<bool>,
+}
+
+/// A chat message offered to the builder.
+#[napi(object, object_to_js = false, object_from_js = false)]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextMessage {
+    /// `user`, `assistant`, `tool`, `system`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// Tool calls the message made, as the provider sent them.
+    #[napi(ts_type = "JsonValue[]")]
+    pub tool_calls: Option<Vec<Value>>,
+    /// When it was said (ISO 8601 or a `Date`).
+    #[napi(ts_type = "string | Date")]
+    pub at: Option<String>,
+    /// A stable id for the manifest; `message-<n>` when absent.
+    pub id: Option<String>,
+    /// Higher is kept first; messages default to 50.
+    pub priority: Option<i32>,
+}
+
+/// `addItem` options.
+#[napi(object, object_to_js = false, object_from_js = false)]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ItemOptions {
+    /// Higher is kept first (default 50).
+    pub priority: Option<i32>,
+    /// When it happened (ISO 8601 or a `Date`); newer is kept first among equals.
+    #[napi(ts_type = "string | Date")]
+    pub at: Option<String>,
+}
+
+/// Names problems inside a list argument after it: `[2].content` → `messages[2].content`.
+fn under<T>(list: &str, outcome: Outcome<T>) -> Outcome<T> {
+    outcome.map_err(|failure| match failure {
+        Failure::Core(handoff_core::Error::Validation { mut problems }) => {
+            for p in &mut problems {
+                if p.field.starts_with('[') {
+                    p.field = format!("{list}{}", p.field);
+                }
+            }
+            Failure::Core(handoff_core::Error::Validation { problems })
+        }
+        other => other,
+    })
+}
+
+fn time(text: Option<String>, field: &str) -> Outcome<Option<DateTime<Utc>>> {
+    text.map(|t| {
+        DateTime::parse_from_rfc3339(&t)
+            .map(|at| at.with_timezone(&Utc))
+            .map_err(|_| invalid(field, "must be an ISO 8601 time with an offset, like 2026-01-01T00:00:00Z"))
+    })
+    .transpose()
+}
+
+/// Builds a successor's context packet under a token budget.
+#[napi]
+pub struct ContextBuilder {
+    inner: core::ContextBuilder,
+}
+
+#[napi]
+impl ContextBuilder {
+    /// A builder with `budgetTokens` (default 2000) that redacts secrets unless `redact: false`.
+    #[napi(constructor, catch_unwind, ts_args_type = "options?: ContextOptions")]
+    pub fn new(env: Env, options: Unknown<'_>) -> napi::Result<Self> {
+        guarded(&env, Naming::Js, || {
+            let o: ContextOptions = convert::options(&options, "options")?;
+            let budget = o.budget_tokens.unwrap_or(2000) as usize;
+            Ok(ContextBuilder {
+                inner: core::ContextBuilder::new(budget).redact(o.redact.unwrap_or(true)),
+            })
+        })
+    }
+
+    /// Adds a handoff record's sections (goal, pending steps, instructions and blockers are
+    /// mandatory).
+    #[napi(catch_unwind, ts_args_type = "handoff: Handoff")]
+    pub fn add_handoff(&mut self, env: Env, handoff: Unknown<'_>) -> napi::Result<()> {
+        guarded(&env, Naming::Js, || {
+            let h = record::handoff(&handoff, "handoff")?;
+            self.inner.add_handoff(&h);
+            Ok(())
+        })
+    }
+
+    /// Adds conversation messages.
+    #[napi(catch_unwind, ts_args_type = "messages: ContextMessage[]")]
+    pub fn add_messages(&mut self, env: Env, messages: Unknown<'_>) -> napi::Result<()> {
+        guarded(&env, Naming::Js, || {
+            let list: Vec<ContextMessage> = match convert::json(&messages, "messages")? {
+                json @ Value::Array(_) => under("messages", convert::from_json(json, "messages"))?,
+                _ => return Err(invalid("messages", "must be an array of messages")),
+            };
+            let mut out = Vec::with_capacity(list.len());
+            for (i, m) in list.into_iter().enumerate() {
+                out.push(Message {
+                    role: m.role,
+                    content: m.content,
+                    tool_calls: m.tool_calls.unwrap_or_default(),
+                    at: time(m.at, &format!("messages[{i}].at"))?,
+                    id: m.id,
+                    priority: m.priority,
+                });
+            }
+            self.inner.add_messages(out);
+            Ok(())
+        })
+    }
+
+    /// Adds facts the successor should know.
+    #[napi(catch_unwind, ts_args_type = "facts: string[]")]
+    pub fn add_facts(&mut self, env: Env, facts: Unknown<'_>) -> napi::Result<()> {
+        guarded(&env, Naming::Js, || {
+            let facts: Vec<String> = match convert::json(&facts, "facts")? {
+                json @ Value::Array(_) => under("facts", convert::from_json(json, "facts"))?,
+                _ => return Err(invalid("facts", "must be an array of strings")),
+            };
+            self.inner.add_facts(facts);
+            Ok(())
+        })
+    }
+
+    /// Adds a free item with a priority (default 50) and an optional time.
+    #[napi(catch_unwind, ts_args_type = "text: string, options?: ItemOptions")]
+    pub fn add_item(&mut self, env: Env, text: Unknown<'_>, options: Unknown<'_>) -> napi::Result<()> {
+        guarded(&env, Naming::Js, || {
+            let text = convert::string(&text, "text")?;
+            let o: ItemOptions = convert::options(&options, "options")?;
+            let at = time(o.at, "at")?;
+            self.inner.add_item(text, o.priority.unwrap_or(50), at);
+            Ok(())
+        })
+    }
+
+    /// Builds the packet. The same input always gives the same packet.
+    #[napi(catch_unwind, ts_return_type = "Packet")]
+    pub fn build(&self, env: Env) -> napi::Result<Unknown<'static>> {
+        sync(&env, Naming::Js, || Ok(self.inner.build()))
+    }
+}
+
+/// One section of a packet.
+#[napi(object, js_name = "PacketSection", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsSection {
+    /// The item's id (`goal`, `message-3`, `fact-0`, ...).
+    pub id: String,
+    /// `handoff`, `fact`, `message` or `note`.
+    pub kind: String,
+    /// Its heading.
+    pub title: String,
+    /// Its text, redacted and perhaps truncated.
+    pub text: String,
+    /// A message's role.
+    pub role: Option<String>,
+    /// Tokens it costs.
+    pub tokens: f64,
+}
+
+/// A section cut to fit the budget.
+#[napi(object, object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Truncation {
+    /// The item.
+    pub id: String,
+    /// Tokens before the cut.
+    pub original_tokens: f64,
+    /// Tokens kept.
+    pub kept_tokens: f64,
+}
+
+/// An item left out.
+#[napi(object, object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dropped {
+    /// The item.
+    pub id: String,
+    /// Tokens it would have cost.
+    pub tokens: f64,
+    /// Why (`budget`).
+    pub reason: String,
+}
+
+/// Secrets replaced in one item.
+#[napi(object, object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RedactedItem {
+    /// The item.
+    pub id: String,
+    /// The rule that found them.
+    pub rule: String,
+    /// How many.
+    pub count: f64,
+}
+
+/// What a packet included, truncated, dropped and redacted. Nothing is dropped silently.
+#[napi(object, js_name = "PacketManifest", object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsManifest {
+    /// Ids of the items included.
+    pub included: Vec<String>,
+    /// Items cut to fit.
+    pub truncated: Vec<Truncation>,
+    /// Items left out.
+    pub dropped: Vec<Dropped>,
+    /// Secrets replaced.
+    pub redacted: Vec<RedactedItem>,
+}
+
+/// A successor's context packet.
+#[napi(object, js_name = "Packet", object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsPacket {
+    /// The packet as Markdown.
+    pub markdown: String,
+    /// The packet as chat messages.
+    #[napi(ts_type = "JsonValue[]")]
+    pub messages: Vec<Value>,
+    /// The packet's canonical JSON (snake_case), as the core and the Python binding write it.
+    pub json: String,
+    /// Tokens used.
+    pub tokens: f64,
+    /// The budget it was built for.
+    pub budget: f64,
+    /// Mandatory sections first, then the rest by kind, messages in chronological order.
+    pub sections: Vec<JsSection>,
+    /// What was included, truncated, dropped and redacted.
+    pub manifest: JsManifest,
+}
+
+fn kind_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+impl Mirror for core::Packet {
+    type Out = JsPacket;
+    fn mirror(self) -> JsPacket {
+        let markdown = self.to_markdown();
+        let messages = self.to_messages();
+        let json = self.to_json();
+        let core::Packet {
+            sections,
+            tokens,
+            budget,
+            manifest,
+        } = self;
+        let core::Manifest {
+            included,
+            truncated,
+            dropped,
+            redacted,
+        } = manifest;
+        JsPacket {
+            markdown,
+            messages,
+            json,
+            tokens: tokens as f64,
+            budget: budget as f64,
+            sections: sections
+                .into_iter()
+                .map(|s| JsSection {
+                    kind: kind_name(&s.kind),
+                    id: s.id,
+                    title: s.title,
+                    text: s.text,
+                    role: s.role,
+                    tokens: s.tokens as f64,
+                })
+                .collect(),
+            manifest: JsManifest {
+                included,
+                truncated: truncated
+                    .into_iter()
+                    .map(|t| Truncation {
+                        id: t.id,
+                        original_tokens: t.original_tokens as f64,
+                        kept_tokens: t.kept_tokens as f64,
+                    })
+                    .collect(),
+                dropped: dropped
+                    .into_iter()
+                    .map(|d| Dropped {
+                        reason: kind_name(&d.reason),
+                        id: d.id,
+                        tokens: d.tokens as f64,
+                    })
+                    .collect(),
+                redacted: redacted
+                    .into_iter()
+                    .map(|r| RedactedItem {
+                        id: r.id,
+                        rule: r.rule,
+                        count: r.count as f64,
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+/// One secret found and replaced. `start` and `end` index the input string as JavaScript does
+/// (UTF-16 code units), so `text.slice(start, end)` is the secret.
+#[napi(object, object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+pub struct Redaction {
+    /// The rule that found it (`openai-api-key`, ...).
+    pub rule: String,
+    /// Where the secret starts.
+    pub start: f64,
+    /// Just past the secret.
+    pub end: f64,
+}
+
+/// `redact`'s result.
+#[napi(object, object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+pub struct Redacted {
+    /// The text with each secret replaced by `[REDACTED:<rule>]`.
+    pub text: String,
+    /// What was replaced, in order.
+    pub redactions: Vec<Redaction>,
+}
+
+struct RedactOutput(Redacted);
+
+impl Mirror for RedactOutput {
+    type Out = Redacted;
+    fn mirror(self) -> Redacted {
+        self.0
+    }
+}
+
+/// Replaces secrets (API keys of the major providers, cloud keys, tokens, JWTs, PEM private
+/// keys, `password=`-style pairs) with `[REDACTED:<rule>]`.
+#[napi(catch_unwind, ts_args_type = "text: string", ts_return_type = "Redacted")]
+pub fn redact(env: Env, text: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+    sync(&env, Naming::Js, || {
+        let text = convert::string(&text, "text")?;
+        let (clean, found) = core_redact::redact(&text);
+        // Byte offsets to UTF-16 offsets, counted once along the text.
+        let utf16 = |byte: usize| text.get(..byte).map_or(0, |s| s.encode_utf16().count()) as f64;
+        let redactions = found
+            .into_iter()
+            .map(|r| Redaction {
+                rule: r.rule,
+                start: utf16(r.start),
+                end: utf16(r.end),
+            })
+            .collect();
+        Ok(RedactOutput(Redacted {
+            text: clean,
+            redactions,
+        }))
+    })
+}
