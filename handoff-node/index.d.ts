@@ -47,6 +47,35 @@ export interface HandoffError extends Error {
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** The agents of a swarm and who may hand off to whom. */
+export declare class AgentRegistry {
+  /** An empty registry. */
+  constructor()
+  /**
+   * Registers (or replaces) an agent; `collaborators` lists who it may hand off to
+   * (everyone else when left out).
+   */
+  add(name: string, description?: string, collaborators?: string[]): void
+  /** The registered agents, in the order they were added. */
+  agents(): Agent[]
+  /**
+   * The `transfer_to_<agent>` tools `agent` may call, exactly in `provider`'s tool JSON
+   * (`'openai_chat'`, `'openai_responses'`, `'anthropic'` or `'mcp'`).
+   */
+  tools(agent: string, provider: 'openai_chat' | 'openai_responses' | 'anthropic' | 'mcp'): JsonObject[]
+  /**
+   * The chain policy the registry implies (collaborators from the registry, the rest from
+   * `base` or the defaults), to pass to `open(path, { policy })`.
+   */
+  policy(): Policy
+  /**
+   * Reads a provider's response (an object, or its JSON text) for a handoff by `fromAgent`:
+   * the intent, or `null` when it asks for none. Malformed arguments, a target not registered or
+   * several handoffs (unless `multiple: 'first_wins'`) are VALIDATION errors.
+   */
+  detect(response: JsonObject | string, fromAgent: string, options?: DetectOptions): HandoffIntent | null
+}
+
 /** Builds a successor's context packet under a token budget. */
 export declare class ContextBuilder {
   /** A builder with `budgetTokens` (default 2000) that redacts secrets unless `redact: false`. */
@@ -188,6 +217,16 @@ export declare class Store {
   reapAsync(): Promise<number>
 }
 
+/** A registered agent. */
+export interface Agent {
+  /** Its name, as used in `fromAgent`/`toAgent`. */
+  name: string
+  /** What it is good at: goes into the tool description. */
+  description: string
+  /** Who it may hand off to; `null` is everyone else. */
+  collaborators: Array<string> | null
+}
+
 /** `store.cancel` options. */
 export interface CancelOptions {
   /** Why, if you want it logged. */
@@ -317,6 +356,15 @@ export interface CreateOptions {
   expiresAt?: string | Date
   /** How many claims may lapse before the handoff fails (default 3). */
   maxAttempts?: number
+}
+
+/** `registry.detect` options. */
+export interface DetectOptions {
+  /**
+   * What to do when one response asks for several handoffs: refuse it (`'error'`, the
+   * default) or take the first.
+   */
+  multiple?: 'error' | 'first_wins'
 }
 
 /** An item left out. */
@@ -449,6 +497,18 @@ export interface Handoff {
 
 /** Parses and validates a record from its JSON wire form. Problems name the JSON's fields. */
 export declare function handoffFromJson(json: string): Handoff
+
+/** A handoff an LLM asked for through a `transfer_to_<agent>` tool call. */
+export interface HandoffIntent {
+  /** The agent to hand off to. */
+  target: string
+  /** The tool's arguments (`reason`, `summary`, `pending`, `instructions`), as sent. */
+  arguments: JsonObject
+  /** The provider's id for the call, to answer it. */
+  callId: string | null
+  /** The tool name the model called. */
+  tool: string
+}
 
 /** The JSON Schema of the record's wire form, generated from the Rust types. */
 export declare function handoffJsonSchema(): string
@@ -604,6 +664,16 @@ export interface PathStats {
   medianClaimSeconds: number | null
   /** Median seconds from creation to completion, over the completed ones. */
   medianCompleteSeconds: number | null
+}
+
+/** A chain policy as plain data, ready for `open(path, { policy })`. */
+export interface Policy {
+  /** Most hops one task may make. */
+  maxHandoffs: number
+  /** How often an agent may appear again in a task's path. */
+  maxRevisits: number
+  /** Who may hand off to whom. */
+  collaborators: Record<string, Array<string>>
 }
 
 /** Chain limits checked before a new hop is created. */

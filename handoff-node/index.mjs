@@ -6,6 +6,7 @@ const require = createRequire(import.meta.url)
 const binding = require('./index.js')
 
 export const {
+  AgentRegistry,
   ContextBuilder,
   ManualClock,
   Store,

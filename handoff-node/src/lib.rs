@@ -14,6 +14,7 @@ pub mod record;
 pub mod stats;
 pub mod store;
 pub mod task;
+pub mod tools;
 
 /// Node's process leaves glibc's allocator slow for the many short-lived allocations a call
 /// makes (`malloc_consolidate` and `_int_free` were a third of a lifecycle's time); mimalloc is
