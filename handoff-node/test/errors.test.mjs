@@ -3,7 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 
-import { Store, open, openAsync, toMarkdown, handoffToJson, handoffFromJson } from '../index.mjs'
+import { AgentRegistry, ContextBuilder, ManualClock, Store, open, openAsync, redact, toMarkdown, handoffToJson, handoffFromJson } from '../index.mjs'
 
 /** Runs `call` sync and async and checks both fail alike; returns the sync error. */
 async function failsAlike(syncCall, asyncCall, code) {
@@ -280,10 +280,39 @@ test('no value of any type crashes Node', async () => {
       }
     }
   }
-  for (const fn of [toMarkdown, handoffToJson, handoffFromJson]) {
+  for (const fn of [toMarkdown, handoffToJson, handoffFromJson, redact]) {
     for (const v of values) {
       try { fn(v) } catch (err) { assert.equal(err.code, 'VALIDATION') }
     }
   }
+  const registry = new AgentRegistry()
+  registry.add('a', 'x', ['b'])
+  const builder = new ContextBuilder()
+  const clock = new ManualClock()
+  const others = [
+    [registry, ['add', 'tools', 'detect']],
+    [builder, ['addHandoff', 'addMessages', 'addFacts', 'addItem']],
+    [clock, ['advance', 'set']],
+  ]
+  for (const [object, names] of others) {
+    for (const name of names) {
+      for (const v of values) {
+        for (const args of [[v], [v, v], ['a', v], ['a', v, v]]) {
+          calls++
+          try {
+            object[name](...args)
+          } catch (err) {
+            if (!(err instanceof Error) || typeof err.code !== 'string') assert.fail(`${name} threw without a code`)
+          }
+        }
+      }
+    }
+  }
+  for (const v of values) {
+    for (const make of [() => new ContextBuilder(v), () => new ManualClock(v), () => Store.memory(v), () => open(':memory:', v)]) {
+      try { make() } catch (err) { assert.equal(err.code, 'VALIDATION') }
+    }
+  }
+  builder.build()
   assert.ok(calls > 4000)
 })
