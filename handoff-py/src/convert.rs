@@ -42,7 +42,7 @@ impl fmt::Display for Field<'_> {
 }
 
 /// The Python type name of `obj`, for messages.
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
         .map(|name| name.to_string_lossy().into_owned())

@@ -18,6 +18,7 @@ mod record;
 mod redact;
 mod stats;
 mod store;
+mod tools;
 mod validate;
 
 /// The compiled half of `handoff_core`; import `handoff_core` instead.
@@ -39,6 +40,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::ContextBuilder>()?;
     m.add_class::<context::Packet>()?;
     m.add_class::<context::Manifest>()?;
+    m.add_class::<tools::AgentRegistry>()?;
+    m.add_class::<tools::Agent>()?;
+    m.add_class::<tools::HandoffIntent>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add("SCHEMA_VERSION", handoff_core::SCHEMA_VERSION)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -408,6 +408,14 @@ const ARGUMENT_NAMES: &[(&str, &str)] = &[
     ("context_usage_percent", "context_pct"),
 ];
 
+/// The `create` argument that sets the record's JSON field `field`.
+pub(crate) fn argument_name(field: &str) -> &str {
+    ARGUMENT_NAMES
+        .iter()
+        .find(|(json, _)| *json == field)
+        .map_or(field, |(_, argument)| argument)
+}
+
 /// A core error about a new record, with its problems named after the Python arguments the
 /// caller used (`completed[2]` rather than `completed_steps[2]`).
 pub(crate) fn as_arguments(err: core::Error) -> core::Error {

@@ -25,12 +25,15 @@ from handoff_core._errors import (
 )
 from handoff_core._native import (
     SCHEMA_VERSION,
+    Agent,
+    AgentRegistry,
     Chain,
     ChainPolicy,
     Claim,
     ContextBuilder,
     Event,
     Handoff,
+    HandoffIntent,
     Hop,
     Limits,
     Manifest,
@@ -44,12 +47,14 @@ from handoff_core._native import (
     open,
     redact,
 )
-from handoff_core._types import EventKind, Kind, Status, Synchronous
+from handoff_core._types import EventKind, Kind, Multiple, Provider, Status, Synchronous
 
 from handoff_core import aio  # noqa: E402  (needs the names above)
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Agent",
+    "AgentRegistry",
     "AlreadyClaimed",
     "Chain",
     "ChainPolicy",
@@ -61,6 +66,7 @@ __all__ = [
     "EventKind",
     "Handoff",
     "HandoffError",
+    "HandoffIntent",
     "Hop",
     "InvalidTransition",
     "Kind",
@@ -68,9 +74,11 @@ __all__ = [
     "Limits",
     "Manifest",
     "ManualClock",
+    "Multiple",
     "NotFound",
     "Packet",
     "PathStats",
+    "Provider",
     "Redaction",
     "Redactor",
     "Status",

@@ -3,20 +3,30 @@
 import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Optional, Union, final
+from typing import Any, Optional, Protocol, Union, final
 
-from handoff_core._types import EventKind, Kind, Status, StrPath, Synchronous
+from handoff_core._types import EventKind, Kind, Multiple, Provider, Status, StrPath, Synchronous
 
 _Texts = Optional[Sequence[str]]
 _Seconds = Union[int, float]
 
+class _SdkResponse(Protocol):
+    """A provider SDK's response object (pydantic): OpenAI, Anthropic."""
+
+    def model_dump_json(self) -> str: ...
+
+_Response = Union[Mapping[str, Any], str, bytes, _SdkResponse]
+
 __all__ = [
+    "Agent",
+    "AgentRegistry",
     "Chain",
     "ChainPolicy",
     "Claim",
     "ContextBuilder",
     "Event",
     "Handoff",
+    "HandoffIntent",
     "Hop",
     "Limits",
     "Manifest",
@@ -274,6 +284,47 @@ class ContextBuilder:
     def add_facts(self, facts: Sequence[Union[str, Mapping[str, Any]]]) -> ContextBuilder: ...
     def add_item(self, text: str, priority: int, at: Optional[datetime] = None) -> ContextBuilder: ...
     def build(self) -> Packet: ...
+
+@final
+class Agent:
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def collaborators(self) -> Optional[list[str]]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class HandoffIntent:
+    @property
+    def target(self) -> str: ...
+    @property
+    def arguments(self) -> dict[str, Any]: ...
+    @property
+    def call_id(self) -> Optional[str]: ...
+    @property
+    def tool(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def create_kwargs(self, *, task_id: str, goal: str, from_agent: str) -> dict[str, Any]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class AgentRegistry:
+    def __new__(cls) -> AgentRegistry: ...
+    def add(
+        self, name: str, description: str, collaborators: Optional[Sequence[str]] = None
+    ) -> AgentRegistry: ...
+    @property
+    def agents(self) -> list[Agent]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, name: object, /) -> bool: ...
+    def tools(self, agent: str, provider: Provider) -> list[dict[str, Any]]: ...
+    def detect(
+        self, response: _Response, from_agent: str, multiple: Optional[Multiple] = None
+    ) -> Optional[HandoffIntent]: ...
+    def policy(self, max_handoffs: Optional[int] = None, max_revisits: Optional[int] = None) -> ChainPolicy: ...
 
 @final
 class Manifest:

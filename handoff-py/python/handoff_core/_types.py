@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Literal, Union
 
-__all__ = ["Kind", "Status", "EventKind", "Synchronous", "StrPath"]
+__all__ = ["Kind", "Status", "EventKind", "Synchronous", "Provider", "Multiple", "StrPath"]
 
 #: What kind of handoff a record is.
 Kind = Literal[
@@ -30,5 +30,9 @@ EventKind = Literal[
 ]
 #: How durable each SQLite commit is.
 Synchronous = Literal["full", "normal"]
+#: An LLM API whose tool format the agent registry speaks.
+Provider = Literal["openai_chat", "openai_responses", "anthropic", "mcp"]
+#: What ``AgentRegistry.detect`` does with several handoffs in one response.
+Multiple = Literal["error", "first"]
 #: A file system path.
 StrPath = Union[str, "os.PathLike[str]"]
