@@ -17,7 +17,10 @@ use serde_json::{Value, json};
 
 use crate::chain::{ChainPolicy, ChainRule, ChainViolation};
 use crate::error::{Error, Result};
-use crate::validate::{self, Limits};
+use crate::validate;
+
+/// The largest response text the detector reads.
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Every tool this module makes is named `transfer_to_<agent>`.
 pub const TOOL_PREFIX: &str = "transfer_to_";
@@ -267,11 +270,14 @@ impl AgentRegistry {
         from_agent: &str,
         multiple: Multiple,
     ) -> Result<Option<HandoffIntent>> {
-        let limits = Limits {
-            max_record_bytes: 4 * 1024 * 1024,
-            ..Limits::default()
-        };
-        validate::check_json_text("response", response, &limits)?;
+        // Size is checked here; depth needs no scan of its own, because serde_json stops at 128
+        // levels with an error, and the detector keeps nothing of what it skips.
+        if response.len() > MAX_RESPONSE_BYTES {
+            return Err(Error::invalid(
+                "response",
+                format!("must be at most {MAX_RESPONSE_BYTES} bytes, is {}", response.len()),
+            ));
+        }
         let envelope: Envelope<'_> = serde_json::from_str(response)
             .map_err(|e| Error::invalid("response", format!("not a provider response: {e}")))?;
         self.detect_calls(calls(envelope)?, from_agent, multiple)
