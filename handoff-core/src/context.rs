@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
@@ -475,15 +475,19 @@ impl ContextBuilder {
             chosen.push(c);
         }
 
-        // The rest: by priority, then newest first, then the order they were added. A heap
-        // orders only what is taken, so a huge backlog costs linear time: once what is left is
-        // below the cheapest item, nothing else can fit.
-        let cheapest = optional.iter().map(|c| c.tokens).min().unwrap_or(0);
-        let mut heap: BinaryHeap<Rank> = optional
-            .iter()
-            .enumerate()
-            .map(|(slot, c)| (c.item.priority, c.item.at, Reverse(c.index), slot))
-            .collect();
+        // The rest: by priority, then newest first, then the order they were added, each taken
+        // if it still fits. Items are kept in one heap per cost: the next one taken is the best
+        // of the heaps whose cost still fits, and items that can no longer fit are never
+        // ordered at all, so a huge backlog costs about linear time.
+        let mut by_cost: BTreeMap<usize, BinaryHeap<Rank>> = BTreeMap::new();
+        for (slot, c) in optional.iter().enumerate() {
+            by_cost.entry(c.tokens).or_default().push((
+                c.item.priority,
+                c.item.at,
+                Reverse(c.index),
+                slot,
+            ));
+        }
         let mut optional: Vec<Option<Candidate<'_>>> = optional.into_iter().map(Some).collect();
         let drop = |c: Candidate<'_>, manifest: &mut Manifest| {
             manifest.dropped.push(Dropped {
@@ -492,19 +496,27 @@ impl ContextBuilder {
                 reason: DropReason::Budget,
             });
         };
-        while left >= cheapest {
+        loop {
+            let best = by_cost
+                .range(..=left)
+                .filter_map(|(cost, heap)| heap.peek().map(|rank| (*rank, *cost)))
+                .max_by(|a, b| a.0.cmp(&b.0));
+            let Some((_, cost)) = best else {
+                break;
+            };
+            let Some(heap) = by_cost.get_mut(&cost) else {
+                break;
+            };
             let Some((_, _, _, slot)) = heap.pop() else {
                 break;
             };
-            let Some(c) = optional[slot].take() else {
-                continue;
-            };
-            if c.tokens <= left {
+            if heap.is_empty() {
+                by_cost.remove(&cost);
+            }
+            if let Some(c) = optional[slot].take() {
                 left -= c.tokens;
                 manifest.included.push(c.item.id.clone());
                 chosen.push(c);
-            } else {
-                drop(c, &mut manifest);
             }
         }
         for c in optional.into_iter().flatten() {

@@ -10,7 +10,7 @@
 
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -115,6 +115,8 @@ impl Redactor {
             }
         }
         let keywords = AhoCorasickBuilder::new()
+            // A full DFA: the fastest scan, and the keyword set is small.
+            .kind(Some(AhoCorasickKind::DFA))
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .build(&patterns)

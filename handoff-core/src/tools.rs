@@ -275,7 +275,10 @@ impl AgentRegistry {
         if response.len() > MAX_RESPONSE_BYTES {
             return Err(Error::invalid(
                 "response",
-                format!("must be at most {MAX_RESPONSE_BYTES} bytes, is {}", response.len()),
+                format!(
+                    "must be at most {MAX_RESPONSE_BYTES} bytes, is {}",
+                    response.len()
+                ),
             ));
         }
         let envelope: Envelope<'_> = serde_json::from_str(response)
