@@ -270,17 +270,13 @@ impl AgentRegistry {
         from_agent: &str,
         multiple: Multiple,
     ) -> Result<Option<HandoffIntent>> {
-        // Size is checked here; depth needs no scan of its own, because serde_json stops at 128
-        // levels with an error, and the detector keeps nothing of what it skips.
-        if response.len() > MAX_RESPONSE_BYTES {
-            return Err(Error::invalid(
-                "response",
-                format!(
-                    "must be at most {MAX_RESPONSE_BYTES} bytes, is {}",
-                    response.len()
-                ),
-            ));
-        }
+        // Size and nesting are checked before parsing, as for every input (DESIGN §12): what the
+        // parser skips is not depth-limited by serde_json, so it would accept any nesting.
+        let limits = validate::Limits {
+            max_record_bytes: MAX_RESPONSE_BYTES,
+            ..validate::Limits::default()
+        };
+        validate::check_json_text("response", response, &limits)?;
         let envelope: Envelope<'_> = serde_json::from_str(response)
             .map_err(|e| Error::invalid("response", format!("not a provider response: {e}")))?;
         self.detect_calls(calls(envelope)?, from_agent, multiple)

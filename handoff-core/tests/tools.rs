@@ -338,6 +338,8 @@ proptest! {
 #[test]
 fn nesting_is_refused_even_where_the_detector_would_not_look() {
     let deep = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
-    let err = registry().detect_json(&deep, "triage", Multiple::Error).unwrap_err();
+    let err = registry()
+        .detect_json(&deep, "triage", Multiple::Error)
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
 }
