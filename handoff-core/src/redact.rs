@@ -149,7 +149,36 @@ impl Redactor {
     }
 
     /// Where the secrets in `text` are, without replacing them: ordered, never overlapping.
+    ///
+    /// A marker can give a rule the word boundary it needs (`…key]password=…`), so the
+    /// redacted text is searched again until nothing new appears; what a later pass finds is
+    /// reported at its place in `text`. Redacting the result again therefore changes nothing.
     pub fn find(&self, text: &str) -> Vec<Redaction> {
+        const PASSES: usize = 4;
+        let mut found = self.find_once(text);
+        for _ in 0..PASSES {
+            if found.is_empty() {
+                break;
+            }
+            let clean = replace(text, &found);
+            let more: Vec<Redaction> = self
+                .find_once(&clean)
+                .into_iter()
+                .filter_map(|r| {
+                    let (start, end) = to_original(&found, r.start, r.end)?;
+                    Some(Redaction { start, end, ..r })
+                })
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            found.extend(more);
+            found = without_overlaps(found);
+        }
+        found
+    }
+
+    fn find_once(&self, text: &str) -> Vec<Redaction> {
         let mut wanted = vec![false; self.rules.len()];
         for i in &self.unconditional {
             wanted[*i] = true;
@@ -160,9 +189,19 @@ impl Redactor {
         }
         let mut found: Vec<Redaction> = Vec::new();
         for (i, rule) in self.rules.iter().enumerate().filter(|(i, _)| wanted[*i]) {
-            for caps in rule.regex.captures_iter(text) {
-                let Some(secret) = caps.get(1).or_else(|| caps.get(0)) else {
-                    continue;
+            // Each search resumes where the last secret ended, not where its match ended: what
+            // a pattern needs after a secret (`@` and a host) may begin the next one.
+            let mut at = 0;
+            while let Some(caps) = rule.regex.captures_at(text, at) {
+                let Some(whole) = caps.get(0) else { break };
+                let secret = caps.get(1).unwrap_or(whole);
+                at = if secret.end() > at {
+                    secret.end()
+                } else if whole.end() > at {
+                    whole.end()
+                } else {
+                    // An empty match: step over one character.
+                    at + text[at..].chars().next().map_or(1, char::len_utf8)
                 };
                 if secret.is_empty()
                     || secret.as_str().starts_with(MARKER_PREFIX)
@@ -175,17 +214,46 @@ impl Redactor {
                     start: secret.start(),
                     end: secret.end(),
                 });
+                if at >= text.len() {
+                    break;
+                }
             }
         }
-        found.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-        let mut kept: Vec<Redaction> = Vec::with_capacity(found.len());
-        for r in found {
-            if kept.last().is_none_or(|last| r.start >= last.end) {
-                kept.push(r);
-            }
-        }
-        kept
+        without_overlaps(found)
     }
+}
+
+/// Orders findings; where two overlap, the one starting first wins (the longer on a tie).
+fn without_overlaps(mut found: Vec<Redaction>) -> Vec<Redaction> {
+    found.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+    let mut kept: Vec<Redaction> = Vec::with_capacity(found.len());
+    for r in found {
+        if kept.last().is_none_or(|last| r.start >= last.end) {
+            kept.push(r);
+        }
+    }
+    kept
+}
+
+/// Where `start..end` of the text redacted with `found` lies in the original text; `None` when
+/// it touches a marker.
+fn to_original(found: &[Redaction], start: usize, end: usize) -> Option<(usize, usize)> {
+    let mut shift: isize = 0;
+    for r in found {
+        let marker_start = (r.start as isize + shift) as usize;
+        let marker_end = marker_start + MARKER_PREFIX.len() + r.rule.len() + 1;
+        if end <= marker_start {
+            break;
+        }
+        if start < marker_end {
+            return None;
+        }
+        shift += (marker_end - marker_start) as isize - (r.end - r.start) as isize;
+    }
+    Some((
+        (start as isize - shift) as usize,
+        (end as isize - shift) as usize,
+    ))
 }
 
 /// `text` with each of `found` (ordered, not overlapping) replaced by its marker.
@@ -232,12 +300,12 @@ const BUILTIN: &[(&str, &str, &[&str])] = &[
     ),
     (
         "anthropic-api-key",
-        r"\b(sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_-]{20,120})",
+        r"\b(sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_-]{20,})",
         &["sk-ant-"],
     ),
     (
         "openai-api-key",
-        r"\b(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,200})",
+        r"\b(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,})",
         &["sk-"],
     ),
     (
@@ -252,7 +320,7 @@ const BUILTIN: &[(&str, &str, &[&str])] = &[
     ),
     (
         "github-token",
-        r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
         &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
     ),
     (
@@ -267,10 +335,11 @@ const BUILTIN: &[(&str, &str, &[&str])] = &[
         r"(https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,})",
         &["hooks.slack.com"],
     ),
+    // Google keys have exactly 35 characters after `AIza`.
     ("google-api-key", r"\b(AIza[0-9A-Za-z_-]{35})", &["aiza"]),
     (
         "stripe-key",
-        r"\b((?:sk|rk|pk)_(?:test|live|prod)_[0-9A-Za-z]{10,99})",
+        r"\b((?:sk|rk|pk)_(?:test|live|prod)_[0-9A-Za-z]{10,})",
         &[
             "sk_test_", "sk_live_", "sk_prod_", "rk_test_", "rk_live_", "rk_prod_", "pk_live_",
             "pk_test_",

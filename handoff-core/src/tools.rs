@@ -333,7 +333,7 @@ impl AgentRegistry {
                         },
                     }),
                     None => Error::invalid(
-                        call.field.clone(),
+                        call.name_field(),
                         format!("{} names no registered agent", call.name),
                     ),
                 });
@@ -397,6 +397,16 @@ struct Call {
     arguments: Value,
     /// Where the arguments were, for error messages.
     field: String,
+}
+
+impl Call {
+    /// Where the tool's name was, for error messages.
+    fn name_field(&self) -> String {
+        match self.field.rsplit_once('.') {
+            Some((parent, _)) => format!("{parent}.name"),
+            None => "name".to_owned(),
+        }
+    }
 }
 
 /// The parts of a provider response the detector reads; serde skips everything else without

@@ -162,6 +162,7 @@ proptest! {
             last = r.end;
         }
         prop_assert_eq!(found.is_empty(), clean == text);
+        prop_assert_eq!(redact(&clean).0, clean);
     }
 
     #[test]
@@ -169,5 +170,44 @@ proptest! {
         let text = format!("{prefix} ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 {suffix}");
         let (clean, _) = redact(&text);
         prop_assert!(!clean.contains("ghp_a1B2"));
+    }
+}
+
+/// Inputs the fuzzer minimised (`fuzz/regressions/redact/`): each left a secret in clear text.
+#[test]
+fn fuzzer_regressions() {
+    let cases = [
+        // Adjacent URLs: the first match must not swallow the start of the second.
+        (
+            "ab://u:pw@cd://u:pw@e",
+            "ab://u:[REDACTED:url-password]@cd://u:[REDACTED:url-password]@e",
+        ),
+        // A marker gives `password=` the word boundary it lacked.
+        (
+            "AIzaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaapassword=hunter22",
+            "[REDACTED:google-api-key]password=[REDACTED:password-assignment]",
+        ),
+        // A key longer than usual is redacted whole.
+        (
+            "sk_live_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "[REDACTED:stripe-key]",
+        ),
+    ];
+    for (text, expected) in cases {
+        let (clean, found) = redact(text);
+        assert_eq!(clean, expected, "{text:?}");
+        assert_eq!(redact(&clean).0, clean, "not idempotent on {text:?}");
+        for r in &found {
+            assert!(r.start < r.end && r.end <= text.len());
+        }
+    }
+    for file in ["marker-makes-word-boundary", "url-password-adjacent-urls"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz/regressions/redact")
+            .join(file);
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let (once, _) = redact(&text);
+        assert_eq!(redact(&once).0, once, "{file}");
     }
 }

@@ -215,6 +215,10 @@ fn typed_errors() {
     );
     // An unknown target.
     let unknown = chat_completion(json!([chat_call("c1", "transfer_to_nobody", ARGS)]));
+    assert_eq!(
+        field(r.detect(&unknown, "triage", Multiple::Error).unwrap_err()),
+        "choices[0].message.tool_calls[0].function.name"
+    );
     assert!(
         r.detect(&unknown, "triage", Multiple::Error)
             .unwrap_err()

@@ -287,8 +287,8 @@ def test_several_handoffs(registry: hc.AgentRegistry, make: Any) -> None:
     ({"content": [{"type": "tool_use", "id": "t", "name": "transfer_to_billing"}]},
      "content[0].input", "missing"),
     (chat_completion(("transfer_to_nobody", "{}")),
-     "choices[0].message.tool_calls[0].function.arguments", "names no registered agent"),
-    (anthropic_message(("transfer_to_billing_2", {})), "content[1].input", "names no registered agent"),
+     "choices[0].message.tool_calls[0].function.name", "names no registered agent"),
+    (anthropic_message(("transfer_to_billing_2", {})), "content[1].name", "names no registered agent"),
 ])
 def test_bad_calls_name_the_field(registry: hc.AgentRegistry, response: Any, field: str, rule: str) -> None:
     for form in (response, json.dumps(response)):

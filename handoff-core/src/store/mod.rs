@@ -1,6 +1,7 @@
 //! The [`Store`]: the state machine on top of a storage [`Backend`].
 
 use std::collections::BTreeMap;
+#[cfg(feature = "sqlite")]
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
