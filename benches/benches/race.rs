@@ -243,8 +243,12 @@ fn raw_connection(db: &Path, sync: Synchronous) -> rusqlite::Connection {
     conn
 }
 
-fn raw_claim(conn: &rusqlite::Connection, agent: &str) -> Result<bool, String> {
-    let now = micros_now() as i64;
+/// One raw claim: the oldest open pending row, claimed by `agent`; its id, if there was one.
+fn raw_update(
+    conn: &rusqlite::Connection,
+    agent: &str,
+    now: i64,
+) -> Result<Option<String>, String> {
     let mut stmt = conn
         .prepare_cached(
             "UPDATE handoffs SET status = 'claimed', claimed_by = ?1, \
@@ -256,8 +260,14 @@ fn raw_claim(conn: &rusqlite::Connection, agent: &str) -> Result<bool, String> {
     let mut rows = stmt
         .query(rusqlite::params![agent, now + 3_600_000_000, now])
         .map_err(|e| e.to_string())?;
-    let claimed = rows.next().map_err(|e| e.to_string())?.is_some();
-    Ok(claimed)
+    match rows.next().map_err(|e| e.to_string())? {
+        Some(row) => Ok(Some(row.get(0).map_err(|e| e.to_string())?)),
+        None => Ok(None),
+    }
+}
+
+fn raw_claim(conn: &rusqlite::Connection, agent: &str) -> Result<bool, String> {
+    Ok(raw_update(conn, agent, micros_now() as i64)?.is_some())
 }
 
 fn raw_claim_with_event(conn: &mut rusqlite::Connection, agent: &str) -> Result<bool, String> {
@@ -265,23 +275,7 @@ fn raw_claim_with_event(conn: &mut rusqlite::Connection, agent: &str) -> Result<
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(|e| e.to_string())?;
     let now = micros_now() as i64;
-    let id: Option<String> = {
-        let mut stmt = tx
-            .prepare_cached(
-                "UPDATE handoffs SET status = 'claimed', claimed_by = ?1, \
-                 claim_token = coalesce(claim_token, 0) + 1, lease_until = ?2, heartbeat_at = ?3 \
-                 WHERE pos = (SELECT pos FROM handoffs WHERE status = 'pending' AND to_agent IS NULL \
-                 ORDER BY pos LIMIT 1) RETURNING id",
-            )
-            .map_err(|e| e.to_string())?;
-        let mut rows = stmt
-            .query(rusqlite::params![agent, now + 3_600_000_000, now])
-            .map_err(|e| e.to_string())?;
-        match rows.next().map_err(|e| e.to_string())? {
-            Some(row) => Some(row.get(0).map_err(|e| e.to_string())?),
-            None => None,
-        }
-    };
+    let id = raw_update(&tx, agent, now)?;
     if let Some(id) = &id {
         tx.prepare_cached(
             "INSERT INTO events (handoff_id, at, actor, kind, detail) VALUES (?1, ?2, ?3, 'claimed', ?4)",
