@@ -300,6 +300,8 @@ export interface ContextOptions {
   budgetTokens?: number
   /** Replace secrets with `[REDACTED:<rule>]` (default true). */
   redact?: boolean
+  /** Rules to redact with besides the built-in ones. */
+  rules?: Array<RedactionRule>
 }
 
 /** What `create` takes. Only `taskId` and `goal` are required. */
@@ -696,7 +698,7 @@ export interface ReasonOptions {
  * Replaces secrets (API keys of the major providers, cloud keys, tokens, JWTs, PEM private
  * keys, `password=`-style pairs) with `[REDACTED:<rule>]`.
  */
-export declare function redact(text: string): Redacted
+export declare function redact(text: string, options?: RedactOptions): Redacted
 
 /** `redact`'s result. */
 export interface Redacted {
@@ -727,6 +729,26 @@ export interface Redaction {
   start: number
   /** Just past the secret. */
   end: number
+}
+
+/**
+ * A redaction rule of your own: `pattern`'s first capture group (or whole match) is the
+ * secret; the rule runs only on text containing one of `keywords` (case-insensitive), or on
+ * every text when there are none.
+ */
+export interface RedactionRule {
+  /** Its name in `[REDACTED:<id>]`: 1 or more of `a-z 0-9 -`. */
+  id: string
+  /** A regular expression (Rust `regex` syntax). */
+  pattern: string
+  /** Words that must occur for the rule to run. */
+  keywords?: Array<string>
+}
+
+/** `redact(text, options)`. */
+export interface RedactOptions {
+  /** Rules to redact with besides the built-in ones. */
+  rules?: Array<RedactionRule>
 }
 
 /**

@@ -23,6 +23,52 @@ pub struct ContextOptions {
     pub budget_tokens: Option<u32>,
     /// Replace secrets with `[REDACTED:<rule>]` (default true).
     pub redact: Option<bool>,
+    /// Rules to redact with besides the built-in ones.
+    pub rules: Option<Vec<RedactionRule>>,
+}
+
+/// A redaction rule of your own: `pattern`'s first capture group (or whole match) is the
+/// secret; the rule runs only on text containing one of `keywords` (case-insensitive), or on
+/// every text when there are none.
+#[napi(object, object_to_js = false, object_from_js = false)]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RedactionRule {
+    /// Its name in `[REDACTED:<id>]`: 1 or more of `a-z 0-9 -`.
+    pub id: String,
+    /// A regular expression (Rust `regex` syntax).
+    pub pattern: String,
+    /// Words that must occur for the rule to run.
+    pub keywords: Option<Vec<String>>,
+}
+
+/// `redact(text, options)`.
+#[napi(object, object_to_js = false, object_from_js = false)]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RedactOptions {
+    /// Rules to redact with besides the built-in ones.
+    pub rules: Option<Vec<RedactionRule>>,
+}
+
+/// The built-in rules plus `rules`; a bad rule is VALIDATION naming `rules[i].<field>`.
+fn redactor(rules: Vec<RedactionRule>) -> Outcome<core_redact::Redactor> {
+    let mut redactor = core_redact::Redactor::default();
+    for (i, spec) in rules.into_iter().enumerate() {
+        let keywords: Vec<&str> = spec.keywords.iter().flatten().map(String::as_str).collect();
+        let rule = core_redact::Rule::new(&spec.id, &spec.pattern, &keywords)
+            .and_then(|rule| redactor.with_rule(rule));
+        redactor = rule.map_err(|e| match e {
+            handoff_core::Error::Validation { mut problems } => {
+                for p in &mut problems {
+                    p.field = format!("rules[{i}].{}", p.field.trim_start_matches("rule."));
+                }
+                Failure::Core(handoff_core::Error::Validation { problems })
+            }
+            other => Failure::Core(other),
+        })?;
+    }
+    Ok(redactor)
 }
 
 /// A chat message offered to the builder.
@@ -96,9 +142,15 @@ impl ContextBuilder {
         guarded(&env, Naming::Js, || {
             let o: ContextOptions = convert::options(&options, "options")?;
             let budget = o.budget_tokens.unwrap_or(2000) as usize;
-            Ok(ContextBuilder {
-                inner: core::ContextBuilder::new(budget).redact(o.redact.unwrap_or(true)),
-            })
+            let mut inner = core::ContextBuilder::new(budget).redact(o.redact.unwrap_or(true));
+            match (o.rules, o.redact) {
+                (Some(_), Some(false)) => {
+                    return Err(invalid("rules", "cannot be given with redact: false"));
+                }
+                (Some(rules), _) => inner = inner.redactor(redactor(rules)?),
+                (None, _) => {}
+            }
+            Ok(ContextBuilder { inner })
         })
     }
 
@@ -371,11 +423,19 @@ impl Mirror for RedactOutput {
 
 /// Replaces secrets (API keys of the major providers, cloud keys, tokens, JWTs, PEM private
 /// keys, `password=`-style pairs) with `[REDACTED:<rule>]`.
-#[napi(catch_unwind, ts_args_type = "text: string", ts_return_type = "Redacted")]
-pub fn redact(env: Env, text: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+#[napi(
+    catch_unwind,
+    ts_args_type = "text: string, options?: RedactOptions",
+    ts_return_type = "Redacted"
+)]
+pub fn redact(env: Env, text: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
     sync(&env, Naming::Js, || {
         let text = convert::string(&text, "text")?;
-        let (clean, found) = core_redact::redact(&text);
+        let o: RedactOptions = convert::options(&options, "options")?;
+        let (clean, found) = match o.rules {
+            Some(rules) => redactor(rules)?.redact(&text),
+            None => core_redact::redact(&text),
+        };
         // Byte offsets to UTF-16 offsets, counted once along the text.
         let utf16 = |byte: usize| text.get(..byte).map_or(0, |s| s.encode_utf16().count()) as f64;
         let redactions = found

@@ -49,6 +49,26 @@ test('redact() returns the clean text and JavaScript string offsets', () => {
   assert.deepEqual(redact('nothing here'), { text: 'nothing here', redactions: [] })
 })
 
+test('users add their own redaction rules, to redact() and to the builder', () => {
+  const rules = [{ id: 'ticket', pattern: '\\b(TCK-\\d{6})\\b', keywords: ['tck-'] }]
+  const text = `see TCK-123456 and ${KEY}`
+  const { text: clean, redactions } = redact(text, { rules })
+  assert.equal(clean, 'see [REDACTED:ticket] and [REDACTED:openai-api-key]')
+  assert.deepEqual(redactions.map((r) => r.rule), ['ticket', 'openai-api-key'])
+  assert.equal(redact(text).text.includes('TCK-123456'), true, 'the built-in rules alone do not know it')
+  const b = new ContextBuilder({ rules })
+  b.addFacts([text])
+  const packet = b.build()
+  assert.ok(!packet.markdown.includes('TCK-123456'))
+  assert.deepEqual(packet.manifest.redacted.map((r) => r.rule).sort(), ['openai-api-key', 'ticket'])
+  assert.throws(() => redact('x', { rules: [{ id: 'Bad Id', pattern: 'x' }] }),
+    (e) => e.code === 'VALIDATION' && e.problems[0].field === 'rules[0].id')
+  assert.throws(() => redact('x', { rules: [{ id: 'ok', pattern: '(' }] }),
+    (e) => e.code === 'VALIDATION' && e.problems[0].field === 'rules[0].pattern')
+  assert.throws(() => new ContextBuilder({ redact: false, rules }),
+    (e) => e.code === 'VALIDATION' && e.problems[0].field === 'rules')
+})
+
 test('bad input to the builder is VALIDATION naming the field', () => {
   assert.throws(() => new ContextBuilder({ budgetTokens: -1 }), (e) => e.code === 'VALIDATION' && e.problems[0].field === 'budgetTokens')
   assert.throws(() => new ContextBuilder({ nope: 1 }), { code: 'VALIDATION' })
