@@ -342,19 +342,12 @@ impl Backend for SqliteBackend {
                 error: None,
                 inserted: None,
             };
-            match work(&mut handle) {
-                Ok(()) => {}
+            if let Err(e) = work(&mut handle) {
                 // A busy error from inside the transaction restarts the whole write.
-                Err(_) if handle.error.as_ref().is_some_and(is_busy) => {
-                    return Err(handle
-                        .error
-                        .take()
-                        .map(Contended::Sqlite)
-                        .unwrap_or_else(|| {
-                            Contended::Core(Error::storage("lost the busy error"))
-                        }));
-                }
-                Err(e) => return Err(Contended::Core(e)),
+                return Err(match handle.error.take() {
+                    Some(sqlite) if is_busy(&sqlite) => Contended::Sqlite(sqlite),
+                    _ => Contended::Core(e),
+                });
             }
             tx.commit()?;
             Ok(())
