@@ -1,10 +1,10 @@
 # `make test` builds every binding and runs every language's tests. It installs what it needs
 # itself (a Python venv, npm packages from the lockfile); CI calls exactly this.
-.PHONY: test test-rust test-python test-node bench bench-node
+.PHONY: test test-rust test-python test-node test-ffi ffi-bindings bench bench-node
 
 CARGO ?= cargo
 
-test: test-rust test-python test-node test-cli
+test: test-rust test-python test-node test-cli test-ffi
 
 test-rust:
 	$(CARGO) test --all-targets
@@ -76,6 +76,43 @@ test-cli: $(PY_VENV)/.mcp
 	$(CARGO) build --quiet -p handoff-cli
 	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py "$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/handoff"
 # <<< cli
+
+# >>> ffi (owned by handoff-ffi)
+# uniffi: libhandoff_ffi plus the Swift, Kotlin and Python sources generated from it by the
+# workspace's own `uniffi-bindgen` (the same uniffi version as the library). Both packages are
+# built in one cargo invocation so that uniffi is compiled once, with the same features.
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+FFI_LIB := libhandoff_ffi.$(if $(filter Darwin,$(shell uname -s)),dylib,so)
+
+# $(1): the cargo profile's directory (debug, release); $(2): where the sources go, one folder
+# per language. The Python module loads the library from its own folder, so it is copied there.
+# --no-format: the output must not depend on whether swift-format or ktlint happen to be installed.
+define ffi_generate
+	rm -rf $(2)
+	for language in swift kotlin python; do \
+	  $(TARGET_DIR)/$(1)/uniffi-bindgen generate --no-format --library $(TARGET_DIR)/$(1)/$(FFI_LIB) \
+	    --language $$language --out-dir $(2)/$$language || exit 1; \
+	done
+	cp $(TARGET_DIR)/$(1)/$(FFI_LIB) $(2)/python/
+endef
+
+# The one command for Swift and Kotlin users: a release library and its sources, in target/ffi-bindings.
+ffi-bindings:
+	$(CARGO) build --release -p handoff-ffi -p handoff-ffi-bindgen
+	$(call ffi_generate,release,$(TARGET_DIR)/ffi-bindings)
+
+# Generates every language, fails if the public surface of the Swift or Kotlin sources changed
+# without handoff-ffi/api being updated, then runs the Python tests through the generated module.
+test-ffi: $(PY_VENV)/.tools
+	$(CARGO) test --quiet -p handoff-ffi -p handoff-ffi-bindgen
+	$(CARGO) build --quiet -p handoff-ffi -p handoff-ffi-bindgen
+	$(call ffi_generate,debug,$(TARGET_DIR)/ffi)
+	python3 handoff-ffi/scripts/surface.py swift $(TARGET_DIR)/ffi/swift/handoff_ffi.swift > handoff-ffi/api/swift.txt
+	python3 handoff-ffi/scripts/surface.py kotlin $(TARGET_DIR)/ffi/kotlin/uniffi/handoff_ffi/handoff_ffi.kt > handoff-ffi/api/kotlin.txt
+	git diff --exit-code -- handoff-ffi/api || { \
+	  echo "the Swift/Kotlin API changed: review handoff-ffi/api and commit it if the change is meant"; exit 1; }
+	cd handoff-ffi && HANDOFF_FFI_PYTHON=$(TARGET_DIR)/ffi/python $(PY_ENV) python -m pytest tests/python
+# <<< ffi
 
 bench:
 	$(CARGO) bench -p handoff-benches

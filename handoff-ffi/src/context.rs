@@ -1,0 +1,371 @@
+//! The context builder: what a successor reads, within a token budget, with secrets redacted
+//! and a manifest of everything included, truncated, dropped and redacted.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use handoff_core as core;
+use handoff_core::context as ctx;
+
+use crate::error::{HandoffError, Result};
+use crate::record::{Handoff, utc};
+
+/// Counts tokens for a [`ContextBuilder`]: implement it to plug in the tokenizer of your
+/// model. Without one the builder estimates about four characters a token.
+#[uniffi::export(with_foreign)]
+pub trait Tokenizer: Send + Sync {
+    /// The number of tokens `text` costs.
+    fn count_tokens(&self, text: String) -> u64;
+}
+
+/// A chat message offered to the builder.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct ContextMessage {
+    /// `user`, `assistant`, `tool`, `system`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// Tool calls the message made, each as the provider's JSON text.
+    #[uniffi(default)]
+    pub tool_calls: Vec<String>,
+    /// When it was said.
+    #[uniffi(default)]
+    pub at: Option<SystemTime>,
+    /// A stable id for the manifest; `message-<n>` when none.
+    #[uniffi(default)]
+    pub id: Option<String>,
+    /// Higher is kept first; none is 50.
+    #[uniffi(default)]
+    pub priority: Option<i32>,
+}
+
+/// What kind of content a section is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum ItemKind {
+    /// A section of a handoff record.
+    Handoff,
+    /// A fact the successor should know.
+    Fact,
+    /// A conversation message.
+    Message,
+    /// Anything else.
+    Note,
+}
+
+/// One piece of content in the packet.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct PacketSection {
+    /// The item's id.
+    pub id: String,
+    /// Its kind.
+    pub kind: ItemKind,
+    /// Its heading (`Current Goal`, `user`, `Fact`, ...).
+    pub title: String,
+    /// The text, redacted and possibly truncated.
+    pub text: String,
+    /// For messages, the speaker's role.
+    pub role: Option<String>,
+    /// Its cost in tokens.
+    pub tokens: u64,
+}
+
+/// An item included in part.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Truncation {
+    /// The item.
+    pub id: String,
+    /// Its full cost.
+    pub original_tokens: u64,
+    /// What was kept.
+    pub kept_tokens: u64,
+}
+
+/// Why an item was left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum DropReason {
+    /// No room was left in the budget.
+    Budget,
+}
+
+/// An item left out.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Dropped {
+    /// The item.
+    pub id: String,
+    /// What it would have cost.
+    pub tokens: u64,
+    /// Why it was left out.
+    pub reason: DropReason,
+}
+
+/// Secrets replaced in one item.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct RedactedItem {
+    /// The item.
+    pub id: String,
+    /// The rule that matched.
+    pub rule: String,
+    /// How many times.
+    pub count: u64,
+}
+
+/// What happened to every item offered to the builder: nothing is left out without an entry.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct PacketManifest {
+    /// Ids included whole.
+    pub included: Vec<String>,
+    /// Items included in part.
+    pub truncated: Vec<Truncation>,
+    /// Items left out.
+    pub dropped: Vec<Dropped>,
+    /// Secrets replaced, by item and rule.
+    pub redacted: Vec<RedactedItem>,
+}
+
+/// A message of the packet in chat form.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct ChatMessage {
+    /// `system` for the briefing, then the conversation's roles.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+/// The successor's context: sections within the budget, and the manifest.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct Packet {
+    /// The packet as Markdown, for a prompt.
+    pub markdown: String,
+    /// The packet as chat messages: the briefing as one system message, then the conversation.
+    pub messages: Vec<ChatMessage>,
+    /// The packet as JSON (the same in every binding).
+    pub json: String,
+    /// Tokens used, counted with the builder's tokenizer.
+    pub tokens: u64,
+    /// The budget it was built for.
+    pub budget: u64,
+    /// Mandatory sections first, then the rest by kind, messages in chronological order.
+    pub sections: Vec<PacketSection>,
+    /// What was included, truncated, dropped and redacted.
+    pub manifest: PacketManifest,
+}
+
+/// One secret found and replaced by [`redact`].
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Redaction {
+    /// The rule that found it (`openai-api-key`, ...).
+    pub rule: String,
+    /// Offset of the secret in the input's UTF-8 bytes.
+    pub start: u64,
+    /// Offset just past the secret in the input's UTF-8 bytes.
+    pub end: u64,
+}
+
+/// The text with its secrets replaced, and where they were.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Redacted {
+    /// The text with each secret replaced by `[REDACTED:<rule>]`.
+    pub text: String,
+    /// The secrets found, in order.
+    pub redactions: Vec<Redaction>,
+}
+
+/// Replaces the secrets in `text` (API keys, tokens, private keys, passwords in URLs, ...).
+#[uniffi::export]
+pub fn redact(text: String) -> Redacted {
+    let (clean, found) = core::redact(&text);
+    Redacted {
+        text: clean,
+        redactions: found
+            .into_iter()
+            .map(|r| Redaction {
+                rule: r.rule,
+                start: r.start as u64,
+                end: r.end as u64,
+            })
+            .collect(),
+    }
+}
+
+/// Builds a successor's context packet under a token budget.
+///
+/// Mandatory sections (goal, pending steps, instructions, blockers) are always present, cut
+/// with a visible marker if they must be. The same input always gives the same packet.
+#[derive(Debug, uniffi::Object)]
+pub struct ContextBuilder {
+    inner: Mutex<ctx::ContextBuilder>,
+}
+
+#[uniffi::export]
+impl ContextBuilder {
+    /// A builder for `budget_tokens` that redacts secrets unless `redact` is false, counting
+    /// with `tokenizer` (none estimates about four characters a token).
+    #[uniffi::constructor(default(budget_tokens = 2000, redact = true, tokenizer = None))]
+    pub fn new(
+        budget_tokens: u64,
+        redact: bool,
+        tokenizer: Option<Arc<dyn Tokenizer>>,
+    ) -> Arc<ContextBuilder> {
+        let budget = usize::try_from(budget_tokens).unwrap_or(usize::MAX);
+        let mut builder = ctx::ContextBuilder::new(budget).redact(redact);
+        if let Some(tokenizer) = tokenizer {
+            builder = builder.tokenizer(ForeignTokenizer(tokenizer));
+        }
+        Arc::new(ContextBuilder {
+            inner: Mutex::new(builder),
+        })
+    }
+
+    /// Adds a handoff record's sections.
+    pub fn add_handoff(&self, handoff: Handoff) -> Result<()> {
+        let handoff = core::Handoff::try_from(handoff)?;
+        self.lock().add_handoff(&handoff);
+        Ok(())
+    }
+
+    /// Adds conversation messages.
+    pub fn add_messages(&self, messages: Vec<ContextMessage>) -> Result<()> {
+        let mut converted = Vec::with_capacity(messages.len());
+        for (i, m) in messages.into_iter().enumerate() {
+            let tool_calls = m
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(j, call)| {
+                    serde_json::from_str(call).map_err(|e| {
+                        let field = format!("messages[{i}].tool_calls[{j}]");
+                        HandoffError::invalid(&field, format!("is not valid JSON: {e}"))
+                    })
+                })
+                .collect::<Result<Vec<serde_json::Value>>>()?;
+            let at = match m.at {
+                Some(at) => Some(utc(&format!("messages[{i}].at"), at)?),
+                None => None,
+            };
+            converted.push(ctx::Message {
+                role: m.role,
+                content: m.content,
+                tool_calls,
+                at,
+                id: m.id,
+                priority: m.priority,
+            });
+        }
+        self.lock().add_messages(converted);
+        Ok(())
+    }
+
+    /// Adds facts the successor should know (priority 70).
+    pub fn add_facts(&self, facts: Vec<String>) {
+        self.lock().add_facts(facts);
+    }
+
+    /// Adds a free item with a priority (default 50) and an optional time.
+    #[uniffi::method(default(priority = 50, at = None))]
+    pub fn add_item(&self, text: String, priority: i32, at: Option<SystemTime>) -> Result<()> {
+        let at = at.map(|at| utc("at", at)).transpose()?;
+        self.lock().add_item(text, priority, at);
+        Ok(())
+    }
+
+    /// Builds the packet. The same input always gives the same packet.
+    pub fn build(&self) -> Packet {
+        let packet = self.lock().build();
+        packet.into()
+    }
+}
+
+impl ContextBuilder {
+    /// The builder, even after a panic in a caller's tokenizer poisoned the lock: the items
+    /// are only ever appended whole, so they are still consistent.
+    fn lock(&self) -> MutexGuard<'_, ctx::ContextBuilder> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A foreign [`Tokenizer`] in the core's shape.
+struct ForeignTokenizer(Arc<dyn Tokenizer>);
+
+impl ctx::Tokenizer for ForeignTokenizer {
+    fn count(&self, text: &str) -> usize {
+        usize::try_from(self.0.count_tokens(text.to_owned())).unwrap_or(usize::MAX)
+    }
+}
+
+fn tokens(n: usize) -> u64 {
+    n as u64
+}
+
+impl From<ctx::Packet> for Packet {
+    fn from(packet: ctx::Packet) -> Self {
+        let markdown = packet.to_markdown();
+        let json = packet.to_json();
+        let messages = packet
+            .to_messages()
+            .into_iter()
+            .map(|m| ChatMessage {
+                role: m["role"].as_str().unwrap_or_default().to_owned(),
+                content: m["content"].as_str().unwrap_or_default().to_owned(),
+            })
+            .collect();
+        let manifest = packet.manifest;
+        Packet {
+            markdown,
+            messages,
+            json,
+            tokens: tokens(packet.tokens),
+            budget: tokens(packet.budget),
+            sections: packet
+                .sections
+                .into_iter()
+                .map(|s| PacketSection {
+                    id: s.id,
+                    kind: match s.kind {
+                        ctx::ItemKind::Handoff => ItemKind::Handoff,
+                        ctx::ItemKind::Fact => ItemKind::Fact,
+                        ctx::ItemKind::Message => ItemKind::Message,
+                        ctx::ItemKind::Note => ItemKind::Note,
+                    },
+                    title: s.title,
+                    text: s.text,
+                    role: s.role,
+                    tokens: tokens(s.tokens),
+                })
+                .collect(),
+            manifest: PacketManifest {
+                included: manifest.included,
+                truncated: manifest
+                    .truncated
+                    .into_iter()
+                    .map(|t| Truncation {
+                        id: t.id,
+                        original_tokens: tokens(t.original_tokens),
+                        kept_tokens: tokens(t.kept_tokens),
+                    })
+                    .collect(),
+                dropped: manifest
+                    .dropped
+                    .into_iter()
+                    .map(|d| Dropped {
+                        id: d.id,
+                        tokens: tokens(d.tokens),
+                        reason: match d.reason {
+                            ctx::DropReason::Budget => DropReason::Budget,
+                        },
+                    })
+                    .collect(),
+                redacted: manifest
+                    .redacted
+                    .into_iter()
+                    .map(|r| RedactedItem {
+                        id: r.id,
+                        rule: r.rule,
+                        count: tokens(r.count),
+                    })
+                    .collect(),
+            },
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The binding's one error type, with the same kinds as the other bindings' errors.
+
+use handoff_core as core;
+
+use crate::record::HandoffStatus;
+
+/// An error of handoff-core. Each variant carries `description`, the readable text, and the
+/// details of its kind.
+///
+/// The text is not called `message`: a Kotlin exception's `message` is its own property, and
+/// a field of that name would not compile there.
+#[derive(Debug, thiserror::Error, uniffi::Error)]
+#[uniffi::export(Display)]
+pub enum HandoffError {
+    /// No handoff has this id.
+    #[error("{description}")]
+    NotFound {
+        /// What went wrong, in words.
+        description: String,
+        /// The id that was looked up.
+        id: String,
+    },
+    /// Another agent holds a live claim on the handoff.
+    #[error("{description}")]
+    AlreadyClaimed {
+        /// What went wrong, in words.
+        description: String,
+        /// The handoff.
+        id: String,
+        /// The agent holding the claim.
+        holder: String,
+    },
+    /// The caller's claim is no longer current: its lease ran out, or the handoff was
+    /// released, completed or claimed again since. Nothing was changed.
+    #[error("{description}")]
+    LeaseLost {
+        /// What went wrong, in words.
+        description: String,
+        /// The handoff.
+        id: String,
+        /// The fencing token the caller presented.
+        token: u64,
+        /// Why the token is no longer current.
+        reason: String,
+    },
+    /// The event is not allowed in the handoff's current state, or not by this actor.
+    #[error("{description}")]
+    InvalidTransition {
+        /// What went wrong, in words.
+        description: String,
+        /// The handoff.
+        id: String,
+        /// Its status when the event was refused.
+        status: HandoffStatus,
+        /// The refused event (`claim`, `complete`, `reject`, ...).
+        event: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The input broke one or more rules; every problem found is listed.
+    #[error("{description}")]
+    Validation {
+        /// What went wrong, in words.
+        description: String,
+        /// Each broken rule, with the field it concerns.
+        problems: Vec<ValidationProblem>,
+    },
+    /// A handoff with this id exists already with different content.
+    #[error("{description}")]
+    Conflict {
+        /// What went wrong, in words.
+        description: String,
+        /// The caller-supplied id.
+        id: String,
+    },
+    /// The new hop would break the task's chain policy.
+    #[error("{description}")]
+    ChainViolation {
+        /// What went wrong, in words.
+        description: String,
+        /// The task.
+        task_id: String,
+        /// The path the task would take with the refused hop at its end.
+        path: Vec<String>,
+        /// The rule the hop breaks.
+        rule: ChainRule,
+    },
+    /// The storage backend failed (I/O, corruption, a schema it does not know).
+    #[error("{description}")]
+    Storage {
+        /// What went wrong, in words.
+        description: String,
+    },
+}
+
+/// One broken validation rule: which field, and which rule.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct ValidationProblem {
+    /// The field, as named in the record's JSON form (`goal`, `completed_steps[3]`, ...).
+    pub field: String,
+    /// The rule it breaks, in words.
+    pub rule: String,
+}
+
+/// Which rule of the chain policy a refused hop breaks.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum ChainRule {
+    /// The task has made `limit` hops already.
+    MaxHandoffs {
+        /// The policy's `max_handoffs`.
+        limit: u64,
+    },
+    /// `agent` is in the path already, more often than `limit` revisits allow.
+    Revisit {
+        /// The agent that would appear again.
+        agent: String,
+        /// The policy's `max_revisits`.
+        limit: u64,
+    },
+    /// The policy does not let `from_agent` hand off to `to_agent`.
+    NotCollaborator {
+        /// The sender.
+        from_agent: String,
+        /// The refused addressee.
+        to_agent: String,
+    },
+}
+
+impl HandoffError {
+    /// A validation error with one problem, for input refused before it reaches the core.
+    pub(crate) fn invalid(field: &str, rule: impl Into<String>) -> Self {
+        core::Error::invalid(field, rule).into()
+    }
+}
+
+/// The core's error with the problem field `core_name` called `ours`, for the arguments this
+/// binding names differently (a `lease` duration where the core speaks of `lease_seconds`).
+pub(crate) fn rename_field(error: core::Error, core_name: &str, ours: &str) -> core::Error {
+    match error {
+        core::Error::Validation { mut problems } => {
+            for problem in &mut problems {
+                if problem.field == core_name {
+                    ours.clone_into(&mut problem.field);
+                }
+            }
+            core::Error::Validation { problems }
+        }
+        other => other,
+    }
+}
+
+impl From<core::ChainRule> for ChainRule {
+    fn from(rule: core::ChainRule) -> Self {
+        match rule {
+            core::ChainRule::MaxHandoffs { limit } => ChainRule::MaxHandoffs {
+                limit: limit as u64,
+            },
+            core::ChainRule::Revisit { agent, limit } => ChainRule::Revisit {
+                agent,
+                limit: limit as u64,
+            },
+            core::ChainRule::NotCollaborator { from, to } => ChainRule::NotCollaborator {
+                from_agent: from,
+                to_agent: to,
+            },
+        }
+    }
+}
+
+impl From<core::Error> for HandoffError {
+    fn from(error: core::Error) -> Self {
+        let description = error.to_string();
+        match error {
+            core::Error::NotFound { id } => HandoffError::NotFound { description, id },
+            core::Error::AlreadyClaimed { id, holder } => HandoffError::AlreadyClaimed {
+                description,
+                id,
+                holder,
+            },
+            core::Error::LeaseLost { id, token, reason } => HandoffError::LeaseLost {
+                description,
+                id,
+                token,
+                reason,
+            },
+            core::Error::InvalidTransition {
+                id,
+                status,
+                event,
+                reason,
+            } => HandoffError::InvalidTransition {
+                description,
+                id,
+                status: status.into(),
+                event: event.to_owned(),
+                reason,
+            },
+            core::Error::Validation { problems } => HandoffError::Validation {
+                description,
+                problems: problems
+                    .into_iter()
+                    .map(|p| ValidationProblem {
+                        field: p.field,
+                        rule: p.rule,
+                    })
+                    .collect(),
+            },
+            core::Error::Conflict { id } => HandoffError::Conflict { description, id },
+            core::Error::ChainViolation(violation) => HandoffError::ChainViolation {
+                description,
+                task_id: violation.task_id,
+                path: violation.path,
+                rule: violation.rule.into(),
+            },
+            // `core::Error` is non-exhaustive: a kind added later is reported as storage
+            // trouble with its own description until this binding names it.
+            _ => HandoffError::Storage { description },
+        }
+    }
+}
+
+/// `Result` with [`HandoffError`].
+pub(crate) type Result<T, E = HandoffError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_core_kind_keeps_its_name_and_details() {
+        let cases: Vec<(core::Error, &str)> = vec![
+            (core::Error::NotFound { id: "h".into() }, "NotFound"),
+            (
+                core::Error::AlreadyClaimed {
+                    id: "h".into(),
+                    holder: "a".into(),
+                },
+                "AlreadyClaimed",
+            ),
+            (
+                core::Error::LeaseLost {
+                    id: "h".into(),
+                    token: 3,
+                    reason: "expired".into(),
+                },
+                "LeaseLost",
+            ),
+            (
+                core::Error::InvalidTransition {
+                    id: "h".into(),
+                    status: core::Status::Completed,
+                    event: "claim",
+                    reason: "finished".into(),
+                },
+                "InvalidTransition",
+            ),
+            (
+                core::Error::invalid("goal", "must not be empty"),
+                "Validation",
+            ),
+            (core::Error::Conflict { id: "h".into() }, "Conflict"),
+            (
+                core::Error::ChainViolation(core::ChainViolation {
+                    task_id: "t".into(),
+                    path: vec!["a".into(), "b".into()],
+                    rule: core::ChainRule::MaxHandoffs { limit: 1 },
+                }),
+                "ChainViolation",
+            ),
+            (core::Error::storage("disk full"), "Storage"),
+        ];
+        for (error, kind) in cases {
+            let text = error.to_string();
+            let ours = HandoffError::from(error);
+            assert!(
+                format!("{ours:?}").starts_with(kind),
+                "{ours:?} is not {kind}"
+            );
+            assert_eq!(ours.to_string(), text, "the readable text is the core's");
+        }
+    }
+
+    #[test]
+    fn renamed_fields_keep_the_rule() {
+        let error = rename_field(
+            core::Error::invalid("lease_seconds", "must be more than 0"),
+            "lease_seconds",
+            "lease",
+        );
+        match error {
+            core::Error::Validation { problems } => {
+                assert_eq!(
+                    problems,
+                    vec![core::Problem::new("lease", "must be more than 0")]
+                );
+            }
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    /// The bindings catch panics only when they unwind: no profile may abort.
+    #[test]
+    fn every_profile_unwinds() {
+        let workspace = include_str!("../../Cargo.toml");
+        for profile in ["dev", "release"] {
+            let header = format!("[profile.{profile}]");
+            let section = workspace
+                .split(&header)
+                .nth(1)
+                .and_then(|rest| rest.split("\n[").next())
+                .unwrap_or_else(|| panic!("the workspace has no {header}"));
+            assert!(
+                section.contains("panic = \"unwind\""),
+                "{header} must say panic = \"unwind\""
+            );
+        }
+        let aborts = workspace
+            .lines()
+            .map(|line| line.split('#').next().unwrap_or_default())
+            .any(|setting| setting.contains("panic") && setting.contains("abort"));
+        assert!(!aborts, "a profile aborts on panic");
+    }
+}

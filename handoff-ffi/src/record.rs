@@ -1,0 +1,528 @@
+//! The handover record as the foreign languages see it: [`Handoff`], its enums, and the
+//! fields a caller gives [`crate::Store::create`].
+
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
+use handoff_core as core;
+
+use crate::error::{HandoffError, Result};
+
+/// What kind of handoff a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum HandoffKind {
+    /// The whole task moves to the successor.
+    Full,
+    /// Part of the task moves; the sender keeps the rest.
+    Partial,
+    /// The work goes up to a more capable or more trusted agent.
+    Escalation,
+    /// A progress snapshot of work an agent keeps doing (see `Store.checkpoint`).
+    Checkpoint,
+    /// The first record of a task.
+    Initialization,
+    /// A progress report.
+    Progress,
+    /// A successor takes over after the sender failed.
+    ErrorRecovery,
+}
+
+/// Where a handoff is in its lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum HandoffStatus {
+    /// Waiting for a successor to claim it.
+    Pending,
+    /// An agent holds a live claim.
+    Claimed,
+    /// The holder finished.
+    Completed,
+    /// The addressed agent refused it.
+    Rejected,
+    /// It was withdrawn.
+    Cancelled,
+    /// Nobody claimed it before `expires_at`.
+    Expired,
+    /// Its claims lapsed `max_attempts` times.
+    Failed,
+}
+
+/// Why the previous agent handed over.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum HandoffReason {
+    /// The agent chose to hand over.
+    Explicit,
+    /// The agent finished its part.
+    TaskComplete,
+    /// The agent's context window was this full, in percent (0..=100).
+    ContextLimit {
+        /// How full, in percent.
+        percent: u8,
+    },
+    /// The agent ran out of time after this many seconds.
+    Timeout {
+        /// How long it ran.
+        seconds: u64,
+    },
+    /// The agent failed.
+    Error {
+        /// What failed.
+        message: String,
+    },
+}
+
+/// A handover record: the work, what is known about it, and who holds it.
+///
+/// The fields up to `max_attempts` are the content, fixed at creation; the fields from
+/// `status` on are managed by the store and change with every transition.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct Handoff {
+    /// The record format's version.
+    pub schema_version: u32,
+    /// Time-ordered id (UUIDv7) or one supplied by the creator as an idempotency key.
+    pub id: String,
+    /// The task this handoff belongs to; a task's handoffs form its chain.
+    pub task_id: String,
+    /// The session the handing-over agent ran in.
+    pub session_id: Option<String>,
+    /// The handoff this one continues.
+    pub parent_id: Option<String>,
+    /// What kind of handoff this is.
+    pub kind: HandoffKind,
+    /// Why the previous agent handed over.
+    pub reason: HandoffReason,
+    /// The agent handing over.
+    pub from_agent: Option<String>,
+    /// The agent addressed; none lets any agent claim it.
+    pub to_agent: Option<String>,
+    /// What the successor must achieve. Never empty.
+    pub goal: String,
+    /// Where the work stands, in prose.
+    pub progress_summary: String,
+    /// Steps already done.
+    pub completed_steps: Vec<String>,
+    /// Steps still to do, in order.
+    pub pending_steps: Vec<String>,
+    /// Decisions taken, and why, so the successor does not reopen them.
+    pub key_decisions: Vec<String>,
+    /// Assumptions the work rests on.
+    pub assumptions: Vec<String>,
+    /// Things the successor must be careful about.
+    pub warnings: Vec<String>,
+    /// Errors seen and not yet fixed.
+    pub unresolved_errors: Vec<String>,
+    /// What stops progress right now.
+    pub blockers: Vec<String>,
+    /// Files changed so far.
+    pub modified_files: Vec<String>,
+    /// Files the work holds locks on.
+    pub locked_files: Vec<String>,
+    /// Guidance for the successor.
+    pub instructions: Option<String>,
+    /// What matters most, first.
+    pub priority_items: Vec<String>,
+    /// How the successor knows it is done.
+    pub success_criteria: Vec<String>,
+    /// How full the previous agent's context window was, in percent (0..=100).
+    pub context_usage_percent: Option<u8>,
+    /// Free-form metadata: a JSON object, as text.
+    pub metadata: String,
+    /// When the handoff was created.
+    pub created_at: SystemTime,
+    /// When an unclaimed handoff expires; none is never.
+    pub expires_at: Option<SystemTime>,
+    /// How many claims may lapse before the handoff fails.
+    pub max_attempts: u32,
+    /// Where the handoff is in its lifecycle.
+    pub status: HandoffStatus,
+    /// The agent holding (or that last held) the claim.
+    pub claimed_by: Option<String>,
+    /// The fencing token of the latest claim; it grows with every claim.
+    pub claim_token: Option<u64>,
+    /// When the current claim lapses unless renewed.
+    pub lease_until: Option<SystemTime>,
+    /// When the holder last claimed or heartbeated.
+    pub heartbeat_at: Option<SystemTime>,
+    /// How many claims ended without completion (released or lapsed).
+    pub attempts: u32,
+    /// When the handoff reached a terminal status.
+    pub completed_at: Option<SystemTime>,
+    /// The completing agent's result, or why the handoff ended otherwise.
+    pub outcome: Option<String>,
+}
+
+/// What a caller gives `Store.create`: the task and goal, and whatever else the successor
+/// should know. The names are those of the Python and Node bindings' `create`.
+#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
+pub struct CreateOptions {
+    /// The task the handoff belongs to.
+    pub task_id: String,
+    /// What the successor must achieve.
+    pub goal: String,
+    /// The agent handing over.
+    #[uniffi(default)]
+    pub from_agent: Option<String>,
+    /// The agent addressed; none lets any agent claim it.
+    #[uniffi(default)]
+    pub to_agent: Option<String>,
+    /// The kind; none is `Full`.
+    #[uniffi(default)]
+    pub kind: Option<HandoffKind>,
+    /// Why; none is `Explicit`.
+    #[uniffi(default)]
+    pub reason: Option<HandoffReason>,
+    /// How full the sender's context window was, in percent.
+    #[uniffi(default)]
+    pub context_pct: Option<u8>,
+    /// Where the work stands (`progress_summary`).
+    #[uniffi(default)]
+    pub progress: String,
+    /// Steps already done (`completed_steps`).
+    #[uniffi(default)]
+    pub completed: Vec<String>,
+    /// Steps still to do (`pending_steps`).
+    #[uniffi(default)]
+    pub pending: Vec<String>,
+    /// Decisions taken (`key_decisions`).
+    #[uniffi(default)]
+    pub decisions: Vec<String>,
+    /// Assumptions the work rests on.
+    #[uniffi(default)]
+    pub assumptions: Vec<String>,
+    /// Things to be careful about.
+    #[uniffi(default)]
+    pub warnings: Vec<String>,
+    /// Errors not yet fixed (`unresolved_errors`).
+    #[uniffi(default)]
+    pub errors: Vec<String>,
+    /// Files changed so far (`modified_files`).
+    #[uniffi(default)]
+    pub files: Vec<String>,
+    /// Guidance for the successor.
+    #[uniffi(default)]
+    pub instructions: Option<String>,
+    /// A JSON object, as text; none is `{}`.
+    #[uniffi(default)]
+    pub metadata: Option<String>,
+    /// A caller-chosen id: creating again with the same id and content returns the stored
+    /// record; with other content it fails with `Conflict`.
+    #[uniffi(default)]
+    pub id: Option<String>,
+    /// The handoff this one continues.
+    #[uniffi(default)]
+    pub parent_id: Option<String>,
+    /// The sender's session.
+    #[uniffi(default)]
+    pub session_id: Option<String>,
+    /// What stops progress right now.
+    #[uniffi(default)]
+    pub blockers: Vec<String>,
+    /// Files the work holds locks on.
+    #[uniffi(default)]
+    pub locked_files: Vec<String>,
+    /// What matters most, first.
+    #[uniffi(default)]
+    pub priority_items: Vec<String>,
+    /// How the successor knows it is done.
+    #[uniffi(default)]
+    pub success_criteria: Vec<String>,
+    /// When an unclaimed handoff expires.
+    #[uniffi(default)]
+    pub expires_at: Option<SystemTime>,
+    /// How many claims may lapse before the handoff fails; none is the default (3).
+    #[uniffi(default)]
+    pub max_attempts: Option<u32>,
+}
+
+#[uniffi::export]
+impl Handoff {
+    /// The record as Markdown, ready for a successor's prompt.
+    pub fn to_markdown(&self) -> Result<String> {
+        Ok(core::Handoff::try_from(self.clone())?.to_markdown())
+    }
+
+    /// The record's canonical JSON form (the same in every binding).
+    pub fn to_json(&self) -> Result<String> {
+        Ok(core::Handoff::try_from(self.clone())?.to_json())
+    }
+}
+
+/// Parses and validates a record from its JSON form; `Validation` names every broken rule.
+#[uniffi::export]
+pub fn handoff_from_json(json: String) -> Result<Handoff> {
+    Ok(core::Handoff::from_json(&json)?.into())
+}
+
+pub(crate) fn time(at: DateTime<Utc>) -> SystemTime {
+    at.into()
+}
+
+/// `at` in UTC, or a validation error naming `field` when it lies outside the years
+/// -262143..=262142 that records can hold (a Kotlin `Instant` can reach further).
+pub(crate) fn utc(field: &str, at: SystemTime) -> Result<DateTime<Utc>> {
+    let span = |d: std::time::Duration| chrono::TimeDelta::from_std(d).ok();
+    let converted = match at.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => span(after).and_then(|d| DateTime::UNIX_EPOCH.checked_add_signed(d)),
+        Err(before) => {
+            span(before.duration()).and_then(|d| DateTime::UNIX_EPOCH.checked_sub_signed(d))
+        }
+    };
+    converted.ok_or_else(|| HandoffError::invalid(field, "is outside the years a record can hold"))
+}
+
+fn opt_utc(field: &str, at: Option<SystemTime>) -> Result<Option<DateTime<Utc>>> {
+    at.map(|at| utc(field, at)).transpose()
+}
+
+/// Parses `text` as a JSON object for the field `field`.
+fn metadata(field: &str, text: &str) -> Result<core::Metadata> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err(HandoffError::invalid(field, "must be a JSON object")),
+        Err(e) => Err(HandoffError::invalid(
+            field,
+            format!("is not valid JSON: {e}"),
+        )),
+    }
+}
+
+impl CreateOptions {
+    /// The core's form of these fields. Only `metadata` can be refused here (it must be a JSON
+    /// object); every other rule is the core's, checked when the record is stored.
+    pub(crate) fn into_core(self) -> Result<core::NewHandoff> {
+        let metadata = match &self.metadata {
+            Some(text) => metadata("metadata", text)?,
+            None => core::Metadata::new(),
+        };
+        Ok(core::NewHandoff {
+            id: self.id,
+            task_id: self.task_id,
+            session_id: self.session_id,
+            parent_id: self.parent_id,
+            kind: self.kind.map(Into::into).unwrap_or_default(),
+            reason: self.reason.map(Into::into).unwrap_or_default(),
+            from_agent: self.from_agent,
+            to_agent: self.to_agent,
+            goal: self.goal,
+            progress_summary: self.progress,
+            completed_steps: self.completed,
+            pending_steps: self.pending,
+            key_decisions: self.decisions,
+            assumptions: self.assumptions,
+            warnings: self.warnings,
+            unresolved_errors: self.errors,
+            blockers: self.blockers,
+            modified_files: self.files,
+            locked_files: self.locked_files,
+            instructions: self.instructions,
+            priority_items: self.priority_items,
+            success_criteria: self.success_criteria,
+            context_usage_percent: self.context_pct,
+            metadata,
+            expires_at: opt_utc("expires_at", self.expires_at)?,
+            max_attempts: self.max_attempts,
+        })
+    }
+}
+
+impl From<core::Handoff> for Handoff {
+    fn from(h: core::Handoff) -> Self {
+        Handoff {
+            schema_version: h.schema_version,
+            id: h.id,
+            task_id: h.task_id,
+            session_id: h.session_id,
+            parent_id: h.parent_id,
+            kind: h.kind.into(),
+            reason: h.reason.into(),
+            from_agent: h.from_agent,
+            to_agent: h.to_agent,
+            goal: h.goal,
+            progress_summary: h.progress_summary,
+            completed_steps: h.completed_steps,
+            pending_steps: h.pending_steps,
+            key_decisions: h.key_decisions,
+            assumptions: h.assumptions,
+            warnings: h.warnings,
+            unresolved_errors: h.unresolved_errors,
+            blockers: h.blockers,
+            modified_files: h.modified_files,
+            locked_files: h.locked_files,
+            instructions: h.instructions,
+            priority_items: h.priority_items,
+            success_criteria: h.success_criteria,
+            context_usage_percent: h.context_usage_percent,
+            metadata: serde_json::Value::Object(h.metadata).to_string(),
+            created_at: time(h.created_at),
+            expires_at: h.expires_at.map(time),
+            max_attempts: h.max_attempts,
+            status: h.status.into(),
+            claimed_by: h.claimed_by,
+            claim_token: h.claim_token,
+            lease_until: h.lease_until.map(time),
+            heartbeat_at: h.heartbeat_at.map(time),
+            attempts: h.attempts,
+            completed_at: h.completed_at.map(time),
+            outcome: h.outcome,
+        }
+    }
+}
+
+impl TryFrom<Handoff> for core::Handoff {
+    type Error = HandoffError;
+
+    /// The core's record; refused only when a caller edited `metadata` into something that is
+    /// not a JSON object, or a time beyond what a record can hold.
+    fn try_from(h: Handoff) -> Result<Self> {
+        Ok(core::Handoff {
+            schema_version: h.schema_version,
+            id: h.id,
+            task_id: h.task_id,
+            session_id: h.session_id,
+            parent_id: h.parent_id,
+            kind: h.kind.into(),
+            reason: h.reason.into(),
+            from_agent: h.from_agent,
+            to_agent: h.to_agent,
+            goal: h.goal,
+            progress_summary: h.progress_summary,
+            completed_steps: h.completed_steps,
+            pending_steps: h.pending_steps,
+            key_decisions: h.key_decisions,
+            assumptions: h.assumptions,
+            warnings: h.warnings,
+            unresolved_errors: h.unresolved_errors,
+            blockers: h.blockers,
+            modified_files: h.modified_files,
+            locked_files: h.locked_files,
+            instructions: h.instructions,
+            priority_items: h.priority_items,
+            success_criteria: h.success_criteria,
+            context_usage_percent: h.context_usage_percent,
+            metadata: metadata("metadata", &h.metadata)?,
+            created_at: utc("created_at", h.created_at)?,
+            expires_at: opt_utc("expires_at", h.expires_at)?,
+            max_attempts: h.max_attempts,
+            status: h.status.into(),
+            claimed_by: h.claimed_by,
+            claim_token: h.claim_token,
+            lease_until: opt_utc("lease_until", h.lease_until)?,
+            heartbeat_at: opt_utc("heartbeat_at", h.heartbeat_at)?,
+            attempts: h.attempts,
+            completed_at: opt_utc("completed_at", h.completed_at)?,
+            outcome: h.outcome,
+        })
+    }
+}
+
+/// `From` both ways between a binding enum and the core's, variant by variant.
+macro_rules! same_enum {
+    ($ours:ident <=> $theirs:path { $($variant:ident),+ $(,)? }) => {
+        impl From<$theirs> for $ours {
+            fn from(value: $theirs) -> Self {
+                use $theirs as Theirs;
+                match value {
+                    $(Theirs::$variant => $ours::$variant,)+
+                }
+            }
+        }
+
+        impl From<$ours> for $theirs {
+            fn from(value: $ours) -> Self {
+                use $theirs as Theirs;
+                match value {
+                    $($ours::$variant => Theirs::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+same_enum!(HandoffKind <=> core::Kind {
+    Full, Partial, Escalation, Checkpoint, Initialization, Progress, ErrorRecovery,
+});
+
+same_enum!(HandoffStatus <=> core::Status {
+    Pending, Claimed, Completed, Rejected, Cancelled, Expired, Failed,
+});
+
+impl From<core::Reason> for HandoffReason {
+    fn from(reason: core::Reason) -> Self {
+        match reason {
+            core::Reason::Explicit => HandoffReason::Explicit,
+            core::Reason::TaskComplete => HandoffReason::TaskComplete,
+            core::Reason::ContextLimit { percent } => HandoffReason::ContextLimit { percent },
+            core::Reason::Timeout { seconds } => HandoffReason::Timeout { seconds },
+            core::Reason::FatalError { message } => HandoffReason::Error { message },
+        }
+    }
+}
+
+impl From<HandoffReason> for core::Reason {
+    fn from(reason: HandoffReason) -> Self {
+        match reason {
+            HandoffReason::Explicit => core::Reason::Explicit,
+            HandoffReason::TaskComplete => core::Reason::TaskComplete,
+            HandoffReason::ContextLimit { percent } => core::Reason::ContextLimit { percent },
+            HandoffReason::Timeout { seconds } => core::Reason::Timeout { seconds },
+            HandoffReason::Error { message } => core::Reason::FatalError { message },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn rich() -> core::Handoff {
+        let mut metadata = core::Metadata::new();
+        metadata.insert(
+            "ticket".into(),
+            serde_json::json!({"id": 42, "tags": ["a", "b"]}),
+        );
+        let mut h = core::NewHandoff::new("task-1", "Write the parser")
+            .from_agent("claude")
+            .reason(core::Reason::ContextLimit { percent: 85 })
+            .kind(core::Kind::ErrorRecovery)
+            .pending(["tests"])
+            .metadata(metadata)
+            .into_record(
+                "h-1".into(),
+                DateTime::from_timestamp_micros(1_767_225_600_123_456).unwrap_or_default(),
+            );
+        h.lease_until = DateTime::from_timestamp(-86_400, 5_000);
+        h
+    }
+
+    #[test]
+    fn records_survive_the_round_trip() -> Result<()> {
+        let original = rich();
+        let back = core::Handoff::try_from(Handoff::from(original.clone()))?;
+        assert_eq!(back, original);
+        Ok(())
+    }
+
+    #[test]
+    fn times_beyond_a_records_range_are_validation_errors() {
+        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(10_000_000_000_000);
+        match utc("expires_at", far) {
+            Err(HandoffError::Validation { problems, .. }) => {
+                assert_eq!(problems[0].field, "expires_at");
+            }
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+        let long_ago = SystemTime::UNIX_EPOCH - Duration::from_secs(10_000_000_000_000);
+        assert!(utc("at", long_ago).is_err());
+    }
+
+    #[test]
+    fn metadata_must_be_an_object() {
+        let mut h = Handoff::from(rich());
+        h.metadata = "[1]".into();
+        assert!(matches!(
+            core::Handoff::try_from(h),
+            Err(HandoffError::Validation { .. })
+        ));
+    }
+}
