@@ -102,7 +102,9 @@ ffi-bindings:
 	$(call ffi_generate,release,$(TARGET_DIR)/ffi-bindings)
 
 # Generates every language, fails if the public surface of the Swift or Kotlin sources changed
-# without handoff-ffi/api being updated, then runs the Python tests through the generated module.
+# without handoff-ffi/api being updated, runs the Python tests through the generated module,
+# then compiles the generated Kotlin with a Kotlin test and runs it (installing JNA and a Kotlin
+# compiler the first time: see handoff-ffi/tests/kotlin/run.sh).
 test-ffi: $(PY_VENV)/.tools
 	$(CARGO) test --quiet -p handoff-ffi -p handoff-ffi-bindgen
 	$(CARGO) build --quiet -p handoff-ffi -p handoff-ffi-bindgen
@@ -112,6 +114,8 @@ test-ffi: $(PY_VENV)/.tools
 	git diff --exit-code -- handoff-ffi/api || { \
 	  echo "the Swift/Kotlin API changed: review handoff-ffi/api and commit it if the change is meant"; exit 1; }
 	cd handoff-ffi && HANDOFF_FFI_PYTHON=$(TARGET_DIR)/ffi/python $(PY_ENV) python -m pytest tests/python
+	PYTHON=$(PY_VENV)/bin/python handoff-ffi/tests/kotlin/run.sh \
+	  $(TARGET_DIR)/ffi/kotlin/uniffi/handoff_ffi/handoff_ffi.kt $(TARGET_DIR)/debug $(TARGET_DIR)/ffi-kotlin
 # <<< ffi
 
 bench:

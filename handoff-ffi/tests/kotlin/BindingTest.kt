@@ -1,0 +1,148 @@
+// The generated Kotlin, compiled and run against libhandoff_ffi: the lifecycle, errors,
+// fencing, racing threads, a Kotlin tokenizer and a panic that must arrive as an exception.
+// `make test-ffi-kotlin` compiles this file with the generated sources and runs it.
+
+import uniffi.handoff_ffi.*
+import java.time.Duration
+import java.util.concurrent.CyclicBarrier
+import java.util.concurrent.Executors
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicInteger
+import kotlin.system.exitProcess
+
+fun check(condition: Boolean, what: () -> String) {
+    if (!condition) throw AssertionError(what())
+}
+
+inline fun <reified E : Throwable> raises(block: () -> Unit): E {
+    try {
+        block()
+    } catch (e: Throwable) {
+        if (e is E) return e
+        throw AssertionError("expected ${E::class.simpleName}, got $e")
+    }
+    throw AssertionError("expected ${E::class.simpleName}, nothing was thrown")
+}
+
+fun task(id: String = "task-1", goal: String = "Write the parser") = CreateOptions(taskId = id, goal = goal)
+
+fun lifecycle() {
+    val clock = ManualClock()
+    Store.memory(OpenOptions(clock = clock)).use { store ->
+        val h = store.create(task().copy(fromAgent = "claude", pending = listOf("tests"),
+            reason = HandoffReason.ContextLimit(85.toUByte())))
+        check(h.status == HandoffStatus.PENDING) { "new handoffs are pending" }
+        check(h.createdAt == clock.now()) { "created at the store's clock" }
+        check(h.claimedBy == null) { "optional fields are null" }
+        val claim = store.claim(h.id, "gemini", Duration.ofSeconds(60))
+        check(claim.token == 1uL) { "first token is 1" }
+        check(claim.handoff.leaseUntil == clock.now().plusSeconds(60)) { "lease from the clock" }
+        clock.advance(Duration.ofSeconds(30))
+        store.heartbeat(claim)
+        val done = store.complete(claim, "merged")
+        check(done.status == HandoffStatus.COMPLETED && done.outcome == "merged") { "completed" }
+        val changes = store.events(h.id).map { it.change }
+        check(changes.first() is Change.Created && changes.last() == Change.Completed("merged")) { "$changes" }
+        check(store.chain("task-1").text == "claude → gemini") { "chain" }
+        check(h.toMarkdown().contains("Write the parser")) { "markdown" }
+        check(handoffFromJson(h.toJson()) == h) { "JSON round trip" }
+    }
+}
+
+fun errors() {
+    Store.memory().use { store ->
+        val missing = raises<HandoffException.NotFound> { store.get("nope") }
+        check(missing.id == "nope" && missing.description == "handoff nope not found") { "$missing" }
+        val invalid = raises<HandoffException.Validation> { store.create(task("bad id!", "")) }
+        check(invalid.problems.map { it.field }.containsAll(listOf("task_id", "goal"))) { "${invalid.problems}" }
+        check(store.list().isEmpty()) { "a refused create changes nothing" }
+        val h = store.create(task())
+        store.claim(h.id, "a")
+        val taken = raises<HandoffException.AlreadyClaimed> { store.claim(h.id, "b") }
+        check(taken.holder == "a") { "holder" }
+        raises<HandoffException.Validation> { store.claim(h.id, "b", Duration.ZERO) }
+    }
+}
+
+fun fencing() {
+    val clock = ManualClock()
+    Store.memory(OpenOptions(clock = clock)).use { store ->
+        val h = store.create(task())
+        val stale = store.claim(h.id, "a", Duration.ofSeconds(10))
+        clock.advance(Duration.ofSeconds(11))
+        val fresh = store.claim(h.id, "b")
+        check(fresh.token > stale.token) { "tokens grow" }
+        val lost = raises<HandoffException.LeaseLost> { store.complete(stale, "late") }
+        check(lost.token == stale.token) { "the stale token is named" }
+        check(store.complete(fresh, "done").status == HandoffStatus.COMPLETED) { "the fresh claim completes" }
+    }
+}
+
+fun racingThreads(path: String) {
+    Store.open(path, OpenOptions(synchronous = Synchronous.NORMAL)).use { store ->
+        val threads = 8
+        repeat(10) { round ->
+            val h = store.create(task("race-$round"))
+            val barrier = CyclicBarrier(threads)
+            val won = AtomicInteger()
+            val pool = Executors.newFixedThreadPool(threads)
+            repeat(threads) { i ->
+                pool.execute {
+                    barrier.await()
+                    try {
+                        store.claim(h.id, "agent-$i"); won.incrementAndGet()
+                    } catch (e: HandoffException.AlreadyClaimed) {
+                    }
+                }
+            }
+            pool.shutdown()
+            check(pool.awaitTermination(60, TimeUnit.SECONDS)) { "a claimer hung" }
+            check(won.get() == 1) { "exactly one of $threads claimers wins, not ${won.get()}" }
+        }
+    }
+}
+
+class Words : Tokenizer {
+    override fun countTokens(text: String): ULong = text.split(" ").size.toULong()
+}
+
+class Exploding : Tokenizer {
+    override fun countTokens(text: String): ULong = throw IllegalStateException("tokenizer crashed")
+}
+
+fun context() {
+    val builder = ContextBuilder(budgetTokens = 500uL, tokenizer = Words())
+    builder.addFacts(listOf("the CI key is sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t"))
+    val packet = builder.build()
+    check("[REDACTED:openai-api-key]" in packet.markdown) { "redacted" }
+    check(packet.manifest.redacted.single().rule == "openai-api-key") { "reported" }
+}
+
+fun panicBecomesAnException() {
+    val builder = ContextBuilder(budgetTokens = 100uL, tokenizer = Exploding())
+    builder.addFacts(listOf("a fact"))
+    raises<InternalException> { builder.build() }
+    Store.memory().use { check(it.create(task()).status == HandoffStatus.PENDING) { "the library still works" } }
+}
+
+fun main(args: Array<String>) {
+    val dir = kotlin.io.path.createTempDirectory("handoff-ffi-kotlin").toString()
+    val tests = listOf<Pair<String, () -> Unit>>(
+        "lifecycle" to ::lifecycle,
+        "errors" to ::errors,
+        "fencing" to ::fencing,
+        "racing threads" to { racingThreads("$dir/race.db") },
+        "context" to ::context,
+        "panic becomes an exception" to ::panicBecomesAnException,
+    )
+    var failed = 0
+    for ((name, test) in tests) {
+        try {
+            test(); println("ok   $name")
+        } catch (e: Throwable) {
+            failed++; println("FAIL $name: $e")
+        }
+    }
+    println("${tests.size - failed} passed, $failed failed")
+    if (failed > 0) exitProcess(1)
+}
