@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use handoff_core as core;
+use handoff_core::Handoff as CoreHandoff;
 
 use crate::error::{HandoffError, Result};
 
@@ -324,46 +325,60 @@ impl CreateOptions {
     }
 }
 
+/// A record of type `$ty` (`Handoff` or `CoreHandoff`, a name: a path cannot open a struct
+/// literal in a macro) from `$h`, the other one: the fields that cross unchanged are copied,
+/// the ones whose types differ are given, converted.
+macro_rules! handoff {
+    ($ty:ident, $h:ident { $($field:ident: $value:expr),+ $(,)? }) => {
+        $ty {
+            schema_version: $h.schema_version,
+            id: $h.id,
+            task_id: $h.task_id,
+            session_id: $h.session_id,
+            parent_id: $h.parent_id,
+            from_agent: $h.from_agent,
+            to_agent: $h.to_agent,
+            goal: $h.goal,
+            progress_summary: $h.progress_summary,
+            completed_steps: $h.completed_steps,
+            pending_steps: $h.pending_steps,
+            key_decisions: $h.key_decisions,
+            assumptions: $h.assumptions,
+            warnings: $h.warnings,
+            unresolved_errors: $h.unresolved_errors,
+            blockers: $h.blockers,
+            modified_files: $h.modified_files,
+            locked_files: $h.locked_files,
+            instructions: $h.instructions,
+            priority_items: $h.priority_items,
+            success_criteria: $h.success_criteria,
+            context_usage_percent: $h.context_usage_percent,
+            max_attempts: $h.max_attempts,
+            claimed_by: $h.claimed_by,
+            claim_token: $h.claim_token,
+            attempts: $h.attempts,
+            outcome: $h.outcome,
+            $($field: $value),+
+        }
+    };
+}
+
 impl From<core::Handoff> for Handoff {
     fn from(h: core::Handoff) -> Self {
-        Handoff {
-            schema_version: h.schema_version,
-            id: h.id,
-            task_id: h.task_id,
-            session_id: h.session_id,
-            parent_id: h.parent_id,
-            kind: h.kind.into(),
-            reason: h.reason.into(),
-            from_agent: h.from_agent,
-            to_agent: h.to_agent,
-            goal: h.goal,
-            progress_summary: h.progress_summary,
-            completed_steps: h.completed_steps,
-            pending_steps: h.pending_steps,
-            key_decisions: h.key_decisions,
-            assumptions: h.assumptions,
-            warnings: h.warnings,
-            unresolved_errors: h.unresolved_errors,
-            blockers: h.blockers,
-            modified_files: h.modified_files,
-            locked_files: h.locked_files,
-            instructions: h.instructions,
-            priority_items: h.priority_items,
-            success_criteria: h.success_criteria,
-            context_usage_percent: h.context_usage_percent,
-            metadata: serde_json::Value::Object(h.metadata).to_string(),
-            created_at: time(h.created_at),
-            expires_at: h.expires_at.map(time),
-            max_attempts: h.max_attempts,
-            status: h.status.into(),
-            claimed_by: h.claimed_by,
-            claim_token: h.claim_token,
-            lease_until: h.lease_until.map(time),
-            heartbeat_at: h.heartbeat_at.map(time),
-            attempts: h.attempts,
-            completed_at: h.completed_at.map(time),
-            outcome: h.outcome,
-        }
+        handoff!(
+            Handoff,
+            h {
+                kind: h.kind.into(),
+                reason: h.reason.into(),
+                status: h.status.into(),
+                metadata: serde_json::Value::Object(h.metadata).to_string(),
+                created_at: time(h.created_at),
+                expires_at: h.expires_at.map(time),
+                lease_until: h.lease_until.map(time),
+                heartbeat_at: h.heartbeat_at.map(time),
+                completed_at: h.completed_at.map(time),
+            }
+        )
     }
 }
 
@@ -373,44 +388,20 @@ impl TryFrom<Handoff> for core::Handoff {
     /// The core's record; refused only when a caller edited `metadata` into something that is
     /// not a JSON object, or a time beyond what a record can hold.
     fn try_from(h: Handoff) -> Result<Self> {
-        Ok(core::Handoff {
-            schema_version: h.schema_version,
-            id: h.id,
-            task_id: h.task_id,
-            session_id: h.session_id,
-            parent_id: h.parent_id,
-            kind: h.kind.into(),
-            reason: h.reason.into(),
-            from_agent: h.from_agent,
-            to_agent: h.to_agent,
-            goal: h.goal,
-            progress_summary: h.progress_summary,
-            completed_steps: h.completed_steps,
-            pending_steps: h.pending_steps,
-            key_decisions: h.key_decisions,
-            assumptions: h.assumptions,
-            warnings: h.warnings,
-            unresolved_errors: h.unresolved_errors,
-            blockers: h.blockers,
-            modified_files: h.modified_files,
-            locked_files: h.locked_files,
-            instructions: h.instructions,
-            priority_items: h.priority_items,
-            success_criteria: h.success_criteria,
-            context_usage_percent: h.context_usage_percent,
-            metadata: metadata("metadata", &h.metadata)?,
-            created_at: utc("created_at", h.created_at)?,
-            expires_at: opt_utc("expires_at", h.expires_at)?,
-            max_attempts: h.max_attempts,
-            status: h.status.into(),
-            claimed_by: h.claimed_by,
-            claim_token: h.claim_token,
-            lease_until: opt_utc("lease_until", h.lease_until)?,
-            heartbeat_at: opt_utc("heartbeat_at", h.heartbeat_at)?,
-            attempts: h.attempts,
-            completed_at: opt_utc("completed_at", h.completed_at)?,
-            outcome: h.outcome,
-        })
+        Ok(handoff!(
+            CoreHandoff,
+            h {
+                kind: h.kind.into(),
+                reason: h.reason.into(),
+                status: h.status.into(),
+                metadata: metadata("metadata", &h.metadata)?,
+                created_at: utc("created_at", h.created_at)?,
+                expires_at: opt_utc("expires_at", h.expires_at)?,
+                lease_until: opt_utc("lease_until", h.lease_until)?,
+                heartbeat_at: opt_utc("heartbeat_at", h.heartbeat_at)?,
+                completed_at: opt_utc("completed_at", h.completed_at)?,
+            }
+        ))
     }
 }
 
