@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles the generated Kotlin with BindingTest.kt and runs it against libhandoff_ffi.
+# Compiles the generated Kotlin with BindingTest.kt and examples/kotlin/Quickstart.kt, and runs
+# both against libhandoff_ffi.
 #
 #   run.sh <generated handoff_ffi.kt> <folder holding libhandoff_ffi> <work folder>
 #
@@ -10,6 +11,7 @@ set -euo pipefail
 
 generated=$1 libdir=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
+example=$here/../../../examples/kotlin/Quickstart.kt
 kernel_version=0.19.0.944
 toolchain=$work/toolchain-$kernel_version
 
@@ -52,6 +54,8 @@ classes=$work/classes
 rm -rf "$classes" && mkdir -p "$classes"
 compiler_cp=$toolchain/compiler.jar:$toolchain/kotlin-stdlib.jar:$toolchain/kotlin-reflect.jar:$toolchain/kotlin-script-runtime.jar:$toolchain/annotations.jar
 java -cp "$compiler_cp" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler -nowarn -no-stdlib -no-reflect \
-  -cp "$toolchain/kotlin-stdlib.jar:$jna" -d "$classes" "$generated" "$here/BindingTest.kt"
+  -cp "$toolchain/kotlin-stdlib.jar:$jna" -d "$classes" "$generated" "$here/BindingTest.kt" "$example"
+run=(java -Djna.library.path="$libdir" -cp "$classes:$toolchain/kotlin-stdlib.jar:$jna")
+"${run[@]}" QuickstartKt "$(mktemp -d)/handoff.db"
 # The panic test prints its expected panic message; a backtrace would only bury the results.
-RUST_BACKTRACE=0 java -Djna.library.path="$libdir" -cp "$classes:$toolchain/kotlin-stdlib.jar:$jna" BindingTestKt
+RUST_BACKTRACE=0 "${run[@]}" BindingTestKt
