@@ -310,6 +310,11 @@ pub(crate) fn check_json_text(field: &str, json: &str, limits: &Limits) -> Resul
         ));
     }
     let bytes = json.as_bytes();
+    // Text cannot nest deeper than it has brackets. Counting them is one vectorised search, so
+    // a typical document (a provider response has a dozen) skips the exact scan below.
+    if fewer_openers_than(bytes, limits.max_depth + 2) {
+        return Ok(());
+    }
     let mut depth = 0usize;
     let mut at = 0;
     while at < bytes.len() {
@@ -344,6 +349,12 @@ pub(crate) fn check_json_text(field: &str, json: &str, limits: &Limits) -> Resul
         at += 1;
     }
     Ok(())
+}
+
+/// Whether `bytes` holds fewer than `limit` of `[` and `{`, in or out of strings; the search
+/// stops at the `limit`th.
+fn fewer_openers_than(bytes: &[u8], limit: usize) -> bool {
+    memchr::memchr2_iter(b'[', b'{', bytes).take(limit).count() < limit
 }
 
 #[cfg(test)]
@@ -386,5 +397,12 @@ mod tests {
         assert!(check_json_text("r", r#"{"a":{"b":{"c":1}}}"#, &limits).is_ok());
         assert!(check_json_text("r", r#"{"a":{"b":{"c":[1]}}}"#, &limits).is_err());
         assert!(check_json_text("r", r#"{"a":"[[[[[[\"[[[["}"#, &limits).is_ok());
+        // With few brackets the exact scan is skipped; at the limit it decides.
+        assert!(check_json_text("r", "[[[]]]", &limits).is_ok());
+        assert!(check_json_text("r", "[[[[]]]]", &limits).is_err());
+        assert!(check_json_text("r", "[[[]]][[[]]]", &limits).is_ok());
+        assert!(fewer_openers_than(b"[{]}", 3));
+        assert!(!fewer_openers_than(b"[{[", 3));
+        assert!(!fewer_openers_than(&[b'['; 10_000], 5_000));
     }
 }
