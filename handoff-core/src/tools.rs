@@ -9,10 +9,13 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::de::{self, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 
 use crate::chain::{ChainPolicy, ChainRule, ChainViolation};
@@ -131,9 +134,21 @@ impl HandoffIntent {
 }
 
 /// The agents of a swarm and who may hand off to whom.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct AgentRegistry {
     agents: Vec<Agent>,
+    /// For each agent (same index), its [`tool_names`](Self::tool_names), worked out on first
+    /// use: detection needs them on every call, and they only change when an agent is added.
+    names: Vec<OnceLock<Vec<(String, usize)>>>,
+}
+
+impl fmt::Debug for AgentRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The cache is left out: it is derived from `agents`.
+        f.debug_struct("AgentRegistry")
+            .field("agents", &self.agents)
+            .finish()
+    }
 }
 
 impl AgentRegistry {
@@ -162,6 +177,8 @@ impl AgentRegistry {
             Some(existing) => *existing = agent,
             None => self.agents.push(agent),
         }
+        // Any agent's targets, and so its tool names, may have changed.
+        self.names = self.agents.iter().map(|_| OnceLock::new()).collect();
         Ok(self)
     }
 
@@ -170,33 +187,34 @@ impl AgentRegistry {
         &self.agents
     }
 
-    fn agent(&self, name: &str) -> Result<&Agent> {
+    /// The agent named `name` and its index in `agents`.
+    fn agent(&self, name: &str) -> Result<(usize, &Agent)> {
         self.agents
             .iter()
-            .find(|a| a.name == name)
+            .enumerate()
+            .find(|(_, a)| a.name == name)
             .ok_or_else(|| Error::invalid("agent", format!("{name} is not registered")))
     }
 
-    /// Who `from` may hand off to, in registration order.
-    fn targets(&self, from: &Agent) -> Vec<&Agent> {
+    /// Who `from` may hand off to, in registration order, with their indices in `agents`.
+    fn targets<'a>(&'a self, from: &'a Agent) -> impl Iterator<Item = (usize, &'a Agent)> {
         self.agents
             .iter()
-            .filter(|a| a.name != from.name)
-            .filter(|a| {
+            .enumerate()
+            .filter(|(_, a)| a.name != from.name)
+            .filter(|(_, a)| {
                 from.collaborators
                     .as_ref()
                     .is_none_or(|allowed| allowed.contains(&a.name))
             })
-            .collect()
     }
 
-    /// The tool name for each of `from`'s targets: sanitised to `^[a-zA-Z0-9_-]{1,64}$`,
-    /// made unique when two names sanitise alike.
-    fn tool_names<'a>(&'a self, from: &Agent) -> Vec<(String, &'a Agent)> {
+    /// The tool name for each of `from`'s targets (with the target's index in `agents`):
+    /// sanitised to `^[a-zA-Z0-9_-]{1,64}$`, made unique when two names sanitise alike.
+    fn tool_names(&self, from: &Agent) -> Vec<(String, usize)> {
         let mut used = BTreeSet::new();
         self.targets(from)
-            .into_iter()
-            .map(|target| {
+            .map(|(index, target)| {
                 let base = tool_name(&target.name);
                 let mut name = base.clone();
                 let mut n = 2;
@@ -206,18 +224,27 @@ impl AgentRegistry {
                     name = format!("{}{suffix}", &base[..keep]);
                     n += 1;
                 }
-                (name, target)
+                (name, index)
             })
             .collect()
     }
 
+    /// [`tool_names`](Self::tool_names) of the agent at `index`, from the cache.
+    fn cached_tool_names(&self, index: usize, from: &Agent) -> &[(String, usize)] {
+        match self.names.get(index) {
+            Some(cell) => cell.get_or_init(|| self.tool_names(from)),
+            None => &[], // `names` is rebuilt on every `add`, so this does not happen
+        }
+    }
+
     /// The `transfer_to_<agent>` tools `agent` may call, exactly as `provider` expects them.
     pub fn tools(&self, agent: &str, provider: Provider) -> Result<Vec<Value>> {
-        let from = self.agent(agent)?;
+        let (index, from) = self.agent(agent)?;
         Ok(self
-            .tool_names(from)
-            .into_iter()
+            .cached_tool_names(index, from)
+            .iter()
             .map(|(name, target)| {
+                let target = &self.agents[*target];
                 let description = format!(
                     "Hand the task over to {}{}. Call this when the task needs {}'s skills, or when \
                      you cannot finish it yourself (your context is nearly full, you are stuck, or \
@@ -251,8 +278,7 @@ impl AgentRegistry {
         for agent in &self.agents {
             let targets = self
                 .targets(agent)
-                .into_iter()
-                .map(|t| t.name.clone())
+                .map(|(_, t)| t.name.clone())
                 .collect();
             collaborators.insert(agent.name.clone(), targets);
         }
@@ -297,11 +323,11 @@ impl AgentRegistry {
 
     fn detect_calls(
         &self,
-        mut calls: Vec<Call>,
+        mut calls: Vec<Call<'_>>,
         from_agent: &str,
         multiple: Multiple,
     ) -> Result<Option<HandoffIntent>> {
-        let from = self.agent(from_agent)?;
+        let (index, from) = self.agent(from_agent)?;
         let call = match (calls.len(), multiple) {
             (0, _) => return Ok(None),
             (1, _) | (_, Multiple::FirstWins) => calls.swap_remove(0),
@@ -312,9 +338,9 @@ impl AgentRegistry {
                 ));
             }
         };
-        let names = self.tool_names(from);
+        let names = self.cached_tool_names(index, from);
         let target = match names.iter().find(|(name, _)| *name == call.name) {
-            Some((_, target)) => target.name.clone(),
+            Some((_, target)) => self.agents[*target].name.clone(),
             None => {
                 // A registered agent that is not one of `from`'s targets breaks the policy;
                 // anything else is a tool the model made up.
@@ -324,16 +350,19 @@ impl AgentRegistry {
                     collaborators: None,
                 });
                 return Err(match every.iter().find(|(name, _)| *name == call.name) {
-                    Some((_, target)) => Error::ChainViolation(ChainViolation {
-                        task_id: String::new(),
-                        path: vec![from.name.clone(), target.name.clone()],
-                        rule: ChainRule::NotCollaborator {
-                            from: from.name.clone(),
-                            to: target.name.clone(),
-                        },
-                    }),
+                    Some((_, target)) => {
+                        let target = &self.agents[*target];
+                        Error::ChainViolation(ChainViolation {
+                            task_id: String::new(),
+                            path: vec![from.name.clone(), target.name.clone()],
+                            rule: ChainRule::NotCollaborator {
+                                from: from.name.clone(),
+                                to: target.name.clone(),
+                            },
+                        })
+                    }
                     None => Error::invalid(
-                        call.name_field(),
+                        call.at.field("name"),
                         format!("{} names no registered agent", call.name),
                     ),
                 });
@@ -343,7 +372,7 @@ impl AgentRegistry {
             Value::Object(map) => map,
             other => {
                 return Err(Error::invalid(
-                    call.field,
+                    call.at.field(call.arguments_key),
                     format!("arguments must be a JSON object, not {}", kind(&other)),
                 ));
             }
@@ -351,8 +380,8 @@ impl AgentRegistry {
         Ok(Some(HandoffIntent {
             target,
             arguments,
-            call_id: call.id,
-            tool: call.name,
+            call_id: call.id.map(Cow::into_owned),
+            tool: call.name.into_owned(),
         }))
     }
 }
@@ -391,20 +420,42 @@ fn parameters() -> Value {
     })
 }
 
-struct Call {
-    name: String,
-    id: Option<String>,
+struct Call<'a> {
+    name: Cow<'a, str>,
+    id: Option<Cow<'a, str>>,
     arguments: Value,
-    /// Where the arguments were, for error messages.
-    field: String,
+    /// Where the call was, for error messages (only formatted when there is one).
+    at: At,
+    /// `arguments` or `input`: the key the arguments were under.
+    arguments_key: &'static str,
 }
 
-impl Call {
-    /// Where the tool's name was, for error messages.
-    fn name_field(&self) -> String {
-        match self.field.rsplit_once('.') {
-            Some((parent, _)) => format!("{parent}.name"),
-            None => "name".to_owned(),
+/// Where in a response a call was.
+#[derive(Clone, Copy)]
+enum At {
+    /// `choices[choice].message.tool_calls[call].function`, or `tool_calls[call].function`
+    /// in a bare message.
+    Chat { choice: Option<usize>, call: usize },
+    /// `output[i]`.
+    Output(usize),
+    /// `content[i]`.
+    Content(usize),
+    /// The response is the item itself.
+    Item,
+}
+
+impl At {
+    /// The path of `key` in the call, as errors name it.
+    fn field(self, key: &str) -> String {
+        match self {
+            At::Chat {
+                choice: Some(i),
+                call: j,
+            } => format!("choices[{i}].message.tool_calls[{j}].function.{key}"),
+            At::Chat { choice: None, call } => format!("tool_calls[{call}].function.{key}"),
+            At::Output(i) => format!("output[{i}].{key}"),
+            At::Content(i) => format!("content[{i}].{key}"),
+            At::Item => key.to_owned(),
         }
     }
 }
@@ -435,7 +486,7 @@ struct Envelope<'a> {
     call_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     id: Option<Cow<'a, str>>,
-    arguments: Option<Value>,
+    arguments: Option<Arguments>,
 }
 
 #[derive(Deserialize, Default)]
@@ -466,7 +517,7 @@ struct ChatCall<'a> {
 struct Function<'a> {
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
-    arguments: Option<Value>,
+    arguments: Option<Arguments>,
 }
 
 #[derive(Deserialize, Default)]
@@ -480,8 +531,86 @@ struct Item<'a> {
     call_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     id: Option<Cow<'a, str>>,
-    arguments: Option<Value>,
+    arguments: Option<Arguments>,
     input: Option<Value>,
+}
+
+/// A tool call's `arguments` as read. JSON text (OpenAI) is parsed as soon as the parser
+/// has unescaped it, straight from its buffer, rather than first copied into a string; a
+/// parse error is kept until the call is known to be a handoff, where it is reported.
+enum Arguments {
+    /// Sent as JSON text: parsed (blank text is an empty object), or why not.
+    Text(std::result::Result<Value, serde_json::Error>),
+    /// Sent as a value.
+    Value(Value),
+}
+
+impl<'de> Deserialize<'de> for Arguments {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_any(ArgumentsVisitor)
+    }
+}
+
+struct ArgumentsVisitor;
+
+impl<'de> Visitor<'de> for ArgumentsVisitor {
+    type Value = Arguments;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> std::result::Result<Arguments, E> {
+        Ok(Arguments::Text(if text.trim().is_empty() {
+            Ok(Value::Object(Default::default()))
+        } else {
+            serde_json::from_str(text)
+        }))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<Arguments, E> {
+        Value::deserialize(v.into_deserializer()).map(Arguments::Value)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Arguments, E> {
+        Value::deserialize(v.into_deserializer()).map(Arguments::Value)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Arguments, E> {
+        Value::deserialize(v.into_deserializer()).map(Arguments::Value)
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> std::result::Result<Arguments, E> {
+        Value::deserialize(v.into_deserializer()).map(Arguments::Value)
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> std::result::Result<Arguments, E> {
+        Value::deserialize(v.into_deserializer()).map(Arguments::Value)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Arguments, E> {
+        Value::deserialize(v.into_deserializer()).map(Arguments::Value)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Arguments, E> {
+        Ok(Arguments::Value(Value::Null))
+    }
+
+    fn visit_none<E: de::Error>(self) -> std::result::Result<Arguments, E> {
+        Ok(Arguments::Value(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Arguments, D::Error> {
+        Arguments::deserialize(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Arguments, A::Error> {
+        Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Arguments::Value)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Arguments, A::Error> {
+        Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Arguments::Value)
+    }
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -495,18 +624,29 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// Arguments sent as a JSON string (OpenAI) are parsed; malformed ones are an error.
-fn string_arguments(raw: Option<Value>, field: &str) -> Result<Value> {
+/// Arguments sent as a JSON string (OpenAI) were parsed on reading; malformed ones are an
+/// error.
+fn string_arguments(raw: Option<Arguments>, at: At) -> Result<Value> {
     match raw {
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(Value::Object(Default::default())),
-        Some(Value::String(s)) => serde_json::from_str(&s)
-            .map_err(|e| Error::invalid(field, format!("arguments are not valid JSON: {e}"))),
-        Some(other) => Ok(other),
-        None => Err(Error::invalid(field, "arguments are missing")),
+        Some(Arguments::Text(parsed)) => parsed.map_err(|e| {
+            Error::invalid(
+                at.field("arguments"),
+                format!("arguments are not valid JSON: {e}"),
+            )
+        }),
+        Some(Arguments::Value(value)) => Ok(value),
+        None => Err(Error::invalid(
+            at.field("arguments"),
+            "arguments are missing",
+        )),
     }
 }
 
-fn chat_calls(calls: Vec<ChatCall<'_>>, at: &str, out: &mut Vec<Call>) -> Result<()> {
+fn chat_calls<'a>(
+    calls: Vec<ChatCall<'a>>,
+    choice: Option<usize>,
+    out: &mut Vec<Call<'a>>,
+) -> Result<()> {
     for (j, call) in calls.into_iter().enumerate() {
         let Some(function) = call.function else {
             continue;
@@ -515,57 +655,57 @@ fn chat_calls(calls: Vec<ChatCall<'_>>, at: &str, out: &mut Vec<Call>) -> Result
         if !name.starts_with(TOOL_PREFIX) {
             continue;
         }
-        let field = format!("{at}tool_calls[{j}].function.arguments");
+        let at = At::Chat { choice, call: j };
         out.push(Call {
-            name: name.into_owned(),
-            id: call.id.map(Cow::into_owned),
-            arguments: string_arguments(function.arguments, &field)?,
-            field,
+            name,
+            id: call.id,
+            arguments: string_arguments(function.arguments, at)?,
+            at,
+            arguments_key: "arguments",
         });
     }
     Ok(())
 }
 
-fn output_item(item: Item<'_>, field: String, out: &mut Vec<Call>) -> Result<()> {
+fn output_item<'a>(item: Item<'a>, at: At, out: &mut Vec<Call<'a>>) -> Result<()> {
     let Some(name) = item.name.filter(|n| n.starts_with(TOOL_PREFIX)) else {
         return Ok(());
     };
     match item.kind.as_deref() {
         Some("function_call") => out.push(Call {
-            name: name.into_owned(),
-            id: item.call_id.or(item.id).map(Cow::into_owned),
-            arguments: string_arguments(item.arguments, &field)?,
-            field,
+            name,
+            id: item.call_id.or(item.id),
+            arguments: string_arguments(item.arguments, at)?,
+            at,
+            arguments_key: "arguments",
         }),
-        Some("tool_use") => {
-            let field = field.replace("arguments", "input");
-            out.push(Call {
-                name: name.into_owned(),
-                id: item.id.map(Cow::into_owned),
-                arguments: item
-                    .input
-                    .ok_or_else(|| Error::invalid(field.clone(), "input is missing"))?,
-                field,
-            })
-        }
+        Some("tool_use") => out.push(Call {
+            name,
+            id: item.id,
+            arguments: item
+                .input
+                .ok_or_else(|| Error::invalid(at.field("input"), "input is missing"))?,
+            at,
+            arguments_key: "input",
+        }),
         _ => {}
     }
     Ok(())
 }
 
 /// Every `transfer_to_` call in a response, in order, whatever the provider.
-fn calls(envelope: Envelope<'_>) -> Result<Vec<Call>> {
+fn calls(envelope: Envelope<'_>) -> Result<Vec<Call<'_>>> {
     let mut out = Vec::new();
     for (i, choice) in envelope.choices.into_iter().flatten().enumerate() {
         if let Some(calls) = choice.message.and_then(|m| m.tool_calls) {
-            chat_calls(calls, &format!("choices[{i}].message."), &mut out)?;
+            chat_calls(calls, Some(i), &mut out)?;
         }
     }
     if let Some(calls) = envelope.tool_calls {
-        chat_calls(calls, "", &mut out)?;
+        chat_calls(calls, None, &mut out)?;
     }
     for (i, item) in envelope.output.into_iter().flatten().enumerate() {
-        output_item(item, format!("output[{i}].arguments"), &mut out)?;
+        output_item(item, At::Output(i), &mut out)?;
     }
     let item = Item {
         kind: envelope.kind,
@@ -576,13 +716,13 @@ fn calls(envelope: Envelope<'_>) -> Result<Vec<Call>> {
         input: None,
     };
     if item.kind.as_deref() == Some("function_call") {
-        output_item(item, "arguments".to_owned(), &mut out)?;
+        output_item(item, At::Item, &mut out)?;
     }
     // Anthropic: content[] blocks of type tool_use, `input` an object.
     if let Some(Value::Array(blocks)) = envelope.content {
         for (i, block) in blocks.into_iter().enumerate() {
             if let Ok(item) = Item::deserialize(block) {
-                output_item(item, format!("content[{i}].arguments"), &mut out)?;
+                output_item(item, At::Content(i), &mut out)?;
             }
         }
     }
@@ -609,7 +749,7 @@ mod tests {
         registry.add(&long, "", None).unwrap();
         registry.add(&format!("{long}y"), "", None).unwrap();
         let names: Vec<String> = registry
-            .tool_names(registry.agent("boss").unwrap())
+            .tool_names(registry.agent("boss").unwrap().1)
             .into_iter()
             .map(|(n, _)| n)
             .collect();
