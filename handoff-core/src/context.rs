@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
@@ -419,14 +419,17 @@ impl ContextBuilder {
     /// Builds the packet.
     pub fn build(&self) -> Packet {
         let mut manifest = Manifest::default();
-        // Items are only borrowed here; the few that make it into the packet are copied.
-        let mut candidates: Vec<Candidate<'_>> = Vec::with_capacity(self.items.len());
+        // One pass: each item's cost, and its redacted text when it had secrets. Items are only
+        // borrowed; no per-item record is built beyond its cost, so a million items do not
+        // allocate (and fault in) tens of megabytes of candidates on every build.
+        let mut tokens: Vec<usize> = Vec::with_capacity(self.items.len());
+        let mut redacted: HashMap<usize, String> = HashMap::new();
         for (index, item) in self.items.iter().enumerate() {
-            let mut text = Cow::Borrowed(item.text.as_str());
+            let mut text = item.text.as_str();
             if let Some(redactor) = &self.redactor {
                 let found = redactor.find(&item.text);
                 if !found.is_empty() {
-                    text = Cow::Owned(crate::redact::replace(&item.text, &found));
+                    let clean = crate::redact::replace(&item.text, &found);
                     let mut rules: Vec<&str> = found.iter().map(|r| r.rule.as_str()).collect();
                     rules.sort_unstable();
                     for chunk in rules.chunk_by(|a, b| a == b) {
@@ -436,25 +439,33 @@ impl ContextBuilder {
                             count: chunk.len(),
                         });
                     }
+                    text = redacted.entry(index).or_insert(clean);
                 }
             }
-            let tokens = self.cost(&item.title, &text);
-            candidates.push(Candidate {
+            tokens.push(self.cost(&item.title, text));
+        }
+        let candidate = |index: usize, redacted: &mut HashMap<usize, String>| {
+            let item = &self.items[index];
+            Candidate {
                 index,
                 item,
-                text,
-                tokens,
-            });
-        }
+                text: redacted
+                    .remove(&index)
+                    .map_or(Cow::Borrowed(item.text.as_str()), Cow::Owned),
+                tokens: tokens[index],
+            }
+        };
 
         // Mandatory items first, each cut to its share of what is left if they cannot all fit.
         let mut chosen: Vec<Candidate<'_>> = Vec::new();
         let mut left = self.budget;
-        let (mandatory, optional): (Vec<_>, Vec<_>) =
-            candidates.into_iter().partition(|c| c.item.mandatory);
-        let mandatory_total: usize = mandatory.iter().map(|c| c.tokens).sum();
+        let mandatory: Vec<usize> = (0..self.items.len())
+            .filter(|&i| self.items[i].mandatory)
+            .collect();
+        let mandatory_total: usize = mandatory.iter().map(|&i| tokens[i]).sum();
         let count = mandatory.len();
-        for (i, mut c) in mandatory.into_iter().enumerate() {
+        for (i, index) in mandatory.into_iter().enumerate() {
+            let mut c = candidate(index, &mut redacted);
             let share = left / (count - i).max(1);
             if mandatory_total <= self.budget || c.tokens <= share {
                 manifest.included.push(c.item.id.clone());
@@ -476,51 +487,71 @@ impl ContextBuilder {
         }
 
         // The rest: by priority, then newest first, then the order they were added, each taken
-        // if it still fits. Items are kept in one heap per cost: the next one taken is the best
-        // of the heaps whose cost still fits, and items that can no longer fit are never
-        // ordered at all, so a huge backlog costs about linear time.
-        let mut by_cost: BTreeMap<usize, BinaryHeap<Rank>> = BTreeMap::new();
-        for (slot, c) in optional.iter().enumerate() {
-            by_cost.entry(c.tokens).or_default().push((
-                c.item.priority,
-                c.item.at,
-                Reverse(c.index),
-                slot,
-            ));
+        // if it still fits. Items of one cost are taken best first, and at most `left / cost`
+        // of them can ever be taken, so each cost keeps only its best `left / cost` items (in a
+        // bounded min-heap, filled in one pass); the others, and those that cost more than is
+        // left, are dropped without being ordered. The next item taken is the best of the
+        // costs that still fit: the same choice, in the same order, as ordering every item.
+        let mut by_cost: BTreeMap<usize, BinaryHeap<Reverse<Rank>>> = BTreeMap::new();
+        for (index, item) in self.items.iter().enumerate() {
+            let cost = tokens[index];
+            if item.mandatory || cost > left {
+                continue;
+            }
+            // `cost` is at least 2 (a heading line), so this never divides by zero.
+            let keep = left / cost.max(1);
+            let rank = Reverse((item.priority, item.at, Reverse(index)));
+            let heap = by_cost.entry(cost).or_default();
+            if heap.len() < keep {
+                heap.push(rank);
+            } else if let Some(mut worst) = heap.peek_mut()
+                && rank < *worst
+            {
+                *worst = rank;
+            }
         }
-        let mut optional: Vec<Option<Candidate<'_>>> = optional.into_iter().map(Some).collect();
-        let drop = |c: Candidate<'_>, manifest: &mut Manifest| {
-            manifest.dropped.push(Dropped {
-                id: c.item.id.clone(),
-                tokens: c.tokens,
-                reason: DropReason::Budget,
-            });
-        };
+        let mut by_cost: BTreeMap<usize, Vec<Rank>> = by_cost
+            .into_iter()
+            .map(|(cost, heap)| {
+                // Sorted ascending, `Reverse` puts the best first; reversed, `pop` takes it.
+                let mut ranks: Vec<Rank> =
+                    heap.into_sorted_vec().into_iter().map(|r| r.0).collect();
+                ranks.reverse();
+                (cost, ranks)
+            })
+            .collect();
+        let mut taken = vec![false; self.items.len()];
         loop {
             let best = by_cost
                 .range(..=left)
-                .filter_map(|(cost, heap)| heap.peek().map(|rank| (*rank, *cost)))
+                .filter_map(|(cost, ranks)| ranks.last().map(|rank| (*rank, *cost)))
                 .max_by(|a, b| a.0.cmp(&b.0));
             let Some((_, cost)) = best else {
                 break;
             };
-            let Some(heap) = by_cost.get_mut(&cost) else {
+            let Some(ranks) = by_cost.get_mut(&cost) else {
                 break;
             };
-            let Some((_, _, _, slot)) = heap.pop() else {
+            let Some((_, _, Reverse(index))) = ranks.pop() else {
                 break;
             };
-            if heap.is_empty() {
+            if ranks.is_empty() {
                 by_cost.remove(&cost);
             }
-            if let Some(c) = optional[slot].take() {
-                left -= c.tokens;
-                manifest.included.push(c.item.id.clone());
-                chosen.push(c);
-            }
+            let c = candidate(index, &mut redacted);
+            left -= c.tokens;
+            taken[index] = true;
+            manifest.included.push(c.item.id.clone());
+            chosen.push(c);
         }
-        for c in optional.into_iter().flatten() {
-            drop(c, &mut manifest);
+        for (index, item) in self.items.iter().enumerate() {
+            if !item.mandatory && !taken[index] {
+                manifest.dropped.push(Dropped {
+                    id: item.id.clone(),
+                    tokens: tokens[index],
+                    reason: DropReason::Budget,
+                });
+            }
         }
 
         // Render: mandatory first, then handoff sections, facts, the conversation in
@@ -582,8 +613,8 @@ impl ContextBuilder {
 }
 
 /// The order in which optional items are taken: priority, then time (newest first), then
-/// insertion (earliest first); the last field is the item's slot.
-type Rank = (i32, Option<DateTime<Utc>>, Reverse<usize>, usize);
+/// insertion (earliest first, the item's index).
+type Rank = (i32, Option<DateTime<Utc>>, Reverse<usize>);
 
 /// An item under consideration: borrowed, with its (possibly redacted) text and its cost.
 struct Candidate<'a> {
