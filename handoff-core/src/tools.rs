@@ -276,10 +276,7 @@ impl AgentRegistry {
     pub fn policy(&self, base: ChainPolicy) -> ChainPolicy {
         let mut collaborators = BTreeMap::new();
         for agent in &self.agents {
-            let targets = self
-                .targets(agent)
-                .map(|(_, t)| t.name.clone())
-                .collect();
+            let targets = self.targets(agent).map(|(_, t)| t.name.clone()).collect();
             collaborators.insert(agent.name.clone(), targets);
         }
         ChainPolicy {
