@@ -561,7 +561,11 @@ impl<'de> Visitor<'de> for ArgumentsVisitor {
         Ok(Arguments::Text(if text.trim().is_empty() {
             Ok(Value::Object(Default::default()))
         } else {
-            serde_json::from_str(text)
+            // What `serde_json::from_str::<Value>` does, with the object's map made for the
+            // four arguments the transfer tools define rather than grown to them.
+            let mut de = serde_json::Deserializer::from_str(text);
+            de.deserialize_any(ArgumentsObject)
+                .and_then(|value| de.end().map(|()| value))
         }))
     }
 
@@ -607,6 +611,54 @@ impl<'de> Visitor<'de> for ArgumentsVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Arguments, A::Error> {
         Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Arguments::Value)
+    }
+}
+
+/// Reads JSON arguments text into a [`Value`] as `Value`'s own visitor does, but makes an
+/// object's map with room for the transfer tools' four arguments.
+struct ArgumentsObject;
+
+impl<'de> Visitor<'de> for ArgumentsObject {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut values = serde_json::Map::with_capacity(4);
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            values.insert(key, value);
+        }
+        Ok(Value::Object(values))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<Value, E> {
+        Value::deserialize(v.into_deserializer())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Value, E> {
+        Value::deserialize(v.into_deserializer())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Value, E> {
+        Value::deserialize(v.into_deserializer())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Value, E> {
+        Value::deserialize(v.into_deserializer())
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Value, A::Error> {
+        Value::deserialize(de::value::SeqAccessDeserializer::new(seq))
     }
 }
 
