@@ -363,6 +363,40 @@ macro_rules! handoff {
     };
 }
 
+impl From<core::NewHandoff> for CreateOptions {
+    /// The inverse of [`CreateOptions::into_core`], for what the core prepares for a caller.
+    fn from(new: core::NewHandoff) -> Self {
+        CreateOptions {
+            task_id: new.task_id,
+            goal: new.goal,
+            from_agent: new.from_agent,
+            to_agent: new.to_agent,
+            kind: Some(new.kind.into()),
+            reason: Some(new.reason.into()),
+            context_pct: new.context_usage_percent,
+            progress: new.progress_summary,
+            completed: new.completed_steps,
+            pending: new.pending_steps,
+            decisions: new.key_decisions,
+            assumptions: new.assumptions,
+            warnings: new.warnings,
+            errors: new.unresolved_errors,
+            files: new.modified_files,
+            instructions: new.instructions,
+            metadata: Some(serde_json::Value::Object(new.metadata).to_string()),
+            id: new.id,
+            parent_id: new.parent_id,
+            session_id: new.session_id,
+            blockers: new.blockers,
+            locked_files: new.locked_files,
+            priority_items: new.priority_items,
+            success_criteria: new.success_criteria,
+            expires_at: new.expires_at.map(time),
+            max_attempts: new.max_attempts,
+        }
+    }
+}
+
 impl From<core::Handoff> for Handoff {
     fn from(h: core::Handoff) -> Self {
         handoff!(

@@ -1,6 +1,7 @@
 // The generated Kotlin, compiled and run against libhandoff_ffi: the lifecycle, errors,
-// fencing, racing threads, a Kotlin tokenizer and a panic that must arrive as an exception.
-// `make test-ffi-kotlin` compiles this file with the generated sources and runs it.
+// fencing, racing threads, a Kotlin tokenizer, swarm tools, and a panic that must arrive as an
+// exception.
+// `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
 import java.time.Duration
@@ -118,6 +119,23 @@ fun context() {
     check(packet.manifest.redacted.single().rule == "openai-api-key") { "reported" }
 }
 
+fun swarmTools() {
+    val registry = AgentRegistry()
+    registry.add("triage", "routes requests", listOf("billing"))
+    registry.add("billing", "invoices and refunds")
+    check("\"transfer_to_billing\"" in registry.tools("triage", Provider.OPENAI_CHAT)) { "tools" }
+    val response = """{"choices":[{"index":0,"message":{"role":"assistant","content":null,
+        "tool_calls":[{"id":"call_1","type":"function","function":{"name":"transfer_to_billing",
+        "arguments":"{\"summary\":\"double charge\",\"pending\":[\"refund\"]}"}}]}}]}"""
+    val intent = registry.detect(response, "triage") ?: throw AssertionError("no intent detected")
+    check(intent.target == "billing" && intent.callId == "call_1") { "$intent" }
+    Store.memory(OpenOptions(policy = registry.policy())).use { store ->
+        val h = store.create(intent.toCreateOptions("T-9", "triage", "Refund customer 42"))
+        check(h.toAgent == "billing" && h.pendingSteps == listOf("refund")) { "$h" }
+    }
+    raises<HandoffException.Validation> { registry.detect("[[[", "triage") }
+}
+
 fun panicBecomesAnException() {
     val builder = ContextBuilder(budgetTokens = 100uL, tokenizer = Exploding())
     builder.addFacts(listOf("a fact"))
@@ -133,6 +151,7 @@ fun main(args: Array<String>) {
         "fencing" to ::fencing,
         "racing threads" to { racingThreads("$dir/race.db") },
         "context" to ::context,
+        "swarm tools" to ::swarmTools,
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0

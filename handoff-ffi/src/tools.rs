@@ -1,0 +1,200 @@
+//! Swarm tools: the `transfer_to_<agent>` tools an LLM may call, and the detector that reads a
+//! provider's response for such a call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use handoff_core as core;
+use handoff_core::tools as t;
+
+use crate::error::{HandoffError, Result};
+use crate::record::CreateOptions;
+use crate::store::ChainPolicy;
+
+/// An LLM API whose tool format the registry speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum Provider {
+    /// OpenAI Chat Completions.
+    OpenaiChat,
+    /// The OpenAI Responses API.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Model Context Protocol `tools/list`.
+    Mcp,
+}
+
+/// What to do when one response asks for several handoffs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum Multiple {
+    /// Refuse the response with `Validation`: an agent should hand off once.
+    Error,
+    /// Take the first handoff in the response's order.
+    FirstWins,
+}
+
+/// A registered agent.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Agent {
+    /// Its name, as used in `from_agent`/`to_agent`.
+    pub name: String,
+    /// What it is good at: goes into the tool description.
+    pub description: String,
+    /// Who it may hand off to; none is everyone else.
+    pub collaborators: Option<Vec<String>>,
+}
+
+/// A handoff an LLM asked for through a `transfer_to_<agent>` tool call.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct HandoffIntent {
+    /// The agent to hand off to.
+    pub target: String,
+    /// The tool's arguments (`reason`, `summary`, `pending`, `instructions`) as a JSON object.
+    pub arguments: String,
+    /// The provider's id for the call, to answer it.
+    pub call_id: Option<String>,
+    /// The tool name the model called.
+    pub tool: String,
+}
+
+/// The agents of a swarm and who may hand off to whom.
+#[derive(Debug, Default, uniffi::Object)]
+pub struct AgentRegistry {
+    inner: RwLock<t::AgentRegistry>,
+}
+
+#[uniffi::export]
+impl AgentRegistry {
+    /// An empty registry.
+    #[uniffi::constructor]
+    pub fn new() -> Arc<AgentRegistry> {
+        Arc::new(AgentRegistry::default())
+    }
+
+    /// Registers (or replaces) an agent; `collaborators` lists who it may hand off to
+    /// (everyone else when none).
+    #[uniffi::method(default(description = "", collaborators = None))]
+    pub fn add(
+        &self,
+        name: String,
+        description: String,
+        collaborators: Option<Vec<String>>,
+    ) -> Result<()> {
+        let mut registry = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        registry.add(&name, &description, collaborators)?;
+        Ok(())
+    }
+
+    /// The registered agents, in the order they were added.
+    pub fn agents(&self) -> Vec<Agent> {
+        self.read()
+            .agents()
+            .iter()
+            .map(|a| Agent {
+                name: a.name.clone(),
+                description: a.description.clone(),
+                collaborators: a.collaborators.clone(),
+            })
+            .collect()
+    }
+
+    /// The `transfer_to_<agent>` tools `agent` may call, as the JSON array `provider` expects in
+    /// a request's `tools`.
+    pub fn tools(&self, agent: String, provider: Provider) -> Result<String> {
+        let tools = self.read().tools(&agent, provider.into())?;
+        Ok(serde_json::Value::Array(tools).to_string())
+    }
+
+    /// The chain policy the registry implies: each agent may hand off only to its targets
+    /// (the other limits keep their defaults). Give it to a store through `OpenOptions.policy`.
+    pub fn policy(&self) -> ChainPolicy {
+        let policy = self.read().policy(core::ChainPolicy::default());
+        ChainPolicy {
+            max_handoffs: None,
+            max_revisits: None,
+            collaborators: policy.collaborators.map(|map| {
+                map.into_iter()
+                    .map(|(from, to)| (from, to.into_iter().collect()))
+                    .collect::<HashMap<_, _>>()
+            }),
+        }
+    }
+
+    /// Reads a provider's response (Chat Completions, Responses or Anthropic Messages, whole or
+    /// just the message, as JSON text) for a handoff by `from_agent`: the intent, or none when it
+    /// asks for none. Malformed arguments, a target not registered or several handoffs (unless
+    /// `multiple` is `FirstWins`) are `Validation` errors; a registered agent `from_agent` may
+    /// not hand off to is a `ChainViolation`.
+    #[uniffi::method(default(multiple = None))]
+    pub fn detect(
+        &self,
+        response: String,
+        from_agent: String,
+        multiple: Option<Multiple>,
+    ) -> Result<Option<HandoffIntent>> {
+        let multiple = multiple.map_or(t::Multiple::Error, Into::into);
+        let intent = self.read().detect_json(&response, &from_agent, multiple)?;
+        Ok(intent.map(|i| HandoffIntent {
+            target: i.target,
+            arguments: serde_json::Value::Object(i.arguments).to_string(),
+            call_id: i.call_id,
+            tool: i.tool,
+        }))
+    }
+}
+
+impl AgentRegistry {
+    fn read(&self) -> RwLockReadGuard<'_, t::AgentRegistry> {
+        // Only `add` writes, and it leaves the registry whole even if it panics.
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[uniffi::export]
+impl HandoffIntent {
+    /// The handoff this intent asks for, ready for `Store.create`: `summary` becomes the
+    /// progress, `pending` the pending steps, `instructions` the instructions; the model's
+    /// `reason` and the call id go into `metadata`.
+    pub fn to_create_options(
+        &self,
+        task_id: String,
+        from_agent: String,
+        goal: String,
+    ) -> Result<CreateOptions> {
+        let arguments = match serde_json::from_str(&self.arguments) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => return Err(HandoffError::invalid("arguments", "must be a JSON object")),
+        };
+        let intent = t::HandoffIntent {
+            target: self.target.clone(),
+            arguments,
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+        };
+        Ok(CreateOptions::from(intent.to_new_handoff(
+            &task_id,
+            &from_agent,
+            &goal,
+        )))
+    }
+}
+
+impl From<Provider> for t::Provider {
+    fn from(p: Provider) -> Self {
+        match p {
+            Provider::OpenaiChat => t::Provider::OpenAiChat,
+            Provider::OpenaiResponses => t::Provider::OpenAiResponses,
+            Provider::Anthropic => t::Provider::Anthropic,
+            Provider::Mcp => t::Provider::Mcp,
+        }
+    }
+}
+
+impl From<Multiple> for t::Multiple {
+    fn from(m: Multiple) -> Self {
+        match m {
+            Multiple::Error => t::Multiple::Error,
+            Multiple::FirstWins => t::Multiple::FirstWins,
+        }
+    }
+}
