@@ -125,7 +125,8 @@ impl SqliteBackend {
     ) -> Result<T, Contended> {
         let started = Instant::now();
         let mut conn = self.lock();
-        let _deadline = Deadline::set(started + self.patience);
+        // A patience too long to add to the clock (a caller's "wait forever") has no deadline.
+        let _deadline = Deadline::set(started.checked_add(self.patience));
         loop {
             match op(&mut conn) {
                 Err(Contended::Sqlite(e)) if is_busy(&e) && started.elapsed() < self.patience => {
@@ -158,8 +159,9 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 }
 
 thread_local! {
-    /// When the current call's `lock_patience` runs out. The busy handler is a plain function
-    /// that SQLite calls on the calling thread, so the deadline travels in a thread-local.
+    /// When the current call's `lock_patience` runs out (none: never). The busy handler is a
+    /// plain function that SQLite calls on the calling thread, so the deadline travels in a
+    /// thread-local.
     static LOCK_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
@@ -167,8 +169,8 @@ thread_local! {
 struct Deadline(Option<Instant>);
 
 impl Deadline {
-    fn set(at: Instant) -> Deadline {
-        Deadline(LOCK_DEADLINE.replace(Some(at)))
+    fn set(at: Option<Instant>) -> Deadline {
+        Deadline(LOCK_DEADLINE.replace(at))
     }
 }
 
@@ -888,6 +890,19 @@ mod patience_tests {
         let err = store.create(NewHandoff::new("t", "g")).unwrap_err();
         assert!(matches!(err, Error::Storage { .. }), "{err}");
         holder.execute_batch("ROLLBACK").unwrap();
+        assert!(store.create(NewHandoff::new("t", "g")).is_ok());
+    }
+
+    /// Any patience is accepted: one too long to add to the clock means no deadline, not a
+    /// panic on the first write.
+    #[test]
+    fn an_endless_patience_is_no_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteOptions {
+            synchronous: Synchronous::Normal,
+            lock_patience: Duration::MAX,
+        };
+        let store = Store::open_with(dir.path().join("patient.db"), &options).unwrap();
         assert!(store.create(NewHandoff::new("t", "g")).is_ok());
     }
 
