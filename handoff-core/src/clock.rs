@@ -44,7 +44,12 @@ impl ManualClock {
     /// Moves the clock forward.
     pub fn advance(&self, by: std::time::Duration) {
         let micros = i64::try_from(by.as_micros()).unwrap_or(i64::MAX);
-        self.micros.fetch_add(micros, Ordering::SeqCst);
+        // Saturating: a huge step stops at the end of time instead of wrapping into the past.
+        let _ = self
+            .micros
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                Some(now.saturating_add(micros))
+            });
     }
 
     /// Sets the clock to `at`.
@@ -83,4 +88,19 @@ pub(crate) fn lease_delta(field: &str, lease: std::time::Duration) -> crate::Res
         ));
     }
     TimeDelta::from_std(lease).map_err(|_| crate::Error::invalid(field, "out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_step_stops_at_the_end_of_time() {
+        let clock = ManualClock::at_epoch();
+        let start = clock.now();
+        clock.advance(std::time::Duration::MAX);
+        assert!(clock.now() > start);
+        clock.advance(std::time::Duration::from_secs(1));
+        assert!(clock.now() > start, "the clock wrapped into the past");
+    }
 }
