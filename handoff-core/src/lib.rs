@@ -1,6 +1,7 @@
 #![doc = include_str!("../../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod agent_files;
 pub mod chain;
 pub mod clock;
 pub mod context;
@@ -15,7 +16,8 @@ pub mod store;
 pub mod tools;
 pub mod validate;
 
-pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop};
+pub use agent_files::AgentFile;
+pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop, NewHop};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{ContextBuilder, Packet};
 pub use error::{Error, ErrorKind, Problem, Result};

@@ -5,9 +5,11 @@ use std::fmt::Write;
 use crate::record::Handoff;
 
 impl Handoff {
-    /// The record as Markdown: Meta, Current Goal, Progress, Completed, Pending, Key Decisions,
-    /// Assumptions, Warnings, Unresolved Errors, Blockers, Files, Instructions, and the
-    /// priorities and success criteria when there are any.
+    /// The record as Markdown, with secrets redacted ([`Handoff::redacted`]): Meta, Current
+    /// Goal, Progress, Completed, Pending, Key Decisions, Assumptions, Warnings, Unresolved
+    /// Errors, Blockers, Files, Instructions, and the priorities and success criteria when
+    /// there are any. The Markdown goes to an LLM or a terminal, so it is redacted by default;
+    /// [`Handoff::to_markdown_unredacted`] is the owner's opt-out.
     ///
     /// ```
     /// use handoff_core::NewHandoff;
@@ -22,6 +24,11 @@ impl Handoff {
     /// assert!(!md.contains("## Warnings"));
     /// ```
     pub fn to_markdown(&self) -> String {
+        self.redacted().to_markdown_unredacted()
+    }
+
+    /// The record as Markdown exactly as written, secrets included.
+    pub fn to_markdown_unredacted(&self) -> String {
         let mut md = String::with_capacity(1024);
         // Writing into a String cannot fail.
         let _ = self.write_markdown(&mut md);

@@ -685,6 +685,70 @@ impl FromStr for Reason {
     }
 }
 
+impl Reason {
+    /// The reason a creator gave, in any of the forms callers send: the wire form
+    /// (`context_limit_85`, `timeout_300s`, ...) or a bare `context_limit` / `timeout` whose
+    /// number comes separately, as MASC's `masc_handover_create` sends it
+    /// (`"reason": "context_limit", "context_pct": 85`). No reason is [`Reason::Explicit`]: a
+    /// `context_pct` alone is only the context usage.
+    ///
+    /// ```
+    /// use handoff_core::Reason;
+    ///
+    /// assert_eq!(Reason::from_input(Some("context_limit"), Some(85), None)?, Reason::ContextLimit { percent: 85 });
+    /// assert_eq!(Reason::from_input(Some("timeout"), None, Some(300))?.to_string(), "timeout_300s");
+    /// assert!(Reason::from_input(Some("context_limit"), None, None).is_err());
+    /// # Ok::<(), handoff_core::Error>(())
+    /// ```
+    pub fn from_input(
+        reason: Option<&str>,
+        context_pct: Option<u8>,
+        timeout_seconds: Option<u64>,
+    ) -> Result<Reason> {
+        let parsed = match reason {
+            None => return Ok(Reason::Explicit),
+            Some("context_limit") => match context_pct {
+                Some(percent) if percent <= 100 => Reason::ContextLimit { percent },
+                Some(_) => {
+                    return Err(Error::invalid("context_pct", "must be between 0 and 100"));
+                }
+                None => {
+                    return Err(Error::invalid(
+                        "reason",
+                        "a bare context_limit needs context_pct (or say context_limit_<percent>)",
+                    ));
+                }
+            },
+            Some("timeout") => match timeout_seconds {
+                Some(seconds) => Reason::Timeout { seconds },
+                None => {
+                    return Err(Error::invalid(
+                        "reason",
+                        "a bare timeout needs timeout_seconds (or say timeout_<seconds>s)",
+                    ));
+                }
+            },
+            Some(text) => text.parse()?,
+        };
+        // A number given twice must agree, or one of them is a mistake.
+        match parsed {
+            Reason::ContextLimit { percent } if context_pct.is_some_and(|p| p != percent) => {
+                Err(Error::invalid(
+                    "context_pct",
+                    format!("must agree with the reason's percent ({percent})"),
+                ))
+            }
+            Reason::Timeout { seconds } if timeout_seconds.is_some_and(|s| s != seconds) => {
+                Err(Error::invalid(
+                    "timeout_seconds",
+                    format!("must agree with the reason's seconds ({seconds})"),
+                ))
+            }
+            _ => Ok(parsed),
+        }
+    }
+}
+
 /// A plain decimal number: `parse` alone would also accept a leading `+`.
 fn digits(text: &str) -> Option<u64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {

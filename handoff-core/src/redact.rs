@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::record::{Handoff, Reason};
 
 /// One secret found and replaced.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -220,6 +221,85 @@ impl Redactor {
             }
         }
         without_overlaps(found)
+    }
+}
+
+impl Redactor {
+    /// Replaces the secrets in `text`, in place.
+    fn clean(&self, text: &mut String) {
+        let found = self.find(text);
+        if !found.is_empty() {
+            *text = replace(text, &found);
+        }
+    }
+
+    /// Redacts every string inside a JSON value; keys are left alone (they name, not carry).
+    fn clean_json(&self, value: &mut serde_json::Value) {
+        // Iterative, so that nesting depth costs heap, not stack.
+        let mut pending = vec![value];
+        while let Some(value) = pending.pop() {
+            match value {
+                serde_json::Value::String(text) => self.clean(text),
+                serde_json::Value::Array(items) => pending.extend(items.iter_mut()),
+                serde_json::Value::Object(map) => pending.extend(map.values_mut()),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Handoff {
+    /// A copy with secrets redacted by the built-in rules in every field a person or a model
+    /// reads: the goal and progress, every list item, the instructions, the outcome, the
+    /// message of an `error:` reason, agent names and every string inside `metadata`. Ids are
+    /// kept, so the copy still names the record.
+    ///
+    /// This is what leaves the library for an LLM or a terminal (DESIGN §2); stored records,
+    /// [`Handoff::to_json`] and exports keep what the caller wrote.
+    pub fn redacted(&self) -> Handoff {
+        self.redacted_with(&DEFAULT)
+    }
+
+    /// [`Handoff::redacted`] with the rules of `redactor`.
+    pub fn redacted_with(&self, redactor: &Redactor) -> Handoff {
+        let mut h = self.clone();
+        for text in [&mut h.goal, &mut h.progress_summary] {
+            redactor.clean(text);
+        }
+        for text in [
+            &mut h.instructions,
+            &mut h.outcome,
+            &mut h.from_agent,
+            &mut h.to_agent,
+            &mut h.claimed_by,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            redactor.clean(text);
+        }
+        for list in [
+            &mut h.completed_steps,
+            &mut h.pending_steps,
+            &mut h.key_decisions,
+            &mut h.assumptions,
+            &mut h.warnings,
+            &mut h.unresolved_errors,
+            &mut h.blockers,
+            &mut h.modified_files,
+            &mut h.locked_files,
+            &mut h.priority_items,
+            &mut h.success_criteria,
+        ] {
+            list.iter_mut().for_each(|text| redactor.clean(text));
+        }
+        if let Reason::FatalError { message } = &mut h.reason {
+            redactor.clean(message);
+        }
+        for value in h.metadata.values_mut() {
+            redactor.clean_json(value);
+        }
+        h
     }
 }
 

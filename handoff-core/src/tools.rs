@@ -79,6 +79,35 @@ pub enum Multiple {
     FirstWins,
 }
 
+impl Multiple {
+    /// The wire name: `error` or `first_wins`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Multiple::Error => "error",
+            Multiple::FirstWins => "first_wins",
+        }
+    }
+}
+
+impl FromStr for Multiple {
+    type Err = Error;
+
+    /// `error` or `first_wins`; `first` (the Python binding's old spelling) is accepted too.
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "error" => Ok(Multiple::Error),
+            "first_wins" | "first" => Ok(Multiple::FirstWins),
+            _ => Err(Error::invalid("multiple", "must be error or first_wins")),
+        }
+    }
+}
+
+impl fmt::Display for Multiple {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A handoff an LLM asked for through a `transfer_to_<agent>` tool call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HandoffIntent {
@@ -164,9 +193,9 @@ impl AgentRegistry {
         description: &str,
         collaborators: Option<Vec<String>>,
     ) -> Result<&mut Self> {
-        validate::ident("name", name)?;
+        validate::agent("name", name)?;
         for (i, other) in collaborators.iter().flatten().enumerate() {
-            validate::ident(&format!("collaborators[{i}]"), other)?;
+            validate::agent(&format!("collaborators[{i}]"), other)?;
         }
         let agent = Agent {
             name: name.to_owned(),
@@ -209,8 +238,9 @@ impl AgentRegistry {
             })
     }
 
-    /// The tool name for each of `from`'s targets (with the target's index in `agents`):
-    /// sanitised to `^[a-zA-Z0-9_-]{1,64}$`, made unique when two names sanitise alike.
+    /// The tool name for each of `from`'s targets (with the target's index in `agents`): the
+    /// SDKs' transform of the display name (see [`tool_name`]), made unique when two names
+    /// transform alike. Detection maps a name back to the display name through this table.
     fn tool_names(&self, from: &Agent) -> Vec<(String, usize)> {
         let mut used = BTreeSet::new();
         self.targets(from)
@@ -300,22 +330,52 @@ impl AgentRegistry {
             ..validate::Limits::default()
         };
         validate::check_json_text("response", response, &limits)?;
-        let envelope: Envelope<'_> = serde_json::from_str(response)
-            .map_err(|e| Error::invalid("response", format!("not a provider response: {e}")))?;
-        self.detect_calls(calls(envelope)?, from_agent, multiple)
+        let not_a_response = |e: serde_json::Error| {
+            Error::invalid("response", format!("not a provider response: {e}"))
+        };
+        let calls = if response.trim_start().starts_with('[') {
+            let items: Vec<Item<'_>> = serde_json::from_str(response).map_err(not_a_response)?;
+            item_calls(items)?
+        } else {
+            let envelope: Envelope<'_> = serde_json::from_str(response).map_err(not_a_response)?;
+            envelope_calls(envelope)?
+        };
+        self.detect_calls(calls, from_agent, multiple)
     }
 
-    /// Finds the `transfer_to_<agent>` call in a raw Chat Completions, Responses or Anthropic
-    /// response (whole or just the message). `None` when the model did not hand off.
+    /// Finds the `transfer_to_<agent>` call in a raw provider response: Chat Completions (whole
+    /// or just the message), Responses (whole, its `output` list, or one item), Anthropic
+    /// Messages (whole, its `content` list, or one `tool_use` block) or a LangChain `AIMessage`
+    /// (its `tool_calls`, or its serialised `kwargs`). `None` when the response is one of these
+    /// and did not hand off; a shape that is none of them is a validation error, so that a
+    /// handoff is never missed silently.
     pub fn detect(
         &self,
         response: &Value,
         from_agent: &str,
         multiple: Multiple,
     ) -> Result<Option<HandoffIntent>> {
-        let envelope = Envelope::deserialize(response)
-            .map_err(|e| Error::invalid("response", format!("not a provider response: {e}")))?;
-        self.detect_calls(calls(envelope)?, from_agent, multiple)
+        let not_a_response = |e: serde_json::Error| {
+            Error::invalid("response", format!("not a provider response: {e}"))
+        };
+        let calls = match response {
+            Value::Array(_) => {
+                item_calls(Vec::<Item<'_>>::deserialize(response).map_err(not_a_response)?)?
+            }
+            Value::Object(_) => {
+                envelope_calls(Envelope::deserialize(response).map_err(not_a_response)?)?
+            }
+            other => {
+                return Err(Error::invalid(
+                    "response",
+                    format!(
+                        "not a provider response: {} instead of an object or a list",
+                        kind(other)
+                    ),
+                ));
+            }
+        };
+        self.detect_calls(calls, from_agent, multiple)
     }
 
     fn detect_calls(
@@ -383,12 +443,15 @@ impl AgentRegistry {
     }
 }
 
-/// `transfer_to_<name>` with every character outside `[a-zA-Z0-9_-]` made `_`, at most 64 long.
+/// `transfer_to_<name>` as the agent SDKs spell it (the OpenAI Agents SDK's
+/// `transform_string_function_style`): whitespace and every character outside `[a-zA-Z0-9_]`
+/// become `_`, letters lowercase, so "Tech Support" gives `transfer_to_tech_support`; at most
+/// 64 characters, the providers' limit.
 fn tool_name(agent: &str) -> String {
     let mut name: String = TOOL_PREFIX.to_owned();
     name.extend(agent.chars().map(|c| {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-            c
+        if c.is_ascii_alphanumeric() || c == '_' {
+            c.to_ascii_lowercase()
         } else {
             '_'
         }
@@ -423,8 +486,20 @@ struct Call<'a> {
     arguments: Value,
     /// Where the call was, for error messages (only formatted when there is one).
     at: At,
-    /// `arguments` or `input`: the key the arguments were under.
+    /// `arguments`, `input` or `args`: the key the arguments were under.
     arguments_key: &'static str,
+}
+
+impl Call<'_> {
+    fn into_owned(self) -> Call<'static> {
+        Call {
+            name: Cow::Owned(self.name.into_owned()),
+            id: self.id.map(|id| Cow::Owned(id.into_owned())),
+            arguments: self.arguments,
+            at: self.at,
+            arguments_key: self.arguments_key,
+        }
+    }
 }
 
 /// Where in a response a call was.
@@ -437,6 +512,10 @@ enum At {
     Output(usize),
     /// `content[i]`.
     Content(usize),
+    /// `tool_calls[call]` of a LangChain message (`name`, `args`).
+    LangChain(usize),
+    /// `[i]` of a list of items or blocks.
+    Index(usize),
     /// The response is the item itself.
     Item,
 }
@@ -452,6 +531,8 @@ impl At {
             At::Chat { choice: None, call } => format!("tool_calls[{call}].function.{key}"),
             At::Output(i) => format!("output[{i}].{key}"),
             At::Content(i) => format!("content[{i}].{key}"),
+            At::LangChain(i) => format!("tool_calls[{i}].{key}"),
+            At::Index(i) => format!("[{i}].{key}"),
             At::Item => key.to_owned(),
         }
     }
@@ -481,9 +562,94 @@ struct Envelope<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     call_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    /// A string for items and blocks; a list for a `dumpd`-serialised LangChain message.
+    #[serde(borrow, deserialize_with = "string_or_ignored")]
     id: Option<Cow<'a, str>>,
     arguments: Option<Arguments>,
+    /// Anthropic, a single `tool_use` block.
+    input: Option<Value>,
+    /// Any chat message (read only to know the shape).
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    /// A LangChain message serialised by `dumpd` (`{"lc": 1, "type": "constructor", ...}`).
+    kwargs: Option<Value>,
+}
+
+impl Envelope<'_> {
+    /// Whether this is any response, message, item or block shape the detector knows; a known
+    /// shape without a handoff is `None`, an unknown one an error.
+    fn is_known(&self) -> bool {
+        self.choices.is_some()
+            || self.tool_calls.is_some()
+            || self.output.is_some()
+            || self.content.is_some()
+            || self.kind.is_some()
+            || self.role.is_some()
+    }
+}
+
+/// A string, borrowed where the parser allows; any other value is skipped as `None`.
+fn string_or_ignored<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<Cow<'de, str>>, D::Error> {
+    struct Lenient;
+    impl<'de> Visitor<'de> for Lenient {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any value")
+        }
+        fn visit_borrowed_str<E: de::Error>(
+            self,
+            v: &'de str,
+        ) -> std::result::Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_owned())))
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> std::result::Result<Self::Value, D::Error> {
+            d.deserialize_any(Lenient)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            while map
+                .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                .is_some()
+            {}
+            Ok(None)
+        }
+    }
+    deserializer.deserialize_any(Lenient)
 }
 
 #[derive(Deserialize, Default)]
@@ -507,6 +673,10 @@ struct ChatCall<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     function: Option<Function<'a>>,
+    /// LangChain's tool calls carry `name` and `args` (an object) themselves.
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    args: Option<Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -697,21 +867,35 @@ fn chat_calls<'a>(
     out: &mut Vec<Call<'a>>,
 ) -> Result<()> {
     for (j, call) in calls.into_iter().enumerate() {
-        let Some(function) = call.function else {
-            continue;
-        };
-        let Some(name) = function.name else { continue };
-        if !name.starts_with(TOOL_PREFIX) {
-            continue;
+        match (call.function, call.name) {
+            (Some(function), _) => {
+                let Some(name) = function.name else { continue };
+                if !name.starts_with(TOOL_PREFIX) {
+                    continue;
+                }
+                let at = At::Chat { choice, call: j };
+                out.push(Call {
+                    name,
+                    id: call.id,
+                    arguments: string_arguments(function.arguments, at)?,
+                    at,
+                    arguments_key: "arguments",
+                });
+            }
+            (None, Some(name)) if name.starts_with(TOOL_PREFIX) => {
+                let at = At::LangChain(j);
+                out.push(Call {
+                    name,
+                    id: call.id,
+                    arguments: call
+                        .args
+                        .ok_or_else(|| Error::invalid(at.field("args"), "args are missing"))?,
+                    at,
+                    arguments_key: "args",
+                });
+            }
+            _ => {}
         }
-        let at = At::Chat { choice, call: j };
-        out.push(Call {
-            name,
-            id: call.id,
-            arguments: string_arguments(function.arguments, at)?,
-            at,
-            arguments_key: "arguments",
-        });
     }
     Ok(())
 }
@@ -742,8 +926,37 @@ fn output_item<'a>(item: Item<'a>, at: At, out: &mut Vec<Call<'a>>) -> Result<()
     Ok(())
 }
 
+/// Every `transfer_to_` call in a list of Responses output items or Anthropic content blocks.
+fn item_calls(items: Vec<Item<'_>>) -> Result<Vec<Call<'_>>> {
+    let mut out = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        output_item(item, At::Index(i), &mut out)?;
+    }
+    Ok(out)
+}
+
 /// Every `transfer_to_` call in a response, in order, whatever the provider.
-fn calls(envelope: Envelope<'_>) -> Result<Vec<Call<'_>>> {
+fn envelope_calls(envelope: Envelope<'_>) -> Result<Vec<Call<'_>>> {
+    if envelope.kind.as_deref() == Some("constructor")
+        && let Some(kwargs) = &envelope.kwargs
+    {
+        // A serialised LangChain message: the message is its kwargs. Its calls are copied
+        // out, as the borrowed form cannot outlive `kwargs`.
+        let inner = Envelope::deserialize(kwargs)
+            .map_err(|e| Error::invalid("kwargs", format!("not a LangChain message: {e}")))?;
+        return Ok(envelope_calls(inner)?
+            .into_iter()
+            .map(Call::into_owned)
+            .collect());
+    }
+    if !envelope.is_known() {
+        return Err(Error::invalid(
+            "response",
+            "not a provider response: expected a Chat Completions response or message \
+             (choices, tool_calls), a Responses response or item (output, type), an Anthropic \
+             message or block (content, type) or a LangChain message (tool_calls)",
+        ));
+    }
     let mut out = Vec::new();
     for (i, choice) in envelope.choices.into_iter().flatten().enumerate() {
         if let Some(calls) = choice.message.and_then(|m| m.tool_calls) {
@@ -762,9 +975,9 @@ fn calls(envelope: Envelope<'_>) -> Result<Vec<Call<'_>>> {
         call_id: envelope.call_id,
         id: envelope.id,
         arguments: envelope.arguments,
-        input: None,
+        input: envelope.input,
     };
-    if item.kind.as_deref() == Some("function_call") {
+    if matches!(item.kind.as_deref(), Some("function_call" | "tool_use")) {
         output_item(item, At::Item, &mut out)?;
     }
     // Anthropic: content[] blocks of type tool_use, `input` an object.
@@ -788,8 +1001,11 @@ mod tests {
     fn names_are_sanitised_and_unique() {
         assert_eq!(
             tool_name("gemini-2.5@google"),
-            "transfer_to_gemini-2_5_google"
+            "transfer_to_gemini_2_5_google"
         );
+        assert_eq!(tool_name("Tech Support"), "transfer_to_tech_support");
+        assert_eq!(tool_name("Billing agent"), "transfer_to_billing_agent");
+        assert_eq!(tool_name("Größe"), "transfer_to_gr__e");
         let mut registry = AgentRegistry::new();
         registry.add("boss", "", None).unwrap();
         registry.add("a.b", "", None).unwrap();
@@ -810,7 +1026,7 @@ mod tests {
         for name in names {
             assert!(
                 name.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
             );
         }
     }

@@ -52,6 +52,30 @@ pub fn ident(field: &str, text: &str) -> Result<()> {
     }
 }
 
+/// The rule for agent names.
+pub const AGENT_RULE: &str = "must be 1 to 128 printable characters, with no control characters \
+     and no space at either end";
+
+/// Whether `text` is a valid agent name. Agents are named as people and SDKs name them
+/// ("Tech Support", "Billing agent"), so any printable text will do; unlike ids, agent names
+/// never name files.
+pub fn is_agent_name(text: &str) -> bool {
+    let count = text.chars().count();
+    (1..=128).contains(&count)
+        && !text.chars().any(char::is_control)
+        && text.trim() == text
+        && !text.is_empty()
+}
+
+/// Checks an agent name given as a call argument.
+pub fn agent(field: &str, text: &str) -> Result<()> {
+    if is_agent_name(text) {
+        Ok(())
+    } else {
+        Err(Error::invalid(field, AGENT_RULE))
+    }
+}
+
 /// Collects problems so that all of them are reported together.
 #[derive(Default)]
 pub(crate) struct Collector {
@@ -72,6 +96,14 @@ impl Collector {
     pub(crate) fn opt_ident(&mut self, field: &str, text: Option<&str>) {
         if let Some(text) = text {
             self.ident(field, text);
+        }
+    }
+
+    pub(crate) fn opt_agent(&mut self, field: &str, text: Option<&str>) {
+        if let Some(text) = text
+            && !is_agent_name(text)
+        {
+            self.push(field, AGENT_RULE);
         }
     }
 
@@ -133,9 +165,9 @@ pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
     c.ident("task_id", &h.task_id);
     c.opt_ident("session_id", h.session_id.as_deref());
     c.opt_ident("parent_id", h.parent_id.as_deref());
-    c.opt_ident("from_agent", h.from_agent.as_deref());
-    c.opt_ident("to_agent", h.to_agent.as_deref());
-    c.opt_ident("claimed_by", h.claimed_by.as_deref());
+    c.opt_agent("from_agent", h.from_agent.as_deref());
+    c.opt_agent("to_agent", h.to_agent.as_deref());
+    c.opt_agent("claimed_by", h.claimed_by.as_deref());
     if h.goal.trim().is_empty() {
         c.push("goal", "must not be empty");
     }

@@ -211,3 +211,47 @@ fn fuzzer_regressions() {
         assert_eq!(redact(&once).0, once, "{file}");
     }
 }
+
+/// DESIGN §2: what leaves for an LLM or a terminal is redacted by default; the stored record
+/// and its JSON keep what the caller wrote.
+#[test]
+fn records_leave_redacted_and_stay_whole() {
+    const KEY: &str = "sk-proj-Zq3mN8vR2xT7bK4pL9wY1cH6fJ0dS5gA2eU8iO3nM7rV";
+    let secret = |field: &str| format!("{field} uses {KEY}");
+    let mut metadata = handoff_core::Metadata::new();
+    metadata.insert(
+        "nested".into(),
+        serde_json::json!({"deep": [secret("metadata")]}),
+    );
+    let mut new = handoff_core::NewHandoff::new("t1", secret("goal"))
+        .from_agent("a")
+        .to_agent("b")
+        .reason(handoff_core::Reason::FatalError {
+            message: secret("reason"),
+        })
+        .progress(secret("progress"))
+        .completed([secret("completed")])
+        .pending([secret("pending")])
+        .decisions([secret("decisions")])
+        .assumptions([secret("assumptions")])
+        .warnings([secret("warnings")])
+        .errors([secret("errors")])
+        .blockers([secret("blockers")])
+        .files([secret("files")])
+        .instructions(secret("instructions"))
+        .metadata(metadata);
+    new.locked_files = vec![secret("locked")];
+    new.priority_items = vec![secret("priorities")];
+    new.success_criteria = vec![secret("criteria")];
+    let mut h = new.into_record("h1".into(), chrono::Utc::now());
+    h.outcome = Some(secret("outcome"));
+    let redacted = h.redacted();
+    let json = redacted.to_json();
+    assert!(!json.contains(KEY), "{json}");
+    assert_eq!(json.matches("[REDACTED:").count(), 17, "{json}");
+    assert!(!h.to_markdown().contains(KEY));
+    assert!(h.to_markdown().contains("[REDACTED:"));
+    assert!(h.to_markdown_unredacted().contains(KEY));
+    assert!(h.to_json().contains(KEY));
+    assert_eq!(redacted.id, h.id);
+}

@@ -347,3 +347,161 @@ fn nesting_is_refused_even_where_the_detector_would_not_look() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
 }
+
+#[test]
+fn display_names_become_sdk_tool_names_and_map_back() {
+    let mut r = AgentRegistry::new();
+    r.add(
+        "Triage",
+        "",
+        Some(vec!["Tech Support".into(), "Billing agent".into()]),
+    )
+    .unwrap();
+    r.add("Tech Support", "fixes setups", None).unwrap();
+    r.add("Billing agent", "refunds", None).unwrap();
+    let tools = r.tools("Triage", Provider::OpenAiChat).unwrap();
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["transfer_to_tech_support", "transfer_to_billing_agent"]
+    );
+    let response = chat_completion(json!([chat_call(
+        "call_1",
+        "transfer_to_billing_agent",
+        ARGS
+    )]));
+    let intent = r
+        .detect(&response, "Triage", Multiple::Error)
+        .unwrap()
+        .unwrap();
+    assert_eq!(intent.target, "Billing agent");
+    let new = intent.to_new_handoff("ticket-1", "Triage", "refund");
+    let store = Store::memory().with_policy(r.policy(ChainPolicy::default()));
+    let h = store.create(new).unwrap();
+    let claim = store
+        .claim_next("Billing agent", None, std::time::Duration::from_secs(60))
+        .unwrap()
+        .unwrap();
+    assert_eq!(claim.handoff.id, h.id);
+}
+
+#[test]
+fn detects_langchain_messages_and_lone_blocks() {
+    let r = registry();
+    let args = json!({"reason": "refund", "summary": "s", "pending": null, "instructions": null});
+    // A LangChain AIMessage as a dict (`message.model_dump()` / `message_to_dict`'s data).
+    let ai = json!({
+        "type": "ai", "content": "", "id": "run-1",
+        "tool_calls": [{"name": "transfer_to_billing", "args": args, "id": "call_9", "type": "tool_call"}],
+        "invalid_tool_calls": [], "additional_kwargs": {}, "response_metadata": {}
+    });
+    let intent = r.detect(&ai, "triage", Multiple::Error).unwrap().unwrap();
+    assert_eq!(
+        (intent.target.as_str(), intent.call_id.as_deref()),
+        ("billing", Some("call_9"))
+    );
+    assert_eq!(intent.arguments["reason"], "refund");
+    // Its `dumpd` form.
+    let dumped = json!({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"], "kwargs": ai});
+    let intent = r
+        .detect_json(&dumped.to_string(), "triage", Multiple::Error)
+        .unwrap()
+        .unwrap();
+    assert_eq!(intent.target, "billing");
+    // A LangChain message with no tool call is a known shape without a handoff.
+    let plain = json!({"type": "ai", "content": "hello", "tool_calls": []});
+    assert!(
+        r.detect(&plain, "triage", Multiple::Error)
+            .unwrap()
+            .is_none()
+    );
+    // A lone Anthropic tool_use block, and a list of content blocks.
+    let block =
+        json!({"type": "tool_use", "id": "toolu_01", "name": "transfer_to_billing", "input": args});
+    let intent = r
+        .detect(&block, "triage", Multiple::Error)
+        .unwrap()
+        .unwrap();
+    assert_eq!(intent.call_id.as_deref(), Some("toolu_01"));
+    let blocks = json!([{"type": "text", "text": "handing over"}, block]);
+    assert!(
+        r.detect(&blocks, "triage", Multiple::Error)
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        r.detect_json(&blocks.to_string(), "triage", Multiple::Error)
+            .unwrap()
+            .is_some()
+    );
+    // LangChain args missing is an error naming the field.
+    let broken = json!({"type": "ai", "tool_calls": [{"name": "transfer_to_billing", "id": "c"}]});
+    let err = r.detect(&broken, "triage", Multiple::Error).unwrap_err();
+    assert!(err.to_string().contains("tool_calls[0].args"), "{err}");
+}
+
+#[test]
+fn unknown_shapes_are_errors_not_silence() {
+    let r = registry();
+    for unknown in [
+        json!({}),
+        json!({"foo": 1}),
+        json!({"message": "hi"}),
+        json!(42),
+        json!("text"),
+    ] {
+        let err = r.detect(&unknown, "triage", Multiple::Error).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Validation, "{unknown}");
+        assert!(err.to_string().contains("response"), "{err}");
+        let err = r
+            .detect_json(&unknown.to_string(), "triage", Multiple::Error)
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Validation, "{unknown}");
+    }
+}
+
+#[test]
+fn multiple_has_one_spelling_and_an_alias() {
+    assert_eq!(
+        "first_wins".parse::<Multiple>().unwrap(),
+        Multiple::FirstWins
+    );
+    assert_eq!("first".parse::<Multiple>().unwrap(), Multiple::FirstWins);
+    assert_eq!("error".parse::<Multiple>().unwrap(), Multiple::Error);
+    assert_eq!(Multiple::FirstWins.to_string(), "first_wins");
+    assert!(matches!(
+        "both".parse::<Multiple>(),
+        Err(Error::Validation { .. })
+    ));
+}
+
+#[test]
+fn agents_load_from_markdown_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("triage.md"),
+        "---\nname: Triage\ndescription: routes requests\n---\n\n## Collaborations\n- **Tech Support**: setups\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("support.md"),
+        "# Tech Support\n\nFixes setups.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not an agent").unwrap();
+    let r = AgentRegistry::from_markdown_dir(dir.path()).unwrap();
+    let names: Vec<&str> = r.agents().iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["Tech Support", "Triage"]);
+    let tools = r.tools("Triage", Provider::Anthropic).unwrap();
+    assert_eq!(tools[0]["name"], "transfer_to_tech_support");
+    assert!(
+        r.tools("Tech Support", Provider::Anthropic)
+            .unwrap()
+            .is_empty()
+    );
+    let err = AgentRegistry::from_markdown_dir(dir.path().join("missing")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+}

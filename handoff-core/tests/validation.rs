@@ -46,28 +46,57 @@ fn goal_must_not_be_empty() {
 }
 
 #[test]
-fn ids_and_agents_must_match_the_ident_rule() {
+fn ids_must_match_the_ident_rule() {
     for bad in ["", "../x", "a/b", "..", "white space", &"x".repeat(300)] {
         let mut h = record();
         h.id = bad.into();
         h.task_id = bad.into();
         h.session_id = Some(bad.into());
         h.parent_id = Some(bad.into());
-        h.from_agent = Some(bad.into());
-        h.to_agent = Some(bad.into());
         assert_eq!(
             fields(&h),
-            [
-                "id",
-                "task_id",
-                "session_id",
-                "parent_id",
-                "from_agent",
-                "to_agent"
-            ],
+            ["id", "task_id", "session_id", "parent_id"],
             "{bad:?}"
         );
         assert!(problems(&h)[0].rule.contains("A-Z a-z 0-9"));
+    }
+}
+
+#[test]
+fn agent_names_are_display_names() {
+    for good in [
+        "Tech Support",
+        "Billing agent",
+        "a/b",
+        "../x",
+        "연구원",
+        &"é".repeat(128),
+    ] {
+        let mut h = record();
+        h.from_agent = Some(good.into());
+        h.to_agent = Some(good.into());
+        h.claimed_by = Some(good.into());
+        assert!(fields(&h).is_empty(), "{good:?}: {:?}", fields(&h));
+    }
+    for bad in [
+        "",
+        " ",
+        " lead",
+        "trail ",
+        "tab\there",
+        "nul\0",
+        &"x".repeat(129),
+    ] {
+        let mut h = record();
+        h.from_agent = Some(bad.into());
+        h.to_agent = Some(bad.into());
+        h.claimed_by = Some(bad.into());
+        assert_eq!(
+            fields(&h),
+            ["from_agent", "to_agent", "claimed_by"],
+            "{bad:?}"
+        );
+        assert!(problems(&h)[0].rule.contains("printable"));
     }
 }
 
@@ -165,7 +194,7 @@ fn wrong_schema_version() {
 fn every_problem_is_reported_at_once() {
     let mut h = record();
     h.goal = String::new();
-    h.to_agent = Some("no/slashes".into());
+    h.to_agent = Some("no\ncontrol".into());
     h.context_usage_percent = Some(150);
     h.max_attempts = 0;
     assert_eq!(

@@ -78,12 +78,14 @@ pub trait Tx {
     fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>>;
 
     /// The oldest pending record that `agent` may claim at `now`: addressed to it or to nobody,
-    /// not a checkpoint, not past `expires_at`, optionally only of `task_id`.
+    /// not a checkpoint, not past `expires_at`, optionally only of `task_id`, and inserted after
+    /// the record `after` when one is given (the store skips what its policy refuses).
     fn next_claimable(
         &mut self,
         agent: &str,
         task_id: Option<&str>,
         now: DateTime<Utc>,
+        after: Option<&str>,
     ) -> Result<Option<Handoff>>;
 
     /// Up to `limit` records with a time-driven change due at `now`: claimed with

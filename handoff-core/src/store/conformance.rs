@@ -28,6 +28,8 @@ macro_rules! conformance_tests {
             claim_next_order_and_filters, claim_next_reclaims_lapsed_leases, chain_and_policy,
             checkpoints_and_stalled, list_filters, events_replay_to_records,
             bad_ids_change_nothing, create_many_is_atomic, unknown_parent, path_stats,
+            limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
+            display_names_are_agent_names,
         );
     };
     (@cases $make:expr; $($case:ident),+ $(,)?) => {
@@ -534,10 +536,6 @@ pub fn bad_ids_change_nothing(store: Store) {
             ErrorKind::Validation
         );
         assert_eq!(
-            kind_of(&store.claim_next(bad, None, MINUTE).unwrap_err()),
-            ErrorKind::Validation
-        );
-        assert_eq!(
             kind_of(&store.chain(bad).unwrap_err()),
             ErrorKind::Validation
         );
@@ -546,10 +544,30 @@ pub fn bad_ids_change_nothing(store: Store) {
             matches!(&task, Error::Validation { problems } if problems[0].field == "task_id"),
             "{task}"
         );
+    }
+    // Agent names are display names ("Tech Support"), not ids: only blank, padded, overlong
+    // or control-character names are refused.
+    let long = "é".repeat(129);
+    for bad in [
+        "",
+        " ",
+        " padded",
+        "padded ",
+        "nul\0",
+        "line\nbreak",
+        long.as_str(),
+    ] {
+        assert_eq!(
+            kind_of(&store.claim_next(bad, None, MINUTE).unwrap_err()),
+            ErrorKind::Validation
+        );
         let agent = store
             .create(NewHandoff::new("t1", "g").to_agent(bad))
             .unwrap_err();
-        assert_eq!(kind_of(&agent), ErrorKind::Validation);
+        assert!(
+            matches!(&agent, Error::Validation { problems } if problems[0].field == "to_agent"),
+            "{agent}"
+        );
     }
     assert_eq!(
         kind_of(&store.claim("x", "a", Duration::ZERO).unwrap_err()),
@@ -558,14 +576,176 @@ pub fn bad_ids_change_nothing(store: Store) {
     assert_eq!(snapshot(&store), before);
 }
 
+/// DESIGN §4: limits and revisits count along the new hop's path, so a task fans out freely.
+pub fn limits_count_paths_not_tasks(store: Store) {
+    // A queue: 1,000 work items in one task, each taken by one of four workers.
+    let items: Vec<NewHandoff> = (0..1000)
+        .map(|i| NewHandoff::new("queue", format!("item {i}")).from_agent("planner"))
+        .collect();
+    store.create_many(items).unwrap();
+    for i in 0..1000 {
+        let worker = format!("worker-{}", i % 4);
+        let claim = store
+            .claim_next(&worker, Some("queue"), MINUTE)
+            .unwrap()
+            .unwrap();
+        store.complete(&claim, "done").unwrap();
+    }
+    assert!(
+        store
+            .claim_next("worker-0", None, MINUTE)
+            .unwrap()
+            .is_none()
+    );
+
+    // One path of five hops is the default limit: a → b → c → d → e → f, the sixth refused,
+    // whether hops name their parent or are found through the agent that got the work.
+    let mut parent: Option<String> = None;
+    let agents = ["a", "b", "c", "d", "e", "f", "g"];
+    for (i, pair) in agents.windows(2).enumerate() {
+        let mut new = NewHandoff::new("path", "goal")
+            .from_agent(pair[0])
+            .to_agent(pair[1]);
+        if i % 2 == 0 {
+            new.parent_id = parent.clone();
+        }
+        let made = store.create(new);
+        if i < 5 {
+            parent = Some(made.unwrap().id);
+        } else {
+            let err = made.unwrap_err();
+            let Error::ChainViolation(v) = &err else {
+                panic!("{err}")
+            };
+            assert_eq!(v.rule, ChainRule::MaxHandoffs { limit: 5 });
+            assert_eq!(v.path, agents);
+        }
+    }
+    // Beside that full path the task goes on: a record with no sender starts a new path,
+    // and so does a sender that got no work in this task.
+    store
+        .create(NewHandoff::new("path", "fresh").to_agent("a"))
+        .unwrap();
+    store
+        .create(
+            NewHandoff::new("path", "other")
+                .from_agent("z")
+                .to_agent("a"),
+        )
+        .unwrap();
+}
+
+/// DESIGN §3/§4: the claimant of an open handoff is the hop's real successor, so the policy
+/// is checked when it claims; `claim_next` skips what the agent may not take.
+pub fn open_handoffs_obey_the_policy_at_claim(store: Store) {
+    let store = store.with_policy(
+        ChainPolicy::default()
+            .allow("manager", ["worker"])
+            .allow("boss", ["stranger"]),
+    );
+    let for_workers = store
+        .create(NewHandoff::new("t1", "a").from_agent("manager"))
+        .unwrap();
+    let for_stranger = store
+        .create(NewHandoff::new("t1", "b").from_agent("boss"))
+        .unwrap();
+    let before = snapshot(&store);
+    let err = store
+        .claim(&for_workers.id, "stranger", MINUTE)
+        .unwrap_err();
+    let Error::ChainViolation(v) = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        v.rule,
+        ChainRule::NotCollaborator {
+            from: "manager".into(),
+            to: "stranger".into()
+        }
+    );
+    assert_eq!(snapshot(&store), before);
+    let taken = store.claim_next("stranger", None, MINUTE).unwrap().unwrap();
+    assert_eq!(taken.handoff.id, for_stranger.id);
+    assert!(
+        store
+            .claim_next("stranger", None, MINUTE)
+            .unwrap()
+            .is_none()
+    );
+    let taken = store
+        .claim_next("worker", Some("t1"), MINUTE)
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.handoff.id, for_workers.id);
+
+    // Revisits count at claim time too: with the default policy an agent cannot take back
+    // the open work it handed over.
+    let store = store.with_policy(ChainPolicy::default());
+    let mine = store
+        .create(NewHandoff::new("t2", "c").from_agent("solo"))
+        .unwrap();
+    assert_eq!(
+        kind_of(&store.claim(&mine.id, "solo", MINUTE).unwrap_err()),
+        ErrorKind::ChainViolation
+    );
+    assert!(
+        store
+            .claim_next("solo", Some("t2"), MINUTE)
+            .unwrap()
+            .is_none()
+    );
+    store.claim(&mine.id, "helper", MINUTE).unwrap();
+}
+
+/// Agents are named as SDK users name them; ids stay strict.
+pub fn display_names_are_agent_names(store: Store) {
+    let h = store
+        .create(
+            NewHandoff::new("t1", "help")
+                .from_agent("Triage bot")
+                .to_agent("Tech Support"),
+        )
+        .unwrap();
+    let claim = store
+        .claim_next("Tech Support", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    assert_eq!(claim.handoff.id, h.id);
+    let done = store.complete(&claim, "fixed").unwrap();
+    assert_eq!(done.claimed_by.as_deref(), Some("Tech Support"));
+    assert_eq!(
+        store.chain("t1").unwrap().to_string(),
+        "Triage bot → Tech Support"
+    );
+    let listed = store
+        .list(&ListFilter {
+            to_agent: Some("Tech Support".into()),
+            ..ListFilter::default()
+        })
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        kind_of(
+            &store
+                .create(NewHandoff::new("t1", "g").id("Tech Support"))
+                .unwrap_err()
+        ),
+        ErrorKind::Validation
+    );
+}
+
 pub fn create_many_is_atomic(store: Store) {
     let store = store.with_policy(ChainPolicy {
         max_handoffs: 1,
         ..ChainPolicy::default()
     });
     let before = snapshot(&store);
+    // The second hop continues the first (b took x's work), so its path is two hops long.
     let err = store
-        .create_many(vec![NewHandoff::new("t1", "a"), NewHandoff::new("t1", "b")])
+        .create_many(vec![
+            NewHandoff::new("t1", "a").from_agent("x").to_agent("b"),
+            NewHandoff::new("t1", "b").from_agent("b").to_agent("c"),
+        ])
         .unwrap_err();
     assert_eq!(kind_of(&err), ErrorKind::ChainViolation);
     assert_eq!(snapshot(&store), before);

@@ -135,6 +135,15 @@ impl State {
             .filter_map(|pos| self.by_position(*pos))
     }
 
+    /// A task's records inserted at or after position `from`, oldest first.
+    fn task_records_from(&self, task_id: &str, from: u64) -> impl Iterator<Item = &Handoff> {
+        let positions = self.tasks.get(task_id).map_or(&[][..], Vec::as_slice);
+        let start = positions.partition_point(|pos| *pos < from);
+        positions[start..]
+            .iter()
+            .filter_map(|pos| self.by_position(*pos))
+    }
+
     fn hops(&self, task_id: &str) -> Vec<Hop> {
         self.task_records(task_id).map(hop_of).collect()
     }
@@ -269,8 +278,12 @@ impl Tx for MemoryTx<'_> {
         agent: &str,
         task_id: Option<&str>,
         now: DateTime<Utc>,
+        after: Option<&str>,
     ) -> Result<Option<Handoff>> {
         let state = &*self.state;
+        let after = after
+            .and_then(|id| state.records.get(id))
+            .map_or(0, |(pos, _)| *pos + 1);
         let claimable = |h: &&Handoff| {
             h.status == Status::Pending
                 && h.kind != Kind::Checkpoint
@@ -278,10 +291,11 @@ impl Tx for MemoryTx<'_> {
                 && h.expires_at.is_none_or(|at| at > now)
         };
         let found = match task_id {
-            Some(task) => state.task_records(task).find(claimable),
+            Some(task) => state.task_records_from(task, after).find(claimable),
             None => state
                 .pending
-                .values()
+                .range(after..)
+                .map(|(_, id)| id)
                 .filter_map(|id| state.records.get(id).map(|(_, h)| h))
                 .find(claimable),
         };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::{ContextV7, Timestamp, Uuid};
 
-use crate::chain::{Chain, ChainPolicy, Hop};
+use crate::chain::{Chain, ChainPolicy, Hop, NewHop};
 use crate::clock::{Clock, SystemClock, lease_delta};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Command, Event, NewEvent, Transition, transition};
@@ -212,17 +212,7 @@ impl Store {
             ));
         }
         if record.kind != Kind::Checkpoint {
-            let hops: Vec<Hop> = tx
-                .hops(&record.task_id)?
-                .into_iter()
-                .filter(|hop| hop.kind != Kind::Checkpoint)
-                .collect();
-            self.policy.check(
-                &record.task_id,
-                &hops,
-                record.from_agent.as_deref(),
-                record.to_agent.as_deref(),
-            )?;
+            self.check_hop(tx, record, record.to_agent.as_deref())?;
         }
         tx.insert(record)?;
         tx.append(NewEvent {
@@ -234,6 +224,31 @@ impl Store {
             },
         })?;
         Ok(None)
+    }
+
+    /// Checks the hop `record` makes to `to` against the policy, with the task's other hops.
+    fn check_hop(&self, tx: &mut dyn Tx, record: &Handoff, to: Option<&str>) -> Result<()> {
+        let hops: Vec<Hop> = tx
+            .hops(&record.task_id)?
+            .into_iter()
+            .filter(|hop| hop.kind != Kind::Checkpoint && hop.handoff_id != record.id)
+            .collect();
+        let new = NewHop {
+            parent_id: record.parent_id.as_deref(),
+            from: record.from_agent.as_deref(),
+            to,
+        };
+        Ok(self.policy.check(&record.task_id, &hops, new)?)
+    }
+
+    /// Whether `agent` may take the open handoff `h` under the policy: the claimant of an
+    /// open handoff is the hop's real successor (DESIGN §4). Addressed handoffs were checked
+    /// when they were created.
+    fn check_claim(&self, tx: &mut dyn Tx, h: &Handoff, agent: &str) -> Result<()> {
+        if h.to_agent.is_some() || h.kind == Kind::Checkpoint || h.status != Status::Pending {
+            return Ok(());
+        }
+        self.check_hop(tx, h, Some(agent))
     }
 
     /// The handoff with this id.
@@ -250,34 +265,48 @@ impl Store {
             validate::ident("task_id", task)?;
         }
         if let Some(agent) = &filter.to_agent {
-            validate::ident("to_agent", agent)?;
+            validate::agent("to_agent", agent)?;
         }
         self.backend.list(filter)
     }
 
     /// Claims the handoff `id` for `agent` for `lease`.
     ///
-    /// Fails with [`Error::AlreadyClaimed`] while another claim is live, and with
-    /// [`Error::InvalidTransition`] when the handoff is finished or addressed to another agent.
+    /// Fails with [`Error::AlreadyClaimed`] while another claim is live, with
+    /// [`Error::InvalidTransition`] when the handoff is finished or addressed to another agent,
+    /// and with [`Error::ChainViolation`] when the handoff is open and the chain policy does
+    /// not let `agent` take it.
     pub fn claim(&self, id: &str, agent: &str, lease: Duration) -> Result<Claim> {
-        validate::ident("agent", agent)?;
+        validate::agent("agent", agent)?;
+        validate::ident("id", id)?;
         let command = Command::Claim {
             agent: agent.to_owned(),
             lease: lease_delta("lease_seconds", lease)?,
         };
-        let handoff = self.apply(id, &command)?;
+        let now = self.clock.now();
+        let mut claimed = None;
+        self.backend.write(&mut |tx| {
+            let h = tx
+                .get(id)?
+                .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+            self.check_claim(tx, &h, agent)?;
+            claimed = Some(persist(tx, transition(h, &command, now)?)?);
+            Ok(())
+        })?;
+        let handoff = claimed.ok_or_else(|| Error::storage("write returned no record"))?;
         Ok(claim_of(handoff, lease))
     }
 
-    /// Claims the oldest pending handoff `agent` may take (addressed to it or to anyone),
-    /// optionally only within `task_id`. `None` when there is nothing to claim.
+    /// Claims the oldest pending handoff `agent` may take (addressed to it, or open and allowed
+    /// by the chain policy), optionally only within `task_id`. `None` when there is nothing to
+    /// claim.
     pub fn claim_next(
         &self,
         agent: &str,
         task_id: Option<&str>,
         lease: Duration,
     ) -> Result<Option<Claim>> {
-        validate::ident("agent", agent)?;
+        validate::agent("agent", agent)?;
         if let Some(task) = task_id {
             validate::ident("task_id", task)?;
         }
@@ -290,8 +319,17 @@ impl Store {
         self.backend.write(&mut |tx| {
             claimed = None;
             settle(tx, now, REAP_BATCH)?;
-            if let Some(h) = tx.next_claimable(agent, task_id, now)? {
-                claimed = Some(persist(tx, transition(h, &command, now)?)?);
+            // Skips what the policy does not let `agent` take, oldest first.
+            let mut after = None;
+            while let Some(h) = tx.next_claimable(agent, task_id, now, after.as_deref())? {
+                match self.check_claim(tx, &h, agent) {
+                    Ok(()) => {
+                        claimed = Some(persist(tx, transition(h, &command, now)?)?);
+                        break;
+                    }
+                    Err(Error::ChainViolation(_)) => after = Some(h.id),
+                    Err(other) => return Err(other),
+                }
             }
             Ok(())
         })?;
@@ -330,7 +368,7 @@ impl Store {
     /// Refuses the handoff as `agent`, which must be its addressee (or, for an open handoff,
     /// its current holder).
     pub fn reject(&self, id: &str, agent: &str, reason: &str) -> Result<Handoff> {
-        validate::ident("agent", agent)?;
+        validate::agent("agent", agent)?;
         self.check_text("reason", reason)?;
         let command = Command::Reject {
             agent: agent.to_owned(),
@@ -341,7 +379,7 @@ impl Store {
 
     /// Withdraws a pending or claimed handoff.
     pub fn cancel(&self, id: &str, by: &str, reason: Option<&str>) -> Result<Handoff> {
-        validate::ident("by", by)?;
+        validate::agent("by", by)?;
         if let Some(reason) = reason {
             self.check_text("reason", reason)?;
         }

@@ -617,47 +617,86 @@ impl Tx for SqliteTx<'_> {
         agent: &str,
         task_id: Option<&str>,
         now: DateTime<Utc>,
+        after: Option<&str>,
     ) -> Result<Option<Handoff>> {
         let now = micros(now);
-        let result = match task_id {
-            // A task has few records: walk them in order.
-            Some(task) => self
-                .conn
-                .prepare_cached(concat!(
+        // Skipping is rare (a policy refused the oldest): it gets statements of its own, so
+        // that the common ones stay as the planner likes them.
+        let after = match after {
+            None => None,
+            Some(id) => {
+                let pos = self
+                    .conn
+                    .prepare_cached("SELECT pos FROM handoffs WHERE id = ?1")
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![id], |row| row.get::<_, i64>(0))
+                            .optional()
+                    });
+                Some(self.check(pos)?.unwrap_or(0))
+            }
+        };
+        macro_rules! in_task {
+            ($extra:literal) => {
+                concat!(
                     "SELECT ",
                     record_columns!(),
                     " FROM handoffs INDEXED BY handoffs_task \
                      WHERE task_id = CAST(?3 AS TEXT) AND ",
                     claimable!(),
-                    " AND (to_agent IS NULL OR to_agent = ?1) ORDER BY pos LIMIT 1"
-                ))
-                .and_then(|mut stmt| {
-                    stmt.query_row(params![agent, now, task], record_from_row)
-                        .optional()
-                }),
-            // Otherwise the oldest of two index seeks: open handoffs, and ones addressed to
-            // `agent`, so the cost does not grow with the backlog.
-            None => self
-                .conn
-                .prepare_cached(concat!(
+                    " AND (to_agent IS NULL OR to_agent = ?1)",
+                    $extra,
+                    " ORDER BY pos LIMIT 1"
+                )
+            };
+        }
+        // Otherwise the oldest of two index seeks: open handoffs, and ones addressed to
+        // `agent`, so the cost does not grow with the backlog.
+        macro_rules! anywhere {
+            ($extra:literal) => {
+                concat!(
                     "SELECT ",
                     record_columns!(),
                     " FROM ( \
                        SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_claimable \
                          WHERE to_agent IS NULL AND ",
                     claimable!(),
+                    $extra,
                     " ORDER BY pos LIMIT 1) \
                        UNION ALL \
                        SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_claimable \
                          WHERE to_agent = CAST(?1 AS TEXT) AND ",
                     claimable!(),
+                    $extra,
                     " ORDER BY pos LIMIT 1) \
                      ) AS first JOIN handoffs USING (pos) ORDER BY pos LIMIT 1"
-                ))
-                .and_then(|mut stmt| {
-                    stmt.query_row(params![agent, now], record_from_row)
-                        .optional()
-                }),
+                )
+            };
+        }
+        let conn = self.conn;
+        let result = match (task_id, after) {
+            // A task has few records: walk them in order.
+            (Some(task), None) => conn.prepare_cached(in_task!("")).and_then(|mut stmt| {
+                stmt.query_row(params![agent, now, task], record_from_row)
+                    .optional()
+            }),
+            (Some(task), Some(pos)) => {
+                conn.prepare_cached(in_task!(" AND pos > ?4"))
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![agent, now, task, pos], record_from_row)
+                            .optional()
+                    })
+            }
+            (None, None) => conn.prepare_cached(anywhere!("")).and_then(|mut stmt| {
+                stmt.query_row(params![agent, now], record_from_row)
+                    .optional()
+            }),
+            (None, Some(pos)) => {
+                conn.prepare_cached(anywhere!(" AND pos > ?3"))
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![agent, now, pos], record_from_row)
+                            .optional()
+                    })
+            }
         };
         self.check(result)
     }
