@@ -14,8 +14,11 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::error::Result;
+use crate::messages::{self, ToolCall};
 use crate::record::Handoff;
 use crate::redact::Redactor;
+use crate::tools::Provider;
 
 /// Counts tokens. Plug in an exact tokenizer; the default is a fast estimate.
 pub trait Tokenizer: Send + Sync {
@@ -35,15 +38,25 @@ impl Tokenizer for EstimateTokenizer {
 }
 
 /// A chat message offered to the builder.
+///
+/// To read the providers' own message shapes (Chat Completions, Responses items, Anthropic
+/// blocks, LangChain dicts), use [`messages::normalize`] or
+/// [`ContextBuilder::add_message_values`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {
     /// `user`, `assistant`, `tool`, `system`.
     pub role: String,
     /// The text.
     pub content: String,
-    /// Tool calls the message made, as the provider sent them.
-    #[serde(default)]
-    pub tool_calls: Vec<serde_json::Value>,
+    /// Tool calls the message made. Read from any provider's call shape.
+    #[serde(default, deserialize_with = "messages::lenient_tool_calls")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message, the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a `tool` message, whether the tool failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
     /// When it was said.
     #[serde(default)]
     pub at: Option<DateTime<Utc>>,
@@ -81,6 +94,9 @@ struct Item {
     at: Option<DateTime<Utc>>,
     mandatory: bool,
     role: Option<String>,
+    tool_calls: Vec<ToolCall>,
+    tool_call_id: Option<String>,
+    is_error: bool,
 }
 
 /// One piece of content in the packet.
@@ -98,6 +114,15 @@ pub struct Section {
     pub role: Option<String>,
     /// Its cost in tokens.
     pub tokens: usize,
+    /// For messages, the tool calls made (redacted), so that they can be sent as calls again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool result, the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool result, whether the tool failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// What happened to every item offered to the builder.
@@ -251,6 +276,9 @@ impl ContextBuilder {
             at: None,
             mandatory: false,
             role: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            is_error: false,
         });
         let last = self.items.len() - 1;
         &mut self.items[last]
@@ -364,24 +392,30 @@ impl ContextBuilder {
     pub fn add_messages(&mut self, messages: impl IntoIterator<Item = Message>) -> &mut Self {
         for message in messages {
             let n = self.items.len();
-            let mut text = message.content;
-            for call in &message.tool_calls {
-                text.push_str("\n[tool call] ");
-                text.push_str(&call.to_string());
-            }
             let id = message.id.unwrap_or_else(|| format!("message-{n}"));
             let item = self.push(
                 ItemKind::Message,
                 id,
                 "",
-                text,
+                message.content,
                 message.priority.unwrap_or(50),
             );
             item.title.clone_from(&message.role);
             item.role = Some(message.role);
             item.at = message.at;
+            item.tool_calls = message.tool_calls;
+            item.tool_call_id = message.tool_call_id;
+            item.is_error = message.is_error;
         }
         self
+    }
+
+    /// Adds messages in any shape [`messages::normalize`] reads: OpenAI Chat Completions
+    /// messages, Responses API / Agents SDK items, Anthropic messages and LangChain message
+    /// dicts. On a problem (named `messages[<index>]…`) nothing is added.
+    pub fn add_message_values(&mut self, values: &[serde_json::Value]) -> Result<&mut Self> {
+        let messages = messages::normalize(values)?;
+        Ok(self.add_messages(messages))
     }
 
     /// Adds facts (priority 70).
@@ -424,37 +458,59 @@ impl ContextBuilder {
         // allocate (and fault in) tens of megabytes of candidates on every build.
         let mut tokens: Vec<usize> = Vec::with_capacity(self.items.len());
         let mut redacted: HashMap<usize, String> = HashMap::new();
+        let mut redacted_calls: HashMap<usize, Vec<ToolCall>> = HashMap::new();
         for (index, item) in self.items.iter().enumerate() {
             let mut text = item.text.as_str();
+            let mut calls = item.tool_calls.as_slice();
             if let Some(redactor) = &self.redactor {
                 let found = redactor.find(&item.text);
+                let mut rules: Vec<String> = found.iter().map(|r| r.rule.clone()).collect();
                 if !found.is_empty() {
-                    let clean = crate::redact::replace(&item.text, &found);
-                    let mut rules: Vec<&str> = found.iter().map(|r| r.rule.as_str()).collect();
+                    text = redacted
+                        .entry(index)
+                        .or_insert_with(|| crate::redact::replace(&item.text, &found));
+                }
+                // A call's arguments are redacted string by string, so they stay a JSON object.
+                if !calls.is_empty() {
+                    let mut clean = calls.to_vec();
+                    let before = rules.len();
+                    for call in &mut clean {
+                        redact_json(redactor, &mut call.arguments, &mut rules);
+                    }
+                    if rules.len() > before {
+                        calls = redacted_calls.entry(index).or_insert(clean);
+                    }
+                }
+                if !rules.is_empty() {
                     rules.sort_unstable();
                     for chunk in rules.chunk_by(|a, b| a == b) {
                         manifest.redacted.push(RedactedItem {
                             id: item.id.clone(),
-                            rule: chunk[0].to_owned(),
+                            rule: chunk[0].clone(),
                             count: chunk.len(),
                         });
                     }
-                    text = redacted.entry(index).or_insert(clean);
                 }
             }
-            tokens.push(self.cost(&item.title, text));
+            tokens.push(self.cost(&item.title, text) + self.calls_cost(calls));
         }
-        let candidate = |index: usize, redacted: &mut HashMap<usize, String>| {
-            let item = &self.items[index];
-            Candidate {
-                index,
-                item,
-                text: redacted
-                    .remove(&index)
-                    .map_or(Cow::Borrowed(item.text.as_str()), Cow::Owned),
-                tokens: tokens[index],
-            }
-        };
+        let candidate =
+            |index: usize,
+             redacted: &mut HashMap<usize, String>,
+             redacted_calls: &mut HashMap<usize, Vec<ToolCall>>| {
+                let item = &self.items[index];
+                Candidate {
+                    index,
+                    item,
+                    text: redacted
+                        .remove(&index)
+                        .map_or(Cow::Borrowed(item.text.as_str()), Cow::Owned),
+                    calls: redacted_calls
+                        .remove(&index)
+                        .map_or(Cow::Borrowed(item.tool_calls.as_slice()), Cow::Owned),
+                    tokens: tokens[index],
+                }
+            };
 
         // Mandatory items first, each cut to its share of what is left if they cannot all fit.
         let mut chosen: Vec<Candidate<'_>> = Vec::new();
@@ -465,7 +521,7 @@ impl ContextBuilder {
         let mandatory_total: usize = mandatory.iter().map(|&i| tokens[i]).sum();
         let count = mandatory.len();
         for (i, index) in mandatory.into_iter().enumerate() {
-            let mut c = candidate(index, &mut redacted);
+            let mut c = candidate(index, &mut redacted, &mut redacted_calls);
             let share = left / (count - i).max(1);
             if mandatory_total <= self.budget || c.tokens <= share {
                 manifest.included.push(c.item.id.clone());
@@ -538,7 +594,7 @@ impl ContextBuilder {
             if ranks.is_empty() {
                 by_cost.remove(&cost);
             }
-            let c = candidate(index, &mut redacted);
+            let c = candidate(index, &mut redacted, &mut redacted_calls);
             left -= c.tokens;
             taken[index] = true;
             manifest.included.push(c.item.id.clone());
@@ -575,6 +631,9 @@ impl ContextBuilder {
                 text: c.text.into_owned(),
                 role: c.item.role.clone(),
                 tokens: c.tokens,
+                tool_calls: c.calls.into_owned(),
+                tool_call_id: c.item.tool_call_id.clone(),
+                is_error: c.item.is_error,
             })
             .collect();
         Packet {
@@ -588,6 +647,14 @@ impl ContextBuilder {
     /// What an item costs rendered: its heading line and its text.
     fn cost(&self, title: &str, text: &str) -> usize {
         self.tokenizer.count(title) + 2 + self.tokenizer.count(text)
+    }
+
+    /// What a message's tool calls cost: a line each, as [`ToolCall::to_text`] writes it.
+    fn calls_cost(&self, calls: &[ToolCall]) -> usize {
+        calls
+            .iter()
+            .map(|call| 1 + self.tokenizer.count(&call.to_text()))
+            .sum()
     }
 
     /// `text` cut to cost at most `tokens` with its heading, ending in a visible marker.
@@ -621,7 +688,33 @@ struct Candidate<'a> {
     index: usize,
     item: &'a Item,
     text: Cow<'a, str>,
+    calls: Cow<'a, [ToolCall]>,
     tokens: usize,
+}
+
+/// Redacts every string in `value` (keys are names, not secrets), adding the rules that
+/// matched to `rules`.
+fn redact_json(redactor: &Redactor, value: &mut serde_json::Value, rules: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(text) => {
+            let found = redactor.find(text);
+            if !found.is_empty() {
+                *text = crate::redact::replace(text, &found);
+                rules.extend(found.into_iter().map(|r| r.rule));
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                redact_json(redactor, item, rules);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for item in map.values_mut() {
+                redact_json(redactor, item, rules);
+            }
+        }
+        _ => {}
+    }
 }
 
 impl Packet {
@@ -636,7 +729,17 @@ impl Packet {
                         md.push_str("## Conversation\n\n");
                         in_conversation = true;
                     }
-                    md.push_str(&format!("**{role}:** {}\n\n", section.text.trim()));
+                    let mut text = section.text.trim().to_owned();
+                    for call in &section.tool_calls {
+                        text.push('\n');
+                        text.push_str(&call.to_text());
+                    }
+                    match (&section.tool_call_id, role.as_str()) {
+                        (Some(id), "tool") => {
+                            md.push_str(&format!("**tool ({id}):** {}\n\n", text.trim()))
+                        }
+                        _ => md.push_str(&format!("**{role}:** {}\n\n", text.trim())),
+                    }
                 }
                 _ => {
                     in_conversation = false;
@@ -651,9 +754,46 @@ impl Packet {
         md
     }
 
-    /// The packet as chat messages: everything but the conversation in one system message,
-    /// then the conversation's messages with their roles.
+    /// The packet as OpenAI Chat Completions messages: [`to_messages_for`](Self::to_messages_for)
+    /// with [`Provider::OpenAiChat`].
     pub fn to_messages(&self) -> Vec<serde_json::Value> {
+        self.to_messages_for(Provider::OpenAiChat)
+            .unwrap_or_default()
+    }
+
+    /// The packet as input for `provider`'s API, valid whatever the builder kept or left out:
+    ///
+    /// - [`Provider::OpenAiChat`]: a `system` message with everything but the conversation,
+    ///   then the conversation; an assistant message's `tool_calls` are each answered by a
+    ///   `tool` message right after it.
+    /// - [`Provider::OpenAiResponses`]: input items; the briefing as a `system` message,
+    ///   `function_call` items each followed by their `function_call_output`.
+    /// - [`Provider::Anthropic`]: `MessageParam`s; the first is the user's and carries the
+    ///   briefing, roles alternate, `tool_use` blocks are answered by `tool_result` blocks at
+    ///   the start of the next user message, system messages become user text.
+    ///
+    /// A call whose result is not right after it (the builder left it out, or it never came),
+    /// and a result whose call is not right before it, are sent as text (`[tool call <id>]
+    /// ...`, `[tool result <id>] ...`); ids the provider would refuse are replaced by stable
+    /// ones; empty messages are left out. [`Provider::Mcp`] has no message format: a
+    /// validation error.
+    ///
+    /// ```
+    /// use handoff_core::context::{ContextBuilder, Message};
+    /// use handoff_core::Provider;
+    /// use serde_json::json;
+    ///
+    /// let mut b = ContextBuilder::new(1_000);
+    /// b.add_message_values(&[
+    ///     json!({"role": "user", "content": "find x"}),
+    ///     json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {"q": "x"}}]}),
+    ///     json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "3 hits"}]}),
+    /// ]).unwrap();
+    /// let chat = b.build().to_messages_for(Provider::OpenAiChat).unwrap();
+    /// assert_eq!(chat[1]["tool_calls"][0]["function"]["arguments"], r#"{"q":"x"}"#);
+    /// assert_eq!(chat[2], json!({"role": "tool", "tool_call_id": "toolu_1", "content": "3 hits"}));
+    /// ```
+    pub fn to_messages_for(&self, provider: Provider) -> Result<Vec<serde_json::Value>> {
         let briefing = Packet {
             sections: self
                 .sections
@@ -663,16 +803,13 @@ impl Packet {
                 .collect(),
             ..self.clone()
         };
-        let mut messages = vec![
-            serde_json::json!({"role": "system", "content": briefing.to_markdown().trim_end()}),
-        ];
-        messages.extend(
-            self.sections
-                .iter()
-                .filter(|s| s.kind == ItemKind::Message)
-                .map(|s| serde_json::json!({"role": s.role.as_deref().unwrap_or("user"), "content": s.text})),
-        );
-        messages
+        let briefing = briefing.to_markdown();
+        let conversation: Vec<&Section> = self
+            .sections
+            .iter()
+            .filter(|s| s.kind == ItemKind::Message)
+            .collect();
+        messages::render(briefing.trim_end(), &conversation, provider)
     }
 
     /// The packet as JSON.

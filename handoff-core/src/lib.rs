@@ -7,6 +7,7 @@ pub mod clock;
 pub mod context;
 mod error;
 pub mod machine;
+pub mod messages;
 mod markdown;
 pub mod record;
 pub mod redact;
