@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use handoff_core::{Kind, ListFilter, Reason, Status};
+use handoff_core::{Kind, ListFilter, Status};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -24,6 +24,15 @@ pub(crate) struct Cli {
     /// Print machine-readable JSON (errors as {"error": {...}} on stderr).
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// Show records as written, secrets included. By default every record text the CLI prints
+    /// (and, for `handoff mcp --no-redact`, every tool result and successor prompt) has its
+    /// secrets replaced by `[REDACTED:<rule>]`. `export` is always lossless.
+    #[arg(long, global = true)]
+    pub no_redact: bool,
+
+    #[command(flatten)]
+    pub policy: PolicyOpts,
 
     #[command(subcommand)]
     pub command: Command,
@@ -123,13 +132,18 @@ pub(crate) enum Command {
         /// The task id.
         task_id: String,
     },
-    /// Show the event log of one handoff, or of the whole store.
-    Events {
-        /// The handoff id; all events when absent.
-        id: Option<String>,
-    },
+    /// Show the event log of one handoff, a task, or the whole store, oldest first.
+    Events(EventsArgs),
     /// Per from→to pair: totals, outcomes and median times.
     Stats,
+    /// Save an agent's progress on a task without handing it over.
+    Checkpoint(Box<CheckpointCmd>),
+    /// Tasks in progress with no claim, heartbeat or checkpoint for this long.
+    Stalled {
+        /// How long without a sign of life, in seconds.
+        #[arg(long, value_name = "SECONDS")]
+        older_than_seconds: u64,
+    },
     /// Write every record as one canonical JSON object per line.
     Export {
         /// Write here instead of standard output.
@@ -152,6 +166,57 @@ pub(crate) enum Command {
 }
 
 pub(crate) const DEFAULT_LEASE_SECONDS: u64 = 300;
+
+/// The longest a spawned successor may be given (24 hours).
+pub(crate) const MAX_SPAWN_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
+
+/// The chain policy for this run: a JSON file, an agents folder, and flags that override both.
+/// Without any of them the store's own policy applies (the saved one, or the default).
+#[derive(Clone, Debug, Default, Args)]
+pub(crate) struct PolicyOpts {
+    /// Most hops along one path of a task (overrides the policy file).
+    #[arg(long, global = true, env = "HANDOFF_MAX_HANDOFFS", value_name = "N")]
+    pub max_handoffs: Option<usize>,
+    /// How often an agent may reappear on a path, e.g. 1 for manager → worker → manager
+    /// (overrides the policy file).
+    #[arg(long, global = true, env = "HANDOFF_MAX_REVISITS", value_name = "N")]
+    pub max_revisits: Option<usize>,
+    /// A JSON policy file: {"max_handoffs": 10, "max_revisits": 3, "collaborators":
+    /// {"manager": ["worker"], "worker": ["manager"]}}; every key optional, unknown keys refused.
+    #[arg(
+        long = "policy",
+        global = true,
+        env = "HANDOFF_POLICY",
+        value_name = "FILE"
+    )]
+    pub policy_file: Option<PathBuf>,
+    /// A folder of agent Markdown files: their `## Collaborations` sections say who may hand
+    /// off to whom (overrides the policy file's collaborators).
+    #[arg(long, global = true, env = "HANDOFF_AGENTS", value_name = "DIR")]
+    pub agents: Option<PathBuf>,
+}
+
+/// `events`' filters: the CLI flags, and the `handoff_events` tool's arguments.
+#[derive(Debug, Default, Args, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EventsArgs {
+    /// Only this handoff's events.
+    #[arg(value_name = "ID")]
+    #[serde(default)]
+    pub handoff_id: Option<String>,
+    /// Only the events of this task's handoffs.
+    #[arg(long)]
+    #[serde(default)]
+    pub task_id: Option<String>,
+    /// Only events after this sequence number (to page through the log).
+    #[arg(long, value_name = "SEQ")]
+    #[serde(default)]
+    pub after: Option<u64>,
+    /// At most this many.
+    #[arg(long)]
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
 
 /// `list`'s filters: the CLI flags, and the `handoff_list` tool's arguments.
 #[derive(Debug, Args, Deserialize, JsonSchema)]
@@ -208,6 +273,10 @@ pub(crate) struct ClaimOpts {
     pub lease_seconds: u64,
     #[command(flatten)]
     pub spawn: SpawnOpts,
+    /// With --spawn: more guidance for the successor, appended to its prompt under
+    /// "## Additional Instructions" (redacted like the rest).
+    #[arg(long, value_name = "TEXT", requires = "spawn")]
+    pub additional_instructions: Option<String>,
 }
 
 /// How to start a successor on a claimed handoff.
@@ -220,8 +289,13 @@ pub(crate) struct SpawnOpts {
     /// How the command receives the Markdown DNA.
     #[arg(long, value_enum, default_value_t = DnaMode::Stdin, requires = "spawn")]
     pub spawn_dna: DnaMode,
-    /// Kill the command and release the handoff after this many seconds.
-    #[arg(long, value_name = "SECONDS", requires = "spawn")]
+    /// Kill the command and release the handoff after this many seconds (1 to 86400).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        requires = "spawn",
+        value_parser = clap::value_parser!(u64).range(1..=MAX_SPAWN_TIMEOUT_SECONDS)
+    )]
     pub spawn_timeout: Option<u64>,
 }
 
@@ -256,12 +330,16 @@ pub(crate) struct CreateCmd {
     /// full, partial, escalation, checkpoint, initialization, progress, error_recovery.
     #[arg(long, group = "fields")]
     pub kind: Option<Kind>,
-    /// explicit, task_complete, context_limit_<pct>, timeout_<secs>s, "error: <message>".
+    /// explicit, task_complete, context_limit_<pct>, timeout_<secs>s, "error: <message>"; or
+    /// bare context_limit with --context-pct, bare timeout with --timeout-seconds.
     #[arg(long, group = "fields")]
-    pub reason: Option<Reason>,
+    pub reason: Option<String>,
     /// How full the handing-over agent's context was (0..=100).
     #[arg(long, group = "fields")]
     pub context_pct: Option<u8>,
+    /// With a bare --reason timeout: how long the agent ran, in seconds.
+    #[arg(long, group = "fields")]
+    pub timeout_seconds: Option<u64>,
     /// Where the work stands.
     #[arg(long, group = "fields")]
     pub progress: Option<String>,
@@ -323,4 +401,63 @@ pub(crate) struct CreateCmd {
     /// How many claims may lapse before the handoff fails.
     #[arg(long, group = "fields")]
     pub max_attempts: Option<u32>,
+}
+
+/// `checkpoint`: an agent's progress on a task, saved without a hand-over.
+#[derive(Debug, Args)]
+pub(crate) struct CheckpointCmd {
+    /// The task.
+    #[arg(long)]
+    pub task_id: String,
+    /// The agent saving its progress.
+    #[arg(long)]
+    pub agent: String,
+    /// What the agent is achieving.
+    #[arg(long)]
+    pub goal: String,
+    /// Where the work stands.
+    #[arg(long)]
+    pub progress: Option<String>,
+    /// A step already done (repeat for more).
+    #[arg(long)]
+    pub completed: Vec<String>,
+    /// A step still to do (repeat for more).
+    #[arg(long)]
+    pub pending: Vec<String>,
+    /// A decision taken (repeat for more).
+    #[arg(long = "decision", alias = "decisions")]
+    pub decisions: Vec<String>,
+    /// An assumption (repeat for more).
+    #[arg(long = "assumption", alias = "assumptions")]
+    pub assumptions: Vec<String>,
+    /// A warning (repeat for more).
+    #[arg(long = "warning", alias = "warnings")]
+    pub warnings: Vec<String>,
+    /// An unresolved error (repeat for more).
+    #[arg(long = "error", alias = "errors")]
+    pub errors: Vec<String>,
+    /// A modified file (repeat for more).
+    #[arg(long = "file", alias = "files")]
+    pub files: Vec<String>,
+    /// A blocker (repeat for more).
+    #[arg(long = "blocker", alias = "blockers")]
+    pub blockers: Vec<String>,
+    /// Notes for whoever resumes.
+    #[arg(long)]
+    pub instructions: Option<String>,
+    /// How full the agent's context is (0..=100).
+    #[arg(long)]
+    pub context_pct: Option<u8>,
+    /// A JSON object carried along unchanged.
+    #[arg(long, value_name = "JSON")]
+    pub metadata: Option<String>,
+    /// A caller-chosen id (an idempotency key).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The record this checkpoint follows (default: the task's latest).
+    #[arg(long)]
+    pub parent_id: Option<String>,
+    /// The agent's session.
+    #[arg(long)]
+    pub session_id: Option<String>,
 }

@@ -9,11 +9,32 @@ use handoff_core::{
 };
 use serde_json::json;
 
-use crate::args::{Command, CreateCmd, ListArgs};
+use crate::args::{Command, CreateCmd, EventsArgs};
 use crate::error::{CliError, CliResult, code};
-use crate::fields::CreateArgs;
-use crate::output::{self, Reply, to_json};
+use crate::fields::{CheckpointArgs, CreateArgs};
+use crate::output::{self, Output, Reply, to_json};
+use crate::policy::Overrides;
 use crate::spawn::{self, SpawnConfig};
+
+/// What every command needs besides its own arguments: the store's path, the policy options
+/// (read and checked before any store is opened) and how records are shown.
+pub(crate) struct Ctx {
+    pub db: PathBuf,
+    pub policy: Overrides,
+    pub out: Output,
+}
+
+impl Ctx {
+    /// Opens the store for a command that may write, under the run's chain policy.
+    pub(crate) fn open(&self) -> CliResult<Store> {
+        Ok(self.policy.apply(open(&self.db)?))
+    }
+
+    /// Opens an existing store under the run's chain policy; a missing file is an error.
+    fn open_existing(&self) -> CliResult<Store> {
+        Ok(self.policy.apply(open_existing(&self.db)?))
+    }
+}
 
 /// What a command leaves to print, and the exit code.
 pub(crate) struct Done {
@@ -70,39 +91,77 @@ pub(crate) fn claim_from_token(
     })
 }
 
-fn record_reply(h: Handoff) -> Done {
-    Reply::new(output::record_line(&h), to_json(&h)).into()
+/// The events `args` select, oldest first: one handoff's, a task's, or all; after a
+/// sequence number and at most a number of them.
+pub(crate) fn select_events(
+    store: &Store,
+    args: &EventsArgs,
+) -> CliResult<Vec<handoff_core::Event>> {
+    if args.handoff_id.is_some() && args.task_id.is_some() {
+        return Err(Error::invalid("task_id", "give a handoff id or a task id, not both").into());
+    }
+    let mut events = store.events(args.handoff_id.as_deref())?;
+    if let Some(task_id) = &args.task_id {
+        let ids: std::collections::BTreeSet<String> = store
+            .list(&ListFilter {
+                task_id: Some(task_id.clone()),
+                ..ListFilter::default()
+            })?
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        events.retain(|e| ids.contains(&e.handoff_id));
+    }
+    if let Some(after) = args.after {
+        events.retain(|e| e.seq > after);
+    }
+    if let Some(limit) = args.limit {
+        events.truncate(limit);
+    }
+    Ok(events)
 }
 
-pub(crate) fn run(db: &Path, command: Command) -> CliResult<Done> {
+pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
+    let out = &ctx.out;
+    let record_reply =
+        |h: Handoff| -> Done { Reply::new(out.record_line(&h), out.record(&h)).into() };
     match command {
-        Command::List(args) => list(db, args),
-        Command::Show { id } => {
-            let h = open_existing(db)?.get(&id)?;
-            Ok(Reply::new(h.to_markdown(), to_json(&h)).into())
+        Command::List(args) => {
+            let records = ctx.open_existing()?.list(&args.into_filter())?;
+            Ok(Reply::new(out.handoff_table(&records), out.records(&records)).into())
         }
-        Command::Create(cmd) => create(db, *cmd),
+        Command::Show { id } => {
+            let h = ctx.open_existing()?.get(&id)?;
+            Ok(Reply::new(out.markdown(&h), out.record(&h)).into())
+        }
+        Command::Create(cmd) => create(ctx, *cmd),
         Command::Claim { id, claim } => {
-            let store = open_existing(db)?;
+            let store = ctx.open_existing()?;
             let claimed =
                 store.claim(&id, &claim.agent, Duration::from_secs(claim.lease_seconds))?;
+            let spawn = SpawnConfig::from_opts(&claim.spawn);
             Ok(after_claim(
+                ctx,
                 &store,
-                db,
                 claimed,
-                SpawnConfig::from_opts(&claim.spawn),
+                spawn,
+                claim.additional_instructions.as_deref(),
             ))
         }
         Command::ClaimNext { task_id, claim } => {
-            let store = open_existing(db)?;
+            let store = ctx.open_existing()?;
             let lease = Duration::from_secs(claim.lease_seconds);
             match store.claim_next(&claim.agent, task_id.as_deref(), lease)? {
-                Some(claimed) => Ok(after_claim(
-                    &store,
-                    db,
-                    claimed,
-                    SpawnConfig::from_opts(&claim.spawn),
-                )),
+                Some(claimed) => {
+                    let spawn = SpawnConfig::from_opts(&claim.spawn);
+                    Ok(after_claim(
+                        ctx,
+                        &store,
+                        claimed,
+                        spawn,
+                        claim.additional_instructions.as_deref(),
+                    ))
+                }
                 None => Ok(Reply::new("nothing to claim\n", serde_json::Value::Null).into()),
             }
         }
@@ -111,45 +170,61 @@ pub(crate) fn run(db: &Path, command: Command) -> CliResult<Done> {
             token,
             lease_seconds,
         } => {
-            let store = open_existing(db)?;
+            let store = ctx.open_existing()?;
             let claim = claim_from_token(&store, &id, token.token, lease_seconds)?;
             Ok(record_reply(store.heartbeat(&claim)?))
         }
         Command::Release { id, token, reason } => {
-            let store = open_existing(db)?;
+            let store = ctx.open_existing()?;
             let claim = claim_from_token(&store, &id, token.token, 0)?;
             Ok(record_reply(store.release(&claim, &reason)?))
         }
         Command::Complete { id, token, outcome } => {
-            let store = open_existing(db)?;
+            let store = ctx.open_existing()?;
             let claim = claim_from_token(&store, &id, token.token, 0)?;
             Ok(record_reply(store.complete(&claim, &outcome)?))
         }
         Command::Reject { id, agent, reason } => Ok(record_reply(
-            open_existing(db)?.reject(&id, &agent, &reason)?,
+            ctx.open_existing()?.reject(&id, &agent, &reason)?,
         )),
-        Command::Cancel { id, by, reason } => Ok(record_reply(open_existing(db)?.cancel(
+        Command::Cancel { id, by, reason } => Ok(record_reply(ctx.open_existing()?.cancel(
             &id,
             &by,
             reason.as_deref(),
         )?)),
         Command::Chain { task_id } => {
-            let chain = open_existing(db)?.chain(&task_id)?;
+            let chain = ctx.open_existing()?.chain(&task_id)?;
             Ok(Reply::new(output::chain_text(&chain), output::chain_json(&chain)).into())
         }
-        Command::Events { id } => {
-            let events = open_existing(db)?.events(id.as_deref())?;
-            Ok(Reply::new(output::events_text(&events), to_json(&events)).into())
+        Command::Events(args) => {
+            let events = select_events(&ctx.open_existing()?, &args)?;
+            Ok(Reply::new(out.events_text(&events), out.events_json(&events)).into())
         }
         Command::Stats => {
-            let stats = open_existing(db)?.stats()?;
+            let stats = ctx.open_existing()?.stats()?;
             Ok(Reply::new(output::stats_text(&stats), to_json(&stats)).into())
         }
-        Command::Export { output } => export(db, output),
+        Command::Checkpoint(cmd) => {
+            let (task_id, agent, content) = CheckpointArgs::from_flags(*cmd)?.into_parts()?;
+            let h = ctx.open_existing()?.checkpoint(&task_id, &agent, content)?;
+            let text = format!("checkpoint {}", out.record_line(&h));
+            Ok(Reply::new(text, out.record(&h)).into())
+        }
+        Command::Stalled { older_than_seconds } => {
+            let tasks = ctx
+                .open_existing()?
+                .stalled(Duration::from_secs(older_than_seconds))?;
+            Ok(Reply::new(
+                output::stalled_text(&tasks, older_than_seconds),
+                json!(tasks),
+            )
+            .into())
+        }
+        Command::Export { output } => export(&ctx.db, output),
         Command::Import {
             file,
             unfinished_only,
-        } => import(db, file, unfinished_only),
+        } => import(&ctx.db, file, unfinished_only),
         Command::Mcp { .. } => unreachable_mcp(),
     }
 }
@@ -159,15 +234,10 @@ fn unreachable_mcp() -> CliResult<Done> {
     Err(Error::invalid("command", "mcp is not a one-shot command").into())
 }
 
-fn list(db: &Path, args: ListArgs) -> CliResult<Done> {
-    let records = open_existing(db)?.list(&args.into_filter())?;
-    Ok(Reply::new(output::handoff_table(&records), to_json(&records)).into())
-}
-
-fn create(db: &Path, cmd: CreateCmd) -> CliResult<Done> {
+fn create(ctx: &Ctx, cmd: CreateCmd) -> CliResult<Done> {
     let new = match &cmd.json_input {
         Some(source) => read_new_handoff(source)?,
-        None => CreateArgs::from_flags(cmd)?.into_new(),
+        None => CreateArgs::from_flags(cmd)?.into_new()?,
     };
     // Refuse bad input before the store is opened, so that it creates no file. The core
     // validates again on create (with the store's own limits, and the parent and chain).
@@ -175,9 +245,9 @@ fn create(db: &Path, cmd: CreateCmd) -> CliResult<Done> {
     new.clone()
         .into_record(id, chrono::Utc::now())
         .validate(&validate::Limits::default())?;
-    let h = open(db)?.create(new)?;
-    let text = format!("created {}\n", output::record_line(&h).trim_end());
-    Ok(Reply::new(text, to_json(&h)).into())
+    let h = ctx.open()?.create(new)?;
+    let text = format!("created {}\n", ctx.out.record_line(&h).trim_end());
+    Ok(Reply::new(text, ctx.out.record(&h)).into())
 }
 
 /// Reads all of `source` (a path, or `-` for stdin), refusing more than `limit` bytes.
@@ -209,11 +279,19 @@ fn read_new_handoff(source: &str) -> CliResult<NewHandoff> {
 }
 
 /// Prints the claim, or runs the successor on it.
-fn after_claim(store: &Store, db: &Path, claim: Claim, spawn: Option<SpawnConfig>) -> Done {
+fn after_claim(
+    ctx: &Ctx,
+    store: &Store,
+    claim: Claim,
+    spawn: Option<SpawnConfig>,
+    additional_instructions: Option<&str>,
+) -> Done {
+    let out = &ctx.out;
     let Some(config) = spawn else {
-        return Reply::new(output::claim_text(&claim), output::claim_json(&claim)).into();
+        return Reply::new(out.claim_text(&claim), out.claim_json(&claim)).into();
     };
-    let report = spawn::run(store, db, &claim, &config);
+    let prompt = out.prompt(&claim.handoff, additional_instructions);
+    let report = spawn::run(store, &ctx.db, &claim, &config, prompt);
     let exit = if report.succeeded() {
         code::OK
     } else if let Some(e) = report.lease_lost.as_ref().or(report.settle_error.as_ref()) {
@@ -222,7 +300,7 @@ fn after_claim(store: &Store, db: &Path, claim: Claim, spawn: Option<SpawnConfig
         code::SPAWN_FAILED
     };
     Done {
-        reply: Some(report.reply()),
+        reply: Some(report.reply(out)),
         exit,
     }
 }

@@ -11,6 +11,7 @@ mod error;
 mod fields;
 mod mcp;
 mod output;
+mod policy;
 mod spawn;
 
 use args::{Cli, Command};
@@ -29,12 +30,19 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    // The policy file and agents folder are read before any store is opened: a bad one
+    // creates nothing.
+    let ctx = commands::Ctx {
+        db: cli.db,
+        policy: policy::Overrides::load(&cli.policy)?,
+        out: output::Output::new(!cli.no_redact),
+    };
     if let Command::Mcp { spawn } = &cli.command {
-        let store = commands::open(&cli.db)?;
-        mcp::serve(store, cli.db.clone(), spawn::SpawnConfig::from_opts(spawn))?;
+        let store = ctx.open()?;
+        mcp::serve(store, ctx.db, spawn::SpawnConfig::from_opts(spawn), ctx.out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let done = commands::run(&cli.db, cli.command)?;
+    let done = commands::run(&ctx, cli.command)?;
     if let Some(reply) = done.reply {
         if cli.json {
             output::write_stdout(&format!("{}\n", reply.json))?;

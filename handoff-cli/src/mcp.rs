@@ -23,11 +23,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::args::{DEFAULT_LEASE_SECONDS, ListArgs};
-use crate::commands::claim_from_token;
+use crate::args::{DEFAULT_LEASE_SECONDS, EventsArgs, ListArgs};
+use crate::commands::{claim_from_token, select_events};
 use crate::error::{CliError, CliResult};
-use crate::fields::CreateArgs;
-use crate::output::{self, Reply};
+use crate::fields::{CheckpointArgs, CreateArgs};
+use crate::output::{self, Output, Reply, to_json};
 use crate::spawn::{self, SpawnConfig};
 
 /// `handoff_get` arguments.
@@ -53,6 +53,82 @@ struct ClaimArgs {
     /// How long the claim lasts without a heartbeat (default 300).
     #[serde(default)]
     lease_seconds: Option<u64>,
+}
+
+/// `handoff_claim_and_spawn` arguments: a claim, and what this call adds to the successor's run.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SpawnArgs {
+    /// The claiming agent.
+    agent: String,
+    /// The handoff to claim; without it, the oldest one this agent may take.
+    #[serde(default)]
+    handoff_id: Option<String>,
+    /// With no handoff_id: only look within this task.
+    #[serde(default)]
+    task_id: Option<String>,
+    /// How long the claim lasts without a heartbeat (default 300); the server heartbeats
+    /// while the successor runs.
+    #[serde(default)]
+    lease_seconds: Option<u64>,
+    /// More guidance for the successor, appended to its prompt under "## Additional
+    /// Instructions".
+    #[serde(default)]
+    additional_instructions: Option<String>,
+    /// Kill the successor and release the handoff after this many seconds (1 to 86400; never
+    /// longer than the server's --spawn-timeout).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 86400))]
+    timeout_seconds: Option<u64>,
+}
+
+impl SpawnArgs {
+    fn claim(&self) -> ClaimArgs {
+        ClaimArgs {
+            agent: self.agent.clone(),
+            handoff_id: self.handoff_id.clone(),
+            task_id: self.task_id.clone(),
+            lease_seconds: self.lease_seconds,
+        }
+    }
+}
+
+/// `handoff_reject` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RejectArgs {
+    /// The handoff addressed to you.
+    handoff_id: String,
+    /// The refusing agent: the addressee, or the holder.
+    agent: String,
+    /// Why it is refused.
+    reason: String,
+}
+
+/// `handoff_cancel` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CancelArgs {
+    /// The pending or claimed handoff.
+    handoff_id: String,
+    /// Who cancels: the creator (from_agent), or the holder.
+    by: String,
+    /// Why.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `handoff_stats` arguments: none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StatsArgs {}
+
+/// `handoff_stalled` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StalledArgs {
+    /// How long a task in progress may go without a claim, heartbeat or checkpoint.
+    older_than_seconds: u64,
 }
 
 /// `handoff_heartbeat` arguments.
@@ -108,6 +184,9 @@ pub(crate) struct Server {
     store: Store,
     db: PathBuf,
     spawn: Option<Arc<SpawnConfig>>,
+    /// How records are shown: redacted unless the server was started with `--no-redact`
+    /// (the owner's choice; no tool argument can change it).
+    out: Output,
     tools: Arc<[Tool]>,
 }
 
@@ -115,7 +194,10 @@ const INSTRUCTIONS: &str = "Hand unfinished work to another agent, or take it ov
 To hand over: handoff_create with task_id, goal, what is done and pending, decisions and \
 warnings. To take over: handoff_claim (returns a fencing token and the handoff's Markdown), \
 handoff_heartbeat within the lease while working, then handoff_complete (or handoff_release \
-to give it back). handoff_chain shows who passed a task to whom.";
+to give it back). handoff_reject refuses work addressed to you, handoff_cancel withdraws your \
+own. handoff_checkpoint saves progress without handing over; handoff_stalled finds tasks gone \
+quiet. handoff_chain, handoff_events and handoff_stats show who passed what to whom. Secrets in \
+records are shown as [REDACTED:<rule>].";
 
 /// The input schema of `T`, generated from its serde and schemars derives.
 fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
@@ -173,11 +255,47 @@ fn tools() -> Vec<Tool> {
         .with_annotations(read_only()),
         Tool::new(
             "handoff_claim_and_spawn",
-            "Claim a handoff and run the server's configured successor command on its DNA: \
-             heartbeats while it runs, completes on exit 0, releases on failure, and reports \
-             its output.",
-            schema::<ClaimArgs>(),
+            "Claim a handoff and run the server's configured successor command on its DNA \
+             (plus additional_instructions, if given): heartbeats while it runs, completes on \
+             exit 0, releases on failure or after timeout_seconds, and reports its output.",
+            schema::<SpawnArgs>(),
         ),
+        Tool::new(
+            "handoff_reject",
+            "Refuse a handoff addressed to you (or that you hold), with a reason.",
+            schema::<RejectArgs>(),
+        ),
+        Tool::new(
+            "handoff_cancel",
+            "Withdraw a pending or claimed handoff you created (or hold).",
+            schema::<CancelArgs>(),
+        ),
+        Tool::new(
+            "handoff_events",
+            "The event log (created, claimed, heartbeat, released, completed, ...), oldest \
+             first: of one handoff, of a task, or of the store; page with after and limit.",
+            schema::<EventsArgs>(),
+        )
+        .with_annotations(read_only()),
+        Tool::new(
+            "handoff_stats",
+            "Per from→to pair of agents: how many handoffs, completed, failed, rejected, and \
+             the median seconds to claim and to complete.",
+            schema::<StatsArgs>(),
+        )
+        .with_annotations(read_only()),
+        Tool::new(
+            "handoff_checkpoint",
+            "Save your progress on a task without handing it over: goal, progress, what is \
+             done and pending. The checkpoint is never claimable and is not a hop.",
+            schema::<CheckpointArgs>(),
+        ),
+        Tool::new(
+            "handoff_stalled",
+            "Tasks in progress with no claim, heartbeat or checkpoint for older_than_seconds.",
+            schema::<StalledArgs>(),
+        )
+        .with_annotations(read_only()),
     ]
 }
 
@@ -191,56 +309,66 @@ fn lease(seconds: Option<u64>) -> Duration {
     Duration::from_secs(seconds.unwrap_or(DEFAULT_LEASE_SECONDS))
 }
 
-fn record_reply(h: &handoff_core::Handoff) -> Reply {
-    Reply::new(output::record_line(h), json!({ "handoff": h }))
-}
-
 impl Server {
-    pub(crate) fn new(store: Store, db: PathBuf, spawn: Option<SpawnConfig>) -> Server {
+    pub(crate) fn new(
+        store: Store,
+        db: PathBuf,
+        spawn: Option<SpawnConfig>,
+        out: Output,
+    ) -> Server {
         Server {
             store,
             db,
             spawn: spawn.map(Arc::new),
+            out,
             tools: tools().into(),
         }
+    }
+
+    fn record_reply(&self, h: &handoff_core::Handoff) -> Reply {
+        Reply::new(
+            self.out.record_line(h),
+            json!({ "handoff": self.out.record(h) }),
+        )
     }
 
     /// Runs one tool call to its reply. Blocking: the caller runs it off the async threads.
     fn call(&self, name: &str, arguments: Option<JsonObject>) -> CliResult<Reply> {
         let store = &self.store;
+        let out = &self.out;
         match name {
             "handoff_create" => {
                 let args: CreateArgs = parse(arguments)?;
-                let h = store.create(args.into_new())?;
+                let h = store.create(args.into_new()?)?;
                 Ok(Reply::new(
-                    format!("created {}", output::record_line(&h)),
-                    json!({ "handoff": h }),
+                    format!("created {}", out.record_line(&h)),
+                    json!({ "handoff": out.record(&h) }),
                 ))
             }
             "handoff_list" => {
                 let args: ListArgs = parse(arguments)?;
                 let records = store.list(&args.into_filter())?;
                 Ok(Reply::new(
-                    output::handoff_table(&records),
-                    json!({ "count": records.len(), "handoffs": records }),
+                    out.handoff_table(&records),
+                    json!({ "count": records.len(), "handoffs": out.records(&records) }),
                 ))
             }
             "handoff_get" => {
                 let args: GetArgs = parse(arguments)?;
                 let h = store.get(&args.handoff_id)?;
-                let markdown = h.to_markdown();
+                let markdown = out.markdown(&h);
                 Ok(Reply::new(
                     markdown.clone(),
-                    json!({ "handoff": h, "markdown": markdown }),
+                    json!({ "handoff": out.record(&h), "markdown": markdown }),
                 ))
             }
             "handoff_claim" => {
                 let args: ClaimArgs = parse(arguments)?;
                 Ok(match self.claim(&args)? {
                     Some(claim) => {
-                        let mut json = output::claim_json(&claim);
+                        let mut json = out.claim_json(&claim);
                         json["claimed"] = json!(true);
-                        Reply::new(output::claim_text(&claim), json)
+                        Reply::new(out.claim_text(&claim), json)
                     }
                     None => Reply::new(
                         format!("nothing for {} to claim", args.agent),
@@ -252,19 +380,19 @@ impl Server {
                 let args: HeartbeatArgs = parse(arguments)?;
                 let seconds = args.lease_seconds.unwrap_or(DEFAULT_LEASE_SECONDS);
                 let claim = claim_from_token(store, &args.handoff_id, args.token, seconds)?;
-                Ok(record_reply(&store.heartbeat(&claim)?))
+                Ok(self.record_reply(&store.heartbeat(&claim)?))
             }
             "handoff_release" => {
                 let args: ReleaseArgs = parse(arguments)?;
                 let claim = claim_from_token(store, &args.handoff_id, args.token, 0)?;
                 let reason = args.reason.unwrap_or_else(|| "released".to_owned());
-                Ok(record_reply(&store.release(&claim, &reason)?))
+                Ok(self.record_reply(&store.release(&claim, &reason)?))
             }
             "handoff_complete" => {
                 let args: CompleteArgs = parse(arguments)?;
                 let claim = claim_from_token(store, &args.handoff_id, args.token, 0)?;
                 let outcome = args.outcome.unwrap_or_default();
-                Ok(record_reply(&store.complete(&claim, &outcome)?))
+                Ok(self.record_reply(&store.complete(&claim, &outcome)?))
             }
             "handoff_chain" => {
                 let args: ChainArgs = parse(arguments)?;
@@ -275,8 +403,8 @@ impl Server {
                 ))
             }
             "handoff_claim_and_spawn" => {
-                let args: ClaimArgs = parse(arguments)?;
-                let Some(config) = self.spawn.clone() else {
+                let args: SpawnArgs = parse(arguments)?;
+                let Some(config) = self.spawn.as_deref() else {
                     return Err(Error::invalid(
                         "handoff_claim_and_spawn",
                         "no successor command is configured: start the server with \
@@ -284,13 +412,62 @@ impl Server {
                     )
                     .into());
                 };
-                Ok(match self.claim(&args)? {
-                    Some(claim) => spawn::run(store, &self.db, &claim, &config).reply(),
+                // Checked before claiming: a bad timeout must not leave a claim behind.
+                let config = config.with_timeout(args.timeout_seconds)?;
+                Ok(match self.claim(&args.claim())? {
+                    Some(claim) => {
+                        let prompt =
+                            out.prompt(&claim.handoff, args.additional_instructions.as_deref());
+                        spawn::run(store, &self.db, &claim, &config, prompt).reply(out)
+                    }
                     None => Reply::new(
                         format!("nothing for {} to claim", args.agent),
                         json!({ "claimed": false }),
                     ),
                 })
+            }
+            "handoff_reject" => {
+                let args: RejectArgs = parse(arguments)?;
+                let h = store.reject(&args.handoff_id, &args.agent, &args.reason)?;
+                Ok(self.record_reply(&h))
+            }
+            "handoff_cancel" => {
+                let args: CancelArgs = parse(arguments)?;
+                let h = store.cancel(&args.handoff_id, &args.by, args.reason.as_deref())?;
+                Ok(self.record_reply(&h))
+            }
+            "handoff_events" => {
+                let args: EventsArgs = parse(arguments)?;
+                let events = select_events(store, &args)?;
+                Ok(Reply::new(
+                    out.events_text(&events),
+                    json!({ "count": events.len(), "events": out.events_json(&events) }),
+                ))
+            }
+            "handoff_stats" => {
+                let _: StatsArgs = parse(arguments)?;
+                let stats = store.stats()?;
+                Ok(Reply::new(
+                    output::stats_text(&stats),
+                    json!({ "paths": to_json(&stats) }),
+                ))
+            }
+            "handoff_checkpoint" => {
+                let args: CheckpointArgs = parse(arguments)?;
+                let (task_id, agent, content) = args.into_parts()?;
+                let h = store.checkpoint(&task_id, &agent, content)?;
+                Ok(Reply::new(
+                    format!("checkpoint {}", out.record_line(&h)),
+                    json!({ "handoff": out.record(&h) }),
+                ))
+            }
+            "handoff_stalled" => {
+                let args: StalledArgs = parse(arguments)?;
+                let tasks = store.stalled(Duration::from_secs(args.older_than_seconds))?;
+                Ok(Reply::new(
+                    output::stalled_text(&tasks, args.older_than_seconds),
+                    json!({ "count": tasks.len(), "task_ids": tasks }),
+                ))
             }
             other => Err(Error::invalid("name", format!("no tool is named {other:?}")).into()),
         }
@@ -375,14 +552,19 @@ impl ServerHandler for Server {
 }
 
 /// Serves `store` on stdin/stdout until the client closes the connection.
-pub(crate) fn serve(store: Store, db: PathBuf, spawn: Option<SpawnConfig>) -> CliResult<()> {
+pub(crate) fn serve(
+    store: Store,
+    db: PathBuf,
+    spawn: Option<SpawnConfig>,
+    out: Output,
+) -> CliResult<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::io("cannot start the async runtime", e))?;
     runtime.block_on(async move {
-        let service = Server::new(store, db, spawn)
+        let service = Server::new(store, db, spawn, out)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| {

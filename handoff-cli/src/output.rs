@@ -1,10 +1,15 @@
 //! What commands and MCP tools print: human text (tables, the DNA) and JSON.
+//!
+//! This is the one place where records are redacted on their way out: every function that
+//! shows a record's text is a method of [`Output`], which redacts (the default) or not
+//! (`--no-redact`). Commands and tools never serialise a record themselves.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use handoff_core::{Chain, Claim, Event, Handoff, PathStats};
+use handoff_core::{Chain, Change, Claim, Event, Handoff, PathStats};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, CliResult};
@@ -37,7 +42,8 @@ pub(crate) fn write_stdout(text: &str) -> CliResult<()> {
     }
 }
 
-/// Serialises core values, which are plain data: this cannot fail.
+/// Serialises core values, which are plain data: this cannot fail. Not for records: those go
+/// through [`Output`].
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
@@ -86,94 +92,234 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The `list` table.
-pub(crate) fn handoff_table(records: &[Handoff]) -> String {
-    if records.is_empty() {
-        return "no handoffs\n".to_owned();
+/// How records leave the process: with their secrets replaced by `[REDACTED:<rule>]` (the
+/// default, DESIGN §2), or as written (`--no-redact`, the owner's opt-out).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Output {
+    redact: bool,
+}
+
+impl Output {
+    pub(crate) fn new(redact: bool) -> Output {
+        Output { redact }
     }
-    let rows: Vec<Vec<String>> = records
-        .iter()
-        .map(|h| {
-            vec![
-                h.id.clone(),
-                h.task_id.clone(),
-                h.status.to_string(),
-                format!(
-                    "{} → {}",
-                    agent(h.from_agent.as_deref()),
-                    agent(h.to_agent.as_deref())
-                ),
-                h.claimed_by.clone().unwrap_or_default(),
-                time(h.created_at),
-                clip(&h.goal, 48),
-            ]
+
+    /// The record as it may be shown.
+    fn handoff<'a>(&self, h: &'a Handoff) -> Cow<'a, Handoff> {
+        if self.redact {
+            Cow::Owned(h.redacted())
+        } else {
+            Cow::Borrowed(h)
+        }
+    }
+
+    /// Free text that did not come from a record (a successor's output, an event's reason).
+    pub(crate) fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if !self.redact {
+            return Cow::Borrowed(text);
+        }
+        let (redacted, found) = handoff_core::redact(text);
+        if found.is_empty() {
+            Cow::Borrowed(text)
+        } else {
+            Cow::Owned(redacted)
+        }
+    }
+
+    /// The Markdown DNA.
+    pub(crate) fn markdown(&self, h: &Handoff) -> String {
+        if self.redact {
+            h.to_markdown()
+        } else {
+            h.to_markdown_unredacted()
+        }
+    }
+
+    /// What a spawned successor reads: the DNA, then the caller's additional instructions
+    /// under their own heading.
+    pub(crate) fn prompt(&self, h: &Handoff, additional: Option<&str>) -> String {
+        let mut prompt = self.markdown(h);
+        if let Some(more) = additional.map(str::trim).filter(|t| !t.is_empty()) {
+            if !prompt.ends_with('\n') {
+                prompt.push('\n');
+            }
+            let _ = writeln!(
+                prompt,
+                "\n## Additional Instructions\n\n{}",
+                self.text(more)
+            );
+        }
+        prompt
+    }
+
+    /// One record as JSON (its canonical serde form).
+    pub(crate) fn record(&self, h: &Handoff) -> Value {
+        to_json(&*self.handoff(h))
+    }
+
+    /// Records as a JSON array.
+    pub(crate) fn records(&self, records: &[Handoff]) -> Value {
+        Value::Array(records.iter().map(|h| self.record(h)).collect())
+    }
+
+    /// The `list` table.
+    pub(crate) fn handoff_table(&self, records: &[Handoff]) -> String {
+        if records.is_empty() {
+            return "no handoffs\n".to_owned();
+        }
+        let rows: Vec<Vec<String>> = records
+            .iter()
+            .map(|h| {
+                // Redact before clipping, so that no prefix of a secret is shown either.
+                let h = self.handoff(h);
+                vec![
+                    h.id.clone(),
+                    h.task_id.clone(),
+                    h.status.to_string(),
+                    format!(
+                        "{} → {}",
+                        agent(h.from_agent.as_deref()),
+                        agent(h.to_agent.as_deref())
+                    ),
+                    h.claimed_by.clone().unwrap_or_default(),
+                    time(h.created_at),
+                    clip(&h.goal, 48),
+                ]
+            })
+            .collect();
+        table(
+            &[
+                "ID",
+                "TASK",
+                "STATUS",
+                "FROM → TO",
+                "HOLDER",
+                "CREATED",
+                "GOAL",
+            ],
+            &rows,
+        )
+    }
+
+    /// One line about a record after a change: `<id> (<task>) is <status> ...`.
+    pub(crate) fn record_line(&self, h: &Handoff) -> String {
+        let h = self.handoff(h);
+        let mut line = format!("{} ({}) is {}", h.id, h.task_id, h.status);
+        if let Some(holder) = &h.claimed_by
+            && h.status == handoff_core::Status::Claimed
+        {
+            let _ = write!(line, " by {holder}");
+        }
+        if let Some(until) = h.lease_until
+            && h.status == handoff_core::Status::Claimed
+        {
+            let _ = write!(line, ", lease until {}", time(until));
+        }
+        if let Some(outcome) = h.outcome.as_deref().filter(|o| !o.is_empty()) {
+            let _ = write!(line, ": {}", clip(outcome, 80));
+        }
+        line.push('\n');
+        line
+    }
+
+    /// A claim as JSON: the token, the lease, the record and its Markdown DNA.
+    pub(crate) fn claim_json(&self, claim: &Claim) -> Value {
+        json!({
+            "handoff_id": claim.handoff.id,
+            "token": claim.token,
+            "lease_seconds": claim.lease.as_secs(),
+            "lease_until": claim.handoff.lease_until,
+            "handoff": self.record(&claim.handoff),
+            "markdown": self.markdown(&claim.handoff),
         })
-        .collect();
-    table(
-        &[
-            "ID",
-            "TASK",
-            "STATUS",
-            "FROM → TO",
-            "HOLDER",
-            "CREATED",
-            "GOAL",
-        ],
-        &rows,
-    )
-}
-
-/// One line about a record after a change: `<id> is now <status> ...`.
-pub(crate) fn record_line(h: &Handoff) -> String {
-    let mut line = format!("{} ({}) is {}", h.id, h.task_id, h.status);
-    if let Some(holder) = &h.claimed_by
-        && h.status == handoff_core::Status::Claimed
-    {
-        let _ = write!(line, " by {holder}");
     }
-    if let Some(until) = h.lease_until
-        && h.status == handoff_core::Status::Claimed
-    {
-        let _ = write!(line, ", lease until {}", time(until));
-    }
-    if let Some(outcome) = h.outcome.as_deref().filter(|o| !o.is_empty()) {
-        let _ = write!(line, ": {}", clip(outcome, 80));
-    }
-    line.push('\n');
-    line
-}
 
-/// A claim as JSON: the token, the lease, the record and its Markdown DNA.
-pub(crate) fn claim_json(claim: &Claim) -> Value {
-    json!({
-        "handoff_id": claim.handoff.id,
-        "token": claim.token,
-        "lease_seconds": claim.lease.as_secs(),
-        "lease_until": claim.handoff.lease_until,
-        "handoff": claim.handoff,
-        "markdown": claim.handoff.to_markdown(),
-    })
-}
+    /// A claim as text: how to continue, then the DNA.
+    pub(crate) fn claim_text(&self, claim: &Claim) -> String {
+        let h = &claim.handoff;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "claimed {} as {} with token {} (lease until {})",
+            h.id,
+            agent(h.claimed_by.as_deref()),
+            claim.token,
+            h.lease_until.map(time).unwrap_or_default()
+        );
+        let _ = writeln!(
+            out,
+            "heartbeat, release or complete with --token {}\n",
+            claim.token
+        );
+        out.push_str(&self.markdown(h));
+        out
+    }
 
-/// A claim as text: how to continue, then the DNA.
-pub(crate) fn claim_text(claim: &Claim) -> String {
-    let h = &claim.handoff;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "claimed {} as {} with token {} (lease until {})",
-        h.id,
-        agent(h.claimed_by.as_deref()),
-        claim.token,
-        h.lease_until.map(time).unwrap_or_default()
-    );
-    let _ = writeln!(
-        out,
-        "heartbeat, release or complete with --token {}\n",
-        claim.token
-    );
-    out.push_str(&h.to_markdown());
-    out
+    /// An event as it may be shown: the created record and every reason or outcome redacted.
+    fn event(&self, e: &Event) -> Event {
+        let mut e = e.clone();
+        if !self.redact {
+            return e;
+        }
+        match &mut e.change {
+            Change::Created { record } => **record = record.redacted(),
+            Change::Released { reason } | Change::Rejected { reason } => {
+                *reason = self.text(reason).into_owned();
+            }
+            Change::Completed { outcome } => *outcome = self.text(outcome).into_owned(),
+            Change::Cancelled {
+                reason: Some(reason),
+            } => *reason = self.text(reason).into_owned(),
+            // The rest carry tokens and times only.
+            _ => {}
+        }
+        e
+    }
+
+    /// Events as a JSON array.
+    pub(crate) fn events_json(&self, events: &[Event]) -> Value {
+        Value::Array(events.iter().map(|e| to_json(&self.event(e))).collect())
+    }
+
+    /// The event log as a table.
+    pub(crate) fn events_text(&self, events: &[Event]) -> String {
+        if events.is_empty() {
+            return "no events\n".to_owned();
+        }
+        let rows: Vec<Vec<String>> = events
+            .iter()
+            .map(|e| {
+                let e = self.event(e);
+                let detail = match to_json(&e.change).get("detail") {
+                    // The created event carries the whole record: the table shows the goal.
+                    Some(Value::Object(d)) if d.contains_key("record") => d
+                        .get("record")
+                        .and_then(|r| r.get("goal"))
+                        .and_then(Value::as_str)
+                        .map(|g| clip(g, 48))
+                        .unwrap_or_default(),
+                    Some(Value::Object(d)) => d
+                        .iter()
+                        .map(|(k, v)| match v {
+                            Value::String(s) => format!("{k}={}", clip(s, 40)),
+                            other => format!("{k}={other}"),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    _ => String::new(),
+                };
+                vec![
+                    e.seq.to_string(),
+                    time(e.at),
+                    e.handoff_id.clone(),
+                    e.change.kind().to_owned(),
+                    e.actor.clone().unwrap_or_else(|| "-".to_owned()),
+                    detail,
+                ]
+            })
+            .collect();
+        table(&["SEQ", "AT", "HANDOFF", "EVENT", "ACTOR", "DETAIL"], &rows)
+    }
 }
 
 /// A chain as JSON: its hops and the path of agents.
@@ -215,43 +361,19 @@ pub(crate) fn chain_text(chain: &Chain) -> String {
     out
 }
 
-/// The event log as a table.
-pub(crate) fn events_text(events: &[Event]) -> String {
-    if events.is_empty() {
-        return "no events\n".to_owned();
+/// Stalled tasks as text.
+pub(crate) fn stalled_text(tasks: &[String], older_than_seconds: u64) -> String {
+    if tasks.is_empty() {
+        return format!("no task has been silent for {older_than_seconds}s or more\n");
     }
-    let rows: Vec<Vec<String>> = events
-        .iter()
-        .map(|e| {
-            let detail = match to_json(&e.change).get("detail") {
-                // The created event carries the whole record: the table shows the goal.
-                Some(Value::Object(d)) if d.contains_key("record") => d
-                    .get("record")
-                    .and_then(|r| r.get("goal"))
-                    .and_then(Value::as_str)
-                    .map(|g| clip(g, 48))
-                    .unwrap_or_default(),
-                Some(Value::Object(d)) => d
-                    .iter()
-                    .map(|(k, v)| match v {
-                        Value::String(s) => format!("{k}={}", clip(s, 40)),
-                        other => format!("{k}={other}"),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                _ => String::new(),
-            };
-            vec![
-                e.seq.to_string(),
-                time(e.at),
-                e.handoff_id.clone(),
-                e.change.kind().to_owned(),
-                e.actor.clone().unwrap_or_else(|| "-".to_owned()),
-                detail,
-            ]
-        })
-        .collect();
-    table(&["SEQ", "AT", "HANDOFF", "EVENT", "ACTOR", "DETAIL"], &rows)
+    let mut out = format!(
+        "{} task(s) silent for {older_than_seconds}s or more:\n",
+        tasks.len()
+    );
+    for task in tasks {
+        let _ = writeln!(out, "{task}");
+    }
+    out
 }
 
 /// Path statistics as a table.

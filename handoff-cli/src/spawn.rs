@@ -14,12 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use handoff_core::{Claim, ErrorKind, Handoff, Store};
+use handoff_core::{Claim, Error, ErrorKind, Handoff, Store};
 use serde_json::json;
 
-use crate::args::{DnaMode, SpawnOpts};
+use crate::args::{DnaMode, MAX_SPAWN_TIMEOUT_SECONDS, SpawnOpts};
 use crate::error::CliError;
-use crate::output::{Reply, record_line};
+use crate::output::{Output, Reply};
 
 /// How much of each output stream a report keeps (the end of it).
 const KEEP_BYTES: usize = 64 * 1024;
@@ -47,6 +47,23 @@ impl SpawnConfig {
             timeout: opts.spawn_timeout.map(Duration::from_secs),
         })
     }
+
+    /// This configuration with a caller's own timeout (`timeout_seconds` of one MCP call):
+    /// 1 to 24 hours' worth of seconds, and never longer than the operator's `--spawn-timeout`.
+    pub(crate) fn with_timeout(&self, seconds: Option<u64>) -> Result<SpawnConfig, Error> {
+        let mut config = self.clone();
+        if let Some(seconds) = seconds {
+            if seconds == 0 || seconds > MAX_SPAWN_TIMEOUT_SECONDS {
+                return Err(Error::invalid(
+                    "timeout_seconds",
+                    format!("must be between 1 and {MAX_SPAWN_TIMEOUT_SECONDS} (24 hours)"),
+                ));
+            }
+            let asked = Duration::from_secs(seconds);
+            config.timeout = Some(self.timeout.map_or(asked, |bound| bound.min(asked)));
+        }
+        Ok(config)
+    }
 }
 
 /// What happened to the successor and to the handoff.
@@ -58,6 +75,8 @@ pub(crate) struct SpawnReport {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub timed_out: bool,
+    /// The time limit the successor ran under, if any.
+    pub timeout: Option<Duration>,
     /// The heartbeat error that ended the run (the lease was lost), if any.
     pub lease_lost: Option<CliError>,
     /// Completing or releasing failed with this.
@@ -82,9 +101,14 @@ impl SpawnReport {
                 .is_some_and(|h| h.status == handoff_core::Status::Completed)
     }
 
-    pub(crate) fn reply(&self) -> Reply {
+    /// The report as text and JSON; the record and the successor's output go through `out`.
+    pub(crate) fn reply(&self, out: &Output) -> Reply {
+        let timeout_seconds = self.timeout.map(|t| t.as_secs());
         let how = match (self.exit_code, self.signal) {
-            _ if self.timed_out => "timed out and was killed".to_owned(),
+            _ if self.timed_out => format!(
+                "timed out after {}s and was killed",
+                timeout_seconds.unwrap_or_default()
+            ),
             _ if self.lease_lost.is_some() => "was killed: the lease was lost".to_owned(),
             (Some(code), _) => format!("exited with status {code}"),
             (None, Some(signal)) => format!("was killed by signal {signal}"),
@@ -95,12 +119,14 @@ impl SpawnReport {
             self.command, self.handoff_id, self.token, self.heartbeats
         );
         if let Some(h) = &self.handoff {
-            text.push_str(&record_line(h));
+            text.push_str(&out.record_line(h));
         }
         for e in [&self.lease_lost, &self.settle_error].into_iter().flatten() {
             text.push_str(&format!("error: {e}\n"));
         }
-        for (name, output) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+        let stdout = out.text(&self.stdout);
+        let stderr = out.text(&self.stderr);
+        for (name, output) in [("stdout", &stdout), ("stderr", &stderr)] {
             if !output.is_empty() {
                 text.push_str(&format!("--- {name} ---\n{output}"));
                 if !output.ends_with('\n') {
@@ -116,21 +142,29 @@ impl SpawnReport {
             "exit_code": self.exit_code,
             "signal": self.signal,
             "timed_out": self.timed_out,
+            "timeout_seconds": timeout_seconds,
             "heartbeats": self.heartbeats,
             "lease_lost": self.lease_lost.as_ref().map(|e| e.to_json()["error"].clone()),
             "error": self.settle_error.as_ref().map(|e| e.to_json()["error"].clone()),
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "handoff": self.handoff,
+            "stdout": stdout,
+            "stderr": stderr,
+            "handoff": self.handoff.as_ref().map(|h| out.record(h)),
         });
         Reply::new(text, json)
     }
 }
 
-/// Runs the successor for `claim` and settles the handoff by how it ended.
-pub(crate) fn run(store: &Store, db: &Path, claim: &Claim, config: &SpawnConfig) -> SpawnReport {
+/// Runs the successor for `claim` on `prompt` (the DNA, as [`Output::prompt`] makes it) and
+/// settles the handoff by how it ended.
+pub(crate) fn run(
+    store: &Store,
+    db: &Path,
+    claim: &Claim,
+    config: &SpawnConfig,
+    prompt: String,
+) -> SpawnReport {
     let h = &claim.handoff;
-    let dna = h.to_markdown();
+    let dna = prompt;
     let mut report = SpawnReport {
         handoff_id: h.id.clone(),
         token: claim.token,
@@ -138,6 +172,7 @@ pub(crate) fn run(store: &Store, db: &Path, claim: &Claim, config: &SpawnConfig)
         exit_code: None,
         signal: None,
         timed_out: false,
+        timeout: config.timeout,
         lease_lost: None,
         settle_error: None,
         heartbeats: 0,
@@ -263,7 +298,10 @@ fn settle(store: &Store, claim: &Claim, report: &mut SpawnReport) {
         store.complete(claim, outcome)
     } else {
         let why = if report.timed_out {
-            "successor timed out".to_owned()
+            format!(
+                "successor timed out after {}s",
+                report.timeout.map(|t| t.as_secs()).unwrap_or_default()
+            )
         } else {
             match (report.exit_code, report.signal) {
                 (Some(code), _) => format!("successor exited with status {code}"),
@@ -366,5 +404,31 @@ mod tests {
         assert_eq!(tail("abcdef", 3), "def");
         assert_eq!(tail("ab", 3), "ab");
         assert_eq!(tail("éé", 3), "é");
+    }
+
+    #[test]
+    fn a_call_timeout_is_bounded_and_never_past_the_operators() {
+        let config = SpawnConfig {
+            command: "true".into(),
+            dna: DnaMode::Stdin,
+            timeout: None,
+        };
+        assert_eq!(config.with_timeout(None).expect("none").timeout, None);
+        assert_eq!(
+            config.with_timeout(Some(5)).expect("5s").timeout,
+            Some(Duration::from_secs(5))
+        );
+        for bad in [0, MAX_SPAWN_TIMEOUT_SECONDS + 1, u64::MAX] {
+            let err = config.with_timeout(Some(bad)).expect_err("out of range");
+            assert!(err.to_string().contains("timeout_seconds"), "{err}");
+        }
+        let bounded = SpawnConfig {
+            timeout: Some(Duration::from_secs(60)),
+            ..config
+        };
+        assert_eq!(
+            bounded.with_timeout(Some(3600)).expect("capped").timeout,
+            Some(Duration::from_secs(60))
+        );
     }
 }

@@ -132,3 +132,148 @@ pub fn finish(command: &mut Command, input: Option<&str>) -> Run {
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
 }
+
+/// A `handoff mcp` server on a test store, spoken to in raw JSON-RPC over its stdio (one JSON
+/// message per line, as the MCP stdio transport frames them). The Python end-to-end test
+/// (`mcp_e2e.py`) covers the official client; this one keeps `cargo test` self-contained.
+pub struct Mcp {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl Mcp {
+    /// Starts `handoff --db <db> mcp EXTRA...` and initialises the session.
+    pub fn start(env: &Env, extra: &[&str]) -> Mcp {
+        Mcp::start_with(env.command(&[]), extra)
+    }
+
+    /// Starts the server from a prepared command (its environment, its `--db`).
+    pub fn start_with(mut command: Command, extra: &[&str]) -> Mcp {
+        command
+            .arg("mcp")
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = command.spawn().expect("start handoff mcp");
+        let stdin = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        let init = mcp.request(
+            "initialize",
+            serde_json::json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "handoff-cli-tests", "version": "0"}
+            }),
+        );
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        mcp.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write to the server");
+        stdin.flush().expect("flush");
+    }
+
+    /// Sends a request and returns its response (skipping notifications).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        use std::io::BufRead;
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        loop {
+            let mut line = String::new();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .expect("read from the server");
+            assert!(
+                n > 0,
+                "the server closed its output while {method} was pending"
+            );
+            let message: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if message.get("id") == Some(&Value::from(id)) {
+                return message;
+            }
+        }
+    }
+
+    /// The tools the server lists.
+    pub fn tools(&mut self) -> Vec<Value> {
+        let listed = self.request("tools/list", serde_json::json!({}));
+        listed["result"]["tools"].as_array().expect("tools").clone()
+    }
+
+    /// A `tools/call`'s result: `{content, structuredContent, isError}`.
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let response = self.request(
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": arguments}),
+        );
+        response
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{tool}: no result: {response}"))
+    }
+
+    /// The readable text of a tool result.
+    pub fn text(result: &Value) -> String {
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Calls a tool that must succeed; returns its structured content. Asserts readable text.
+    pub fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments);
+        assert_ne!(result["isError"], true, "{tool} failed: {result}");
+        assert!(!Mcp::text(&result).is_empty(), "{tool}: no text: {result}");
+        assert!(
+            result["structuredContent"].is_object(),
+            "{tool}: no structuredContent: {result}"
+        );
+        result["structuredContent"].clone()
+    }
+
+    /// Calls a tool that must fail; returns the `{"code", "message", ...}` error object.
+    pub fn err(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments);
+        assert_eq!(
+            result["isError"], true,
+            "{tool} should have failed: {result}"
+        );
+        let error = result["structuredContent"]["error"].clone();
+        let message = error["message"].as_str().expect("message");
+        assert!(Mcp::text(&result).contains(message), "{result}");
+        error
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        // Closing stdin ends the session; the server then exits.
+        drop(self.stdin.take());
+        for _ in 0..200 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
