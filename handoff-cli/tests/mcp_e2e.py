@@ -8,6 +8,7 @@ Several servers share one store file, as several coding agents would: one per cl
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -28,6 +29,34 @@ TOOLS = {
     "handoff_complete",
     "handoff_chain",
     "handoff_claim_and_spawn",
+    "handoff_reject",
+    "handoff_cancel",
+    "handoff_events",
+    "handoff_stats",
+    "handoff_checkpoint",
+    "handoff_stalled",
+}
+
+# An OpenAI project key and an AWS access key id: what must never leave the server unredacted.
+OPENAI_KEY = "sk-proj-" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n"
+AWS_KEY = "AKIA" + "Q3EGRTZ4KLMNB2VX"
+SECRETS = (OPENAI_KEY, AWS_KEY)
+
+# MASC's `masc_handover_create` example, exactly as the seed sends it.
+SEED_PAYLOAD = {
+    "task_id": "task-001",
+    "session_id": "session-xyz",
+    "reason": "context_limit",
+    "context_pct": 85,
+    "goal": "PK-32008 LocalStorage SSR 버그 수정",
+    "progress": "원인 파악 완료",
+    "completed": ["버그 재현", "원인 분석"],
+    "pending": ["수정", "테스트", "PR"],
+    "decisions": ["SSR-safe 패턴 사용"],
+    "assumptions": ["Next.js 14 환경"],
+    "warnings": ["hydration mismatch 주의"],
+    "errors": [],
+    "files": ["src/hooks/useLocalStorage.ts"],
 }
 
 
@@ -55,6 +84,189 @@ async def tool_error(session: ClientSession, tool: str, args: dict[str, Any]) ->
     error = result.structured_content["error"]
     assert error["message"] in result.content[0].text
     return error
+
+
+def secret_text(label: str) -> str:
+    return f"{label} {OPENAI_KEY} and {AWS_KEY}"
+
+
+def secret_handoff(task_id: str) -> dict[str, Any]:
+    """handoff_create arguments with both secrets in every text field."""
+    args: dict[str, Any] = {"task_id": task_id, "from_agent": "claude"}
+    for field in ("goal", "progress", "instructions"):
+        args[field] = secret_text(field)
+    for field in (
+        "completed", "pending", "decisions", "assumptions", "warnings", "errors", "files",
+        "blockers", "locked_files", "priority_items", "success_criteria",
+    ):
+        args[field] = [secret_text(field)]
+    args["metadata"] = {"token": secret_text("meta"), "nested": [secret_text("deep")]}
+    return args
+
+
+async def everything(session: ClientSession, tool: str, args: dict[str, Any]) -> str:
+    """A tool result's text and structured content, as one string to search."""
+    result = await session.call_tool(tool, args)
+    assert not result.is_error, f"{tool} failed: {result}"
+    texts = [block.text for block in result.content if hasattr(block, "text")]
+    return "\n".join(texts) + json.dumps(result.structured_content, ensure_ascii=False)
+
+
+def assert_clean(what: str, output: str) -> None:
+    for secret in SECRETS:
+        assert secret not in output, f"{what} shows a secret: {output[:2000]}"
+    assert "sk-proj-aB3" not in output, f"{what} shows part of a key"
+
+
+async def redaction(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """Every record a tool returns, and the successor's prompt, is redacted by default."""
+    prompt = os.path.join(os.path.dirname(db), "prompt.md")
+    spawn = f"cat > '{prompt}'; echo done"
+    server = await connect(stack, binary, db, "--spawn", spawn)
+    created = await server.call_tool("handoff_create", secret_handoff("secrets"))
+    assert not created.is_error, created
+    handoff_id = created.structured_content["handoff"]["id"]
+    assert_clean("handoff_create", created.content[0].text + json.dumps(created.structured_content))
+    for tool, args in [
+        ("handoff_get", {"handoff_id": handoff_id}),
+        ("handoff_list", {}),
+        ("handoff_events", {"handoff_id": handoff_id}),
+    ]:
+        assert_clean(tool, await everything(server, tool, args))
+    claim = await server.call_tool("handoff_claim", {"handoff_id": handoff_id, "agent": "gemini"})
+    assert_clean("handoff_claim", claim.content[0].text + json.dumps(claim.structured_content))
+    assert "[REDACTED:" in claim.structured_content["markdown"]
+    done = await everything(
+        server,
+        "handoff_complete",
+        {"handoff_id": handoff_id, "token": claim.structured_content["token"], "outcome": secret_text("done")},
+    )
+    assert_clean("handoff_complete", done)
+
+    await ok(server, "handoff_create", secret_handoff("secrets-spawn"))
+    ran = await everything(
+        server,
+        "handoff_claim_and_spawn",
+        {"agent": "local", "task_id": "secrets-spawn", "additional_instructions": secret_text("more")},
+    )
+    assert_clean("handoff_claim_and_spawn", ran)
+    with open(prompt, encoding="utf-8") as f:
+        written = f.read()
+    assert_clean("the successor's prompt", written)
+    assert "## Additional Instructions\n\nmore [REDACTED:" in written, written
+
+    # Only the owner, starting the server, can turn it off; a tool call cannot.
+    refused = await tool_error(server, "handoff_get", {"handoff_id": handoff_id, "redact": False})
+    assert refused["code"] == "VALIDATION"
+    raw = await connect(stack, binary, db, "--no-redact")
+    got = await everything(raw, "handoff_get", {"handoff_id": handoff_id})
+    assert all(secret in got for secret in SECRETS)
+
+
+async def seed_and_policy(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """The seed's own payload; a manager → worker → manager loop, refused then allowed."""
+    server = await connect(stack, binary, db)
+    created = await ok(server, "handoff_create", SEED_PAYLOAD)
+    assert created["handoff"]["reason"] == "context_limit_85"
+    assert created["handoff"]["context_usage_percent"] == 85
+    timeout = await ok(
+        server, "handoff_create", {"task_id": "t-timeout", "goal": "g", "reason": "timeout", "timeout_seconds": 300}
+    )
+    assert timeout["handoff"]["reason"] == "timeout_300s"
+    bare = await tool_error(server, "handoff_create", {"task_id": "t", "goal": "g", "reason": "context_limit"})
+    assert bare["code"] == "VALIDATION" and bare["problems"][0]["field"] == "reason"
+
+    async def loop(session: ClientSession, task: str) -> Any:
+        first = await ok(
+            session,
+            "handoff_create",
+            {"task_id": task, "goal": "plan", "from_agent": "manager", "to_agent": "worker"},
+        )
+        first_id = first["handoff"]["id"]
+        await ok(session, "handoff_claim", {"handoff_id": first_id, "agent": "worker"})
+        return await session.call_tool(
+            "handoff_create",
+            {"task_id": task, "goal": "report", "from_agent": "worker", "to_agent": "manager", "parent_id": first_id},
+        )
+
+    refused = await loop(server, "loop-default")
+    assert refused.is_error and refused.structured_content["error"]["code"] == "CHAIN_VIOLATION", refused
+    loose = await connect(stack, binary, db, "--max-revisits", "1")
+    accepted = await loop(loose, "loop-revisits")
+    assert not accepted.is_error, accepted
+
+    # Display names, from create to claim.
+    named = await ok(
+        server,
+        "handoff_create",
+        {"task_id": "billing", "goal": "Refund", "from_agent": "Tech Support", "to_agent": "Billing agent"},
+    )
+    claim = await ok(server, "handoff_claim", {"handoff_id": named["handoff"]["id"], "agent": "Billing agent"})
+    assert claim["handoff"]["claimed_by"] == "Billing agent"
+
+
+async def new_tools(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """reject, cancel, events, stats, checkpoint and stalled."""
+    server = await connect(stack, binary, db)
+
+    async def create(task: str, to: str) -> str:
+        made = await ok(server, "handoff_create", {"task_id": task, "goal": "g", "from_agent": "claude", "to_agent": to})
+        return made["handoff"]["id"]
+
+    a = await create("tools-a", "gemini")
+    wrong = await tool_error(server, "handoff_reject", {"handoff_id": a, "agent": "mallory", "reason": "mine"})
+    assert wrong["code"] == "INVALID_TRANSITION"
+    rejected = await ok(server, "handoff_reject", {"handoff_id": a, "agent": "gemini", "reason": "not my area"})
+    assert rejected["handoff"]["status"] == "rejected"
+    b = await create("tools-b", "codex")
+    cancelled = await ok(server, "handoff_cancel", {"handoff_id": b, "by": "claude", "reason": "plans changed"})
+    assert cancelled["handoff"]["status"] == "cancelled"
+    missing = await tool_error(server, "handoff_cancel", {"handoff_id": "no-such-handoff", "by": "claude"})
+    assert missing["code"] == "NOT_FOUND"
+
+    events = await ok(server, "handoff_events", {"handoff_id": a})
+    assert [e["kind"] for e in events["events"]] == ["created", "rejected"]
+    by_task = await ok(server, "handoff_events", {"task_id": "tools-b"})
+    assert [e["kind"] for e in by_task["events"]] == ["created", "cancelled"]
+    first = await ok(server, "handoff_events", {"limit": 1})
+    page = await ok(server, "handoff_events", {"after": first["events"][0]["seq"], "limit": 2})
+    assert [e["seq"] for e in page["events"]] == [first["events"][0]["seq"] + 1, first["events"][0]["seq"] + 2]
+
+    stats = await ok(server, "handoff_stats", {})
+    assert any(
+        p["from_agent"] == "claude" and p["to_agent"] == "gemini" and p["rejected"] >= 1 for p in stats["paths"]
+    ), stats
+
+    saved = await ok(
+        server,
+        "handoff_checkpoint",
+        {"task_id": "tools-c", "agent": "claude", "goal": "Refactor auth", "progress": "half", "pending": ["rest"]},
+    )
+    assert saved["handoff"]["kind"] == "checkpoint"
+    bad = await tool_error(server, "handoff_checkpoint", {"task_id": "tools-c", "agent": "claude", "goal": ""})
+    assert bad["code"] == "VALIDATION"
+    quiet = await ok(server, "handoff_stalled", {"older_than_seconds": 3600})
+    assert "tools-c" not in quiet["task_ids"]
+    await asyncio.sleep(1.1)
+    stalled = await ok(server, "handoff_stalled", {"older_than_seconds": 1})
+    assert "tools-c" in stalled["task_ids"], stalled
+
+
+async def spawn_options(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """claim_and_spawn's per-call additional_instructions and timeout_seconds."""
+    server = await connect(stack, binary, db, "--spawn", "cat; sleep 30")
+    await ok(server, "handoff_create", {"task_id": "slow", "goal": "Take your time", "to_agent": "slowpoke"})
+    for bad in (0, 86_401):
+        error = await tool_error(server, "handoff_claim_and_spawn", {"agent": "slowpoke", "timeout_seconds": bad})
+        assert error["code"] == "VALIDATION", error
+    ran = await ok(
+        server,
+        "handoff_claim_and_spawn",
+        {"agent": "slowpoke", "timeout_seconds": 1, "additional_instructions": "Answer in French."},
+    )
+    assert ran["timed_out"] is True and ran["succeeded"] is False, ran
+    assert ran["handoff"]["status"] == "pending"
+    assert "## Additional Instructions\n\nAnswer in French." in ran["stdout"]
 
 
 async def main(binary: str) -> None:
@@ -172,6 +384,14 @@ async def main(binary: str) -> None:
         assert int(ran["handoff"]["outcome"]) > 5, ran["handoff"]["outcome"]
         nothing = await ok(spawner, "handoff_claim_and_spawn", {"agent": "local"})
         assert nothing == {"claimed": False}
+
+        spawn_schema = next(t for t in listed.tools if t.name == "handoff_claim_and_spawn").input_schema
+        assert {"additional_instructions", "timeout_seconds"} <= set(spawn_schema["properties"])
+
+    for part in (redaction, seed_and_policy, new_tools, spawn_options):
+        part_db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
+        async with AsyncExitStack() as stack:
+            await part(stack, binary, part_db)
 
     print("mcp e2e: ok")
 
