@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use handoff_core::{Error, ErrorKind};
 use serde_json::{Value, json};
 
+use crate::output::Output;
+
 /// Exit codes, documented in `handoff --help` and the README.
 pub(crate) mod code {
     pub(crate) const OK: u8 = 0;
@@ -107,17 +109,18 @@ impl CliError {
         json!({ "error": error })
     }
 
-    /// Prints the error to stderr (as JSON with `--json`) and returns the exit code.
-    pub(crate) fn report(&self, as_json: bool) -> ExitCode {
+    /// Prints the error to stderr (as JSON with `--json`) and returns the exit code. An error
+    /// may quote its input, so it leaves through `out` like everything else.
+    pub(crate) fn report(&self, as_json: bool, out: &Output) -> ExitCode {
         if as_json {
-            eprintln!("{}", self.to_json());
+            eprintln!("{}", out.json(self.to_json()));
         } else {
-            eprintln!("handoff: error: {self}");
+            eprintln!("handoff: error: {}", out.text(&self.to_string()));
             if let CliError::Core(Error::Validation { problems }) = self
                 && problems.len() > 1
             {
                 for problem in problems {
-                    eprintln!("  - {problem}");
+                    eprintln!("  - {}", out.text(&problem.to_string()));
                 }
             }
         }

@@ -23,19 +23,20 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     let as_json = cli.json;
-    match run(cli) {
+    let out = output::Output::new(!cli.no_redact);
+    match run(cli, out) {
         Ok(code) => code,
-        Err(e) => e.report(as_json),
+        Err(e) => e.report(as_json, &out),
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode, CliError> {
+fn run(cli: Cli, out: output::Output) -> Result<ExitCode, CliError> {
     // The policy file and agents folder are read before any store is opened: a bad one
     // creates nothing.
     let ctx = commands::Ctx {
         db: cli.db,
         policy: policy::Overrides::load(&cli.policy)?,
-        out: output::Output::new(!cli.no_redact),
+        out,
     };
     if let Command::Mcp { spawn } = &cli.command {
         let store = ctx.open()?;
@@ -54,16 +55,18 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
 }
 
 /// Help and version go to stdout as usual; a usage error exits 2 (`VALIDATION`), as JSON on
-/// stderr when `--json` was asked for.
+/// stderr when `--json` was asked for. It may quote an argument, so it is redacted unless
+/// `--no-redact` was given.
 fn usage_error(e: &clap::Error) -> ExitCode {
     let wants_json = std::env::args_os().any(|arg| arg == "--json");
-    if !e.use_stderr() || !wants_json {
+    let out = output::Output::new(!std::env::args_os().any(|arg| arg == "--no-redact"));
+    if !e.use_stderr() {
         let _ = e.print();
-        return ExitCode::from(if e.use_stderr() {
-            error::code::INVALID
-        } else {
-            error::code::OK
-        });
+        return ExitCode::from(error::code::OK);
+    }
+    if !wants_json {
+        eprint!("{}", out.text(&e.render().to_string()));
+        return ExitCode::from(error::code::INVALID);
     }
     let rendered = e.render().to_string();
     // The error paragraph, without the usage and help hints that follow it.
@@ -76,7 +79,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     let message = paragraph.trim_start_matches("error: ");
     eprintln!(
         "{}",
-        json!({ "error": { "code": "VALIDATION", "message": message } })
+        json!({ "error": { "code": "VALIDATION", "message": out.text(message) } })
     );
     ExitCode::from(error::code::INVALID)
 }

@@ -491,10 +491,12 @@ impl Server {
     }
 }
 
-/// A tool error: the readable message as text, the error object as structured content.
-fn tool_error(e: &CliError) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(format!("{}: {e}", e.code()))]);
-    result.structured_content = Some(e.to_json());
+/// A tool error: the readable message as text, the error object as structured content. An
+/// error may quote the call's input, so it leaves through `out` like a result.
+fn tool_error(e: &CliError, out: &Output) -> CallToolResult {
+    let text = format!("{}: {}", e.code(), out.text(&e.to_string()));
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(out.json(e.to_json()));
     result
 }
 
@@ -536,16 +538,20 @@ impl ServerHandler for Server {
             ));
         }
         let server = self.clone();
+        let out = self.out;
         let arguments = request.arguments;
         // Store calls block (SQLite, a spawned successor): keep them off the async workers.
         // A panic in a call becomes a tool error too, never the end of the server.
         let result = tokio::task::spawn_blocking(move || server.call(&name, arguments)).await;
         Ok(match result {
             Ok(Ok(reply)) => tool_success(reply),
-            Ok(Err(e)) => tool_error(&e),
-            Err(join) => tool_error(&CliError::Core(Error::storage(format!(
-                "the tool call failed unexpectedly: {join}"
-            )))),
+            Ok(Err(e)) => tool_error(&e, &out),
+            Err(join) => tool_error(
+                &CliError::Core(Error::storage(format!(
+                    "the tool call failed unexpectedly: {join}"
+                ))),
+                &out,
+            ),
         }
         .into())
     }

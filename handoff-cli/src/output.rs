@@ -126,6 +126,24 @@ impl Output {
         }
     }
 
+    /// A JSON value with every string in it redacted (error objects, which may quote input).
+    pub(crate) fn json(&self, value: Value) -> Value {
+        if !self.redact {
+            return value;
+        }
+        match value {
+            Value::String(text) => match self.text(&text) {
+                Cow::Borrowed(_) => Value::String(text),
+                Cow::Owned(redacted) => Value::String(redacted),
+            },
+            Value::Array(items) => Value::Array(items.into_iter().map(|v| self.json(v)).collect()),
+            Value::Object(map) => {
+                Value::Object(map.into_iter().map(|(k, v)| (k, self.json(v))).collect())
+            }
+            other => other,
+        }
+    }
+
     /// The Markdown DNA.
     pub(crate) fn markdown(&self, h: &Handoff) -> String {
         if self.redact {

@@ -122,7 +122,7 @@ impl SpawnReport {
             text.push_str(&out.record_line(h));
         }
         for e in [&self.lease_lost, &self.settle_error].into_iter().flatten() {
-            text.push_str(&format!("error: {e}\n"));
+            text.push_str(&format!("error: {}\n", out.text(&e.to_string())));
         }
         let stdout = out.text(&self.stdout);
         let stderr = out.text(&self.stderr);
@@ -144,8 +144,8 @@ impl SpawnReport {
             "timed_out": self.timed_out,
             "timeout_seconds": timeout_seconds,
             "heartbeats": self.heartbeats,
-            "lease_lost": self.lease_lost.as_ref().map(|e| e.to_json()["error"].clone()),
-            "error": self.settle_error.as_ref().map(|e| e.to_json()["error"].clone()),
+            "lease_lost": self.lease_lost.as_ref().map(|e| out.json(e.to_json()["error"].clone())),
+            "error": self.settle_error.as_ref().map(|e| out.json(e.to_json()["error"].clone())),
             "stdout": stdout,
             "stderr": stderr,
             "handoff": self.handoff.as_ref().map(|h| out.record(h)),

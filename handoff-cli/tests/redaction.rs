@@ -220,6 +220,76 @@ fn the_cli_redacts_every_record_it_prints_unless_told_not_to() {
 }
 
 #[test]
+fn errors_that_quote_their_input_are_redacted_too() {
+    let env = Env::new();
+    let [openai, _] = secrets();
+    for args in [
+        vec![
+            "create",
+            "--task-id",
+            "t",
+            "--goal",
+            "g",
+            "--reason",
+            openai.as_str(),
+        ],
+        vec![
+            "create",
+            "--task-id",
+            "t",
+            "--goal",
+            "g",
+            "--reason",
+            openai.as_str(),
+            "--json",
+        ],
+        // A usage error, from clap.
+        vec![
+            "claim",
+            "h1",
+            "--agent",
+            "a",
+            "--lease-seconds",
+            openai.as_str(),
+        ],
+        vec![
+            "claim",
+            "h1",
+            "--agent",
+            "a",
+            "--lease-seconds",
+            openai.as_str(),
+            "--json",
+        ],
+    ] {
+        let run = env.run(&args).expect(2);
+        assert_clean(&args.join(" "), &run.stderr);
+        assert!(run.stderr.contains("[REDACTED:"), "{}", run.stderr);
+    }
+    let run = env
+        .run(&[
+            "create",
+            "--task-id",
+            "t",
+            "--goal",
+            "g",
+            "--reason",
+            &openai,
+            "--no-redact",
+        ])
+        .expect(2);
+    assert!(run.stderr.contains(&openai), "{}", run.stderr);
+
+    let mut mcp = Mcp::start(&env, &[]);
+    let result = mcp.call(
+        "handoff_create",
+        json!({"task_id": "t", "goal": "g", "reason": openai}),
+    );
+    assert_eq!(result["isError"], true, "{result}");
+    assert_clean("a tool error", &result.to_string());
+}
+
+#[test]
 fn mcp_redacts_every_tool_result_and_the_successor_prompt() {
     let env = Env::new();
     let prompt = env.dir.path().join("prompt.md");
