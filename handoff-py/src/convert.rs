@@ -303,6 +303,11 @@ impl Args {
         }
     }
 
+    /// Any JSON value given by the caller as `field`.
+    pub(crate) fn json_value(&mut self, field: &str, obj: &Bound<'_, PyAny>, max_depth: usize) -> Value {
+        self.json(Field::Name(field), obj, 0, max_depth)
+    }
+
     /// Any JSON value. Nesting deeper than `max_depth` (which also catches a container that
     /// holds itself) is reported, not followed, so that no input can exhaust the stack.
     fn json(

@@ -68,9 +68,14 @@ impl Handoff {
         Ok(dict)
     }
 
-    /// The record rendered for a successor's prompt.
-    fn to_markdown(&self) -> String {
-        self.inner.to_markdown()
+    /// The record rendered for a successor's prompt, secrets redacted unless `redact=False`.
+    #[pyo3(signature = (*, redact=true))]
+    fn to_markdown(&self, redact: bool) -> String {
+        if redact {
+            self.inner.to_markdown()
+        } else {
+            self.inner.to_markdown_unredacted()
+        }
     }
 
     fn __repr__(&self) -> String {
@@ -251,6 +256,7 @@ pub(crate) struct Fields<'a, 'py> {
     pub kind: Option<&'a Bound<'py, PyAny>>,
     pub reason: Option<&'a Bound<'py, PyAny>>,
     pub context_pct: Option<&'a Bound<'py, PyAny>>,
+    pub timeout_seconds: Option<&'a Bound<'py, PyAny>>,
     pub progress: Option<&'a Bound<'py, PyAny>>,
     pub completed: Option<&'a Bound<'py, PyAny>>,
     pub pending: Option<&'a Bound<'py, PyAny>>,
@@ -300,6 +306,7 @@ pub(crate) const CREATE_KEYS: &[&str] = &[
     "success_criteria",
     "expires_at",
     "max_attempts",
+    "timeout_seconds",
 ];
 
 impl<'a, 'py> Fields<'a, 'py> {
@@ -333,6 +340,7 @@ impl<'a, 'py> Fields<'a, 'py> {
             success_criteria: at(23),
             expires_at: at(24),
             max_attempts: at(25),
+            timeout_seconds: at(26),
         }
     }
 
@@ -351,11 +359,25 @@ impl<'a, 'py> Fields<'a, 'py> {
         if let Some(kind) = args.opt_parsed::<Kind>("kind", self.kind) {
             new.kind = kind;
         }
-        if let Some(reason) = args.opt_parsed::<Reason>("reason", self.reason) {
-            new.reason = reason;
-        }
+        let reason = args.opt_text("reason", self.reason);
         new.context_usage_percent =
             args.opt_int("context_pct", self.context_pct, "between 0 and 100");
+        let timeout_seconds = args.opt_int(
+            "timeout_seconds",
+            self.timeout_seconds,
+            "between 0 and 18446744073709551615",
+        );
+        // MASC's bare `context_limit` + `context_pct` (or `timeout` + `timeout_seconds`) is
+        // combined by the core, which names the problem the way every face does.
+        match Reason::from_input(reason.as_deref(), new.context_usage_percent, timeout_seconds) {
+            Ok(reason) => new.reason = reason,
+            Err(core::Error::Validation { problems }) => {
+                for problem in problems {
+                    args.problem(problem.field, problem.rule);
+                }
+            }
+            Err(other) => args.problem("reason", other.to_string()),
+        }
         if let Some(progress) = args.opt_text("progress", self.progress) {
             new.progress_summary = progress;
         }

@@ -232,7 +232,7 @@ impl Store {
         assumptions=None, warnings=None, errors=None, files=None, instructions=None,
         metadata=None, id=None, parent_id=None, session_id=None, blockers=None,
         locked_files=None, priority_items=None, success_criteria=None, expires_at=None,
-        max_attempts=None,
+        max_attempts=None, timeout_seconds=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn create<'py>(
@@ -264,6 +264,7 @@ impl Store {
         success_criteria: Option<&Bound<'py, PyAny>>,
         expires_at: Option<&Bound<'py, PyAny>>,
         max_attempts: Option<&Bound<'py, PyAny>>,
+        timeout_seconds: Option<&Bound<'py, PyAny>>,
     ) -> Result<Handoff> {
         let store = self.store()?;
         let fields = Fields {
@@ -293,6 +294,7 @@ impl Store {
             success_criteria,
             expires_at,
             max_attempts,
+            timeout_seconds,
         };
         let mut args = Args::new();
         let new = fields.to_new(&mut args, Self::max_depth(&store));
@@ -522,7 +524,7 @@ impl Store {
         pending=None, decisions=None, assumptions=None, warnings=None, errors=None, files=None,
         instructions=None, metadata=None, id=None, parent_id=None, session_id=None,
         blockers=None, locked_files=None, priority_items=None, success_criteria=None,
-        expires_at=None, max_attempts=None,
+        expires_at=None, max_attempts=None, timeout_seconds=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn checkpoint<'py>(
@@ -552,6 +554,7 @@ impl Store {
         success_criteria: Option<&Bound<'py, PyAny>>,
         expires_at: Option<&Bound<'py, PyAny>>,
         max_attempts: Option<&Bound<'py, PyAny>>,
+        timeout_seconds: Option<&Bound<'py, PyAny>>,
     ) -> Result<Handoff> {
         let store = self.store()?;
         let mut args = Args::new();
@@ -581,6 +584,7 @@ impl Store {
             success_criteria,
             expires_at,
             max_attempts,
+            timeout_seconds,
             ..Fields::default()
         };
         let mut new = fields.to_new(&mut args, Self::max_depth(&store));

@@ -7,7 +7,7 @@ use std::sync::RwLock;
 use handoff_core as core;
 use handoff_core::tools::Multiple;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
 use crate::chain::ChainPolicy;
@@ -199,15 +199,12 @@ fn response_arg(args: &mut Args, obj: &Bound<'_, PyAny>, max_depth: usize) -> Py
             }
         });
     }
-    if obj.is_instance_of::<PyDict>() {
-        return Ok(Response::Value(Value::Object(args.json_object(
-            "response",
-            Some(obj),
-            max_depth,
-        ))));
+    // A dict (a response, message, item or block), or a list of items or content blocks.
+    if obj.is_instance_of::<PyDict>() || obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        return Ok(Response::Value(args.json_value("response", obj, max_depth)));
     }
-    // The OpenAI and Anthropic SDKs return pydantic models: their JSON form is the raw
-    // response the detector reads.
+    // The OpenAI and Anthropic SDKs return pydantic models, and LangChain's messages are
+    // pydantic models too: their JSON form is the raw shape the detector reads.
     if obj.hasattr("model_dump_json")? {
         let json = obj.call_method0("model_dump_json")?;
         return Ok(Response::Text(args.text("response", &json)));
@@ -215,7 +212,7 @@ fn response_arg(args: &mut Args, obj: &Bound<'_, PyAny>, max_depth: usize) -> Py
     args.problem(
         "response",
         format!(
-            "must be a dict, a JSON str or bytes, or an SDK response with model_dump_json(), not {}",
+            "must be a dict, a list, a JSON str or bytes, or an SDK object with model_dump_json(), not {}",
             type_name(obj)
         ),
     );
@@ -255,6 +252,16 @@ impl AgentRegistry {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         guard.add(&name, &description, collaborators)?;
         Ok(slf.clone())
+    }
+
+    /// The agents described by the `*.md` files in `path` (name, description and a
+    /// `## Collaborations` section each; see the README), in file-name order.
+    #[staticmethod]
+    fn from_markdown_dir(py: Python<'_>, path: std::path::PathBuf) -> Result<AgentRegistry> {
+        let registry = py.detach(|| core::AgentRegistry::from_markdown_dir(&path))?;
+        Ok(AgentRegistry {
+            inner: RwLock::new(registry),
+        })
     }
 
     /// The registered agents, in the order they were added.
@@ -309,11 +316,13 @@ impl AgentRegistry {
         Ok(list)
     }
 
-    /// Finds the `transfer_to_<agent>` call in a raw Chat Completions, Responses or Anthropic
-    /// response, whole or just its message: a `dict`, JSON text (`str` or `bytes`, checked for
-    /// size and nesting before parsing), or an SDK response object (`model_dump_json()`).
-    /// `None` when the model did not hand off. Several handoffs in one response are an error,
-    /// unless `multiple="first"`.
+    /// Finds the `transfer_to_<agent>` call in a raw Chat Completions, Responses, Anthropic or
+    /// LangChain response, whole or just its message, item or block: a `dict` or `list`, JSON
+    /// text (`str` or `bytes`, checked for size and nesting before parsing), or an SDK object
+    /// (`model_dump_json()`: OpenAI and Anthropic responses, LangChain's `AIMessage`). `None`
+    /// when the model did not hand off; a `ValidationError` for a shape it cannot read.
+    /// Several handoffs in one response are an error, unless `multiple="first_wins"`
+    /// (`"first"` is accepted too).
     #[pyo3(signature = (response, from_agent, multiple=None))]
     fn detect(
         &self,
@@ -325,14 +334,9 @@ impl AgentRegistry {
         let mut args = Args::new();
         let response = response_arg(&mut args, response, core::Limits::default().max_depth)?;
         let from_agent = args.text("from_agent", from_agent);
-        let multiple = match args.opt_text("multiple", multiple).as_deref() {
-            None | Some("error") => Multiple::Error,
-            Some("first") => Multiple::FirstWins,
-            Some(_) => {
-                args.problem("multiple", "must be \"error\" or \"first\"");
-                Multiple::Error
-            }
-        };
+        let multiple = args
+            .opt_parsed::<Multiple>("multiple", multiple)
+            .unwrap_or_default();
         args.finish()?;
         let found = py.detach(|| {
             self.read(|r| match &response {

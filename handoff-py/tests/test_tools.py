@@ -177,7 +177,7 @@ def test_tools_follow_collaborators_and_sanitise_names() -> None:
     registry = hc.AgentRegistry().add("boss", "", ["gemini-2.5@google", "x" * 100]).add(
         "gemini-2.5@google", "a model").add("x" * 100, "long").add("idle", "never called")
     names = [t["name"] for t in registry.tools("boss", "mcp")]
-    assert names[0] == "transfer_to_gemini-2_5_google"
+    assert names[0] == "transfer_to_gemini_2_5_google"  # the agent SDKs' own transform
     assert len(names) == 2 and all(NAME.match(n) for n in names)
     assert registry.tools("idle", "anthropic")[0]["name"] == "transfer_to_boss"
 
@@ -231,8 +231,8 @@ def test_an_sdk_response_object_is_read_through_model_dump_json(registry: hc.Age
     {"type": "message", "role": "assistant", "content": "plain text"},
     anthropic_message(),
     anthropic_message(("search_docs", {"q": "refund"})),
-    {},
-    "{}",
+    {"type": "ai", "content": "a LangChain message", "tool_calls": []},
+    [{"type": "text", "text": "a list of blocks"}],
 ])
 def test_no_handoff_is_none(registry: hc.AgentRegistry, response: Any) -> None:
     assert registry.detect(response, "triage") is None
@@ -330,7 +330,7 @@ def deep(levels: int) -> dict[str, Any]:
     (lambda r: r.detect({"x": float("nan")}, "triage"), "response.x"),
     (lambda r: r.detect({"choices": [{"message": "hi"}]}, "triage"), "response"),
     (lambda r: r.detect({}, 5), "from_agent"),
-    (lambda r: r.detect({}, "nobody"), "from_agent"),
+    (lambda r: r.detect({"role": "assistant", "content": "hi"}, "nobody"), "from_agent"),
     (lambda r: r.detect({}, "triage", multiple="all"), "multiple"),
     (lambda r: r.detect({}, "triage", multiple=True), "multiple"),
     (lambda r: r.tools(1, "mcp"), "agent"),
@@ -338,12 +338,13 @@ def deep(levels: int) -> dict[str, Any]:
     (lambda r: r.tools("triage", "gemini"), "provider"),
     (lambda r: r.tools("triage", None), "provider"),
     (lambda r: r.add(5, "x"), "name"),
-    (lambda r: r.add("bad name", "x"), "name"),
+    (lambda r: r.add("bad\nname", "x"), "name"),
+    (lambda r: r.add(" padded", "x"), "name"),
     (lambda r: r.add("", "x"), "name"),
     (lambda r: r.add("a", None), "description"),
     (lambda r: r.add("a", "d", "billing"), "collaborators"),
     (lambda r: r.add("a", "d", ["billing", 7]), "collaborators[1]"),
-    (lambda r: r.add("a", "d", ["ok", "not ok"]), "collaborators[1]"),
+    (lambda r: r.add("a", "d", ["ok", "not\tok"]), "collaborators[1]"),
     (lambda r: r.policy(max_handoffs=-1), "max_handoffs"),
     (lambda r: r.policy(max_revisits="2"), "max_revisits"),
 ])

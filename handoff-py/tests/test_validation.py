@@ -47,7 +47,8 @@ def test_create_bad_types(mem: hc.Store, field: str, value: Any) -> None:
 BAD_CREATE_VALUES: list[tuple[str, Any, str]] = [
     ("task_id", "", "task_id"), ("task_id", "a/b", "task_id"), ("task_id", "x" * 129, "task_id"),
     ("task_id", "..", "task_id"), ("goal", "", "goal"), ("goal", "   ", "goal"),
-    ("from_agent", "has space", "from_agent"), ("to_agent", "é", "to_agent"),
+    ("from_agent", "has\nnewline", "from_agent"), ("to_agent", " padded", "to_agent"),
+    ("to_agent", "x" * 129, "to_agent"),
     ("kind", "sideways", "kind"), ("reason", "because", "reason"),
     ("reason", "context_limit_101", "reason"), ("reason", "timeout_-1s", "reason"),
     ("context_pct", 101, "context_pct"), ("context_pct", -1, "context_pct"),
@@ -98,7 +99,7 @@ BAD_CALLS: list[tuple[str, Any, str]] = [
     ("list", lambda s: s.list(status="done"), "status"),
     ("list", lambda s: s.list(status=1), "status"),
     ("list", lambda s: s.list(task_id=1), "task_id"),
-    ("list", lambda s: s.list(to_agent="a/b"), "to_agent"),
+    ("list", lambda s: s.list(to_agent="a\0b"), "to_agent"),
     ("list", lambda s: s.list(limit=-1), "limit"),
     ("list", lambda s: s.list(limit="10"), "limit"),
     ("list", lambda s: s.list(kind="odd"), "kind"),

@@ -33,6 +33,6 @@ Synchronous = Literal["full", "normal"]
 #: An LLM API whose tool format the agent registry speaks.
 Provider = Literal["openai_chat", "openai_responses", "anthropic", "mcp"]
 #: What ``AgentRegistry.detect`` does with several handoffs in one response.
-Multiple = Literal["error", "first"]
+Multiple = Literal["error", "first_wins", "first"]
 #: A file system path.
 StrPath = Union[str, "os.PathLike[str]"]

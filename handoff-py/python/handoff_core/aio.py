@@ -138,6 +138,7 @@ class Store:
         success_criteria: _Texts = None,
         expires_at: Optional[datetime] = None,
         max_attempts: Optional[int] = None,
+        timeout_seconds: Optional[int] = None,
     ) -> Handoff:
         return await asyncio.to_thread(
             self._store.create,
@@ -167,6 +168,7 @@ class Store:
             success_criteria=success_criteria,
             expires_at=expires_at,
             max_attempts=max_attempts,
+            timeout_seconds=timeout_seconds,
         )
 
     async def create_many(self, records: Sequence[Mapping[str, Any]]) -> builtins.list[Handoff]:
@@ -245,6 +247,7 @@ class Store:
         success_criteria: _Texts = None,
         expires_at: Optional[datetime] = None,
         max_attempts: Optional[int] = None,
+        timeout_seconds: Optional[int] = None,
     ) -> Handoff:
         return await asyncio.to_thread(
             self._store.checkpoint,
@@ -272,6 +275,7 @@ class Store:
             success_criteria=success_criteria,
             expires_at=expires_at,
             max_attempts=max_attempts,
+            timeout_seconds=timeout_seconds,
         )
 
     async def stalled(self, older_than_seconds: _Seconds) -> builtins.list[str]:
