@@ -342,6 +342,13 @@ impl Reader {
             // ChatMessage carries its own role.
             _ => None,
         };
+        // `messages_to_dict` (chat histories) nests the message: {"type": "ai", "data": {...}}.
+        if let Some(Value::Object(data)) = obj.get("data")
+            && !obj.contains_key("content")
+        {
+            self.by_role(&format!("{field}.data"), data, role, out);
+            return;
+        }
         self.by_role(field, obj, role, out);
     }
 
@@ -380,6 +387,10 @@ impl Reader {
         };
         let content_field = format!("{field}.content");
         let mut parts = self.parts(&content_field, obj.get("content"), role != Role::Tool);
+        // Chat Completions puts a refusal beside a null content.
+        if let Some(refusal) = self.string(&format!("{field}.refusal"), obj.get("refusal")) {
+            parts.texts.push(refusal);
+        }
 
         // Calls given beside the content: Chat Completions and LangChain `tool_calls`, LangChain
         // `invalid_tool_calls` (arguments kept as the raw text), the legacy `function_call`.

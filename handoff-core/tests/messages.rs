@@ -53,6 +53,7 @@ fn reads_openai_chat_messages() {
             {"id": "call_3", "type": "function", "function": {"name": "cat", "arguments": "{oops"}}]}),
         json!({"role": "tool", "tool_call_id": "call_1", "content": "3 hits"}),
         json!({"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}),
+        json!({"role": "assistant", "content": null, "refusal": "I can't", "annotations": [], "audio": null}),
     ])
     .unwrap();
     assert_eq!(m[0].role, "system");
@@ -74,6 +75,7 @@ fn reads_openai_chat_messages() {
         ("tool", Some("call_1"), "3 hits")
     );
     assert_eq!(m[4].content, "no");
+    assert_eq!(m[5].content, "I can't");
 }
 
 #[test]
@@ -149,6 +151,7 @@ fn reads_langchain_dicts_and_dumps() {
         json!({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"],
                "kwargs": {"content": "done", "type": "ai", "tool_calls": [], "id": "run-1"}}),
         json!({"type": "AIMessageChunk", "content": "more"}),
+        json!({"type": "human", "data": {"content": "stored", "type": "human", "id": "h9"}}),
     ])
     .unwrap();
     let roles: Vec<&str> = m.iter().map(|m| m.role.as_str()).collect();
@@ -160,8 +163,13 @@ fn reads_langchain_dicts_and_dumps() {
             "assistant",
             "tool",
             "assistant",
-            "assistant"
+            "assistant",
+            "user"
         ]
+    );
+    assert_eq!(
+        (m[6].content.as_str(), m[6].id.as_deref()),
+        ("stored", Some("h9"))
     );
     assert_eq!(
         m[2].tool_calls,
