@@ -21,7 +21,8 @@ PYTHON ?= python3
 $(PY_VENV)/.tools: handoff-py/pyproject.toml
 	$(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(PY_VENV)/bin/python -m pip install --quiet "maturin==1.16.0" "pytest>=8,<10" "mypy>=1.13,<2"
+	$(PY_VENV)/bin/python -m pip install --quiet "maturin==1.16.0" "pytest>=8,<10" "mypy>=1.13,<2" \
+	  "openai==3.54.0" "anthropic==2.12.0" "langchain-core==1.7.2"
 	touch $@
 
 test-python: $(PY_VENV)/.tools

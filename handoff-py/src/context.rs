@@ -4,7 +4,6 @@
 use std::sync::Mutex;
 
 use handoff_core as core;
-use handoff_core::context::Message;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
@@ -73,56 +72,47 @@ impl ContextBuilder {
         Ok(slf.clone())
     }
 
-    /// Adds conversation messages: dicts with `role` and `content` (str; `None` is empty),
-    /// and optionally `tool_calls` (JSON), `at` (aware datetime), `id` (str), `priority` (int).
-    /// Other keys (as providers send them) are ignored.
+    /// Adds conversation messages in any provider's shape: OpenAI Chat Completions messages,
+    /// Responses API / Agents SDK items, Anthropic messages (text, `tool_use`, `tool_result`
+    /// blocks) and LangChain messages, as dicts or as objects with `model_dump()` (pydantic SDK
+    /// items, LangChain messages). Each may also carry `at` (aware datetime), `id` (str) and
+    /// `priority` (int). A shape the core cannot read is a `ValidationError` naming
+    /// `messages[i]` and the rule; then nothing is added.
     fn add_messages<'py>(slf: &Bound<'py, Self>, messages: &Bound<'py, PyAny>) -> Result<Bound<'py, Self>> {
         let mut args = Args::new();
-        let mut converted = Vec::new();
+        let mut values = Vec::new();
         for (i, message) in items(&mut args, "messages", messages).iter().enumerate() {
-            let field = |key: &str| format!("messages[{i}].{key}");
-            let Ok(dict) = message.cast::<PyDict>() else {
-                args.problem(format!("messages[{i}]"), "must be a dict with role and content");
-                continue;
-            };
-            let get = |key: &str| dict.get_item(key).ok().flatten();
-            let role = match get("role") {
-                Some(role) => args.text(&field("role"), &role),
-                None => {
-                    args.problem(field("role"), "is required");
-                    String::new()
-                }
-            };
-            let content = args.opt_text(&field("content"), get("content").as_ref()).unwrap_or_default();
-            let tool_calls = match get("tool_calls").filter(|calls| !calls.is_none()) {
-                Some(calls) => {
-                    let wrapped = PyDict::new(slf.py());
-                    wrapped.set_item("calls", calls)?;
-                    let value = args.json_object(&field("tool_calls"), Some(wrapped.as_any()), 64);
-                    match value.get("calls") {
-                        Some(serde_json::Value::Array(calls)) => calls.clone(),
-                        Some(serde_json::Value::Null) | None => Vec::new(),
-                        Some(_) => {
-                            args.problem(field("tool_calls"), "must be a list");
-                            Vec::new()
-                        }
+            let field = format!("messages[{i}]");
+            let dict = if let Ok(dict) = message.cast::<PyDict>() {
+                dict.copy()?
+            } else if message.hasattr("model_dump")? {
+                let kwargs = PyDict::new(slf.py());
+                kwargs.set_item("mode", "json")?;
+                let dumped = message.call_method("model_dump", (), Some(&kwargs))?;
+                match dumped.cast_into::<PyDict>() {
+                    Ok(dict) => dict,
+                    Err(_) => {
+                        args.problem(field, "model_dump() must return a dict");
+                        continue;
                     }
                 }
-                None => Vec::new(),
+            } else {
+                args.problem(field, "must be a dict (or an object with model_dump(), like a LangChain message)");
+                continue;
             };
-            converted.push(Message {
-                role,
-                content,
-                tool_calls,
-                at: args.opt_time(&field("at"), get("at").as_ref()),
-                id: args.opt_text(&field("id"), get("id").as_ref()),
-                priority: args.opt_int(&field("priority"), get("priority").as_ref(), "a 32-bit int"),
-            });
+            // A datetime travels to the core as its ISO 8601 text.
+            if let Some(at) = dict.get_item("at")?.filter(|at| !at.is_none() && !at.is_instance_of::<PyString>()) {
+                if let Some(at) = args.opt_time(&format!("{field}.at"), Some(&at)) {
+                    dict.set_item("at", at.to_rfc3339())?;
+                } else {
+                    continue;
+                }
+            }
+            values.push(serde_json::Value::Object(args.json_object(&field, Some(dict.as_any()), 64)));
         }
         args.finish()?;
-        slf.get().with(|b| {
-            b.add_messages(converted);
-        });
+        let added = slf.get().with(|b| b.add_message_values(&values).map(|_| ()));
+        added?;
         Ok(slf.clone())
     }
 
@@ -190,10 +180,24 @@ impl Packet {
     fn markdown(&self) -> String {
         self.inner.to_markdown()
     }
-    /// The packet as chat messages (`[{"role": ..., "content": ...}, ...]`).
+    /// The packet as OpenAI Chat Completions messages: `to_messages("openai_chat")`.
     #[getter]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         self.inner.to_messages().iter().map(|m| json_to_py(py, m)).collect()
+    }
+    /// The packet as input for `provider` (`openai_chat`, `openai_responses`, `anthropic`),
+    /// valid whatever the builder kept: tool calls go out as calls only with their results
+    /// right after them (otherwise both as text), roles alternate where the provider needs it,
+    /// no message is empty.
+    /// `None` is `openai_chat`.
+    #[pyo3(signature = (provider=None))]
+    fn to_messages<'py>(&self, py: Python<'py>, provider: Option<&Bound<'py, PyAny>>) -> Result<Vec<Bound<'py, PyAny>>> {
+        let mut args = Args::new();
+        let provider = args.opt_parsed::<core::Provider>("provider", provider);
+        args.finish()?;
+        let provider = provider.unwrap_or(core::Provider::OpenAiChat);
+        let messages = self.inner.to_messages_for(provider)?;
+        Ok(messages.iter().map(|m| json_to_py(py, m)).collect::<PyResult<_>>()?)
     }
     /// Tokens the packet costs.
     #[getter]
