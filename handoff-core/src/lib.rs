@@ -1,4 +1,4 @@
-#![doc = include_str!("../../README.md")]
+#![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent_files;
@@ -7,8 +7,8 @@ pub mod clock;
 pub mod context;
 mod error;
 pub mod machine;
-pub mod messages;
 mod markdown;
+pub mod messages;
 pub mod record;
 pub mod redact;
 pub mod schema;
