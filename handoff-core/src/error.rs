@@ -75,6 +75,14 @@ pub enum Error {
     #[error(transparent)]
     ChainViolation(#[from] ChainViolation),
 
+    /// Another writer held the store's write lock for longer than the caller's patience (it
+    /// may be stopped or stuck). Nothing was changed and nothing is damaged: try again.
+    #[error("store busy: {message}")]
+    Busy {
+        /// What was waited for, in words.
+        message: String,
+    },
+
     /// The storage backend failed (I/O, corruption, a schema it does not know).
     #[error("storage error: {message}")]
     Storage {
@@ -112,6 +120,7 @@ impl Error {
             Error::Validation { .. } => ErrorKind::Validation,
             Error::Conflict { .. } => ErrorKind::Conflict,
             Error::ChainViolation(_) => ErrorKind::ChainViolation,
+            Error::Busy { .. } => ErrorKind::Busy,
             Error::Storage { .. } => ErrorKind::Storage,
         }
     }
@@ -135,6 +144,8 @@ pub enum ErrorKind {
     Conflict,
     /// [`Error::ChainViolation`]
     ChainViolation,
+    /// [`Error::Busy`]
+    Busy,
     /// [`Error::Storage`]
     Storage,
 }
@@ -150,6 +161,7 @@ impl ErrorKind {
             ErrorKind::Validation => "VALIDATION",
             ErrorKind::Conflict => "CONFLICT",
             ErrorKind::ChainViolation => "CHAIN_VIOLATION",
+            ErrorKind::Busy => "BUSY",
             ErrorKind::Storage => "STORAGE",
         }
     }

@@ -106,6 +106,19 @@ impl Store {
         Ok(Store::new(sqlite::SqliteBackend::open(path, options)?))
     }
 
+    /// Opens an existing SQLite store at `path` for reading only (see
+    /// [`SqliteBackend::open_read_only`](sqlite::SqliteBackend::open_read_only)): nothing on
+    /// disk is created or changed, and writes fail.
+    #[cfg(feature = "sqlite")]
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        options: &sqlite::SqliteOptions,
+    ) -> Result<Store> {
+        Ok(Store::new(sqlite::SqliteBackend::open_read_only(
+            path, options,
+        )?))
+    }
+
     /// Uses `clock` for every decision that depends on time.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Store {
         self.clock = clock;

@@ -21,8 +21,10 @@ use crate::record::{Handoff, Kind, Status};
 use crate::store::{Backend, ListFilter, Tx};
 
 mod schema;
+mod turnstile;
 
 pub use schema::VERSION;
+use turnstile::Turnstile;
 
 /// How durable each commit is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -71,62 +73,174 @@ impl Default for SqliteOptions {
 /// Stores handoffs in one SQLite file.
 #[derive(Debug)]
 pub struct SqliteBackend {
-    conn: Mutex<Connection>,
+    /// Writes, and reads inside a write.
+    writer: Mutex<Connection>,
+    /// Reads outside a write, on a connection of their own so that they never queue behind a
+    /// write (WAL lets them read while another connection writes). `None` for in-memory
+    /// databases, whose second connection would be another database.
+    reader: Option<Mutex<Connection>>,
     patience: Duration,
-    /// `<db>-lock`: writers from every process queue on it before they ask SQLite for the
-    /// write lock (see [`Turnstile`]).
-    turnstile: Option<std::fs::File>,
+    /// Writers from every process queue on it before they ask SQLite for the write lock.
+    turnstile: Option<Turnstile>,
+    /// Opened with [`SqliteBackend::open_read_only`]: writes are refused.
+    read_only: bool,
+}
+
+/// Whether a path names a file (rather than `:memory:` or a URI).
+fn is_file(path: &Path) -> bool {
+    path.to_str()
+        .is_none_or(|name| !name.is_empty() && name != ":memory:" && !name.starts_with("file:"))
 }
 
 impl SqliteBackend {
     /// Opens or creates the store at `path`, upgrading an older schema.
+    ///
+    /// A new file is created readable by its owner only (its `-wal` and `-shm` files follow
+    /// its mode). A store already at this build's schema is opened without taking the write
+    /// lock, so opening never waits for a writer; a file that is not a handoff-core store is
+    /// refused before anything in it changes.
     pub fn open(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<SqliteBackend> {
-        let path = path.as_ref();
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let mut conn = Connection::open_with_flags(path, flags)
-            .map_err(|e| storage(format!("cannot open {}", path.display()), e))?;
-        conn.busy_handler(Some(wait_for_lock))
-            .map_err(|e| storage("cannot install the busy handler", e))?;
-        conn.set_prepared_statement_cache_capacity(32);
+        SqliteBackend::open_as(path.as_ref(), options, false)
+    }
+
+    /// Opens the store at `path` for reading only: nothing is created, migrated or written,
+    /// so a read-only file, a read-only folder or another user's store can be read, and a
+    /// file that is not (yet) a store is refused as it is. Writes fail with a storage error.
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        options: &SqliteOptions,
+    ) -> Result<SqliteBackend> {
+        SqliteBackend::open_as(path.as_ref(), options, true)
+    }
+
+    fn open_as(path: &Path, options: &SqliteOptions, read_only: bool) -> Result<SqliteBackend> {
+        let file = is_file(path);
+        if file && !read_only && !path.exists() {
+            turnstile::private_file(path)
+                .map_err(|e| Error::storage(format!("cannot create {}: {e}", path.display())))?;
+        }
+        let conn = connect(path, read_only)?;
+        let mut backend = SqliteBackend {
+            writer: Mutex::new(conn),
+            reader: None,
+            patience: options.lock_patience,
+            turnstile: None,
+            read_only,
+        };
+        let header = backend
+            .retrying(|conn| {
+                let header = schema::Header::read(conn)?;
+                header.check()?;
+                Ok(header)
+            })
+            .map_err(|e| not_a_store(path, e))?;
+        if read_only {
+            if header.is_empty() {
+                return Err(Error::storage(format!(
+                    "{} is not a handoff-core store (it is empty)",
+                    path.display()
+                )));
+            }
+            if header.version() < schema::VERSION {
+                return Err(Error::storage(format!(
+                    "{} has schema version {}: open it for writing once to upgrade it to {}",
+                    path.display(),
+                    header.version(),
+                    schema::VERSION
+                )));
+            }
+        }
+        if file && !read_only {
+            backend.turnstile = Turnstile::open(path);
+        }
+        if !read_only && !header.is_current() {
+            let deadline = backend.deadline();
+            let _turn = match &backend.turnstile {
+                Some(turnstile) => Some(turnstile.enter(deadline).map_err(|_| backend.busy())?),
+                None => None,
+            };
+            backend
+                .retrying(|conn| {
+                    conn.pragma_update(None, "journal_mode", "WAL")?;
+                    Ok(schema::migrate(conn)?)
+                })
+                .map_err(|e| not_a_store(path, e))?;
+        }
         let sync = match options.synchronous {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
         };
-        let mut backend = SqliteBackend {
-            conn: Mutex::new(conn),
-            patience: options.lock_patience,
-            turnstile: None,
-        };
         backend
-            .retrying(|conn| {
-                conn.pragma_update(None, "journal_mode", "WAL")?;
-                conn.pragma_update(None, "synchronous", sync)?;
-                Ok(schema::migrate(conn)?)
-            })
+            .retrying(|conn| Ok(conn.pragma_update(None, "synchronous", sync)?))
             .map_err(|e| not_a_store(path, e))?;
-        // Only once the file is known to be a store: a refused file gets no sidecar.
-        backend.turnstile = Turnstile::open(path);
+        if file {
+            backend.reader = Some(Mutex::new(connect(path, true)?));
+        }
         Ok(backend)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// When a call starting now must give up waiting; `None` for a patience too long to add
+    /// to the clock (a caller's "wait forever").
+    fn deadline(&self) -> Option<Instant> {
+        Instant::now().checked_add(self.patience)
     }
 
-    /// Runs `op`, starting it again while another process holds the lock, up to the patience.
+    fn busy(&self) -> Error {
+        Error::Busy {
+            message: format!(
+                "another writer held the store's write lock for longer than lock_patience \
+                 ({:?}); the store is not damaged, try again",
+                self.patience
+            ),
+        }
+    }
+
+    /// Takes `mutex` before `deadline`: a thread of this process stuck in a write (waiting
+    /// on a stopped writer of another process) must not hold up the others past theirs.
+    fn lock<'a>(
+        &self,
+        mutex: &'a Mutex<Connection>,
+        deadline: Option<Instant>,
+    ) -> Result<MutexGuard<'a, Connection>> {
+        loop {
+            match mutex.try_lock() {
+                Ok(guard) => return Ok(guard),
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                    return Ok(poisoned.into_inner());
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if deadline.is_some_and(|at| Instant::now() >= at) {
+                        return Err(self.busy());
+                    }
+                    std::thread::sleep(Duration::from_micros(fastrand::u64(50..500)));
+                }
+            }
+        }
+    }
+
+    /// Runs `op` on the writer, starting it again while another process holds the lock, up to
+    /// the patience.
     fn retrying<T>(
         &self,
+        op: impl FnMut(&mut Connection) -> Result<T, Contended>,
+    ) -> Result<T, Contended> {
+        self.retrying_on(&self.writer, op)
+    }
+
+    /// Runs a read on the reader (the writer when there is none).
+    fn reading<T>(&self, op: impl FnMut(&mut Connection) -> Result<T, Contended>) -> Result<T> {
+        Ok(self.retrying_on(self.reader.as_ref().unwrap_or(&self.writer), op)?)
+    }
+
+    fn retrying_on<T>(
+        &self,
+        mutex: &Mutex<Connection>,
         mut op: impl FnMut(&mut Connection) -> Result<T, Contended>,
     ) -> Result<T, Contended> {
         let started = Instant::now();
-        let mut conn = self.lock();
-        // A patience too long to add to the clock (a caller's "wait forever") has no deadline.
-        let _deadline = Deadline::set(started.checked_add(self.patience));
+        let deadline = started.checked_add(self.patience);
+        let mut conn = self.lock(mutex, deadline).map_err(Contended::Core)?;
+        let _deadline = Deadline::set(deadline);
         loop {
             match op(&mut conn) {
                 Err(Contended::Sqlite(e)) if is_busy(&e) && started.elapsed() < self.patience => {
@@ -136,6 +250,22 @@ impl SqliteBackend {
             }
         }
     }
+}
+
+/// A connection to the file at `path` with the store's settings.
+fn connect(path: &Path, read_only: bool) -> Result<Connection> {
+    let access = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+    };
+    let flags = access | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let mut conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| storage(format!("cannot open {}", path.display()), e))?;
+    conn.busy_handler(Some(wait_for_lock))
+        .map_err(|e| storage("cannot install the busy handler", e))?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
 }
 
 /// An error inside a retried operation: SQLite's, or ours from the caller's closure.
@@ -202,13 +332,15 @@ fn storage(message: impl Into<String>, e: rusqlite::Error) -> Error {
     }
 }
 
+/// An open that failed: busy is busy (the file is fine), anything else means the file cannot
+/// be used as a store.
 fn not_a_store(path: &Path, e: Contended) -> Error {
     match e {
-        Contended::Core(e) => e,
-        Contended::Sqlite(e) => storage(
+        Contended::Sqlite(e) if !is_busy(&e) => storage(
             format!("{} is not a usable handoff-core store", path.display()),
             e,
         ),
+        other => Error::from(other),
     }
 }
 
@@ -216,9 +348,12 @@ impl From<Contended> for Error {
     fn from(e: Contended) -> Self {
         match e {
             Contended::Core(e) => e,
-            Contended::Sqlite(e) if is_busy(&e) => {
-                storage("the store stayed locked by another process", e)
-            }
+            Contended::Sqlite(e) if is_busy(&e) => Error::Busy {
+                message: format!(
+                    "the store stayed locked by another process for longer than lock_patience \
+                     ({e}); it is not damaged, try again"
+                ),
+            },
             Contended::Sqlite(e) => storage("sqlite", e),
         }
     }
@@ -336,8 +471,20 @@ fn hops(conn: &Connection, task_id: &str) -> rusqlite::Result<Vec<Hop>> {
 
 impl Backend for SqliteBackend {
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        if self.read_only {
+            return Err(Error::storage(
+                "the store was opened read-only; open it for writing to change it",
+            ));
+        }
         self.retrying(|conn| {
-            let _turn = self.turnstile.as_ref().and_then(Turnstile::enter);
+            let _turn = match &self.turnstile {
+                Some(turnstile) => Some(
+                    turnstile
+                        .enter(LOCK_DEADLINE.get())
+                        .map_err(|_| Contended::Core(self.busy()))?,
+                ),
+                None => None,
+            };
             let mut tx = Transaction::begin(conn)?;
             let mut handle = SqliteTx {
                 conn,
@@ -358,7 +505,7 @@ impl Backend for SqliteBackend {
     }
 
     fn get(&self, id: &str) -> Result<Option<Handoff>> {
-        Ok(self.retrying(|conn| Ok(get(conn, id)?))?)
+        self.reading(|conn| Ok(get(conn, id)?))
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<Handoff>> {
@@ -382,17 +529,17 @@ impl Backend for SqliteBackend {
                 i64::try_from(limit).unwrap_or(i64::MAX)
             ));
         }
-        Ok(self.retrying(|conn| {
+        self.reading(|conn| {
             Ok(conn
                 .prepare_cached(&sql)?
                 .query_map(rusqlite::params_from_iter(&args), record_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?)
-        })?)
+        })
     }
 
     fn events(&self, handoff_id: Option<&str>) -> Result<Vec<Event>> {
         const COLUMNS: &str = "seq, handoff_id, at, actor, detail";
-        Ok(self.retrying(|conn| {
+        self.reading(|conn| {
             let events = match handoff_id {
                 Some(id) => conn
                     .prepare_cached(&format!(
@@ -406,52 +553,11 @@ impl Backend for SqliteBackend {
                     .collect::<rusqlite::Result<Vec<_>>>(),
             };
             Ok(events?)
-        })?)
+        })
     }
 
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
-        Ok(self.retrying(|conn| Ok(hops(conn, task_id)?))?)
-    }
-}
-
-/// Fair, fast hand-over of the write lock between processes.
-///
-/// SQLite's write lock has no queue: a waiting process can only poll, so either it sleeps
-/// long and a busy process keeps winning (starvation), or it polls often and burns the CPU the
-/// lock holder needs. Writers therefore first take an exclusive `flock` on a sidecar file: the
-/// kernel wakes a waiter the moment the holder lets go, and the holder, busy returning its
-/// result, rarely gets back in first. The SQLite lock is still taken (and contention with
-/// writers that do not use the turnstile, such as the `sqlite3` shell, is still retried).
-///
-/// A process that dies releases its `flock` with its file descriptors. Where the file
-/// system has no `flock` the turnstile is skipped.
-struct Turnstile<'a>(&'a std::fs::File);
-
-impl<'a> Turnstile<'a> {
-    fn open(db: &Path) -> Option<std::fs::File> {
-        let name = db.to_str()?;
-        if name.is_empty() || name == ":memory:" || name.starts_with("file:") {
-            return None;
-        }
-        let mut lock_path = db.as_os_str().to_owned();
-        lock_path.push("-lock");
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(lock_path)
-            .ok()
-    }
-
-    fn enter(file: &'a std::fs::File) -> Option<Self> {
-        file.lock().ok().map(|()| Turnstile(file))
-    }
-}
-
-impl Drop for Turnstile<'_> {
-    fn drop(&mut self) {
-        // Closing the file would release it too; unlocking keeps the descriptor for reuse.
-        let _ = self.0.unlock();
+        self.reading(|conn| Ok(hops(conn, task_id)?))
     }
 }
 
@@ -913,7 +1019,7 @@ mod patience_tests {
     use crate::{Error, NewHandoff, Store};
 
     /// A write lock held by another connection (one that does not queue on the turnstile)
-    /// makes a write fail with a storage error once `lock_patience` is spent, not later.
+    /// makes a write fail with a `Busy` error once `lock_patience` is spent, not later.
     #[test]
     fn lock_patience_bounds_the_wait() {
         let dir = tempfile::tempdir().unwrap();
@@ -927,7 +1033,7 @@ mod patience_tests {
         holder.execute_batch("BEGIN IMMEDIATE").unwrap();
         // Returns (instead of waiting the busy handler's old minute or forever) with an error.
         let err = store.create(NewHandoff::new("t", "g")).unwrap_err();
-        assert!(matches!(err, Error::Storage { .. }), "{err}");
+        assert!(matches!(err, Error::Busy { .. }), "{err}");
         holder.execute_batch("ROLLBACK").unwrap();
         assert!(store.create(NewHandoff::new("t", "g")).is_ok());
     }

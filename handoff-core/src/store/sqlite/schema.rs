@@ -57,24 +57,69 @@ const MIGRATIONS: [&str; VERSION as usize] = [
         WHERE status = 'pending' AND expires_at IS NOT NULL;",
 ];
 
+/// What a file says about itself, read without writing anything.
+#[derive(Debug)]
+pub(super) struct Header {
+    version: u32,
+    application: i32,
+    tables: i64,
+    /// `wal`, `delete`, ...
+    pub(super) journal_mode: String,
+}
+
+impl Header {
+    /// Reads the file's header: a read, which never waits for a writer in WAL mode.
+    pub(super) fn read(conn: &Connection) -> rusqlite::Result<Header> {
+        Ok(Header {
+            version: conn.pragma_query_value(None, "user_version", |row| row.get(0))?,
+            application: conn.pragma_query_value(None, "application_id", |row| row.get(0))?,
+            tables: conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?,
+            journal_mode: conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?,
+        })
+    }
+
+    /// A new, empty database (a zero-length file reads as one).
+    pub(super) fn is_empty(&self) -> bool {
+        self.tables == 0 && self.version == 0 && self.application == 0
+    }
+
+    /// Refuses a file this build must not touch: another application's database, or a store
+    /// from a newer build.
+    pub(super) fn check(&self) -> rusqlite::Result<()> {
+        if self.application != APPLICATION_ID && !self.is_empty() {
+            return Err(refuse(
+                "the file is an SQLite database of another application",
+            ));
+        }
+        if self.version > VERSION {
+            return Err(refuse(&format!(
+                "the store has schema version {}, newer than this build's {VERSION}",
+                self.version
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether the store is at this build's schema, so opening it writes nothing.
+    pub(super) fn is_current(&self) -> bool {
+        self.application == APPLICATION_ID
+            && self.version == VERSION
+            && self.journal_mode.eq_ignore_ascii_case("wal")
+    }
+
+    /// The schema version, for messages.
+    pub(super) fn version(&self) -> u32 {
+        self.version
+    }
+}
+
 /// Brings the store at `conn` to [`VERSION`], in one immediate transaction so that processes
-/// opening the same file at once do not race.
+/// opening the same file at once do not race; the file is checked again inside it.
 pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let version: u32 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    let application: i32 = tx.pragma_query_value(None, "application_id", |row| row.get(0))?;
-    let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
-    if application != APPLICATION_ID && (tables > 0 || version > 0) {
-        return Err(refuse(
-            "the file is an SQLite database of another application",
-        ));
-    }
-    if version > VERSION {
-        return Err(refuse(&format!(
-            "the store has schema version {version}, newer than this build's {VERSION}"
-        )));
-    }
-    upgrade(&tx, version, VERSION)?;
+    let header = Header::read(&tx)?;
+    header.check()?;
+    upgrade(&tx, header.version, VERSION)?;
     tx.commit()
 }
 
