@@ -11,6 +11,8 @@ export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'in
 export type HandoffStatus = 'pending' | 'claimed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'failed'
 /** Why an agent handed over, in its wire form. */
 export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${number}` | `timeout_${number}s` | `error: ${string}` | `error:${string}`
+/** A reason as `create` and `checkpoint` take it: the wire form, or the bare `'context_limit'` (percent in `contextPct`) or `'timeout'` (seconds in `timeoutSeconds`). */
+export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** `checkpoint`'s fields: `create`'s options less those the checkpoint sets itself. */

@@ -11,6 +11,8 @@ export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'in
 export type HandoffStatus = 'pending' | 'claimed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'failed'
 /** Why an agent handed over, in its wire form. */
 export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${number}` | `timeout_${number}s` | `error: ${string}` | `error:${string}`
+/** A reason as `create` and `checkpoint` take it: the wire form, or the bare `'context_limit'` (percent in `contextPct`) or `'timeout'` (seconds in `timeoutSeconds`). */
+export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** `checkpoint`'s fields: `create`'s options less those the checkpoint sets itself. */
@@ -52,6 +54,13 @@ export declare class AgentRegistry {
   /** An empty registry. */
   constructor()
   /**
+   * The agents described by the `*.md` files in the folder `path` (not its sub-folders): the
+   * name from the front matter's `name:`, else the first `# ` heading, else the file name;
+   * who each may hand off to from its `## Collaborations` list (none without one). Problems
+   * name the file (`support.name`) or `path`.
+   */
+  static fromMarkdownDir(path: string): AgentRegistry
+  /**
    * Registers (or replaces) an agent; `collaborators` lists who it may hand off to
    * (everyone else when left out).
    */
@@ -69,11 +78,16 @@ export declare class AgentRegistry {
    */
   policy(): Policy
   /**
-   * Reads a provider's response (an object, or its JSON text) for a handoff by `fromAgent`:
-   * the intent, or `null` when it asks for none. Malformed arguments, a target not registered or
-   * several handoffs (unless `multiple: 'first_wins'`) are VALIDATION errors.
+   * Reads a provider's response (an object or a list, or its JSON text) for a handoff by
+   * `fromAgent`:
+   * Chat Completions (whole or the message), Responses (whole, its `output` list or one item),
+   * Anthropic Messages (whole, its `content` list or one `tool_use` block) or a LangChain
+   * `AIMessage` (`tool_calls`, or its `{lc, type: 'constructor', kwargs}` dump). The intent,
+   * or `null` when such a response asks for none. A shape that is none of these, malformed
+   * arguments, a target not registered or several handoffs (unless
+   * `multiple: 'first_wins'`) are VALIDATION errors.
    */
-  detect(response: JsonObject | string, fromAgent: string, options?: DetectOptions): HandoffIntent | null
+  detect(response: JsonObject | JsonValue[] | string, fromAgent: string, options?: DetectOptions): HandoffIntent | null
 }
 
 /** Builds a successor's context packet under a token budget. */
@@ -85,8 +99,13 @@ export declare class ContextBuilder {
    * mandatory).
    */
   addHandoff(handoff: Handoff): void
-  /** Adds conversation messages. */
-  addMessages(messages: ContextMessage[]): void
+  /**
+   * Adds conversation messages as each provider writes them: OpenAI Chat Completions messages,
+   * Responses API and `@openai/agents` items, Anthropic messages and LangChain message
+   * dicts. A shape the core cannot read is a VALIDATION error naming `messages[i]`; then
+   * nothing is added.
+   */
+  addMessages(messages: Array<ContextMessage | JsonObject>): void
   /** Adds facts the successor should know. */
   addFacts(facts: string[]): void
   /** Adds a free item with a priority (default 50) and an optional time. */
@@ -278,14 +297,21 @@ export interface CompleteOptions {
   outcome?: string
 }
 
-/** A chat message offered to the builder. */
+/**
+ * A chat message offered to the builder, in its simplest shape. `addMessages` also takes the
+ * providers' own shapes, read by the core: OpenAI Chat Completions messages, Responses API and
+ * `@openai/agents` items, Anthropic messages (text, `tool_use`, `tool_result` blocks) and
+ * LangChain message dicts.
+ */
 export interface ContextMessage {
-  /** `user`, `assistant`, `tool`, `system`. */
+  /** `user`, `assistant`, `tool`, `system` (or `developer`). */
   role: string
-  /** The text. */
-  content: string
-  /** Tool calls the message made, as the provider sent them. */
+  /** The text, or a list of content parts (`{ type: 'text', text }`, ...). */
+  content?: string | JsonValue[] | null
+  /** Tool calls the message made: `{ id, name, arguments }` or as the provider sent them. */
   toolCalls?: JsonValue[]
+  /** For a `tool` message, the id of the call it answers. */
+  toolCallId?: string
   /** When it was said (ISO 8601 or a `Date`). */
   at?: string | Date
   /** A stable id for the manifest; `message-<n>` when absent. */
@@ -316,10 +342,18 @@ export interface CreateOptions {
   toAgent?: string
   /** Defaults to `"full"`. */
   kind?: HandoffKind
-  /** Defaults to `"explicit"`. */
-  reason?: HandoffReason
-  /** How full the context window was, in percent (0 to 100). */
+  /**
+   * Defaults to `"explicit"`. The bare `"context_limit"` takes its percent from
+   * `contextPct` and `"timeout"` its seconds from `timeoutSeconds` (MASC's form).
+   */
+  reason?: HandoffReasonInput
+  /**
+   * How full the context window was, in percent (0 to 100); with a `context_limit` reason
+   * it must agree with the reason's percent.
+   */
   contextPct?: number
+  /** With `reason: 'timeout'`: how long the agent ran, in seconds. */
+  timeoutSeconds?: number
   /** Where the work stands, in prose (the record's `progressSummary`). */
   progress?: string
   /** Steps already done (`completedSteps`). */
@@ -364,9 +398,9 @@ export interface CreateOptions {
 export interface DetectOptions {
   /**
    * What to do when one response asks for several handoffs: refuse it (`'error'`, the
-   * default) or take the first.
+   * default) or take the first (`'first_wins'`; `'first'` is accepted too, as in Python).
    */
-  multiple?: 'error' | 'first_wins'
+  multiple?: 'error' | 'first_wins' | 'first'
 }
 
 /** An item left out. */
@@ -510,6 +544,14 @@ export interface HandoffIntent {
   callId: string | null
   /** The tool name the model called. */
   tool: string
+  /**
+   * The handoff this intent asks for, as the options `store.create` takes: `toAgent` is the
+   * target, the model's `summary` the progress, `pending` the pending steps, `instructions`
+   * the instructions; its `reason` and the call id go in `metadata`. Only options that differ
+   * from `create`'s defaults are set; extend the object (`kind`, `contextPct`, ...) before
+   * creating. (A method that JSON leaves out, like Python's `intent.create_kwargs`.)
+   */
+  toCreateOptions: (taskId: string, fromAgent: string, goal: string) => CreateOptions
 }
 
 /** The JSON Schema of the record's wire form, generated from the Rust types. */
@@ -573,6 +615,15 @@ export interface ListOptions {
   limit?: number
 }
 
+/** `toMarkdown` options. */
+export interface MarkdownOptions {
+  /**
+   * Replace secrets (API keys, tokens, passwords, ...) with `[REDACTED:<rule>]` (default
+   * `true`). The Markdown goes to an LLM or a terminal; `false` is the owner's opt-out.
+   */
+  redact?: boolean
+}
+
 /**
  * Opens (or creates) the SQLite store at `path` (`":memory:"` for a private in-memory
  * database). The file is shared safely by threads, worker threads and processes.
@@ -603,8 +654,15 @@ export interface OpenOptions {
 export interface Packet {
   /** The packet as Markdown. */
   markdown: string
-  /** The packet as chat messages. */
+  /** The packet as OpenAI Chat Completions messages: `toMessages('openai_chat')`. */
   messages: JsonValue[]
+  /**
+   * The packet as input for `provider` (default `openai_chat`), valid whatever the builder
+   * kept: tool calls go out as calls only with their results right after them (otherwise
+   * both as text), roles alternate where the provider needs it, no message is empty. A
+   * method (not enumerable): packets still compare and serialise as data.
+   */
+  toMessages: (provider?: 'openai_chat' | 'openai_responses' | 'anthropic') => JsonValue[]
   /** The packet's canonical JSON (snake_case), as the core and the Python binding write it. */
   json: string
   /** Tokens used. */
@@ -670,9 +728,9 @@ export interface PathStats {
 
 /** A chain policy as plain data, ready for `open(path, { policy })`. */
 export interface Policy {
-  /** Most hops one task may make. */
+  /** Most hops along one path of a task (parallel handoffs are separate paths). */
   maxHandoffs: number
-  /** How often an agent may appear again in a task's path. */
+  /** How often an agent may appear again along a path. */
   maxRevisits: number
   /** Who may hand off to whom. */
   collaborators: Record<string, Array<string>>
@@ -753,9 +811,10 @@ export interface RedactOptions {
 
 /**
  * Renders a record as Markdown for a successor's prompt (sections Meta, Current Goal,
- * Progress, Completed, Pending, ...; empty sections are left out).
+ * Progress, Completed, Pending, ...; empty sections are left out). Secrets in every text
+ * field are redacted unless `redact: false`; `handoffToJson` and the store keep them.
  */
-export declare function toMarkdown(handoff: Handoff): string
+export declare function toMarkdown(handoff: Handoff, options?: MarkdownOptions): string
 
 /** A section cut to fit the budget. */
 export interface Truncation {

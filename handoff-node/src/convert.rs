@@ -22,7 +22,7 @@ const MAX_DEPTH: usize = 256;
 /// Largest integer a JavaScript number holds exactly.
 pub(crate) const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
-fn type_name(t: ValueType) -> &'static str {
+pub(crate) fn type_name(t: ValueType) -> &'static str {
     match t {
         ValueType::Undefined => "undefined",
         ValueType::Null => "null",

@@ -65,7 +65,7 @@ const CREATE_ALIASES: &[(&str, &str)] = &[
 ];
 
 /// A core field path (`completed_steps[3]`, `metadata.a`) in the caller's naming.
-fn field_name(field: &str, naming: Naming) -> String {
+pub(crate) fn field_name(field: &str, naming: Naming) -> String {
     if naming == Naming::Wire {
         return field.to_owned();
     }

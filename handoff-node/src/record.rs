@@ -209,11 +209,15 @@ pub struct CreateOptions {
     /// Defaults to `"full"`.
     #[napi(ts_type = "HandoffKind")]
     pub kind: Option<String>,
-    /// Defaults to `"explicit"`.
-    #[napi(ts_type = "HandoffReason")]
+    /// Defaults to `"explicit"`. The bare `"context_limit"` takes its percent from
+    /// `contextPct` and `"timeout"` its seconds from `timeoutSeconds` (MASC's form).
+    #[napi(ts_type = "HandoffReasonInput")]
     pub reason: Option<String>,
-    /// How full the context window was, in percent (0 to 100).
+    /// How full the context window was, in percent (0 to 100); with a `context_limit` reason
+    /// it must agree with the reason's percent.
     pub context_pct: Option<u32>,
+    /// With `reason: 'timeout'`: how long the agent ran, in seconds.
+    pub timeout_seconds: Option<u32>,
     /// Where the work stands, in prose (the record's `progressSummary`).
     pub progress: Option<String>,
     /// Steps already done (`completedSteps`).
@@ -267,18 +271,20 @@ impl CreateOptions {
                 Kind::default()
             }
         };
-        let reason = match self.reason.as_deref().map(str::parse::<Reason>).transpose() {
-            Ok(reason) => reason.unwrap_or_default(),
-            Err(err) => {
-                problems.push(err);
-                Reason::default()
-            }
-        };
         let context = match self.context_pct.map(u8::try_from).transpose() {
             Ok(percent) => percent,
             Err(_) => {
                 problems.push(handoff_core::Error::invalid("contextPct", "must be from 0 to 100"));
                 None
+            }
+        };
+        // The core reads every form of reason (and refuses a percent given twice that
+        // disagrees), naming `reason`, `context_pct` or `timeout_seconds` as the caller does.
+        let reason = match Reason::from_input(self.reason.as_deref(), context, self.timeout_seconds.map(u64::from)) {
+            Ok(reason) => reason,
+            Err(err) => {
+                problems.push(err);
+                Reason::default()
             }
         };
         let expires_at = match self.expires_at.as_deref().map(DateTime::parse_from_rfc3339).transpose() {
@@ -384,11 +390,34 @@ fn snake_case(name: &str) -> String {
     out
 }
 
+/// `toMarkdown` options.
+#[napi(object, object_to_js = false, object_from_js = false)]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MarkdownOptions {
+    /// Replace secrets (API keys, tokens, passwords, ...) with `[REDACTED:<rule>]` (default
+    /// `true`). The Markdown goes to an LLM or a terminal; `false` is the owner's opt-out.
+    pub redact: Option<bool>,
+}
+
 /// Renders a record as Markdown for a successor's prompt (sections Meta, Current Goal,
-/// Progress, Completed, Pending, ...; empty sections are left out).
-#[napi(catch_unwind, ts_args_type = "handoff: Handoff", ts_return_type = "string")]
-pub fn to_markdown(env: Env, handoff: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-    sync(&env, Naming::Js, || Ok(self::handoff(&handoff, "handoff")?.to_markdown()))
+/// Progress, Completed, Pending, ...; empty sections are left out). Secrets in every text
+/// field are redacted unless `redact: false`; `handoffToJson` and the store keep them.
+#[napi(
+    catch_unwind,
+    ts_args_type = "handoff: Handoff, options?: MarkdownOptions",
+    ts_return_type = "string"
+)]
+pub fn to_markdown(env: Env, handoff: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+    sync(&env, Naming::Js, || {
+        let options: MarkdownOptions = convert::options(&options, "options")?;
+        let handoff = self::handoff(&handoff, "handoff")?;
+        Ok(if options.redact.unwrap_or(true) {
+            handoff.to_markdown()
+        } else {
+            handoff.to_markdown_unredacted()
+        })
+    })
 }
 
 /// The canonical JSON wire form of a record (snake_case keys, `schema_version`), as the Rust

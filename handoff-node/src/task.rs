@@ -63,7 +63,7 @@ impl<T: Mirror> ToJs for T {
 }
 
 /// Builds the JavaScript value of `value`'s mirror with `JSON.parse`.
-fn json_to_js<T: Mirror>(env: &Env, value: T) -> napi::Result<Unknown<'static>> {
+pub(crate) fn json_to_js<T: Mirror>(env: &Env, value: T) -> napi::Result<Unknown<'static>> {
     // Sized for a typical record, so that serialising does not reallocate as it grows.
     let mut text = Vec::with_capacity(4096);
     serde_json::to_writer(&mut text, &value.mirror())

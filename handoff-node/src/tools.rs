@@ -2,15 +2,16 @@
 //! detector that reads a provider's response for a handoff.
 
 use handoff_core::tools::{self as core, Agent, HandoffIntent, Multiple, Provider};
-use handoff_core::{ChainPolicy, Metadata};
-use napi::{Env, Unknown, ValueType};
+use handoff_core::{ChainPolicy, Metadata, NewHandoff};
+use napi::bindgen_prelude::{FunctionCallContext, JsObjectValue, Object};
+use napi::{Env, JsValue, Property, PropertyAttributes, Unknown, ValueType};
 use napi_derive::napi;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::convert;
-use crate::errors::{Naming, Outcome, invalid};
-use crate::task::{Mirror, guarded, sync};
+use crate::errors::{Naming, Outcome, field_name, invalid};
+use crate::task::{Mirror, guarded, json_to_js, sync};
 
 /// A registered agent.
 #[napi(object, js_name = "Agent", object_from_js = false, object_to_js = false, use_nullable = true)]
@@ -55,6 +56,14 @@ pub struct JsHandoffIntent {
     pub call_id: Option<String>,
     /// The tool name the model called.
     pub tool: String,
+    /// The handoff this intent asks for, as the options `store.create` takes: `toAgent` is the
+    /// target, the model's `summary` the progress, `pending` the pending steps, `instructions`
+    /// the instructions; its `reason` and the call id go in `metadata`. Only options that differ
+    /// from `create`'s defaults are set; extend the object (`kind`, `contextPct`, ...) before
+    /// creating. (A method that JSON leaves out, like Python's `intent.create_kwargs`.)
+    #[napi(ts_type = "(taskId: string, fromAgent: string, goal: string) => CreateOptions")]
+    #[serde(skip)]
+    pub to_create_options: (),
 }
 
 impl Mirror for HandoffIntent {
@@ -71,6 +80,7 @@ impl Mirror for HandoffIntent {
             arguments,
             call_id,
             tool,
+            to_create_options: (),
         }
     }
 }
@@ -81,8 +91,8 @@ impl Mirror for HandoffIntent {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DetectOptions {
     /// What to do when one response asks for several handoffs: refuse it (`'error'`, the
-    /// default) or take the first.
-    #[napi(ts_type = "'error' | 'first_wins'")]
+    /// default) or take the first (`'first_wins'`; `'first'` is accepted too, as in Python).
+    #[napi(ts_type = "'error' | 'first_wins' | 'first'")]
     pub multiple: Option<String>,
 }
 
@@ -91,9 +101,9 @@ pub struct DetectOptions {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsPolicy {
-    /// Most hops one task may make.
+    /// Most hops along one path of a task (parallel handoffs are separate paths).
     pub max_handoffs: f64,
-    /// How often an agent may appear again in a task's path.
+    /// How often an agent may appear again along a path.
     pub max_revisits: f64,
     /// Who may hand off to whom.
     pub collaborators: std::collections::BTreeMap<String, Vec<String>>,
@@ -116,6 +126,15 @@ impl Mirror for PolicyOut {
                 .map(|(from, to)| (from, to.into_iter().collect()))
                 .collect(),
         }
+    }
+}
+
+struct Options(Map<String, Value>);
+
+impl Mirror for Options {
+    type Out = Map<String, Value>;
+    fn mirror(self) -> Map<String, Value> {
+        self.0
     }
 }
 
@@ -142,6 +161,20 @@ impl AgentRegistry {
         AgentRegistry {
             inner: core::AgentRegistry::new(),
         }
+    }
+
+    /// The agents described by the `*.md` files in the folder `path` (not its sub-folders): the
+    /// name from the front matter's `name:`, else the first `# ` heading, else the file name;
+    /// who each may hand off to from its `## Collaborations` list (none without one). Problems
+    /// name the file (`support.name`) or `path`.
+    #[napi(factory, catch_unwind, ts_args_type = "path: string")]
+    pub fn from_markdown_dir(env: Env, path: Unknown<'_>) -> napi::Result<AgentRegistry> {
+        // File names stay as they are in problems: no camelCase.
+        let inner = guarded(&env, Naming::Wire, || {
+            let path = convert::string(&path, "path")?;
+            Ok(core::AgentRegistry::from_markdown_dir(path)?)
+        })?;
+        Ok(AgentRegistry { inner })
     }
 
     /// Registers (or replaces) an agent; `collaborators` lists who it may hand off to
@@ -194,16 +227,24 @@ impl AgentRegistry {
         sync(&env, Naming::Js, || Ok(PolicyOut(self.inner.policy(ChainPolicy::default()))))
     }
 
-    /// Reads a provider's response (an object, or its JSON text) for a handoff by `fromAgent`:
-    /// the intent, or `null` when it asks for none. Malformed arguments, a target not registered or
-    /// several handoffs (unless `multiple: 'first_wins'`) are VALIDATION errors.
+    /// Reads a provider's response (an object or a list, or its JSON text) for a handoff by
+    /// `fromAgent`:
+    /// Chat Completions (whole or the message), Responses (whole, its `output` list or one item),
+    /// Anthropic Messages (whole, its `content` list or one `tool_use` block) or a LangChain
+    /// `AIMessage` (`tool_calls`, or its `{lc, type: 'constructor', kwargs}` dump). The intent,
+    /// or `null` when such a response asks for none. A shape that is none of these, malformed
+    /// arguments, a target not registered or several handoffs (unless
+    /// `multiple: 'first_wins'`) are VALIDATION errors.
     #[napi(
         catch_unwind,
-        ts_args_type = "response: JsonObject | string, fromAgent: string, options?: DetectOptions",
+        ts_args_type = "response: JsonObject | JsonValue[] | string, fromAgent: string, options?: DetectOptions",
         ts_return_type = "HandoffIntent | null"
     )]
     pub fn detect(&self, env: Env, response: Unknown<'_>, from_agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-        sync(&env, Naming::Js, || detect(&self.inner, &response, &from_agent, &options))
+        match guarded(&env, Naming::Js, || detect(&self.inner, &response, &from_agent, &options))? {
+            Some(intent) => intent_to_js(&env, intent),
+            None => json_to_js(&env, None::<HandoffIntent>),
+        }
     }
 }
 
@@ -216,18 +257,62 @@ fn detect(
     let from_agent = convert::string(from_agent, "fromAgent")?;
     let o: DetectOptions = convert::options(options, "options")?;
     let multiple = match o.multiple.as_deref() {
-        None | Some("error") => Multiple::Error,
-        Some("first_wins") => Multiple::FirstWins,
-        Some(_) => return Err(invalid("multiple", "must be 'error' or 'first_wins'")),
+        None => Multiple::Error,
+        Some(text) => text.parse::<Multiple>()?,
     };
     Ok(match response.get_type()? {
         ValueType::String => {
             registry.detect_json(&convert::string(response, "response")?, &from_agent, multiple)?
         }
-        _ => {
-            convert::object(response, "response")?;
+        ValueType::Object => {
+            // An object, or a list of Responses items / Anthropic blocks.
             let json = convert::json(response, "response")?;
             registry.detect(&json, &from_agent, multiple)?
         }
+        other => {
+            let got = convert::type_name(other);
+            return Err(invalid("response", format!("must be an object, a list or JSON text, got {got}")));
+        }
     })
+}
+
+/// The intent as a plain object with a non-enumerable `toCreateOptions` method (so that JSON
+/// and `deepEqual` see only the data).
+fn intent_to_js(env: &Env, intent: HandoffIntent) -> napi::Result<Unknown<'static>> {
+    let value = json_to_js(env, intent.clone())?;
+    let mut object: Object<'_> = value.coerce_to_object()?;
+    let method = env.create_function_from_closure::<napi::bindgen_prelude::FnArgs<(String, String, String)>, _, _>("toCreateOptions", move |ctx| {
+        let options = guarded(ctx.env, Naming::Js, || create_options(&intent, &ctx))?;
+        json_to_js(ctx.env, Options(options))
+    })?;
+    object.define_properties(&[Property::new()
+        .with_utf8_name("toCreateOptions")?
+        .with_value(&method)
+        .with_property_attributes(PropertyAttributes::Writable | PropertyAttributes::Configurable)])?;
+    Ok(object.to_unknown())
+}
+
+/// `intent.toCreateOptions(taskId, fromAgent, goal)`: the core's handoff under `create`'s option
+/// names, keeping `taskId` and `goal` and whatever differs from the defaults.
+fn create_options(intent: &HandoffIntent, ctx: &FunctionCallContext<'_>) -> Outcome<Map<String, Value>> {
+    let arg = |index: usize, field: &str| -> Outcome<String> {
+        if index >= ctx.length() {
+            return Err(invalid(field, "is required"));
+        }
+        convert::string(&ctx.get::<Unknown<'_>>(index)?, field)
+    };
+    let task_id = arg(0, "taskId")?;
+    let from_agent = arg(1, "fromAgent")?;
+    let goal = arg(2, "goal")?;
+    let new = intent.to_new_handoff(&task_id, &from_agent, &goal);
+    let json = |new: &NewHandoff| match serde_json::to_value(new) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(invalid("intent", "cannot be written as create options")),
+    };
+    let defaults = json(&NewHandoff::default())?;
+    Ok(json(&new)?
+        .into_iter()
+        .filter(|(field, value)| field == "task_id" || field == "goal" || defaults.get(field) != Some(value))
+        .map(|(field, value)| (field_name(&field, Naming::Create), value))
+        .collect())
 }
