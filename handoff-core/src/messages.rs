@@ -163,11 +163,21 @@ const ROLE_RULE: &str = "must be one of user, assistant, system, developer, tool
 fn skipped_item(kind: &str) -> bool {
     matches!(
         kind,
-        "reasoning" | "item_reference" | "compaction" | "remove"
+        "reasoning" | "item_reference" | "compaction" | "remove" | "unknown"
     ) || kind.ends_with("_call")
         || kind.ends_with("_call_output")
+        || kind.ends_with("_call_result")
         || kind.starts_with("mcp_")
 }
+
+/// The camelCase keys of JavaScript shapes (`@openai/agents` items, this crate's Node
+/// binding) and the snake_case keys the reader knows them by.
+const CAMEL_KEYS: [(&str, &str); 4] = [
+    ("toolCalls", "tool_calls"),
+    ("toolCallId", "tool_call_id"),
+    ("callId", "call_id"),
+    ("invalidToolCalls", "invalid_tool_calls"),
+];
 
 impl Reader {
     fn problem(&mut self, field: impl Into<String>, rule: impl Into<String>) {
@@ -233,6 +243,22 @@ impl Reader {
             );
             return;
         };
+        let snake;
+        let (obj, value) = if CAMEL_KEYS.iter().any(|(camel, _)| obj.contains_key(*camel)) {
+            let mut copy = obj.clone();
+            for (camel, snake_key) in CAMEL_KEYS {
+                if let Some(v) = copy.remove(camel) {
+                    copy.entry(snake_key).or_insert(v);
+                }
+            }
+            snake = Value::Object(copy);
+            match &snake {
+                Value::Object(copy) => (copy, &snake),
+                _ => (obj, value),
+            }
+        } else {
+            (obj, value)
+        };
         // LangChain's `dumpd` form: {"lc": 1, "type": "constructor", "id": [..., "AIMessage"], "kwargs": {...}}.
         if obj.get("lc").is_some() && obj.get("type").and_then(Value::as_str) == Some("constructor")
         {
@@ -280,7 +306,9 @@ impl Reader {
                         });
                     }
                 }
-                "function_call_output" => {
+                // `function_call_result` is `@openai/agents`' name, with an output part
+                // (`{type: "text", text}`) that may stand alone.
+                "function_call_output" | "function_call_result" => {
                     let extra = self.extra(field, obj);
                     let id = self
                         .string(&format!("{field}.call_id"), obj.get("call_id"))
@@ -288,7 +316,11 @@ impl Reader {
                     if id.is_empty() {
                         self.problem(format!("{field}.call_id"), "is required");
                     }
-                    let parts = self.parts(&format!("{field}.output"), obj.get("output"), false);
+                    let output = match obj.get("output") {
+                        Some(part @ Value::Object(_)) => Some(Value::Array(vec![part.clone()])),
+                        other => other.cloned(),
+                    };
+                    let parts = self.parts(&format!("{field}.output"), output.as_ref(), false);
                     push(out, extra, Role::Tool, Parts {
                         results: vec![ToolResult {
                             id,
@@ -417,6 +449,17 @@ impl Reader {
             parts.calls.push(call);
         }
 
+        // A message that says nothing at all is most likely a mistake (`text:` for `content:`).
+        if obj.get("content").is_none_or(Value::is_null)
+            && parts.texts.is_empty()
+            && parts.calls.is_empty()
+        {
+            self.problem(
+                content_field,
+                "is required (a string or a list of content parts) unless the message makes tool calls",
+            );
+            return;
+        }
         match role {
             Role::Tool => {
                 let id = match obj.get("tool_call_id").or_else(|| obj.get("tool_use_id")) {

@@ -100,6 +100,29 @@ fn reads_responses_and_agents_sdk_items() {
 }
 
 #[test]
+fn reads_javascript_shapes() {
+    // @openai/agents items, and the camelCase keys the Node binding took before.
+    let m = normalize(&[
+        json!({"role": "user", "content": [{"type": "input_text", "text": "find x"}]}),
+        json!({"type": "function_call", "callId": "call_1", "name": "grep", "arguments": "{}", "status": "completed"}),
+        json!({"type": "function_call_result", "callId": "call_1", "name": "grep", "status": "completed",
+               "output": {"type": "text", "text": "3 hits"}}),
+        json!({"type": "hosted_tool_call", "name": "web_search"}),
+        json!({"role": "assistant", "content": "", "toolCalls": [{"id": "c2", "name": "ls", "arguments": {}}]}),
+        json!({"role": "tool", "toolCallId": "c2", "content": "a b"}),
+    ])
+    .unwrap();
+    assert_eq!(m.len(), 5, "{m:#?}");
+    assert_eq!(m[1].tool_calls, [call("call_1", "grep", json!({}))]);
+    assert_eq!(
+        (m[2].tool_call_id.as_deref(), m[2].content.as_str()),
+        (Some("call_1"), "3 hits")
+    );
+    assert_eq!(m[3].tool_calls[0].id, "c2");
+    assert_eq!(m[4].tool_call_id.as_deref(), Some("c2"));
+}
+
+#[test]
 fn reads_anthropic_messages() {
     let m = normalize(&[
         json!({"role": "user", "content": "find x"}),
@@ -202,6 +225,11 @@ fn unreadable_shapes_name_the_message_and_the_rule() {
     let cases: Vec<(Value, &str)> = vec![
         (json!(1), "messages[0]"),
         (json!({"content": "x"}), "messages[0].role"),
+        (json!({"role": "user"}), "messages[0].content"),
+        (
+            json!({"role": "assistant", "content": null}),
+            "messages[0].content",
+        ),
         (
             json!({"role": "critic", "content": "x"}),
             "messages[0].role",
