@@ -2,9 +2,10 @@
 //! secrets redacted and a manifest of what was included, truncated, dropped and redacted.
 
 use chrono::{DateTime, Utc};
-use handoff_core::context::{self as core, Message};
+use handoff_core::context as core;
 use handoff_core::redact as core_redact;
-use napi::{Env, Unknown};
+use napi::bindgen_prelude::{Function, FunctionCallContext, JsObjectValue};
+use napi::{Env, JsValue, Property, PropertyAttributes, Unknown, ValueType};
 use napi_derive::napi;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -71,18 +72,23 @@ fn redactor(rules: Vec<RedactionRule>) -> Outcome<core_redact::Redactor> {
     Ok(redactor)
 }
 
-/// A chat message offered to the builder.
+/// A chat message offered to the builder, in its simplest shape. `addMessages` also takes the
+/// providers' own shapes, read by the core: OpenAI Chat Completions messages, Responses API and
+/// `@openai/agents` items, Anthropic messages (text, `tool_use`, `tool_result` blocks) and
+/// LangChain message dicts.
 #[napi(object, object_to_js = false, object_from_js = false)]
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)] // The TypeScript shape only: the core reads the values.
 pub struct ContextMessage {
-    /// `user`, `assistant`, `tool`, `system`.
+    /// `user`, `assistant`, `tool`, `system` (or `developer`).
     pub role: String,
-    /// The text.
-    pub content: String,
-    /// Tool calls the message made, as the provider sent them.
+    /// The text, or a list of content parts (`{ type: 'text', text }`, ...).
+    #[napi(ts_type = "string | JsonValue[] | null")]
+    pub content: Option<Value>,
+    /// Tool calls the message made: `{ id, name, arguments }` or as the provider sent them.
     #[napi(ts_type = "JsonValue[]")]
     pub tool_calls: Option<Vec<Value>>,
+    /// For a `tool` message, the id of the call it answers.
+    pub tool_call_id: Option<String>,
     /// When it was said (ISO 8601 or a `Date`).
     #[napi(ts_type = "string | Date")]
     pub at: Option<String>,
@@ -165,26 +171,17 @@ impl ContextBuilder {
         })
     }
 
-    /// Adds conversation messages.
-    #[napi(catch_unwind, ts_args_type = "messages: ContextMessage[]")]
+    /// Adds conversation messages as each provider writes them: OpenAI Chat Completions messages,
+    /// Responses API and `@openai/agents` items, Anthropic messages and LangChain message
+    /// dicts. A shape the core cannot read is a VALIDATION error naming `messages[i]`; then
+    /// nothing is added.
+    #[napi(catch_unwind, ts_args_type = "messages: Array<ContextMessage | JsonObject>")]
     pub fn add_messages(&mut self, env: Env, messages: Unknown<'_>) -> napi::Result<()> {
         guarded(&env, Naming::Js, || {
-            let list: Vec<ContextMessage> = match convert::json(&messages, "messages")? {
-                json @ Value::Array(_) => under("messages", convert::from_json(json, "messages"))?,
-                _ => return Err(invalid("messages", "must be an array of messages")),
+            let Value::Array(values) = convert::json(&messages, "messages")? else {
+                return Err(invalid("messages", "must be an array of messages"));
             };
-            let mut out = Vec::with_capacity(list.len());
-            for (i, m) in list.into_iter().enumerate() {
-                out.push(Message {
-                    role: m.role,
-                    content: m.content,
-                    tool_calls: m.tool_calls.unwrap_or_default(),
-                    at: time(m.at, &format!("messages[{i}].at"))?,
-                    id: m.id,
-                    priority: m.priority,
-                });
-            }
-            self.inner.add_messages(out);
+            self.inner.add_message_values(&values)?;
             Ok(())
         })
     }
@@ -217,7 +214,29 @@ impl ContextBuilder {
     /// Builds the packet. The same input always gives the same packet.
     #[napi(catch_unwind, ts_return_type = "Packet")]
     pub fn build(&self, env: Env) -> napi::Result<Unknown<'static>> {
-        sync(&env, Naming::Js, || Ok(self.inner.build()))
+        let packet = guarded(&env, Naming::Js, || Ok(self.inner.build()))?;
+        let value = sync(&env, Naming::Js, || Ok(packet.clone()))?;
+        // `toMessages` is a method of the plain packet object: not enumerable, so that the
+        // packet still compares, spreads and serialises as data.
+        let to_messages: Function<'_, Unknown<'_>, Unknown<'_>> =
+            env.create_function_from_closure("toMessages", move |ctx: FunctionCallContext<'_>| {
+                let provider: Option<Unknown<'_>> = if ctx.length() > 0 { Some(ctx.get(0)?) } else { None };
+                sync(ctx.env, Naming::Js, || {
+                    let provider = match provider {
+                        Some(p) if !matches!(p.get_type()?, ValueType::Undefined | ValueType::Null) => {
+                            convert::string(&p, "provider")?.parse()?
+                        }
+                        _ => handoff_core::Provider::OpenAiChat,
+                    };
+                    Ok(ChatInput(packet.to_messages_for(provider)?))
+                })
+            })?;
+        let mut object = value.coerce_to_object()?;
+        object.define_properties(&[Property::new()
+            .with_utf8_name("toMessages")?
+            .with_value(&to_messages)
+            .with_property_attributes(PropertyAttributes::Writable | PropertyAttributes::Configurable)])?;
+        Ok(value)
     }
 }
 
@@ -294,6 +313,16 @@ pub struct JsManifest {
     pub redacted: Vec<RedactedItem>,
 }
 
+/// A packet's conversation as one provider's input: `packet.toMessages(provider)`.
+struct ChatInput(Vec<Value>);
+
+impl Mirror for ChatInput {
+    type Out = Vec<Value>;
+    fn mirror(self) -> Vec<Value> {
+        self.0
+    }
+}
+
 /// A successor's context packet.
 #[napi(object, js_name = "Packet", object_from_js = false, object_to_js = false)]
 #[derive(Serialize)]
@@ -301,9 +330,16 @@ pub struct JsManifest {
 pub struct JsPacket {
     /// The packet as Markdown.
     pub markdown: String,
-    /// The packet as chat messages.
+    /// The packet as OpenAI Chat Completions messages: `toMessages('openai_chat')`.
     #[napi(ts_type = "JsonValue[]")]
     pub messages: Vec<Value>,
+    /// The packet as input for `provider` (default `openai_chat`), valid whatever the builder
+    /// kept: tool calls go out as calls only with their results right after them (otherwise
+    /// both as text), roles alternate where the provider needs it, no message is empty. A
+    /// method (not enumerable): packets still compare and serialise as data.
+    #[napi(ts_type = "(provider?: 'openai_chat' | 'openai_responses' | 'anthropic') => JsonValue[]")]
+    #[serde(skip)]
+    pub to_messages: (),
     /// The packet's canonical JSON (snake_case), as the core and the Python binding write it.
     pub json: String,
     /// Tokens used.
@@ -344,6 +380,7 @@ impl Mirror for core::Packet {
         JsPacket {
             markdown,
             messages,
+            to_messages: (),
             json,
             tokens: tokens as f64,
             budget: budget as f64,
