@@ -9,6 +9,7 @@ use handoff_core::context as ctx;
 
 use crate::error::{HandoffError, Result};
 use crate::record::{Handoff, utc};
+use crate::tools::Provider;
 
 /// Counts tokens for a [`ContextBuilder`]: implement it to plug in the tokenizer of your
 /// model. Without one the builder estimates about four characters a token.
@@ -25,9 +26,13 @@ pub struct ContextMessage {
     pub role: String,
     /// The text.
     pub content: String,
-    /// Tool calls the message made, each as the provider's JSON text.
+    /// Tool calls the message made, each as JSON text: `{"id", "name", "arguments"}` or as the
+    /// provider sent it.
     #[uniffi(default)]
     pub tool_calls: Vec<String>,
+    /// For a `tool` message, the id of the call it answers.
+    #[uniffi(default)]
+    pub tool_call_id: Option<String>,
     /// When it was said.
     #[uniffi(default)]
     pub at: Option<SystemTime>,
@@ -122,7 +127,8 @@ pub struct PacketManifest {
     pub redacted: Vec<RedactedItem>,
 }
 
-/// A message of the packet in chat form.
+/// A message of the packet in chat form, without tool calls: [`Packet::to_messages`] gives
+/// the full form.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
 pub struct ChatMessage {
     /// `system` for the briefing, then the conversation's roles.
@@ -148,6 +154,23 @@ pub struct Packet {
     pub sections: Vec<PacketSection>,
     /// What was included, truncated, dropped and redacted.
     pub manifest: PacketManifest,
+}
+
+#[uniffi::export]
+impl Packet {
+    /// The packet as input for `provider` (`OpenaiChat`, `OpenaiResponses`, `Anthropic`), as
+    /// JSON text: an array of that API's messages, valid whatever the builder kept (tool calls
+    /// go out as calls only with their results right after them, otherwise both as text; roles
+    /// alternate where the provider needs it; no message is empty). `Mcp` has no message format:
+    /// a validation error.
+    pub fn to_messages(&self, provider: Provider) -> Result<String> {
+        let packet: ctx::Packet = serde_json::from_str(&self.json).map_err(|e| {
+            HandoffError::invalid("json", format!("is not a packet's JSON: {e}"))
+        })?;
+        let messages = packet.to_messages_for(provider.into())?;
+        serde_json::to_string(&messages)
+            .map_err(|e| HandoffError::invalid("packet", format!("cannot be written as JSON: {e}")))
+    }
 }
 
 /// One secret found and replaced by [`redact`].
@@ -223,9 +246,9 @@ impl ContextBuilder {
         Ok(())
     }
 
-    /// Adds conversation messages.
+    /// Adds conversation messages (`user`, `assistant`, `system`, `developer`, `tool`).
     pub fn add_messages(&self, messages: Vec<ContextMessage>) -> Result<()> {
-        let mut converted = Vec::with_capacity(messages.len());
+        let mut values = Vec::with_capacity(messages.len());
         for (i, m) in messages.into_iter().enumerate() {
             let tool_calls = m
                 .tool_calls
@@ -239,19 +262,32 @@ impl ContextBuilder {
                 })
                 .collect::<Result<Vec<serde_json::Value>>>()?;
             let at = match m.at {
-                Some(at) => Some(utc(&format!("messages[{i}].at"), at)?),
+                Some(at) => Some(utc(&format!("messages[{i}].at"), at)?.to_rfc3339()),
                 None => None,
             };
-            converted.push(ctx::Message {
-                role: m.role,
-                content: m.content,
-                tool_calls,
-                at,
-                id: m.id,
-                priority: m.priority,
-            });
+            values.push(serde_json::json!({
+                "role": m.role,
+                "content": m.content,
+                "tool_calls": tool_calls,
+                "tool_call_id": m.tool_call_id,
+                "at": at,
+                "id": m.id,
+                "priority": m.priority,
+            }));
         }
-        self.lock().add_messages(converted);
+        self.lock().add_message_values(&values)?;
+        Ok(())
+    }
+
+    /// Adds conversation messages from JSON text: an array of messages as each provider writes
+    /// them (OpenAI Chat Completions messages, Responses API / Agents SDK items, Anthropic
+    /// messages with `tool_use` and `tool_result` blocks, LangChain message dicts). A shape
+    /// the core cannot read is a validation error naming `messages[i]`; then nothing is added.
+    pub fn add_messages_json(&self, messages_json: String) -> Result<()> {
+        let values: Vec<serde_json::Value> = serde_json::from_str(&messages_json).map_err(|e| {
+            HandoffError::invalid("messages_json", format!("must be a JSON array of messages: {e}"))
+        })?;
+        self.lock().add_message_values(&values)?;
         Ok(())
     }
 
