@@ -23,7 +23,7 @@ fun main(args: Array<String>) {
 
         // A coder takes the next open handoff; nobody else can while its lease runs.
         val claim = store.claimNext("coder", lease = Duration.ofSeconds(120)) ?: error("nothing to claim")
-        println(claim.handoff.toMarkdown().lines().first())
+        println(claim.handoff.toMarkdown(redact = true).lines().first())
         store.heartbeat(claim)
         val done = store.complete(claim, "SessionStore extracted, tests green")
         println("${done.status}: ${done.outcome}")

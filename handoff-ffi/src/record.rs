@@ -171,7 +171,8 @@ pub struct CreateOptions {
     /// Why; none is `Explicit`.
     #[uniffi(default)]
     pub reason: Option<HandoffReason>,
-    /// How full the sender's context window was, in percent.
+    /// How full the sender's context window was, in percent. With a `ContextLimit` reason it
+    /// must agree with the reason's percent.
     #[uniffi(default)]
     pub context_pct: Option<u8>,
     /// Where the work stands (`progress_summary`).
@@ -236,9 +237,17 @@ pub struct CreateOptions {
 
 #[uniffi::export]
 impl Handoff {
-    /// The record as Markdown, ready for a successor's prompt.
-    pub fn to_markdown(&self) -> Result<String> {
-        Ok(core::Handoff::try_from(self.clone())?.to_markdown())
+    /// The record as Markdown, ready for a successor's prompt. Secrets in every text field are
+    /// replaced by `[REDACTED:<rule>]` unless `redact` is false (the owner's opt-out); `to_json`
+    /// and the store keep them.
+    #[uniffi::method(default(redact = true))]
+    pub fn to_markdown(&self, redact: bool) -> Result<String> {
+        let record = core::Handoff::try_from(self.clone())?;
+        Ok(if redact {
+            record.to_markdown()
+        } else {
+            record.to_markdown_unredacted()
+        })
     }
 
     /// The record's canonical JSON form (the same in every binding).
@@ -287,20 +296,29 @@ fn metadata(field: &str, text: &str) -> Result<core::Metadata> {
 }
 
 impl CreateOptions {
-    /// The core's form of these fields. Only `metadata` can be refused here (it must be a JSON
-    /// object); every other rule is the core's, checked when the record is stored.
+    /// The core's form of these fields. Only `metadata` (it must be a JSON object) and a
+    /// percent given twice that disagrees are refused here; every other rule is the core's,
+    /// checked when the record is stored.
     pub(crate) fn into_core(self) -> Result<core::NewHandoff> {
         let metadata = match &self.metadata {
             Some(text) => metadata("metadata", text)?,
             None => core::Metadata::new(),
         };
+        let reason: core::Reason = self.reason.map(Into::into).unwrap_or_default();
+        if let core::Reason::ContextLimit { .. } = reason {
+            // The reason is typed, so the only thing left to combine is a `context_pct` that
+            // disagrees with it: the core's `from_input` decides, with the same error as
+            // Python's and Node's `context_limit_85` + `context_pct=90`. Other reasons are
+            // not sent through it, so as not to render and re-parse an error's message.
+            core::Reason::from_input(Some(&reason.to_string()), self.context_pct, None)?;
+        }
         Ok(core::NewHandoff {
             id: self.id,
             task_id: self.task_id,
             session_id: self.session_id,
             parent_id: self.parent_id,
             kind: self.kind.map(Into::into).unwrap_or_default(),
-            reason: self.reason.map(Into::into).unwrap_or_default(),
+            reason,
             from_agent: self.from_agent,
             to_agent: self.to_agent,
             goal: self.goal,

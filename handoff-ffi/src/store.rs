@@ -23,10 +23,11 @@ pub enum Synchronous {
 /// Limits on how a task may travel between agents; a field left out keeps the default.
 #[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
 pub struct ChainPolicy {
-    /// Most hops one task may make; none is 5.
+    /// Most hops along one path of a task (its ancestors by `parent_id`, or the hop that gave
+    /// `from_agent` its work); parallel handoffs are separate paths. None is 5.
     #[uniffi(default)]
     pub max_handoffs: Option<u64>,
-    /// How many times an agent may appear again in a task's path; none is 0.
+    /// How many times an agent may appear again along a path; none is 0.
     #[uniffi(default)]
     pub max_revisits: Option<u64>,
     /// Who may hand off to whom; none allows every pair. A sender missing from the map may
@@ -62,7 +63,8 @@ pub struct OpenOptions {
     /// `Storage`; none is 60 seconds. Ignored by a memory store.
     #[uniffi(default)]
     pub lock_patience: Option<Duration>,
-    /// The chain policy checked before every new hop.
+    /// The chain policy checked before every new hop, and when an open handoff is claimed
+    /// (the claimant is the hop's real `to`).
     #[uniffi(default)]
     pub policy: Option<ChainPolicy>,
     /// Size limits on records.
@@ -177,7 +179,8 @@ impl Store {
 
     /// Claims the handoff `id` for `agent` for `lease` (none is 300 seconds). `AlreadyClaimed`
     /// while another claim is live; `InvalidTransition` when it is finished or addressed to
-    /// another agent.
+    /// another agent; `ChainViolation` when it is open (no `to_agent`) and the chain policy
+    /// does not let its sender hand off to `agent`.
     #[uniffi::method(default(lease = None))]
     pub fn claim(&self, id: String, agent: String, lease: Option<Duration>) -> Result<Claim> {
         let claim = self
@@ -187,8 +190,9 @@ impl Store {
         Ok(claim.into())
     }
 
-    /// Claims the oldest pending handoff `agent` may take (addressed to it or to anyone),
-    /// optionally only of `task_id`; none when there is nothing to take.
+    /// Claims the oldest pending handoff `agent` may take (addressed to it, or open and allowed
+    /// by the chain policy: open handoffs it may not take are skipped), optionally only of
+    /// `task_id`; none when there is nothing to take.
     #[uniffi::method(default(task_id = None, lease = None))]
     pub fn claim_next(
         &self,

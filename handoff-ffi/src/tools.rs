@@ -29,7 +29,8 @@ pub enum Provider {
 pub enum Multiple {
     /// Refuse the response with `Validation`: an agent should hand off once.
     Error,
-    /// Take the first handoff in the response's order.
+    /// Take the first handoff in the response's order (Python's `"first"`, Node's
+    /// `'first_wins'`).
     FirstWins,
 }
 
@@ -69,6 +70,17 @@ impl AgentRegistry {
     #[uniffi::constructor]
     pub fn new() -> Arc<AgentRegistry> {
         Arc::new(AgentRegistry::default())
+    }
+
+    /// The agents described by the `*.md` files in the folder `path` (not its sub-folders),
+    /// as the Maia swarm keeps them: the name from the front matter's `name:`, else the first
+    /// `# ` heading, else the file name; who each may hand off to from its `## Collaborations`
+    /// list (nobody without one). `Validation` names the file (`support.name`) or `path`.
+    #[uniffi::constructor]
+    pub fn from_markdown_dir(path: String) -> Result<Arc<AgentRegistry>> {
+        Ok(Arc::new(AgentRegistry {
+            inner: RwLock::new(t::AgentRegistry::from_markdown_dir(path)?),
+        }))
     }
 
     /// Registers (or replaces) an agent; `collaborators` lists who it may hand off to
@@ -120,11 +132,14 @@ impl AgentRegistry {
         }
     }
 
-    /// Reads a provider's response (Chat Completions, Responses or Anthropic Messages, whole or
-    /// just the message, as JSON text) for a handoff by `from_agent`: the intent, or none when it
-    /// asks for none. Malformed arguments, a target not registered or several handoffs (unless
-    /// `multiple` is `FirstWins`) are `Validation` errors; a registered agent `from_agent` may
-    /// not hand off to is a `ChainViolation`.
+    /// Reads a provider's response, as JSON text, for a handoff by `from_agent`: Chat
+    /// Completions (whole or the message), Responses (whole, its `output` list or one item),
+    /// Anthropic Messages (whole, its `content` list or one `tool_use` block) or a LangChain
+    /// `AIMessage` (`tool_calls`, or its `{"lc": 1, "type": "constructor", "kwargs": ...}` dump).
+    /// The intent, or none when such a response asks for none. A shape that is none of these,
+    /// malformed arguments, a target not registered or several handoffs (unless `multiple` is
+    /// `FirstWins`) are `Validation` errors; a registered agent `from_agent` may not hand off
+    /// to is a `ChainViolation`.
     #[uniffi::method(default(multiple = None))]
     pub fn detect(
         &self,

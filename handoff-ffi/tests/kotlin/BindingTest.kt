@@ -45,7 +45,7 @@ fun lifecycle() {
         val changes = store.events(h.id).map { it.change }
         check(changes.first() is Change.Created && changes.last() == Change.Completed("merged")) { "$changes" }
         check(store.chain("task-1").text == "claude → gemini") { "chain" }
-        check(h.toMarkdown().contains("Write the parser")) { "markdown" }
+        check(h.toMarkdown(redact = true).contains("Write the parser")) { "markdown" }
         check(handoffFromJson(h.toJson()) == h) { "JSON round trip" }
     }
 }
@@ -136,6 +136,52 @@ fun swarmTools() {
     raises<HandoffException.Validation> { registry.detect("[[[", "triage") }
 }
 
+// What a first user meets (issue 11): display names, agents from files, redacted Markdown,
+// chain limits along paths and open handoffs checked at claim time.
+fun firstUse(dir: String) {
+    val files = java.io.File(dir, "agents").apply { mkdirs() }
+    java.io.File(files, "support.md").writeText(
+        "---\nname: Tech Support\n---\n# Desk\n\n## Collaborations\n- **Billing agent**: refunds\n")
+    java.io.File(files, "billing.md").writeText("# Billing agent\n\nRefunds.\n")
+    val registry = AgentRegistry.fromMarkdownDir(files.path)
+    check(registry.agents().map { it.name } == listOf("Billing agent", "Tech Support")) { "${registry.agents()}" }
+    check("\"transfer_to_billing_agent\"" in registry.tools("Tech Support", Provider.ANTHROPIC)) { "tool names" }
+    val block = """{"type":"tool_use","id":"toolu_1","name":"transfer_to_billing_agent","input":{"summary":"refund"}}"""
+    val intent = registry.detect(block, "Tech Support") ?: throw AssertionError("no intent in a lone block")
+    check(intent.target == "Billing agent") { "$intent" }
+    raises<HandoffException.Validation> { registry.detect("""{"foo":1}""", "Tech Support") }
+    raises<HandoffException.Validation> { registry.add(" padded") }
+
+    val secret = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk6l"
+    Store.memory(OpenOptions(policy = registry.policy())).use { store ->
+        val h = store.create(intent.toCreateOptions("T-1", "Tech Support", "Refund with $secret"))
+        // Kotlin gets no default for a record method's argument (uniffi 0.32): the caller says.
+        val md = h.toMarkdown(redact = true)
+        check(secret !in md && "[REDACTED:openai-api-key]" in md) { "redacted" }
+        check(secret in h.toMarkdown(redact = false) && secret in h.toJson()) { "opt-out and JSON keep it" }
+        check(store.claimNext("Billing agent")?.handoff?.id == h.id) { "claimed by display name" }
+        val open = store.create(task("T-2").copy(fromAgent = "Billing agent"))
+        val refused = raises<HandoffException.ChainViolation> { store.claim(open.id, "Tech Support") }
+        check(refused.rule == ChainRule.NotCollaborator("Billing agent", "Tech Support")) { "${refused.rule}" }
+        check(store.claimNext("Tech Support") == null) { "claimNext skips what it may not take" }
+    }
+    Store.memory().use { store ->
+        repeat(1000) { store.create(task("queue").copy(fromAgent = "planner")) }
+        val agents = (1..7).map { "a$it" }
+        var parent: String? = null
+        for (hop in 0 until 5) {
+            parent = store.create(task("long").copy(fromAgent = agents[hop], toAgent = agents[hop + 1], parentId = parent)).id
+        }
+        val tooLong = raises<HandoffException.ChainViolation> {
+            store.create(task("long").copy(fromAgent = "a6", toAgent = "a7", parentId = parent))
+        }
+        check(tooLong.rule == ChainRule.MaxHandoffs(5uL) && tooLong.path == agents) { "$tooLong" }
+        raises<HandoffException.Validation> {
+            store.create(task().copy(reason = HandoffReason.ContextLimit(85.toUByte()), contextPct = 90.toUByte()))
+        }
+    }
+}
+
 fun panicBecomesAnException() {
     val builder = ContextBuilder(budgetTokens = 100uL, tokenizer = Exploding())
     builder.addFacts(listOf("a fact"))
@@ -152,6 +198,7 @@ fun main(args: Array<String>) {
         "racing threads" to { racingThreads("$dir/race.db") },
         "context" to ::context,
         "swarm tools" to ::swarmTools,
+        "first use" to { firstUse(dir) },
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0

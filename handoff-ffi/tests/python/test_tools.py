@@ -89,7 +89,7 @@ def test_refusals_are_typed(registry: hf.AgentRegistry) -> None:
         registry.detect("[" * 10_000, "triage")
     assert not_json.value.problems[0].field == "response"
     with pytest.raises(hf.HandoffError.Validation):
-        registry.add("bad name!", "x")
+        registry.add(" bad name", "x")
     with pytest.raises(hf.HandoffError.Validation):
         registry.detect(chat("transfer_to_billing", "{}"), "not-registered")
 
