@@ -1,13 +1,12 @@
 //! Path statistics: how hand-offs between each pair of agents fare, from the event log.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::machine::{Change, Event};
-use crate::record::{Handoff, Kind, Status};
+use crate::record::Status;
 
 /// How the hand-offs from one agent to another fared.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -31,61 +30,74 @@ pub struct PathStats {
     pub median_complete_seconds: Option<f64>,
 }
 
-/// Statistics per from→to pair, ordered by pair. Checkpoints are not hand-offs and are left out.
-pub fn path_stats(records: &[Handoff], events: &[Event]) -> Vec<PathStats> {
-    let mut first_claim: HashMap<&str, DateTime<Utc>> = HashMap::new();
-    for event in events {
-        if let Change::Claimed { .. } = event.change {
-            first_claim
-                .entry(event.handoff_id.as_str())
-                .or_insert(event.at);
-        }
-    }
-    #[derive(Default)]
-    struct Tally {
-        total: u64,
-        completed: u64,
-        failed: u64,
-        rejected: u64,
-        claim: Vec<f64>,
-        complete: Vec<f64>,
-    }
-    let mut paths: BTreeMap<(String, String), Tally> = BTreeMap::new();
-    let seconds = |from: DateTime<Utc>, to: DateTime<Utc>| (to - from).as_seconds_f64();
-    for h in records.iter().filter(|h| h.kind != Kind::Checkpoint) {
+/// What the statistics need of one hand-off.
+pub(crate) struct Row<'a> {
+    pub(crate) from_agent: Option<&'a str>,
+    /// The addressee, or whoever claimed an open hand-off.
+    pub(crate) to_agent: Option<&'a str>,
+    pub(crate) status: Status,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) completed_at: Option<DateTime<Utc>>,
+    pub(crate) first_claim: Option<DateTime<Utc>>,
+}
+
+/// Statistics gathered one hand-off at a time: memory grows with the pairs and two numbers a
+/// hand-off, never with the records themselves.
+#[derive(Default)]
+pub(crate) struct Tally {
+    paths: BTreeMap<(String, String), PathTally>,
+}
+
+#[derive(Default)]
+struct PathTally {
+    total: u64,
+    completed: u64,
+    failed: u64,
+    rejected: u64,
+    claim: Vec<f64>,
+    complete: Vec<f64>,
+}
+
+impl Tally {
+    pub(crate) fn add(&mut self, row: Row<'_>) {
         let name = |agent: Option<&str>| agent.unwrap_or("*").to_owned();
-        let tally = paths
-            .entry((name(h.from_agent.as_deref()), name(h.successor())))
+        let seconds = |from: DateTime<Utc>, to: DateTime<Utc>| (to - from).as_seconds_f64();
+        let tally = self
+            .paths
+            .entry((name(row.from_agent), name(row.to_agent)))
             .or_default();
         tally.total += 1;
-        match h.status {
+        match row.status {
             Status::Completed => {
                 tally.completed += 1;
-                if let Some(done) = h.completed_at {
-                    tally.complete.push(seconds(h.created_at, done));
+                if let Some(done) = row.completed_at {
+                    tally.complete.push(seconds(row.created_at, done));
                 }
             }
             Status::Failed => tally.failed += 1,
             Status::Rejected => tally.rejected += 1,
             _ => {}
         }
-        if let Some(claimed) = first_claim.get(h.id.as_str()) {
-            tally.claim.push(seconds(h.created_at, *claimed));
+        if let Some(claimed) = row.first_claim {
+            tally.claim.push(seconds(row.created_at, claimed));
         }
     }
-    paths
-        .into_iter()
-        .map(|((from_agent, to_agent), mut t)| PathStats {
-            from_agent,
-            to_agent,
-            total: t.total,
-            completed: t.completed,
-            failed: t.failed,
-            rejected: t.rejected,
-            median_claim_seconds: median(&mut t.claim),
-            median_complete_seconds: median(&mut t.complete),
-        })
-        .collect()
+
+    pub(crate) fn finish(self) -> Vec<PathStats> {
+        self.paths
+            .into_iter()
+            .map(|((from_agent, to_agent), mut t)| PathStats {
+                from_agent,
+                to_agent,
+                total: t.total,
+                completed: t.completed,
+                failed: t.failed,
+                rejected: t.rejected,
+                median_claim_seconds: median(&mut t.claim),
+                median_complete_seconds: median(&mut t.complete),
+            })
+            .collect()
+    }
 }
 
 fn median(values: &mut [f64]) -> Option<f64> {

@@ -5,8 +5,19 @@ use serde_json::Value;
 use crate::error::{Error, Problem, Result};
 use crate::record::{Handoff, Reason, SCHEMA_VERSION};
 
+/// The deepest nesting a limit may allow. Every reader must read back what was written:
+/// serde_json stops at 128 levels, and a record travels inside envelopes (an event, an export,
+/// a bundle), so stores refuse to allow more than this.
+pub const MAX_DEPTH: usize = 100;
+
 /// Size and shape limits applied to everything that comes from outside.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// `max_depth` is at most [`MAX_DEPTH`]: [`Limits::check`] refuses more, and a store given more
+/// uses [`MAX_DEPTH`].
+#[derive(
+    Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// The whole record in its JSON form, in bytes.
     pub max_record_bytes: usize,
@@ -26,6 +37,23 @@ impl Default for Limits {
             max_list_items: 1024,
             max_depth: 64,
         }
+    }
+}
+
+impl Limits {
+    /// Checks that every reader can read back what these limits let through.
+    pub fn check(&self) -> Result<()> {
+        let mut c = Collector::default();
+        if self.max_depth > MAX_DEPTH {
+            c.push(
+                "max_depth",
+                format!("must be at most {MAX_DEPTH}, so that every reader can read records back"),
+            );
+        }
+        if self.max_depth == 0 {
+            c.push("max_depth", "must be at least 1");
+        }
+        c.finish()
     }
 }
 
@@ -206,7 +234,8 @@ pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
     {
         c.push("context_usage_percent", "must be between 0 and 100");
     }
-    if let Some(depth) = deeper_than(&h.metadata, limits.max_depth) {
+    let too_deep = deeper_than(&h.metadata, limits.max_depth);
+    if let Some(depth) = too_deep {
         c.push(
             "metadata",
             format!(
@@ -224,8 +253,9 @@ pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
         c.push("max_attempts", "must be at least 1");
     }
     // Serialising to measure is a tenth of a create: only do it when a cheap upper bound
-    // cannot already show the record is small enough.
-    let size = if json_size_bound(h) <= limits.max_record_bytes {
+    // cannot already show the record is small enough. Metadata nested too deep is never
+    // serialised (that recursion could exhaust the stack): it is refused already.
+    let size = if too_deep.is_some() || json_size_bound(h) <= limits.max_record_bytes {
         0
     } else {
         json_size(h)

@@ -211,3 +211,104 @@ fn frozen_writer_loop() {
         let _ = store.create(NewHandoff::new("t", "from the writer that gets frozen"));
     }
 }
+
+/// DESIGN §3: the policy belongs to the store. Openers without their own apply the saved one.
+#[test]
+fn a_saved_policy_applies_to_every_opener() {
+    use handoff_core::{ChainPolicy, Limits};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let loops = ChainPolicy {
+        max_revisits: 1,
+        ..ChainPolicy::default()
+    };
+    let strict = Limits {
+        max_field_bytes: 100,
+        ..Limits::default()
+    };
+    let owner = Store::open(&db)
+        .unwrap()
+        .with_policy(loops.clone())
+        .with_limits(strict.clone());
+    assert!(owner.saved_policy().unwrap().is_none());
+    owner.save_policy().unwrap();
+
+    let other = Store::open(&db).unwrap();
+    assert_eq!(other.policy(), &loops);
+    assert_eq!(other.limits(), &strict);
+    assert_eq!(other.saved_policy().unwrap(), Some((loops.clone(), strict)));
+    // manager → worker → manager is a revisit the saved policy allows.
+    let a = other
+        .create(
+            NewHandoff::new("t", "g")
+                .from_agent("manager")
+                .to_agent("worker"),
+        )
+        .unwrap();
+    other
+        .create(
+            NewHandoff::new("t", "g")
+                .from_agent("worker")
+                .to_agent("manager")
+                .parent_id(a.id),
+        )
+        .unwrap();
+    let long = other
+        .create(NewHandoff::new("t", "x".repeat(200)))
+        .unwrap_err();
+    assert_eq!(long.kind(), ErrorKind::Validation);
+    // Read-only openers apply it too; an opener with its own policy keeps its own.
+    let reader = Store::open_read_only(&db, &SqliteOptions::default()).unwrap();
+    assert_eq!(reader.policy(), &loops);
+    let own = Store::open(&db)
+        .unwrap()
+        .with_policy(ChainPolicy::default());
+    assert_eq!(own.policy(), &ChainPolicy::default());
+}
+
+/// DESIGN §14: no limit can be raised past what every reader reads back.
+#[test]
+fn depth_limits_stop_where_readers_stop() {
+    use handoff_core::{Limits, MAX_DEPTH};
+    let deep = Limits {
+        max_depth: 1_000_000,
+        ..Limits::default()
+    };
+    let err = deep.check().unwrap_err();
+    assert!(err.to_string().contains("max_depth"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let store = Store::open(&db).unwrap().with_limits(deep);
+    assert_eq!(store.limits().max_depth, MAX_DEPTH);
+    let nest = |levels: usize| {
+        let mut value = serde_json::json!("leaf");
+        for _ in 0..levels {
+            value = serde_json::json!({ "k": value });
+        }
+        let mut metadata = handoff_core::Metadata::new();
+        metadata.insert("m".into(), value);
+        metadata
+    };
+    let refused = store
+        .create(NewHandoff::new("t", "g").metadata(nest(300)))
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Validation);
+    // The deepest record allowed is read back by every reader.
+    let h = store
+        .create(NewHandoff::new("t", "g").metadata(nest(MAX_DEPTH - 1)))
+        .unwrap();
+    let again = Store::open(&db).unwrap();
+    assert_eq!(again.get(&h.id).unwrap(), h);
+    assert_eq!(again.list(&ListFilter::default()).unwrap().len(), 1);
+    assert_eq!(again.events(None).unwrap().len(), 1);
+    assert_eq!(
+        handoff_core::Handoff::from_json_with(&h.to_json(), store.limits()).unwrap(),
+        h
+    );
+    assert!(
+        again
+            .claim_next("w", None, Duration::from_secs(60))
+            .unwrap()
+            .is_some()
+    );
+}

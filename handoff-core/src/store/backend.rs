@@ -24,6 +24,37 @@ pub struct ListFilter {
     pub limit: Option<usize>,
 }
 
+/// Which events [`Backend::events`] returns: a page of the log, oldest first.
+///
+/// `after` is a cursor: the `seq` of the last event of the previous page, so a reader follows
+/// the whole log with bounded memory however long it grows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Only this handoff's events.
+    pub handoff_id: Option<String>,
+    /// Only the events of this task's handoffs.
+    pub task_id: Option<String>,
+    /// Only events with a larger `seq`.
+    pub after: Option<u64>,
+    /// At most this many events.
+    pub limit: Option<usize>,
+}
+
+impl EventFilter {
+    /// Whether `event`, of a handoff of `task`, passes the filter (the page limit aside).
+    pub(crate) fn matches(&self, event: &Event, task: impl FnOnce() -> Option<String>) -> bool {
+        self.after.is_none_or(|after| event.seq > after)
+            && self
+                .handoff_id
+                .as_ref()
+                .is_none_or(|id| *id == event.handoff_id)
+            && self
+                .task_id
+                .as_ref()
+                .is_none_or(|wanted| task().as_ref() == Some(wanted))
+    }
+}
+
 /// A storage backend: atomic writes of records with their events, and indexed reads.
 ///
 /// The state machine lives in the core; a backend only stores what it is given.
@@ -53,11 +84,38 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Records matching `filter`, oldest first.
     fn list(&self, filter: &ListFilter) -> Result<Vec<Handoff>>;
 
-    /// The event log of one handoff, or of the whole store, by `seq`.
-    fn events(&self, handoff_id: Option<&str>) -> Result<Vec<Event>>;
+    /// The events matching `filter`, by `seq`.
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>>;
+
+    /// Statistics per from→to pair. The default reads every record and event; a backend with
+    /// a query language computes them there, without loading records.
+    fn path_stats(&self) -> Result<Vec<crate::stats::PathStats>> {
+        let mut tally = crate::stats::Tally::default();
+        let records = self.list(&ListFilter::default())?;
+        let mut first_claims = std::collections::HashMap::new();
+        for event in self.events(&EventFilter::default())? {
+            if matches!(event.change, crate::machine::Change::Claimed { .. }) {
+                first_claims.entry(event.handoff_id).or_insert(event.at);
+            }
+        }
+        for h in records.iter().filter(|h| h.kind != Kind::Checkpoint) {
+            tally.add(crate::stats::Row {
+                from_agent: h.from_agent.as_deref(),
+                to_agent: h.successor(),
+                status: h.status,
+                created_at: h.created_at,
+                completed_at: h.completed_at,
+                first_claim: first_claims.get(&h.id).copied(),
+            });
+        }
+        Ok(tally.finish())
+    }
 
     /// The hops of a task, oldest first, checkpoints included.
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>>;
+
+    /// A store-wide setting (such as the saved chain policy), as written.
+    fn setting(&self, key: &str) -> Result<Option<String>>;
 }
 
 /// The operations available inside one write transaction.
@@ -73,6 +131,16 @@ pub trait Tx {
 
     /// Appends an event to the log.
     fn append(&mut self, event: NewEvent) -> Result<()>;
+
+    /// Writes a store-wide setting.
+    fn set_setting(&mut self, key: &str, value: &str) -> Result<()>;
+
+    /// The digest of the current claim's secret of the record `id` (`None` when unclaimed or
+    /// when it was claimed before secrets existed). Never part of a record, an event or a list.
+    fn claim_secret(&mut self, id: &str) -> Result<Option<[u8; 32]>>;
+
+    /// Stores (or, with `None`, forgets) the digest of the record's current claim secret.
+    fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()>;
 
     /// The hops of a task, oldest first, checkpoints included.
     fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>>;

@@ -13,7 +13,7 @@ use crate::clock::ManualClock;
 use crate::error::{Error, ErrorKind};
 use crate::machine::{Change, Event, replay};
 use crate::record::{Handoff, Kind, NewHandoff, Reason, Status};
-use crate::store::{ListFilter, Store};
+use crate::store::{EventFilter, ListFilter, Store};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -29,7 +29,7 @@ macro_rules! conformance_tests {
             checkpoints_and_stalled, list_filters, events_replay_to_records,
             bad_ids_change_nothing, create_many_is_atomic, unknown_parent, path_stats,
             limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
-            display_names_are_agent_names,
+            display_names_are_agent_names, events_are_paged,
         );
     };
     (@cases $make:expr; $($case:ident),+ $(,)?) => {
@@ -695,6 +695,80 @@ pub fn open_handoffs_obey_the_policy_at_claim(store: Store) {
             .is_none()
     );
     store.claim(&mine.id, "helper", MINUTE).unwrap();
+}
+
+/// The log is read in pages by a `seq` cursor, for one handoff, one task or the whole store.
+pub fn events_are_paged(store: Store) {
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let task = if i % 2 == 0 { "even" } else { "odd" };
+        let h = store
+            .create(NewHandoff::new(task, format!("g{i}")))
+            .unwrap();
+        let claim = store.claim(&h.id, "w", MINUTE).unwrap();
+        store.complete(&claim, "done").unwrap();
+        ids.push(h.id);
+    }
+    let all = store.events(None).unwrap();
+    assert_eq!(all.len(), 21);
+    let read = |filter: EventFilter| {
+        let mut page = EventFilter {
+            limit: Some(4),
+            ..filter
+        };
+        let mut out = Vec::new();
+        loop {
+            let events = store.events_page(&page).unwrap();
+            assert!(events.len() <= 4);
+            let Some(last) = events.last() else { break };
+            page.after = Some(last.seq);
+            out.extend(events);
+        }
+        out
+    };
+    assert_eq!(read(EventFilter::default()), all);
+    let even = read(EventFilter {
+        task_id: Some("even".into()),
+        ..EventFilter::default()
+    });
+    assert_eq!(even.len(), 12);
+    assert!(
+        even.iter()
+            .all(|e| ids.iter().step_by(2).any(|id| *id == e.handoff_id))
+    );
+    let one = read(EventFilter {
+        handoff_id: Some(ids[3].clone()),
+        ..EventFilter::default()
+    });
+    assert_eq!(one, store.events(Some(&ids[3])).unwrap());
+    let after = all[10].seq;
+    let tail = store
+        .events_page(&EventFilter {
+            after: Some(after),
+            ..EventFilter::default()
+        })
+        .unwrap();
+    assert_eq!(tail, all[11..]);
+    assert!(
+        store
+            .events_page(&EventFilter {
+                task_id: Some("none".into()),
+                ..EventFilter::default()
+            })
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        kind_of(
+            &store
+                .events_page(&EventFilter {
+                    task_id: Some("a/b".into()),
+                    ..EventFilter::default()
+                })
+                .unwrap_err()
+        ),
+        ErrorKind::Validation
+    );
 }
 
 /// Agents are named as SDK users name them; ids stay strict.

@@ -10,7 +10,7 @@ use crate::chain::Hop;
 use crate::error::Result;
 use crate::machine::{Event, NewEvent};
 use crate::record::{Handoff, Kind, Lifecycle, Status};
-use crate::store::{Backend, ListFilter, Tx, hop_of};
+use crate::store::{Backend, EventFilter, ListFilter, Tx, hop_of};
 
 /// Keeps handoffs and events in process memory.
 #[derive(Debug, Default)]
@@ -32,6 +32,10 @@ struct State {
     /// Insertion positions of each task's records.
     tasks: HashMap<String, Vec<u64>>,
     events: Vec<Event>,
+    /// Store-wide settings.
+    settings: HashMap<String, String>,
+    /// Digests of the current claims' secrets, by record id.
+    secrets: HashMap<String, [u8; 32]>,
 }
 
 impl MemoryBackend {
@@ -49,6 +53,8 @@ enum Undo {
     Insert(String),
     Update(u64, Lifecycle),
     Append,
+    Setting(String, Option<String>),
+    Secret(String, Option<[u8; 32]>),
 }
 
 struct MemoryTx<'a> {
@@ -105,18 +111,27 @@ impl Backend for MemoryBackend {
         Ok(records)
     }
 
-    fn events(&self, handoff_id: Option<&str>) -> Result<Vec<Event>> {
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         let state = self.lock();
-        Ok(state
-            .events
+        // Events are in `seq` order, so a cursor is a binary search.
+        let start = filter
+            .after
+            .map_or(0, |after| state.events.partition_point(|e| e.seq <= after));
+        let task_of = |id: &str| state.records.get(id).map(|(_, h)| h.task_id.clone());
+        Ok(state.events[start..]
             .iter()
-            .filter(|e| handoff_id.is_none_or(|id| e.handoff_id == id))
+            .filter(|e| filter.matches(e, || task_of(&e.handoff_id)))
+            .take(filter.limit.unwrap_or(usize::MAX))
             .cloned()
             .collect())
     }
 
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
         Ok(self.lock().hops(task_id))
+    }
+
+    fn setting(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.lock().settings.get(key).cloned())
     }
 }
 
@@ -215,6 +230,22 @@ impl Drop for MemoryTx<'_> {
                 Undo::Append => {
                     self.state.events.pop();
                 }
+                Undo::Setting(key, previous) => match previous {
+                    Some(value) => {
+                        self.state.settings.insert(key, value);
+                    }
+                    None => {
+                        self.state.settings.remove(&key);
+                    }
+                },
+                Undo::Secret(id, previous) => match previous {
+                    Some(digest) => {
+                        self.state.secrets.insert(id, digest);
+                    }
+                    None => {
+                        self.state.secrets.remove(&id);
+                    }
+                },
             }
         }
     }
@@ -253,6 +284,25 @@ impl Tx for MemoryTx<'_> {
         if let Some(previous) = self.state.set_lifecycle(pos, record.lifecycle()) {
             self.undo.push(Undo::Update(pos, previous));
         }
+        Ok(())
+    }
+
+    fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        let previous = self.state.settings.insert(key.to_owned(), value.to_owned());
+        self.undo.push(Undo::Setting(key.to_owned(), previous));
+        Ok(())
+    }
+
+    fn claim_secret(&mut self, id: &str) -> Result<Option<[u8; 32]>> {
+        Ok(self.state.secrets.get(id).copied())
+    }
+
+    fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
+        let previous = match digest {
+            Some(digest) => self.state.secrets.insert(id.to_owned(), digest),
+            None => self.state.secrets.remove(id),
+        };
+        self.undo.push(Undo::Secret(id.to_owned(), previous));
         Ok(())
     }
 

@@ -25,7 +25,18 @@ pub mod sqlite;
 pub mod conformance;
 
 pub(crate) use backend::hop_of;
-pub use backend::{Backend, ListFilter, Tx};
+pub use backend::{Backend, EventFilter, ListFilter, Tx};
+
+/// The setting [`Store::save_policy`] writes.
+const POLICY_SETTING: &str = "policy";
+
+/// The form of a saved policy.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SavedPolicy {
+    chain_policy: ChainPolicy,
+    limits: Limits,
+}
 
 /// The lease a claim gets when the caller does not choose one.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
@@ -94,7 +105,8 @@ impl Store {
     }
 
     /// Opens (or creates) an SQLite store at `path` with the default options
-    /// (`synchronous=FULL`). `":memory:"` opens a private in-memory database.
+    /// (`synchronous=FULL`). `":memory:"` opens a private in-memory database. The policy and
+    /// limits saved in the store ([`Store::save_policy`]) apply unless the caller sets its own.
     #[cfg(feature = "sqlite")]
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         Store::open_with(path, &sqlite::SqliteOptions::default())
@@ -103,7 +115,7 @@ impl Store {
     /// Opens (or creates) an SQLite store at `path` with `options`.
     #[cfg(feature = "sqlite")]
     pub fn open_with(path: impl AsRef<Path>, options: &sqlite::SqliteOptions) -> Result<Store> {
-        Ok(Store::new(sqlite::SqliteBackend::open(path, options)?))
+        Store::new(sqlite::SqliteBackend::open(path, options)?).with_saved_policy()
     }
 
     /// Opens an existing SQLite store at `path` for reading only (see
@@ -114,9 +126,7 @@ impl Store {
         path: impl AsRef<Path>,
         options: &sqlite::SqliteOptions,
     ) -> Result<Store> {
-        Ok(Store::new(sqlite::SqliteBackend::open_read_only(
-            path, options,
-        )?))
+        Store::new(sqlite::SqliteBackend::open_read_only(path, options)?).with_saved_policy()
     }
 
     /// Uses `clock` for every decision that depends on time.
@@ -131,10 +141,42 @@ impl Store {
         self
     }
 
-    /// Validates input against `limits`.
-    pub fn with_limits(mut self, limits: Limits) -> Store {
+    /// Validates input against `limits`; a `max_depth` over [`validate::MAX_DEPTH`] is
+    /// lowered to it (bindings refuse it with [`Limits::check`] first).
+    pub fn with_limits(mut self, mut limits: Limits) -> Store {
+        limits.max_depth = limits.max_depth.clamp(1, validate::MAX_DEPTH);
         self.limits = Arc::new(limits);
         self
+    }
+
+    /// Saves this store's chain policy and limits in the store itself, so that every process
+    /// that opens it without its own — the CLI and the MCP server included — applies them.
+    pub fn save_policy(&self) -> Result<()> {
+        let saved = SavedPolicy {
+            chain_policy: (*self.policy).clone(),
+            limits: (*self.limits).clone(),
+        };
+        let json = serde_json::to_string(&saved).map_err(|e| Error::storage(e.to_string()))?;
+        self.backend
+            .write(&mut |tx| tx.set_setting(POLICY_SETTING, &json))
+    }
+
+    /// The policy and limits saved with [`Store::save_policy`], if any.
+    pub fn saved_policy(&self) -> Result<Option<(ChainPolicy, Limits)>> {
+        let Some(json) = self.backend.setting(POLICY_SETTING)? else {
+            return Ok(None);
+        };
+        let saved: SavedPolicy = serde_json::from_str(&json)
+            .map_err(|e| Error::storage(format!("the saved chain policy cannot be read: {e}")))?;
+        Ok(Some((saved.chain_policy, saved.limits)))
+    }
+
+    /// Applies the saved policy and limits, if the store has them: what opening does.
+    pub fn with_saved_policy(self) -> Result<Store> {
+        Ok(match self.saved_policy()? {
+            Some((policy, limits)) => self.with_policy(policy).with_limits(limits),
+            None => self,
+        })
     }
 
     /// The chain policy in force.
@@ -430,12 +472,44 @@ impl Store {
         Ok(changed)
     }
 
-    /// The event log of one handoff, or of the whole store, oldest first.
+    /// The event log of one handoff, or of the whole store, oldest first. For a large log,
+    /// read it in pages with [`Store::events_page`].
     pub fn events(&self, id: Option<&str>) -> Result<Vec<Event>> {
-        if let Some(id) = id {
+        self.events_page(&EventFilter {
+            handoff_id: id.map(str::to_owned),
+            ..EventFilter::default()
+        })
+    }
+
+    /// A page of the event log, oldest first: of one handoff or one task, after the cursor
+    /// `after` (the `seq` of the last event already read), at most `limit` events.
+    ///
+    /// ```
+    /// use handoff_core::{EventFilter, NewHandoff, Store};
+    ///
+    /// let store = Store::memory();
+    /// for i in 0..5 {
+    ///     store.create(NewHandoff::new("t1", format!("step {i}")))?;
+    /// }
+    /// let mut page = EventFilter { task_id: Some("t1".into()), limit: Some(2), ..EventFilter::default() };
+    /// let mut seen = 0;
+    /// loop {
+    ///     let events = store.events_page(&page)?;
+    ///     let Some(last) = events.last() else { break };
+    ///     page.after = Some(last.seq);
+    ///     seen += events.len();
+    /// }
+    /// assert_eq!(seen, 5);
+    /// # Ok::<(), handoff_core::Error>(())
+    /// ```
+    pub fn events_page(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        if let Some(id) = &filter.handoff_id {
             validate::ident("id", id)?;
         }
-        self.backend.events(id)
+        if let Some(task) = &filter.task_id {
+            validate::ident("task_id", task)?;
+        }
+        self.backend.events(filter)
     }
 
     /// The task's chain of hops, oldest first.
@@ -532,9 +606,7 @@ impl Store {
     /// Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
     /// median seconds from creation to the first claim and to completion.
     pub fn stats(&self) -> Result<Vec<crate::stats::PathStats>> {
-        let records = self.backend.list(&ListFilter::default())?;
-        let events = self.backend.events(None)?;
-        Ok(crate::stats::path_stats(&records, &events))
+        self.backend.path_stats()
     }
 
     fn check_text(&self, field: &str, text: &str) -> Result<()> {

@@ -18,7 +18,7 @@ use crate::clock::from_micros;
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
-use crate::store::{Backend, ListFilter, Tx};
+use crate::store::{Backend, EventFilter, ListFilter, Tx};
 
 mod schema;
 mod turnstile;
@@ -537,27 +537,84 @@ impl Backend for SqliteBackend {
         })
     }
 
-    fn events(&self, handoff_id: Option<&str>) -> Result<Vec<Event>> {
-        const COLUMNS: &str = "seq, handoff_id, at, actor, detail";
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        let mut sql = String::from(
+            "SELECT e.seq, e.handoff_id, e.at, e.actor, e.detail FROM events AS e WHERE e.seq > ?1",
+        );
+        let after = filter
+            .after
+            .map_or(0, |seq| i64::try_from(seq).unwrap_or(i64::MAX));
+        let mut texts: Vec<&str> = Vec::new();
+        if let Some(id) = &filter.handoff_id {
+            texts.push(id);
+            sql.push_str(&format!(
+                " AND e.handoff_id = CAST(?{} AS TEXT)",
+                texts.len() + 1
+            ));
+        }
+        if let Some(task) = &filter.task_id {
+            texts.push(task);
+            sql.push_str(&format!(
+                " AND e.handoff_id IN (SELECT id FROM handoffs WHERE task_id = CAST(?{} AS TEXT))",
+                texts.len() + 1
+            ));
+        }
+        sql.push_str(" ORDER BY e.seq");
+        if let Some(limit) = filter.limit {
+            sql.push_str(&format!(
+                " LIMIT {}",
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ));
+        }
         self.reading(|conn| {
-            let events = match handoff_id {
-                Some(id) => conn
-                    .prepare_cached(&format!(
-                        "SELECT {COLUMNS} FROM events WHERE handoff_id = CAST(?1 AS TEXT) ORDER BY seq"
-                    ))?
-                    .query_map([id], event_from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>(),
-                None => conn
-                    .prepare_cached(&format!("SELECT {COLUMNS} FROM events ORDER BY seq"))?
-                    .query_map([], event_from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>(),
-            };
-            Ok(events?)
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let mut params: Vec<&dyn rusqlite::ToSql> = vec![&after];
+            params.extend(texts.iter().map(|t| t as &dyn rusqlite::ToSql));
+            Ok(stmt
+                .query_map(params.as_slice(), event_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn path_stats(&self) -> Result<Vec<crate::stats::PathStats>> {
+        // One row per hand-off, streamed: the statistics never hold the records.
+        self.reading(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT h.from_agent, coalesce(h.to_agent, h.claimed_by), h.status, h.created_at, \
+                   h.completed_at, \
+                   (SELECT min(e.at) FROM events AS e \
+                     WHERE e.handoff_id = h.id AND e.kind = 'claimed') \
+                 FROM handoffs AS h WHERE h.kind <> 'checkpoint' ORDER BY h.pos",
+            )?;
+            let mut rows = stmt.query([])?;
+            let mut tally = crate::stats::Tally::default();
+            while let Some(row) = rows.next()? {
+                let from: Option<String> = row.get(0)?;
+                let to: Option<String> = row.get(1)?;
+                tally.add(crate::stats::Row {
+                    from_agent: from.as_deref(),
+                    to_agent: to.as_deref(),
+                    status: parse("status", &row.get::<_, String>(2)?)?,
+                    created_at: from_micros(row.get(3)?),
+                    completed_at: row.get::<_, Option<i64>>(4)?.map(from_micros),
+                    first_claim: row.get::<_, Option<i64>>(5)?.map(from_micros),
+                });
+            }
+            Ok(tally.finish())
         })
     }
 
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
         self.reading(|conn| Ok(hops(conn, task_id)?))
+    }
+
+    fn setting(&self, key: &str) -> Result<Option<String>> {
+        self.reading(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+                .query_row([key], |row| row.get(0))
+                .optional()?)
+        })
     }
 }
 
@@ -710,6 +767,40 @@ impl Tx for SqliteTx<'_> {
                     detail,
                 ])
             });
+        self.check(result).map(drop)
+    }
+
+    fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        let result = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )
+            .and_then(|mut stmt| stmt.execute(params![key, value]));
+        self.check(result).map(drop)
+    }
+
+    fn claim_secret(&mut self, id: &str) -> Result<Option<[u8; 32]>> {
+        let result = self
+            .conn
+            .prepare_cached("SELECT claim_secret FROM handoffs WHERE id = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([id], |row| row.get::<_, Option<Vec<u8>>>(0))
+                    .optional()
+            });
+        Ok(self
+            .check(result)?
+            .flatten()
+            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()))
+    }
+
+    fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
+        let digest = digest.map(|d| d.to_vec());
+        let result = self
+            .conn
+            .prepare_cached("UPDATE handoffs SET claim_secret = ?2 WHERE id = ?1")
+            .and_then(|mut stmt| stmt.execute(params![id, digest]));
         self.check(result).map(drop)
     }
 

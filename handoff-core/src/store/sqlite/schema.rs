@@ -7,7 +7,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this build writes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// "HOFF": marks a file as a handoff-core store.
 const APPLICATION_ID: i32 = 0x484F_4646;
@@ -55,6 +55,10 @@ const MIGRATIONS: [&str; VERSION as usize] = [
     CREATE INDEX handoffs_leases ON handoffs (lease_until) WHERE status = 'claimed';
     CREATE INDEX handoffs_expiry ON handoffs (expires_at)
         WHERE status = 'pending' AND expires_at IS NOT NULL;",
+    // 2 -> 3: the digest of the current claim's secret (never selected with a record), and
+    // store-wide settings such as the saved chain policy.
+    "ALTER TABLE handoffs ADD COLUMN claim_secret BLOB;
+    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
 ];
 
 /// What a file says about itself, read without writing anything.
