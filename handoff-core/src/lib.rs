@@ -28,6 +28,6 @@ pub use redact::{Redaction, Redactor, redact};
 pub use stats::PathStats;
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::{SqliteOptions, Synchronous};
-pub use store::{Claim, DEFAULT_LEASE, EventFilter, ListFilter, Store};
+pub use store::{Claim, ClaimRef, ClaimSecret, DEFAULT_LEASE, EventFilter, ListFilter, Store};
 pub use tools::{AgentRegistry, HandoffIntent, Provider};
 pub use validate::{Limits, MAX_DEPTH};

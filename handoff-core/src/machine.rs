@@ -165,12 +165,15 @@ pub enum Command {
         /// Why.
         reason: String,
     },
-    /// Withdraw the handoff.
+    /// Withdraw the handoff: by name as its creator (or anyone when it has none), or as its
+    /// holder with the claim's token (whose secret the store has checked).
     Cancel {
-        /// Who withdraws it.
-        by: String,
+        /// Who withdraws it; `None` for the holder.
+        by: Option<String>,
         /// Why, if given.
         reason: Option<String>,
+        /// The holder's fencing token, when the holder cancels.
+        claim_token: Option<u64>,
     },
     /// Nothing but the passing of time: applies lapses and expiry.
     Tick,
@@ -304,12 +307,28 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
                 },
             )
         }
-        Command::Cancel { by, reason } => {
+        Command::Cancel {
+            by,
+            reason,
+            claim_token,
+        } => {
             if h.status.is_terminal() {
                 return Err(refuse("a finished handoff cannot be cancelled"));
             }
+            let actor = match (claim_token, by) {
+                (Some(token), _) => holder(h, *token).ok_or_else(|| lease_lost(*token))?,
+                (None, Some(by)) => match &h.from_agent {
+                    Some(creator) if creator != by => {
+                        return Err(refuse(&format!(
+                            "only its creator ({creator}) may cancel it by name; its holder cancels with its claim"
+                        )));
+                    }
+                    _ => by.clone(),
+                },
+                (None, None) => return Err(refuse("a cancel must say who cancels")),
+            };
             (
-                Some(by.clone()),
+                Some(actor),
                 Change::Cancelled {
                     reason: reason.clone(),
                 },

@@ -13,7 +13,7 @@ use crate::clock::ManualClock;
 use crate::error::{Error, ErrorKind};
 use crate::machine::{Change, Event, replay};
 use crate::record::{Handoff, Kind, NewHandoff, Reason, Status};
-use crate::store::{EventFilter, ListFilter, Store};
+use crate::store::{ClaimRef, ClaimSecret, EventFilter, ListFilter, Store};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -29,7 +29,8 @@ macro_rules! conformance_tests {
             checkpoints_and_stalled, list_filters, events_replay_to_records,
             bad_ids_change_nothing, create_many_is_atomic, unknown_parent, path_stats,
             limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
-            display_names_are_agent_names, events_are_paged,
+            display_names_are_agent_names, events_are_paged, claims_need_their_secret,
+            cancel_rights,
         );
     };
     (@cases $make:expr; $($case:ident),+ $(,)?) => {
@@ -695,6 +696,103 @@ pub fn open_handoffs_obey_the_policy_at_claim(store: Store) {
             .is_none()
     );
     store.claim(&mine.id, "helper", MINUTE).unwrap();
+}
+
+/// DESIGN §3: what anyone can read (the record, its public fencing token) cannot settle a
+/// claim; only the secret the claim handed out can.
+pub fn claims_need_their_secret(store: Store) {
+    let h = store
+        .create(NewHandoff::new("t1", "g").to_agent("gemini"))
+        .unwrap();
+    let claim = store.claim(&h.id, "gemini", MINUTE).unwrap();
+    let public = store.get(&h.id).unwrap();
+    assert_eq!(public.claim_token, Some(claim.token));
+    let before = snapshot(&store);
+    let forged = ClaimRef {
+        handoff_id: h.id.clone(),
+        token: public.claim_token.unwrap(),
+        secret: ClaimSecret::parse(&format!("hcs_{}", "0".repeat(64))).unwrap(),
+        lease: MINUTE,
+    };
+    for err in [
+        store.heartbeat(&forged).unwrap_err(),
+        store.release(&forged, "mine now").unwrap_err(),
+        store.complete(&forged, "done by someone else").unwrap_err(),
+        store.cancel_claim(&forged, None).unwrap_err(),
+    ] {
+        assert_eq!(kind_of(&err), ErrorKind::LeaseLost, "{err}");
+        assert!(err.to_string().contains("secret"), "{err}");
+    }
+    assert_eq!(snapshot(&store), before);
+    // Nothing a reader sees carries the secret.
+    let everything = format!(
+        "{:?}{:?}",
+        store.list(&ListFilter::default()).unwrap(),
+        store.events(None).unwrap()
+    );
+    assert!(!everything.contains(claim.secret.expose()));
+    assert!(!format!("{claim:?}").contains(claim.secret.expose()));
+    // A reference built from the four values the claimer got settles it.
+    let reference = ClaimRef {
+        handoff_id: h.id.clone(),
+        token: claim.token,
+        secret: ClaimSecret::parse(claim.secret.expose()).unwrap(),
+        lease: MINUTE,
+    };
+    store.heartbeat(&reference).unwrap();
+    let done = store.complete(reference, "done").unwrap();
+    assert_eq!(done.status, Status::Completed);
+    // Every claim gets a secret of its own.
+    let a = store.create(NewHandoff::new("t2", "g")).unwrap();
+    let first = store.claim(&a.id, "w", MINUTE).unwrap();
+    store.release(&first, "back").unwrap();
+    let second = store.claim(&a.id, "w", MINUTE).unwrap();
+    assert_ne!(first.secret, second.secret);
+    let stale = ClaimRef {
+        token: second.token,
+        ..first.reference()
+    };
+    assert_eq!(
+        kind_of(&store.complete(&stale, "x").unwrap_err()),
+        ErrorKind::LeaseLost
+    );
+    store.complete(&second, "ok").unwrap();
+}
+
+/// DESIGN §3: cancel by the creator, by the holder with its claim, or by anyone when the
+/// record has no creator.
+pub fn cancel_rights(store: Store) {
+    let h = store
+        .create(NewHandoff::new("t1", "g").from_agent("creator"))
+        .unwrap();
+    let before = snapshot(&store);
+    let err = store.cancel(&h.id, "bystander", None).unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
+    assert_eq!(snapshot(&store), before);
+    let claim = store.claim(&h.id, "holder", MINUTE).unwrap();
+    // The holder by name alone is refused; with its claim it may.
+    assert_eq!(
+        kind_of(&store.cancel(&h.id, "holder", None).unwrap_err()),
+        ErrorKind::InvalidTransition
+    );
+    let cancelled = store.cancel_claim(&claim, Some("not mine to do")).unwrap();
+    assert_eq!(cancelled.status, Status::Cancelled);
+    let last = store.events(Some(&h.id)).unwrap().pop().unwrap();
+    assert_eq!(last.actor.as_deref(), Some("holder"));
+
+    let mine = store
+        .create(NewHandoff::new("t1", "g").from_agent("creator"))
+        .unwrap();
+    store.claim(&mine.id, "holder", MINUTE).unwrap();
+    assert_eq!(
+        store.cancel(&mine.id, "creator", None).unwrap().status,
+        Status::Cancelled
+    );
+    let anyones = store.create(NewHandoff::new("t1", "g")).unwrap();
+    assert_eq!(
+        store.cancel(&anyones.id, "anyone", None).unwrap().status,
+        Status::Cancelled
+    );
 }
 
 /// The log is read in pages by a `seq` cursor, for one handoff, one task or the whole store.

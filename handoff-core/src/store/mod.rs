@@ -17,6 +17,7 @@ use crate::record::{Handoff, Kind, NewHandoff, Status};
 use crate::validate::{self, Limits};
 
 mod backend;
+mod claim;
 pub mod memory;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -26,6 +27,7 @@ pub mod conformance;
 
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, EventFilter, ListFilter, Tx};
+pub use claim::{Claim, ClaimRef, ClaimSecret};
 
 /// The setting [`Store::save_policy`] writes.
 const POLICY_SETTING: &str = "policy";
@@ -44,24 +46,6 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
 /// How many due lapses one `claim_next` settles before it looks for work, so that a claim never
 /// pays for a large backlog at once while the backlog still drains.
 const REAP_BATCH: usize = 32;
-
-/// A live claim: the handoff as claimed and the fencing token that proves ownership.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Claim {
-    /// The handoff, as it was when claimed.
-    pub handoff: Handoff,
-    /// The fencing token: heartbeat, release and complete must present it.
-    pub token: u64,
-    /// The lease length, reused by [`Store::heartbeat`].
-    pub lease: Duration,
-}
-
-impl Claim {
-    /// The claimed handoff's id.
-    pub fn handoff_id(&self) -> &str {
-        &self.handoff.id
-    }
-}
 
 /// A handoff store: create, claim, heartbeat, release, complete, and read the event log and
 /// chains, on any [`Backend`].
@@ -339,17 +323,18 @@ impl Store {
             lease: lease_delta("lease_seconds", lease)?,
         };
         let now = self.clock.now();
+        let secret = ClaimSecret::generate()?;
         let mut claimed = None;
         self.backend.write(&mut |tx| {
             let h = tx
                 .get(id)?
                 .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
             self.check_claim(tx, &h, agent)?;
-            claimed = Some(persist(tx, transition(h, &command, now)?)?);
+            claimed = Some(take(tx, h, &command, now, &secret)?);
             Ok(())
         })?;
         let handoff = claimed.ok_or_else(|| Error::storage("write returned no record"))?;
-        Ok(claim_of(handoff, lease))
+        Ok(claim_of(handoff, secret, lease))
     }
 
     /// Claims the oldest pending handoff `agent` may take (addressed to it, or open and allowed
@@ -370,6 +355,7 @@ impl Store {
             lease: lease_delta("lease_seconds", lease)?,
         };
         let now = self.clock.now();
+        let secret = ClaimSecret::generate()?;
         let mut claimed = None;
         self.backend.write(&mut |tx| {
             claimed = None;
@@ -379,7 +365,7 @@ impl Store {
             while let Some(h) = tx.next_claimable(agent, task_id, now, after.as_deref())? {
                 match self.check_claim(tx, &h, agent) {
                     Ok(()) => {
-                        claimed = Some(persist(tx, transition(h, &command, now)?)?);
+                        claimed = Some(take(tx, h, &command, now, &secret)?);
                         break;
                     }
                     Err(Error::ChainViolation(_)) => after = Some(h.id),
@@ -388,36 +374,93 @@ impl Store {
             }
             Ok(())
         })?;
-        Ok(claimed.map(|handoff| claim_of(handoff, lease)))
+        Ok(claimed.map(|handoff| claim_of(handoff, secret, lease)))
     }
 
     /// Extends the claim's lease by its original length, counted from now.
-    pub fn heartbeat(&self, claim: &Claim) -> Result<Handoff> {
+    ///
+    /// Takes a [`Claim`] (`&claim`) or a [`ClaimRef`]; the claim's secret must match, or
+    /// nothing changes and the caller gets [`Error::LeaseLost`].
+    pub fn heartbeat(&self, claim: impl Into<ClaimRef>) -> Result<Handoff> {
+        let claim = claim.into();
         let command = Command::Heartbeat {
             token: claim.token,
             lease: lease_delta("lease_seconds", claim.lease)?,
         };
-        self.apply(claim.handoff_id(), &command)
+        self.settle_claim(&claim, &command)
     }
 
     /// Gives the handoff back; it becomes pending again with one more attempt counted.
-    pub fn release(&self, claim: &Claim, reason: &str) -> Result<Handoff> {
+    pub fn release(&self, claim: impl Into<ClaimRef>, reason: &str) -> Result<Handoff> {
+        let claim = claim.into();
         self.check_text("reason", reason)?;
         let command = Command::Release {
             token: claim.token,
             reason: reason.to_owned(),
         };
-        self.apply(claim.handoff_id(), &command)
+        self.settle_claim(&claim, &command)
     }
 
     /// Finishes the handoff with `outcome`.
-    pub fn complete(&self, claim: &Claim, outcome: &str) -> Result<Handoff> {
+    pub fn complete(&self, claim: impl Into<ClaimRef>, outcome: &str) -> Result<Handoff> {
+        let claim = claim.into();
         self.check_text("outcome", outcome)?;
         let command = Command::Complete {
             token: claim.token,
             outcome: outcome.to_owned(),
         };
-        self.apply(claim.handoff_id(), &command)
+        self.settle_claim(&claim, &command)
+    }
+
+    /// Withdraws the handoff as its holder, with its claim (DESIGN §3: the creator may cancel
+    /// by name with [`Store::cancel`]; a holder proves it holds the claim).
+    pub fn cancel_claim(
+        &self,
+        claim: impl Into<ClaimRef>,
+        reason: Option<&str>,
+    ) -> Result<Handoff> {
+        let claim = claim.into();
+        if let Some(reason) = reason {
+            self.check_text("reason", reason)?;
+        }
+        let command = Command::Cancel {
+            by: None,
+            reason: reason.map(str::to_owned),
+            claim_token: Some(claim.token),
+        };
+        self.settle_claim(&claim, &command)
+    }
+
+    /// Applies a holder's `command` after checking the claim's secret, in one transaction.
+    fn settle_claim(&self, claim: &ClaimRef, command: &Command) -> Result<Handoff> {
+        let id = claim.handoff_id.as_str();
+        validate::ident("handoff_id", id)?;
+        let now = self.clock.now();
+        let mut updated = None;
+        self.backend.write(&mut |tx| {
+            let h = tx
+                .get(id)?
+                .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+            // A stale token is the state machine's to refuse; a current token must come with
+            // the secret that its claim handed out.
+            if h.status == Status::Claimed && h.claim_token == Some(claim.token) {
+                let proven = tx
+                    .claim_secret(id)?
+                    .is_some_and(|digest| claim.secret.matches(&digest));
+                if !proven {
+                    return Err(Error::LeaseLost {
+                        id: id.to_owned(),
+                        token: claim.token,
+                        reason:
+                            "the claim secret does not match: only the claimer can settle a claim"
+                                .to_owned(),
+                    });
+                }
+            }
+            updated = Some(persist(tx, transition(h, command, now)?)?);
+            Ok(())
+        })?;
+        updated.ok_or_else(|| Error::storage("write returned no record"))
     }
 
     /// Refuses the handoff as `agent`, which must be its addressee (or, for an open handoff,
@@ -432,15 +475,17 @@ impl Store {
         self.apply(id, &command)
     }
 
-    /// Withdraws a pending or claimed handoff.
+    /// Withdraws a pending or claimed handoff, as `by`: its creator (`from_agent`), or anyone
+    /// when it has none. Its holder cancels with [`Store::cancel_claim`].
     pub fn cancel(&self, id: &str, by: &str, reason: Option<&str>) -> Result<Handoff> {
         validate::agent("by", by)?;
         if let Some(reason) = reason {
             self.check_text("reason", reason)?;
         }
         let command = Command::Cancel {
-            by: by.to_owned(),
+            by: Some(by.to_owned()),
             reason: reason.map(str::to_owned),
+            claim_token: None,
         };
         self.apply(id, &command)
     }
@@ -620,12 +665,26 @@ impl Store {
     }
 }
 
-fn claim_of(handoff: Handoff, lease: Duration) -> Claim {
+fn claim_of(handoff: Handoff, secret: ClaimSecret, lease: Duration) -> Claim {
     Claim {
         token: handoff.claim_token.unwrap_or_default(),
         handoff,
+        secret,
         lease,
     }
+}
+
+/// Claims `h` and keeps the digest of the claim's secret beside it.
+fn take(
+    tx: &mut dyn Tx,
+    h: Handoff,
+    command: &Command,
+    now: DateTime<Utc>,
+    secret: &ClaimSecret,
+) -> Result<Handoff> {
+    let claimed = persist(tx, transition(h, command, now)?)?;
+    tx.set_claim_secret(&claimed.id, Some(secret.digest()))?;
+    Ok(claimed)
 }
 
 /// Writes a transition's record and events; returns the record.

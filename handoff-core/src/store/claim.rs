@@ -1,0 +1,167 @@
+//! Claims: the proof of holding a handoff. A claim carries two things (DESIGN §3): the public,
+//! increasing **fencing token**, for fencing writes downstream, and a **claim secret** that
+//! only the claimer ever sees. Heartbeat, release, complete and a holder's cancel need both,
+//! so nobody can settle a claim from what they can read (`get`, `list`, events, exports).
+
+use std::fmt;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::record::Handoff;
+
+/// What every claim secret starts with, so that one is recognisable in logs and configs.
+const PREFIX: &str = "hcs_";
+/// 32 random bytes, hex-encoded.
+const HEX_LEN: usize = 64;
+
+/// A claim's secret: 256 bits from the operating system's generator. The store keeps only its
+/// SHA-256 digest. `Debug` does not show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClaimSecret(String);
+
+impl ClaimSecret {
+    /// A new secret.
+    pub(crate) fn generate() -> Result<ClaimSecret> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| Error::storage(format!("the OS random generator failed: {e}")))?;
+        let mut text = String::with_capacity(PREFIX.len() + HEX_LEN);
+        text.push_str(PREFIX);
+        for byte in bytes {
+            text.push_str(&format!("{byte:02x}"));
+        }
+        Ok(ClaimSecret(text))
+    }
+
+    /// A secret as the claimer got it, checked for its form (`hcs_` and 64 hex digits).
+    pub fn parse(text: &str) -> Result<ClaimSecret> {
+        let valid = text.strip_prefix(PREFIX).is_some_and(|hex| {
+            hex.len() == HEX_LEN
+                && hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+        if valid {
+            Ok(ClaimSecret(text.to_owned()))
+        } else {
+            Err(Error::invalid(
+                "secret",
+                "must be the claim secret the claim returned (hcs_ and 64 hex digits)",
+            ))
+        }
+    }
+
+    /// The secret's text, to hand to the claimer (and to nobody else).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// What the store keeps.
+    pub(crate) fn digest(&self) -> [u8; 32] {
+        Sha256::digest(self.0.as_bytes()).into()
+    }
+
+    /// Whether this secret is the one whose digest the store kept, in constant time.
+    pub(crate) fn matches(&self, stored: &[u8; 32]) -> bool {
+        let digest = self.digest();
+        digest
+            .iter()
+            .zip(stored)
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+    }
+}
+
+impl fmt::Debug for ClaimSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClaimSecret(…)")
+    }
+}
+
+/// What heartbeat, release, complete and a holder's cancel need of a claim: which handoff,
+/// the fencing token, the secret and the lease length. A [`Claim`] gives one
+/// ([`Claim::reference`]); a process that was handed the four values builds one itself, without
+/// reading the record again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimRef {
+    /// The claimed handoff.
+    pub handoff_id: String,
+    /// The claim's fencing token.
+    pub token: u64,
+    /// The claim's secret.
+    pub secret: ClaimSecret,
+    /// The lease length, renewed by each heartbeat.
+    pub lease: Duration,
+}
+
+/// A live claim: the handoff as claimed, the fencing token, the secret that proves ownership,
+/// and the lease length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    /// The handoff, as it was when claimed.
+    pub handoff: Handoff,
+    /// The fencing token: public, increasing with every claim.
+    pub token: u64,
+    /// The claim's secret: shown to the claimer only.
+    pub secret: ClaimSecret,
+    /// The lease length, reused by [`Store::heartbeat`](crate::Store::heartbeat).
+    pub lease: Duration,
+}
+
+impl Claim {
+    /// The claimed handoff's id.
+    pub fn handoff_id(&self) -> &str {
+        &self.handoff.id
+    }
+
+    /// The reference that settles this claim.
+    pub fn reference(&self) -> ClaimRef {
+        ClaimRef::from(self)
+    }
+}
+
+impl From<&Claim> for ClaimRef {
+    fn from(claim: &Claim) -> Self {
+        ClaimRef {
+            handoff_id: claim.handoff.id.clone(),
+            token: claim.token,
+            secret: claim.secret.clone(),
+            lease: claim.lease,
+        }
+    }
+}
+
+impl From<&ClaimRef> for ClaimRef {
+    fn from(claim: &ClaimRef) -> Self {
+        claim.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn secrets_are_random_parse_back_and_hide_in_debug() {
+        let a = ClaimSecret::generate().unwrap();
+        let b = ClaimSecret::generate().unwrap();
+        assert_ne!(a, b);
+        assert_eq!(ClaimSecret::parse(a.expose()).unwrap(), a);
+        assert!(a.matches(&a.digest()));
+        assert!(!b.matches(&a.digest()));
+        assert!(!format!("{a:?}").contains(&a.expose()[4..]));
+        for bad in [
+            "",
+            "hcs_",
+            "hcs_xyz",
+            &a.expose()[..60],
+            &a.expose().to_uppercase(),
+        ] {
+            assert!(ClaimSecret::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
