@@ -161,6 +161,23 @@ impl RawLifecycle {
                 Ok(body.len())
             })
             .unwrap();
+            if kind == "claimed" {
+                // The chain policy's check of an open handoff's claimant reads the task's hops.
+                tx.prepare_cached(
+                    "SELECT id, parent_id, from_agent, to_agent, claimed_by, kind, status, \
+                     created_at FROM handoffs WHERE task_id = CAST(?1 AS TEXT) ORDER BY pos",
+                )
+                .unwrap()
+                .query_map([&task], |row| row.get::<_, String>(0))
+                .unwrap()
+                .for_each(drop);
+            } else {
+                // Completing checks the claim's secret against the stored digest.
+                tx.prepare_cached("SELECT claim_secret FROM handoffs WHERE id = ?1")
+                    .unwrap()
+                    .query_row([&id], |row| row.get::<_, Option<Vec<u8>>>(0))
+                    .unwrap();
+            }
             tx.prepare_cached(
                 "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, \
                  lease_until = ?5, heartbeat_at = ?6, attempts = ?7, completed_at = ?8, \
@@ -179,6 +196,13 @@ impl RawLifecycle {
                 "done"
             ])
             .unwrap();
+            if kind == "claimed" {
+                // The digest of the claim's secret.
+                tx.prepare_cached("UPDATE handoffs SET claim_secret = ?2 WHERE id = ?1")
+                    .unwrap()
+                    .execute(params![id, [7u8; 32].to_vec()])
+                    .unwrap();
+            }
             event(&tx, &id, now, kind, detail);
             tx.commit().unwrap();
         }
