@@ -70,6 +70,15 @@ impl Args {
         self.prefix = prefix;
     }
 
+    /// Records the problems of a core validation error (any other error as a problem of
+    /// `field`).
+    pub(crate) fn core_problems(&mut self, field: &str, err: Error) {
+        match err {
+            Error::Validation { problems } => self.problems.extend(problems),
+            other => self.problem(field, other.to_string()),
+        }
+    }
+
     /// Fails with every problem found so far, if there is one.
     pub(crate) fn finish(self) -> Result<(), Error> {
         if self.problems.is_empty() {
@@ -272,12 +281,8 @@ impl Args {
         let text = self.opt_text(field, obj)?;
         match text.parse() {
             Ok(value) => Some(value),
-            Err(Error::Validation { problems }) => {
-                self.problems.extend(problems);
-                None
-            }
-            Err(other) => {
-                self.problem(field, other.to_string());
+            Err(err) => {
+                self.core_problems(field, err);
                 None
             }
         }
@@ -304,7 +309,12 @@ impl Args {
     }
 
     /// Any JSON value given by the caller as `field`.
-    pub(crate) fn json_value(&mut self, field: &str, obj: &Bound<'_, PyAny>, max_depth: usize) -> Value {
+    pub(crate) fn json_value(
+        &mut self,
+        field: &str,
+        obj: &Bound<'_, PyAny>,
+        max_depth: usize,
+    ) -> Value {
         self.json(Field::Name(field), obj, 0, max_depth)
     }
 
@@ -358,11 +368,21 @@ impl Args {
             }
             let mut map = Map::with_capacity(dict.len());
             for (key, value) in dict.iter() {
-                let Ok(key) = key
-                    .cast::<PyString>()
-                    .map(|k| k.to_string_lossy().into_owned())
-                else {
+                let Ok(key) = key.cast::<PyString>() else {
                     self.problem(field, format!("keys must be str, not {}", type_name(&key)));
+                    continue;
+                };
+                // Never `to_string_lossy`: two keys with different lone surrogates would
+                // collapse into one U+FFFD key, and a value would be lost without a word.
+                let Ok(key) = key.to_cow().map(std::borrow::Cow::into_owned) else {
+                    self.problem(
+                        field,
+                        format!(
+                            "keys must be valid Unicode text (no lone surrogates), not {}",
+                            key.repr()
+                                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+                        ),
+                    );
                     continue;
                 };
                 let value = self.json(Field::Key(&field, &key), &value, depth + 1, max_depth);

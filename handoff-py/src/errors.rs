@@ -65,6 +65,7 @@ fn class<'py>(py: Python<'py>, name: &'static str) -> PyResult<&'py Bound<'py, P
         "ValidationError",
         "Conflict",
         "ChainViolation",
+        "Busy",
         "StorageError"
     )
 }
@@ -132,6 +133,10 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
                 _ => fields.set_item("pair", py.None())?,
             }
             "ChainViolation"
+        }
+        Error::Busy { message } => {
+            fields.set_item("detail", message)?;
+            "Busy"
         }
         Error::Storage { message, source } => {
             fields.set_item("detail", message)?;

@@ -27,6 +27,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<record::Handoff>()?;
     m.add_class::<store::Store>()?;
     m.add_class::<store::Claim>()?;
+    m.add_class::<store::ClaimRef>()?;
     m.add_class::<machine::Event>()?;
     m.add_class::<chain::Chain>()?;
     m.add_class::<chain::Hop>()?;
@@ -45,6 +46,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tools::HandoffIntent>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add("SCHEMA_VERSION", handoff_core::SCHEMA_VERSION)?;
+    m.add("MAX_DEPTH", handoff_core::MAX_DEPTH)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use handoff_core as core;
-use handoff_core::{DEFAULT_LEASE, ListFilter};
+use handoff_core::{DEFAULT_LEASE, EventFilter, ListFilter};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -19,7 +19,10 @@ use crate::record::{Fields, Handoff, as_arguments, finish_new, new_from_dict};
 use crate::stats::PathStats;
 use crate::validate::Limits;
 
-/// A live claim: the handoff as claimed and the fencing token that proves ownership.
+/// A live claim: the handoff as claimed, the public fencing token and the claim secret that
+/// proves ownership. Only `claim()` and `claim_next()` make one; whoever holds it (or its
+/// secret) can settle the claim, so keep it as private as a password. Its `repr` hides the
+/// secret. It pickles *with* the secret, for handing it to the claimer's own worker processes.
 #[pyclass(module = "handoff_core", name = "Claim", frozen, eq)]
 #[derive(Clone, PartialEq)]
 pub struct Claim {
@@ -28,49 +31,24 @@ pub struct Claim {
 
 #[pymethods]
 impl Claim {
-    /// Rebuilds a claim from its parts, e.g. in another process that was given the token.
-    #[new]
-    #[pyo3(signature = (handoff, token, lease_seconds=None))]
-    fn py_new(
-        handoff: &Bound<'_, PyAny>,
-        token: &Bound<'_, PyAny>,
-        lease_seconds: Option<&Bound<'_, PyAny>>,
-    ) -> Result<Claim> {
-        let mut args = Args::new();
-        let handoff = match handoff.cast::<Handoff>() {
-            Ok(h) => Some(h.get().inner.clone()),
-            Err(_) => {
-                args.problem("handoff", "must be a Handoff");
-                None
-            }
-        };
-        let token = args.opt_int::<u64>("token", Some(token), "a whole number at least 0");
-        let lease = args
-            .opt_lease("lease_seconds", lease_seconds)
-            .unwrap_or(DEFAULT_LEASE);
-        args.finish()?;
-        match (handoff, token) {
-            (Some(handoff), Some(token)) => Ok(Claim {
-                inner: core::Claim {
-                    handoff,
-                    token,
-                    lease,
-                },
-            }),
-            _ => Err(core::Error::invalid("token", "must be an int").into()),
-        }
-    }
-
     /// The handoff, as it was when claimed.
     #[getter]
     fn handoff(&self) -> Handoff {
         Handoff::new(self.inner.handoff.clone())
     }
 
-    /// The fencing token: heartbeat, release and complete present it.
+    /// The fencing token: public and increasing with every claim, for fencing writes
+    /// downstream. Not enough to settle the claim: that needs the `secret` too.
     #[getter]
     fn token(&self) -> u64 {
         self.inner.token
+    }
+
+    /// The claim secret (`hcs_` and 64 hex digits): shown to the claimer only, stored only as
+    /// a digest. Heartbeat, release, complete and `cancel_claim` need it.
+    #[getter]
+    fn secret(&self) -> &str {
+        self.inner.secret.expose()
     }
 
     /// The claimed handoff's id.
@@ -85,10 +63,171 @@ impl Claim {
         seconds(self.inner.lease)
     }
 
+    /// The `ClaimRef` that settles this claim without the record, e.g. in another process.
+    fn reference(&self) -> ClaimRef {
+        ClaimRef {
+            inner: self.inner.reference(),
+        }
+    }
+
     fn __repr__(&self) -> String {
         format!(
-            "Claim(handoff_id={}, token={}, lease_seconds={})",
+            "Claim(handoff_id={}, token={}, secret=<hidden>, lease_seconds={})",
             py_repr(&self.inner.handoff.id),
+            self.inner.token,
+            seconds(self.inner.lease)
+        )
+    }
+
+    /// Pickles with the secret (the pickle is as private as the claim), so that the claimer can
+    /// pass its claim to its own worker processes.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        let claim = slf.get();
+        let args = (
+            Handoff::new(claim.inner.handoff.clone()),
+            claim.inner.token,
+            claim.inner.secret.expose(),
+            seconds(claim.inner.lease),
+        );
+        let restore = py.get_type::<Claim>().getattr("_restore")?;
+        Ok((restore, args.into_pyobject(py)?))
+    }
+
+    /// Unpickles a claim. Needs the secret, so it rebuilds only what its holder had.
+    #[staticmethod]
+    fn _restore(
+        handoff: &Bound<'_, PyAny>,
+        token: &Bound<'_, PyAny>,
+        secret: &Bound<'_, PyAny>,
+        lease_seconds: &Bound<'_, PyAny>,
+    ) -> Result<Claim> {
+        let mut args = Args::new();
+        let handoff = match handoff.cast::<Handoff>() {
+            Ok(h) => Some(h.get().inner.clone()),
+            Err(_) => {
+                args.problem("handoff", "must be a Handoff");
+                None
+            }
+        };
+        let parts = ref_parts(
+            &mut args,
+            handoff.as_ref().map(|h| h.id.clone()),
+            token,
+            secret,
+            Some(lease_seconds),
+        );
+        args.finish()?;
+        match (handoff, parts) {
+            (Some(handoff), Some(parts)) => Ok(Claim {
+                inner: core::Claim {
+                    handoff,
+                    token: parts.token,
+                    secret: parts.secret,
+                    lease: parts.lease,
+                },
+            }),
+            _ => Err(core::Error::invalid("claim", "cannot be restored").into()),
+        }
+    }
+}
+
+/// Reads a claim's token, secret and lease, reporting each bad one.
+fn ref_parts(
+    args: &mut Args,
+    handoff_id: Option<String>,
+    token: &Bound<'_, PyAny>,
+    secret: &Bound<'_, PyAny>,
+    lease_seconds: Option<&Bound<'_, PyAny>>,
+) -> Option<core::ClaimRef> {
+    let token = if token.is_none() {
+        args.problem("token", "must be an int, not NoneType");
+        None
+    } else {
+        args.opt_int::<u64>("token", Some(token), "a whole number at least 0")
+    };
+    let secret = if secret.is_none() {
+        args.problem("secret", "must be a str, not NoneType");
+        None
+    } else {
+        args.opt_text("secret", Some(secret))
+    };
+    let secret = secret.and_then(|text| match core::ClaimSecret::parse(&text) {
+        Ok(secret) => Some(secret),
+        Err(err) => {
+            args.core_problems("secret", err);
+            None
+        }
+    });
+    let lease = args
+        .opt_lease("lease_seconds", lease_seconds)
+        .unwrap_or(DEFAULT_LEASE);
+    Some(core::ClaimRef {
+        handoff_id: handoff_id?,
+        token: token?,
+        secret: secret?,
+        lease,
+    })
+}
+
+/// What heartbeat, release, complete and `cancel_claim` need of a claim, without the record:
+/// the handoff's id, the fencing token, the claim secret and the lease length. A process that
+/// was handed these four values (by the claimer) builds one to settle the claim; `Claim`
+/// objects are accepted wherever a `ClaimRef` is. Its `repr` hides the secret.
+#[pyclass(module = "handoff_core", name = "ClaimRef", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct ClaimRef {
+    inner: core::ClaimRef,
+}
+
+#[pymethods]
+impl ClaimRef {
+    #[new]
+    #[pyo3(signature = (handoff_id, token, secret, lease_seconds=None))]
+    fn py_new(
+        handoff_id: &Bound<'_, PyAny>,
+        token: &Bound<'_, PyAny>,
+        secret: &Bound<'_, PyAny>,
+        lease_seconds: Option<&Bound<'_, PyAny>>,
+    ) -> Result<ClaimRef> {
+        let mut args = Args::new();
+        let id = args.text("handoff_id", handoff_id);
+        let parts = ref_parts(&mut args, Some(id), token, secret, lease_seconds);
+        args.finish()?;
+        let inner = parts.ok_or_else(|| core::Error::invalid("claim", "is incomplete"))?;
+        Ok(ClaimRef { inner })
+    }
+
+    /// The claimed handoff's id.
+    #[getter]
+    fn handoff_id(&self) -> &str {
+        &self.inner.handoff_id
+    }
+
+    /// The claim's fencing token.
+    #[getter]
+    fn token(&self) -> u64 {
+        self.inner.token
+    }
+
+    /// The claim secret.
+    #[getter]
+    fn secret(&self) -> &str {
+        self.inner.secret.expose()
+    }
+
+    /// The lease length in seconds, renewed by each heartbeat.
+    #[getter]
+    fn lease_seconds(&self) -> f64 {
+        seconds(self.inner.lease)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ClaimRef(handoff_id={}, token={}, secret=<hidden>, lease_seconds={})",
+            py_repr(&self.inner.handoff_id),
             self.inner.token,
             seconds(self.inner.lease)
         )
@@ -98,27 +237,33 @@ impl Claim {
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
-        let claim = slf.get();
+        let claim = &slf.get().inner;
         let args = (
-            Handoff::new(claim.inner.handoff.clone()),
-            claim.inner.token,
-            seconds(claim.inner.lease),
+            claim.handoff_id.as_str(),
+            claim.token,
+            claim.secret.expose(),
+            seconds(claim.lease),
         );
-        Ok((py.get_type::<Claim>().into_any(), args.into_pyobject(py)?))
+        Ok((
+            py.get_type::<ClaimRef>().into_any(),
+            args.into_pyobject(py)?,
+        ))
     }
 }
 
-/// The `Claim` argument of `heartbeat`, `release` and `complete`.
-fn claim_arg<'a>(args: &mut Args, claim: &'a Bound<'_, PyAny>) -> Option<&'a core::Claim> {
-    match claim.cast::<Claim>() {
-        Ok(claim) => Some(&claim.get().inner),
-        Err(_) => {
-            args.problem(
-                "claim",
-                "must be a Claim returned by claim() or claim_next()",
-            );
-            None
-        }
+/// The claim argument of `heartbeat`, `release`, `complete` and `cancel_claim`: a `Claim` or a
+/// `ClaimRef`.
+fn claim_arg(args: &mut Args, claim: &Bound<'_, PyAny>) -> Option<core::ClaimRef> {
+    if let Ok(claim) = claim.cast::<Claim>() {
+        Some(claim.get().inner.reference())
+    } else if let Ok(claim) = claim.cast::<ClaimRef>() {
+        Some(claim.get().inner.clone())
+    } else {
+        args.problem(
+            "claim",
+            "must be a Claim returned by claim() or claim_next(), or a ClaimRef",
+        );
+        None
     }
 }
 
@@ -175,8 +320,13 @@ fn configure(
 
 /// Opens (or creates) an SQLite store at `path`. `synchronous="normal"` trades the last
 /// commits before a power loss for speed; `":memory:"` opens a private in-memory database.
+/// `read_only=True` opens an existing store without creating or changing anything on disk
+/// (writes then fail with `StorageError`). Without `policy`/`limits`, the ones saved in the
+/// store (`save_policy`) apply. A writer waits at most `lock_patience_seconds` for another
+/// (then `Busy`).
 #[pyfunction]
-#[pyo3(signature = (path, synchronous=None, *, clock=None, policy=None, limits=None, lock_patience_seconds=None))]
+#[pyo3(signature = (path, synchronous=None, *, clock=None, policy=None, limits=None, lock_patience_seconds=None, read_only=false))]
+#[allow(clippy::too_many_arguments)]
 pub fn open(
     py: Python<'_>,
     path: &Bound<'_, PyAny>,
@@ -185,6 +335,7 @@ pub fn open(
     policy: Option<&Bound<'_, ChainPolicy>>,
     limits: Option<&Bound<'_, Limits>>,
     lock_patience_seconds: Option<&Bound<'_, PyAny>>,
+    read_only: bool,
 ) -> Result<Store> {
     let mut args = Args::new();
     let path = match path.extract::<std::path::PathBuf>() {
@@ -203,8 +354,18 @@ pub fn open(
     }
     args.finish()?;
     let path = path.unwrap_or_default();
-    let description = format!("store {}", path.display());
-    let store = py.detach(|| core::Store::open_with(&path, &options))?;
+    let description = if read_only {
+        format!("store {} (read-only)", path.display())
+    } else {
+        format!("store {}", path.display())
+    };
+    let store = py.detach(|| {
+        if read_only {
+            core::Store::open_read_only(&path, &options)
+        } else {
+            core::Store::open_with(&path, &options)
+        }
+    })?;
     Ok(Store::wrap(
         configure(store, clock, policy, limits),
         description,
@@ -408,14 +569,14 @@ impl Store {
     }
 
     /// Extends the claim's lease by its original length from now; `LeaseLost` if the claim is
-    /// no longer current.
+    /// no longer current or its secret does not match. Takes a `Claim` or a `ClaimRef`.
     fn heartbeat(&self, py: Python<'_>, claim: &Bound<'_, PyAny>) -> Result<Handoff> {
         let store = self.store()?;
         let mut args = Args::new();
         let claim = claim_arg(&mut args, claim);
         args.finish()?;
         let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| store.heartbeat(claim))?))
+        Ok(Handoff::new(py.detach(|| store.heartbeat(&claim))?))
     }
 
     /// Gives the handoff back (pending again, one more attempt counted).
@@ -431,7 +592,7 @@ impl Store {
         let reason = args.text("reason", reason);
         args.finish()?;
         let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| store.release(claim, &reason))?))
+        Ok(Handoff::new(py.detach(|| store.release(&claim, &reason))?))
     }
 
     /// Finishes the handoff with `outcome`.
@@ -448,7 +609,9 @@ impl Store {
         let outcome = args.opt_text("outcome", outcome).unwrap_or_default();
         args.finish()?;
         let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| store.complete(claim, &outcome))?))
+        Ok(Handoff::new(
+            py.detach(|| store.complete(&claim, &outcome))?,
+        ))
     }
 
     /// Refuses the handoff as `agent`, its addressee.
@@ -470,7 +633,8 @@ impl Store {
         ))
     }
 
-    /// Withdraws a pending or claimed handoff.
+    /// Withdraws a pending or claimed handoff as `by`, its creator (`from_agent`), or anyone
+    /// when it has none; `InvalidTransition` for anyone else. Its holder uses `cancel_claim`.
     #[pyo3(signature = (id, by, reason=None))]
     fn cancel(
         &self,
@@ -490,6 +654,25 @@ impl Store {
         ))
     }
 
+    /// Withdraws the handoff as its holder, with its claim (a `Claim` or a `ClaimRef`).
+    #[pyo3(signature = (claim, reason=None))]
+    fn cancel_claim(
+        &self,
+        py: Python<'_>,
+        claim: &Bound<'_, PyAny>,
+        reason: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Handoff> {
+        let store = self.store()?;
+        let mut args = Args::new();
+        let claim = claim_arg(&mut args, claim);
+        let reason = args.opt_text("reason", reason);
+        args.finish()?;
+        let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
+        Ok(Handoff::new(py.detach(|| {
+            store.cancel_claim(&claim, reason.as_deref())
+        })?))
+    }
+
     /// Applies every time-driven change that is due (lapsed leases, expiry); returns how many
     /// handoffs changed.
     fn reap(&self, py: Python<'_>) -> Result<usize> {
@@ -497,15 +680,59 @@ impl Store {
         Ok(py.detach(|| store.reap())?)
     }
 
-    /// The event log of one handoff, or of the whole store, oldest first.
-    #[pyo3(signature = (id=None))]
-    fn events(&self, py: Python<'_>, id: Option<&Bound<'_, PyAny>>) -> Result<Vec<Event>> {
+    /// The event log, oldest first: of one handoff (`id`) or one task (`task_id`), or all of
+    /// it. Read a large log in pages: `after` is the `seq` of the last event already read,
+    /// `limit` the most events to return.
+    #[pyo3(signature = (id=None, task_id=None, after=None, limit=None))]
+    fn events(
+        &self,
+        py: Python<'_>,
+        id: Option<&Bound<'_, PyAny>>,
+        task_id: Option<&Bound<'_, PyAny>>,
+        after: Option<&Bound<'_, PyAny>>,
+        limit: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Vec<Event>> {
         let store = self.store()?;
         let mut args = Args::new();
-        let id = args.opt_text("id", id);
+        let filter = EventFilter {
+            handoff_id: args.opt_text("id", id),
+            task_id: args.opt_text("task_id", task_id),
+            after: args.opt_int("after", after, "a whole number at least 0 (an event's seq)"),
+            limit: args.opt_int("limit", limit, "a whole number at least 0"),
+        };
         args.finish()?;
-        let events = py.detach(|| store.events(id.as_deref()))?;
+        let events = py.detach(|| store.events_page(&filter))?;
         Ok(events.into_iter().map(Event::new).collect())
+    }
+
+    /// Saves this store's chain policy and limits in the store itself, so that every process
+    /// that opens it without its own (the CLI and the MCP server included) applies them.
+    fn save_policy(&self, py: Python<'_>) -> Result<()> {
+        let store = self.store()?;
+        Ok(py.detach(|| store.save_policy())?)
+    }
+
+    /// The chain policy and limits saved with `save_policy`, or `None`.
+    fn saved_policy(&self, py: Python<'_>) -> Result<Option<(ChainPolicy, Limits)>> {
+        let store = self.store()?;
+        let saved = py.detach(|| store.saved_policy())?;
+        Ok(saved.map(|(policy, limits)| (ChainPolicy { inner: policy }, Limits { inner: limits })))
+    }
+
+    /// The chain policy in force (given, saved in the store, or the default).
+    #[getter]
+    fn policy(&self) -> Result<ChainPolicy> {
+        Ok(ChainPolicy {
+            inner: self.store()?.policy().clone(),
+        })
+    }
+
+    /// The limits in force (given, saved in the store, or the default).
+    #[getter]
+    fn limits(&self) -> Result<Limits> {
+        Ok(Limits {
+            inner: self.store()?.limits().clone(),
+        })
     }
 
     /// The task's chain of hops, oldest first.

@@ -7,7 +7,8 @@ use crate::convert::Args;
 use crate::errors::Result;
 
 /// Size and shape limits. Each argument left `None` keeps the core's default (256 KiB per
-/// record, 64 KiB per field or item, 1024 items per list, nesting depth 64).
+/// record, 64 KiB per field or item, 1024 items per list, nesting depth 64). `max_depth` is at
+/// most `handoff_core.MAX_DEPTH` (100), so that every reader can read records back.
 #[pyclass(module = "handoff_core", name = "Limits", frozen)]
 pub struct Limits {
     pub(crate) inner: core::Limits,
@@ -39,6 +40,7 @@ impl Limits {
             inner.max_depth = n;
         }
         args.finish()?;
+        inner.check()?;
         Ok(Limits { inner })
     }
 

@@ -167,10 +167,11 @@ def test_bad_helper_arguments() -> None:
     assert fields_of(lambda: hc.ChainPolicy(max_handoffs=-1)) == ["max_handoffs"]
     assert fields_of(lambda: hc.ChainPolicy(collaborators=["a"])) == ["collaborators"]  # type: ignore[arg-type]
     assert fields_of(lambda: hc.Limits(max_depth="deep")) == ["max_depth"]  # type: ignore[arg-type]
-    assert fields_of(lambda: hc.Claim("h", 1)) == ["handoff"]  # type: ignore[arg-type]
-    with hc.Store.memory() as s:
-        h = s.create("t", "g")
-    assert fields_of(lambda: hc.Claim(h, -1)) == ["token"]
+    secret = "hcs_" + "0" * 64
+    assert fields_of(lambda: hc.ClaimRef(1, 1, secret)) == ["handoff_id"]  # type: ignore[arg-type]
+    assert fields_of(lambda: hc.ClaimRef("h", -1, secret)) == ["token"]
+    assert fields_of(lambda: hc.ClaimRef("h", 1, "hcs_x", lease_seconds=0)) == ["secret"]
+    assert fields_of(lambda: hc.ClaimRef("h", 1, None)) == ["secret"]  # type: ignore[arg-type]
     assert fields_of(lambda: hc.Handoff.from_json(5)) == ["s"]  # type: ignore[arg-type]
 
 

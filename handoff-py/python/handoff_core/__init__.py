@@ -14,6 +14,7 @@ offers the same store as coroutines.
 
 from handoff_core._errors import (
     AlreadyClaimed,
+    Busy,
     ChainViolation,
     Conflict,
     HandoffError,
@@ -24,12 +25,14 @@ from handoff_core._errors import (
     ValidationError,
 )
 from handoff_core._native import (
+    MAX_DEPTH,
     SCHEMA_VERSION,
     Agent,
     AgentRegistry,
     Chain,
     ChainPolicy,
     Claim,
+    ClaimRef,
     ContextBuilder,
     Event,
     Handoff,
@@ -52,14 +55,17 @@ from handoff_core._types import EventKind, Kind, Multiple, Provider, Status, Syn
 from handoff_core import aio  # noqa: E402  (needs the names above)
 
 __all__ = [
+    "MAX_DEPTH",
     "SCHEMA_VERSION",
     "Agent",
     "AgentRegistry",
     "AlreadyClaimed",
+    "Busy",
     "Chain",
     "ChainPolicy",
     "ChainViolation",
     "Claim",
+    "ClaimRef",
     "Conflict",
     "ContextBuilder",
     "Event",

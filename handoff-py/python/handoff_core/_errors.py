@@ -19,6 +19,7 @@ __all__ = [
     "Conflict",
     "ChainViolation",
     "StorageError",
+    "Busy",
 ]
 
 
@@ -165,6 +166,15 @@ class StorageError(HandoffError):
         self.detail = detail
 
 
+class Busy(StorageError):
+    """Another writer held the store's write lock longer than this store's
+    ``lock_patience_seconds`` (it may be stopped or stuck). Nothing was changed and nothing is
+    damaged: try again. ``detail`` says what was waited for. A ``StorageError``, so code that
+    catches those catches this too."""
+
+    code = "BUSY"
+
+
 # Shown (and pickled) as `handoff_core.NotFound` etc., where users import them from.
 for _cls in (
     HandoffError,
@@ -176,6 +186,7 @@ for _cls in (
     Conflict,
     ChainViolation,
     StorageError,
+    Busy,
 ):
     _cls.__module__ = "handoff_core"
 del _cls

@@ -28,6 +28,7 @@ from handoff_core._native import (
     Chain,
     ChainPolicy,
     Claim,
+    ClaimRef,
     Event,
     Handoff,
     Limits,
@@ -40,6 +41,7 @@ __all__ = ["Store", "open"]
 
 _Texts = Optional[Sequence[str]]
 _Seconds = Union[int, float]
+_AnyClaim = Union[Claim, ClaimRef]
 
 
 async def open(
@@ -50,6 +52,7 @@ async def open(
     policy: Optional[ChainPolicy] = None,
     limits: Optional[Limits] = None,
     lock_patience_seconds: Optional[_Seconds] = None,
+    read_only: bool = False,
 ) -> Store:
     """Opens (or creates) an SQLite store at ``path``; see :func:`handoff_core.open`."""
     store = await asyncio.to_thread(
@@ -60,6 +63,7 @@ async def open(
         policy=policy,
         limits=limits,
         lock_patience_seconds=lock_patience_seconds,
+        read_only=read_only,
     )
     return Store(store)
 
@@ -196,14 +200,17 @@ class Store:
     ) -> Optional[Claim]:
         return await asyncio.to_thread(self._store.claim_next, agent, task_id, lease_seconds)
 
-    async def heartbeat(self, claim: Claim) -> Handoff:
+    async def heartbeat(self, claim: _AnyClaim) -> Handoff:
         return await asyncio.to_thread(self._store.heartbeat, claim)
 
-    async def release(self, claim: Claim, reason: str) -> Handoff:
+    async def release(self, claim: _AnyClaim, reason: str) -> Handoff:
         return await asyncio.to_thread(self._store.release, claim, reason)
 
-    async def complete(self, claim: Claim, outcome: Optional[str] = None) -> Handoff:
+    async def complete(self, claim: _AnyClaim, outcome: Optional[str] = None) -> Handoff:
         return await asyncio.to_thread(self._store.complete, claim, outcome)
+
+    async def cancel_claim(self, claim: _AnyClaim, reason: Optional[str] = None) -> Handoff:
+        return await asyncio.to_thread(self._store.cancel_claim, claim, reason)
 
     async def reject(self, id: str, agent: str, reason: str) -> Handoff:
         return await asyncio.to_thread(self._store.reject, id, agent, reason)
@@ -214,8 +221,30 @@ class Store:
     async def reap(self) -> int:
         return await asyncio.to_thread(self._store.reap)
 
-    async def events(self, id: Optional[str] = None) -> builtins.list[Event]:
-        return await asyncio.to_thread(self._store.events, id)
+    async def events(
+        self,
+        id: Optional[str] = None,
+        task_id: Optional[str] = None,
+        after: Optional[int] = None,
+        limit: Optional[int] = None,
+    ) -> builtins.list[Event]:
+        return await asyncio.to_thread(self._store.events, id, task_id, after, limit)
+
+    async def save_policy(self) -> None:
+        await asyncio.to_thread(self._store.save_policy)
+
+    async def saved_policy(self) -> Optional[tuple[ChainPolicy, Limits]]:
+        return await asyncio.to_thread(self._store.saved_policy)
+
+    @property
+    def policy(self) -> ChainPolicy:
+        """The chain policy in force (no I/O, so not a coroutine)."""
+        return self._store.policy
+
+    @property
+    def limits(self) -> Limits:
+        """The limits in force (no I/O, so not a coroutine)."""
+        return self._store.limits
 
     async def chain(self, task_id: str) -> Chain:
         return await asyncio.to_thread(self._store.chain, task_id)
