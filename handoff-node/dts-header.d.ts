@@ -18,7 +18,7 @@ export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'leas
 /** `checkpoint`'s fields: `create`'s options less those the checkpoint sets itself. */
 export type CheckpointFields = Omit<CreateOptions, 'taskId' | 'kind' | 'fromAgent' | 'toAgent'>
 /** The codes of errors thrown or rejected by this package (`err.code`). */
-export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'STORAGE'
+export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
 export interface HandoffError extends Error {
   code: ErrorCode

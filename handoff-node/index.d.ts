@@ -18,7 +18,7 @@ export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'leas
 /** `checkpoint`'s fields: `create`'s options less those the checkpoint sets itself. */
 export type CheckpointFields = Omit<CreateOptions, 'taskId' | 'kind' | 'fromAgent' | 'toAgent'>
 /** The codes of errors thrown or rejected by this package (`err.code`). */
-export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'STORAGE'
+export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
 export interface HandoffError extends Error {
   code: ErrorCode
@@ -138,7 +138,7 @@ export declare class Store {
    * An in-memory store, for tests and ephemeral swarms. Takes the same policy and limits
    * as `open`.
    */
-  static memory(options?: Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds'>): Store
+  static memory(options?: Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds' | 'readOnly'>): Store
   /**
    * Creates a pending handoff. With a caller-supplied `id`, creating again with the same
    * content returns the stored record; with other content it fails with `CONFLICT`.
@@ -176,29 +176,44 @@ export declare class Store {
    * Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
    * the token is no longer current.
    */
-  heartbeat(claim: Claim): Handoff
+  heartbeat(claim: Claim | ClaimReference): Handoff
   /** `heartbeat`, off the JavaScript thread. */
-  heartbeatAsync(claim: Claim): Promise<Handoff>
+  heartbeatAsync(claim: Claim | ClaimReference): Promise<Handoff>
   /**
    * Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
    * token is no longer current.
    */
-  release(claim: Claim, options: ReasonOptions): Handoff
+  release(claim: Claim | ClaimReference, options: ReasonOptions): Handoff
   /** `release`, off the JavaScript thread. */
-  releaseAsync(claim: Claim, options: ReasonOptions): Promise<Handoff>
+  releaseAsync(claim: Claim | ClaimReference, options: ReasonOptions): Promise<Handoff>
   /** Finishes the handoff. `LEASE_LOST` when the token is no longer current. */
-  complete(claim: Claim, options?: CompleteOptions): Handoff
+  complete(claim: Claim | ClaimReference, options?: CompleteOptions): Handoff
   /** `complete`, off the JavaScript thread. */
-  completeAsync(claim: Claim, options?: CompleteOptions): Promise<Handoff>
+  completeAsync(claim: Claim | ClaimReference, options?: CompleteOptions): Promise<Handoff>
   /** Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder). */
   reject(id: string, agent: string, options: ReasonOptions): Handoff
   /** `reject`, off the JavaScript thread. */
   rejectAsync(id: string, agent: string, options: ReasonOptions): Promise<Handoff>
-  /** Withdraws a pending or claimed handoff. */
+  /**
+   * Withdraws a pending or claimed handoff, as `by`: its creator (`fromAgent`), or anyone
+   * when it has none; anyone else gets `INVALID_TRANSITION`. Its holder cancels with
+   * `cancelClaim(claim)`.
+   */
   cancel(id: string, by: string, options?: CancelOptions): Handoff
   /** `cancel`, off the JavaScript thread. */
   cancelAsync(id: string, by: string, options?: CancelOptions): Promise<Handoff>
-  /** The event log of one handoff, or of the whole store, oldest first. */
+  /**
+   * Withdraws the handoff as its holder, with its claim (the claim or its reference).
+   * `LEASE_LOST` when the token is no longer current or the secret does not match.
+   */
+  cancelClaim(claim: Claim | ClaimReference, options?: CancelOptions): Handoff
+  /** `cancelClaim`, off the JavaScript thread. */
+  cancelClaimAsync(claim: Claim | ClaimReference, options?: CancelOptions): Promise<Handoff>
+  /**
+   * The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
+   * (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
+   * `limit`, until a page comes back empty.
+   */
   events(options?: EventsOptions): Event[]
   /** `events`, off the JavaScript thread. */
   eventsAsync(options?: EventsOptions): Promise<Event[]>
@@ -227,6 +242,18 @@ export declare class Store {
   stats(): PathStats[]
   /** `stats`, off the JavaScript thread. */
   statsAsync(): Promise<PathStats[]>
+  /**
+   * Saves this store's chain policy and limits (those given to `open`, or the defaults) in
+   * the store itself, so that every process that opens it without its own — the CLI and the
+   * MCP server included — applies them.
+   */
+  savePolicy(): void
+  /** `savePolicy`, off the JavaScript thread. */
+  savePolicyAsync(): Promise<void>
+  /** The policy and limits saved with `savePolicy`, or `null` when none were saved. */
+  savedPolicy(): SavedPolicy | null
+  /** `savedPolicy`, off the JavaScript thread. */
+  savedPolicyAsync(): Promise<SavedPolicy | null>
   /**
    * Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
    * handoffs changed. `claimNext` does this for a small batch itself.
@@ -264,15 +291,39 @@ export interface Chain {
   text: string
 }
 
-/** A live claim: the handoff as claimed and the fencing token that proves ownership. */
+/** A chain policy as the store saved it. */
+export interface ChainPolicy {
+  /** Most hops along one path of a task. */
+  maxHandoffs: number
+  /** How often an agent may appear again along a path. */
+  maxRevisits: number
+  /** Who may hand off to whom; `null` allows every pair. */
+  collaborators?: Record<string, Array<string>>
+}
+
+/**
+ * A live claim: the handoff as claimed, the public fencing token and the claim's secret.
+ *
+ * `heartbeat`, `release`, `complete` and `cancelClaim` read only `handoffId`, `token`,
+ * `secret` and `leaseSeconds` of it, so a process that was handed those four values settles
+ * the claim with the plain object `{ handoffId, token, secret, leaseSeconds }` (a
+ * [`ClaimReference`]).
+ */
 export interface Claim {
   /** The handoff, as it was when claimed. */
   handoff: Handoff
+  /** The claimed handoff's id (`handoff.id`). */
+  handoffId: string
   /**
-   * The fencing token: `heartbeat`, `release` and `complete` must present it. It grows by
-   * one with every claim of the handoff, so it stays far below 2^53.
+   * The fencing token: public (records show it as `claimToken`), for fencing writes
+   * downstream. It grows by one with every claim of the handoff, so it stays far below 2^53.
    */
   token: number
+  /**
+   * The claim's secret (`hcs_` and 64 hex digits): proof of holding the claim, shown to the
+   * claimer only and never by `get`, `list` or events. Keep it as you would a password.
+   */
+  secret: string
   /** The lease length in seconds; `heartbeat` extends the lease by this much. */
   leaseSeconds: number
 }
@@ -288,6 +339,21 @@ export interface ClaimNextOptions {
 /** `store.claim` options. */
 export interface ClaimOptions {
   /** How long the claim lasts without a heartbeat, in seconds (default 300). */
+  leaseSeconds?: number
+}
+
+/**
+ * What `heartbeat`, `release`, `complete` and `cancelClaim` need of a claim: a `Claim`
+ * itself, or these four values of one.
+ */
+export interface ClaimReference {
+  /** The claimed handoff's id. */
+  handoffId: string
+  /** The claim's fencing token. */
+  token: number
+  /** The claim's secret, as the claim returned it. */
+  secret: string
+  /** The lease length in seconds (default 300); `heartbeat` extends the lease by this much. */
   leaseSeconds?: number
 }
 
@@ -449,10 +515,18 @@ export interface EventDetail {
   outcome?: string
 }
 
-/** `store.events` options. */
+/** `store.events` options: which events, and which page of them. */
 export interface EventsOptions {
-  /** Only this handoff's events; leave it out for the whole store's log. */
+  /** Only this handoff's events. */
+  handoffId?: string
+  /** The same as `handoffId` (its older name); give one or the other. */
   id?: string
+  /** Only the events of this task's handoffs. */
+  taskId?: string
+  /** Only events after this cursor: the `seq` of the last event already read. */
+  after?: number
+  /** At most this many events (a page); leave it out for all of them. */
+  limit?: number
 }
 
 /** A handover record: the work, what is known about it, and who holds it. */
@@ -589,6 +663,18 @@ export interface ItemOptions {
   at?: string | Date
 }
 
+/** Size limits as the store saved them. */
+export interface Limits {
+  /** The whole record as JSON, in bytes. */
+  maxRecordBytes: number
+  /** One text field or list item, in bytes. */
+  maxFieldBytes: number
+  /** Items in one list field. */
+  maxListItems: number
+  /** Nesting depth of metadata. */
+  maxDepth: number
+}
+
 /** Size limits applied to everything that comes from outside. */
 export interface LimitsOptions {
   /** The whole record as JSON, in bytes (default 256 KiB). */
@@ -597,7 +683,7 @@ export interface LimitsOptions {
   maxFieldBytes?: number
   /** Items in one list field (default 1024). */
   maxListItems?: number
-  /** Nesting depth of metadata (default 64). */
+  /** Nesting depth of metadata (default 64, at most 100: what every reader reads back). */
   maxDepth?: number
 }
 
@@ -626,7 +712,9 @@ export interface MarkdownOptions {
 
 /**
  * Opens (or creates) the SQLite store at `path` (`":memory:"` for a private in-memory
- * database). The file is shared safely by threads, worker threads and processes.
+ * database); with `readOnly: true`, opens an existing store without changing anything. The
+ * file is shared safely by threads, worker threads and processes. The policy and limits
+ * saved in the store (`savePolicy`) apply unless `options` gives its own.
  */
 export declare function open(path: string, options?: OpenOptions): Store
 
@@ -642,11 +730,27 @@ export interface OpenOptions {
    * `"normal"` may lose the last commits on a power loss, not on a crash.
    */
   synchronous?: 'full' | 'normal'
-  /** SQLite only: how long a write waits for other processes' locks (default 60). */
+  /**
+   * SQLite only: how long a write waits for another writer (default 60). A writer that is
+   * stopped or stuck delays others at most this long; then they fail with `BUSY`, nothing
+   * changed. Reads never wait for writers.
+   */
   lockPatienceSeconds?: number
-  /** Chain limits. */
+  /**
+   * SQLite only: open an existing store for reading only. Nothing on disk is created,
+   * migrated or changed (an empty or foreign file is refused as it is); writes fail with
+   * `STORAGE`. For a read-only file or directory, or a reader that must not write.
+   */
+  readOnly?: boolean
+  /**
+   * Chain limits. Without them, those saved in the store (`savePolicy`) apply, else the
+   * defaults.
+   */
   policy?: PolicyOptions
-  /** Size limits. */
+  /**
+   * Size limits. Without them, those saved in the store (`savePolicy`) apply, else the
+   * defaults.
+   */
   limits?: LimitsOptions
 }
 
@@ -807,6 +911,17 @@ export interface RedactionRule {
 export interface RedactOptions {
   /** Rules to redact with besides the built-in ones. */
   rules?: Array<RedactionRule>
+}
+
+/**
+ * The policy and limits saved in a store: also valid `open` options
+ * (`open(path, store.savedPolicy())`).
+ */
+export interface SavedPolicy {
+  /** The chain policy. */
+  policy: ChainPolicy
+  /** The size limits. */
+  limits: Limits
 }
 
 /**

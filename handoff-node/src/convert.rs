@@ -14,10 +14,18 @@ use serde_json::{Map, Number, Value};
 
 use crate::errors::{Outcome, invalid};
 
-/// Deepest nesting read from a JavaScript value. The core enforces its own, smaller limit
-/// (64 by default) with a precise message; this bound only keeps a cyclic or absurdly deep
-/// value from exhausting the stack.
-const MAX_DEPTH: usize = 256;
+/// Deepest nesting read from a JavaScript value: a little more than the most any store
+/// accepts ([`handoff_core::MAX_DEPTH`]), so that the core's own check (64 by default, at most
+/// 100) gives the precise message, while a cyclic or absurdly deep value is refused after a
+/// bounded number of recursive steps, never by exhausting the stack.
+const MAX_DEPTH: usize = handoff_core::MAX_DEPTH + 8;
+
+/// The rule broken by a string holding a lone surrogate.
+const SURROGATE_RULE: &str =
+    "must be Unicode text: it holds a lone surrogate (an unpaired UTF-16 code unit such as '\\ud800')";
+/// The rule broken by an object with such a key.
+const SURROGATE_KEY_RULE: &str =
+    "has a key that is not Unicode text: it holds a lone surrogate (an unpaired UTF-16 code unit such as '\\ud800')";
 
 /// Largest integer a JavaScript number holds exactly.
 pub(crate) const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -41,9 +49,27 @@ pub(crate) fn type_name(t: ValueType) -> &'static str {
 /// A required string argument.
 pub(crate) fn string(value: &Unknown<'_>, field: &str) -> Outcome<String> {
     match value.get_type()? {
-        ValueType::String => Ok(value.coerce_to_string()?.into_utf8()?.into_owned()?),
+        ValueType::String => text(value, || field.to_owned(), SURROGATE_RULE),
         other => Err(invalid(field, format!("must be a string, got {}", type_name(other)))),
     }
+}
+
+/// Reads a JavaScript string (of type string, already checked) as Rust text: the one place
+/// where strings enter the binding. A lone surrogate is refused, naming `field`, instead of
+/// being replaced by U+FFFD as N-API's UTF-8 conversion would: text is never altered silently.
+fn text(value: &Unknown<'_>, field: impl FnOnce() -> String, rule: &str) -> Outcome<String> {
+    let string = value.coerce_to_string()?;
+    let utf8 = string.into_utf8()?.into_owned()?;
+    // N-API writes U+FFFD for each lone surrogate, so text without one is exactly what the
+    // caller passed; text with one is read again as UTF-16 to tell a real U+FFFD from a
+    // replaced surrogate. The common case costs one scan of the bytes.
+    if utf8.contains('\u{FFFD}') {
+        let utf16 = value.coerce_to_string()?.into_utf16()?;
+        if char::decode_utf16(utf16.as_slice().iter().copied()).any(|c| c.is_err()) {
+            return Err(invalid(field(), rule));
+        }
+    }
+    Ok(utf8)
 }
 
 /// A number argument (finite).
@@ -133,7 +159,7 @@ fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Valu
                 Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
             }
         }
-        ValueType::String => Value::String(value.coerce_to_string()?.into_utf8()?.into_owned()?),
+        ValueType::String => Value::String(text(value, || path.clone(), SURROGATE_RULE)?),
         ValueType::Object if value.is_date()? => {
             let millis = value.coerce_to_number()?.get_double()?;
             let at = (millis.is_finite())
@@ -175,7 +201,12 @@ fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Valu
                 if item.get_type()? == ValueType::Undefined {
                     continue;
                 }
-                let key = key.coerce_to_string()?.into_utf8()?.into_owned()?;
+                // A key is named by the object holding it: the key itself is not text.
+                let key = text(
+                    &key,
+                    || if path.is_empty() { "options".to_owned() } else { path.clone() },
+                    SURROGATE_KEY_RULE,
+                )?;
                 if !path.is_empty() {
                     path.push('.');
                 }

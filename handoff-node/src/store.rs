@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core::{
-    Chain, ChainPolicy, Clock, PathStats, Claim, DEFAULT_LEASE, Event, Handoff, Limits, ListFilter, NewHandoff,
-    SqliteOptions, Store as CoreStore, Synchronous,
+    Chain, ChainPolicy, Claim, ClaimRef, ClaimSecret, Clock, DEFAULT_LEASE, Event, EventFilter, Handoff, Limits,
+    ListFilter, PathStats, SqliteOptions, Store as CoreStore, Synchronous,
 };
 use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt, JsObjectValue};
 use napi::{Env, JsValue, Unknown, ValueType};
@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::convert::{self, MAX_SAFE_INTEGER};
-use crate::errors::{Failure, Naming, Outcome, invalid};
+use crate::errors::{Failure, Naming, Outcome, camel_case, invalid};
 use crate::record::{self, JsHandoff};
-use crate::task::{Job, Mirror, ToJs, guarded, sync};
+use crate::task::{Done, Job, Mirror, ToJs, guarded, sync};
 
 /// A handoff store: create, claim, heartbeat, release, complete, and read the event log and
 /// chains. Get one with `open(path)` or `Store.memory()`.
@@ -43,16 +43,26 @@ impl ToJs for CoreStore {
     }
 }
 
-/// A live claim: the handoff as claimed and the fencing token that proves ownership.
+/// A live claim: the handoff as claimed, the public fencing token and the claim's secret.
+///
+/// `heartbeat`, `release`, `complete` and `cancelClaim` read only `handoffId`, `token`,
+/// `secret` and `leaseSeconds` of it, so a process that was handed those four values settles
+/// the claim with the plain object `{ handoffId, token, secret, leaseSeconds }` (a
+/// [`ClaimReference`]).
 #[napi(object, js_name = "Claim", object_from_js = false, object_to_js = false)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsClaim {
     /// The handoff, as it was when claimed.
     pub handoff: JsHandoff,
-    /// The fencing token: `heartbeat`, `release` and `complete` must present it. It grows by
-    /// one with every claim of the handoff, so it stays far below 2^53.
+    /// The claimed handoff's id (`handoff.id`).
+    pub handoff_id: String,
+    /// The fencing token: public (records show it as `claimToken`), for fencing writes
+    /// downstream. It grows by one with every claim of the handoff, so it stays far below 2^53.
     pub token: f64,
+    /// The claim's secret (`hcs_` and 64 hex digits): proof of holding the claim, shown to the
+    /// claimer only and never by `get`, `list` or events. Keep it as you would a password.
+    pub secret: String,
     /// The lease length in seconds; `heartbeat` extends the lease by this much.
     pub lease_seconds: f64,
 }
@@ -61,11 +71,27 @@ impl Mirror for Claim {
     type Out = JsClaim;
     fn mirror(self) -> JsClaim {
         JsClaim {
+            handoff_id: self.handoff.id.clone(),
             token: self.token as f64,
+            secret: self.secret.expose().to_owned(),
             lease_seconds: self.lease.as_secs_f64(),
             handoff: self.handoff.into(),
         }
     }
+}
+
+/// What `heartbeat`, `release`, `complete` and `cancelClaim` need of a claim: a `Claim`
+/// itself, or these four values of one.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct ClaimReference {
+    /// The claimed handoff's id.
+    pub handoff_id: String,
+    /// The claim's fencing token.
+    pub token: f64,
+    /// The claim's secret, as the claim returned it.
+    pub secret: String,
+    /// The lease length in seconds (default 300); `heartbeat` extends the lease by this much.
+    pub lease_seconds: Option<f64>,
 }
 
 /// Chain limits checked before a new hop is created.
@@ -92,7 +118,7 @@ pub struct LimitsOptions {
     pub max_field_bytes: Option<u32>,
     /// Items in one list field (default 1024).
     pub max_list_items: Option<u32>,
-    /// Nesting depth of metadata (default 64).
+    /// Nesting depth of metadata (default 64, at most 100: what every reader reads back).
     pub max_depth: Option<u32>,
 }
 
@@ -109,12 +135,82 @@ pub struct OpenOptions {
     /// `"normal"` may lose the last commits on a power loss, not on a crash.
     #[napi(ts_type = "'full' | 'normal'")]
     pub synchronous: Option<String>,
-    /// SQLite only: how long a write waits for other processes' locks (default 60).
+    /// SQLite only: how long a write waits for another writer (default 60). A writer that is
+    /// stopped or stuck delays others at most this long; then they fail with `BUSY`, nothing
+    /// changed. Reads never wait for writers.
     pub lock_patience_seconds: Option<f64>,
-    /// Chain limits.
+    /// SQLite only: open an existing store for reading only. Nothing on disk is created,
+    /// migrated or changed (an empty or foreign file is refused as it is); writes fail with
+    /// `STORAGE`. For a read-only file or directory, or a reader that must not write.
+    pub read_only: Option<bool>,
+    /// Chain limits. Without them, those saved in the store (`savePolicy`) apply, else the
+    /// defaults.
     pub policy: Option<PolicyOptions>,
-    /// Size limits.
+    /// Size limits. Without them, those saved in the store (`savePolicy`) apply, else the
+    /// defaults.
     pub limits: Option<LimitsOptions>,
+}
+
+/// A chain policy as the store saved it.
+#[napi(object, js_name = "ChainPolicy", object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsChainPolicy {
+    /// Most hops along one path of a task.
+    pub max_handoffs: f64,
+    /// How often an agent may appear again along a path.
+    pub max_revisits: f64,
+    /// Who may hand off to whom; `null` allows every pair.
+    pub collaborators: Option<BTreeMap<String, Vec<String>>>,
+}
+
+/// Size limits as the store saved them.
+#[napi(object, js_name = "Limits", object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsLimits {
+    /// The whole record as JSON, in bytes.
+    pub max_record_bytes: f64,
+    /// One text field or list item, in bytes.
+    pub max_field_bytes: f64,
+    /// Items in one list field.
+    pub max_list_items: f64,
+    /// Nesting depth of metadata.
+    pub max_depth: f64,
+}
+
+/// The policy and limits saved in a store: also valid `open` options
+/// (`open(path, store.savedPolicy())`).
+#[napi(object, object_from_js = false, object_to_js = false)]
+#[derive(Serialize)]
+pub struct SavedPolicy {
+    /// The chain policy.
+    pub policy: JsChainPolicy,
+    /// The size limits.
+    pub limits: JsLimits,
+}
+
+impl Mirror for (ChainPolicy, Limits) {
+    type Out = SavedPolicy;
+    fn mirror(self) -> SavedPolicy {
+        let (policy, limits) = self;
+        let n = |n: usize| (n as f64).min(MAX_SAFE_INTEGER);
+        SavedPolicy {
+            policy: JsChainPolicy {
+                max_handoffs: n(policy.max_handoffs),
+                max_revisits: n(policy.max_revisits),
+                collaborators: policy
+                    .collaborators
+                    .map(|c| c.into_iter().map(|(from, to)| (from, to.into_iter().collect())).collect()),
+            },
+            limits: JsLimits {
+                max_record_bytes: n(limits.max_record_bytes),
+                max_field_bytes: n(limits.max_field_bytes),
+                max_list_items: n(limits.max_list_items),
+                max_depth: n(limits.max_depth),
+            },
+        }
+    }
 }
 
 /// `store.list` filter.
@@ -183,13 +279,21 @@ pub struct CancelOptions {
     pub reason: Option<String>,
 }
 
-/// `store.events` options.
+/// `store.events` options: which events, and which page of them.
 #[napi(object, object_to_js = false)]
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EventsOptions {
-    /// Only this handoff's events; leave it out for the whole store's log.
+    /// Only this handoff's events.
+    pub handoff_id: Option<String>,
+    /// The same as `handoffId` (its older name); give one or the other.
     pub id: Option<String>,
+    /// Only the events of this task's handoffs.
+    pub task_id: Option<String>,
+    /// Only events after this cursor: the `seq` of the last event already read.
+    pub after: Option<f64>,
+    /// At most this many events (a page); leave it out for all of them.
+    pub limit: Option<u32>,
 }
 
 fn lease(seconds: Option<f64>) -> Outcome<Duration> {
@@ -204,34 +308,68 @@ fn count(value: Option<u32>, default: usize) -> usize {
     value.map_or(default, |v| v as usize)
 }
 
-/// Applies the clock, policy and limits of `options` to a freshly opened store.
-fn configure(store: CoreStore, clock: Option<Arc<dyn Clock>>, options: &OpenOptions) -> CoreStore {
-    let mut store = store;
-    if let Some(clock) = clock {
-        store = store.with_clock(clock);
-    }
-    if let Some(p) = &options.policy {
-        let default = ChainPolicy::default();
-        store = store.with_policy(ChainPolicy {
-            max_handoffs: count(p.max_handoffs, default.max_handoffs),
-            max_revisits: count(p.max_revisits, default.max_revisits),
-            collaborators: p.collaborators.as_ref().map(|c| {
-                c.iter()
-                    .map(|(from, to)| (from.clone(), to.iter().cloned().collect::<BTreeSet<_>>()))
-                    .collect()
-            }),
+/// What `open` and `Store.memory` apply to the store they open: read and checked on the
+/// JavaScript thread, before anything is opened.
+struct Settings {
+    clock: Option<Arc<dyn Clock>>,
+    policy: Option<ChainPolicy>,
+    limits: Option<Limits>,
+}
+
+impl Settings {
+    fn read(clock: Option<Arc<dyn Clock>>, options: &OpenOptions) -> Outcome<Settings> {
+        let policy = options.policy.as_ref().map(|p| {
+            let default = ChainPolicy::default();
+            ChainPolicy {
+                max_handoffs: count(p.max_handoffs, default.max_handoffs),
+                max_revisits: count(p.max_revisits, default.max_revisits),
+                collaborators: p.collaborators.as_ref().map(|c| {
+                    c.iter()
+                        .map(|(from, to)| (from.clone(), to.iter().cloned().collect::<BTreeSet<_>>()))
+                        .collect()
+                }),
+            }
         });
+        let limits = match &options.limits {
+            None => None,
+            Some(l) => {
+                let default = Limits::default();
+                let limits = Limits {
+                    max_record_bytes: count(l.max_record_bytes, default.max_record_bytes),
+                    max_field_bytes: count(l.max_field_bytes, default.max_field_bytes),
+                    max_list_items: count(l.max_list_items, default.max_list_items),
+                    max_depth: count(l.max_depth, default.max_depth),
+                };
+                // The core would lower a `maxDepth` over its maximum silently: refuse it instead.
+                limits.check().map_err(|err| match err {
+                    handoff_core::Error::Validation { mut problems } => {
+                        for p in &mut problems {
+                            p.field = format!("limits.{}", camel_case(&p.field));
+                        }
+                        Failure::Core(handoff_core::Error::Validation { problems })
+                    }
+                    other => Failure::Core(other),
+                })?;
+                Some(limits)
+            }
+        };
+        Ok(Settings { clock, policy, limits })
     }
-    if let Some(l) = &options.limits {
-        let default = Limits::default();
-        store = store.with_limits(Limits {
-            max_record_bytes: count(l.max_record_bytes, default.max_record_bytes),
-            max_field_bytes: count(l.max_field_bytes, default.max_field_bytes),
-            max_list_items: count(l.max_list_items, default.max_list_items),
-            max_depth: count(l.max_depth, default.max_depth),
-        });
+
+    /// Applies them to a freshly opened store, over what the store saved.
+    fn apply(self, store: CoreStore) -> CoreStore {
+        let mut store = store;
+        if let Some(clock) = self.clock {
+            store = store.with_clock(clock);
+        }
+        if let Some(policy) = self.policy {
+            store = store.with_policy(policy);
+        }
+        if let Some(limits) = self.limits {
+            store = store.with_limits(limits);
+        }
+        store
     }
-    store
 }
 
 fn prepare_open(
@@ -250,11 +388,22 @@ fn prepare_open(
         sqlite.lock_patience = Duration::try_from_secs_f64(seconds)
             .map_err(|_| invalid("lockPatienceSeconds", "must be a non-negative number of seconds"))?;
     }
-    Ok(move || Ok(configure(CoreStore::open_with(&path, &sqlite)?, clock, &options)))
+    let read_only = options.read_only.unwrap_or(false);
+    let settings = Settings::read(clock, &options)?;
+    Ok(move || {
+        let store = if read_only {
+            CoreStore::open_read_only(&path, &sqlite)?
+        } else {
+            CoreStore::open_with(&path, &sqlite)?
+        };
+        Ok(settings.apply(store))
+    })
 }
 
 /// Opens (or creates) the SQLite store at `path` (`":memory:"` for a private in-memory
-/// database). The file is shared safely by threads, worker threads and processes.
+/// database); with `readOnly: true`, opens an existing store without changing anything. The
+/// file is shared safely by threads, worker threads and processes. The policy and limits
+/// saved in the store (`savePolicy`) apply unless `options` gives its own.
 #[napi(catch_unwind, ts_args_type = "path: string, options?: OpenOptions", ts_return_type = "Store")]
 pub fn open(env: Env, path: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Store> {
     let inner = guarded(&env, Naming::Js, || Ok(prepare_open(&env, &path, &options)?()?))?;
@@ -273,26 +422,43 @@ pub fn open_async(env: Env, path: Unknown<'_>, options: Unknown<'_>) -> AsyncTas
     Job::start(Naming::Js, prepare_open(&env, &path, &options))
 }
 
-/// Reads a claim object (`{ handoff: { id }, token, leaseSeconds }`); only those keys are used.
-fn read_claim(value: &Unknown<'_>) -> Outcome<Claim> {
+/// Reads a claim (`Claim` or `{ handoffId, token, secret, leaseSeconds }`): only those four
+/// keys, never the record, so that nothing a caller can read (`get`, `list`, events) settles a
+/// claim. A `Claim` serialised by an older version, without `handoffId`, is read by its
+/// `handoff.id`.
+fn read_claim(value: &Unknown<'_>) -> Outcome<ClaimRef> {
     let obj = convert::object(value, "claim")?;
-    let handoff: Unknown<'_> = obj.get_named_property("handoff")?;
-    let handoff = convert::object(&handoff, "claim.handoff")?;
-    let id = convert::string(&handoff.get_named_property("id")?, "claim.handoff.id")?;
-    let token = convert::number(&obj.get_named_property("token")?, "claim.token")?;
+    let id: Unknown<'_> = obj.get_named_property("handoffId")?;
+    let handoff_id = if id.get_type()? == ValueType::Undefined {
+        let handoff: Unknown<'_> = obj.get_named_property("handoff")?;
+        if handoff.get_type()? == ValueType::Undefined {
+            return Err(invalid("handoffId", "is required (the claimed handoff's id)"));
+        }
+        let handoff = convert::object(&handoff, "handoff")?;
+        convert::string(&handoff.get_named_property("id")?, "handoff.id")?
+    } else {
+        convert::string(&id, "handoffId")?
+    };
+    let token = convert::number(&obj.get_named_property("token")?, "token")?;
     if token.fract() != 0.0 || !(0.0..=MAX_SAFE_INTEGER).contains(&token) {
-        return Err(invalid("claim.token", "must be a whole number from 0 to 2^53 - 1"));
+        return Err(invalid("token", "must be a whole number from 0 to 2^53 - 1"));
     }
+    let secret: Unknown<'_> = obj.get_named_property("secret")?;
+    let secret = match secret.get_type()? {
+        ValueType::Undefined => {
+            return Err(invalid("secret", "is required: the secret the claim returned"));
+        }
+        _ => ClaimSecret::parse(&convert::string(&secret, "secret")?)?,
+    };
     let seconds: Unknown<'_> = obj.get_named_property("leaseSeconds")?;
     let lease = match seconds.get_type()? {
         ValueType::Undefined => DEFAULT_LEASE,
-        _ => self::lease(Some(convert::number(&seconds, "claim.leaseSeconds")?))?,
+        _ => self::lease(Some(convert::number(&seconds, "leaseSeconds")?))?,
     };
-    // The core reads only the id of the claim's record; the rest stays empty.
-    let handoff: Handoff = NewHandoff::default().into_record(id, chrono::DateTime::UNIX_EPOCH);
-    Ok(Claim {
-        handoff,
+    Ok(ClaimRef {
+        handoff_id,
         token: token as u64,
+        secret,
         lease,
     })
 }
@@ -321,17 +487,20 @@ impl Store {
     /// as `open`.
     #[napi(
         catch_unwind,
-        ts_args_type = "options?: Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds'>",
+        ts_args_type = "options?: Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds' | 'readOnly'>",
         ts_return_type = "Store"
     )]
     pub fn memory(env: Env, options: Unknown<'_>) -> napi::Result<Store> {
         let inner = guarded(&env, Naming::Js, || {
             let clock = clock::from_options(&env, &options)?;
             let options: OpenOptions = convert::options(&options, "options")?;
-            if options.synchronous.is_some() || options.lock_patience_seconds.is_some() {
-                return Err(invalid("options", "synchronous and lockPatienceSeconds apply to SQLite only"));
+            if options.synchronous.is_some() || options.lock_patience_seconds.is_some() || options.read_only.is_some() {
+                return Err(invalid(
+                    "options",
+                    "synchronous, lockPatienceSeconds and readOnly apply to SQLite only",
+                ));
             }
-            Ok(configure(CoreStore::memory(), clock, &options))
+            Ok(Settings::read(clock, &options)?.apply(CoreStore::memory()))
         })?;
         Ok(Store {
             inner: AssertUnwindSafe(inner),
@@ -494,13 +663,13 @@ impl Store {
 
     /// Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
     /// the token is no longer current.
-    #[napi(catch_unwind, ts_args_type = "claim: Claim", ts_return_type = "Handoff")]
+    #[napi(catch_unwind, ts_args_type = "claim: Claim | ClaimReference", ts_return_type = "Handoff")]
     pub fn heartbeat(&self, env: Env, claim: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_heartbeat(&claim))
     }
 
     /// `heartbeat`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "claim: Claim", ts_return_type = "Promise<Handoff>")]
+    #[napi(catch_unwind, ts_args_type = "claim: Claim | ClaimReference", ts_return_type = "Promise<Handoff>")]
     pub fn heartbeat_async(&self, claim: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Js, self.prepare_heartbeat(&claim))
     }
@@ -514,7 +683,7 @@ impl Store {
 
     /// Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
     /// token is no longer current.
-    #[napi(catch_unwind, ts_args_type = "claim: Claim, options: ReasonOptions", ts_return_type = "Handoff")]
+    #[napi(catch_unwind, ts_args_type = "claim: Claim | ClaimReference, options: ReasonOptions", ts_return_type = "Handoff")]
     pub fn release(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_release(&claim, &options))
     }
@@ -522,7 +691,7 @@ impl Store {
     /// `release`, off the JavaScript thread.
     #[napi(
         catch_unwind,
-        ts_args_type = "claim: Claim, options: ReasonOptions",
+        ts_args_type = "claim: Claim | ClaimReference, options: ReasonOptions",
         ts_return_type = "Promise<Handoff>"
     )]
     pub fn release_async(&self, claim: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
@@ -538,7 +707,7 @@ impl Store {
     }
 
     /// Finishes the handoff. `LEASE_LOST` when the token is no longer current.
-    #[napi(catch_unwind, ts_args_type = "claim: Claim, options?: CompleteOptions", ts_return_type = "Handoff")]
+    #[napi(catch_unwind, ts_args_type = "claim: Claim | ClaimReference, options?: CompleteOptions", ts_return_type = "Handoff")]
     pub fn complete(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_complete(&claim, &options))
     }
@@ -546,7 +715,7 @@ impl Store {
     /// `complete`, off the JavaScript thread.
     #[napi(
         catch_unwind,
-        ts_args_type = "claim: Claim, options?: CompleteOptions",
+        ts_args_type = "claim: Claim | ClaimReference, options?: CompleteOptions",
         ts_return_type = "Promise<Handoff>"
     )]
     pub fn complete_async(&self, claim: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
@@ -589,7 +758,9 @@ impl Store {
         work(move || store.cancel(&id, &by, o.reason.as_deref()))
     }
 
-    /// Withdraws a pending or claimed handoff.
+    /// Withdraws a pending or claimed handoff, as `by`: its creator (`fromAgent`), or anyone
+    /// when it has none; anyone else gets `INVALID_TRANSITION`. Its holder cancels with
+    /// `cancelClaim(claim)`.
     #[napi(
         catch_unwind,
         ts_args_type = "id: string, by: string, options?: CancelOptions",
@@ -609,13 +780,58 @@ impl Store {
         Job::start(Naming::Js, self.prepare_cancel(&id, &by, &options))
     }
 
-    fn prepare_events(&self, options: &Unknown<'_>) -> Work<Vec<Event>> {
-        let o: EventsOptions = convert::options(options, "options")?;
+    fn prepare_cancel_claim(&self, claim: &Unknown<'_>, options: &Unknown<'_>) -> Work<Handoff> {
+        let claim = read_claim(claim)?;
+        let o: CancelOptions = convert::options(options, "options")?;
         let store = self.core();
-        work(move || store.events(o.id.as_deref()))
+        work(move || store.cancel_claim(&claim, o.reason.as_deref()))
     }
 
-    /// The event log of one handoff, or of the whole store, oldest first.
+    /// Withdraws the handoff as its holder, with its claim (the claim or its reference).
+    /// `LEASE_LOST` when the token is no longer current or the secret does not match.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "claim: Claim | ClaimReference, options?: CancelOptions",
+        ts_return_type = "Handoff"
+    )]
+    pub fn cancel_claim(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Js, || self.prepare_cancel_claim(&claim, &options))
+    }
+
+    /// `cancelClaim`, off the JavaScript thread.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "claim: Claim | ClaimReference, options?: CancelOptions",
+        ts_return_type = "Promise<Handoff>"
+    )]
+    pub fn cancel_claim_async(&self, claim: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
+        Job::start(Naming::Js, self.prepare_cancel_claim(&claim, &options))
+    }
+
+    fn prepare_events(&self, options: &Unknown<'_>) -> Work<Vec<Event>> {
+        let o: EventsOptions = convert::options(options, "options")?;
+        let handoff_id = match (o.handoff_id, o.id) {
+            (Some(_), Some(_)) => return Err(invalid("id", "give handoffId or id (its older name), not both")),
+            (one, other) => one.or(other),
+        };
+        let after = match o.after {
+            None => None,
+            Some(seq) if seq.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&seq) => Some(seq as u64),
+            Some(_) => return Err(invalid("after", "must be an event's seq: a whole number from 0 to 2^53 - 1")),
+        };
+        let filter = EventFilter {
+            handoff_id,
+            task_id: o.task_id,
+            after,
+            limit: o.limit.map(|l| l as usize),
+        };
+        let store = self.core();
+        work(move || store.events_page(&filter))
+    }
+
+    /// The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
+    /// (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
+    /// `limit`, until a page comes back empty.
     #[napi(catch_unwind, ts_args_type = "options?: EventsOptions", ts_return_type = "Event[]")]
     pub fn events(&self, env: Env, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_events(&options))
@@ -711,6 +927,45 @@ impl Store {
     #[napi(catch_unwind, ts_return_type = "Promise<PathStats[]>")]
     pub fn stats_async(&self) -> AsyncTask<Job<Vec<PathStats>>> {
         Job::start(Naming::Js, self.prepare_stats())
+    }
+
+    fn prepare_save_policy(&self) -> Work<Done> {
+        let store = self.core();
+        work(move || store.save_policy().map(|()| Done))
+    }
+
+    /// Saves this store's chain policy and limits (those given to `open`, or the defaults) in
+    /// the store itself, so that every process that opens it without its own — the CLI and the
+    /// MCP server included — applies them.
+    #[napi(catch_unwind)]
+    pub fn save_policy(&self, env: Env) -> napi::Result<()> {
+        guarded(&env, Naming::Js, || {
+            self.prepare_save_policy()?()?;
+            Ok(())
+        })
+    }
+
+    /// `savePolicy`, off the JavaScript thread.
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
+    pub fn save_policy_async(&self) -> AsyncTask<Job<Done>> {
+        Job::start(Naming::Js, self.prepare_save_policy())
+    }
+
+    fn prepare_saved_policy(&self) -> Work<Option<(ChainPolicy, Limits)>> {
+        let store = self.core();
+        work(move || store.saved_policy())
+    }
+
+    /// The policy and limits saved with `savePolicy`, or `null` when none were saved.
+    #[napi(catch_unwind, ts_return_type = "SavedPolicy | null")]
+    pub fn saved_policy(&self, env: Env) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Js, || self.prepare_saved_policy())
+    }
+
+    /// `savedPolicy`, off the JavaScript thread.
+    #[napi(catch_unwind, ts_return_type = "Promise<SavedPolicy | null>")]
+    pub fn saved_policy_async(&self) -> AsyncTask<Job<Option<(ChainPolicy, Limits)>>> {
+        Job::start(Naming::Js, self.prepare_saved_policy())
     }
 
     fn prepare_reap(&self) -> Work<usize> {

@@ -4,7 +4,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use napi::bindgen_prelude::{AsyncTask, Function, JsObjectValue, Object};
+use napi::bindgen_prelude::{AsyncTask, Function, JsObjectValue, Object, ToNapiValue};
 use napi::{Env, ScopedTask, Unknown};
 use serde::Serialize;
 
@@ -59,6 +59,15 @@ impl Mirror for usize {
 impl<T: Mirror> ToJs for T {
     fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
         json_to_js(env, self)
+    }
+}
+
+/// The result of a call that returns nothing: `undefined` in JavaScript.
+pub struct Done;
+
+impl ToJs for Done {
+    fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        ().into_unknown(env)
     }
 }
 

@@ -75,13 +75,35 @@ test("every public method of the core's Store is offered (keeps up as the core g
   const source = readFileSync(join(root, '..', 'handoff-core', 'src', 'store', 'mod.rs'), 'utf8')
   const impl = source.slice(source.indexOf('impl Store {'))
   const core = [...impl.matchAll(/\n {4}pub fn ([a-z_]+)/g)].map((m) => m[1])
-  // Constructors and configuration are `open`/`Store.memory` and their options; `apply` takes a
-  // raw state-machine command, which every named call already covers; `now` reads the clock.
-  const covered = new Set(['new', 'memory', 'open', 'open_with', 'with_clock', 'with_policy', 'with_limits',
-    'policy', 'limits', 'now', 'apply'])
+  const dts = readFileSync(join(root, 'index.d.ts'), 'utf8')
+  const openOptions = dts.slice(dts.indexOf('export interface OpenOptions'))
+  const option = (name) => new RegExp(`\\n  ${name}\\?: `).test(openOptions.slice(0, openOptions.indexOf('\n}')))
+  // Core methods offered under another name or shape: each is checked to be there.
+  const offered = {
+    // Constructors and configuration are `open`/`Store.memory` and their options.
+    new: () => typeof esm.Store.memory === 'function',
+    memory: () => typeof esm.Store.memory === 'function',
+    open: () => typeof esm.open === 'function',
+    open_with: () => option('synchronous') && option('lockPatienceSeconds'),
+    open_read_only: () => option('readOnly'),
+    with_clock: () => option('clock'),
+    with_policy: () => option('policy'),
+    with_limits: () => option('limits'),
+    // What `open` does when its options give no policy or limits.
+    with_saved_policy: () => typeof esm.Store.memory().savedPolicy === 'function',
+    // `events` takes the page filter (`after`, `limit`, `taskId`).
+    events_page: () => ['after', 'limit', 'taskId'].every((k) => dts.slice(dts.indexOf('export interface EventsOptions')).includes(`\n  ${k}?: `)),
+    // The policy and limits in force are the options given, or `savedPolicy()`; `now` reads the clock.
+    policy: () => true,
+    limits: () => true,
+    now: () => true,
+    // `apply` takes a raw state-machine command, which every named call already covers.
+    apply: () => true,
+  }
   const store = esm.Store.memory()
   const camel = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
-  const missing = core.filter((name) => !covered.has(name) && typeof store[camel(name)] !== 'function')
+  const missing = core.filter((name) => (name in offered ? !offered[name]() : typeof store[camel(name)] !== 'function'))
   assert.deepEqual(missing, [], `handoff-core's Store has methods the Node binding lacks: ${missing.join(', ')}`)
   assert.ok(core.includes('claim_next'), 'the scan found the core methods')
+  assert.ok(core.includes('cancel_claim') && typeof store.cancelClaim === 'function', 'cancel_claim is cancelClaim')
 })
