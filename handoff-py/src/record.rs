@@ -9,6 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use crate::convert::{Args, object_to_py, opt_repr, py_repr, to_py};
 use crate::errors::Result;
+use crate::validate::Limits;
 
 /// A handover record. Fields are read-only attributes named as in the JSON form; times are
 /// timezone-aware UTC `datetime`s and absent values are `None`.
@@ -24,6 +25,20 @@ impl Handoff {
     }
 }
 
+/// The text of a record's JSON form, from a `str` or UTF-8 `bytes` argument `s`.
+fn json_text(s: &Bound<'_, PyAny>) -> Result<String> {
+    if let Ok(bytes) = s.cast::<PyBytes>() {
+        return match std::str::from_utf8(bytes.as_bytes()) {
+            Ok(text) => Ok(text.to_owned()),
+            Err(_) => Err(core::Error::invalid("s", "must be UTF-8 text").into()),
+        };
+    }
+    let mut args = Args::new();
+    let text = args.text("s", s);
+    args.finish()?;
+    Ok(text)
+}
+
 /// The record's times, which `to_dict` gives as `datetime`s rather than JSON strings.
 fn times(h: &core::Handoff) -> [(&'static str, Option<DateTime<Utc>>); 5] {
     [
@@ -37,21 +52,27 @@ fn times(h: &core::Handoff) -> [(&'static str, Option<DateTime<Utc>>); 5] {
 
 #[pymethods]
 impl Handoff {
-    /// Parses and validates a record from its JSON form (`str` or UTF-8 `bytes`).
+    /// Parses and validates a record from its JSON form (`str` or UTF-8 `bytes`), under
+    /// `limits` (the default limits when `None`; pass a store's `limits` to read what it wrote).
     #[staticmethod]
-    fn from_json(s: &Bound<'_, PyAny>) -> Result<Handoff> {
-        let text = if let Ok(bytes) = s.cast::<PyBytes>() {
-            match std::str::from_utf8(bytes.as_bytes()) {
-                Ok(text) => text.to_owned(),
-                Err(_) => return Err(core::Error::invalid("s", "must be UTF-8 text").into()),
-            }
-        } else {
-            let mut args = Args::new();
-            let text = args.text("s", s);
-            args.finish()?;
-            text
+    #[pyo3(signature = (s, *, limits=None))]
+    fn from_json(s: &Bound<'_, PyAny>, limits: Option<&Bound<'_, Limits>>) -> Result<Handoff> {
+        let text = json_text(s)?;
+        let limits = limits.map(|l| l.get().inner.clone()).unwrap_or_default();
+        Ok(Handoff::new(core::Handoff::from_json_with(&text, &limits)?))
+    }
+
+    /// Unpickles a record: what a store wrote, under its (possibly raised) limits, reads back.
+    #[staticmethod]
+    fn _unpickle(s: &Bound<'_, PyAny>) -> Result<Handoff> {
+        let text = json_text(s)?;
+        let limits = core::Limits {
+            max_record_bytes: usize::MAX,
+            max_field_bytes: usize::MAX,
+            max_list_items: usize::MAX,
+            max_depth: core::MAX_DEPTH,
         };
-        Ok(Handoff::new(core::Handoff::from_json(&text)?))
+        Ok(Handoff::new(core::Handoff::from_json_with(&text, &limits)?))
     }
 
     /// The canonical JSON form (what `from_json` reads, in every language).
@@ -93,7 +114,7 @@ impl Handoff {
         &self,
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
-        let from_json = py.get_type::<Handoff>().getattr("from_json")?;
+        let from_json = py.get_type::<Handoff>().getattr("_unpickle")?;
         Ok((from_json, PyTuple::new(py, [self.inner.to_json()])?))
     }
 
@@ -369,7 +390,11 @@ impl<'a, 'py> Fields<'a, 'py> {
         );
         // MASC's bare `context_limit` + `context_pct` (or `timeout` + `timeout_seconds`) is
         // combined by the core, which names the problem the way every face does.
-        match Reason::from_input(reason.as_deref(), new.context_usage_percent, timeout_seconds) {
+        match Reason::from_input(
+            reason.as_deref(),
+            new.context_usage_percent,
+            timeout_seconds,
+        ) {
             Ok(reason) => new.reason = reason,
             Err(core::Error::Validation { problems }) => {
                 for problem in problems {

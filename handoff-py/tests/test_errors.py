@@ -17,6 +17,7 @@ SUBCLASSES: list[type[hc.HandoffError]] = [
     hc.ChainViolation,
     hc.StorageError,
     hc.Conflict,
+    hc.Busy,
 ]
 
 
@@ -30,7 +31,7 @@ def test_every_error_is_a_handoff_error(cls: type[hc.HandoffError]) -> None:
 def test_codes_match_the_other_bindings() -> None:
     assert [cls.code for cls in SUBCLASSES] == [
         "NOT_FOUND", "ALREADY_CLAIMED", "LEASE_LOST", "INVALID_TRANSITION", "VALIDATION",
-        "CHAIN_VIOLATION", "STORAGE", "CONFLICT",
+        "CHAIN_VIOLATION", "STORAGE", "CONFLICT", "BUSY",
     ]
 
 
