@@ -21,11 +21,12 @@ fun main(args: Array<String>) {
         )
         println("created ${handoff.id} for ${handoff.taskId}")
 
-        // A coder takes the next open handoff; nobody else can while its lease runs.
+        // A coder takes the next open handoff; nobody else can while its lease runs. The claim's
+        // secret proves it holds it: heartbeat and complete take the claim's reference.
         val claim = store.claimNext("coder", lease = Duration.ofSeconds(120)) ?: error("nothing to claim")
         println(claim.handoff.toMarkdown(redact = true).lines().first())
-        store.heartbeat(claim)
-        val done = store.complete(claim, "SessionStore extracted, tests green")
+        store.heartbeat(claim.reference())
+        val done = store.complete(claim.reference(), "SessionStore extracted, tests green")
         println("${done.status}: ${done.outcome}")
         println("chain: ${store.chain("auth-142").text}")
 

@@ -164,9 +164,8 @@ impl Packet {
     /// alternate where the provider needs it; no message is empty). `Mcp` has no message format:
     /// a validation error.
     pub fn to_messages(&self, provider: Provider) -> Result<String> {
-        let packet: ctx::Packet = serde_json::from_str(&self.json).map_err(|e| {
-            HandoffError::invalid("json", format!("is not a packet's JSON: {e}"))
-        })?;
+        let packet: ctx::Packet = serde_json::from_str(&self.json)
+            .map_err(|e| HandoffError::invalid("json", format!("is not a packet's JSON: {e}")))?;
         let messages = packet.to_messages_for(provider.into())?;
         serde_json::to_string(&messages)
             .map_err(|e| HandoffError::invalid("packet", format!("cannot be written as JSON: {e}")))
@@ -285,7 +284,10 @@ impl ContextBuilder {
     /// the core cannot read is a validation error naming `messages[i]`; then nothing is added.
     pub fn add_messages_json(&self, messages_json: String) -> Result<()> {
         let values: Vec<serde_json::Value> = serde_json::from_str(&messages_json).map_err(|e| {
-            HandoffError::invalid("messages_json", format!("must be a JSON array of messages: {e}"))
+            HandoffError::invalid(
+                "messages_json",
+                format!("must be a JSON array of messages: {e}"),
+            )
         })?;
         self.lock().add_message_values(&values)?;
         Ok(())

@@ -85,6 +85,13 @@ pub enum HandoffError {
         /// The rule the hop breaks.
         rule: ChainRule,
     },
+    /// Another writer held the store's write lock for longer than `lock_patience` (it may be
+    /// stopped or stuck). Nothing was changed and nothing is damaged: try again.
+    #[error("{description}")]
+    Busy {
+        /// What was waited for, in words.
+        description: String,
+    },
     /// The storage backend failed (I/O, corruption, a schema it does not know).
     #[error("{description}")]
     Storage {
@@ -206,6 +213,7 @@ impl From<core::Error> for HandoffError {
                     .collect(),
             },
             core::Error::Conflict { id } => HandoffError::Conflict { description, id },
+            core::Error::Busy { .. } => HandoffError::Busy { description },
             core::Error::ChainViolation(violation) => HandoffError::ChainViolation {
                 description,
                 task_id: violation.task_id,
@@ -266,6 +274,12 @@ mod tests {
                     rule: core::ChainRule::MaxHandoffs { limit: 1 },
                 }),
                 "ChainViolation",
+            ),
+            (
+                core::Error::Busy {
+                    message: "a writer held the lock".into(),
+                },
+                "Busy",
             ),
             (core::Error::storage("disk full"), "Storage"),
         ];

@@ -13,6 +13,7 @@
 
 uniffi::setup_scaffolding!();
 
+mod claim;
 mod clock;
 mod context;
 mod error;
@@ -21,6 +22,7 @@ mod record;
 mod store;
 mod tools;
 
+pub use claim::{Claim, ClaimRef};
 pub use clock::ManualClock;
 pub use context::{
     ChatMessage, ContextBuilder, ContextMessage, DropReason, Dropped, ItemKind, Packet,
@@ -32,5 +34,5 @@ pub use events::{Chain, Change, Event, Hop, PathStats};
 pub use record::{
     CreateOptions, Handoff, HandoffKind, HandoffReason, HandoffStatus, handoff_from_json,
 };
-pub use store::{ChainPolicy, Claim, Limits, ListFilter, OpenOptions, Store, Synchronous};
+pub use store::{ChainPolicy, Limits, ListFilter, OpenOptions, SavedPolicy, Store, Synchronous};
 pub use tools::{Agent, AgentRegistry, HandoffIntent, Multiple, Provider};

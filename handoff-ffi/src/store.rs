@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use handoff_core as core;
 
+use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
 use crate::error::{HandoffError, Result, rename_field};
 use crate::events::{Chain, Event, PathStats};
@@ -48,9 +49,20 @@ pub struct Limits {
     /// Items in one list field.
     #[uniffi(default)]
     pub max_list_items: Option<u64>,
-    /// Nesting depth of `metadata`.
+    /// Nesting depth of JSON text and of `metadata`; at most 100 (`MAX_DEPTH`), so that
+    /// every reader can read back what was written: a store opened with more is refused with
+    /// `Validation` on `max_depth`.
     #[uniffi(default)]
     pub max_depth: Option<u64>,
+}
+
+/// The chain policy and limits saved in a store (`Store.save_policy`), every field filled.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct SavedPolicy {
+    /// The saved chain policy.
+    pub policy: ChainPolicy,
+    /// The saved limits.
+    pub limits: Limits,
 }
 
 /// How a store is opened.
@@ -59,31 +71,22 @@ pub struct OpenOptions {
     /// SQLite durability; none is `Full`. Ignored by a memory store.
     #[uniffi(default)]
     pub synchronous: Option<Synchronous>,
-    /// How long a SQLite write waits for other processes' locks before it fails with
-    /// `Storage`; none is 60 seconds. Ignored by a memory store.
+    /// How long a SQLite write waits for another writer (which may be stopped or stuck)
+    /// before it fails with `Busy`, having changed nothing; none is 60 seconds. Opening a
+    /// current store and reading never wait for a writer. Ignored by a memory store.
     #[uniffi(default)]
     pub lock_patience: Option<Duration>,
     /// The chain policy checked before every new hop, and when an open handoff is claimed
-    /// (the claimant is the hop's real `to`).
+    /// (the claimant is the hop's real `to`); none applies the one saved in the store
+    /// (`Store.save_policy`), else the default.
     #[uniffi(default)]
     pub policy: Option<ChainPolicy>,
-    /// Size limits on records.
+    /// Size limits on records; none applies the ones saved in the store, else the defaults.
     #[uniffi(default)]
     pub limits: Option<Limits>,
     /// A clock to drive leases and expiry in tests; none is the system clock.
     #[uniffi(default)]
     pub clock: Option<Arc<ManualClock>>,
-}
-
-/// A live claim: the handoff as claimed and the fencing token that proves ownership.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct Claim {
-    /// The handoff, as it was when claimed.
-    pub handoff: Handoff,
-    /// The fencing token: heartbeat, release and complete must present it.
-    pub token: u64,
-    /// The lease length; a heartbeat renews it for as long again.
-    pub lease: Duration,
 }
 
 /// Which handoffs `Store.list` returns; a field left out does not filter.
@@ -119,27 +122,54 @@ pub struct Store {
 #[uniffi::export]
 impl Store {
     /// Opens (creating if needed) the SQLite store at `path`; `":memory:"` gives a private
-    /// in-memory database.
+    /// in-memory database. A new store's files are readable by their owner only; a file that
+    /// is not a handoff-core store is refused before anything in it changes.
     #[uniffi::constructor(default(options))]
     pub fn open(path: String, options: OpenOptions) -> Result<Arc<Store>> {
-        let defaults = core::SqliteOptions::default();
-        let sqlite = core::SqliteOptions {
-            synchronous: match options.synchronous {
-                Some(Synchronous::Normal) => core::Synchronous::Normal,
-                Some(Synchronous::Full) => core::Synchronous::Full,
-                None => defaults.synchronous,
-            },
-            lock_patience: options.lock_patience.unwrap_or(defaults.lock_patience),
-        };
-        let store = configure(core::Store::open_with(&path, &sqlite)?, options);
-        Ok(Arc::new(Store { inner: store }))
+        let settings = Settings::of(&options)?;
+        let store = core::Store::open_with(&path, &sqlite_options(&options))?;
+        Ok(Arc::new(Store {
+            inner: settings.apply(store),
+        }))
+    }
+
+    /// Opens the existing SQLite store at `path` for reading only: nothing on disk is created,
+    /// migrated or changed, so a read-only file or folder, or another user's store, can be
+    /// read. Writes fail with `Storage`.
+    #[uniffi::constructor(default(options))]
+    pub fn open_read_only(path: String, options: OpenOptions) -> Result<Arc<Store>> {
+        let settings = Settings::of(&options)?;
+        let store = core::Store::open_read_only(&path, &sqlite_options(&options))?;
+        Ok(Arc::new(Store {
+            inner: settings.apply(store),
+        }))
     }
 
     /// An in-memory store, for tests and ephemeral swarms.
     #[uniffi::constructor(default(options))]
     pub fn memory(options: OpenOptions) -> Result<Arc<Store>> {
-        let store = configure(core::Store::memory(), options);
-        Ok(Arc::new(Store { inner: store }))
+        let settings = Settings::of(&options)?;
+        Ok(Arc::new(Store {
+            inner: settings.apply(core::Store::memory()),
+        }))
+    }
+
+    /// Saves the chain policy and limits this store applies in the store itself, so that
+    /// every process that opens it without its own (the CLI and the MCP server included)
+    /// applies them.
+    pub fn save_policy(&self) -> Result<()> {
+        Ok(self.inner.save_policy()?)
+    }
+
+    /// The chain policy and limits saved with `save_policy`, if any.
+    pub fn saved_policy(&self) -> Result<Option<SavedPolicy>> {
+        Ok(self
+            .inner
+            .saved_policy()?
+            .map(|(policy, limits)| SavedPolicy {
+                policy: policy.into(),
+                limits: limits.into(),
+            }))
     }
 
     /// Creates a pending handoff. With a caller-supplied `id`, creating again with the same
@@ -211,22 +241,46 @@ impl Store {
         Ok(claim.map(Into::into))
     }
 
-    /// Renews the claim's lease; `LeaseLost` when the claim is no longer current.
-    pub fn heartbeat(&self, claim: Claim) -> Result<Handoff> {
-        let claim = claim.try_into()?;
-        Ok(self.inner.heartbeat(&claim).map_err(lease_named)?.into())
+    /// Renews the claim's lease for its length, counted from now; `LeaseLost` when the claim
+    /// is no longer current or its secret does not match (nothing changes).
+    pub fn heartbeat(&self, claim: ClaimRef) -> Result<Handoff> {
+        let claim = core::ClaimRef::try_from(claim)?;
+        Ok(self.inner.heartbeat(claim).map_err(lease_named)?.into())
     }
 
     /// Gives the handoff back for another agent to claim; `LeaseLost` when the claim is no
-    /// longer current.
-    pub fn release(&self, claim: Claim, reason: String) -> Result<Handoff> {
-        Ok(self.inner.release(&claim.try_into()?, &reason)?.into())
+    /// longer current or its secret does not match.
+    pub fn release(&self, claim: ClaimRef, reason: String) -> Result<Handoff> {
+        let claim = core::ClaimRef::try_from(claim)?;
+        Ok(self
+            .inner
+            .release(claim, &reason)
+            .map_err(lease_named)?
+            .into())
     }
 
-    /// Finishes the handoff with `outcome`; `LeaseLost` when the claim is no longer current.
+    /// Finishes the handoff with `outcome`; `LeaseLost` when the claim is no longer current
+    /// or its secret does not match.
     #[uniffi::method(default(outcome = ""))]
-    pub fn complete(&self, claim: Claim, outcome: String) -> Result<Handoff> {
-        Ok(self.inner.complete(&claim.try_into()?, &outcome)?.into())
+    pub fn complete(&self, claim: ClaimRef, outcome: String) -> Result<Handoff> {
+        let claim = core::ClaimRef::try_from(claim)?;
+        Ok(self
+            .inner
+            .complete(claim, &outcome)
+            .map_err(lease_named)?
+            .into())
+    }
+
+    /// Withdraws the handoff as its holder, with the claim; `LeaseLost` when the claim is no
+    /// longer current or its secret does not match.
+    #[uniffi::method(default(reason = None))]
+    pub fn cancel_claim(&self, claim: ClaimRef, reason: Option<String>) -> Result<Handoff> {
+        let claim = core::ClaimRef::try_from(claim)?;
+        Ok(self
+            .inner
+            .cancel_claim(claim, reason.as_deref())
+            .map_err(lease_named)?
+            .into())
     }
 
     /// The addressed agent (or the holder of an open handoff) refuses it.
@@ -234,7 +288,9 @@ impl Store {
         Ok(self.inner.reject(&id, &agent, &reason)?.into())
     }
 
-    /// Withdraws a pending or claimed handoff.
+    /// Withdraws a pending or claimed handoff as `by`, who must be its creator (`from_agent`),
+    /// or anyone when it has none; anyone else gets `InvalidTransition`. Its holder cancels
+    /// with `cancel_claim`.
     #[uniffi::method(default(reason = None))]
     pub fn cancel(&self, id: String, by: String, reason: Option<String>) -> Result<Handoff> {
         Ok(self.inner.cancel(&id, &by, reason.as_deref())?.into())
@@ -245,12 +301,27 @@ impl Store {
         Ok(self.inner.reap()? as u64)
     }
 
-    /// The event log, oldest first: the whole store's, or only handoff `id`'s.
-    #[uniffi::method(default(id = None))]
-    pub fn events(&self, id: Option<String>) -> Result<Vec<Event>> {
+    /// A page of the event log, oldest first: the whole store's, or only handoff `id`'s, or
+    /// only task `task_id`'s; after the cursor `after` (the `seq` of the last event already
+    /// read), at most `limit` events. Read a long log page by page: pass the last `seq` of
+    /// one page as the next one's `after`.
+    #[uniffi::method(default(id = None, task_id = None, after = None, limit = None))]
+    pub fn events(
+        &self,
+        id: Option<String>,
+        task_id: Option<String>,
+        after: Option<u64>,
+        limit: Option<u64>,
+    ) -> Result<Vec<Event>> {
+        let filter = core::EventFilter {
+            handoff_id: id,
+            task_id,
+            after,
+            limit: limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        };
         Ok(self
             .inner
-            .events(id.as_deref())?
+            .events_page(&filter)?
             .into_iter()
             .map(Event::from)
             .collect())
@@ -315,54 +386,99 @@ fn count(value: Option<u64>, default: usize) -> usize {
     value.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// Applies the clock, policy and limits of `options` to a freshly opened store.
-fn configure(store: core::Store, options: OpenOptions) -> core::Store {
-    let mut store = store;
-    if let Some(clock) = options.clock {
-        store = store.with_clock(clock.core());
+fn sqlite_options(options: &OpenOptions) -> core::SqliteOptions {
+    let defaults = core::SqliteOptions::default();
+    core::SqliteOptions {
+        synchronous: match options.synchronous {
+            Some(Synchronous::Normal) => core::Synchronous::Normal,
+            Some(Synchronous::Full) => core::Synchronous::Full,
+            None => defaults.synchronous,
+        },
+        lock_patience: options.lock_patience.unwrap_or(defaults.lock_patience),
     }
-    if let Some(policy) = options.policy {
-        let default = core::ChainPolicy::default();
-        store = store.with_policy(core::ChainPolicy {
-            max_handoffs: count(policy.max_handoffs, default.max_handoffs),
-            max_revisits: count(policy.max_revisits, default.max_revisits),
+}
+
+/// What `OpenOptions` sets on a store, checked before anything is opened.
+struct Settings {
+    clock: Option<Arc<ManualClock>>,
+    policy: Option<core::ChainPolicy>,
+    limits: Option<core::Limits>,
+}
+
+impl Settings {
+    /// The settings of `options`; limits no reader could read back are refused
+    /// (`Limits::check`: a `max_depth` over 100).
+    fn of(options: &OpenOptions) -> Result<Settings> {
+        let limits = options
+            .limits
+            .as_ref()
+            .map(|limits| {
+                let default = core::Limits::default();
+                let limits = core::Limits {
+                    max_record_bytes: count(limits.max_record_bytes, default.max_record_bytes),
+                    max_field_bytes: count(limits.max_field_bytes, default.max_field_bytes),
+                    max_list_items: count(limits.max_list_items, default.max_list_items),
+                    max_depth: count(limits.max_depth, default.max_depth),
+                };
+                limits.check().map(|()| limits)
+            })
+            .transpose()?;
+        let policy = options.policy.as_ref().map(|policy| {
+            let default = core::ChainPolicy::default();
+            core::ChainPolicy {
+                max_handoffs: count(policy.max_handoffs, default.max_handoffs),
+                max_revisits: count(policy.max_revisits, default.max_revisits),
+                collaborators: policy.collaborators.as_ref().map(|map| {
+                    map.iter()
+                        .map(|(from, to)| (from.clone(), to.iter().cloned().collect()))
+                        .collect()
+                }),
+            }
+        });
+        Ok(Settings {
+            clock: options.clock.clone(),
+            policy,
+            limits,
+        })
+    }
+
+    /// Applies the settings to a freshly opened store, over the policy saved in it.
+    fn apply(self, store: core::Store) -> core::Store {
+        let mut store = store;
+        if let Some(clock) = self.clock {
+            store = store.with_clock(clock.core());
+        }
+        if let Some(policy) = self.policy {
+            store = store.with_policy(policy);
+        }
+        if let Some(limits) = self.limits {
+            store = store.with_limits(limits);
+        }
+        store
+    }
+}
+
+impl From<core::ChainPolicy> for ChainPolicy {
+    fn from(policy: core::ChainPolicy) -> Self {
+        ChainPolicy {
+            max_handoffs: Some(policy.max_handoffs as u64),
+            max_revisits: Some(policy.max_revisits as u64),
             collaborators: policy.collaborators.map(|map| {
                 map.into_iter()
                     .map(|(from, to)| (from, to.into_iter().collect()))
                     .collect()
             }),
-        });
-    }
-    if let Some(limits) = options.limits {
-        let default = core::Limits::default();
-        store = store.with_limits(core::Limits {
-            max_record_bytes: count(limits.max_record_bytes, default.max_record_bytes),
-            max_field_bytes: count(limits.max_field_bytes, default.max_field_bytes),
-            max_list_items: count(limits.max_list_items, default.max_list_items),
-            max_depth: count(limits.max_depth, default.max_depth),
-        });
-    }
-    store
-}
-
-impl From<core::Claim> for Claim {
-    fn from(claim: core::Claim) -> Self {
-        Claim {
-            handoff: claim.handoff.into(),
-            token: claim.token,
-            lease: claim.lease,
         }
     }
 }
 
-impl TryFrom<Claim> for core::Claim {
-    type Error = HandoffError;
-
-    fn try_from(claim: Claim) -> Result<Self> {
-        Ok(core::Claim {
-            handoff: claim.handoff.try_into()?,
-            token: claim.token,
-            lease: claim.lease,
-        })
+impl From<core::Limits> for Limits {
+    fn from(limits: core::Limits) -> Self {
+        Limits {
+            max_record_bytes: Some(limits.max_record_bytes as u64),
+            max_field_bytes: Some(limits.max_field_bytes as u64),
+            max_list_items: Some(limits.max_list_items as u64),
+            max_depth: Some(limits.max_depth as u64),
+        }
     }
 }

@@ -1,6 +1,7 @@
 // The generated Kotlin, compiled and run against libhandoff_ffi: the lifecycle, errors,
-// fencing, racing threads, a Kotlin tokenizer, swarm tools, and a panic that must arrive as an
-// exception.
+// fencing, claim secrets and cancel rights, what an operator meets (a stuck writer, read-only
+// opens, a saved policy, depth limits, paged events), racing threads, a Kotlin tokenizer, swarm
+// tools, and a panic that must arrive as an exception.
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
@@ -39,8 +40,8 @@ fun lifecycle() {
         check(claim.token == 1uL) { "first token is 1" }
         check(claim.handoff.leaseUntil == clock.now().plusSeconds(60)) { "lease from the clock" }
         clock.advance(Duration.ofSeconds(30))
-        store.heartbeat(claim)
-        val done = store.complete(claim, "merged")
+        store.heartbeat(claim.reference())
+        val done = store.complete(claim.reference(), "merged")
         check(done.status == HandoffStatus.COMPLETED && done.outcome == "merged") { "completed" }
         val changes = store.events(h.id).map { it.change }
         check(changes.first() is Change.Created && changes.last() == Change.Completed("merged")) { "$changes" }
@@ -73,9 +74,94 @@ fun fencing() {
         clock.advance(Duration.ofSeconds(11))
         val fresh = store.claim(h.id, "b")
         check(fresh.token > stale.token) { "tokens grow" }
-        val lost = raises<HandoffException.LeaseLost> { store.complete(stale, "late") }
+        val lost = raises<HandoffException.LeaseLost> { store.complete(stale.reference(), "late") }
         check(lost.token == stale.token) { "the stale token is named" }
-        check(store.complete(fresh, "done").status == HandoffStatus.COMPLETED) { "the fresh claim completes" }
+        check(store.complete(fresh.reference(), "done").status == HandoffStatus.COMPLETED) { "the fresh claim completes" }
+    }
+}
+
+// Issue 12: nobody settles a claim from what they can read; cancel rights.
+fun claimSecrets() {
+    Store.memory().use { store ->
+        val h = store.create(task().copy(fromAgent = "planner"))
+        val claim = store.claim(h.id, "coder")
+        check(Regex("hcs_[0-9a-f]{64}").matches(claim.secret)) { "a secret in the claim" }
+        check(claim.secret !in claim.toString() && claim.secret !in claim.reference().toString()) { "printing hides it" }
+        check(claim.secret !in store.get(h.id).toJson()) { "the record does not hold it" }
+        // Anyone can read the token; a reference built from it with another secret fails.
+        val seen = store.get(h.id)
+        val forged = ClaimRef(seen.id, seen.claimToken!!, "hcs_" + "0".repeat(64), Duration.ofMinutes(5))
+        val before = store.get(h.id) to store.events(h.id)
+        raises<HandoffException.LeaseLost> { store.complete(forged, "forged") }
+        raises<HandoffException.LeaseLost> { store.heartbeat(forged) }
+        raises<HandoffException.LeaseLost> { store.release(forged, "mine") }
+        raises<HandoffException.LeaseLost> { store.cancelClaim(forged) }
+        check((store.get(h.id) to store.events(h.id)) == before) { "a forged reference changes nothing" }
+        val malformed = raises<HandoffException.Validation> { store.complete(forged.copy(secret = "guess")) }
+        check(malformed.problems.map { it.field } == listOf("secret")) { "${malformed.problems}" }
+        // The claimer's reference works, also rebuilt from its four values elsewhere.
+        store.heartbeat(claim.reference())
+        val handedOn = ClaimRef(h.id, claim.token, claim.secret, claim.lease)
+        check(store.complete(handedOn, "done").status == HandoffStatus.COMPLETED) { "the real claim completes" }
+
+        // Cancel: the creator by name, the holder with its claim, anyone when there is no creator.
+        val mine = store.create(task("t2").copy(fromAgent = "planner"))
+        raises<HandoffException.InvalidTransition> { store.cancel(mine.id, "intruder") }
+        check(store.cancel(mine.id, "planner", "plan changed").status == HandoffStatus.CANCELLED) { "creator" }
+        val held = store.claim(store.create(task("t3").copy(fromAgent = "planner")).id, "coder")
+        raises<HandoffException.InvalidTransition> { store.cancel(held.handoff.id, "coder") }
+        check(store.cancelClaim(held.reference(), "cannot be done").status == HandoffStatus.CANCELLED) { "holder" }
+        check(store.events(held.handoff.id).last().actor == "coder") { "the holder is the actor" }
+        check(store.cancel(store.create(task("t4")).id, "ops").status == HandoffStatus.CANCELLED) { "no creator" }
+    }
+}
+
+// Issue 12: what an operator meets.
+fun operators(dir: String) {
+    val db = "$dir/ops.db"
+    val policy = ChainPolicy(maxHandoffs = 3uL, collaborators = mapOf("planner" to listOf("coder")))
+    Store.open(db, OpenOptions(policy = policy, lockPatience = Duration.ofMillis(300))).use { store ->
+        val h = store.create(task().copy(fromAgent = "planner", toAgent = "coder"))
+        store.savePolicy()
+        // A writer stopped while it holds the write lock: writers get Busy, readers read.
+        val holder = ProcessBuilder("flock", "$db-lock", "-c", "echo held; sleep 60").start()
+        try {
+            check(holder.inputStream.bufferedReader().readLine() == "held") { "flock did not take the lock" }
+            val busy = raises<HandoffException.Busy> { store.create(task("t2")) }
+            check("not damaged" in busy.description) { busy.description }
+            check(store.get(h.id) == h && store.list().size == 1) { "reads do not wait" }
+        } finally {
+            // flock's shell and its sleep inherit the lock: end them all, and wait for them.
+            val children = holder.descendants().toList()
+            children.forEach { it.destroy() }
+            holder.destroy()
+            children.forEach { it.onExit().get(10, TimeUnit.SECONDS) }
+            holder.waitFor()
+        }
+        store.create(task("t2"))
+    }
+    // A second open without a policy applies the saved one; a read-only open reads.
+    Store.open(db).use { store ->
+        check(store.savedPolicy()?.policy?.maxHandoffs == 3uL) { "${store.savedPolicy()}" }
+        raises<HandoffException.ChainViolation> { store.create(task("t3").copy(fromAgent = "planner", toAgent = "reviewer")) }
+    }
+    Store.openReadOnly(db).use { store ->
+        check(store.list().size == 2) { "read-only reads" }
+        raises<HandoffException.Storage> { store.create(task("t4")) }
+    }
+    raises<HandoffException.Validation> { Store.memory(OpenOptions(limits = Limits(maxDepth = 101uL))) }
+    // The event log in pages, by cursor.
+    Store.memory().use { store ->
+        repeat(5) { store.create(task("paged")) }
+        var after: ULong? = null
+        val sizes = mutableListOf<Int>()
+        while (true) {
+            val page = store.events(taskId = "paged", after = after, limit = 2uL)
+            if (page.isEmpty()) break
+            sizes += page.size
+            after = page.last().seq
+        }
+        check(sizes == listOf(2, 2, 1)) { "$sizes" }
     }
 }
 
@@ -195,6 +281,8 @@ fun main(args: Array<String>) {
         "lifecycle" to ::lifecycle,
         "errors" to ::errors,
         "fencing" to ::fencing,
+        "claim secrets" to ::claimSecrets,
+        "operators" to { operators(dir) },
         "racing threads" to { racingThreads("$dir/race.db") },
         "context" to ::context,
         "swarm tools" to ::swarmTools,

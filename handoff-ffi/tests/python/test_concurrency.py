@@ -48,7 +48,7 @@ def test_claim_next_workers_take_each_handoff_exactly_once(shared: hf.Store) -> 
     def work(worker: int) -> None:
         while (claim := shared.claim_next(f"worker-{worker}")) is not None:
             taken[worker].append(claim.handoff.id)
-            shared.complete(claim, f"done by {worker}")
+            shared.complete(claim.reference(), f"done by {worker}")
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(THREADS)]
     for t in threads:

@@ -54,10 +54,10 @@ def test_full_lifecycle_and_events(store: hf.Store, clock: hf.ManualClock) -> No
     assert claim.handoff.lease_until == clock.now() + dt.timedelta(seconds=60)
 
     clock.advance(dt.timedelta(seconds=30))
-    beat = store.heartbeat(claim)
+    beat = store.heartbeat(claim.reference())
     assert beat.lease_until == clock.now() + dt.timedelta(seconds=60)
 
-    done = store.complete(claim, "parser merged")
+    done = store.complete(claim.reference(), "parser merged")
     assert done.status == hf.HandoffStatus.COMPLETED
     assert done.outcome == "parser merged"
     assert done.completed_at == clock.now()
@@ -112,7 +112,7 @@ def test_addressed_handoffs_refuse_other_agents(store: hf.Store) -> None:
 def test_release_and_reclaim_raise_the_token(store: hf.Store) -> None:
     h = store.create(new())
     first = store.claim(h.id, "a")
-    released = store.release(first, "need a bigger context")
+    released = store.release(first.reference(), "need a bigger context")
     assert released.status == hf.HandoffStatus.PENDING
     assert released.attempts == 1
     second = store.claim(h.id, "b")
@@ -127,22 +127,22 @@ def test_fencing_a_stale_claim_changes_nothing(store: hf.Store, clock: hf.Manual
     assert fresh.token > stale.token
     before = (store.get(h.id), store.events(h.id))
     for call in (
-        lambda: store.heartbeat(stale),
-        lambda: store.complete(stale, "late"),
-        lambda: store.release(stale, "late"),
+        lambda: store.heartbeat(stale.reference()),
+        lambda: store.complete(stale.reference(), "late"),
+        lambda: store.release(stale.reference(), "late"),
     ):
         with pytest.raises(hf.HandoffError.LeaseLost) as err:
             call()
         assert err.value.token == stale.token
     assert (store.get(h.id), store.events(h.id)) == before
-    assert store.complete(fresh, "done").status == hf.HandoffStatus.COMPLETED
+    assert store.complete(fresh.reference(), "done").status == hf.HandoffStatus.COMPLETED
 
 
 def test_a_lapsed_lease_is_lost_even_without_a_new_claim(store: hf.Store, clock: hf.ManualClock) -> None:
     claim = store.claim(store.create(new()).id, "a", lease=dt.timedelta(seconds=5))
     clock.advance(dt.timedelta(seconds=6))
     with pytest.raises(hf.HandoffError.LeaseLost):
-        store.complete(claim, "too late")
+        store.complete(claim.reference(), "too late")
 
 
 def test_lapses_fail_after_max_attempts(store: hf.Store, clock: hf.ManualClock) -> None:
@@ -170,7 +170,7 @@ def test_pending_expiry(store: hf.Store, clock: hf.ManualClock) -> None:
 def test_terminal_states_accept_nothing(store: hf.Store) -> None:
     h = store.create(new())
     claim = store.claim(h.id, "a")
-    store.complete(claim)
+    store.complete(claim.reference())
     with pytest.raises(hf.HandoffError.InvalidTransition):
         store.claim(h.id, "b")
     with pytest.raises(hf.HandoffError.InvalidTransition):
@@ -258,7 +258,7 @@ def test_create_many_is_all_or_nothing(store: hf.Store) -> None:
 def test_stats(store: hf.Store, clock: hf.ManualClock) -> None:
     h = store.create(new(from_agent="claude", to_agent="gemini"))
     clock.advance(dt.timedelta(seconds=4))
-    store.complete(store.claim(h.id, "gemini"))
+    store.complete(store.claim(h.id, "gemini").reference())
     [path] = store.stats()
     assert (path.from_agent, path.to_agent, path.total, path.completed) == ("claude", "gemini", 1, 1)
     assert path.median_claim_seconds == pytest.approx(4.0)

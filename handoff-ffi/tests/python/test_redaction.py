@@ -23,7 +23,7 @@ def secret_everywhere(store: hf.Store) -> hf.Handoff:
         metadata=json.dumps({"key": SECRET, "nested": {"list": ["x", f"bearer {SECRET}"]}}),
         **fields,
     ))
-    store.complete(store.claim(h.id, "worker"), f"done with {SECRET}")
+    store.complete(store.claim(h.id, "worker").reference(), f"done with {SECRET}")
     return store.get(h.id)
 
 
