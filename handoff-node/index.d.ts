@@ -298,7 +298,7 @@ export interface ChainPolicy {
   /** How often an agent may appear again along a path. */
   maxRevisits: number
   /** Who may hand off to whom; `null` allows every pair. */
-  collaborators?: Record<string, Array<string>>
+  collaborators: Record<string, Array<string>> | null
 }
 
 /**
@@ -846,8 +846,8 @@ export interface PolicyOptions {
   maxHandoffs?: number
   /** How often an agent may appear again in a task's path (default 0: A→B→A is refused). */
   maxRevisits?: number
-  /** Who may hand off to whom; leave it out to allow every pair. */
-  collaborators?: Record<string, Array<string>>
+  /** Who may hand off to whom; leave it out (or `null`) to allow every pair. */
+  collaborators?: Record<string, Array<string>> | null
 }
 
 /** `store.release` and `store.reject` options. */

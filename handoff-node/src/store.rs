@@ -103,7 +103,8 @@ pub struct PolicyOptions {
     pub max_handoffs: Option<u32>,
     /// How often an agent may appear again in a task's path (default 0: A→B→A is refused).
     pub max_revisits: Option<u32>,
-    /// Who may hand off to whom; leave it out to allow every pair.
+    /// Who may hand off to whom; leave it out (or `null`) to allow every pair.
+    #[napi(ts_type = "Record<string, Array<string>> | null")]
     pub collaborators: Option<BTreeMap<String, Vec<String>>>,
 }
 
@@ -152,7 +153,7 @@ pub struct OpenOptions {
 }
 
 /// A chain policy as the store saved it.
-#[napi(object, js_name = "ChainPolicy", object_from_js = false, object_to_js = false)]
+#[napi(object, js_name = "ChainPolicy", object_from_js = false, object_to_js = false, use_nullable = true)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsChainPolicy {
@@ -810,6 +811,8 @@ impl Store {
 
     fn prepare_events(&self, options: &Unknown<'_>) -> Work<Vec<Event>> {
         let o: EventsOptions = convert::options(options, "options")?;
+        // The core names a bad handoff id `id`; name it as the caller did.
+        let named = if o.handoff_id.is_some() { "handoffId" } else { "id" };
         let handoff_id = match (o.handoff_id, o.id) {
             (Some(_), Some(_)) => return Err(invalid("id", "give handoffId or id (its older name), not both")),
             (one, other) => one.or(other),
@@ -826,7 +829,17 @@ impl Store {
             limit: o.limit.map(|l| l as usize),
         };
         let store = self.core();
-        work(move || store.events_page(&filter))
+        work(move || {
+            store.events_page(&filter).map_err(|err| match err {
+                handoff_core::Error::Validation { mut problems } => {
+                    for p in problems.iter_mut().filter(|p| p.field == "id") {
+                        p.field = named.to_owned();
+                    }
+                    handoff_core::Error::Validation { problems }
+                }
+                other => other,
+            })
+        })
     }
 
     /// The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
