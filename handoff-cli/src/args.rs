@@ -31,6 +31,17 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub no_redact: bool,
 
+    /// How long a write waits for another process's write lock before it gives up with exit
+    /// code 8 (BUSY); a stopped or stuck writer costs the others at most this. Reads never wait.
+    #[arg(
+        long,
+        global = true,
+        env = "HANDOFF_LOCK_PATIENCE",
+        value_name = "SECONDS",
+        value_parser = clap::value_parser!(u64).range(0..=MAX_LOCK_PATIENCE_SECONDS)
+    )]
+    pub lock_patience: Option<u64>,
+
     #[command(flatten)]
     pub policy: PolicyOpts,
 
@@ -38,16 +49,23 @@ pub(crate) struct Cli {
     pub command: Command,
 }
 
-const EXIT_CODES: &str = "\
-Exit codes:
+/// The longest `--lock-patience` (a day).
+pub(crate) const MAX_LOCK_PATIENCE_SECONDS: u64 = 24 * 60 * 60;
+
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes (and the error's code, which --json prints as {\"error\": {\"code\", ...}} on stderr):
   0  ok
   1  the spawned successor command failed (the handoff was released)
-  2  invalid input (bad arguments, VALIDATION)
-  3  not found (NOT_FOUND)
-  4  conflict (ALREADY_CLAIMED, LEASE_LOST, CONFLICT)
-  5  chain violation (CHAIN_VIOLATION)
-  6  storage (STORAGE: missing, corrupt or locked database file)
-  7  invalid transition (INVALID_TRANSITION: e.g. the handoff is already finished)";
+  2  invalid input: bad arguments, an unreadable input file (VALIDATION)
+  3  no handoff has this id (NOT_FOUND)
+  4  conflict: claimed by someone else, a stale token or wrong claim secret, an id reused
+     with other content (ALREADY_CLAIMED, LEASE_LOST, CONFLICT)
+  5  the new hop breaks the chain policy (CHAIN_VIOLATION)
+  6  storage: a missing, corrupt, foreign or read-only database file, or an output file that
+     cannot be written (STORAGE)
+  7  not allowed in the handoff's state, or not by this agent (INVALID_TRANSITION)
+  8  another process held the store's write lock longer than --lock-patience; nothing was
+     changed, try again (BUSY)";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -60,7 +78,7 @@ pub(crate) enum Command {
     },
     /// Create a pending handoff.
     Create(Box<CreateCmd>),
-    /// Claim a handoff; prints its fencing token and DNA.
+    /// Claim a handoff; prints its fencing token, its claim secret (to you only) and its DNA.
     Claim {
         /// The handoff id.
         id: String,
@@ -80,7 +98,7 @@ pub(crate) enum Command {
         /// The handoff id.
         id: String,
         #[command(flatten)]
-        token: TokenOpt,
+        proof: ClaimProof,
         /// The new lease, counted from now.
         #[arg(long, default_value_t = DEFAULT_LEASE_SECONDS)]
         lease_seconds: u64,
@@ -90,7 +108,7 @@ pub(crate) enum Command {
         /// The handoff id.
         id: String,
         #[command(flatten)]
-        token: TokenOpt,
+        proof: ClaimProof,
         /// Why.
         #[arg(long, default_value = "released")]
         reason: String,
@@ -100,7 +118,7 @@ pub(crate) enum Command {
         /// The handoff id.
         id: String,
         #[command(flatten)]
-        token: TokenOpt,
+        proof: ClaimProof,
         /// The result.
         #[arg(long, default_value = "")]
         outcome: String,
@@ -116,13 +134,21 @@ pub(crate) enum Command {
         #[arg(long)]
         reason: String,
     },
-    /// Withdraw a pending or claimed handoff.
+    /// Withdraw a pending or claimed handoff: as its creator (--by), or as its holder
+    /// (--token and --secret of the claim).
+    #[command(group(ArgGroup::new("who").required(true).args(["by", "secret"])))]
     Cancel {
         /// The handoff id.
         id: String,
-        /// Who cancels.
+        /// The creator (from_agent); anyone when the handoff names no creator.
         #[arg(long)]
-        by: String,
+        by: Option<String>,
+        /// The holder's claim secret (with --token).
+        #[arg(long, requires = "token", value_name = "SECRET")]
+        secret: Option<String>,
+        /// The holder's fencing token (with --secret).
+        #[arg(long, requires = "secret")]
+        token: Option<u64>,
         /// Why.
         #[arg(long)]
         reason: Option<String>,
@@ -158,11 +184,27 @@ pub(crate) enum Command {
         #[arg(long)]
         unfinished_only: bool,
     },
+    /// The chain policy and limits saved in the store, which every process that opens it
+    /// applies unless it is given its own.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyAction,
+    },
     /// Serve the store to MCP clients over stdio.
     Mcp {
         #[command(flatten)]
         spawn: SpawnOpts,
     },
+}
+
+/// `handoff policy ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum PolicyAction {
+    /// Print the saved policy (and the one this run applies, with the global options).
+    Show,
+    /// Save the policy the global options give (--policy, --agents, --max-handoffs,
+    /// --max-revisits, over the policy saved so far) into the store; creates the store if need be.
+    Save,
 }
 
 pub(crate) const DEFAULT_LEASE_SECONDS: u64 = 300;
@@ -256,11 +298,21 @@ impl ListArgs {
     }
 }
 
+/// What settles a claim: its fencing token and its secret, both printed by `claim`.
 #[derive(Debug, Args)]
-pub(crate) struct TokenOpt {
+pub(crate) struct ClaimProof {
     /// The fencing token the claim returned.
     #[arg(long)]
     pub token: u64,
+    /// The claim secret the claim returned (hcs_...); a `--spawn` successor finds it in
+    /// HANDOFF_CLAIM_SECRET. Prefer the variable: a command line is visible to other users.
+    #[arg(
+        long,
+        env = "HANDOFF_CLAIM_SECRET",
+        hide_env_values = true,
+        value_name = "SECRET"
+    )]
+    pub secret: String,
 }
 
 #[derive(Debug, Args)]

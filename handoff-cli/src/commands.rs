@@ -5,42 +5,65 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use handoff_core::{
-    ChainPolicy, Claim, Error, Handoff, ListFilter, NewHandoff, Problem, Store, validate,
+    ChainPolicy, Claim, ClaimRef, ClaimSecret, Error, EventFilter, Handoff, NewHandoff, Problem,
+    SqliteOptions, Store, validate,
 };
 use serde_json::json;
 
-use crate::args::{Command, CreateCmd, EventsArgs};
+use crate::args::{
+    ClaimProof, Command, CreateCmd, DEFAULT_LEASE_SECONDS, EventsArgs, PolicyAction,
+};
 use crate::error::{CliError, CliResult, code};
 use crate::fields::{CheckpointArgs, CreateArgs};
 use crate::output::{self, Output, Reply, to_json};
 use crate::policy::Overrides;
 use crate::spawn::{self, SpawnConfig};
 
-/// What every command needs besides its own arguments: the store's path, the policy options
-/// (read and checked before any store is opened) and how records are shown.
+/// What every command needs besides its own arguments: the store's path and how to open it,
+/// the policy options (read and checked before any store is opened) and how records are shown.
 pub(crate) struct Ctx {
     pub db: PathBuf,
+    pub options: SqliteOptions,
     pub policy: Overrides,
     pub out: Output,
 }
 
 impl Ctx {
-    /// Opens the store for a command that may write, under the run's chain policy.
+    /// Opens (or creates) the store for a command that may write, under the run's policy.
     pub(crate) fn open(&self) -> CliResult<Store> {
-        Ok(self.policy.apply(open(&self.db)?))
+        self.policy.apply(open(&self.db, &self.options)?)
     }
 
-    /// Opens an existing store under the run's chain policy; a missing file is an error.
+    /// Opens an existing store for a command that writes; a missing file is an error.
     fn open_existing(&self) -> CliResult<Store> {
-        Ok(self.policy.apply(open_existing(&self.db)?))
+        if !self.db.exists() {
+            return Err(CliError::MissingStore(self.db.clone()));
+        }
+        self.open()
+    }
+
+    /// Opens an existing store for reading only: nothing on disk is created or changed, so a
+    /// read-only file or folder can be read and a file that is not a store is left as it is.
+    pub(crate) fn open_read(&self) -> CliResult<Store> {
+        self.policy.apply(open_read(&self.db, &self.options)?)
     }
 }
 
 /// What a command leaves to print, and the exit code.
 pub(crate) struct Done {
-    /// `None` when the command wrote its output itself (`export` to stdout).
+    /// `None` when the command wrote its output itself (`export` to stdout, `events`).
     pub reply: Option<Reply>,
     pub exit: u8,
+}
+
+impl Done {
+    /// The command printed everything itself.
+    fn printed() -> Done {
+        Done {
+            reply: None,
+            exit: code::OK,
+        }
+    }
 }
 
 impl From<Reply> for Done {
@@ -53,14 +76,13 @@ impl From<Reply> for Done {
 }
 
 /// Opens the store for a command that may write: the file is created when missing.
-pub(crate) fn open(db: &Path) -> CliResult<Store> {
-    // The core creates its `<db>-lock` turnstile before it finds out that a file is not a
-    // store; a refused open must leave nothing behind, so remove the lock file if it was ours.
+pub(crate) fn open(db: &Path, options: &SqliteOptions) -> CliResult<Store> {
+    // A refused open must leave nothing behind: remove a `<db>-lock` turnstile it created.
     let mut lock = db.as_os_str().to_owned();
     lock.push("-lock");
     let lock = PathBuf::from(lock);
     let lock_existed = lock.exists();
-    Store::open(db).map_err(|e| {
+    Store::open_with(db, options).map_err(|e| {
         if !lock_existed {
             let _ = std::fs::remove_file(&lock);
         }
@@ -68,70 +90,106 @@ pub(crate) fn open(db: &Path) -> CliResult<Store> {
     })
 }
 
-/// Opens the store for a command on existing handoffs: a missing file is an error, never
-/// created (only `create`, `import` and `mcp` create a store).
-fn open_existing(db: &Path) -> CliResult<Store> {
+/// Opens an existing store for reading only; a missing file is an error, never created.
+pub(crate) fn open_read(db: &Path, options: &SqliteOptions) -> CliResult<Store> {
     if !db.exists() {
         return Err(CliError::MissingStore(db.to_path_buf()));
     }
-    open(db)
+    Ok(Store::open_read_only(db, options)?)
 }
 
-/// A claim rebuilt from a token given on the command line; the core checks the token.
-pub(crate) fn claim_from_token(
-    store: &Store,
+/// The claim a caller proves with the token and secret `claim` gave it. The record is not
+/// read again: the core checks both in the transaction that settles the claim.
+pub(crate) fn claim_ref(
     id: &str,
     token: u64,
-    lease: u64,
-) -> CliResult<Claim> {
-    Ok(Claim {
-        handoff: store.get(id)?,
+    secret: &str,
+    lease_seconds: u64,
+) -> CliResult<ClaimRef> {
+    Ok(ClaimRef {
+        handoff_id: id.to_owned(),
         token,
-        lease: Duration::from_secs(lease),
+        secret: ClaimSecret::parse(secret)?,
+        lease: Duration::from_secs(lease_seconds),
     })
 }
 
-/// The events `args` select, oldest first: one handoff's, a task's, or all; after a
-/// sequence number and at most a number of them.
-pub(crate) fn select_events(
-    store: &Store,
-    args: &EventsArgs,
-) -> CliResult<Vec<handoff_core::Event>> {
+fn proven(id: &str, proof: &ClaimProof, lease_seconds: u64) -> CliResult<ClaimRef> {
+    claim_ref(id, proof.token, &proof.secret, lease_seconds)
+}
+
+/// The most events read at once: `events` pages through a log of any length in this much.
+pub(crate) const EVENTS_PAGE: usize = 1000;
+
+/// The event filter `args` describe, checked.
+pub(crate) fn event_filter(args: &EventsArgs) -> CliResult<EventFilter> {
     if args.handoff_id.is_some() && args.task_id.is_some() {
         return Err(Error::invalid("task_id", "give a handoff id or a task id, not both").into());
     }
-    let mut events = store.events(args.handoff_id.as_deref())?;
-    if let Some(task_id) = &args.task_id {
-        let ids: std::collections::BTreeSet<String> = store
-            .list(&ListFilter {
-                task_id: Some(task_id.clone()),
-                ..ListFilter::default()
-            })?
-            .into_iter()
-            .map(|h| h.id)
-            .collect();
-        events.retain(|e| ids.contains(&e.handoff_id));
-    }
-    if let Some(after) = args.after {
-        events.retain(|e| e.seq > after);
-    }
-    if let Some(limit) = args.limit {
-        events.truncate(limit);
-    }
-    Ok(events)
+    Ok(EventFilter {
+        handoff_id: args.handoff_id.clone(),
+        task_id: args.task_id.clone(),
+        after: args.after,
+        limit: args.limit,
+    })
 }
 
-pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
+/// Streams the events `args` select to stdout, a page at a time: memory stays flat however
+/// long the log is.
+fn events(ctx: &Ctx, args: &EventsArgs, as_json: bool) -> CliResult<Done> {
+    let mut filter = event_filter(args)?;
+    let store = ctx.open_read()?;
+    let mut left = filter.limit;
+    let mut sink = output::Sink::stdout();
+    let mut table = output::EventsTable::default();
+    let mut any = false;
+    if as_json {
+        sink.write("[")?;
+    }
+    loop {
+        let page = left.map_or(EVENTS_PAGE, |n| n.min(EVENTS_PAGE));
+        if page == 0 || sink.closed() {
+            break;
+        }
+        filter.limit = Some(page);
+        let events = store.events_page(&filter)?;
+        let Some(last) = events.last() else { break };
+        filter.after = Some(last.seq);
+        left = left.map(|n| n - events.len());
+        if as_json {
+            for e in &events {
+                sink.write(if any { "," } else { "" })?;
+                sink.write(&ctx.out.event_json(e).to_string())?;
+                any = true;
+            }
+        } else {
+            any = true;
+            sink.write(&table.rows(&ctx.out, &events))?;
+        }
+        if events.len() < page {
+            break;
+        }
+    }
+    if as_json {
+        sink.write("]\n")?;
+    } else if !any {
+        sink.write("no events\n")?;
+    }
+    sink.finish()?;
+    Ok(Done::printed())
+}
+
+pub(crate) fn run(ctx: &Ctx, command: Command, as_json: bool) -> CliResult<Done> {
     let out = &ctx.out;
     let record_reply =
         |h: Handoff| -> Done { Reply::new(out.record_line(&h), out.record(&h)).into() };
     match command {
         Command::List(args) => {
-            let records = ctx.open_existing()?.list(&args.into_filter())?;
+            let records = ctx.open_read()?.list(&args.into_filter())?;
             Ok(Reply::new(out.handoff_table(&records), out.records(&records)).into())
         }
         Command::Show { id } => {
-            let h = ctx.open_existing()?.get(&id)?;
+            let h = ctx.open_read()?.get(&id)?;
             Ok(Reply::new(out.markdown(&h), out.record(&h)).into())
         }
         Command::Create(cmd) => create(ctx, *cmd),
@@ -167,41 +225,51 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
         }
         Command::Heartbeat {
             id,
-            token,
+            proof,
             lease_seconds,
         } => {
-            let store = ctx.open_existing()?;
-            let claim = claim_from_token(&store, &id, token.token, lease_seconds)?;
-            Ok(record_reply(store.heartbeat(&claim)?))
+            let claim = proven(&id, &proof, lease_seconds)?;
+            Ok(record_reply(ctx.open_existing()?.heartbeat(claim)?))
         }
-        Command::Release { id, token, reason } => {
-            let store = ctx.open_existing()?;
-            let claim = claim_from_token(&store, &id, token.token, 0)?;
-            Ok(record_reply(store.release(&claim, &reason)?))
+        Command::Release { id, proof, reason } => {
+            let claim = proven(&id, &proof, DEFAULT_LEASE_SECONDS)?;
+            Ok(record_reply(ctx.open_existing()?.release(claim, &reason)?))
         }
-        Command::Complete { id, token, outcome } => {
-            let store = ctx.open_existing()?;
-            let claim = claim_from_token(&store, &id, token.token, 0)?;
-            Ok(record_reply(store.complete(&claim, &outcome)?))
+        Command::Complete { id, proof, outcome } => {
+            let claim = proven(&id, &proof, DEFAULT_LEASE_SECONDS)?;
+            Ok(record_reply(
+                ctx.open_existing()?.complete(claim, &outcome)?,
+            ))
         }
         Command::Reject { id, agent, reason } => Ok(record_reply(
             ctx.open_existing()?.reject(&id, &agent, &reason)?,
         )),
-        Command::Cancel { id, by, reason } => Ok(record_reply(ctx.open_existing()?.cancel(
-            &id,
-            &by,
-            reason.as_deref(),
-        )?)),
+        Command::Cancel {
+            id,
+            by,
+            secret,
+            token,
+            reason,
+        } => {
+            let h = match (by, secret, token) {
+                (_, Some(secret), Some(token)) => {
+                    let claim = claim_ref(&id, token, &secret, DEFAULT_LEASE_SECONDS)?;
+                    ctx.open_existing()?
+                        .cancel_claim(claim, reason.as_deref())?
+                }
+                (Some(by), _, _) => ctx.open_existing()?.cancel(&id, &by, reason.as_deref())?,
+                // clap requires --by, or --secret with --token.
+                _ => return Err(Error::invalid("by", "give --by, or --token and --secret").into()),
+            };
+            Ok(record_reply(h))
+        }
         Command::Chain { task_id } => {
-            let chain = ctx.open_existing()?.chain(&task_id)?;
+            let chain = ctx.open_read()?.chain(&task_id)?;
             Ok(Reply::new(output::chain_text(&chain), output::chain_json(&chain)).into())
         }
-        Command::Events(args) => {
-            let events = select_events(&ctx.open_existing()?, &args)?;
-            Ok(Reply::new(out.events_text(&events), out.events_json(&events)).into())
-        }
+        Command::Events(args) => events(ctx, &args, as_json),
         Command::Stats => {
-            let stats = ctx.open_existing()?.stats()?;
+            let stats = ctx.open_read()?.stats()?;
             Ok(Reply::new(output::stats_text(&stats), to_json(&stats)).into())
         }
         Command::Checkpoint(cmd) => {
@@ -212,7 +280,7 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
         }
         Command::Stalled { older_than_seconds } => {
             let tasks = ctx
-                .open_existing()?
+                .open_read()?
                 .stalled(Duration::from_secs(older_than_seconds))?;
             Ok(Reply::new(
                 output::stalled_text(&tasks, older_than_seconds),
@@ -220,11 +288,12 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
             )
             .into())
         }
-        Command::Export { output } => export(&ctx.db, output),
+        Command::Export { output } => export(ctx, output),
         Command::Import {
             file,
             unfinished_only,
-        } => import(&ctx.db, file, unfinished_only),
+        } => import(ctx, file, unfinished_only),
+        Command::Policy { action } => policy(ctx, &action),
         Command::Mcp { .. } => unreachable_mcp(),
     }
 }
@@ -251,7 +320,7 @@ fn create(ctx: &Ctx, cmd: CreateCmd) -> CliResult<Done> {
 }
 
 /// Reads all of `source` (a path, or `-` for stdin), refusing more than `limit` bytes.
-fn read_text(source: Option<&Path>, limit: usize) -> CliResult<String> {
+fn read_text(field: &str, source: Option<&Path>, limit: usize) -> CliResult<String> {
     let name = source.map_or_else(|| "standard input".to_owned(), |p| p.display().to_string());
     let mut text = String::new();
     let read = match source {
@@ -262,7 +331,7 @@ fn read_text(source: Option<&Path>, limit: usize) -> CliResult<String> {
         Some(path) => std::fs::File::open(path)
             .and_then(|f| f.take(limit as u64 + 1).read_to_string(&mut text)),
     };
-    read.map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+    read.map_err(|e| CliError::input(field, format!("cannot read {name}"), e))?;
     if text.len() > limit {
         return Err(Error::invalid("input", format!("{name} is larger than {limit} bytes")).into());
     }
@@ -272,7 +341,7 @@ fn read_text(source: Option<&Path>, limit: usize) -> CliResult<String> {
 fn read_new_handoff(source: &str) -> CliResult<NewHandoff> {
     let path = (source != "-").then(|| Path::new(source));
     let limit = validate::Limits::default().max_record_bytes;
-    let text = read_text(path, limit)?;
+    let text = read_text("json-input", path, limit)?;
     serde_json::from_str(&text).map_err(|e| {
         Error::invalid("json-input", format!("not a NewHandoff JSON object: {e}")).into()
     })
@@ -305,31 +374,57 @@ fn after_claim(
     }
 }
 
-fn export(db: &Path, output: Option<PathBuf>) -> CliResult<Done> {
-    let records = open_existing(db)?.list(&ListFilter::default())?;
-    let mut lines = String::new();
-    for h in &records {
-        lines.push_str(&h.to_json());
-        lines.push('\n');
-    }
+fn export(ctx: &Ctx, output: Option<PathBuf>) -> CliResult<Done> {
     match output {
         None => {
-            output::write_stdout(&lines)?;
-            Ok(Done {
-                reply: None,
-                exit: code::OK,
-            })
+            let store = ctx.open_read()?;
+            let mut sink = output::Sink::stdout();
+            crate::export::write_records(&store, |line| {
+                sink.write(line)?;
+                Ok(!sink.closed())
+            })?;
+            sink.finish()?;
+            Ok(Done::printed())
         }
         Some(path) => {
-            std::fs::write(&path, lines)
-                .map_err(|e| CliError::io(format!("cannot write {}", path.display()), e))?;
-            let text = format!(
-                "exported {} handoffs to {}\n",
-                records.len(),
-                path.display()
-            );
-            let json = json!({ "exported": records.len(), "path": path.display().to_string() });
+            let target = crate::export::target(&ctx.db, &path)?;
+            let store = ctx.open_read()?;
+            let count = crate::export::to_file(&store, &target)?;
+            let text = format!("exported {count} handoffs to {}\n", path.display());
+            let json = json!({ "exported": count, "path": path.display().to_string() });
             Ok(Reply::new(text, json).into())
+        }
+    }
+}
+
+/// `policy show` and `policy save`.
+fn policy(ctx: &Ctx, action: &PolicyAction) -> CliResult<Done> {
+    let policy_json = |store: &Store| json!({ "chain_policy": to_json(store.policy()), "limits": to_json(store.limits()) });
+    match action {
+        PolicyAction::Show => {
+            let store = ctx.open_read()?;
+            let saved = store.saved_policy()?.map(|(policy, limits)| {
+                json!({ "chain_policy": to_json(&policy), "limits": to_json(&limits) })
+            });
+            let in_force = policy_json(&store);
+            let mut text = match &saved {
+                Some(saved) => format!("saved in the store: {saved}\n"),
+                None => "no policy is saved in the store: the default applies\n".to_owned(),
+            };
+            if saved.as_ref() != Some(&in_force) {
+                text.push_str(&format!("this run applies: {in_force}\n"));
+            }
+            Ok(Reply::new(text, json!({ "saved": saved, "in_force": in_force })).into())
+        }
+        PolicyAction::Save => {
+            let store = ctx.open()?;
+            store.save_policy()?;
+            let saved = policy_json(&store);
+            let text = format!(
+                "saved in {}: {saved}\nevery process that opens it without its own policy applies it\n",
+                ctx.db.display()
+            );
+            Ok(Reply::new(text, json!({ "saved": saved })).into())
         }
     }
 }
@@ -344,9 +439,9 @@ const MAX_IMPORT_BYTES: usize = 1 << 30;
 /// write that restores one, so every imported record starts pending, with a `created` event at
 /// import time. `--unfinished-only` leaves out records that were finished in the source.
 /// Imported hops are history, not new hand-offs: the chain policy is not applied to them.
-fn import(db: &Path, file: Option<PathBuf>, unfinished_only: bool) -> CliResult<Done> {
+fn import(ctx: &Ctx, file: Option<PathBuf>, unfinished_only: bool) -> CliResult<Done> {
     let path = file.filter(|p| p.as_os_str() != "-");
-    let text = read_text(path.as_deref(), MAX_IMPORT_BYTES)?;
+    let text = read_text("file", path.as_deref(), MAX_IMPORT_BYTES)?;
     let mut records = Vec::new();
     let mut skipped = 0usize;
     for (i, line) in text.lines().enumerate() {
@@ -360,7 +455,7 @@ fn import(db: &Path, file: Option<PathBuf>, unfinished_only: bool) -> CliResult<
         }
         records.push(h);
     }
-    let store = open(db)?.with_policy(ChainPolicy::unlimited());
+    let store = open(&ctx.db, &ctx.options)?.with_policy(ChainPolicy::unlimited());
     let mut existing = 0usize;
     for h in &records {
         match store.get(&h.id) {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use handoff_core::{Error, ErrorKind};
+use handoff_core::{Error, ErrorKind, Problem};
 use serde_json::{Value, json};
 
 use crate::output::Output;
@@ -20,6 +20,8 @@ pub(crate) mod code {
     pub(crate) const CHAIN_VIOLATION: u8 = 5;
     pub(crate) const STORAGE: u8 = 6;
     pub(crate) const INVALID_TRANSITION: u8 = 7;
+    /// Another process held the write lock past `--lock-patience`; nothing changed.
+    pub(crate) const BUSY: u8 = 8;
 }
 
 /// Everything a command can fail with.
@@ -29,11 +31,6 @@ pub(crate) enum CliError {
     Core(Error),
     /// A read-only command was pointed at a database file that does not exist.
     MissingStore(PathBuf),
-    /// Reading input or writing output failed.
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
 }
 
 impl From<Error> for CliError {
@@ -45,19 +42,21 @@ impl From<Error> for CliError {
 pub(crate) type CliResult<T> = Result<T, CliError>;
 
 impl CliError {
-    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> CliError {
-        CliError::Io {
-            what: what.into(),
-            source,
-        }
+    /// An input the caller named (`field`) cannot be read: invalid input, exit 2.
+    pub(crate) fn input(field: &str, what: impl std::fmt::Display, e: std::io::Error) -> CliError {
+        Error::invalid(field, format!("{what}: {e}")).into()
     }
 
-    /// The stable code: the core's `ErrorKind::code()`, or `STORAGE` / `IO` for our own.
+    /// An output cannot be written: a storage error, exit 6.
+    pub(crate) fn output(what: impl std::fmt::Display, e: std::io::Error) -> CliError {
+        Error::storage(format!("{what}: {e}")).into()
+    }
+
+    /// The stable code: the core's `ErrorKind::code()` (the CLI adds none of its own).
     pub(crate) fn code(&self) -> &'static str {
         match self {
             CliError::Core(e) => e.kind().code(),
             CliError::MissingStore(_) => ErrorKind::Storage.code(),
-            CliError::Io { .. } => "IO",
         }
     }
 
@@ -71,11 +70,11 @@ impl CliError {
                 }
                 ErrorKind::ChainViolation => code::CHAIN_VIOLATION,
                 ErrorKind::InvalidTransition => code::INVALID_TRANSITION,
+                ErrorKind::Busy => code::BUSY,
                 // Storage, and kinds a newer core may add.
                 _ => code::STORAGE,
             },
             CliError::MissingStore(_) => code::STORAGE,
-            CliError::Io { .. } => code::INVALID,
         }
     }
 
@@ -109,18 +108,54 @@ impl CliError {
         json!({ "error": error })
     }
 
-    /// Prints the error to stderr (as JSON with `--json`) and returns the exit code. An error
-    /// may quote its input, so it leaves through `out` like everything else.
+    /// A validation error with each field and rule redacted on its own: a rule may quote
+    /// input, and redacting `field: rule` whole would take a field named like a credential
+    /// (`secret: must be ...`) for an assignment.
+    fn redacted_problems(&self, out: &Output) -> Option<CliError> {
+        let CliError::Core(Error::Validation { problems }) = self else {
+            return None;
+        };
+        let problems = problems
+            .iter()
+            .map(|p| {
+                Problem::new(
+                    out.text(&p.field).into_owned(),
+                    out.text(&p.rule).into_owned(),
+                )
+            })
+            .collect();
+        Some(CliError::Core(Error::Validation { problems }))
+    }
+
+    /// The message as it may be shown. An error may quote its input, so it leaves through
+    /// `out` like everything else.
+    pub(crate) fn shown_text(&self, out: &Output) -> String {
+        match self.redacted_problems(out) {
+            Some(e) => e.to_string(),
+            None => out.text(&self.to_string()).into_owned(),
+        }
+    }
+
+    /// [`CliError::to_json`] as it may be shown.
+    pub(crate) fn shown_json(&self, out: &Output) -> Value {
+        match self.redacted_problems(out) {
+            Some(e) => e.to_json(),
+            None => out.json(self.to_json()),
+        }
+    }
+
+    /// Prints the error to stderr (as JSON with `--json`) and returns the exit code.
     pub(crate) fn report(&self, as_json: bool, out: &Output) -> ExitCode {
         if as_json {
-            eprintln!("{}", out.json(self.to_json()));
+            eprintln!("{}", self.shown_json(out));
         } else {
-            eprintln!("handoff: error: {}", out.text(&self.to_string()));
-            if let CliError::Core(Error::Validation { problems }) = self
+            eprintln!("handoff: error: {}", self.shown_text(out));
+            if let Some(CliError::Core(Error::Validation { problems })) =
+                self.redacted_problems(out)
                 && problems.len() > 1
             {
                 for problem in problems {
-                    eprintln!("  - {}", out.text(&problem.to_string()));
+                    eprintln!("  - {problem}");
                 }
             }
         }
@@ -138,7 +173,6 @@ impl std::fmt::Display for CliError {
                  check --db or HANDOFF_DB)",
                 path.display()
             ),
-            CliError::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }
 }
@@ -163,6 +197,12 @@ mod tests {
             ),
             (Error::Conflict { id: "x".into() }, code::CONFLICT),
             (Error::storage("disk on fire"), code::STORAGE),
+            (
+                Error::Busy {
+                    message: "stuck".into(),
+                },
+                code::BUSY,
+            ),
         ];
         for (error, exit) in cases {
             assert_eq!(CliError::Core(error).exit_code(), exit);
@@ -171,6 +211,40 @@ mod tests {
             CliError::MissingStore("x.db".into()).exit_code(),
             code::STORAGE
         );
+    }
+
+    #[test]
+    fn every_kind_has_a_documented_exit_code_and_code() {
+        let kinds = [
+            ErrorKind::Validation,
+            ErrorKind::NotFound,
+            ErrorKind::AlreadyClaimed,
+            ErrorKind::LeaseLost,
+            ErrorKind::Conflict,
+            ErrorKind::ChainViolation,
+            ErrorKind::InvalidTransition,
+            ErrorKind::Busy,
+            ErrorKind::Storage,
+        ];
+        let help = crate::args::EXIT_CODES;
+        for kind in kinds {
+            assert!(
+                help.contains(kind.code()),
+                "{} is not in --help",
+                kind.code()
+            );
+        }
+        assert!(help.contains("  8  "), "{help}");
+        for field_error in [
+            CliError::input(
+                "policy",
+                "cannot read p.json",
+                std::io::Error::other("gone"),
+            ),
+            CliError::output("cannot write out.jsonl", std::io::Error::other("full")),
+        ] {
+            assert_ne!(field_error.code(), "IO");
+        }
     }
 
     #[test]

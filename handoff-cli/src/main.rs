@@ -8,7 +8,9 @@ use serde_json::json;
 mod args;
 mod commands;
 mod error;
+mod export;
 mod fields;
+mod jsonrpc;
 mod mcp;
 mod output;
 mod policy;
@@ -33,8 +35,13 @@ fn main() -> ExitCode {
 fn run(cli: Cli, out: output::Output) -> Result<ExitCode, CliError> {
     // The policy file and agents folder are read before any store is opened: a bad one
     // creates nothing.
+    let mut options = handoff_core::SqliteOptions::default();
+    if let Some(seconds) = cli.lock_patience {
+        options.lock_patience = std::time::Duration::from_secs(seconds);
+    }
     let ctx = commands::Ctx {
         db: cli.db,
+        options,
         policy: policy::Overrides::load(&cli.policy)?,
         out,
     };
@@ -43,7 +50,7 @@ fn run(cli: Cli, out: output::Output) -> Result<ExitCode, CliError> {
         mcp::serve(store, ctx.db, spawn::SpawnConfig::from_opts(spawn), ctx.out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let done = commands::run(&ctx, cli.command)?;
+    let done = commands::run(&ctx, cli.command, cli.json)?;
     if let Some(reply) = done.reply {
         if cli.json {
             output::write_stdout(&format!("{}\n", reply.json))?;

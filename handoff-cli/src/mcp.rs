@@ -24,9 +24,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::args::{DEFAULT_LEASE_SECONDS, EventsArgs, ListArgs};
-use crate::commands::{claim_from_token, select_events};
+use crate::commands::{EVENTS_PAGE, claim_ref, event_filter};
 use crate::error::{CliError, CliResult};
 use crate::fields::{CheckpointArgs, CreateArgs};
+use crate::jsonrpc;
 use crate::output::{self, Output, Reply, to_json};
 use crate::spawn::{self, SpawnConfig};
 
@@ -111,12 +112,25 @@ struct RejectArgs {
 struct CancelArgs {
     /// The pending or claimed handoff.
     handoff_id: String,
-    /// Who cancels: the creator (from_agent), or the holder.
-    by: String,
+    /// The creator (from_agent) cancelling by name (anyone, when the handoff names no
+    /// creator). The holder gives token and claim_secret instead.
+    #[serde(default)]
+    by: Option<String>,
+    /// The holder's fencing token (with claim_secret).
+    #[serde(default)]
+    token: Option<u64>,
+    /// The holder's claim secret, as handoff_claim returned it (with token).
+    #[serde(default)]
+    claim_secret: Option<String>,
     /// Why.
     #[serde(default)]
     reason: Option<String>,
 }
+
+/// `handoff_policy` arguments: none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PolicyArgs {}
 
 /// `handoff_stats` arguments: none.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -139,6 +153,8 @@ struct HeartbeatArgs {
     handoff_id: String,
     /// The fencing token the claim returned.
     token: u64,
+    /// The claim secret the claim returned (only the claimer has it).
+    claim_secret: String,
     /// The new lease, counted from now (default 300).
     #[serde(default)]
     lease_seconds: Option<u64>,
@@ -152,6 +168,8 @@ struct ReleaseArgs {
     handoff_id: String,
     /// The fencing token the claim returned.
     token: u64,
+    /// The claim secret the claim returned (only the claimer has it).
+    claim_secret: String,
     /// Why it is given back.
     #[serde(default)]
     reason: Option<String>,
@@ -165,6 +183,8 @@ struct CompleteArgs {
     handoff_id: String,
     /// The fencing token the claim returned.
     token: u64,
+    /// The claim secret the claim returned (only the claimer has it).
+    claim_secret: String,
     /// The result, for whoever reads the log.
     #[serde(default)]
     outcome: Option<String>,
@@ -192,10 +212,10 @@ pub(crate) struct Server {
 
 const INSTRUCTIONS: &str = "Hand unfinished work to another agent, or take it over. \
 To hand over: handoff_create with task_id, goal, what is done and pending, decisions and \
-warnings. To take over: handoff_claim (returns a fencing token and the handoff's Markdown), \
-handoff_heartbeat within the lease while working, then handoff_complete (or handoff_release \
-to give it back). handoff_reject refuses work addressed to you, handoff_cancel withdraws your \
-own. handoff_checkpoint saves progress without handing over; handoff_stalled finds tasks gone \
+warnings. To take over: handoff_claim (returns a fencing token, a claim_secret that only you get, and \
+the handoff's Markdown), handoff_heartbeat within the lease while working, then \
+handoff_complete (or handoff_release to give it back), each with the token and claim_secret. \
+handoff_reject refuses work addressed to you, handoff_cancel withdraws your own. handoff_checkpoint saves progress without handing over; handoff_stalled finds tasks gone \
 quiet. handoff_chain, handoff_events and handoff_stats show who passed what to whom. Secrets in \
 records are shown as [REDACTED:<rule>].";
 
@@ -229,7 +249,9 @@ fn tools() -> Vec<Tool> {
         Tool::new(
             "handoff_claim",
             "Claim a handoff (or, without handoff_id, the oldest one the agent may take). \
-             Returns the fencing token and the Markdown DNA. Exactly one concurrent claimer wins.",
+             Returns the fencing token, the claim_secret (keep it: heartbeat, release and \
+             complete need it, and it is shown only here) and the Markdown DNA. Exactly one \
+             concurrent claimer wins.",
             schema::<ClaimArgs>(),
         ),
         Tool::new(
@@ -267,13 +289,15 @@ fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             "handoff_cancel",
-            "Withdraw a pending or claimed handoff you created (or hold).",
+            "Withdraw a pending or claimed handoff: by its creator (by), or by its holder \
+             (token and claim_secret).",
             schema::<CancelArgs>(),
         ),
         Tool::new(
             "handoff_events",
             "The event log (created, claimed, heartbeat, released, completed, ...), oldest \
-             first: of one handoff, of a task, or of the store; page with after and limit.",
+             first: of one handoff, of a task, or of the store. At most 1000 per call (limit \
+             lowers it); next_after, when present, is the after of the next page.",
             schema::<EventsArgs>(),
         )
         .with_annotations(read_only()),
@@ -290,6 +314,12 @@ fn tools() -> Vec<Tool> {
              done and pending. The checkpoint is never claimable and is not a hop.",
             schema::<CheckpointArgs>(),
         ),
+        Tool::new(
+            "handoff_policy",
+            "The chain policy and limits saved in the store, and the ones this server applies.",
+            schema::<PolicyArgs>(),
+        )
+        .with_annotations(read_only()),
         Tool::new(
             "handoff_stalled",
             "Tasks in progress with no claim, heartbeat or checkpoint for older_than_seconds.",
@@ -379,20 +409,30 @@ impl Server {
             "handoff_heartbeat" => {
                 let args: HeartbeatArgs = parse(arguments)?;
                 let seconds = args.lease_seconds.unwrap_or(DEFAULT_LEASE_SECONDS);
-                let claim = claim_from_token(store, &args.handoff_id, args.token, seconds)?;
-                Ok(self.record_reply(&store.heartbeat(&claim)?))
+                let claim = claim_ref(&args.handoff_id, args.token, &args.claim_secret, seconds)?;
+                Ok(self.record_reply(&store.heartbeat(claim)?))
             }
             "handoff_release" => {
                 let args: ReleaseArgs = parse(arguments)?;
-                let claim = claim_from_token(store, &args.handoff_id, args.token, 0)?;
+                let claim = claim_ref(
+                    &args.handoff_id,
+                    args.token,
+                    &args.claim_secret,
+                    DEFAULT_LEASE_SECONDS,
+                )?;
                 let reason = args.reason.unwrap_or_else(|| "released".to_owned());
-                Ok(self.record_reply(&store.release(&claim, &reason)?))
+                Ok(self.record_reply(&store.release(claim, &reason)?))
             }
             "handoff_complete" => {
                 let args: CompleteArgs = parse(arguments)?;
-                let claim = claim_from_token(store, &args.handoff_id, args.token, 0)?;
+                let claim = claim_ref(
+                    &args.handoff_id,
+                    args.token,
+                    &args.claim_secret,
+                    DEFAULT_LEASE_SECONDS,
+                )?;
                 let outcome = args.outcome.unwrap_or_default();
-                Ok(self.record_reply(&store.complete(&claim, &outcome)?))
+                Ok(self.record_reply(&store.complete(claim, &outcome)?))
             }
             "handoff_chain" => {
                 let args: ChainArgs = parse(arguments)?;
@@ -433,15 +473,55 @@ impl Server {
             }
             "handoff_cancel" => {
                 let args: CancelArgs = parse(arguments)?;
-                let h = store.cancel(&args.handoff_id, &args.by, args.reason.as_deref())?;
+                let reason = args.reason.as_deref();
+                let h = match (&args.by, args.token, &args.claim_secret) {
+                    (None, Some(token), Some(secret)) => {
+                        let claim =
+                            claim_ref(&args.handoff_id, token, secret, DEFAULT_LEASE_SECONDS)?;
+                        store.cancel_claim(claim, reason)?
+                    }
+                    (Some(by), None, None) => store.cancel(&args.handoff_id, by, reason)?,
+                    _ => {
+                        return Err(Error::invalid(
+                            "by",
+                            "give by (the creator), or token and claim_secret (the holder)",
+                        )
+                        .into());
+                    }
+                };
                 Ok(self.record_reply(&h))
             }
             "handoff_events" => {
                 let args: EventsArgs = parse(arguments)?;
-                let events = select_events(store, &args)?;
+                let mut filter = event_filter(&args)?;
+                let page = filter.limit.map_or(EVENTS_PAGE, |n| n.min(EVENTS_PAGE));
+                // One more than the page tells whether there is a next one.
+                filter.limit = Some(page + 1);
+                let mut events = store.events_page(&filter)?;
+                let more = events.len() > page;
+                events.truncate(page);
+                let mut json = json!({ "count": events.len(), "events": out.events_json(&events) });
+                if more && let Some(last) = events.last() {
+                    json["next_after"] = json!(last.seq);
+                }
+                let mut text = out.events_text(&events);
+                if more && let Some(last) = events.last() {
+                    text.push_str(&format!("more: call again with after={}\n", last.seq));
+                }
+                Ok(Reply::new(text, json))
+            }
+            "handoff_policy" => {
+                let _: PolicyArgs = parse(arguments)?;
+                let pair = |policy: &handoff_core::ChainPolicy, limits: &handoff_core::Limits| json!({ "chain_policy": to_json(policy), "limits": to_json(limits) });
+                let saved = store.saved_policy()?.map(|(p, l)| pair(&p, &l));
+                let in_force = pair(store.policy(), store.limits());
+                let text = match &saved {
+                    Some(saved) => format!("saved: {saved}\nin force: {in_force}"),
+                    None => format!("nothing saved in the store\nin force: {in_force}"),
+                };
                 Ok(Reply::new(
-                    out.events_text(&events),
-                    json!({ "count": events.len(), "events": out.events_json(&events) }),
+                    text,
+                    json!({ "saved": saved, "in_force": in_force }),
                 ))
             }
             "handoff_stats" => {
@@ -494,9 +574,9 @@ impl Server {
 /// A tool error: the readable message as text, the error object as structured content. An
 /// error may quote the call's input, so it leaves through `out` like a result.
 fn tool_error(e: &CliError, out: &Output) -> CallToolResult {
-    let text = format!("{}: {}", e.code(), out.text(&e.to_string()));
+    let text = format!("{}: {}", e.code(), e.shown_text(out));
     let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(out.json(e.to_json()));
+    result.structured_content = Some(e.shown_json(out));
     result
 }
 
@@ -557,7 +637,8 @@ impl ServerHandler for Server {
     }
 }
 
-/// Serves `store` on stdin/stdout until the client closes the connection.
+/// Serves `store` on stdin/stdout until the client closes the connection. Requests pass the
+/// line guard ([`crate::jsonrpc`]) first, which answers malformed ones itself.
 pub(crate) fn serve(
     store: Store,
     db: PathBuf,
@@ -568,18 +649,34 @@ pub(crate) fn serve(
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| CliError::io("cannot start the async runtime", e))?;
-    runtime.block_on(async move {
+        .map_err(|e| CliError::output("cannot start the async runtime", e))?;
+    let served = runtime.block_on(async move {
+        let stdout = Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));
+        // The guard writes the good lines into one pipe, rmcp answers into another, and
+        // `forward` copies those answers to stdout whole, between the guard's own.
+        let (guarded, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, answers) = tokio::io::duplex(1 << 20);
+        tokio::spawn(jsonrpc::guard(
+            tokio::io::stdin(),
+            guarded,
+            Arc::clone(&stdout),
+        ));
+        let forwarding = tokio::spawn(jsonrpc::forward(answers, stdout));
         let service = Server::new(store, db, spawn, out)
-            .serve(rmcp::transport::stdio())
+            .serve((server_in, server_out))
             .await
             .map_err(|e| {
                 CliError::Core(Error::storage(format!("MCP initialisation failed: {e}")))
             })?;
-        service
+        let stopped = service
             .waiting()
             .await
-            .map_err(|e| CliError::Core(Error::storage(format!("MCP server stopped: {e}"))))?;
-        Ok(())
-    })
+            .map_err(|e| CliError::Core(Error::storage(format!("MCP server stopped: {e}"))));
+        // The server has closed its end: send what it wrote last before leaving.
+        let _ = tokio::time::timeout(Duration::from_secs(5), forwarding).await;
+        stopped.map(|_| ())
+    });
+    // A read of stdin may still be pending on a blocking thread: do not wait for it.
+    runtime.shutdown_background();
+    served
 }

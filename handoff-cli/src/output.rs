@@ -36,9 +36,87 @@ pub(crate) fn write_stdout(text: &str) -> CliResult<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(CliError::io("cannot write to standard output", e))
+            Err(CliError::output("cannot write to standard output", e))
         }
         _ => Ok(()),
+    }
+}
+
+/// Standard output for a command that streams (`events`, `export`): buffered, and quiet when
+/// the reader stops early (`handoff events | head`), after which writes are dropped.
+pub(crate) struct Sink {
+    out: std::io::BufWriter<std::io::Stdout>,
+    closed: bool,
+}
+
+impl Sink {
+    pub(crate) fn stdout() -> Sink {
+        Sink {
+            out: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()),
+            closed: false,
+        }
+    }
+
+    /// Whether the reader has gone: the caller may stop producing.
+    pub(crate) fn closed(&self) -> bool {
+        self.closed
+    }
+
+    pub(crate) fn write(&mut self, text: &str) -> CliResult<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let written = self.out.write_all(text.as_bytes());
+        self.check(written)
+    }
+
+    pub(crate) fn finish(mut self) -> CliResult<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let flushed = self.out.flush();
+        self.check(flushed)
+    }
+
+    fn check(&mut self, result: std::io::Result<()>) -> CliResult<()> {
+        match result {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            Err(e) => Err(CliError::output("cannot write to standard output", e)),
+            Ok(()) => Ok(()),
+        }
+    }
+}
+
+/// The `events` table printed a page at a time: the header once, columns as wide as the
+/// widest cell seen so far.
+#[derive(Default)]
+pub(crate) struct EventsTable {
+    widths: Option<Vec<usize>>,
+}
+
+const EVENTS_HEADER: [&str; 6] = ["SEQ", "AT", "HANDOFF", "EVENT", "ACTOR", "DETAIL"];
+
+impl EventsTable {
+    /// The rows of `events` (after the header, for the first page).
+    pub(crate) fn rows(&mut self, out: &Output, events: &[Event]) -> String {
+        let rows: Vec<Vec<String>> = events.iter().map(|e| out.event_row(e)).collect();
+        let first = self.widths.is_none();
+        let mut widths = self
+            .widths
+            .take()
+            .unwrap_or_else(|| EVENTS_HEADER.iter().map(|h| h.chars().count()).collect());
+        grow(&mut widths, &rows);
+        let header: Vec<String> = EVENTS_HEADER.iter().map(|h| (*h).to_owned()).collect();
+        let text = if first {
+            render(&widths, std::iter::once(&header).chain(&rows))
+        } else {
+            render(&widths, rows.iter())
+        };
+        self.widths = Some(widths);
+        text
     }
 }
 
@@ -70,14 +148,23 @@ fn clip(text: &str, max: usize) -> String {
 /// Left-aligned columns separated by two spaces; the last column is not padded.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    grow(&mut widths, rows);
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    render(&widths, std::iter::once(&header).chain(rows))
+}
+
+/// Widens `widths` to fit `rows`.
+fn grow(widths: &mut [usize], rows: &[Vec<String>]) {
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
+}
+
+fn render<'a>(widths: &[usize], rows: impl Iterator<Item = &'a Vec<String>>) -> String {
     let mut out = String::new();
-    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
-    for row in std::iter::once(&header).chain(rows) {
+    for row in rows {
         let last = row.len().saturating_sub(1);
         for (i, cell) in row.iter().enumerate() {
             if i == last {
@@ -240,11 +327,14 @@ impl Output {
         line
     }
 
-    /// A claim as JSON: the token, the lease, the record and its Markdown DNA.
+    /// A claim as JSON: the token, the claim secret, the lease, the record and its Markdown
+    /// DNA. Only the claimer ever gets this: the secret is theirs, so it is not redacted, and
+    /// nothing else prints it.
     pub(crate) fn claim_json(&self, claim: &Claim) -> Value {
         json!({
             "handoff_id": claim.handoff.id,
             "token": claim.token,
+            "claim_secret": claim.secret.expose(),
             "lease_seconds": claim.lease.as_secs(),
             "lease_until": claim.handoff.lease_until,
             "handoff": self.record(&claim.handoff),
@@ -264,9 +354,11 @@ impl Output {
             claim.token,
             h.lease_until.map(time).unwrap_or_default()
         );
+        let _ = writeln!(out, "claim secret: {}", claim.secret.expose());
         let _ = writeln!(
             out,
-            "heartbeat, release or complete with --token {}\n",
+            "heartbeat, release or complete with --token {} and the secret (--secret, or \
+             HANDOFF_CLAIM_SECRET); it is shown only here\n",
             claim.token
         );
         out.push_str(&self.markdown(h));
@@ -299,44 +391,48 @@ impl Output {
         Value::Array(events.iter().map(|e| to_json(&self.event(e))).collect())
     }
 
+    /// One event as JSON, redacted like the rest.
+    pub(crate) fn event_json(&self, e: &Event) -> Value {
+        to_json(&self.event(e))
+    }
+
     /// The event log as a table.
     pub(crate) fn events_text(&self, events: &[Event]) -> String {
         if events.is_empty() {
             return "no events\n".to_owned();
         }
-        let rows: Vec<Vec<String>> = events
-            .iter()
-            .map(|e| {
-                let e = self.event(e);
-                let detail = match to_json(&e.change).get("detail") {
-                    // The created event carries the whole record: the table shows the goal.
-                    Some(Value::Object(d)) if d.contains_key("record") => d
-                        .get("record")
-                        .and_then(|r| r.get("goal"))
-                        .and_then(Value::as_str)
-                        .map(|g| clip(g, 48))
-                        .unwrap_or_default(),
-                    Some(Value::Object(d)) => d
-                        .iter()
-                        .map(|(k, v)| match v {
-                            Value::String(s) => format!("{k}={}", clip(s, 40)),
-                            other => format!("{k}={other}"),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    _ => String::new(),
-                };
-                vec![
-                    e.seq.to_string(),
-                    time(e.at),
-                    e.handoff_id.clone(),
-                    e.change.kind().to_owned(),
-                    e.actor.clone().unwrap_or_else(|| "-".to_owned()),
-                    detail,
-                ]
-            })
-            .collect();
-        table(&["SEQ", "AT", "HANDOFF", "EVENT", "ACTOR", "DETAIL"], &rows)
+        EventsTable::default().rows(self, events)
+    }
+
+    /// One row of the events table.
+    fn event_row(&self, e: &Event) -> Vec<String> {
+        let e = self.event(e);
+        let detail = match to_json(&e.change).get("detail") {
+            // The created event carries the whole record: the table shows the goal.
+            Some(Value::Object(d)) if d.contains_key("record") => d
+                .get("record")
+                .and_then(|r| r.get("goal"))
+                .and_then(Value::as_str)
+                .map(|g| clip(g, 48))
+                .unwrap_or_default(),
+            Some(Value::Object(d)) => d
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => format!("{k}={}", clip(s, 40)),
+                    other => format!("{k}={other}"),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        };
+        vec![
+            e.seq.to_string(),
+            time(e.at),
+            e.handoff_id.clone(),
+            e.change.kind().to_owned(),
+            e.actor.clone().unwrap_or_else(|| "-".to_owned()),
+            detail,
+        ]
     }
 }
 

@@ -1,14 +1,15 @@
 //! The chain policy of a run: `--policy FILE`, `--agents DIR`, `--max-handoffs`,
 //! `--max-revisits` (or their `HANDOFF_*` variables), over the store's own policy.
 //!
-//! Precedence, weakest first: the store's policy in force (the saved one, or the default); the
-//! file, which replaces it (a key it leaves out takes the default, as in a saved policy); the
-//! agents folder (collaborators only); the two flags. Files are read and checked before the
-//! store is opened, so that a bad one creates nothing.
+//! Precedence, weakest first: the store's policy in force (the one saved in it with `handoff
+//! policy save`, or the default); the file, whose keys replace the store's (a key it leaves
+//! out keeps the store's value); the agents folder (collaborators only); the two flags. Files
+//! are read and checked before the store is opened, so that a bad one creates nothing.
 
 use std::path::Path;
 
 use handoff_core::{AgentRegistry, ChainPolicy, Error, Store};
+use serde_json::{Map, Value};
 
 use crate::args::PolicyOpts;
 use crate::error::{CliError, CliResult};
@@ -19,7 +20,8 @@ const MAX_POLICY_BYTES: u64 = 1 << 20;
 /// What the options ask for, read and checked; applied to a store by [`Overrides::apply`].
 #[derive(Default)]
 pub(crate) struct Overrides {
-    file: Option<ChainPolicy>,
+    /// The keys the policy file sets (checked: together they make a valid policy).
+    file: Option<Map<String, Value>>,
     agents: Option<AgentRegistry>,
     max_handoffs: Option<usize>,
     max_revisits: Option<usize>,
@@ -48,8 +50,18 @@ impl Overrides {
     }
 
     /// The policy `base` becomes under these options.
-    pub(crate) fn policy(&self, base: &ChainPolicy) -> ChainPolicy {
-        let mut policy = self.file.as_ref().unwrap_or(base).clone();
+    pub(crate) fn policy(&self, base: &ChainPolicy) -> CliResult<ChainPolicy> {
+        let mut policy = match &self.file {
+            Some(keys) => {
+                let mut merged = match serde_json::to_value(base) {
+                    Ok(Value::Object(map)) => map,
+                    _ => Map::new(),
+                };
+                merged.extend(keys.clone());
+                ChainPolicy::from_json(&Value::Object(merged).to_string())?
+            }
+            None => base.clone(),
+        };
         if let Some(registry) = &self.agents {
             policy = registry.policy(policy);
         }
@@ -59,27 +71,27 @@ impl Overrides {
         if let Some(n) = self.max_revisits {
             policy.max_revisits = n;
         }
-        policy
+        Ok(policy)
     }
 
     /// The store with the policy these options make of its own; unchanged without options.
-    pub(crate) fn apply(&self, store: Store) -> Store {
+    pub(crate) fn apply(&self, store: Store) -> CliResult<Store> {
         if self.is_empty() {
-            return store;
+            return Ok(store);
         }
-        let policy = self.policy(store.policy());
-        store.with_policy(policy)
+        let policy = self.policy(store.policy())?;
+        Ok(store.with_policy(policy))
     }
 }
 
-/// Reads a policy file; the core's reader names the key at fault.
-fn read_file(path: &Path) -> CliResult<ChainPolicy> {
+/// Reads a policy file; the core's reader names the key at fault. Returns the keys it sets.
+fn read_file(path: &Path) -> CliResult<Map<String, Value>> {
     use std::io::Read;
     let name = path.display().to_string();
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_POLICY_BYTES + 1).read_to_string(&mut text))
-        .map_err(|e| CliError::io(format!("cannot read the policy file {name}"), e))?;
+        .map_err(|e| CliError::input("policy", format!("cannot read the policy file {name}"), e))?;
     if text.len() as u64 > MAX_POLICY_BYTES {
         return Err(Error::invalid(
             "policy",
@@ -87,22 +99,31 @@ fn read_file(path: &Path) -> CliResult<ChainPolicy> {
         )
         .into());
     }
-    Ok(ChainPolicy::from_json(&text)?)
+    ChainPolicy::from_json(&text)?;
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(keys)) => Ok(keys),
+        _ => Err(Error::invalid("policy", format!("{name} is not a JSON object")).into()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn keys(json: &str) -> Map<String, Value> {
+        match serde_json::from_str(json) {
+            Ok(Value::Object(map)) => map,
+            other => panic!("not an object: {other:?}"),
+        }
+    }
+
     #[test]
-    fn a_file_replaces_the_store_policy_and_flags_win() {
-        let file = ChainPolicy::from_json(
-            r#"{"max_handoffs": 10, "collaborators": {"manager": ["worker"], "worker": ["manager"]}}"#,
-        )
-        .expect("valid");
+    fn a_file_goes_over_the_store_policy_and_flags_win() {
         let overrides = Overrides {
-            file: Some(file),
-            max_revisits: Some(1),
+            file: Some(keys(
+                r#"{"max_handoffs": 10, "collaborators": {"manager": ["worker"], "worker": ["manager"]}}"#,
+            )),
+            max_handoffs: None,
             ..Overrides::default()
         };
         let saved = ChainPolicy {
@@ -110,8 +131,15 @@ mod tests {
             max_revisits: 4,
             collaborators: None,
         };
-        let policy = overrides.policy(&saved);
+        let policy = overrides.policy(&saved).expect("policy");
         assert_eq!(policy.max_handoffs, 10);
+        // A key the file leaves out keeps the store's value.
+        assert_eq!(policy.max_revisits, 4);
+        let overrides = Overrides {
+            max_revisits: Some(1),
+            ..overrides
+        };
+        let policy = overrides.policy(&saved).expect("policy");
         assert_eq!(policy.max_revisits, 1);
         let pairs = policy.collaborators.expect("collaborators");
         assert!(pairs["manager"].contains("worker"));
@@ -133,6 +161,6 @@ mod tests {
             max_handoffs: 9,
             ..ChainPolicy::default()
         };
-        assert_eq!(Overrides::default().policy(&base), base);
+        assert_eq!(Overrides::default().policy(&base).expect("policy"), base);
     }
 }

@@ -122,7 +122,7 @@ impl SpawnReport {
             text.push_str(&out.record_line(h));
         }
         for e in [&self.lease_lost, &self.settle_error].into_iter().flatten() {
-            text.push_str(&format!("error: {}\n", out.text(&e.to_string())));
+            text.push_str(&format!("error: {}\n", e.shown_text(out)));
         }
         let stdout = out.text(&self.stdout);
         let stderr = out.text(&self.stderr);
@@ -144,8 +144,8 @@ impl SpawnReport {
             "timed_out": self.timed_out,
             "timeout_seconds": timeout_seconds,
             "heartbeats": self.heartbeats,
-            "lease_lost": self.lease_lost.as_ref().map(|e| out.json(e.to_json()["error"].clone())),
-            "error": self.settle_error.as_ref().map(|e| out.json(e.to_json()["error"].clone())),
+            "lease_lost": self.lease_lost.as_ref().map(|e| e.shown_json(out)["error"].clone()),
+            "error": self.settle_error.as_ref().map(|e| e.shown_json(out)["error"].clone()),
             "stdout": stdout,
             "stderr": stderr,
             "handoff": self.handoff.as_ref().map(|h| out.record(h)),
@@ -199,6 +199,10 @@ pub(crate) fn run(
     command
         .env("HANDOFF_ID", &h.id)
         .env("HANDOFF_TOKEN", claim.token.to_string())
+        // The claim's secret goes to the successor alone, in its environment (never in the
+        // prompt, which may be logged or sent to a model): with it, the successor can
+        // heartbeat, complete or release the handoff itself.
+        .env("HANDOFF_CLAIM_SECRET", claim.secret.expose())
         .env("HANDOFF_TASK_ID", &h.task_id)
         .env("HANDOFF_AGENT", h.claimed_by.as_deref().unwrap_or_default())
         .env("HANDOFF_DB", db)
@@ -281,7 +285,7 @@ pub(crate) fn run(
 fn settle(store: &Store, claim: &Claim, report: &mut SpawnReport) {
     let current = store.get(claim.handoff_id());
     // The successor may have completed or released the handoff itself, with the token it was
-    // given in HANDOFF_TOKEN: then there is nothing left to do.
+    // given in HANDOFF_TOKEN and HANDOFF_CLAIM_SECRET: then there is nothing left to do.
     let settled_by_successor = current.as_ref().is_ok_and(|h| {
         h.claim_token == Some(claim.token) && h.status != handoff_core::Status::Claimed
     });

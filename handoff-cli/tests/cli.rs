@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Env, binary, finish};
+use common::{Env, FAKE_SECRET, binary, finish, secret_in};
 use serde_json::Value;
 
 const OK: i32 = 0;
@@ -26,9 +26,11 @@ fn read_commands_on_a_missing_store_fail_and_create_nothing() {
         &["export"],
         &["claim", "h1", "--agent", "a"],
         &["claim-next", "--agent", "a"],
-        &["heartbeat", "h1", "--token", "1"],
-        &["release", "h1", "--token", "1"],
-        &["complete", "h1", "--token", "1"],
+        &["heartbeat", "h1", "--token", "1", "--secret", FAKE_SECRET],
+        &["release", "h1", "--token", "1", "--secret", FAKE_SECRET],
+        &["complete", "h1", "--token", "1", "--secret", FAKE_SECRET],
+        &["cancel", "h1", "--token", "1", "--secret", FAKE_SECRET],
+        &["policy", "show"],
         &["reject", "h1", "--agent", "a", "--reason", "no"],
         &["cancel", "h1", "--by", "a"],
     ];
@@ -385,6 +387,7 @@ fn claim_heartbeat_complete_with_fencing_tokens() {
     ]);
     let run = env.run(&["claim", &id, "--agent", "gemini"]).expect(OK);
     assert!(run.stdout.contains("with token 1"), "{}", run.stdout);
+    let secret = secret_in(&run.stdout);
     assert!(
         run.stdout.contains("## Current Goal\n\nShip it"),
         "{}",
@@ -400,7 +403,15 @@ fn claim_heartbeat_complete_with_fencing_tokens() {
 
     // Only the current token works.
     let stale = env
-        .run(&["heartbeat", &id, "--token", "9", "--json"])
+        .run(&[
+            "heartbeat",
+            &id,
+            "--token",
+            "9",
+            "--secret",
+            &secret,
+            "--json",
+        ])
         .expect(CONFLICT);
     assert_eq!(stale.error()["code"], "LEASE_LOST");
     let beat = env
@@ -409,6 +420,8 @@ fn claim_heartbeat_complete_with_fencing_tokens() {
             &id,
             "--token",
             "1",
+            "--secret",
+            &secret,
             "--lease-seconds",
             "600",
             "--json",
@@ -423,6 +436,8 @@ fn claim_heartbeat_complete_with_fencing_tokens() {
             &id,
             "--token",
             "1",
+            "--secret",
+            &secret,
             "--outcome",
             "shipped",
             "--json",
@@ -433,7 +448,8 @@ fn claim_heartbeat_complete_with_fencing_tokens() {
     assert_eq!(done["outcome"], "shipped");
 
     // Finished: the token is spent and the handoff cannot be claimed again.
-    env.run(&["complete", &id, "--token", "1"]).expect(CONFLICT);
+    env.run(&["complete", &id, "--token", "1", "--secret", &secret])
+        .expect(CONFLICT);
     let finished = env
         .run(&["claim", &id, "--agent", "codex", "--json"])
         .expect(INVALID_TRANSITION);
@@ -485,6 +501,8 @@ fn claim_next_release_reject_cancel() {
             &first,
             "--token",
             "1",
+            "--secret",
+            claim["claim_secret"].as_str().expect("secret"),
             "--reason",
             "out of time",
             "--json",
@@ -554,7 +572,9 @@ fn chain_events_and_stats() {
         .expect(OK)
         .json();
     let token = claim["token"].to_string();
-    env.run(&["complete", &a, "--token", &token]).expect(OK);
+    let secret = claim["claim_secret"].as_str().expect("secret");
+    env.run(&["complete", &a, "--token", &token, "--secret", secret])
+        .expect(OK);
     env.create(&[
         "--task-id",
         "t1",
@@ -657,7 +677,14 @@ fn export_then_import_is_idempotent_and_validated() {
         .expect(OK)
         .json();
     source
-        .run(&["complete", &a, "--token", &claim["token"].to_string()])
+        .run(&[
+            "complete",
+            &a,
+            "--token",
+            &claim["token"].to_string(),
+            "--secret",
+            claim["claim_secret"].as_str().expect("secret"),
+        ])
         .expect(OK);
     let lines = source.run(&["export"]).expect(OK).stdout;
     assert_eq!(lines.lines().count(), 2);
@@ -722,7 +749,14 @@ fn export_then_import_is_idempotent_and_validated() {
         .expect(OK)
         .json();
     mixed
-        .run(&["complete", &done, "--token", &claim["token"].to_string()])
+        .run(&[
+            "complete",
+            &done,
+            "--token",
+            &claim["token"].to_string(),
+            "--secret",
+            claim["claim_secret"].as_str().expect("secret"),
+        ])
         .expect(OK);
     let mixed_lines = mixed.run(&["export"]).expect(OK).stdout;
     let partial = Env::new();
@@ -761,7 +795,20 @@ fn help_documents_exit_codes() {
     let mut help = std::process::Command::new(binary());
     help.arg("--help");
     let run = finish(&mut help, None).expect(OK);
-    assert!(run.stdout.contains("Exit codes:"), "{}", run.stdout);
+    assert!(run.stdout.contains("Exit codes"), "{}", run.stdout);
+    for code in [
+        "VALIDATION",
+        "NOT_FOUND",
+        "ALREADY_CLAIMED",
+        "LEASE_LOST",
+        "CONFLICT",
+        "CHAIN_VIOLATION",
+        "STORAGE",
+        "INVALID_TRANSITION",
+        "BUSY",
+    ] {
+        assert!(run.stdout.contains(code), "{code} missing from help");
+    }
     for command in [
         "list",
         "show",

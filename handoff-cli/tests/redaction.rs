@@ -158,9 +158,22 @@ fn the_cli_redacts_every_record_it_prints_unless_told_not_to() {
         .expect(0);
     assert_clean("claim --json", &claim.stdout);
     let token = claim.json()["token"].to_string();
+    let secret = claim.json()["claim_secret"]
+        .as_str()
+        .expect("secret")
+        .to_owned();
     let outcome = with_secrets("outcome");
     let done = env
-        .run(&["complete", &id, "--token", &token, "--outcome", &outcome])
+        .run(&[
+            "complete",
+            &id,
+            "--token",
+            &token,
+            "--secret",
+            &secret,
+            "--outcome",
+            &outcome,
+        ])
         .expect(0);
     assert_clean("complete", &done.stdout);
     for args in [
@@ -330,9 +343,10 @@ fn mcp_redacts_every_tool_result_and_the_successor_prompt() {
     assert_clean("handoff_claim", &every_text(&claim));
     assert!(Mcp::text(&claim).contains("[REDACTED:"), "{claim}");
     let token = claim["structuredContent"]["token"].clone();
+    let secret = claim["structuredContent"]["claim_secret"].clone();
     let done = mcp.call(
         "handoff_complete",
-        json!({"handoff_id": id, "token": token, "outcome": with_secrets("outcome")}),
+        json!({"handoff_id": id, "token": token, "claim_secret": secret, "outcome": with_secrets("outcome")}),
     );
     assert_clean("handoff_complete", &every_text(&done));
     let events = mcp.call("handoff_events", json!({"handoff_id": id}));

@@ -43,6 +43,19 @@ impl Run {
     }
 }
 
+/// A claim secret of the right form that no claim handed out.
+pub const FAKE_SECRET: &str =
+    "hcs_0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The claim secret in `claim`'s text output.
+pub fn secret_in(text: &str) -> String {
+    text.lines()
+        .find_map(|line| line.strip_prefix("claim secret: "))
+        .unwrap_or_else(|| panic!("no claim secret in {text}"))
+        .trim()
+        .to_owned()
+}
+
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_handoff")
 }
