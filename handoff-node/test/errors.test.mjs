@@ -262,7 +262,7 @@ test('no value of any type crashes Node', async () => {
     Symbol('s'), () => 1, [], [1, [2]], {}, { handoff: 1 }, { handoff: { id: 5 }, token: -1 }, new Date(), cyclic,
     new Map(), Buffer.from('x'), new Uint8Array(3), Object.create(null), new Proxy({}, {}), h]
   const methods = ['create', 'createMany', 'get', 'list', 'claim', 'claimNext', 'heartbeat', 'release', 'complete',
-    'reject', 'cancel', 'events', 'chain', 'checkpoint', 'stalled']
+    'reject', 'cancel', 'cancelClaim', 'events', 'chain', 'checkpoint', 'stalled', 'savedPolicy']
   let calls = 0
   for (const method of methods) {
     for (const v of values) {
