@@ -142,11 +142,17 @@ fn default_max_attempts() -> u32 {
 }
 
 impl Handoff {
-    /// Parses and validates a record from its JSON form, with the default [`Limits`].
+    /// Parses and validates a record from its JSON form, with the default [`Limits`] except
+    /// for nesting, which may reach [`MAX_DEPTH`](crate::MAX_DEPTH): whatever any store may
+    /// have written, this reads back.
     ///
     /// Size and nesting are checked before the text is parsed; every broken rule is reported.
     pub fn from_json(json: &str) -> Result<Handoff> {
-        Handoff::from_json_with(json, &Limits::default())
+        let limits = Limits {
+            max_depth: crate::validate::MAX_DEPTH,
+            ..Limits::default()
+        };
+        Handoff::from_json_with(json, &limits)
     }
 
     /// Parses and validates a record from its JSON form under the given limits.
