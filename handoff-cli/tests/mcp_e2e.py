@@ -35,6 +35,7 @@ TOOLS = {
     "handoff_stats",
     "handoff_checkpoint",
     "handoff_stalled",
+    "handoff_policy",
 }
 
 # An OpenAI project key and an AWS access key id: what must never leave the server unredacted.
@@ -139,7 +140,12 @@ async def redaction(stack: AsyncExitStack, binary: str, db: str) -> None:
     done = await everything(
         server,
         "handoff_complete",
-        {"handoff_id": handoff_id, "token": claim.structured_content["token"], "outcome": secret_text("done")},
+        {
+            "handoff_id": handoff_id,
+            "token": claim.structured_content["token"],
+            "claim_secret": claim.structured_content["claim_secret"],
+            "outcome": secret_text("done"),
+        },
     )
     assert_clean("handoff_complete", done)
 
@@ -269,6 +275,87 @@ async def spawn_options(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert "## Additional Instructions\n\nAnswer in French." in ran["stdout"]
 
 
+# Lines the official clients never send, but a broken or hostile one might: each is a request
+# (id "probe-N") that the server must answer with a JSON-RPC error, then keep serving.
+HOSTILE_LINES = [
+    b'{"jsonrpc":"2.0","id":"probe-1","method":"tools/call","params":{"name":"\xff"}}',
+    b'{"jsonrpc":"2.0","id":"probe-2","method":"tools/call","params":{"name":"handoff_list","arguments":{"limit":1e400}}}',
+    b'{"jsonrpc":"2.0","id":"probe-3","method":"tools/call","params":["handoff_list"]}',
+    b'{"jsonrpc":"2.0","id":"probe-4","method":"tools/call","params":{"name":"handoff_list","arguments":{"x":'
+    + b"[" * 200
+    + b"]" * 200
+    + b"}}}",
+    b"not json at all",
+]
+
+
+RELAY = r"""
+import json, subprocess, sys, threading
+lines, binary, db, answers = sys.argv[1:5]
+server = subprocess.Popen([binary, "mcp", "--db", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+with open(lines, "rb") as f:
+    server.stdin.write(f.read())
+server.stdin.flush()
+
+def pump():
+    for line in sys.stdin.buffer:
+        server.stdin.write(line)
+        server.stdin.flush()
+    server.stdin.close()
+
+threading.Thread(target=pump, daemon=True).start()
+with open(answers, "ab") as kept:
+    for line in server.stdout:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = {}
+        if "id" in message and (message["id"] is None or str(message["id"]).startswith("probe-")):
+            kept.write(line)
+            kept.flush()
+        else:
+            sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+server.wait()
+"""
+
+
+async def hostile_lines(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """The official client still works on a server that was sent malformed lines first.
+
+    A relay (RELAY) writes the hostile lines to the server's stdin ahead of the client's own
+    messages, and keeps the server's answers to them (the client would not know their ids) in a
+    file; the client then initialises and works as usual on the same server.
+    """
+    folder = os.path.dirname(db)
+    lines = os.path.join(folder, "hostile.jsonl")
+    answers = os.path.join(folder, "answers.jsonl")
+    with open(lines, "wb") as f:
+        f.write(b"\n".join(HOSTILE_LINES) + b"\n")
+    params = StdioServerParameters(command=sys.executable, args=["-c", RELAY, lines, binary, db, answers])
+    read, write = await stack.enter_async_context(stdio_client(params))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    created = await ok(session, "handoff_create", {"task_id": "after-bad-lines", "goal": "still served"})
+    claim = await ok(session, "handoff_claim", {"handoff_id": created["handoff"]["id"], "agent": "a"})
+    done = await ok(
+        session,
+        "handoff_complete",
+        {"handoff_id": claim["handoff_id"], "token": claim["token"], "claim_secret": claim["claim_secret"]},
+    )
+    assert done["handoff"]["status"] == "completed"
+    with open(answers, encoding="utf-8") as f:
+        got = [json.loads(line) for line in f if line.strip()]
+    by_id = {answer["id"]: answer["error"]["code"] for answer in got}
+    assert by_id == {
+        "probe-1": -32700,
+        "probe-2": -32700,
+        "probe-3": -32602,
+        "probe-4": -32600,
+        None: -32700,
+    }, got
+
+
 async def main(binary: str) -> None:
     db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
     async with AsyncExitStack() as stack:
@@ -320,6 +407,8 @@ async def main(binary: str) -> None:
         winner_session, winner = (gemini, "gemini") if results[0] is winners[0] else (codex, "codex")
         assert claim["handoff"]["claimed_by"] == winner
         assert isinstance(claim["token"], int)
+        assert claim["claim_secret"].startswith("hcs_"), claim
+        secret = claim["claim_secret"]
         assert "## Current Goal" in claim["markdown"] and "Fix the login bug" in claim["markdown"]
         token = claim["token"]
 
@@ -330,8 +419,22 @@ async def main(binary: str) -> None:
         assert "keep bcrypt" in got["markdown"]
 
         # Errors are tool errors, and the server keeps serving after each.
-        lost = await tool_error(claude, "handoff_heartbeat", {"handoff_id": handoff_id, "token": token + 7})
+        lost = await tool_error(
+            claude, "handoff_heartbeat", {"handoff_id": handoff_id, "token": token + 7, "claim_secret": secret}
+        )
         assert lost["code"] == "LEASE_LOST"
+        # The token is public; without the claim's secret it settles nothing.
+        forged = await tool_error(
+            claude,
+            "handoff_complete",
+            {"handoff_id": handoff_id, "token": token, "claim_secret": "hcs_" + "0" * 64, "outcome": "forged"},
+        )
+        assert forged["code"] == "LEASE_LOST"
+        no_secret = await tool_error(claude, "handoff_complete", {"handoff_id": handoff_id, "token": token})
+        assert no_secret["code"] == "VALIDATION"
+        for tool in ("handoff_get", "handoff_list", "handoff_events"):
+            shown = await everything(claude, tool, {"handoff_id": handoff_id} if tool == "handoff_get" else {})
+            assert secret not in shown, f"{tool} shows the claim secret"
         missing = await tool_error(claude, "handoff_get", {"handoff_id": "no-such-handoff"})
         assert missing["code"] == "NOT_FOUND"
         bad = await tool_error(claude, "handoff_create", {"task_id": "t"})
@@ -352,16 +455,20 @@ async def main(binary: str) -> None:
         await ok(claude, "handoff_list", {})
 
         # The winner works, heartbeats and completes; the token then no longer works.
-        beat = await ok(winner_session, "handoff_heartbeat", {"handoff_id": handoff_id, "token": token})
+        beat = await ok(
+            winner_session, "handoff_heartbeat", {"handoff_id": handoff_id, "token": token, "claim_secret": secret}
+        )
         assert beat["handoff"]["status"] == "claimed"
         done = await ok(
             winner_session,
             "handoff_complete",
-            {"handoff_id": handoff_id, "token": token, "outcome": "fixed in a1b2c3"},
+            {"handoff_id": handoff_id, "token": token, "claim_secret": secret, "outcome": "fixed in a1b2c3"},
         )
         assert done["handoff"]["status"] == "completed"
         assert done["handoff"]["outcome"] == "fixed in a1b2c3"
-        again = await tool_error(winner_session, "handoff_release", {"handoff_id": handoff_id, "token": token})
+        again = await tool_error(
+            winner_session, "handoff_release", {"handoff_id": handoff_id, "token": token, "claim_secret": secret}
+        )
         assert again["code"] in {"LEASE_LOST", "INVALID_TRANSITION"}
 
         # The chain: claude handed the task to the winner.
@@ -388,7 +495,7 @@ async def main(binary: str) -> None:
         spawn_schema = next(t for t in listed.tools if t.name == "handoff_claim_and_spawn").input_schema
         assert {"additional_instructions", "timeout_seconds"} <= set(spawn_schema["properties"])
 
-    for part in (redaction, seed_and_policy, new_tools, spawn_options):
+    for part in (redaction, seed_and_policy, new_tools, spawn_options, hostile_lines):
         part_db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
         async with AsyncExitStack() as stack:
             await part(stack, binary, part_db)

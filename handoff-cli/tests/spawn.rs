@@ -113,7 +113,8 @@ case "$3" in *"Current Goal"*"Summarise the logs"*) echo ok ;; *) exit 7 ;; esac
 fn a_successor_may_settle_the_handoff_itself_with_its_token() {
     let env = Env::new();
     let id = handoff(&env);
-    // HANDOFF_DB, HANDOFF_ID and HANDOFF_TOKEN are all a successor needs to finish on its own.
+    // HANDOFF_DB, HANDOFF_ID, HANDOFF_TOKEN and HANDOFF_CLAIM_SECRET (read by --secret from
+    // the environment) are all a successor needs to finish on its own.
     let command = format!(
         "{} complete \"$HANDOFF_ID\" --token \"$HANDOFF_TOKEN\" --outcome 'done by the successor'",
         common::binary()
@@ -143,6 +144,47 @@ fn a_successor_may_settle_the_handoff_itself_with_its_token() {
         .json();
     assert_eq!(report["succeeded"], false);
     assert_eq!(report["handoff"]["status"], "pending");
+}
+
+#[test]
+fn the_claim_secret_reaches_the_successor_in_its_environment_only() {
+    let env = Env::new();
+    let id = handoff(&env);
+    let agent = script(
+        &env,
+        "agent.sh",
+        r#"cat > prompt.txt
+printf '%s' "$HANDOFF_CLAIM_SECRET" > secret.txt
+case "$HANDOFF_CLAIM_SECRET" in hcs_*) echo "has a secret" ;; *) exit 9 ;; esac"#,
+    );
+    let report = env
+        .run(&[
+            "claim",
+            &id,
+            "--agent",
+            "local",
+            "--spawn",
+            agent.to_str().expect("path"),
+            "--json",
+        ])
+        .expect(0);
+    let secret = std::fs::read_to_string(env.dir.path().join("secret.txt")).expect("secret");
+    assert_eq!(secret.len(), 68, "{secret}");
+    let prompt = std::fs::read_to_string(env.dir.path().join("prompt.txt")).expect("prompt");
+    assert!(prompt.contains("Summarise the logs"));
+    assert!(!prompt.contains(&secret), "the prompt holds the secret");
+    // The report and everything else leave it out.
+    assert!(
+        !report.stdout.contains(&secret),
+        "the report shows the secret"
+    );
+    for args in [&["events", "--json"][..], &["list", "--json"], &["export"]] {
+        assert!(
+            !env.run(args).expect(0).stdout.contains(&secret),
+            "{args:?}"
+        );
+    }
+    assert_eq!(env.show(&id)["status"], "completed");
 }
 
 #[test]

@@ -224,6 +224,23 @@ impl Mcp {
         }
     }
 
+    /// Writes `line` (raw bytes, a newline added) and returns the next message the server
+    /// writes: the answer to a line that carries no readable id, or to one that does.
+    pub fn raw(&mut self, line: &[u8]) -> Value {
+        use std::io::BufRead;
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line).expect("write to the server");
+        stdin.write_all(b"\n").expect("write to the server");
+        stdin.flush().expect("flush");
+        let mut answer = String::new();
+        let n = self
+            .stdout
+            .read_line(&mut answer)
+            .expect("read from the server");
+        assert!(n > 0, "the server closed its output");
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("not JSON ({e}): {answer}"))
+    }
+
     /// The tools the server lists.
     pub fn tools(&mut self) -> Vec<Value> {
         let listed = self.request("tools/list", serde_json::json!({}));
