@@ -186,7 +186,22 @@ pub(crate) fn run(ctx: &Ctx, command: Command, as_json: bool) -> CliResult<Done>
     match command {
         Command::List(args) => {
             let records = ctx.open_read()?.list(&args.into_filter())?;
-            Ok(Reply::new(out.handoff_table(&records), out.records(&records)).into())
+            if !as_json {
+                return Ok(Reply::new(out.handoff_table(&records), json!(null)).into());
+            }
+            // One record at a time: the JSON text of a large store is never held whole.
+            let mut sink = output::Sink::stdout();
+            sink.write("[")?;
+            for (i, h) in records.iter().enumerate() {
+                if sink.closed() {
+                    break;
+                }
+                sink.write(if i == 0 { "" } else { "," })?;
+                sink.write(&out.record(h).to_string())?;
+            }
+            sink.write("]\n")?;
+            sink.finish()?;
+            Ok(Done::printed())
         }
         Command::Show { id } => {
             let h = ctx.open_read()?.get(&id)?;
