@@ -56,7 +56,8 @@ pub(crate) const EXIT_CODES: &str = "\
 Exit codes (and the error's code, which --json prints as {\"error\": {\"code\", ...}} on stderr):
   0  ok
   1  the spawned successor command failed (the handoff was released)
-  2  invalid input: bad arguments, an unreadable input file (VALIDATION)
+  2  invalid input: bad arguments, an unreadable input file, an export onto the store
+     (VALIDATION)
   3  no handoff has this id (NOT_FOUND)
   4  conflict: claimed by someone else, a stale token or wrong claim secret, an id reused
      with other content (ALREADY_CLAIMED, LEASE_LOST, CONFLICT)
