@@ -295,6 +295,7 @@ impl ListArgs {
             to_agent: self.to_agent,
             kind: self.kind,
             limit: self.limit,
+            after: None,
         }
     }
 }

@@ -309,3 +309,39 @@ fn depth_limits_stop_where_readers_stop() {
             .is_some()
     );
 }
+
+/// A backup is a consistent, private copy taken while the store is in use, and never
+/// overwrites a file.
+#[test]
+fn backups_copy_a_store_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let store = Store::open(&db).unwrap();
+    let h = store.create(NewHandoff::new("t", "g")).unwrap();
+    let claim = store.claim(&h.id, "w", Duration::from_secs(60)).unwrap();
+    let copy = dir.path().join("copy.db");
+    store.backup(&copy).unwrap();
+    store.complete(&claim, "after the backup").unwrap();
+    let restored = Store::open(&copy).unwrap();
+    assert_eq!(restored.get(&h.id).unwrap(), claim.handoff);
+    assert_eq!(restored.events(None).unwrap().len(), 2);
+    // The claim secret's digest came along: the claimer can still settle on the copy.
+    restored.complete(&claim, "on the copy").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let before = std::fs::read(&db).unwrap();
+    let err = store.backup(&db).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    assert_eq!(
+        Store::memory()
+            .backup(dir.path().join("m.db"))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Storage
+    );
+}

@@ -203,6 +203,7 @@ impl Store {
             limit: filter
                 .limit
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            after: None,
         };
         Ok(handoffs(self.inner.list(&filter)?))
     }

@@ -580,6 +580,7 @@ impl Store {
             to_agent: o.to_agent,
             kind: o.kind.as_deref().map(str::parse).transpose()?,
             limit: o.limit.map(|l| l as usize),
+            after: None,
         };
         let store = self.core();
         work(move || store.list(&filter))

@@ -519,6 +519,7 @@ impl Store {
             to_agent: args.opt_text("to_agent", to_agent),
             kind: args.opt_parsed("kind", kind),
             limit: args.opt_int("limit", limit, "a whole number at least 0"),
+            after: None,
         };
         args.finish()?;
         let found = py.detach(|| store.list(&filter))?;

@@ -22,6 +22,9 @@ pub struct ListFilter {
     pub kind: Option<Kind>,
     /// At most this many records.
     pub limit: Option<usize>,
+    /// Only records inserted after the record with this id: a cursor, the id of the last
+    /// record of the previous page (an unknown id gives nothing).
+    pub after: Option<String>,
 }
 
 /// Which events [`Backend::events`] returns: a page of the log, oldest first.
@@ -86,6 +89,13 @@ pub trait Backend: Send + Sync + fmt::Debug {
 
     /// The events matching `filter`, by `seq`.
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>>;
+
+    /// Writes a consistent copy of the store to `path`, which must not exist, while the store
+    /// stays in use. Backends that cannot say so with a storage error.
+    fn backup(&self, path: &std::path::Path) -> Result<()> {
+        let _ = path;
+        Err(crate::Error::storage("this backend cannot write a backup"))
+    }
 
     /// Statistics per from→to pair. The default reads every record and event; a backend with
     /// a query language computes them there, without loading records.

@@ -29,7 +29,7 @@ macro_rules! conformance_tests {
             checkpoints_and_stalled, list_filters, events_replay_to_records,
             bad_ids_change_nothing, create_many_is_atomic, unknown_parent, path_stats,
             limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
-            display_names_are_agent_names, events_are_paged, claims_need_their_secret,
+            display_names_are_agent_names, events_are_paged, lists_are_paged, claims_need_their_secret,
             cancel_rights,
         );
     };
@@ -793,6 +793,47 @@ pub fn cancel_rights(store: Store) {
         store.cancel(&anyones.id, "anyone", None).unwrap().status,
         Status::Cancelled
     );
+}
+
+/// Records are read in pages by an id cursor, with any filter.
+pub fn lists_are_paged(store: Store) {
+    for i in 0..9 {
+        store
+            .create(NewHandoff::new(
+                if i % 3 == 0 { "a" } else { "b" },
+                format!("g{i}"),
+            ))
+            .unwrap();
+    }
+    let read = |filter: ListFilter| {
+        let mut page = ListFilter {
+            limit: Some(2),
+            ..filter
+        };
+        let mut out: Vec<Handoff> = Vec::new();
+        loop {
+            let records = store.list(&page).unwrap();
+            let Some(last) = records.last() else { break };
+            page.after = Some(last.id.clone());
+            out.extend(records);
+        }
+        out
+    };
+    assert_eq!(
+        read(ListFilter::default()),
+        store.list(&ListFilter::default()).unwrap()
+    );
+    let a = ListFilter {
+        task_id: Some("a".into()),
+        ..ListFilter::default()
+    };
+    assert_eq!(read(a.clone()), store.list(&a).unwrap());
+    assert_eq!(read(a).len(), 3);
+    let unknown = ListFilter {
+        after: Some("no-such-id".into()),
+        ..ListFilter::default()
+    };
+    assert!(store.list(&unknown).unwrap().is_empty());
 }
 
 /// The log is read in pages by a `seq` cursor, for one handoff, one task or the whole store.

@@ -92,17 +92,24 @@ impl Backend for MemoryBackend {
                     .as_ref()
                     .is_none_or(|a| h.to_agent.as_ref() == Some(a))
         };
+        let from = match &filter.after {
+            None => 0,
+            Some(id) => match state.records.get(id) {
+                Some((pos, _)) => pos + 1,
+                None => return Ok(Vec::new()),
+            },
+        };
         let records: Vec<Handoff> = match &filter.task_id {
             Some(task) => state
-                .task_records(task)
+                .task_records_from(task, from)
                 .filter(matches)
                 .take(limit)
                 .cloned()
                 .collect(),
             None => state
                 .order
-                .values()
-                .filter_map(|id| state.records.get(id).map(|(_, h)| h))
+                .range(from..)
+                .filter_map(|(_, id)| state.records.get(id).map(|(_, h)| h))
                 .filter(matches)
                 .take(limit)
                 .cloned()

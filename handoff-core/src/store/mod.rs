@@ -306,6 +306,9 @@ impl Store {
         if let Some(agent) = &filter.to_agent {
             validate::agent("to_agent", agent)?;
         }
+        if let Some(after) = &filter.after {
+            validate::ident("after", after)?;
+        }
         self.backend.list(filter)
     }
 
@@ -555,6 +558,12 @@ impl Store {
             validate::ident("task_id", task)?;
         }
         self.backend.events(filter)
+    }
+
+    /// Writes a consistent copy of the store to `path` (which must not exist) while it stays
+    /// in use: on SQLite a `VACUUM INTO` snapshot, created readable by its owner only.
+    pub fn backup(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        self.backend.backup(path.as_ref())
     }
 
     /// The task's chain of hops, oldest first.

@@ -522,6 +522,13 @@ impl Backend for SqliteBackend {
                 sql.push_str(&format!(" AND {column} = CAST(?{} AS TEXT)", args.len()));
             }
         }
+        if let Some(after) = &filter.after {
+            args.push(after.clone());
+            sql.push_str(&format!(
+                " AND pos > (SELECT pos FROM handoffs WHERE id = ?{})",
+                args.len()
+            ));
+        }
         sql.push_str(" ORDER BY pos");
         if let Some(limit) = filter.limit {
             sql.push_str(&format!(
@@ -574,6 +581,28 @@ impl Backend for SqliteBackend {
                 .query_map(params.as_slice(), event_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?)
         })
+    }
+
+    fn backup(&self, path: &Path) -> Result<()> {
+        if path.exists() {
+            return Err(Error::invalid(
+                "path",
+                format!(
+                    "{} exists already: a backup never overwrites a file",
+                    path.display()
+                ),
+            ));
+        }
+        // Created owner-only first: the copy holds every secret the store does. VACUUM INTO
+        // writes a consistent snapshot from a read transaction, so writers go on meanwhile.
+        turnstile::private_file(path)
+            .map_err(|e| Error::storage(format!("cannot create {}: {e}", path.display())))?;
+        let target = path.to_string_lossy().into_owned();
+        let result = self.reading(|conn| Ok(conn.execute("VACUUM INTO ?1", [&target])?));
+        if result.is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        result.map(drop)
     }
 
     fn path_stats(&self) -> Result<Vec<crate::stats::PathStats>> {
