@@ -8,7 +8,13 @@ use crate::task::Mirror;
 use serde::Serialize;
 
 /// One hop of a chain: a handoff from one agent to the next.
-#[napi(object, js_name = "Hop", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[napi(
+    object,
+    js_name = "Hop",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsHop {
@@ -31,7 +37,12 @@ pub struct JsHop {
 }
 
 /// A task's hops in creation order (checkpoints are not hops).
-#[napi(object, js_name = "Chain", object_from_js = false, object_to_js = false)]
+#[napi(
+    object,
+    js_name = "Chain",
+    object_from_js = false,
+    object_to_js = false
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsChain {

@@ -27,7 +27,12 @@ fn time(value: &Unknown<'_>, field: &str) -> Outcome<DateTime<Utc>> {
     match convert::json(value, field)? {
         Value::String(text) => DateTime::parse_from_rfc3339(&text)
             .map(|at| at.with_timezone(&Utc))
-            .map_err(|_| invalid(field, "must be an ISO 8601 time with an offset, like 2026-01-01T00:00:00Z")),
+            .map_err(|_| {
+                invalid(
+                    field,
+                    "must be an ISO 8601 time with an offset, like 2026-01-01T00:00:00Z",
+                )
+            }),
         _ => Err(invalid(field, "must be an ISO 8601 string or a Date")),
     }
 }
@@ -59,8 +64,12 @@ impl ManualClock {
     pub fn advance(&self, env: Env, seconds: Unknown<'_>) -> napi::Result<()> {
         guarded(&env, Naming::Js, || {
             let seconds = convert::number(&seconds, "seconds")?;
-            let by = Duration::try_from_secs_f64(seconds)
-                .map_err(|_| invalid("seconds", "must be a non-negative, finite number of seconds"))?;
+            let by = Duration::try_from_secs_f64(seconds).map_err(|_| {
+                invalid(
+                    "seconds",
+                    "must be a non-negative, finite number of seconds",
+                )
+            })?;
             self.inner.advance(by);
             Ok(())
         })
@@ -77,7 +86,10 @@ impl ManualClock {
 }
 
 /// The `clock` of an options object, if one is given.
-pub(crate) fn from_options(env: &Env, options: &Unknown<'_>) -> Outcome<Option<Arc<dyn core::Clock>>> {
+pub(crate) fn from_options(
+    env: &Env,
+    options: &Unknown<'_>,
+) -> Outcome<Option<Arc<dyn core::Clock>>> {
     if options.get_type()? != ValueType::Object {
         return Ok(None);
     }

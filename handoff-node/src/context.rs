@@ -129,7 +129,12 @@ fn time(text: Option<String>, field: &str) -> Outcome<Option<DateTime<Utc>>> {
     text.map(|t| {
         DateTime::parse_from_rfc3339(&t)
             .map(|at| at.with_timezone(&Utc))
-            .map_err(|_| invalid(field, "must be an ISO 8601 time with an offset, like 2026-01-01T00:00:00Z"))
+            .map_err(|_| {
+                invalid(
+                    field,
+                    "must be an ISO 8601 time with an offset, like 2026-01-01T00:00:00Z",
+                )
+            })
     })
     .transpose()
 }
@@ -175,7 +180,10 @@ impl ContextBuilder {
     /// Responses API and `@openai/agents` items, Anthropic messages and LangChain message
     /// dicts. A shape the core cannot read is a VALIDATION error naming `messages[i]`; then
     /// nothing is added.
-    #[napi(catch_unwind, ts_args_type = "messages: Array<ContextMessage | JsonObject>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "messages: Array<ContextMessage | JsonObject>"
+    )]
     pub fn add_messages(&mut self, env: Env, messages: Unknown<'_>) -> napi::Result<()> {
         guarded(&env, Naming::Js, || {
             let Value::Array(values) = convert::json(&messages, "messages")? else {
@@ -201,7 +209,12 @@ impl ContextBuilder {
 
     /// Adds a free item with a priority (default 50) and an optional time.
     #[napi(catch_unwind, ts_args_type = "text: string, options?: ItemOptions")]
-    pub fn add_item(&mut self, env: Env, text: Unknown<'_>, options: Unknown<'_>) -> napi::Result<()> {
+    pub fn add_item(
+        &mut self,
+        env: Env,
+        text: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<()> {
         guarded(&env, Naming::Js, || {
             let text = convert::string(&text, "text")?;
             let o: ItemOptions = convert::options(&options, "options")?;
@@ -218,12 +231,18 @@ impl ContextBuilder {
         let value = sync(&env, Naming::Js, || Ok(packet.clone()))?;
         // `toMessages` is a method of the plain packet object: not enumerable, so that the
         // packet still compares, spreads and serialises as data.
-        let to_messages: Function<'_, Unknown<'_>, Unknown<'_>> =
-            env.create_function_from_closure("toMessages", move |ctx: FunctionCallContext<'_>| {
-                let provider: Option<Unknown<'_>> = if ctx.length() > 0 { Some(ctx.get(0)?) } else { None };
+        let to_messages: Function<'_, Unknown<'_>, Unknown<'_>> = env
+            .create_function_from_closure("toMessages", move |ctx: FunctionCallContext<'_>| {
+                let provider: Option<Unknown<'_>> = if ctx.length() > 0 {
+                    Some(ctx.get(0)?)
+                } else {
+                    None
+                };
                 sync(ctx.env, Naming::Js, || {
                     let provider = match provider {
-                        Some(p) if !matches!(p.get_type()?, ValueType::Undefined | ValueType::Null) => {
+                        Some(p)
+                            if !matches!(p.get_type()?, ValueType::Undefined | ValueType::Null) =>
+                        {
                             convert::string(&p, "provider")?.parse()?
                         }
                         _ => handoff_core::Provider::OpenAiChat,
@@ -235,13 +254,21 @@ impl ContextBuilder {
         object.define_properties(&[Property::new()
             .with_utf8_name("toMessages")?
             .with_value(&to_messages)
-            .with_property_attributes(PropertyAttributes::Writable | PropertyAttributes::Configurable)])?;
+            .with_property_attributes(
+                PropertyAttributes::Writable | PropertyAttributes::Configurable,
+            )])?;
         Ok(value)
     }
 }
 
 /// One section of a packet.
-#[napi(object, js_name = "PacketSection", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[napi(
+    object,
+    js_name = "PacketSection",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsSection {
@@ -299,7 +326,12 @@ pub struct RedactedItem {
 }
 
 /// What a packet included, truncated, dropped and redacted. Nothing is dropped silently.
-#[napi(object, js_name = "PacketManifest", object_from_js = false, object_to_js = false)]
+#[napi(
+    object,
+    js_name = "PacketManifest",
+    object_from_js = false,
+    object_to_js = false
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsManifest {
@@ -324,7 +356,12 @@ impl Mirror for ChatInput {
 }
 
 /// A successor's context packet.
-#[napi(object, js_name = "Packet", object_from_js = false, object_to_js = false)]
+#[napi(
+    object,
+    js_name = "Packet",
+    object_from_js = false,
+    object_to_js = false
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsPacket {
@@ -337,7 +374,9 @@ pub struct JsPacket {
     /// kept: tool calls go out as calls only with their results right after them (otherwise
     /// both as text), roles alternate where the provider needs it, no message is empty. A
     /// method (not enumerable): packets still compare and serialise as data.
-    #[napi(ts_type = "(provider?: 'openai_chat' | 'openai_responses' | 'anthropic') => JsonValue[]")]
+    #[napi(
+        ts_type = "(provider?: 'openai_chat' | 'openai_responses' | 'anthropic') => JsonValue[]"
+    )]
     #[serde(skip)]
     pub to_messages: (),
     /// The packet's canonical JSON (snake_case), as the core and the Python binding write it.

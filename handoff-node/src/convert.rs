@@ -21,11 +21,9 @@ use crate::errors::{Outcome, invalid};
 const MAX_DEPTH: usize = handoff_core::MAX_DEPTH + 8;
 
 /// The rule broken by a string holding a lone surrogate.
-const SURROGATE_RULE: &str =
-    "must be Unicode text: it holds a lone surrogate (an unpaired UTF-16 code unit such as '\\ud800')";
+const SURROGATE_RULE: &str = "must be Unicode text: it holds a lone surrogate (an unpaired UTF-16 code unit such as '\\ud800')";
 /// The rule broken by an object with such a key.
-const SURROGATE_KEY_RULE: &str =
-    "has a key that is not Unicode text: it holds a lone surrogate (an unpaired UTF-16 code unit such as '\\ud800')";
+const SURROGATE_KEY_RULE: &str = "has a key that is not Unicode text: it holds a lone surrogate (an unpaired UTF-16 code unit such as '\\ud800')";
 
 /// Largest integer a JavaScript number holds exactly.
 pub(crate) const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -50,7 +48,10 @@ pub(crate) fn type_name(t: ValueType) -> &'static str {
 pub(crate) fn string(value: &Unknown<'_>, field: &str) -> Outcome<String> {
     match value.get_type()? {
         ValueType::String => text(value, || field.to_owned(), SURROGATE_RULE),
-        other => Err(invalid(field, format!("must be a string, got {}", type_name(other)))),
+        other => Err(invalid(
+            field,
+            format!("must be a string, got {}", type_name(other)),
+        )),
     }
 }
 
@@ -83,7 +84,10 @@ pub(crate) fn number(value: &Unknown<'_>, field: &str) -> Outcome<f64> {
                 Err(invalid(field, "must be a finite number"))
             }
         }
-        other => Err(invalid(field, format!("must be a number, got {}", type_name(other)))),
+        other => Err(invalid(
+            field,
+            format!("must be a number, got {}", type_name(other)),
+        )),
     }
 }
 
@@ -91,7 +95,11 @@ pub(crate) fn number(value: &Unknown<'_>, field: &str) -> Outcome<f64> {
 pub(crate) fn object<'env>(value: &Unknown<'env>, field: &str) -> Outcome<Object<'env>> {
     let t = value.get_type()?;
     if t != ValueType::Object || value.is_array()? {
-        let got = if t == ValueType::Object { "an array" } else { type_name(t) };
+        let got = if t == ValueType::Object {
+            "an array"
+        } else {
+            type_name(t)
+        };
         return Err(invalid(field, format!("must be an object, got {got}")));
     }
     Ok(value.coerce_to_object()?)
@@ -121,7 +129,11 @@ pub(crate) fn from_json<T: DeserializeOwned>(json: Value, field: &str) -> Outcom
             .strip_prefix("missing field `")
             .and_then(|rest| rest.strip_suffix('`'))
         {
-            let at = if path == "." { key.to_owned() } else { format!("{path}.{key}") };
+            let at = if path == "." {
+                key.to_owned()
+            } else {
+                format!("{path}.{key}")
+            };
             return invalid(at, "is required");
         }
         let at = if path == "." { field.to_owned() } else { path };
@@ -141,8 +153,15 @@ fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Valu
     if depth > MAX_DEPTH {
         // A cyclic value would make a very long path: name where it starts.
         let start: String = path.chars().take(64).collect();
-        let at = if start.len() < path.len() { format!("{start}…") } else { start };
-        return Err(invalid(at, format!("nested deeper than {MAX_DEPTH} levels (or cyclic)")));
+        let at = if start.len() < path.len() {
+            format!("{start}…")
+        } else {
+            start
+        };
+        return Err(invalid(
+            at,
+            format!("nested deeper than {MAX_DEPTH} levels (or cyclic)"),
+        ));
     }
     Ok(match value.get_type()? {
         ValueType::Undefined | ValueType::Null => Value::Null,
@@ -156,7 +175,9 @@ fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Valu
                 // Integers stay integers, so that `u32` fields accept them.
                 Value::Number(Number::from(n as i64))
             } else {
-                Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
+                Number::from_f64(n)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null)
             }
         }
         ValueType::String => Value::String(text(value, || path.clone(), SURROGATE_RULE)?),
@@ -204,7 +225,13 @@ fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Valu
                 // A key is named by the object holding it: the key itself is not text.
                 let key = text(
                     &key,
-                    || if path.is_empty() { "options".to_owned() } else { path.clone() },
+                    || {
+                        if path.is_empty() {
+                            "options".to_owned()
+                        } else {
+                            path.clone()
+                        }
+                    },
                     SURROGATE_KEY_RULE,
                 )?;
                 if !path.is_empty() {
@@ -218,7 +245,10 @@ fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Valu
             Value::Object(map)
         }
         other => {
-            return Err(invalid(path.clone(), format!("must be JSON, got {}", type_name(other))));
+            return Err(invalid(
+                path.clone(),
+                format!("must be JSON, got {}", type_name(other)),
+            ));
         }
     })
 }

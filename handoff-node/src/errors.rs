@@ -100,9 +100,10 @@ pub(crate) fn camel_case(name: &str) -> String {
 pub(crate) fn to_js(env: &Env, failure: Failure, naming: Naming) -> napi::Error {
     match failure {
         Failure::Js(err) => err,
-        Failure::Panic(message) => {
-            napi::Error::new(Status::GenericFailure, format!("handoff-core panicked: {message}"))
-        }
+        Failure::Panic(message) => napi::Error::new(
+            Status::GenericFailure,
+            format!("handoff-core panicked: {message}"),
+        ),
         Failure::Core(err) => {
             let message = match &err {
                 Error::Validation { problems } => {
@@ -117,7 +118,10 @@ pub(crate) fn to_js(env: &Env, failure: Failure, naming: Naming) -> napi::Error 
             // Building the object only fails while the environment shuts down; the message
             // then still names the code.
             build(env, &err, &message, naming).unwrap_or_else(|_| {
-                napi::Error::new(Status::GenericFailure, format!("{}: {message}", err.kind().code()))
+                napi::Error::new(
+                    Status::GenericFailure,
+                    format!("{}: {message}", err.kind().code()),
+                )
             })
         }
     }

@@ -8,7 +8,13 @@ use crate::task::Mirror;
 use serde::Serialize;
 
 /// One entry of the event log.
-#[napi(object, js_name = "Event", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[napi(
+    object,
+    js_name = "Event",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsEvent {
@@ -79,7 +85,9 @@ impl Mirror for Event {
                 detail.lease_until = Some(iso(lease_until));
             }
             Change::Heartbeat { lease_until } => detail.lease_until = Some(iso(lease_until)),
-            Change::Released { reason } | Change::Rejected { reason } => detail.reason = Some(reason),
+            Change::Released { reason } | Change::Rejected { reason } => {
+                detail.reason = Some(reason)
+            }
             Change::Cancelled { reason } => detail.reason = reason,
             Change::LeaseExpired { token } | Change::Failed { token } => {
                 detail.token = Some(token as f64);

@@ -21,7 +21,13 @@ pub(crate) fn iso(at: DateTime<Utc>) -> String {
 }
 
 /// A handover record: the work, what is known about it, and who holds it.
-#[napi(object, js_name = "Handoff", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[napi(
+    object,
+    js_name = "Handoff",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsHandoff {
@@ -274,20 +280,32 @@ impl CreateOptions {
         let context = match self.context_pct.map(u8::try_from).transpose() {
             Ok(percent) => percent,
             Err(_) => {
-                problems.push(handoff_core::Error::invalid("contextPct", "must be from 0 to 100"));
+                problems.push(handoff_core::Error::invalid(
+                    "contextPct",
+                    "must be from 0 to 100",
+                ));
                 None
             }
         };
         // The core reads every form of reason (and refuses a percent given twice that
         // disagrees), naming `reason`, `context_pct` or `timeout_seconds` as the caller does.
-        let reason = match Reason::from_input(self.reason.as_deref(), context, self.timeout_seconds.map(u64::from)) {
+        let reason = match Reason::from_input(
+            self.reason.as_deref(),
+            context,
+            self.timeout_seconds.map(u64::from),
+        ) {
             Ok(reason) => reason,
             Err(err) => {
                 problems.push(err);
                 Reason::default()
             }
         };
-        let expires_at = match self.expires_at.as_deref().map(DateTime::parse_from_rfc3339).transpose() {
+        let expires_at = match self
+            .expires_at
+            .as_deref()
+            .map(DateTime::parse_from_rfc3339)
+            .transpose()
+        {
             Ok(at) => at.map(|at| at.with_timezone(&Utc)),
             Err(_) => {
                 problems.push(handoff_core::Error::invalid(
@@ -352,7 +370,10 @@ pub(crate) fn checkpoint_fields(task_id: &str, fields: &Unknown<'_>) -> Outcome<
     };
     for key in ["taskId", "kind", "fromAgent", "toAgent"] {
         if json.contains_key(key) {
-            return Err(invalid(key, "is set by checkpoint itself and must be left out"));
+            return Err(invalid(
+                key,
+                "is set by checkpoint itself and must be left out",
+            ));
         }
     }
     json.insert("taskId".to_owned(), Value::String(task_id.to_owned()));
@@ -408,7 +429,11 @@ pub struct MarkdownOptions {
     ts_args_type = "handoff: Handoff, options?: MarkdownOptions",
     ts_return_type = "string"
 )]
-pub fn to_markdown(env: Env, handoff: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+pub fn to_markdown(
+    env: Env,
+    handoff: Unknown<'_>,
+    options: Unknown<'_>,
+) -> napi::Result<Unknown<'static>> {
     sync(&env, Naming::Js, || {
         let options: MarkdownOptions = convert::options(&options, "options")?;
         let handoff = self::handoff(&handoff, "handoff")?;
@@ -422,13 +447,23 @@ pub fn to_markdown(env: Env, handoff: Unknown<'_>, options: Unknown<'_>) -> napi
 
 /// The canonical JSON wire form of a record (snake_case keys, `schema_version`), as the Rust
 /// core and the Python binding write it.
-#[napi(catch_unwind, ts_args_type = "handoff: Handoff", ts_return_type = "string")]
+#[napi(
+    catch_unwind,
+    ts_args_type = "handoff: Handoff",
+    ts_return_type = "string"
+)]
 pub fn handoff_to_json(env: Env, handoff: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-    sync(&env, Naming::Js, || Ok(self::handoff(&handoff, "handoff")?.to_json()))
+    sync(&env, Naming::Js, || {
+        Ok(self::handoff(&handoff, "handoff")?.to_json())
+    })
 }
 
 /// Parses and validates a record from its JSON wire form. Problems name the JSON's fields.
-#[napi(catch_unwind, ts_args_type = "json: string", ts_return_type = "Handoff")]
+#[napi(
+    catch_unwind,
+    ts_args_type = "json: string",
+    ts_return_type = "Handoff"
+)]
 pub fn handoff_from_json(env: Env, json: Unknown<'_>) -> napi::Result<Unknown<'static>> {
     sync(&env, Naming::Wire, || {
         let text = convert::string(&json, "json")?;

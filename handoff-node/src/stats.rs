@@ -7,7 +7,13 @@ use serde::Serialize;
 use crate::task::Mirror;
 
 /// How the hand-offs of one from→to pair went.
-#[napi(object, js_name = "PathStats", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[napi(
+    object,
+    js_name = "PathStats",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsPathStats {

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core::{
-    Chain, ChainPolicy, Claim, ClaimRef, ClaimSecret, Clock, DEFAULT_LEASE, Event, EventFilter, Handoff, Limits,
-    ListFilter, PathStats, SqliteOptions, Store as CoreStore, Synchronous,
+    Chain, ChainPolicy, Claim, ClaimRef, ClaimSecret, Clock, DEFAULT_LEASE, Event, EventFilter,
+    Handoff, Limits, ListFilter, PathStats, SqliteOptions, Store as CoreStore, Synchronous,
 };
 use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt, JsObjectValue};
 use napi::{Env, JsValue, Unknown, ValueType};
@@ -49,7 +49,12 @@ impl ToJs for CoreStore {
 /// `secret` and `leaseSeconds` of it, so a process that was handed those four values settles
 /// the claim with the plain object `{ handoffId, token, secret, leaseSeconds }` (a
 /// [`ClaimReference`]).
-#[napi(object, js_name = "Claim", object_from_js = false, object_to_js = false)]
+#[napi(
+    object,
+    js_name = "Claim",
+    object_from_js = false,
+    object_to_js = false
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsClaim {
@@ -153,7 +158,13 @@ pub struct OpenOptions {
 }
 
 /// A chain policy as the store saved it.
-#[napi(object, js_name = "ChainPolicy", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[napi(
+    object,
+    js_name = "ChainPolicy",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsChainPolicy {
@@ -166,7 +177,12 @@ pub struct JsChainPolicy {
 }
 
 /// Size limits as the store saved them.
-#[napi(object, js_name = "Limits", object_from_js = false, object_to_js = false)]
+#[napi(
+    object,
+    js_name = "Limits",
+    object_from_js = false,
+    object_to_js = false
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsLimits {
@@ -200,9 +216,11 @@ impl Mirror for (ChainPolicy, Limits) {
             policy: JsChainPolicy {
                 max_handoffs: n(policy.max_handoffs),
                 max_revisits: n(policy.max_revisits),
-                collaborators: policy
-                    .collaborators
-                    .map(|c| c.into_iter().map(|(from, to)| (from, to.into_iter().collect())).collect()),
+                collaborators: policy.collaborators.map(|c| {
+                    c.into_iter()
+                        .map(|(from, to)| (from, to.into_iter().collect()))
+                        .collect()
+                }),
             },
             limits: JsLimits {
                 max_record_bytes: n(limits.max_record_bytes),
@@ -326,7 +344,9 @@ impl Settings {
                 max_revisits: count(p.max_revisits, default.max_revisits),
                 collaborators: p.collaborators.as_ref().map(|c| {
                     c.iter()
-                        .map(|(from, to)| (from.clone(), to.iter().cloned().collect::<BTreeSet<_>>()))
+                        .map(|(from, to)| {
+                            (from.clone(), to.iter().cloned().collect::<BTreeSet<_>>())
+                        })
                         .collect()
                 }),
             }
@@ -354,7 +374,11 @@ impl Settings {
                 Some(limits)
             }
         };
-        Ok(Settings { clock, policy, limits })
+        Ok(Settings {
+            clock,
+            policy,
+            limits,
+        })
     }
 
     /// Applies them to a freshly opened store, over what the store saved.
@@ -386,8 +410,12 @@ fn prepare_open(
         sqlite.synchronous = sync.parse::<Synchronous>()?;
     }
     if let Some(seconds) = options.lock_patience_seconds {
-        sqlite.lock_patience = Duration::try_from_secs_f64(seconds)
-            .map_err(|_| invalid("lockPatienceSeconds", "must be a non-negative number of seconds"))?;
+        sqlite.lock_patience = Duration::try_from_secs_f64(seconds).map_err(|_| {
+            invalid(
+                "lockPatienceSeconds",
+                "must be a non-negative number of seconds",
+            )
+        })?;
     }
     let read_only = options.read_only.unwrap_or(false);
     let settings = Settings::read(clock, &options)?;
@@ -405,9 +433,15 @@ fn prepare_open(
 /// database); with `readOnly: true`, opens an existing store without changing anything. The
 /// file is shared safely by threads, worker threads and processes. The policy and limits
 /// saved in the store (`savePolicy`) apply unless `options` gives its own.
-#[napi(catch_unwind, ts_args_type = "path: string, options?: OpenOptions", ts_return_type = "Store")]
+#[napi(
+    catch_unwind,
+    ts_args_type = "path: string, options?: OpenOptions",
+    ts_return_type = "Store"
+)]
 pub fn open(env: Env, path: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Store> {
-    let inner = guarded(&env, Naming::Js, || Ok(prepare_open(&env, &path, &options)?()?))?;
+    let inner = guarded(&env, Naming::Js, || {
+        Ok(prepare_open(&env, &path, &options)?()?)
+    })?;
     Ok(Store {
         inner: AssertUnwindSafe(inner),
     })
@@ -433,7 +467,10 @@ fn read_claim(value: &Unknown<'_>) -> Outcome<ClaimRef> {
     let handoff_id = if id.get_type()? == ValueType::Undefined {
         let handoff: Unknown<'_> = obj.get_named_property("handoff")?;
         if handoff.get_type()? == ValueType::Undefined {
-            return Err(invalid("handoffId", "is required (the claimed handoff's id)"));
+            return Err(invalid(
+                "handoffId",
+                "is required (the claimed handoff's id)",
+            ));
         }
         let handoff = convert::object(&handoff, "handoff")?;
         convert::string(&handoff.get_named_property("id")?, "handoff.id")?
@@ -442,12 +479,18 @@ fn read_claim(value: &Unknown<'_>) -> Outcome<ClaimRef> {
     };
     let token = convert::number(&obj.get_named_property("token")?, "token")?;
     if token.fract() != 0.0 || !(0.0..=MAX_SAFE_INTEGER).contains(&token) {
-        return Err(invalid("token", "must be a whole number from 0 to 2^53 - 1"));
+        return Err(invalid(
+            "token",
+            "must be a whole number from 0 to 2^53 - 1",
+        ));
     }
     let secret: Unknown<'_> = obj.get_named_property("secret")?;
     let secret = match secret.get_type()? {
         ValueType::Undefined => {
-            return Err(invalid("secret", "is required: the secret the claim returned"));
+            return Err(invalid(
+                "secret",
+                "is required: the secret the claim returned",
+            ));
         }
         _ => ClaimSecret::parse(&convert::string(&secret, "secret")?)?,
     };
@@ -474,7 +517,11 @@ where
 }
 
 /// Runs prepared work on the JavaScript thread.
-fn now<T: Mirror>(env: &Env, naming: Naming, prepared: impl FnOnce() -> Work<T>) -> napi::Result<Unknown<'static>> {
+fn now<T: Mirror>(
+    env: &Env,
+    naming: Naming,
+    prepared: impl FnOnce() -> Work<T>,
+) -> napi::Result<Unknown<'static>> {
     sync(env, naming, || Ok(prepared()?()?))
 }
 
@@ -495,7 +542,10 @@ impl Store {
         let inner = guarded(&env, Naming::Js, || {
             let clock = clock::from_options(&env, &options)?;
             let options: OpenOptions = convert::options(&options, "options")?;
-            if options.synchronous.is_some() || options.lock_patience_seconds.is_some() || options.read_only.is_some() {
+            if options.synchronous.is_some()
+                || options.lock_patience_seconds.is_some()
+                || options.read_only.is_some()
+            {
                 return Err(invalid(
                     "options",
                     "synchronous, lockPatienceSeconds and readOnly apply to SQLite only",
@@ -516,13 +566,21 @@ impl Store {
 
     /// Creates a pending handoff. With a caller-supplied `id`, creating again with the same
     /// content returns the stored record; with other content it fails with `CONFLICT`.
-    #[napi(catch_unwind, ts_args_type = "options: CreateOptions", ts_return_type = "Handoff")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "options: CreateOptions",
+        ts_return_type = "Handoff"
+    )]
     pub fn create(&self, env: Env, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Create, || self.prepare_create(&options))
     }
 
     /// `create`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "options: CreateOptions", ts_return_type = "Promise<Handoff>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "options: CreateOptions",
+        ts_return_type = "Promise<Handoff>"
+    )]
     pub fn create_async(&self, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Create, self.prepare_create(&options))
     }
@@ -543,13 +601,21 @@ impl Store {
     }
 
     /// Creates several handoffs in one transaction: all of them, or none when one is refused.
-    #[napi(catch_unwind, ts_args_type = "items: CreateOptions[]", ts_return_type = "Handoff[]")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "items: CreateOptions[]",
+        ts_return_type = "Handoff[]"
+    )]
     pub fn create_many(&self, env: Env, items: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Create, || self.prepare_create_many(&items))
     }
 
     /// `createMany`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "items: CreateOptions[]", ts_return_type = "Promise<Handoff[]>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "items: CreateOptions[]",
+        ts_return_type = "Promise<Handoff[]>"
+    )]
     pub fn create_many_async(&self, items: Unknown<'_>) -> AsyncTask<Job<Vec<Handoff>>> {
         Job::start(Naming::Create, self.prepare_create_many(&items))
     }
@@ -567,7 +633,11 @@ impl Store {
     }
 
     /// `get`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "id: string", ts_return_type = "Promise<Handoff>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "id: string",
+        ts_return_type = "Promise<Handoff>"
+    )]
     pub fn get_async(&self, id: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Js, self.prepare_get(&id))
     }
@@ -587,18 +657,31 @@ impl Store {
     }
 
     /// Handoffs matching the filter, oldest first.
-    #[napi(catch_unwind, ts_args_type = "options?: ListOptions", ts_return_type = "Handoff[]")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "options?: ListOptions",
+        ts_return_type = "Handoff[]"
+    )]
     pub fn list(&self, env: Env, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_list(&options))
     }
 
     /// `list`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "options?: ListOptions", ts_return_type = "Promise<Handoff[]>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "options?: ListOptions",
+        ts_return_type = "Promise<Handoff[]>"
+    )]
     pub fn list_async(&self, options: Unknown<'_>) -> AsyncTask<Job<Vec<Handoff>>> {
         Job::start(Naming::Js, self.prepare_list(&options))
     }
 
-    fn prepare_claim(&self, id: &Unknown<'_>, agent: &Unknown<'_>, options: &Unknown<'_>) -> Work<Claim> {
+    fn prepare_claim(
+        &self,
+        id: &Unknown<'_>,
+        agent: &Unknown<'_>,
+        options: &Unknown<'_>,
+    ) -> Work<Claim> {
         let id = convert::string(id, "id")?;
         let agent = convert::string(agent, "agent")?;
         let o: ClaimOptions = convert::options(options, "options")?;
@@ -614,8 +697,16 @@ impl Store {
         ts_args_type = "id: string, agent: string, options?: ClaimOptions",
         ts_return_type = "Claim"
     )]
-    pub fn claim(&self, env: Env, id: Unknown<'_>, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-        now(&env, Naming::Js, || self.prepare_claim(&id, &agent, &options))
+    pub fn claim(
+        &self,
+        env: Env,
+        id: Unknown<'_>,
+        agent: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Js, || {
+            self.prepare_claim(&id, &agent, &options)
+        })
     }
 
     /// `claim`, off the JavaScript thread.
@@ -624,11 +715,20 @@ impl Store {
         ts_args_type = "id: string, agent: string, options?: ClaimOptions",
         ts_return_type = "Promise<Claim>"
     )]
-    pub fn claim_async(&self, id: Unknown<'_>, agent: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Claim>> {
+    pub fn claim_async(
+        &self,
+        id: Unknown<'_>,
+        agent: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> AsyncTask<Job<Claim>> {
         Job::start(Naming::Js, self.prepare_claim(&id, &agent, &options))
     }
 
-    fn prepare_claim_next(&self, agent: &Unknown<'_>, options: &Unknown<'_>) -> Work<Option<Claim>> {
+    fn prepare_claim_next(
+        &self,
+        agent: &Unknown<'_>,
+        options: &Unknown<'_>,
+    ) -> Work<Option<Claim>> {
         let agent = convert::string(agent, "agent")?;
         let o: ClaimNextOptions = convert::options(options, "options")?;
         let lease = lease(o.lease_seconds)?;
@@ -643,8 +743,15 @@ impl Store {
         ts_args_type = "agent: string, options?: ClaimNextOptions",
         ts_return_type = "Claim | null"
     )]
-    pub fn claim_next(&self, env: Env, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-        now(&env, Naming::Js, || self.prepare_claim_next(&agent, &options))
+    pub fn claim_next(
+        &self,
+        env: Env,
+        agent: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Js, || {
+            self.prepare_claim_next(&agent, &options)
+        })
     }
 
     /// `claimNext`, off the JavaScript thread.
@@ -653,7 +760,11 @@ impl Store {
         ts_args_type = "agent: string, options?: ClaimNextOptions",
         ts_return_type = "Promise<Claim | null>"
     )]
-    pub fn claim_next_async(&self, agent: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Option<Claim>>> {
+    pub fn claim_next_async(
+        &self,
+        agent: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> AsyncTask<Job<Option<Claim>>> {
         Job::start(Naming::Js, self.prepare_claim_next(&agent, &options))
     }
 
@@ -665,13 +776,21 @@ impl Store {
 
     /// Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
     /// the token is no longer current.
-    #[napi(catch_unwind, ts_args_type = "claim: Claim | ClaimReference", ts_return_type = "Handoff")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "claim: Claim | ClaimReference",
+        ts_return_type = "Handoff"
+    )]
     pub fn heartbeat(&self, env: Env, claim: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_heartbeat(&claim))
     }
 
     /// `heartbeat`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "claim: Claim | ClaimReference", ts_return_type = "Promise<Handoff>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "claim: Claim | ClaimReference",
+        ts_return_type = "Promise<Handoff>"
+    )]
     pub fn heartbeat_async(&self, claim: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Js, self.prepare_heartbeat(&claim))
     }
@@ -685,8 +804,17 @@ impl Store {
 
     /// Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
     /// token is no longer current.
-    #[napi(catch_unwind, ts_args_type = "claim: Claim | ClaimReference, options: ReasonOptions", ts_return_type = "Handoff")]
-    pub fn release(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+    #[napi(
+        catch_unwind,
+        ts_args_type = "claim: Claim | ClaimReference, options: ReasonOptions",
+        ts_return_type = "Handoff"
+    )]
+    pub fn release(
+        &self,
+        env: Env,
+        claim: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_release(&claim, &options))
     }
 
@@ -696,7 +824,11 @@ impl Store {
         ts_args_type = "claim: Claim | ClaimReference, options: ReasonOptions",
         ts_return_type = "Promise<Handoff>"
     )]
-    pub fn release_async(&self, claim: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
+    pub fn release_async(
+        &self,
+        claim: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Js, self.prepare_release(&claim, &options))
     }
 
@@ -709,8 +841,17 @@ impl Store {
     }
 
     /// Finishes the handoff. `LEASE_LOST` when the token is no longer current.
-    #[napi(catch_unwind, ts_args_type = "claim: Claim | ClaimReference, options?: CompleteOptions", ts_return_type = "Handoff")]
-    pub fn complete(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+    #[napi(
+        catch_unwind,
+        ts_args_type = "claim: Claim | ClaimReference, options?: CompleteOptions",
+        ts_return_type = "Handoff"
+    )]
+    pub fn complete(
+        &self,
+        env: Env,
+        claim: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_complete(&claim, &options))
     }
 
@@ -720,11 +861,20 @@ impl Store {
         ts_args_type = "claim: Claim | ClaimReference, options?: CompleteOptions",
         ts_return_type = "Promise<Handoff>"
     )]
-    pub fn complete_async(&self, claim: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
+    pub fn complete_async(
+        &self,
+        claim: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Js, self.prepare_complete(&claim, &options))
     }
 
-    fn prepare_reject(&self, id: &Unknown<'_>, agent: &Unknown<'_>, options: &Unknown<'_>) -> Work<Handoff> {
+    fn prepare_reject(
+        &self,
+        id: &Unknown<'_>,
+        agent: &Unknown<'_>,
+        options: &Unknown<'_>,
+    ) -> Work<Handoff> {
         let id = convert::string(id, "id")?;
         let agent = convert::string(agent, "agent")?;
         let o: ReasonOptions = convert::options(options, "options")?;
@@ -738,8 +888,16 @@ impl Store {
         ts_args_type = "id: string, agent: string, options: ReasonOptions",
         ts_return_type = "Handoff"
     )]
-    pub fn reject(&self, env: Env, id: Unknown<'_>, agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-        now(&env, Naming::Js, || self.prepare_reject(&id, &agent, &options))
+    pub fn reject(
+        &self,
+        env: Env,
+        id: Unknown<'_>,
+        agent: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Js, || {
+            self.prepare_reject(&id, &agent, &options)
+        })
     }
 
     /// `reject`, off the JavaScript thread.
@@ -748,11 +906,21 @@ impl Store {
         ts_args_type = "id: string, agent: string, options: ReasonOptions",
         ts_return_type = "Promise<Handoff>"
     )]
-    pub fn reject_async(&self, id: Unknown<'_>, agent: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
+    pub fn reject_async(
+        &self,
+        id: Unknown<'_>,
+        agent: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Js, self.prepare_reject(&id, &agent, &options))
     }
 
-    fn prepare_cancel(&self, id: &Unknown<'_>, by: &Unknown<'_>, options: &Unknown<'_>) -> Work<Handoff> {
+    fn prepare_cancel(
+        &self,
+        id: &Unknown<'_>,
+        by: &Unknown<'_>,
+        options: &Unknown<'_>,
+    ) -> Work<Handoff> {
         let id = convert::string(id, "id")?;
         let by = convert::string(by, "by")?;
         let o: CancelOptions = convert::options(options, "options")?;
@@ -768,7 +936,13 @@ impl Store {
         ts_args_type = "id: string, by: string, options?: CancelOptions",
         ts_return_type = "Handoff"
     )]
-    pub fn cancel(&self, env: Env, id: Unknown<'_>, by: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+    pub fn cancel(
+        &self,
+        env: Env,
+        id: Unknown<'_>,
+        by: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_cancel(&id, &by, &options))
     }
 
@@ -778,7 +952,12 @@ impl Store {
         ts_args_type = "id: string, by: string, options?: CancelOptions",
         ts_return_type = "Promise<Handoff>"
     )]
-    pub fn cancel_async(&self, id: Unknown<'_>, by: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
+    pub fn cancel_async(
+        &self,
+        id: Unknown<'_>,
+        by: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Js, self.prepare_cancel(&id, &by, &options))
     }
 
@@ -796,8 +975,15 @@ impl Store {
         ts_args_type = "claim: Claim | ClaimReference, options?: CancelOptions",
         ts_return_type = "Handoff"
     )]
-    pub fn cancel_claim(&self, env: Env, claim: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-        now(&env, Naming::Js, || self.prepare_cancel_claim(&claim, &options))
+    pub fn cancel_claim(
+        &self,
+        env: Env,
+        claim: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Js, || {
+            self.prepare_cancel_claim(&claim, &options)
+        })
     }
 
     /// `cancelClaim`, off the JavaScript thread.
@@ -806,22 +992,42 @@ impl Store {
         ts_args_type = "claim: Claim | ClaimReference, options?: CancelOptions",
         ts_return_type = "Promise<Handoff>"
     )]
-    pub fn cancel_claim_async(&self, claim: Unknown<'_>, options: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
+    pub fn cancel_claim_async(
+        &self,
+        claim: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> AsyncTask<Job<Handoff>> {
         Job::start(Naming::Js, self.prepare_cancel_claim(&claim, &options))
     }
 
     fn prepare_events(&self, options: &Unknown<'_>) -> Work<Vec<Event>> {
         let o: EventsOptions = convert::options(options, "options")?;
         // The core names a bad handoff id `id`; name it as the caller did.
-        let named = if o.handoff_id.is_some() { "handoffId" } else { "id" };
+        let named = if o.handoff_id.is_some() {
+            "handoffId"
+        } else {
+            "id"
+        };
         let handoff_id = match (o.handoff_id, o.id) {
-            (Some(_), Some(_)) => return Err(invalid("id", "give handoffId or id (its older name), not both")),
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "id",
+                    "give handoffId or id (its older name), not both",
+                ));
+            }
             (one, other) => one.or(other),
         };
         let after = match o.after {
             None => None,
-            Some(seq) if seq.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&seq) => Some(seq as u64),
-            Some(_) => return Err(invalid("after", "must be an event's seq: a whole number from 0 to 2^53 - 1")),
+            Some(seq) if seq.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&seq) => {
+                Some(seq as u64)
+            }
+            Some(_) => {
+                return Err(invalid(
+                    "after",
+                    "must be an event's seq: a whole number from 0 to 2^53 - 1",
+                ));
+            }
         };
         let filter = EventFilter {
             handoff_id,
@@ -846,13 +1052,21 @@ impl Store {
     /// The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
     /// (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
     /// `limit`, until a page comes back empty.
-    #[napi(catch_unwind, ts_args_type = "options?: EventsOptions", ts_return_type = "Event[]")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "options?: EventsOptions",
+        ts_return_type = "Event[]"
+    )]
     pub fn events(&self, env: Env, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_events(&options))
     }
 
     /// `events`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "options?: EventsOptions", ts_return_type = "Promise<Event[]>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "options?: EventsOptions",
+        ts_return_type = "Promise<Event[]>"
+    )]
     pub fn events_async(&self, options: Unknown<'_>) -> AsyncTask<Job<Vec<Event>>> {
         Job::start(Naming::Js, self.prepare_events(&options))
     }
@@ -864,18 +1078,31 @@ impl Store {
     }
 
     /// The task's chain of hops, oldest first.
-    #[napi(catch_unwind, ts_args_type = "taskId: string", ts_return_type = "Chain")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "taskId: string",
+        ts_return_type = "Chain"
+    )]
     pub fn chain(&self, env: Env, task_id: Unknown<'_>) -> napi::Result<Unknown<'static>> {
         now(&env, Naming::Js, || self.prepare_chain(&task_id))
     }
 
     /// `chain`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "taskId: string", ts_return_type = "Promise<Chain>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "taskId: string",
+        ts_return_type = "Promise<Chain>"
+    )]
     pub fn chain_async(&self, task_id: Unknown<'_>) -> AsyncTask<Job<Chain>> {
         Job::start(Naming::Js, self.prepare_chain(&task_id))
     }
 
-    fn prepare_checkpoint(&self, task_id: &Unknown<'_>, agent: &Unknown<'_>, fields: &Unknown<'_>) -> Work<Handoff> {
+    fn prepare_checkpoint(
+        &self,
+        task_id: &Unknown<'_>,
+        agent: &Unknown<'_>,
+        fields: &Unknown<'_>,
+    ) -> Work<Handoff> {
         let task_id = convert::string(task_id, "taskId")?;
         let agent = convert::string(agent, "agent")?;
         let new = record::checkpoint_fields(&task_id, fields)?;
@@ -890,8 +1117,16 @@ impl Store {
         ts_args_type = "taskId: string, agent: string, fields: CheckpointFields",
         ts_return_type = "Handoff"
     )]
-    pub fn checkpoint(&self, env: Env, task_id: Unknown<'_>, agent: Unknown<'_>, fields: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-        now(&env, Naming::Create, || self.prepare_checkpoint(&task_id, &agent, &fields))
+    pub fn checkpoint(
+        &self,
+        env: Env,
+        task_id: Unknown<'_>,
+        agent: Unknown<'_>,
+        fields: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Create, || {
+            self.prepare_checkpoint(&task_id, &agent, &fields)
+        })
     }
 
     /// `checkpoint`, off the JavaScript thread.
@@ -900,27 +1135,53 @@ impl Store {
         ts_args_type = "taskId: string, agent: string, fields: CheckpointFields",
         ts_return_type = "Promise<Handoff>"
     )]
-    pub fn checkpoint_async(&self, task_id: Unknown<'_>, agent: Unknown<'_>, fields: Unknown<'_>) -> AsyncTask<Job<Handoff>> {
-        Job::start(Naming::Create, self.prepare_checkpoint(&task_id, &agent, &fields))
+    pub fn checkpoint_async(
+        &self,
+        task_id: Unknown<'_>,
+        agent: Unknown<'_>,
+        fields: Unknown<'_>,
+    ) -> AsyncTask<Job<Handoff>> {
+        Job::start(
+            Naming::Create,
+            self.prepare_checkpoint(&task_id, &agent, &fields),
+        )
     }
 
     fn prepare_stalled(&self, older_than_seconds: &Unknown<'_>) -> Work<Vec<String>> {
         let seconds = convert::number(older_than_seconds, "olderThanSeconds")?;
-        let older_than = Duration::try_from_secs_f64(seconds)
-            .map_err(|_| invalid("olderThanSeconds", "must be a non-negative number of seconds"))?;
+        let older_than = Duration::try_from_secs_f64(seconds).map_err(|_| {
+            invalid(
+                "olderThanSeconds",
+                "must be a non-negative number of seconds",
+            )
+        })?;
         let store = self.core();
         work(move || store.stalled(older_than))
     }
 
     /// Task ids in progress whose last sign of life (claim, heartbeat, checkpoint) is older
     /// than `olderThanSeconds`.
-    #[napi(catch_unwind, ts_args_type = "olderThanSeconds: number", ts_return_type = "string[]")]
-    pub fn stalled(&self, env: Env, older_than_seconds: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-        now(&env, Naming::Js, || self.prepare_stalled(&older_than_seconds))
+    #[napi(
+        catch_unwind,
+        ts_args_type = "olderThanSeconds: number",
+        ts_return_type = "string[]"
+    )]
+    pub fn stalled(
+        &self,
+        env: Env,
+        older_than_seconds: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
+        now(&env, Naming::Js, || {
+            self.prepare_stalled(&older_than_seconds)
+        })
     }
 
     /// `stalled`, off the JavaScript thread.
-    #[napi(catch_unwind, ts_args_type = "olderThanSeconds: number", ts_return_type = "Promise<string[]>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "olderThanSeconds: number",
+        ts_return_type = "Promise<string[]>"
+    )]
     pub fn stalled_async(&self, older_than_seconds: Unknown<'_>) -> AsyncTask<Job<Vec<String>>> {
         Job::start(Naming::Js, self.prepare_stalled(&older_than_seconds))
     }

@@ -14,7 +14,13 @@ use crate::errors::{Naming, Outcome, field_name, invalid};
 use crate::task::{Mirror, guarded, json_to_js, sync};
 
 /// A registered agent.
-#[napi(object, js_name = "Agent", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[napi(
+    object,
+    js_name = "Agent",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsAgent {
@@ -43,7 +49,13 @@ impl Mirror for Agent {
 }
 
 /// A handoff an LLM asked for through a `transfer_to_<agent>` tool call.
-#[napi(object, js_name = "HandoffIntent", object_from_js = false, object_to_js = false, use_nullable = true)]
+#[napi(
+    object,
+    js_name = "HandoffIntent",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsHandoffIntent {
@@ -97,7 +109,12 @@ pub struct DetectOptions {
 }
 
 /// A chain policy as plain data, ready for `open(path, { policy })`.
-#[napi(object, js_name = "Policy", object_from_js = false, object_to_js = false)]
+#[napi(
+    object,
+    js_name = "Policy",
+    object_from_js = false,
+    object_to_js = false
+)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsPolicy {
@@ -179,8 +196,17 @@ impl AgentRegistry {
 
     /// Registers (or replaces) an agent; `collaborators` lists who it may hand off to
     /// (everyone else when left out).
-    #[napi(catch_unwind, ts_args_type = "name: string, description?: string, collaborators?: string[]")]
-    pub fn add(&mut self, env: Env, name: Unknown<'_>, description: Unknown<'_>, collaborators: Unknown<'_>) -> napi::Result<()> {
+    #[napi(
+        catch_unwind,
+        ts_args_type = "name: string, description?: string, collaborators?: string[]"
+    )]
+    pub fn add(
+        &mut self,
+        env: Env,
+        name: Unknown<'_>,
+        description: Unknown<'_>,
+        collaborators: Unknown<'_>,
+    ) -> napi::Result<()> {
         guarded(&env, Naming::Js, || {
             let name = convert::string(&name, "name")?;
             let description = match description.get_type()? {
@@ -212,7 +238,12 @@ impl AgentRegistry {
         ts_args_type = "agent: string, provider: 'openai_chat' | 'openai_responses' | 'anthropic' | 'mcp'",
         ts_return_type = "JsonObject[]"
     )]
-    pub fn tools(&self, env: Env, agent: Unknown<'_>, provider: Unknown<'_>) -> napi::Result<Unknown<'static>> {
+    pub fn tools(
+        &self,
+        env: Env,
+        agent: Unknown<'_>,
+        provider: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
         sync(&env, Naming::Js, || {
             let agent = convert::string(&agent, "agent")?;
             let provider: Provider = convert::string(&provider, "provider")?.parse()?;
@@ -224,7 +255,9 @@ impl AgentRegistry {
     /// `base` or the defaults), to pass to `open(path, { policy })`.
     #[napi(catch_unwind, ts_return_type = "Policy")]
     pub fn policy(&self, env: Env) -> napi::Result<Unknown<'static>> {
-        sync(&env, Naming::Js, || Ok(PolicyOut(self.inner.policy(ChainPolicy::default()))))
+        sync(&env, Naming::Js, || {
+            Ok(PolicyOut(self.inner.policy(ChainPolicy::default())))
+        })
     }
 
     /// Reads a provider's response (an object or a list, or its JSON text) for a handoff by
@@ -240,8 +273,16 @@ impl AgentRegistry {
         ts_args_type = "response: JsonObject | JsonValue[] | string, fromAgent: string, options?: DetectOptions",
         ts_return_type = "HandoffIntent | null"
     )]
-    pub fn detect(&self, env: Env, response: Unknown<'_>, from_agent: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-        match guarded(&env, Naming::Js, || detect(&self.inner, &response, &from_agent, &options))? {
+    pub fn detect(
+        &self,
+        env: Env,
+        response: Unknown<'_>,
+        from_agent: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> napi::Result<Unknown<'static>> {
+        match guarded(&env, Naming::Js, || {
+            detect(&self.inner, &response, &from_agent, &options)
+        })? {
             Some(intent) => intent_to_js(&env, intent),
             None => json_to_js(&env, None::<HandoffIntent>),
         }
@@ -261,9 +302,11 @@ fn detect(
         Some(text) => text.parse::<Multiple>()?,
     };
     Ok(match response.get_type()? {
-        ValueType::String => {
-            registry.detect_json(&convert::string(response, "response")?, &from_agent, multiple)?
-        }
+        ValueType::String => registry.detect_json(
+            &convert::string(response, "response")?,
+            &from_agent,
+            multiple,
+        )?,
         ValueType::Object => {
             // An object, or a list of Responses items / Anthropic blocks.
             let json = convert::json(response, "response")?;
@@ -271,7 +314,10 @@ fn detect(
         }
         other => {
             let got = convert::type_name(other);
-            return Err(invalid("response", format!("must be an object, a list or JSON text, got {got}")));
+            return Err(invalid(
+                "response",
+                format!("must be an object, a list or JSON text, got {got}"),
+            ));
         }
     })
 }
@@ -288,13 +334,18 @@ fn intent_to_js(env: &Env, intent: HandoffIntent) -> napi::Result<Unknown<'stati
     object.define_properties(&[Property::new()
         .with_utf8_name("toCreateOptions")?
         .with_value(&method)
-        .with_property_attributes(PropertyAttributes::Writable | PropertyAttributes::Configurable)])?;
+        .with_property_attributes(
+            PropertyAttributes::Writable | PropertyAttributes::Configurable,
+        )])?;
     Ok(object.to_unknown())
 }
 
 /// `intent.toCreateOptions(taskId, fromAgent, goal)`: the core's handoff under `create`'s option
 /// names, keeping `taskId` and `goal` and whatever differs from the defaults.
-fn create_options(intent: &HandoffIntent, ctx: &FunctionCallContext<'_>) -> Outcome<Map<String, Value>> {
+fn create_options(
+    intent: &HandoffIntent,
+    ctx: &FunctionCallContext<'_>,
+) -> Outcome<Map<String, Value>> {
     let arg = |index: usize, field: &str| -> Outcome<String> {
         if index >= ctx.length() {
             return Err(invalid(field, "is required"));
@@ -312,7 +363,9 @@ fn create_options(intent: &HandoffIntent, ctx: &FunctionCallContext<'_>) -> Outc
     let defaults = json(&NewHandoff::default())?;
     Ok(json(&new)?
         .into_iter()
-        .filter(|(field, value)| field == "task_id" || field == "goal" || defaults.get(field) != Some(value))
+        .filter(|(field, value)| {
+            field == "task_id" || field == "goal" || defaults.get(field) != Some(value)
+        })
         .map(|(field, value)| (field_name(&field, Naming::Create), value))
         .collect())
 }

@@ -34,7 +34,10 @@ pub struct ContextBuilder {
 
 impl ContextBuilder {
     fn with<T>(&self, f: impl FnOnce(&mut core::ContextBuilder) -> T) -> T {
-        let mut guard = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut guard)
     }
 }
@@ -50,7 +53,8 @@ impl ContextBuilder {
         redactor: Option<&Bound<'_, Redactor>>,
     ) -> Result<ContextBuilder> {
         let mut args = Args::new();
-        let budget = args.opt_int::<usize>("budget_tokens", budget_tokens, "a whole number at least 0");
+        let budget =
+            args.opt_int::<usize>("budget_tokens", budget_tokens, "a whole number at least 0");
         args.finish()?;
         let mut inner = core::ContextBuilder::new(budget.unwrap_or(2000)).redact(redact);
         if let Some(redactor) = redactor {
@@ -78,7 +82,10 @@ impl ContextBuilder {
     /// items, LangChain messages). Each may also carry `at` (aware datetime), `id` (str) and
     /// `priority` (int). A shape the core cannot read is a `ValidationError` naming
     /// `messages[i]` and the rule; then nothing is added.
-    fn add_messages<'py>(slf: &Bound<'py, Self>, messages: &Bound<'py, PyAny>) -> Result<Bound<'py, Self>> {
+    fn add_messages<'py>(
+        slf: &Bound<'py, Self>,
+        messages: &Bound<'py, PyAny>,
+    ) -> Result<Bound<'py, Self>> {
         let mut args = Args::new();
         let mut values = Vec::new();
         for (i, message) in items(&mut args, "messages", messages).iter().enumerate() {
@@ -97,27 +104,42 @@ impl ContextBuilder {
                     }
                 }
             } else {
-                args.problem(field, "must be a dict (or an object with model_dump(), like a LangChain message)");
+                args.problem(
+                    field,
+                    "must be a dict (or an object with model_dump(), like a LangChain message)",
+                );
                 continue;
             };
             // A datetime travels to the core as its ISO 8601 text.
-            if let Some(at) = dict.get_item("at")?.filter(|at| !at.is_none() && !at.is_instance_of::<PyString>()) {
+            if let Some(at) = dict
+                .get_item("at")?
+                .filter(|at| !at.is_none() && !at.is_instance_of::<PyString>())
+            {
                 if let Some(at) = args.opt_time(&format!("{field}.at"), Some(&at)) {
                     dict.set_item("at", at.to_rfc3339())?;
                 } else {
                     continue;
                 }
             }
-            values.push(serde_json::Value::Object(args.json_object(&field, Some(dict.as_any()), 64)));
+            values.push(serde_json::Value::Object(args.json_object(
+                &field,
+                Some(dict.as_any()),
+                64,
+            )));
         }
         args.finish()?;
-        let added = slf.get().with(|b| b.add_message_values(&values).map(|_| ()));
+        let added = slf
+            .get()
+            .with(|b| b.add_message_values(&values).map(|_| ()));
         added?;
         Ok(slf.clone())
     }
 
     /// Adds facts (priority 70): each a str, or a dict with a `text` str.
-    fn add_facts<'py>(slf: &Bound<'py, Self>, facts: &Bound<'py, PyAny>) -> Result<Bound<'py, Self>> {
+    fn add_facts<'py>(
+        slf: &Bound<'py, Self>,
+        facts: &Bound<'py, PyAny>,
+    ) -> Result<Bound<'py, Self>> {
         let mut args = Args::new();
         let mut texts = Vec::new();
         for (i, fact) in items(&mut args, "facts", facts).iter().enumerate() {
@@ -183,7 +205,11 @@ impl Packet {
     /// The packet as OpenAI Chat Completions messages: `to_messages("openai_chat")`.
     #[getter]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.inner.to_messages().iter().map(|m| json_to_py(py, m)).collect()
+        self.inner
+            .to_messages()
+            .iter()
+            .map(|m| json_to_py(py, m))
+            .collect()
     }
     /// The packet as input for `provider` (`openai_chat`, `openai_responses`, `anthropic`),
     /// valid whatever the builder kept: tool calls go out as calls only with their results
@@ -191,13 +217,20 @@ impl Packet {
     /// no message is empty.
     /// `None` is `openai_chat`.
     #[pyo3(signature = (provider=None))]
-    fn to_messages<'py>(&self, py: Python<'py>, provider: Option<&Bound<'py, PyAny>>) -> Result<Vec<Bound<'py, PyAny>>> {
+    fn to_messages<'py>(
+        &self,
+        py: Python<'py>,
+        provider: Option<&Bound<'py, PyAny>>,
+    ) -> Result<Vec<Bound<'py, PyAny>>> {
         let mut args = Args::new();
         let provider = args.opt_parsed::<core::Provider>("provider", provider);
         args.finish()?;
         let provider = provider.unwrap_or(core::Provider::OpenAiChat);
         let messages = self.inner.to_messages_for(provider)?;
-        Ok(messages.iter().map(|m| json_to_py(py, m)).collect::<PyResult<_>>()?)
+        Ok(messages
+            .iter()
+            .map(|m| json_to_py(py, m))
+            .collect::<PyResult<_>>()?)
     }
     /// Tokens the packet costs.
     #[getter]

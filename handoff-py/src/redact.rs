@@ -36,7 +36,12 @@ impl Redaction {
     }
 
     fn __repr__(&self) -> String {
-        format!("Redaction(rule={}, start={}, end={})", py_repr(&self.rule), self.start, self.end)
+        format!(
+            "Redaction(rule={}, start={}, end={})",
+            py_repr(&self.rule),
+            self.start,
+            self.end
+        )
     }
 }
 
@@ -85,7 +90,10 @@ fn run<'py>(
 /// Replaces API keys, tokens, private keys and password pairs in `text` with
 /// `[REDACTED:<rule>]`; returns the clean text and what was found.
 #[pyfunction]
-pub fn redact<'py>(py: Python<'py>, text: &Bound<'py, PyAny>) -> Result<(String, Bound<'py, PyList>)> {
+pub fn redact<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyAny>,
+) -> Result<(String, Bound<'py, PyList>)> {
     run(py, &core::Redactor::default(), text)
 }
 
@@ -134,7 +142,11 @@ impl Redactor {
     }
 
     /// Like `handoff_core.redact`, with this redactor's rules.
-    fn redact<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> Result<(String, Bound<'py, PyList>)> {
+    fn redact<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+    ) -> Result<(String, Bound<'py, PyList>)> {
         run(py, &self.inner, text)
     }
 }

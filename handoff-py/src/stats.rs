@@ -71,8 +71,18 @@ impl PathStats {
             self.inner.completed,
             self.inner.failed,
             self.inner.rejected,
-            opt_repr(self.inner.median_claim_seconds.map(|s| s.to_string()).as_deref()),
-            opt_repr(self.inner.median_complete_seconds.map(|s| s.to_string()).as_deref()),
+            opt_repr(
+                self.inner
+                    .median_claim_seconds
+                    .map(|s| s.to_string())
+                    .as_deref()
+            ),
+            opt_repr(
+                self.inner
+                    .median_complete_seconds
+                    .map(|s| s.to_string())
+                    .as_deref()
+            ),
         )
     }
 }

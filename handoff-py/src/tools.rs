@@ -200,7 +200,10 @@ fn response_arg(args: &mut Args, obj: &Bound<'_, PyAny>, max_depth: usize) -> Py
         });
     }
     // A dict (a response, message, item or block), or a list of items or content blocks.
-    if obj.is_instance_of::<PyDict>() || obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+    if obj.is_instance_of::<PyDict>()
+        || obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+    {
         return Ok(Response::Value(args.json_value("response", obj, max_depth)));
     }
     // The OpenAI and Anthropic SDKs return pydantic models, and LangChain's messages are
