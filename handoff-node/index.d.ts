@@ -255,6 +255,13 @@ export declare class Store {
   /** `savedPolicy`, off the JavaScript thread. */
   savedPolicyAsync(): Promise<SavedPolicy | null>
   /**
+   * Writes a consistent copy of the store to `path` (a new file; it must not exist) while
+   * the store stays in use: an SQLite snapshot, readable by its owner only.
+   */
+  backup(path: string): void
+  /** `backup`, off the JavaScript thread. */
+  backupAsync(path: string): Promise<void>
+  /**
    * Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
    * handoffs changed. `claimNext` does this for a small batch itself.
    */

@@ -177,6 +177,12 @@ pub(crate) enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Write a consistent copy of the store (an SQLite snapshot, owner-only) to a new file,
+    /// while the store stays in use; the copy opens like any store.
+    Backup {
+        /// The new file; it must not exist.
+        path: PathBuf,
+    },
     /// Read records written by `export` (JSON lines) and create them.
     Import {
         /// The file to read; `-` or absent for standard input.

@@ -304,6 +304,13 @@ pub(crate) fn run(ctx: &Ctx, command: Command, as_json: bool) -> CliResult<Done>
             .into())
         }
         Command::Export { output } => export(ctx, output),
+        Command::Backup { path } => {
+            let store = ctx.open_read()?;
+            store.backup(&path)?;
+            let text = format!("backed up {} to {}\n", ctx.db.display(), path.display());
+            let json = json!({ "backup": path.display().to_string() });
+            Ok(Reply::new(text, json).into())
+        }
         Command::Import {
             file,
             unfinished_only,

@@ -16,24 +16,35 @@ use crate::error::{CliError, CliResult};
 /// The files SQLite and the core keep beside a store.
 const COMPANIONS: [&str; 5] = ["", "-wal", "-shm", "-lock", "-journal"];
 
-/// Calls `line` with each record's JSON line, oldest first, until it returns `false`.
+/// How many records one page of an export reads.
+const PAGE: usize = 1_000;
+
+/// Calls `line` with each record's JSON line, oldest first, until it returns `false`. Records
+/// are read a page at a time, so an export's memory does not grow with the store.
 pub(crate) fn write_records(
     store: &Store,
     mut line: impl FnMut(&str) -> CliResult<bool>,
 ) -> CliResult<usize> {
-    // The core lists records in one read (it has no record cursor yet); each line is written
-    // as it is made, so the export text itself is never held whole.
-    let records = store.list(&ListFilter::default())?;
+    let mut page = ListFilter {
+        limit: Some(PAGE),
+        ..ListFilter::default()
+    };
     let mut count = 0;
-    for h in &records {
-        let mut json = h.to_json();
-        json.push('\n');
-        count += 1;
-        if !line(&json)? {
-            break;
+    loop {
+        let records = store.list(&page)?;
+        let Some(last) = records.last() else {
+            return Ok(count);
+        };
+        page.after = Some(last.id.clone());
+        for h in &records {
+            let mut json = h.to_json();
+            json.push('\n');
+            count += 1;
+            if !line(&json)? {
+                return Ok(count);
+            }
         }
     }
-    Ok(count)
 }
 
 /// The file `-o path` will replace, with symlinks followed, after checking that it is none of

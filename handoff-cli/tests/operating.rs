@@ -648,3 +648,59 @@ fn events_are_read_in_pages_across_page_boundaries() {
         .json();
     assert_eq!(empty, Value::Array(vec![]));
 }
+
+#[test]
+fn backup_copies_a_store_in_use_and_never_overwrites() {
+    let env = Env::new();
+    let (id, token, secret) = claimed(&env);
+    let copy = env.dir.path().join("copy.db");
+    let copy_arg = copy.to_str().expect("path");
+    let run = env.run(&["backup", copy_arg, "--json"]).expect(OK);
+    assert_eq!(run.json()["backup"], copy_arg);
+    // The copy is a store of its own: the claim is there, and its holder can settle it.
+    let restored = Env {
+        dir: tempfile::tempdir().expect("temp dir"),
+        db: copy.clone(),
+    };
+    let shown = restored.run(&["show", &id, "--json"]).expect(OK).json();
+    assert_eq!(shown["status"], "claimed");
+    restored
+        .run(&["complete", &id, "--token", &token, "--secret", &secret])
+        .expect(OK);
+    // Onto an existing file, above all the store itself: refused, nothing changed.
+    let before = std::fs::read(&env.db).expect("read");
+    env.run(&["backup", env.db.to_str().expect("path")])
+        .expect(INVALID);
+    env.run(&["backup", copy_arg]).expect(INVALID);
+    assert_eq!(std::fs::read(&env.db).expect("read"), before);
+}
+
+/// Exports read the store a page at a time: more records than one page come out whole and
+/// in order.
+#[test]
+fn exports_page_through_large_stores() {
+    let env = Env::new();
+    let lines: String = (0..2_500)
+        .map(|i| {
+            let h = handoff_core::NewHandoff::new("bulk", format!("item {i}"))
+                .into_record(format!("item-{i:05}"), chrono::Utc::now());
+            h.to_json() + "\n"
+        })
+        .collect();
+    let input = env.dir.path().join("bulk.jsonl");
+    std::fs::write(&input, lines).expect("write");
+    env.run(&["import", input.to_str().expect("path")])
+        .expect(OK);
+    let exported = env.run(&["export"]).expect(OK).stdout;
+    let ids: Vec<String> = exported
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).expect("json")["id"]
+                .as_str()
+                .expect("id")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 2_500);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "out of order");
+}

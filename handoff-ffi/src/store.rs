@@ -297,6 +297,12 @@ impl Store {
         Ok(self.inner.cancel(&id, &by, reason.as_deref())?.into())
     }
 
+    /// Writes a consistent copy of the store to `path` (a new file; it must not exist) while
+    /// the store stays in use: an SQLite snapshot, readable by its owner only.
+    pub fn backup(&self, path: String) -> Result<()> {
+        Ok(self.inner.backup(&path)?)
+    }
+
     /// Settles every lapsed lease and expired handoff now; returns how many changed.
     pub fn reap(&self) -> Result<u64> {
         Ok(self.inner.reap()? as u64)

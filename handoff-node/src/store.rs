@@ -1243,6 +1243,32 @@ impl Store {
         Job::start(Naming::Js, self.prepare_saved_policy())
     }
 
+    fn prepare_backup(&self, path: &Unknown<'_>) -> Work<Done> {
+        let path = convert::string(path, "path")?;
+        let store = self.core();
+        work(move || store.backup(&path).map(|()| Done))
+    }
+
+    /// Writes a consistent copy of the store to `path` (a new file; it must not exist) while
+    /// the store stays in use: an SQLite snapshot, readable by its owner only.
+    #[napi(catch_unwind, ts_args_type = "path: string")]
+    pub fn backup(&self, env: Env, path: Unknown<'_>) -> napi::Result<()> {
+        guarded(&env, Naming::Js, || {
+            self.prepare_backup(&path)?()?;
+            Ok(())
+        })
+    }
+
+    /// `backup`, off the JavaScript thread.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "path: string",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn backup_async(&self, path: Unknown<'_>) -> AsyncTask<Job<Done>> {
+        Job::start(Naming::Js, self.prepare_backup(&path))
+    }
+
     fn prepare_reap(&self) -> Work<usize> {
         let store = self.core();
         work(move || store.reap())

@@ -253,3 +253,22 @@ test('events in pages: 1,000 events read by cursor, by task and by handoff', asy
     }
   }
 })
+
+test('backup copies a store in use into a new owner-only file, never over one', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'handoff-backup-'))
+  const db = join(dir, 'handoff.db')
+  const store = open(db)
+  const h = store.create({ taskId: 't', goal: 'g' })
+  const claim = store.claim(h.id, 'w')
+  store.backup(join(dir, 'copy.db'))
+  await store.backupAsync(join(dir, 'copy2.db'))
+  store.complete(claim, { outcome: 'after the backup' })
+  assert.equal(statSync(join(dir, 'copy.db')).mode & 0o777, 0o600)
+  const restored = open(join(dir, 'copy.db'))
+  assert.equal(restored.get(h.id).status, 'claimed')
+  assert.equal(restored.complete(claim, { outcome: 'on the copy' }).status, 'completed')
+  assert.equal(open(join(dir, 'copy2.db')).list().length, 1)
+  const before = readFileSync(db)
+  assert.throws(() => store.backup(db), (e) => e.code === 'VALIDATION' && e.problems[0].field === 'path')
+  assert.deepEqual(readFileSync(db), before)
+})

@@ -674,6 +674,13 @@ impl Store {
         })?))
     }
 
+    /// Writes a consistent copy of the store to `path` (a new file; it must not exist) while
+    /// the store stays in use: an SQLite snapshot, readable by its owner only.
+    fn backup(&self, py: Python<'_>, path: std::path::PathBuf) -> Result<()> {
+        let store = self.store()?;
+        Ok(py.detach(|| store.backup(&path))?)
+    }
+
     /// Applies every time-driven change that is due (lapsed leases, expiry); returns how many
     /// handoffs changed.
     fn reap(&self, py: Python<'_>) -> Result<usize> {

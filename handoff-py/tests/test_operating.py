@@ -268,3 +268,37 @@ def test_aio_pages_events() -> None:
             assert len(first) == 2 and len(rest) == 3
 
     asyncio.run(main())
+
+
+def test_backup_copies_a_store_in_use(tmp_path: Path) -> None:
+    db = tmp_path / "handoff.db"
+    with hc.open(db) as store:
+        h = store.create("t", "g")
+        claim = store.claim(h.id, "w")
+        copy = tmp_path / "copy.db"
+        store.backup(copy)
+        store.complete(claim, outcome="after the backup")
+        assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
+        with hc.open(copy) as restored:
+            assert restored.get(h.id).status == "claimed"
+            # The claim's secret came along: its holder settles it on the copy too.
+            assert restored.complete(claim, outcome="on the copy").status == "completed"
+        before = db.read_bytes()
+        with pytest.raises(hc.ValidationError) as refused:
+            store.backup(db)
+        assert refused.value.fields == ["path"]
+        assert db.read_bytes() == before
+
+
+def test_backup_through_aio(tmp_path: Path) -> None:
+    import asyncio
+
+    from handoff_core import aio
+
+    async def main() -> None:
+        store = await aio.open(tmp_path / "handoff.db")
+        await store.create("t", "g")
+        await store.backup(tmp_path / "copy.db")
+
+    asyncio.run(main())
+    assert len(hc.open(tmp_path / "copy.db").list()) == 1

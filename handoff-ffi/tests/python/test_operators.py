@@ -167,3 +167,19 @@ def test_events_are_read_in_pages_by_cursor(store: hf.Store) -> None:
     with pytest.raises(hf.HandoffError.Validation) as err:
         store.events(task_id="bad id!")
     assert [p.field for p in err.value.problems] == ["task_id"]
+
+
+def test_backup_copies_a_store_in_use(tmp_path: Path) -> None:
+    db = tmp_path / "handoff.db"
+    store = hf.Store.open(str(db), hf.OpenOptions())
+    h = store.create(new(goal="g"))
+    claim = store.claim(h.id, "w")
+    store.backup(str(tmp_path / "copy.db"))
+    store.complete(claim.reference(), "after the backup")
+    restored = hf.Store.open(str(tmp_path / "copy.db"), hf.OpenOptions())
+    assert restored.get(h.id).status == hf.HandoffStatus.CLAIMED
+    assert restored.complete(claim.reference(), "on the copy").status == hf.HandoffStatus.COMPLETED
+    before = db.read_bytes()
+    with pytest.raises(hf.HandoffError.Validation):
+        store.backup(str(db))
+    assert db.read_bytes() == before

@@ -221,6 +221,9 @@ class Store:
     async def reap(self) -> int:
         return await asyncio.to_thread(self._store.reap)
 
+    async def backup(self, path: StrPath) -> None:
+        await asyncio.to_thread(self._store.backup, path)
+
     async def events(
         self,
         id: Optional[str] = None,
