@@ -174,6 +174,7 @@ pub struct AgentRegistry {
 impl AgentRegistry {
     /// An empty registry.
     #[napi(constructor, catch_unwind)]
+    #[allow(clippy::new_without_default)] // the JavaScript constructor; Rust never builds one
     pub fn new() -> Self {
         AgentRegistry {
             inner: core::AgentRegistry::new(),
