@@ -327,16 +327,10 @@ impl Store {
         };
         let now = self.clock.now();
         let secret = ClaimSecret::generate()?;
-        let mut claimed = None;
-        self.backend.write(&mut |tx| {
-            let h = tx
-                .get(id)?
-                .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+        let handoff = self.change_one(id, &mut |tx, h| {
             self.check_claim(tx, &h, agent)?;
-            claimed = Some(take(tx, h, &command, now, &secret)?);
-            Ok(())
+            take(tx, h, &command, now, &secret)
         })?;
-        let handoff = claimed.ok_or_else(|| Error::storage("write returned no record"))?;
         Ok(claim_of(handoff, secret, lease))
     }
 
@@ -439,11 +433,7 @@ impl Store {
         let id = claim.handoff_id.as_str();
         validate::ident("handoff_id", id)?;
         let now = self.clock.now();
-        let mut updated = None;
-        self.backend.write(&mut |tx| {
-            let h = tx
-                .get(id)?
-                .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+        self.change_one(id, &mut |tx, h| {
             // A stale token is the state machine's to refuse; a current token must come with
             // the secret that its claim handed out.
             if h.status == Status::Claimed && h.claim_token == Some(claim.token) {
@@ -460,10 +450,8 @@ impl Store {
                     });
                 }
             }
-            updated = Some(persist(tx, transition(h, command, now)?)?);
-            Ok(())
-        })?;
-        updated.ok_or_else(|| Error::storage("write returned no record"))
+            persist(tx, transition(h, command, now)?)
+        })
     }
 
     /// Refuses the handoff as `agent`, which must be its addressee (or, for an open handoff,
@@ -497,12 +485,22 @@ impl Store {
     pub fn apply(&self, id: &str, command: &Command) -> Result<Handoff> {
         validate::ident("id", id)?;
         let now = self.clock.now();
+        self.change_one(id, &mut |tx, h| persist(tx, transition(h, command, now)?))
+    }
+
+    /// Runs `change` on the record `id` as one write transaction sees it; `NotFound` when
+    /// there is none. `change` may run again when the backend retries the transaction.
+    fn change_one(
+        &self,
+        id: &str,
+        change: &mut dyn FnMut(&mut dyn Tx, Handoff) -> Result<Handoff>,
+    ) -> Result<Handoff> {
         let mut updated = None;
         self.backend.write(&mut |tx| {
             let h = tx
                 .get(id)?
                 .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
-            updated = Some(persist(tx, transition(h, command, now)?)?);
+            updated = Some(change(tx, h)?);
             Ok(())
         })?;
         updated.ok_or_else(|| Error::storage("write returned no record"))
