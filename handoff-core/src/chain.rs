@@ -149,9 +149,13 @@ impl ChainPolicy {
         hops: &[Hop],
         new: NewHop<'_>,
     ) -> Result<(), ChainViolation> {
-        let lineage = Lineage::new(hops);
         // The path is walked back at most one hop past the limit: that is enough to refuse.
-        let ancestors = lineage.path(new.parent_id, new.from, self.max_handoffs.saturating_add(1));
+        // A task's first hop has no path to walk, and needs no index of the others.
+        let ancestors = if hops.is_empty() {
+            Vec::new()
+        } else {
+            Lineage::new(hops).path(new.parent_id, new.from, self.max_handoffs.saturating_add(1))
+        };
         let mut path = path_of(ancestors.iter().map(|i| &hops[*i]));
         let sender = new.from.unwrap_or(ANYONE);
         if path.is_empty() || new.from.is_some() && path.last().map(String::as_str) != Some(sender)

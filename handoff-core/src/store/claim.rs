@@ -27,10 +27,12 @@ impl ClaimSecret {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::storage(format!("the OS random generator failed: {e}")))?;
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = String::with_capacity(PREFIX.len() + HEX_LEN);
         text.push_str(PREFIX);
         for byte in bytes {
-            text.push_str(&format!("{byte:02x}"));
+            text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
         }
         Ok(ClaimSecret(text))
     }
