@@ -89,10 +89,7 @@ pub const AGENT_RULE: &str = "must be 1 to 128 printable characters, with no con
 /// never name files.
 pub fn is_agent_name(text: &str) -> bool {
     let count = text.chars().count();
-    (1..=128).contains(&count)
-        && !text.chars().any(char::is_control)
-        && text.trim() == text
-        && !text.is_empty()
+    (1..=128).contains(&count) && !text.chars().any(char::is_control) && text.trim() == text
 }
 
 /// Checks an agent name given as a call argument.

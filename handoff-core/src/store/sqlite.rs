@@ -116,7 +116,7 @@ impl SqliteBackend {
     fn open_as(path: &Path, options: &SqliteOptions, read_only: bool) -> Result<SqliteBackend> {
         let file = is_file(path);
         if file && !read_only && !path.exists() {
-            turnstile::private_file(path)
+            private_file(path)
                 .map_err(|e| Error::storage(format!("cannot create {}: {e}", path.display())))?;
         }
         let conn = connect(path, read_only)?;
@@ -154,11 +154,7 @@ impl SqliteBackend {
             backend.turnstile = Turnstile::open(path);
         }
         if !read_only && !header.is_current() {
-            let deadline = backend.deadline();
-            let _turn = match &backend.turnstile {
-                Some(turnstile) => Some(turnstile.enter(deadline).map_err(|_| backend.busy())?),
-                None => None,
-            };
+            let _turn = backend.take_turn(backend.deadline())?;
             backend
                 .retrying(|conn| {
                     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -183,6 +179,14 @@ impl SqliteBackend {
     /// to the clock (a caller's "wait forever").
     fn deadline(&self) -> Option<Instant> {
         Instant::now().checked_add(self.patience)
+    }
+
+    /// Waits for the turnstile (when the store has one) until `deadline`; `Busy` after it.
+    fn take_turn(&self, deadline: Option<Instant>) -> Result<Option<turnstile::Turn<'_>>> {
+        self.turnstile
+            .as_ref()
+            .map(|turnstile| turnstile.enter(deadline).map_err(|_| self.busy()))
+            .transpose()
     }
 
     fn busy(&self) -> Error {
@@ -250,6 +254,16 @@ impl SqliteBackend {
             }
         }
     }
+}
+
+/// Opens `path` for writing, creating it readable and writable by its owner only: a store's
+/// files hold every secret its callers wrote.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
 }
 
 /// A connection to the file at `path` with the store's settings.
@@ -477,14 +491,9 @@ impl Backend for SqliteBackend {
             ));
         }
         self.retrying(|conn| {
-            let _turn = match &self.turnstile {
-                Some(turnstile) => Some(
-                    turnstile
-                        .enter(LOCK_DEADLINE.get())
-                        .map_err(|_| Contended::Core(self.busy()))?,
-                ),
-                None => None,
-            };
+            let _turn = self
+                .take_turn(LOCK_DEADLINE.get())
+                .map_err(Contended::Core)?;
             let mut tx = Transaction::begin(conn)?;
             let mut handle = SqliteTx {
                 conn,
@@ -595,7 +604,7 @@ impl Backend for SqliteBackend {
         }
         // Created owner-only first: the copy holds every secret the store does. VACUUM INTO
         // writes a consistent snapshot from a read transaction, so writers go on meanwhile.
-        turnstile::private_file(path)
+        private_file(path)
             .map_err(|e| Error::storage(format!("cannot create {}: {e}", path.display())))?;
         let target = path.to_string_lossy().into_owned();
         let result = self.reading(|conn| Ok(conn.execute("VACUUM INTO ?1", [&target])?));

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use super::private_file;
+
 /// The sidecar lock file of one store.
 #[derive(Debug)]
 pub(super) struct Turnstile {
@@ -41,13 +43,9 @@ pub(super) enum Turn<'a> {
 pub(super) struct Busy;
 
 impl Turnstile {
-    /// The turnstile of the store at `db`, created (owner-only) if missing; `None` for
-    /// in-memory databases and URIs.
+    /// The turnstile of the store file `db`, created (owner-only) if missing; `None` when it
+    /// cannot be (then writers rely on SQLite's lock alone).
     pub(super) fn open(db: &Path) -> Option<Turnstile> {
-        let name = db.to_str()?;
-        if name.is_empty() || name == ":memory:" || name.starts_with("file:") {
-            return None;
-        }
         let mut path = db.as_os_str().to_owned();
         path.push("-lock");
         let path = PathBuf::from(path);
@@ -103,14 +101,4 @@ impl Drop for Turn<'_> {
             Turn::Skipped => {}
         }
     }
-}
-
-/// Opens `path` for writing, creating it readable and writable by its owner only: a store's
-/// files hold every secret its callers wrote.
-pub(super) fn private_file(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.create(true).truncate(false).write(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
 }
