@@ -98,20 +98,12 @@ impl Default for ChainPolicy {
 impl ChainPolicy {
     /// Reads a policy from its JSON form; a bad one is a validation error naming the key.
     pub fn from_json(json: &str) -> crate::Result<ChainPolicy> {
-        crate::validate::check_json_text("policy", json, &crate::Limits::default())?;
-        let mut de = serde_json::Deserializer::from_str(json);
-        let policy: ChainPolicy = serde_path_to_error::deserialize(&mut de).map_err(|err| {
-            let path = err.path().to_string();
-            let field = if path == "." {
-                "policy".to_owned()
-            } else {
-                format!("policy.{path}")
-            };
-            crate::Error::invalid(field, err.into_inner().to_string())
-        })?;
-        de.end()
-            .map_err(|err| crate::Error::invalid("policy", err.to_string()))?;
-        Ok(policy)
+        crate::validate::parse_json(
+            "policy",
+            crate::validate::FieldNames::Prefixed,
+            json,
+            &crate::Limits::default(),
+        )
     }
 
     /// A policy with no limits at all.

@@ -157,19 +157,8 @@ impl Handoff {
 
     /// Parses and validates a record from its JSON form under the given limits.
     pub fn from_json_with(json: &str, limits: &Limits) -> Result<Handoff> {
-        validate::check_json_text("record", json, limits)?;
-        let mut de = serde_json::Deserializer::from_str(json);
-        let record: Handoff = serde_path_to_error::deserialize(&mut de).map_err(|err| {
-            let path = err.path().to_string();
-            let field = if path == "." {
-                "record".to_owned()
-            } else {
-                path
-            };
-            Error::invalid(field, err.into_inner().to_string())
-        })?;
-        de.end()
-            .map_err(|err| Error::invalid("record", err.to_string()))?;
+        let record: Handoff =
+            validate::parse_json("record", validate::FieldNames::Bare, json, limits)?;
         record.validate(limits)?;
         Ok(record)
     }

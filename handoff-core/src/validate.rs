@@ -355,6 +355,38 @@ fn deeper_than(metadata: &serde_json::Map<String, Value>, max: usize) -> Option<
     None
 }
 
+/// Where a field of a parsed document is named from: the document's own fields as they are
+/// (`goal`, `metadata.x`), or under the document's name (`policy.max_handoffs`).
+#[derive(Clone, Copy)]
+pub(crate) enum FieldNames {
+    Bare,
+    Prefixed,
+}
+
+/// Parses JSON text into `T` after [`check_json_text`]; a type error names the field by its
+/// path (the document itself is `root`), and trailing text is refused.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    root: &str,
+    names: FieldNames,
+    json: &str,
+    limits: &Limits,
+) -> Result<T> {
+    check_json_text(root, json, limits)?;
+    let mut de = serde_json::Deserializer::from_str(json);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        let path = err.path().to_string();
+        let field = match names {
+            _ if path == "." => root.to_owned(),
+            FieldNames::Bare => path,
+            FieldNames::Prefixed => format!("{root}.{path}"),
+        };
+        Error::invalid(field, err.into_inner().to_string())
+    })?;
+    de.end()
+        .map_err(|err| Error::invalid(root, err.to_string()))?;
+    Ok(value)
+}
+
 /// Checks JSON text for size and nesting before anything parses it, so that neither a huge
 /// document nor a deeply nested one costs more than one linear scan.
 pub(crate) fn check_json_text(field: &str, json: &str, limits: &Limits) -> Result<()> {
