@@ -110,6 +110,14 @@ impl Error {
         }
     }
 
+    /// The problems of a validation error; empty for every other error.
+    pub fn problems(&self) -> &[Problem] {
+        match self {
+            Error::Validation { problems } => problems,
+            _ => &[],
+        }
+    }
+
     /// The stable kind of this error, as the bindings name it.
     pub fn kind(&self) -> ErrorKind {
         match self {

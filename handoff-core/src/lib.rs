@@ -9,6 +9,7 @@ mod error;
 pub mod machine;
 mod markdown;
 pub mod messages;
+pub mod ops;
 pub mod record;
 pub mod redact;
 pub mod schema;

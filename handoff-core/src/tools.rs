@@ -29,15 +29,19 @@ pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 pub const TOOL_PREFIX: &str = "transfer_to_";
 
 /// An LLM API whose tool format we speak.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Provider {
     /// OpenAI Chat Completions.
+    #[serde(rename = "openai_chat")]
     OpenAiChat,
     /// The OpenAI Responses API.
+    #[serde(rename = "openai_responses")]
     OpenAiResponses,
     /// Anthropic Messages.
+    #[serde(rename = "anthropic")]
     Anthropic,
     /// Model Context Protocol `tools/list`.
+    #[serde(rename = "mcp")]
     Mcp,
 }
 
@@ -70,12 +74,14 @@ pub struct Agent {
 }
 
 /// What to do when one response asks for several handoffs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Multiple {
     /// Refuse the response (the default): an agent should hand off once.
     #[default]
     Error,
-    /// Take the first handoff in the response's order.
+    /// Take the first handoff in the response's order (`first` is accepted too).
+    #[serde(alias = "first")]
     FirstWins,
 }
 

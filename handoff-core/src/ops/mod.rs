@@ -1,0 +1,151 @@
+//! One description per operation (DESIGN §15).
+//!
+//! Each store operation is a type implementing [`Operation`]: its name, the arguments a caller
+//! may give positionally, what it returns, and its argument type, a serde + schemars struct
+//! whose field names, docs and defaults are the ones every face shows. The faces derive from
+//! it: Python and Node turn their native values into JSON and read them with [`Operation::read`]
+//! (so every face reports the same [`Problem`]s), the MCP server and the CLI build their tools and
+//! subcommands from [`catalog`], and the Python stubs are generated from it.
+//!
+//! Adding an operation: write the store method, then its argument struct and `Operation` impl
+//! here, and add it to [`catalog`]; ARCHITECTURE.md lists the one line each face adds.
+//!
+//! ```
+//! use handoff_core::ops::{self, Operation};
+//! use handoff_core::Store;
+//! use serde_json::json;
+//!
+//! let store = Store::memory();
+//! let h = ops::Create::call(&store, json!({"task_id": "t1", "goal": "Fix the login bug",
+//!                                          "completed": ["reproduced"]}))?;
+//! assert_eq!(h.completed_steps, ["reproduced"]);
+//!
+//! // Bad input: every problem at once, named by the argument names.
+//! let err = ops::Create::call(&store, json!({"task_id": "t1", "goal": "", "completed": [1]}))
+//!     .unwrap_err();
+//! let fields: Vec<_> = err.problems().iter().map(|p| p.field.as_str()).collect();
+//! assert_eq!(fields, ["completed[0]", "goal"]);
+//! # Ok::<(), handoff_core::Error>(())
+//! ```
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{Problem, Result};
+use crate::store::Store;
+use crate::validate::Limits;
+
+mod handoffs;
+mod parse;
+mod tools;
+
+pub use handoffs::*;
+pub use tools::{
+    AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
+};
+
+/// An operation's arguments: read from JSON, described by their schema, and checked for the
+/// rules types cannot say.
+pub trait Arguments: DeserializeOwned + JsonSchema + 'static {
+    /// Every problem beyond the types (empty text, a lease that is not positive, a record that
+    /// breaks the limits), named by the argument names.
+    fn problems(&self, limits: &Limits) -> Vec<Problem> {
+        let _ = limits;
+        Vec::new()
+    }
+
+    /// Reads the arguments from a JSON object of named arguments, reporting every problem at
+    /// once (unknown names, wrong types, then [`Arguments::problems`] under `limits`).
+    fn read(value: Value, limits: &Limits) -> Result<Self> {
+        parse::read(value, |args: &Self| args.problems(limits))
+    }
+}
+
+/// A store operation, described once for every face.
+pub trait Operation {
+    /// The name: Python's method, Node's (in camelCase), the CLI's subcommand (in kebab-case)
+    /// and the MCP tool's (`handoff_<name>`).
+    const NAME: &'static str;
+    /// The arguments a face may take by position, in order; the others go by name.
+    const POSITIONAL: &'static [&'static str];
+    /// What it returns, in the catalog's type language: `Handoff`, `Claim?` (or nothing),
+    /// `[Event]` (a list), `string`, `integer`, `unit`.
+    const RETURNS: &'static str;
+    /// The arguments.
+    type Args: Arguments;
+    /// The result.
+    type Output;
+
+    /// Runs the operation.
+    fn run(store: &Store, args: Self::Args) -> Result<Self::Output>;
+
+    /// Reads the arguments from JSON (every problem at once) and runs the operation.
+    fn call(store: &Store, args: Value) -> Result<Self::Output> {
+        Self::run(store, Self::Args::read(args, store.limits())?)
+    }
+}
+
+/// What a face needs to know of an operation to expose it.
+#[derive(Clone, Debug, Serialize)]
+pub struct OperationInfo {
+    /// [`Operation::NAME`].
+    pub name: &'static str,
+    /// [`Operation::POSITIONAL`].
+    pub positional: &'static [&'static str],
+    /// [`Operation::RETURNS`].
+    pub returns: &'static str,
+    /// The argument type's JSON schema; its `description` is the operation's doc.
+    pub arguments: Value,
+}
+
+impl OperationInfo {
+    /// The description of operation `O`.
+    pub fn of<O: Operation>() -> OperationInfo {
+        OperationInfo {
+            name: O::NAME,
+            positional: O::POSITIONAL,
+            returns: O::RETURNS,
+            arguments: parse::schema_of::<O::Args>().as_value().clone(),
+        }
+    }
+
+    /// The operation's one-paragraph doc (the argument type's).
+    pub fn description(&self) -> &str {
+        self.arguments
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+}
+
+/// Every store operation, in the order the faces list them.
+pub fn catalog() -> Vec<OperationInfo> {
+    vec![
+        OperationInfo::of::<Create>(),
+        OperationInfo::of::<CreateMany>(),
+        OperationInfo::of::<Get>(),
+        OperationInfo::of::<List>(),
+        OperationInfo::of::<Claim>(),
+        OperationInfo::of::<ClaimNext>(),
+        OperationInfo::of::<Heartbeat>(),
+        OperationInfo::of::<Release>(),
+        OperationInfo::of::<Complete>(),
+        OperationInfo::of::<Reject>(),
+        OperationInfo::of::<Cancel>(),
+        OperationInfo::of::<CancelClaim>(),
+        OperationInfo::of::<Events>(),
+        OperationInfo::of::<Chain>(),
+        OperationInfo::of::<Checkpoint>(),
+        OperationInfo::of::<Stalled>(),
+        OperationInfo::of::<Stats>(),
+        OperationInfo::of::<Reap>(),
+        OperationInfo::of::<Backup>(),
+    ]
+}
+
+/// The catalog as JSON, for generators of stubs and docs.
+pub fn catalog_json() -> String {
+    serde_json::to_string_pretty(&catalog()).unwrap_or_default()
+}
