@@ -224,3 +224,14 @@ fn the_catalog_describes_every_operation() {
 fn print_catalog() {
     println!("{}", ops::catalog_json());
 }
+
+/// The fixture every face's test feeds through its own door.
+#[test]
+fn one_bad_create_gives_the_shared_problem_list() {
+    let fixture: Value = serde_json::from_str(include_str!("fixtures/bad_create.json")).unwrap();
+    let store = Store::memory();
+    let err = ops::Create::call(&store, fixture["input"].clone()).unwrap_err();
+    let expected: Vec<(String, String)> =
+        serde_json::from_value(fixture["problems"].clone()).unwrap();
+    assert_eq!(problems(&err), expected);
+}

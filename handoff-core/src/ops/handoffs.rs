@@ -205,12 +205,22 @@ impl Content {
     /// The core's input for `task_id`, the reason read by the core's rules: the bare
     /// `context_limit` / `timeout` take their number from `context_pct` / `timeout_seconds`.
     pub fn into_new(self, task_id: String) -> Result<NewHandoff> {
-        let reason = Reason::from_input(
+        let (new, reason) = self.read(task_id);
+        reason.map(|()| new)
+    }
+
+    /// The core's input, and the reason's verdict apart: a bad reason leaves `explicit` in
+    /// its place, so that the rest can still be checked.
+    fn read(self, task_id: String) -> (NewHandoff, Result<()>) {
+        let (reason, verdict) = match Reason::from_input(
             self.reason.as_deref(),
             self.context_pct,
             self.timeout_seconds,
-        )?;
-        Ok(NewHandoff {
+        ) {
+            Ok(reason) => (reason, Ok(())),
+            Err(err) => (Reason::default(), Err(err)),
+        };
+        let new = NewHandoff {
             id: self.id,
             task_id,
             session_id: self.session_id,
@@ -237,23 +247,24 @@ impl Content {
             metadata: self.metadata.unwrap_or_default(),
             expires_at: self.expires_at,
             max_attempts: self.max_attempts,
-        })
+        };
+        (new, verdict)
     }
 }
 
-/// Every problem of `new` as a record under `limits`, by argument names.
-fn record_problems(new: Result<NewHandoff>, limits: &Limits) -> Vec<Problem> {
+/// Every problem of `new` as a record under `limits`, after the reason's, by argument names.
+fn record_problems(new: NewHandoff, reason: Result<()>, limits: &Limits) -> Vec<Problem> {
     let mut problems = Vec::new();
-    let new = match new {
-        Ok(new) => new,
-        Err(err) => {
-            problems.extend(by_argument_names(err).problems().iter().cloned());
-            return problems;
-        }
-    };
+    if let Err(err) = reason {
+        problems.extend(by_argument_names(err).problems().iter().cloned());
+    }
     let id = new.id.clone().unwrap_or_else(|| "unsaved".to_owned());
     if let Err(err) = new.into_record(id, Utc::now()).validate(limits) {
-        problems.extend(by_argument_names(err).problems().iter().cloned());
+        for p in by_argument_names(err).problems() {
+            if !problems.iter().any(|known| known.field == p.field) {
+                problems.push(p.clone());
+            }
+        }
     }
     problems
 }
@@ -261,17 +272,23 @@ fn record_problems(new: Result<NewHandoff>, limits: &Limits) -> Vec<Problem> {
 impl CreateArgs {
     /// The core's input.
     pub fn into_new(self) -> Result<NewHandoff> {
-        let mut new = self.content().into_new(self.task_id)?;
+        let (new, reason) = self.read();
+        reason.map(|()| new)
+    }
+
+    fn read(self) -> (NewHandoff, Result<()>) {
+        let (mut new, reason) = self.content().read(self.task_id);
         new.from_agent = self.from_agent;
         new.to_agent = self.to_agent;
         new.kind = self.kind.unwrap_or_default();
-        Ok(new)
+        (new, reason)
     }
 }
 
 impl Arguments for CreateArgs {
     fn problems(&self, limits: &Limits) -> Vec<Problem> {
-        record_problems(self.clone().into_new(), limits)
+        let (new, reason) = self.clone().read();
+        record_problems(new, reason, limits)
     }
 }
 
@@ -736,11 +753,13 @@ impl Arguments for CheckpointArgs {
         if let Err(err) = validate::agent("agent", &self.agent) {
             problems.extend(err.problems().iter().cloned());
         }
-        let mut new = self.content().into_new(self.task_id.clone());
-        if let Ok(new) = &mut new {
-            new.from_agent = Some(self.agent.clone());
+        let (mut new, reason) = self.content().read(self.task_id.clone());
+        new.from_agent = Some(self.agent.clone());
+        for p in record_problems(new, reason, limits) {
+            if !problems.iter().any(|known| known.field == p.field) {
+                problems.push(p);
+            }
         }
-        problems.extend(record_problems(new, limits));
         problems
     }
 }
