@@ -19,6 +19,8 @@ use crate::validate::{self, Limits};
 mod backend;
 mod claim;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
@@ -111,6 +113,42 @@ impl Store {
         options: &sqlite::SqliteOptions,
     ) -> Result<Store> {
         Store::new(sqlite::SqliteBackend::open_read_only(path, options)?).with_saved_policy()
+    }
+
+    /// Opens the store `url` names (DESIGN §10): a path or `sqlite:PATH` (SQLite), `memory:`,
+    /// or `postgres://…` / `postgresql://…` with `?schema=NAME` to share one database (feature
+    /// `postgres`). The saved policy and limits apply, as with [`Store::open`].
+    pub fn connect(url: &str) -> Result<Store> {
+        if url == "memory:" {
+            return Ok(Store::memory());
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            #[cfg(feature = "postgres")]
+            return Store::new(postgres::PostgresBackend::connect(
+                url,
+                &postgres::PostgresOptions::default(),
+            )?)
+            .with_saved_policy();
+            #[cfg(not(feature = "postgres"))]
+            return Err(Error::invalid(
+                "url",
+                "names a PostgreSQL store, and this build has no `postgres` feature",
+            ));
+        }
+        let path = url.strip_prefix("sqlite:").unwrap_or(url);
+        if path.is_empty() || (path.contains("://") && !url.starts_with("sqlite:")) {
+            return Err(Error::invalid(
+                "url",
+                "must be a path, sqlite:PATH, memory: or postgres://…",
+            ));
+        }
+        #[cfg(feature = "sqlite")]
+        return Store::open(path);
+        #[cfg(not(feature = "sqlite"))]
+        Err(Error::invalid(
+            "url",
+            "names an SQLite store, and this build has no `sqlite` feature",
+        ))
     }
 
     /// Uses `clock` for every decision that depends on time.
