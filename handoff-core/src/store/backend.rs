@@ -1,6 +1,7 @@
 //! The storage contract every backend implements.
 
 use std::fmt;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -126,6 +127,35 @@ pub trait Backend: Send + Sync + fmt::Debug {
 
     /// A store-wide setting (such as the saved chain policy), as written.
     fn setting(&self, key: &str) -> Result<Option<String>>;
+
+    /// A signal that wakes a worker waiting for work ([`Store::claim_next_wait`]): subscribed
+    /// before the first look, so that work created in between is not missed. The default
+    /// polls; a backend that can be told (PostgreSQL's NOTIFY) wakes at once.
+    ///
+    /// [`Store::claim_next_wait`]: crate::Store::claim_next_wait
+    fn subscribe(&self) -> Result<Box<dyn WorkSignal + '_>> {
+        Ok(Box::new(Poll))
+    }
+}
+
+/// Wakes a worker when work may have arrived.
+pub trait WorkSignal {
+    /// Returns when work may have arrived, or after `timeout` at the latest. Spurious wake-ups
+    /// are allowed: the caller looks again.
+    fn wait(&mut self, timeout: Duration) -> Result<()>;
+}
+
+/// How often a polling signal lets its worker look again.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The signal of backends that cannot be told: a short sleep.
+struct Poll;
+
+impl WorkSignal for Poll {
+    fn wait(&mut self, timeout: Duration) -> Result<()> {
+        std::thread::sleep(timeout.min(POLL_INTERVAL));
+        Ok(())
+    }
 }
 
 /// The operations available inside one write transaction.

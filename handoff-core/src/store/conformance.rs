@@ -32,7 +32,7 @@ macro_rules! conformance_tests {
             bad_ids_change_nothing, create_many_is_atomic, unknown_parent, path_stats,
             limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
             display_names_are_agent_names, events_are_paged, lists_are_paged, claims_need_their_secret,
-            cancel_rights,
+            cancel_rights, waiting_workers_get_new_work,
         );
     };
     ($make:expr) => {
@@ -1049,4 +1049,38 @@ pub fn path_stats(store: Store) {
         (cl.total, cl.failed, cl.median_claim_seconds),
         (1, 1, Some(0.0))
     );
+}
+
+/// `claim_next_wait`: nothing to take gives nothing once the wait is over; work created while
+/// a worker waits reaches it (and only it).
+pub fn waiting_workers_get_new_work(store: Store) {
+    let lease = MINUTE;
+    assert!(
+        store
+            .claim_next_wait("w", None, lease, Duration::ZERO)
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_next_wait("w", None, lease, Duration::from_millis(120))
+            .unwrap()
+            .is_none()
+    );
+    let waiter = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store
+                .claim_next_wait("w", None, lease, Duration::from_secs(60))
+                .unwrap()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let h = store.create(NewHandoff::new("t", "arrives later")).unwrap();
+    let claim = waiter
+        .join()
+        .unwrap()
+        .expect("the waiting worker gets the new work");
+    assert_eq!(claim.handoff.id, h.id);
+    assert_eq!(store.get(&h.id).unwrap().claimed_by.as_deref(), Some("w"));
 }

@@ -28,7 +28,7 @@ pub mod sqlite;
 pub mod conformance;
 
 pub(crate) use backend::hop_of;
-pub use backend::{Backend, EventFilter, ListFilter, Tx};
+pub use backend::{Backend, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
 
 /// The setting [`Store::save_policy`] writes.
@@ -44,6 +44,10 @@ struct SavedPolicy {
 
 /// The lease a claim gets when the caller does not choose one.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
+
+/// How long a waiting worker goes without looking again, even without a signal: leases lapse
+/// and handoffs expire with time, which no signal announces.
+const RECHECK: Duration = Duration::from_secs(1);
 
 /// How many due lapses one `claim_next` settles before it looks for work, so that a claim never
 /// pays for a large backlog at once while the backlog still drains.
@@ -410,6 +414,36 @@ impl Store {
             Ok(())
         })?;
         Ok(claimed.map(|handoff| claim_of(handoff, secret, lease)))
+    }
+
+    /// [`Store::claim_next`], waiting up to `wait` (real time) for work to arrive when there is
+    /// none: the worker sleeps until the backend signals new or released work (at once on
+    /// PostgreSQL, by a short poll elsewhere) instead of polling itself.
+    pub fn claim_next_wait(
+        &self,
+        agent: &str,
+        task_id: Option<&str>,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<Option<Claim>> {
+        if wait.is_zero() {
+            return self.claim_next(agent, task_id, lease);
+        }
+        let deadline = std::time::Instant::now().checked_add(wait);
+        let mut signal = self.backend.subscribe()?;
+        loop {
+            if let Some(claim) = self.claim_next(agent, task_id, lease)? {
+                return Ok(Some(claim));
+            }
+            let left = match deadline {
+                Some(at) => at.saturating_duration_since(std::time::Instant::now()),
+                None => RECHECK,
+            };
+            if left.is_zero() {
+                return Ok(None);
+            }
+            signal.wait(left.min(RECHECK))?;
+        }
     }
 
     /// Extends the claim's lease by its original length, counted from now.

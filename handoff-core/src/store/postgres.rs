@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use postgres::error::SqlState;
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, IsolationLevel, NoTls, Row};
 
 use crate::chain::Hop;
@@ -28,7 +29,7 @@ use crate::clock::from_micros;
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
-use crate::store::{Backend, EventFilter, ListFilter, Tx};
+use crate::store::{Backend, EventFilter, ListFilter, Tx, WorkSignal};
 
 /// The schema version this build writes.
 pub const VERSION: i32 = 1;
@@ -385,6 +386,40 @@ impl PostgresBackend {
     pub fn schema(&self) -> &str {
         &self.schema
     }
+
+    /// The channel on which commits that make work claimable notify waiting workers.
+    fn channel(&self) -> String {
+        format!("handoff_work_{}", self.schema)
+    }
+}
+
+/// A worker's subscription: a pooled connection listening on the store's channel until it is
+/// dropped.
+struct Listening<'a> {
+    client: Pooled<'a>,
+}
+
+impl WorkSignal for Listening<'_> {
+    fn wait(&mut self, timeout: Duration) -> Result<()> {
+        let mut notifications = self.client.notifications();
+        // One notification is enough to look again; the others are drained so the next wait
+        // does not wake for work this look already saw.
+        notifications
+            .timeout_iter(timeout)
+            .next()
+            .map_err(|e| storage("lost the notification channel", e))?;
+        while let Ok(Some(_)) = notifications.iter().next() {}
+        Ok(())
+    }
+}
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        // A connection going back to the pool must not keep collecting notifications.
+        if self.client.batch_execute("UNLISTEN *").is_err() {
+            self.client.client = None;
+        }
+    }
 }
 
 /// CRC-32 (IEEE) of `bytes`: a stable per-schema advisory-lock namespace.
@@ -417,6 +452,7 @@ impl Backend for PostgresBackend {
                 locked_tasks: Vec::new(),
                 event_lock: self.lock_key(EVENT_LOCK),
                 task_lock_base: self.lock_base,
+                channel: self.channel(),
             };
             let outcome = match work(&mut handle) {
                 Ok(()) => handle.finish(),
@@ -544,6 +580,14 @@ impl Backend for PostgresBackend {
         })
     }
 
+    fn subscribe(&self) -> Result<Box<dyn WorkSignal + '_>> {
+        let mut client = self.client()?;
+        client
+            .batch_execute(&format!("LISTEN \"{}\"", self.channel()))
+            .map_err(|e| storage("cannot listen for work", e))?;
+        Ok(Box::new(Listening { client }))
+    }
+
     fn setting(&self, key: &str) -> Result<Option<String>> {
         self.reading(|client| {
             Ok(client
@@ -565,6 +609,8 @@ struct PgTx<'c> {
     locked_tasks: Vec<String>,
     event_lock: i64,
     task_lock_base: i64,
+    /// Where to tell waiting workers that work became claimable.
+    channel: String,
 }
 
 impl PgTx<'_> {
@@ -580,8 +626,19 @@ impl PgTx<'_> {
         })
     }
 
-    /// Writes the events in commit order and commits.
+    /// Writes the events in commit order, tells waiting workers when work became claimable
+    /// (PostgreSQL delivers the notification at commit), and commits.
     fn finish(mut self) -> std::result::Result<(), postgres::Error> {
+        let new_work = self.events.iter().any(|e| {
+            matches!(
+                e.change,
+                Change::Created { .. } | Change::Released { .. } | Change::LeaseExpired { .. }
+            )
+        });
+        if new_work {
+            self.tx
+                .execute("SELECT pg_notify($1, '')", &[&self.channel])?;
+        }
         if !self.events.is_empty() {
             self.tx
                 .execute("SELECT pg_advisory_xact_lock($1)", &[&self.event_lock])?;
