@@ -11,6 +11,7 @@ test: test-lint test-rust test-python test-node test-cli test-ffi
 test-lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
+	$(CARGO) clippy -p handoff-core --features postgres --all-targets --quiet -- -D warnings
 	$(CARGO) build --quiet -p handoff-core --no-default-features
 
 test-rust:

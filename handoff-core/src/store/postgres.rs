@@ -873,6 +873,8 @@ mod tests {
 /// a server (CI always sets it, and then an unreachable server fails the tests).
 #[cfg(test)]
 mod conformance {
+    #![allow(clippy::unwrap_used)]
+
     use super::{PostgresBackend, PostgresOptions};
     use crate::Store;
 
