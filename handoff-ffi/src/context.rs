@@ -6,7 +6,10 @@ use std::time::SystemTime;
 
 use handoff_core as core;
 use handoff_core::context as ctx;
+use handoff_core::ops;
+use serde::Serialize;
 
+use crate::arguments::{self, json_texts, rfc3339};
 use crate::error::{HandoffError, Result};
 use crate::record::{Handoff, utc};
 use crate::tools::Provider;
@@ -19,8 +22,8 @@ pub trait Tokenizer: Send + Sync {
     fn count_tokens(&self, text: String) -> u64;
 }
 
-/// A chat message offered to the builder.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+/// A chat message offered to the builder, under the names the core reads messages by.
+#[derive(Clone, Debug, PartialEq, Serialize, uniffi::Record)]
 pub struct ContextMessage {
     /// `user`, `assistant`, `tool`, `system`.
     pub role: String,
@@ -29,12 +32,14 @@ pub struct ContextMessage {
     /// Tool calls the message made, each as JSON text: `{"id", "name", "arguments"}` or as the
     /// provider sent it.
     #[uniffi(default)]
+    #[serde(serialize_with = "json_texts")]
     pub tool_calls: Vec<String>,
     /// For a `tool` message, the id of the call it answers.
     #[uniffi(default)]
     pub tool_call_id: Option<String>,
     /// When it was said.
     #[uniffi(default)]
+    #[serde(with = "rfc3339")]
     pub at: Option<SystemTime>,
     /// A stable id for the manifest; `message-<n>` when none.
     #[uniffi(default)]
@@ -220,16 +225,21 @@ pub struct ContextBuilder {
 
 #[uniffi::export]
 impl ContextBuilder {
-    /// A builder for `budget_tokens` that redacts secrets unless `redact` is false, counting
-    /// with `tokenizer` (none estimates about four characters a token).
-    #[uniffi::constructor(default(budget_tokens = 2000, redact = true, tokenizer = None))]
+    /// A builder for `budget_tokens` (none is 2000) that redacts secrets unless `redact` is
+    /// false, counting with `tokenizer` (none estimates about four characters a token).
+    #[uniffi::constructor(default(budget_tokens = None, redact = None, tokenizer = None))]
     pub fn new(
-        budget_tokens: u64,
-        redact: bool,
+        budget_tokens: Option<u64>,
+        redact: Option<bool>,
         tokenizer: Option<Arc<dyn Tokenizer>>,
     ) -> Arc<ContextBuilder> {
-        let budget = usize::try_from(budget_tokens).unwrap_or(usize::MAX);
-        let mut builder = ctx::ContextBuilder::new(budget).redact(redact);
+        // Built directly rather than read: these arguments have no rule to break, and a budget
+        // beyond memory's reach is as good as the largest.
+        let arguments = ops::ContextArgs {
+            budget_tokens: budget_tokens.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            redact,
+        };
+        let mut builder = arguments.builder();
         if let Some(tokenizer) = tokenizer {
             builder = builder.tokenizer(ForeignTokenizer(tokenizer));
         }
@@ -247,33 +257,11 @@ impl ContextBuilder {
 
     /// Adds conversation messages (`user`, `assistant`, `system`, `developer`, `tool`).
     pub fn add_messages(&self, messages: Vec<ContextMessage>) -> Result<()> {
-        let mut values = Vec::with_capacity(messages.len());
-        for (i, m) in messages.into_iter().enumerate() {
-            let tool_calls = m
-                .tool_calls
-                .iter()
-                .enumerate()
-                .map(|(j, call)| {
-                    serde_json::from_str(call).map_err(|e| {
-                        let field = format!("messages[{i}].tool_calls[{j}]");
-                        HandoffError::invalid(&field, format!("is not valid JSON: {e}"))
-                    })
-                })
-                .collect::<Result<Vec<serde_json::Value>>>()?;
-            let at = match m.at {
-                Some(at) => Some(utc(&format!("messages[{i}].at"), at)?.to_rfc3339()),
-                None => None,
-            };
-            values.push(serde_json::json!({
-                "role": m.role,
-                "content": m.content,
-                "tool_calls": tool_calls,
-                "tool_call_id": m.tool_call_id,
-                "at": at,
-                "id": m.id,
-                "priority": m.priority,
-            }));
-        }
+        let values = messages
+            .iter()
+            .enumerate()
+            .map(|(i, message)| arguments::json(&format!("messages[{i}]"), message))
+            .collect::<Result<Vec<_>>>()?;
         self.lock().add_message_values(&values)?;
         Ok(())
     }

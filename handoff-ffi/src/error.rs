@@ -140,22 +140,6 @@ impl HandoffError {
     }
 }
 
-/// The core's error with the problem field `core_name` called `ours`, for the arguments this
-/// binding names differently (a `lease` duration where the core speaks of `lease_seconds`).
-pub(crate) fn rename_field(error: core::Error, core_name: &str, ours: &str) -> core::Error {
-    match error {
-        core::Error::Validation { mut problems } => {
-            for problem in &mut problems {
-                if problem.field == core_name {
-                    ours.clone_into(&mut problem.field);
-                }
-            }
-            core::Error::Validation { problems }
-        }
-        other => other,
-    }
-}
-
 impl From<core::ChainRule> for ChainRule {
     fn from(rule: core::ChainRule) -> Self {
         match rule {
@@ -291,24 +275,6 @@ mod tests {
                 "{ours:?} is not {kind}"
             );
             assert_eq!(ours.to_string(), text, "the readable text is the core's");
-        }
-    }
-
-    #[test]
-    fn renamed_fields_keep_the_rule() {
-        let error = rename_field(
-            core::Error::invalid("lease_seconds", "must be more than 0"),
-            "lease_seconds",
-            "lease",
-        );
-        match error {
-            core::Error::Validation { problems } => {
-                assert_eq!(
-                    problems,
-                    vec![core::Problem::new("lease", "must be more than 0")]
-                );
-            }
-            other => panic!("expected a validation error, got {other:?}"),
         }
     }
 

@@ -13,6 +13,7 @@
 
 uniffi::setup_scaffolding!();
 
+mod arguments;
 mod claim;
 mod clock;
 mod context;

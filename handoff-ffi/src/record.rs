@@ -6,7 +6,11 @@ use std::time::SystemTime;
 use chrono::{DateTime, Utc};
 use handoff_core as core;
 use handoff_core::Handoff as CoreHandoff;
+use handoff_core::ops;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use crate::arguments::{self, object_text, rfc3339, wire_form};
 use crate::error::{HandoffError, Result};
 
 /// What kind of handoff a record is.
@@ -152,8 +156,10 @@ pub struct Handoff {
 }
 
 /// What a caller gives `Store.create`: the task and goal, and whatever else the successor
-/// should know. The names are those of the Python and Node bindings' `create`.
-#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
+/// should know. The names are the arguments of `create` in every binding, the CLI and the MCP
+/// server; problems are reported under them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, uniffi::Record)]
+#[serde(default)]
 pub struct CreateOptions {
     /// The task the handoff belongs to.
     pub task_id: String,
@@ -161,12 +167,17 @@ pub struct CreateOptions {
     pub goal: String,
     /// The agent handing over.
     #[uniffi(default)]
+    // Checkpoint sets the agents and the kind itself: they are sent only when given, so that
+    // it refuses them only then.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub from_agent: Option<String>,
     /// The agent addressed; none lets any agent claim it.
     #[uniffi(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub to_agent: Option<String>,
     /// The kind; none is `Full`.
     #[uniffi(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<HandoffKind>,
     /// Why; none is `Explicit`.
     #[uniffi(default)]
@@ -175,7 +186,7 @@ pub struct CreateOptions {
     /// must agree with the reason's percent.
     #[uniffi(default)]
     pub context_pct: Option<u8>,
-    /// Where the work stands (`progress_summary`).
+    /// Where the work stands (the record's `progress_summary`).
     #[uniffi(default)]
     pub progress: String,
     /// Steps already done (`completed_steps`).
@@ -204,6 +215,7 @@ pub struct CreateOptions {
     pub instructions: Option<String>,
     /// A JSON object, as text; none is `{}`.
     #[uniffi(default)]
+    #[serde(with = "object_text")]
     pub metadata: Option<String>,
     /// A caller-chosen id: creating again with the same id and content returns the stored
     /// record; with other content it fails with `Conflict`.
@@ -229,6 +241,7 @@ pub struct CreateOptions {
     pub success_criteria: Vec<String>,
     /// When an unclaimed handoff expires.
     #[uniffi(default)]
+    #[serde(with = "rfc3339")]
     pub expires_at: Option<SystemTime>,
     /// How many claims may lapse before the handoff fails; none is the default (3).
     #[uniffi(default)]
@@ -266,80 +279,49 @@ pub(crate) fn time(at: DateTime<Utc>) -> SystemTime {
     at.into()
 }
 
-/// `at` in UTC, or a validation error naming `field` when it lies outside the years
-/// -262143..=262142 that records can hold (a Kotlin `Instant` can reach further).
-pub(crate) fn utc(field: &str, at: SystemTime) -> Result<DateTime<Utc>> {
+/// The rule a time breaks when a record cannot hold it: records hold the years
+/// -262143..=262142, and a Kotlin `Instant` can reach further.
+pub(crate) const OUT_OF_RANGE: &str = "is outside the years a record can hold";
+
+/// `at` in UTC, if a record can hold it.
+pub(crate) fn record_time(at: SystemTime) -> Option<DateTime<Utc>> {
     let span = |d: std::time::Duration| chrono::TimeDelta::from_std(d).ok();
-    let converted = match at.duration_since(SystemTime::UNIX_EPOCH) {
+    match at.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(after) => span(after).and_then(|d| DateTime::UNIX_EPOCH.checked_add_signed(d)),
         Err(before) => {
             span(before.duration()).and_then(|d| DateTime::UNIX_EPOCH.checked_sub_signed(d))
         }
-    };
-    converted.ok_or_else(|| HandoffError::invalid(field, "is outside the years a record can hold"))
+    }
+}
+
+/// `at` in UTC, or a validation error naming `field` when a record cannot hold it.
+pub(crate) fn utc(field: &str, at: SystemTime) -> Result<DateTime<Utc>> {
+    record_time(at).ok_or_else(|| HandoffError::invalid(field, OUT_OF_RANGE))
 }
 
 fn opt_utc(field: &str, at: Option<SystemTime>) -> Result<Option<DateTime<Utc>>> {
     at.map(|at| utc(field, at)).transpose()
 }
 
-/// Parses `text` as a JSON object for the field `field`.
-fn metadata(field: &str, text: &str) -> Result<core::Metadata> {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(map)) => Ok(map),
-        Ok(_) => Err(HandoffError::invalid(field, "must be a JSON object")),
-        Err(e) => Err(HandoffError::invalid(
-            field,
-            format!("is not valid JSON: {e}"),
-        )),
-    }
+/// `text` as a record's metadata, or a validation error naming `metadata`.
+fn metadata(text: &str) -> Result<core::Metadata> {
+    arguments::object(text).map_err(|rule| HandoffError::invalid("metadata", rule))
 }
 
 impl CreateOptions {
-    /// The core's form of these fields. Only `metadata` (it must be a JSON object) and a
-    /// percent given twice that disagrees are refused here; every other rule is the core's,
-    /// checked when the record is stored.
-    pub(crate) fn into_core(self) -> Result<core::NewHandoff> {
-        let metadata = match &self.metadata {
-            Some(text) => metadata("metadata", text)?,
-            None => core::Metadata::new(),
+    /// The options that create `new`: its fields under `create`'s argument names, as the core
+    /// renames them (`progress_summary` is `progress`).
+    pub(crate) fn from_new(new: &core::NewHandoff) -> Result<CreateOptions> {
+        let fields = match arguments::json("", new)? {
+            Value::Object(fields) => fields,
+            _ => return Err(HandoffError::invalid("arguments", "must be a JSON object")),
         };
-        let reason: core::Reason = self.reason.map(Into::into).unwrap_or_default();
-        if let core::Reason::ContextLimit { .. } = reason {
-            // The reason is typed, so the only thing left to combine is a `context_pct` that
-            // disagrees with it: the core's `from_input` decides, with the same error as
-            // Python's and Node's `context_limit_85` + `context_pct=90`. Other reasons are
-            // not sent through it, so as not to render and re-parse an error's message.
-            core::Reason::from_input(Some(&reason.to_string()), self.context_pct, None)?;
-        }
-        Ok(core::NewHandoff {
-            id: self.id,
-            task_id: self.task_id,
-            session_id: self.session_id,
-            parent_id: self.parent_id,
-            kind: self.kind.map(Into::into).unwrap_or_default(),
-            reason,
-            from_agent: self.from_agent,
-            to_agent: self.to_agent,
-            goal: self.goal,
-            progress_summary: self.progress,
-            completed_steps: self.completed,
-            pending_steps: self.pending,
-            key_decisions: self.decisions,
-            assumptions: self.assumptions,
-            warnings: self.warnings,
-            unresolved_errors: self.errors,
-            blockers: self.blockers,
-            modified_files: self.files,
-            locked_files: self.locked_files,
-            instructions: self.instructions,
-            priority_items: self.priority_items,
-            success_criteria: self.success_criteria,
-            context_usage_percent: self.context_pct,
-            metadata,
-            expires_at: opt_utc("expires_at", self.expires_at)?,
-            max_attempts: self.max_attempts,
-        })
+        let arguments = fields
+            .into_iter()
+            .map(|(field, value)| (ops::argument_name(&field), value))
+            .collect();
+        serde_json::from_value(Value::Object(arguments))
+            .map_err(|e| HandoffError::invalid("arguments", e.to_string()))
     }
 }
 
@@ -381,40 +363,6 @@ macro_rules! handoff {
     };
 }
 
-impl From<core::NewHandoff> for CreateOptions {
-    /// The inverse of [`CreateOptions::into_core`], for what the core prepares for a caller.
-    fn from(new: core::NewHandoff) -> Self {
-        CreateOptions {
-            task_id: new.task_id,
-            goal: new.goal,
-            from_agent: new.from_agent,
-            to_agent: new.to_agent,
-            kind: Some(new.kind.into()),
-            reason: Some(new.reason.into()),
-            context_pct: new.context_usage_percent,
-            progress: new.progress_summary,
-            completed: new.completed_steps,
-            pending: new.pending_steps,
-            decisions: new.key_decisions,
-            assumptions: new.assumptions,
-            warnings: new.warnings,
-            errors: new.unresolved_errors,
-            files: new.modified_files,
-            instructions: new.instructions,
-            metadata: Some(serde_json::Value::Object(new.metadata).to_string()),
-            id: new.id,
-            parent_id: new.parent_id,
-            session_id: new.session_id,
-            blockers: new.blockers,
-            locked_files: new.locked_files,
-            priority_items: new.priority_items,
-            success_criteria: new.success_criteria,
-            expires_at: new.expires_at.map(time),
-            max_attempts: new.max_attempts,
-        }
-    }
-}
-
 impl From<core::Handoff> for Handoff {
     fn from(h: core::Handoff) -> Self {
         handoff!(
@@ -446,7 +394,7 @@ impl TryFrom<Handoff> for core::Handoff {
                 kind: h.kind.into(),
                 reason: h.reason.into(),
                 status: h.status.into(),
-                metadata: metadata("metadata", &h.metadata)?,
+                metadata: metadata(&h.metadata)?,
                 created_at: utc("created_at", h.created_at)?,
                 expires_at: opt_utc("expires_at", h.expires_at)?,
                 lease_until: opt_utc("lease_until", h.lease_until)?,
@@ -487,6 +435,10 @@ same_enum!(HandoffKind <=> core::Kind {
 same_enum!(HandoffStatus <=> core::Status {
     Pending, Claimed, Completed, Rejected, Cancelled, Expired, Failed,
 });
+
+wire_form!(HandoffKind, core::Kind);
+wire_form!(HandoffStatus => core::Status);
+wire_form!(HandoffReason, core::Reason);
 
 impl From<core::Reason> for HandoffReason {
     fn from(reason: core::Reason) -> Self {

@@ -5,10 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core as core;
+use handoff_core::ops;
+use serde::Serialize;
 
+use crate::arguments::{self, arguments};
 use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
-use crate::error::{HandoffError, Result, rename_field};
+use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats};
 use crate::record::{CreateOptions, Handoff, HandoffKind, HandoffStatus};
 
@@ -89,8 +92,9 @@ pub struct OpenOptions {
     pub clock: Option<Arc<ManualClock>>,
 }
 
-/// Which handoffs `Store.list` returns; a field left out does not filter.
-#[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
+/// Which handoffs `Store.list` returns; a field left out does not filter. The names are the
+/// arguments of `list` in every binding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, uniffi::Record)]
 pub struct ListFilter {
     /// Only records in this status.
     #[uniffi(default)]
@@ -107,6 +111,9 @@ pub struct ListFilter {
     /// At most this many records.
     #[uniffi(default)]
     pub limit: Option<u64>,
+    /// Only records after the one with this id: the last of the previous page.
+    #[uniffi(default)]
+    pub after: Option<String>,
 }
 
 /// A handoff store: create, claim, heartbeat, release, complete, and read the event log and
@@ -175,37 +182,34 @@ impl Store {
     /// Creates a pending handoff. With a caller-supplied `id`, creating again with the same
     /// content returns the stored record; with other content it fails with `Conflict`.
     pub fn create(&self, options: CreateOptions) -> Result<Handoff> {
-        Ok(self.inner.create(options.into_core()?)?.into())
+        Ok(self.run::<ops::Create>(options)?.into())
+    }
+
+    /// Creates a pending handoff from `create`'s arguments as a JSON object, such as an LLM's
+    /// tool call carries them: the names and rules of `create` in every binding, the CLI and
+    /// the MCP server (`reason` as text: `context_limit_85`, or `context_limit` with
+    /// `context_pct`; `metadata` as an object). `Validation` lists every problem at once.
+    pub fn create_json(&self, arguments_json: String) -> Result<Handoff> {
+        let arguments: serde_json::Value = serde_json::from_str(&arguments_json).map_err(|e| {
+            HandoffError::invalid("arguments_json", format!("is not valid JSON: {e}"))
+        })?;
+        Ok(self.run::<ops::Create>(arguments)?.into())
     }
 
     /// Creates several handoffs in one transaction: all of them, or none when one is refused.
     pub fn create_many(&self, items: Vec<CreateOptions>) -> Result<Vec<Handoff>> {
-        let news = items
-            .into_iter()
-            .map(CreateOptions::into_core)
-            .collect::<Result<Vec<_>>>()?;
-        Ok(handoffs(self.inner.create_many(news)?))
+        Ok(handoffs(self.run::<ops::CreateMany>(arguments! { items })?))
     }
 
     /// The handoff with this id; `NotFound` if there is none.
     pub fn get(&self, id: String) -> Result<Handoff> {
-        Ok(self.inner.get(&id)?.into())
+        Ok(self.run::<ops::Get>(arguments! { id })?.into())
     }
 
-    /// Handoffs matching the filter, oldest first.
+    /// Handoffs matching the filter, oldest first; page with `limit` and `after`.
     #[uniffi::method(default(filter))]
     pub fn list(&self, filter: ListFilter) -> Result<Vec<Handoff>> {
-        let filter = core::ListFilter {
-            status: filter.status.map(Into::into),
-            task_id: filter.task_id,
-            to_agent: filter.to_agent,
-            kind: filter.kind.map(Into::into),
-            limit: filter
-                .limit
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            after: None,
-        };
-        Ok(handoffs(self.inner.list(&filter)?))
+        Ok(handoffs(self.run::<ops::List>(filter)?))
     }
 
     /// Claims the handoff `id` for `agent` for `lease` (none is 300 seconds). `AlreadyClaimed`
@@ -214,11 +218,10 @@ impl Store {
     /// does not let its sender hand off to `agent`.
     #[uniffi::method(default(lease = None))]
     pub fn claim(&self, id: String, agent: String, lease: Option<Duration>) -> Result<Claim> {
-        let claim = self
-            .inner
-            .claim(&id, &agent, lease.unwrap_or(core::DEFAULT_LEASE))
-            .map_err(lease_named)?;
-        Ok(claim.into())
+        let lease_seconds = lease.map(|lease| lease.as_secs_f64());
+        Ok(self
+            .run::<ops::Claim>(arguments! { id, agent, lease_seconds })?
+            .into())
     }
 
     /// Claims the oldest pending handoff `agent` may take (addressed to it, or open and allowed
@@ -231,32 +234,22 @@ impl Store {
         task_id: Option<String>,
         lease: Option<Duration>,
     ) -> Result<Option<Claim>> {
-        let claim = self
-            .inner
-            .claim_next(
-                &agent,
-                task_id.as_deref(),
-                lease.unwrap_or(core::DEFAULT_LEASE),
-            )
-            .map_err(lease_named)?;
+        let lease_seconds = lease.map(|lease| lease.as_secs_f64());
+        let claim = self.run::<ops::ClaimNext>(arguments! { agent, task_id, lease_seconds })?;
         Ok(claim.map(Into::into))
     }
 
     /// Renews the claim's lease for its length, counted from now; `LeaseLost` when the claim
     /// is no longer current or its secret does not match (nothing changes).
     pub fn heartbeat(&self, claim: ClaimRef) -> Result<Handoff> {
-        let claim = core::ClaimRef::try_from(claim)?;
-        Ok(self.inner.heartbeat(claim).map_err(lease_named)?.into())
+        Ok(self.run::<ops::Heartbeat>(arguments! { claim })?.into())
     }
 
     /// Gives the handoff back for another agent to claim; `LeaseLost` when the claim is no
     /// longer current or its secret does not match.
     pub fn release(&self, claim: ClaimRef, reason: String) -> Result<Handoff> {
-        let claim = core::ClaimRef::try_from(claim)?;
         Ok(self
-            .inner
-            .release(claim, &reason)
-            .map_err(lease_named)?
+            .run::<ops::Release>(arguments! { claim, reason })?
             .into())
     }
 
@@ -264,11 +257,8 @@ impl Store {
     /// or its secret does not match.
     #[uniffi::method(default(outcome = ""))]
     pub fn complete(&self, claim: ClaimRef, outcome: String) -> Result<Handoff> {
-        let claim = core::ClaimRef::try_from(claim)?;
         Ok(self
-            .inner
-            .complete(claim, &outcome)
-            .map_err(lease_named)?
+            .run::<ops::Complete>(arguments! { claim, outcome })?
             .into())
     }
 
@@ -276,17 +266,16 @@ impl Store {
     /// longer current or its secret does not match.
     #[uniffi::method(default(reason = None))]
     pub fn cancel_claim(&self, claim: ClaimRef, reason: Option<String>) -> Result<Handoff> {
-        let claim = core::ClaimRef::try_from(claim)?;
         Ok(self
-            .inner
-            .cancel_claim(claim, reason.as_deref())
-            .map_err(lease_named)?
+            .run::<ops::CancelClaim>(arguments! { claim, reason })?
             .into())
     }
 
     /// The addressed agent (or the holder of an open handoff) refuses it.
     pub fn reject(&self, id: String, agent: String, reason: String) -> Result<Handoff> {
-        Ok(self.inner.reject(&id, &agent, &reason)?.into())
+        Ok(self
+            .run::<ops::Reject>(arguments! { id, agent, reason })?
+            .into())
     }
 
     /// Withdraws a pending or claimed handoff as `by`, who must be its creator (`from_agent`),
@@ -294,18 +283,20 @@ impl Store {
     /// with `cancel_claim`.
     #[uniffi::method(default(reason = None))]
     pub fn cancel(&self, id: String, by: String, reason: Option<String>) -> Result<Handoff> {
-        Ok(self.inner.cancel(&id, &by, reason.as_deref())?.into())
+        Ok(self
+            .run::<ops::Cancel>(arguments! { id, by, reason })?
+            .into())
     }
 
     /// Writes a consistent copy of the store to `path` (a new file; it must not exist) while
     /// the store stays in use: an SQLite snapshot, readable by its owner only.
     pub fn backup(&self, path: String) -> Result<()> {
-        Ok(self.inner.backup(&path)?)
+        self.run::<ops::Backup>(arguments! { path })
     }
 
     /// Settles every lapsed lease and expired handoff now; returns how many changed.
     pub fn reap(&self) -> Result<u64> {
-        Ok(self.inner.reap()? as u64)
+        Ok(self.run::<ops::Reap>(arguments! {})? as u64)
     }
 
     /// A page of the event log, oldest first: the whole store's, or only handoff `id`'s, or
@@ -320,69 +311,45 @@ impl Store {
         after: Option<u64>,
         limit: Option<u64>,
     ) -> Result<Vec<Event>> {
-        let filter = core::EventFilter {
-            handoff_id: id,
-            task_id,
-            after,
-            limit: limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-        };
-        Ok(self
-            .inner
-            .events_page(&filter)?
-            .into_iter()
-            .map(Event::from)
-            .collect())
+        let arguments = arguments! { handoff_id: id, task_id, after, limit };
+        let events = self.run::<ops::Events>(arguments)?;
+        Ok(events.into_iter().map(Event::from).collect())
     }
 
     /// The task's hops in creation order.
     pub fn chain(&self, task_id: String) -> Result<Chain> {
-        Ok(self.inner.chain(&task_id)?.into())
+        Ok(self.run::<ops::Chain>(arguments! { task_id })?.into())
     }
 
     /// Saves `agent`'s progress on `fields.task_id` without changing who owns what: a finished
     /// record of kind `Checkpoint` from and to `agent`. `fields` must leave `kind`,
     /// `from_agent` and `to_agent` out: the checkpoint sets them.
     pub fn checkpoint(&self, agent: String, fields: CreateOptions) -> Result<Handoff> {
-        for (field, given) in [
-            ("kind", fields.kind.is_some()),
-            ("from_agent", fields.from_agent.is_some()),
-            ("to_agent", fields.to_agent.is_some()),
-        ] {
-            if given {
-                return Err(HandoffError::invalid(
-                    field,
-                    "is set by checkpoint; leave it out",
-                ));
-            }
-        }
-        let task_id = fields.task_id.clone();
-        Ok(self
-            .inner
-            .checkpoint(&task_id, &agent, fields.into_core()?)?
-            .into())
+        let arguments = arguments! { agent, #[serde(flatten)] fields };
+        Ok(self.run::<ops::Checkpoint>(arguments)?.into())
     }
 
     /// Tasks in progress whose last sign of life (a claim, heartbeat or checkpoint) is older
     /// than `older_than`.
     pub fn stalled(&self, older_than: Duration) -> Result<Vec<String>> {
-        Ok(self.inner.stalled(older_than)?)
+        let older_than_seconds = older_than.as_secs_f64();
+        self.run::<ops::Stalled>(arguments! { older_than_seconds })
     }
 
     /// Counts and median times per (from, to) agent pair.
     pub fn stats(&self) -> Result<Vec<PathStats>> {
-        Ok(self
-            .inner
-            .stats()?
-            .into_iter()
-            .map(PathStats::from)
-            .collect())
+        let stats = self.run::<ops::Stats>(arguments! {})?;
+        Ok(stats.into_iter().map(PathStats::from).collect())
     }
 }
 
-/// The core calls the lease `lease_seconds`, as the Python and Node bindings do; here it is a
-/// duration called `lease`.
-fn lease_named(error: core::Error) -> HandoffError {
-    rename_field(error, "lease_seconds", "lease").into()
+impl Store {
+    /// Runs the core's operation `O` with `arguments`, any value that serializes to `O`'s
+    /// named arguments: a record of this binding, or a method's parameters gathered with
+    /// [`arguments!`]. The core reads them and reports every problem at once, by name.
+    fn run<O: ops::Operation>(&self, arguments: impl Serialize) -> Result<O::Output> {
+        arguments::call::<O>(&self.inner, &arguments)
+    }
 }
 
 fn handoffs(records: Vec<core::Handoff>) -> Vec<Handoff> {

@@ -5,8 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use handoff_core as core;
+use handoff_core::ops;
 use handoff_core::tools as t;
 
+use crate::arguments::{self, arguments, wire_form};
 use crate::error::{HandoffError, Result};
 use crate::record::CreateOptions;
 use crate::store::ChainPolicy;
@@ -92,9 +94,10 @@ impl AgentRegistry {
         description: String,
         collaborators: Option<Vec<String>>,
     ) -> Result<()> {
+        let agent: ops::AgentArgs =
+            arguments::read(&arguments! { name, description, collaborators })?;
         let mut registry = self.inner.write().unwrap_or_else(|p| p.into_inner());
-        registry.add(&name, &description, collaborators)?;
-        Ok(())
+        Ok(agent.add_to(&mut registry)?)
     }
 
     /// The registered agents, in the order they were added.
@@ -113,8 +116,8 @@ impl AgentRegistry {
     /// The `transfer_to_<agent>` tools `agent` may call, as the JSON array `provider` expects in
     /// a request's `tools`.
     pub fn tools(&self, agent: String, provider: Provider) -> Result<String> {
-        let tools = self.read().tools(&agent, provider.into())?;
-        Ok(serde_json::Value::Array(tools).to_string())
+        let arguments: ops::ToolsArgs = arguments::read(&arguments! { agent, provider })?;
+        Ok(serde_json::Value::Array(arguments.tools(&self.read())?).to_string())
     }
 
     /// The chain policy the registry implies: each agent may hand off only to its targets
@@ -147,7 +150,9 @@ impl AgentRegistry {
         from_agent: String,
         multiple: Option<Multiple>,
     ) -> Result<Option<HandoffIntent>> {
-        let multiple = multiple.map_or(t::Multiple::Error, Into::into);
+        // Not through `ops::DetectArgs`: it holds the response parsed, and the core checks a
+        // response text's size and nesting before parsing it, in `detect_json`.
+        let multiple = multiple.map(Into::into).unwrap_or_default();
         let intent = self.read().detect_json(&response, &from_agent, multiple)?;
         Ok(intent.map(|i| HandoffIntent {
             target: i.target,
@@ -186,11 +191,7 @@ impl HandoffIntent {
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
         };
-        Ok(CreateOptions::from(intent.to_new_handoff(
-            &task_id,
-            &from_agent,
-            &goal,
-        )))
+        CreateOptions::from_new(&intent.to_new_handoff(&task_id, &from_agent, &goal))
     }
 }
 
@@ -204,6 +205,8 @@ impl From<Provider> for t::Provider {
         }
     }
 }
+
+wire_form!(Provider => t::Provider);
 
 impl From<Multiple> for t::Multiple {
     fn from(m: Multiple) -> Self {

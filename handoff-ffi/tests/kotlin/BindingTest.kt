@@ -58,6 +58,11 @@ fun errors() {
         val invalid = raises<HandoffException.Validation> { store.create(task("bad id!", "")) }
         check(invalid.problems.map { it.field }.containsAll(listOf("task_id", "goal"))) { "${invalid.problems}" }
         check(store.list().isEmpty()) { "a refused create changes nothing" }
+        // The arguments as JSON (an LLM tool call): every problem at once, by the core's names.
+        val json = raises<HandoffException.Validation> {
+            store.createJson("""{"task_id": "t", "goal": "", "reason": "sleepy", "context_pct": 101}""")
+        }
+        check(json.problems.map { it.field } == listOf("reason", "goal", "context_pct")) { "${json.problems}" }
         val h = store.create(task())
         store.claim(h.id, "a")
         val taken = raises<HandoffException.AlreadyClaimed> { store.claim(h.id, "b") }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import pytest
 
@@ -37,10 +38,42 @@ def test_validation_lists_every_problem_and_changes_nothing(store: hf.Store) -> 
     with pytest.raises(hf.HandoffError.Validation) as err:
         store.create(new(task_id="bad id!", goal="", context_pct=101, completed=["ok", ""]))
     fields = {p.field for p in err.value.problems}
-    assert {"task_id", "goal", "context_usage_percent"} <= fields
+    # Named by the arguments, as in every binding: `context_pct`, not the record's field.
+    assert {"task_id", "goal", "context_pct"} <= fields
     assert all(p.rule for p in err.value.problems)
     assert "task_id" in err.value.description
     assert (store.list(), store.events()) == before
+
+
+FIXTURE = Path(__file__).resolve().parents[3] / "handoff-core/tests/fixtures/bad_create.json"
+
+
+def test_one_bad_create_gives_the_shared_problem_list(store: hf.Store) -> None:
+    """The bad create every face is fed reports the same problems, in the same order."""
+    fixture = json.loads(FIXTURE.read_text())
+    with pytest.raises(hf.HandoffError.Validation) as err:
+        store.create_json(json.dumps(fixture["input"]))
+    assert [[p.field, p.rule] for p in err.value.problems] == fixture["problems"]
+    # The typed door says the same but for the reason, which its type cannot get wrong.
+    typed = {name: value for name, value in fixture["input"].items() if name != "reason"}
+    with pytest.raises(hf.HandoffError.Validation) as err:
+        store.create(hf.CreateOptions(**typed))
+    expected = [problem for problem in fixture["problems"] if problem[0] != "reason"]
+    assert [[p.field, p.rule] for p in err.value.problems] == expected
+    assert store.list() == []
+
+
+def test_create_json_takes_the_arguments_of_every_face(store: hf.Store) -> None:
+    h = store.create_json(json.dumps({
+        "task_id": "t1", "goal": "g", "reason": "context_limit", "context_pct": 85,
+        "files": ["a.rs"], "metadata": {"ticket": 42},
+    }))
+    assert h.reason == hf.HandoffReason.CONTEXT_LIMIT(percent=85)
+    assert (h.modified_files, json.loads(h.metadata)) == (["a.rs"], {"ticket": 42})
+    for text, field in [("{", "arguments_json"), ("[1]", "arguments"), ('{"task_id": "t"}', "goal")]:
+        with pytest.raises(hf.HandoffError.Validation) as err:
+            store.create_json(text)
+        assert [p.field for p in err.value.problems] == [field], text
 
 
 @pytest.mark.parametrize(

@@ -208,6 +208,10 @@ def test_list_filters(store: hf.Store) -> None:
     assert [h.task_id for h in store.list(hf.ListFilter(kind=hf.HandoffKind.PARTIAL))] == ["t2"]
     assert [h.id for h in store.list(hf.ListFilter(to_agent="gemini"))] == [a.id]
     assert len(store.list(hf.ListFilter(limit=1))) == 1
+    # Pages: each starts after the last record of the one before.
+    first = store.list(hf.ListFilter(limit=1))
+    rest = store.list(hf.ListFilter(after=first[-1].id))
+    assert [h.id for h in first + rest] == [h.id for h in store.list()]
     assert len(store.list()) == 2
 
 

@@ -1,0 +1,350 @@
+//! How this binding hands its values to the core (DESIGN §15): a method serializes its record,
+//! or its parameters with [`arguments!`], under the core's argument names, and the core reads
+//! them as it reads every face's (`ops::Operation::call`), reporting every problem at once by
+//! argument name. What this binding's types can hold and JSON cannot (metadata text that is not
+//! a JSON object, a time beyond a record's years) is refused here, named by its path.
+
+use chrono::{DateTime, Utc};
+use handoff_core as core;
+use handoff_core::ops;
+use serde::{Deserialize, Serialize, Serializer, ser::Error as _};
+use serde_json::{Map, Value};
+
+use crate::error::{HandoffError, Result};
+
+/// A method's parameters as an operation's named arguments: `arguments! { id, agent }`
+/// serializes as `{"id": …, "agent": …}`, and `arguments! { older_than_seconds: d.as_secs_f64() }`
+/// gives a parameter the core's name and unit. Attributes pass to the field
+/// (`#[serde(flatten)] fields`). Each name is a type parameter too, so that any serializable
+/// value fits without writing its type; the module keeps the lowercase type names to itself.
+macro_rules! arguments {
+    ($($(#[$attr:meta])* $name:ident $(: $value:expr)?),* $(,)?) => {{
+        #[allow(non_camel_case_types)]
+        mod named {
+            #[derive(serde::Serialize)]
+            pub(super) struct Arguments<$($name),*> { $($(#[$attr])* pub(super) $name: $name),* }
+        }
+        named::Arguments { $($name $(: $value)?),* }
+    }};
+}
+pub(crate) use arguments;
+
+/// Serializes a binding enum in its core counterpart's wire form (`full`, `context_limit_85`),
+/// which is what the core's arguments read; `(ours, theirs)` reads it back too.
+macro_rules! wire_form {
+    ($ours:ty => $theirs:ty) => {
+        impl serde::Serialize for $ours {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serde::Serialize::serialize(&<$theirs>::from(self.clone()), serializer)
+            }
+        }
+    };
+    ($ours:ty, $theirs:ty) => {
+        wire_form!($ours => $theirs);
+
+        impl<'de> serde::Deserialize<'de> for $ours {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                <$theirs as serde::Deserialize>::deserialize(deserializer).map(Into::into)
+            }
+        }
+    };
+}
+pub(crate) use wire_form;
+
+/// Where this binding's API names a value differently from the core's arguments, as (core,
+/// ours). A lease is a `Duration` called `lease` here (the core counts `lease_seconds`), and a
+/// claim reference's problems are named by its own fields (`secret`): the Swift and Kotlin API
+/// and its tests say so. Every other problem keeps the core's name.
+const OWN_NAMES: &[(&str, &str)] = &[
+    ("lease_seconds", "lease"),
+    ("claim.lease_seconds", "lease"),
+    ("claim.secret", "secret"),
+];
+
+/// Runs the core's operation `O` with `arguments`, serialized under `O`'s argument names.
+pub(crate) fn call<O: ops::Operation>(
+    store: &core::Store,
+    arguments: &impl Serialize,
+) -> Result<O::Output> {
+    let arguments = json("", arguments)?;
+    // The core reads an expiry against the wall clock (its `record_problems` builds the record
+    // at `Utc::now()`), and the store judges it again against its own clock, which a caller may
+    // have set elsewhere (`OpenOptions.clock`). Until the core reads with the store's clock,
+    // the reading leaves well-formed expiries out and the store's clock alone decides.
+    let mut without_expiries = arguments.clone();
+    set_expiries_aside(&mut without_expiries);
+    <O::Args as ops::Arguments>::read(without_expiries, store.limits()).map_err(own_names)?;
+    let arguments = serde_json::from_value(arguments)
+        .map_err(|e| HandoffError::invalid("arguments", e.to_string()))?;
+    O::run(store, arguments).map_err(own_names)
+}
+
+/// Removes `expires_at` from the arguments and from each of their `items` when it is a time
+/// the core can read.
+fn set_expiries_aside(arguments: &mut Value) {
+    set_expiry_aside(arguments);
+    if let Some(Value::Array(items)) = arguments.get_mut("items") {
+        items.iter_mut().for_each(set_expiry_aside);
+    }
+}
+
+fn set_expiry_aside(object: &mut Value) {
+    if let Some(map) = object.as_object_mut()
+        && map
+            .get("expires_at")
+            .is_some_and(|at| DateTime::<Utc>::deserialize(at).is_ok())
+    {
+        map.remove("expires_at");
+    }
+}
+
+/// Reads the core's arguments `A` (a registry's or a context builder's) from `arguments`.
+pub(crate) fn read<A: ops::Arguments>(arguments: &impl Serialize) -> Result<A> {
+    Ok(A::read(json("", arguments)?, &core::Limits::default())?)
+}
+
+/// `value` as JSON. A part it cannot be is a validation error named by `field` and the part's
+/// path inside `value` (`messages[0]` and `tool_calls[1]`: `messages[0].tool_calls[1]`).
+pub(crate) fn json(field: &str, value: &impl Serialize) -> Result<Value> {
+    serde_path_to_error::serialize(value, serde_json::value::Serializer).map_err(|err| {
+        let inner = err.path().to_string();
+        let name = match (field, inner.as_str()) {
+            (_, ".") => field.to_owned(),
+            ("", _) => inner,
+            (_, _) if inner.starts_with('[') => format!("{field}{inner}"),
+            _ => format!("{field}.{inner}"),
+        };
+        HandoffError::invalid(&name, err.into_inner().to_string())
+    })
+}
+
+fn own_names(error: core::Error) -> HandoffError {
+    match error {
+        core::Error::Validation { mut problems } => {
+            for problem in &mut problems {
+                if let Some((_, ours)) = OWN_NAMES.iter().find(|(name, _)| *name == problem.field) {
+                    (*ours).clone_into(&mut problem.field);
+                }
+            }
+            core::Error::Validation { problems }.into()
+        }
+        other => other.into(),
+    }
+}
+
+/// `text` as a JSON object, or the rule it breaks.
+pub(crate) fn object(text: &str) -> std::result::Result<Map<String, Value>, String> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("must be a JSON object".to_owned()),
+        Err(e) => Err(format!("is not valid JSON: {e}")),
+    }
+}
+
+/// Metadata given as JSON text, which the core's arguments hold as the object itself.
+pub(crate) mod object_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, ser::Error as _};
+    use serde_json::{Map, Value};
+
+    pub(crate) fn serialize<S: Serializer>(
+        text: &Option<String>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match text {
+            Some(text) => super::object(text)
+                .map_err(S::Error::custom)?
+                .serialize(serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<String>, D::Error> {
+        let object = Option::<Map<String, Value>>::deserialize(deserializer)?;
+        Ok(object.map(|map| Value::Object(map).to_string()))
+    }
+}
+
+/// A time, which the core's arguments read in RFC 3339, if a record can hold it.
+pub(crate) mod rfc3339 {
+    use std::time::SystemTime;
+
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, ser::Error as _};
+
+    use crate::record::{OUT_OF_RANGE, record_time};
+
+    pub(crate) fn serialize<S: Serializer>(
+        at: &Option<SystemTime>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match at {
+            Some(at) => record_time(*at)
+                .ok_or_else(|| S::Error::custom(OUT_OF_RANGE))?
+                .serialize(serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<SystemTime>, D::Error> {
+        Ok(Option::<DateTime<Utc>>::deserialize(deserializer)?.map(SystemTime::from))
+    }
+}
+
+/// JSON texts (tool calls), serialized as the values they hold; a text that is not JSON is
+/// named by its index.
+pub(crate) fn json_texts<S: Serializer>(
+    texts: &[String],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(texts.iter().map(|text| JsonText(text)))
+}
+
+struct JsonText<'a>(&'a str);
+
+impl Serialize for JsonText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serde_json::from_str::<Value>(self.0)
+            .map_err(|e| S::Error::custom(format!("is not valid JSON: {e}")))?
+            .serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{ClaimRef, CreateOptions, ListFilter, OpenOptions, Store};
+
+    /// The names `O` takes.
+    fn argument_names<O: ops::Operation>() -> BTreeSet<String> {
+        let info = ops::OperationInfo::of::<O>();
+        info.arguments["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn names(value: &impl Serialize) -> BTreeSet<String> {
+        json("", value)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn problems(err: HandoffError) -> Vec<(String, String)> {
+        match err {
+            HandoffError::Validation { problems, .. } => {
+                problems.into_iter().map(|p| (p.field, p.rule)).collect()
+            }
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    /// One description: this binding's records carry the core's arguments under their names,
+    /// so that an argument the core adds fails here until the record has it.
+    #[test]
+    fn the_records_are_the_core_arguments() {
+        let every_option = CreateOptions {
+            from_agent: Some("a".into()),
+            to_agent: Some("b".into()),
+            kind: Some(crate::HandoffKind::Full),
+            ..CreateOptions::default()
+        };
+        let mut create = argument_names::<ops::Create>();
+        // The typed reason carries its seconds: there is no bare `timeout` to complete.
+        assert!(create.remove("timeout_seconds"));
+        assert_eq!(names(&every_option), create);
+
+        assert_eq!(names(&ListFilter::default()), argument_names::<ops::List>());
+
+        let claim = ClaimRef {
+            handoff_id: "h".into(),
+            token: 1,
+            secret: "s".into(),
+            lease: Duration::from_secs(1),
+        };
+        let schema = ops::OperationInfo::of::<ops::Heartbeat>().arguments;
+        let claim_argument = schema["$defs"]["ClaimRef"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<BTreeSet<_>>();
+        assert_eq!(names(&claim), claim_argument);
+    }
+
+    /// The fixture every face's test feeds through its own door.
+    #[test]
+    fn one_bad_create_gives_the_shared_problem_list() {
+        let fixture: Value = serde_json::from_str(include_str!(
+            "../../handoff-core/tests/fixtures/bad_create.json"
+        ))
+        .unwrap();
+        let expected: Vec<(String, String)> =
+            serde_json::from_value(fixture["problems"].clone()).unwrap();
+        let store = Store::memory(OpenOptions::default()).unwrap();
+        let err = store.create_json(fixture["input"].to_string()).unwrap_err();
+        assert_eq!(problems(err), expected);
+        assert!(store.list(ListFilter::default()).unwrap().is_empty());
+    }
+
+    /// A store's clock may stand anywhere (here at 2026-01-01, before the wall clock): an
+    /// expiry is judged by it, not by the wall clock.
+    #[test]
+    fn expiries_are_judged_by_the_stores_clock() {
+        let clock = crate::ManualClock::new(None).unwrap();
+        let store = Store::memory(OpenOptions {
+            clock: Some(clock.clone()),
+            ..OpenOptions::default()
+        })
+        .unwrap();
+        let expiring = |at| CreateOptions {
+            task_id: "t".into(),
+            goal: "g".into(),
+            expires_at: Some(at),
+            ..CreateOptions::default()
+        };
+        let minute = Duration::from_secs(60);
+        assert!(store.create(expiring(clock.now() + minute)).is_ok());
+        let err = store.create(expiring(clock.now() - minute)).unwrap_err();
+        assert_eq!(problems(err)[0].0, "expires_at");
+    }
+
+    #[test]
+    fn what_json_cannot_hold_is_named_by_its_path() {
+        let store = Store::memory(OpenOptions::default()).unwrap();
+        let bad = CreateOptions {
+            task_id: "t".into(),
+            goal: "g".into(),
+            metadata: Some("[1]".into()),
+            ..CreateOptions::default()
+        };
+        let good = CreateOptions {
+            metadata: None,
+            ..bad.clone()
+        };
+        let err = store.create_many(vec![good, bad]).unwrap_err();
+        assert_eq!(
+            problems(err),
+            [(
+                "items[1].metadata".to_owned(),
+                "must be a JSON object".to_owned()
+            )]
+        );
+        let err = store.create_json("{".into()).unwrap_err();
+        assert_eq!(problems(err)[0].0, "arguments_json");
+    }
+}
