@@ -1,23 +1,18 @@
-//! One function per subcommand: open the store, call the core, describe the result.
+//! The commands that are not store operations (`export`, `backup`, `import`, `policy`), and
+//! what every command shares: the context, opening the store, what is left to print.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use handoff_core::{
-    ChainPolicy, Claim, ClaimRef, ClaimSecret, Error, EventFilter, Handoff, NewHandoff, Problem,
-    SqliteOptions, Store, validate,
+    ChainPolicy, Error, Handoff, NewHandoff, Problem, SqliteOptions, Store, validate,
 };
 use serde_json::json;
 
-use crate::args::{
-    ClaimProof, Command, CreateCmd, DEFAULT_LEASE_SECONDS, EventsArgs, PolicyAction,
-};
+use crate::args::{Command, PolicyAction};
 use crate::error::{CliError, CliResult, code};
-use crate::fields::{CheckpointArgs, CreateArgs};
 use crate::output::{self, Output, Reply, to_json};
 use crate::policy::Overrides;
-use crate::spawn::{self, SpawnConfig};
 
 /// What every command needs besides its own arguments: the store's path and how to open it,
 /// the policy options (read and checked before any store is opened) and how records are shown.
@@ -35,7 +30,7 @@ impl Ctx {
     }
 
     /// Opens an existing store for a command that writes; a missing file is an error.
-    fn open_existing(&self) -> CliResult<Store> {
+    pub(crate) fn open_existing(&self) -> CliResult<Store> {
         if !self.db.exists() {
             return Err(CliError::MissingStore(self.db.clone()));
         }
@@ -58,7 +53,7 @@ pub(crate) struct Done {
 
 impl Done {
     /// The command printed everything itself.
-    fn printed() -> Done {
+    pub(crate) fn printed() -> Done {
         Done {
             reply: None,
             exit: code::OK,
@@ -98,211 +93,9 @@ pub(crate) fn open_read(db: &Path, options: &SqliteOptions) -> CliResult<Store> 
     Ok(Store::open_read_only(db, options)?)
 }
 
-/// The claim a caller proves with the token and secret `claim` gave it. The record is not
-/// read again: the core checks both in the transaction that settles the claim.
-pub(crate) fn claim_ref(
-    id: &str,
-    token: u64,
-    secret: &str,
-    lease_seconds: u64,
-) -> CliResult<ClaimRef> {
-    Ok(ClaimRef {
-        handoff_id: id.to_owned(),
-        token,
-        secret: ClaimSecret::parse(secret)?,
-        lease: Duration::from_secs(lease_seconds),
-    })
-}
-
-fn proven(id: &str, proof: &ClaimProof, lease_seconds: u64) -> CliResult<ClaimRef> {
-    claim_ref(id, proof.token, &proof.secret, lease_seconds)
-}
-
-/// The most events read at once: `events` pages through a log of any length in this much.
-pub(crate) const EVENTS_PAGE: usize = 1000;
-
-/// The event filter `args` describe, checked.
-pub(crate) fn event_filter(args: &EventsArgs) -> CliResult<EventFilter> {
-    if args.handoff_id.is_some() && args.task_id.is_some() {
-        return Err(Error::invalid("task_id", "give a handoff id or a task id, not both").into());
-    }
-    Ok(EventFilter {
-        handoff_id: args.handoff_id.clone(),
-        task_id: args.task_id.clone(),
-        after: args.after,
-        limit: args.limit,
-    })
-}
-
-/// Streams the events `args` select to stdout, a page at a time: memory stays flat however
-/// long the log is.
-fn events(ctx: &Ctx, args: &EventsArgs, as_json: bool) -> CliResult<Done> {
-    let mut filter = event_filter(args)?;
-    let store = ctx.open_read()?;
-    let mut left = filter.limit;
-    let mut sink = output::Sink::stdout();
-    let mut table = output::EventsTable::default();
-    let mut any = false;
-    if as_json {
-        sink.write("[")?;
-    }
-    loop {
-        let page = left.map_or(EVENTS_PAGE, |n| n.min(EVENTS_PAGE));
-        if page == 0 || sink.closed() {
-            break;
-        }
-        filter.limit = Some(page);
-        let events = store.events_page(&filter)?;
-        let Some(last) = events.last() else { break };
-        filter.after = Some(last.seq);
-        left = left.map(|n| n - events.len());
-        if as_json {
-            for e in &events {
-                sink.write(if any { "," } else { "" })?;
-                sink.write(&ctx.out.event_json(e).to_string())?;
-                any = true;
-            }
-        } else {
-            any = true;
-            sink.write(&table.rows(&ctx.out, &events))?;
-        }
-        if events.len() < page {
-            break;
-        }
-    }
-    if as_json {
-        sink.write("]\n")?;
-    } else if !any {
-        sink.write("no events\n")?;
-    }
-    sink.finish()?;
-    Ok(Done::printed())
-}
-
-pub(crate) fn run(ctx: &Ctx, command: Command, as_json: bool) -> CliResult<Done> {
-    let out = &ctx.out;
-    let record_reply =
-        |h: Handoff| -> Done { Reply::new(out.record_line(&h), out.record(&h)).into() };
+/// Runs a hand-written command.
+pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
     match command {
-        Command::List(args) => {
-            let records = ctx.open_read()?.list(&args.into_filter())?;
-            if !as_json {
-                return Ok(Reply::new(out.handoff_table(&records), json!(null)).into());
-            }
-            // One record at a time: the JSON text of a large store is never held whole.
-            let mut sink = output::Sink::stdout();
-            sink.write("[")?;
-            for (i, h) in records.iter().enumerate() {
-                if sink.closed() {
-                    break;
-                }
-                sink.write(if i == 0 { "" } else { "," })?;
-                sink.write(&out.record(h).to_string())?;
-            }
-            sink.write("]\n")?;
-            sink.finish()?;
-            Ok(Done::printed())
-        }
-        Command::Show { id } => {
-            let h = ctx.open_read()?.get(&id)?;
-            Ok(Reply::new(out.markdown(&h), out.record(&h)).into())
-        }
-        Command::Create(cmd) => create(ctx, *cmd),
-        Command::Claim { id, claim } => {
-            let store = ctx.open_existing()?;
-            let claimed =
-                store.claim(&id, &claim.agent, Duration::from_secs(claim.lease_seconds))?;
-            let spawn = SpawnConfig::from_opts(&claim.spawn);
-            Ok(after_claim(
-                ctx,
-                &store,
-                claimed,
-                spawn,
-                claim.additional_instructions.as_deref(),
-            ))
-        }
-        Command::ClaimNext { task_id, claim } => {
-            let store = ctx.open_existing()?;
-            let lease = Duration::from_secs(claim.lease_seconds);
-            match store.claim_next(&claim.agent, task_id.as_deref(), lease)? {
-                Some(claimed) => {
-                    let spawn = SpawnConfig::from_opts(&claim.spawn);
-                    Ok(after_claim(
-                        ctx,
-                        &store,
-                        claimed,
-                        spawn,
-                        claim.additional_instructions.as_deref(),
-                    ))
-                }
-                None => Ok(Reply::new("nothing to claim\n", serde_json::Value::Null).into()),
-            }
-        }
-        Command::Heartbeat {
-            id,
-            proof,
-            lease_seconds,
-        } => {
-            let claim = proven(&id, &proof, lease_seconds)?;
-            Ok(record_reply(ctx.open_existing()?.heartbeat(claim)?))
-        }
-        Command::Release { id, proof, reason } => {
-            let claim = proven(&id, &proof, DEFAULT_LEASE_SECONDS)?;
-            Ok(record_reply(ctx.open_existing()?.release(claim, &reason)?))
-        }
-        Command::Complete { id, proof, outcome } => {
-            let claim = proven(&id, &proof, DEFAULT_LEASE_SECONDS)?;
-            Ok(record_reply(
-                ctx.open_existing()?.complete(claim, &outcome)?,
-            ))
-        }
-        Command::Reject { id, agent, reason } => Ok(record_reply(
-            ctx.open_existing()?.reject(&id, &agent, &reason)?,
-        )),
-        Command::Cancel {
-            id,
-            by,
-            secret,
-            token,
-            reason,
-        } => {
-            let h = match (by, secret, token) {
-                (_, Some(secret), Some(token)) => {
-                    let claim = claim_ref(&id, token, &secret, DEFAULT_LEASE_SECONDS)?;
-                    ctx.open_existing()?
-                        .cancel_claim(claim, reason.as_deref())?
-                }
-                (Some(by), _, _) => ctx.open_existing()?.cancel(&id, &by, reason.as_deref())?,
-                // clap requires --by, or --secret with --token.
-                _ => return Err(Error::invalid("by", "give --by, or --token and --secret").into()),
-            };
-            Ok(record_reply(h))
-        }
-        Command::Chain { task_id } => {
-            let chain = ctx.open_read()?.chain(&task_id)?;
-            Ok(Reply::new(output::chain_text(&chain), output::chain_json(&chain)).into())
-        }
-        Command::Events(args) => events(ctx, &args, as_json),
-        Command::Stats => {
-            let stats = ctx.open_read()?.stats()?;
-            Ok(Reply::new(output::stats_text(&stats), to_json(&stats)).into())
-        }
-        Command::Checkpoint(cmd) => {
-            let (task_id, agent, content) = CheckpointArgs::from_flags(*cmd)?.into_parts()?;
-            let h = ctx.open_existing()?.checkpoint(&task_id, &agent, content)?;
-            let text = format!("checkpoint {}", out.record_line(&h));
-            Ok(Reply::new(text, out.record(&h)).into())
-        }
-        Command::Stalled { older_than_seconds } => {
-            let tasks = ctx
-                .open_read()?
-                .stalled(Duration::from_secs(older_than_seconds))?;
-            Ok(Reply::new(
-                output::stalled_text(&tasks, older_than_seconds),
-                json!(tasks),
-            )
-            .into())
-        }
         Command::Export { output } => export(ctx, output),
         Command::Backup { path } => {
             let store = ctx.open_read()?;
@@ -325,22 +118,6 @@ fn unreachable_mcp() -> CliResult<Done> {
     Err(Error::invalid("command", "mcp is not a one-shot command").into())
 }
 
-fn create(ctx: &Ctx, cmd: CreateCmd) -> CliResult<Done> {
-    let new = match &cmd.json_input {
-        Some(source) => read_new_handoff(source)?,
-        None => CreateArgs::from_flags(cmd)?.into_new()?,
-    };
-    // Refuse bad input before the store is opened, so that it creates no file. The core
-    // validates again on create (with the store's own limits, and the parent and chain).
-    let id = new.id.clone().unwrap_or_else(|| "unsaved".to_owned());
-    new.clone()
-        .into_record(id, chrono::Utc::now())
-        .validate(&validate::Limits::default())?;
-    let h = ctx.open()?.create(new)?;
-    let text = format!("created {}\n", ctx.out.record_line(&h).trim_end());
-    Ok(Reply::new(text, ctx.out.record(&h)).into())
-}
-
 /// Reads all of `source` (a path, or `-` for stdin), refusing more than `limit` bytes.
 fn read_text(field: &str, source: Option<&Path>, limit: usize) -> CliResult<String> {
     let name = source.map_or_else(|| "standard input".to_owned(), |p| p.display().to_string());
@@ -360,40 +137,13 @@ fn read_text(field: &str, source: Option<&Path>, limit: usize) -> CliResult<Stri
     Ok(text)
 }
 
-fn read_new_handoff(source: &str) -> CliResult<NewHandoff> {
+pub(crate) fn read_new_handoff(source: &str) -> CliResult<NewHandoff> {
     let path = (source != "-").then(|| Path::new(source));
     let limit = validate::Limits::default().max_record_bytes;
     let text = read_text("json-input", path, limit)?;
     serde_json::from_str(&text).map_err(|e| {
         Error::invalid("json-input", format!("not a NewHandoff JSON object: {e}")).into()
     })
-}
-
-/// Prints the claim, or runs the successor on it.
-fn after_claim(
-    ctx: &Ctx,
-    store: &Store,
-    claim: Claim,
-    spawn: Option<SpawnConfig>,
-    additional_instructions: Option<&str>,
-) -> Done {
-    let out = &ctx.out;
-    let Some(config) = spawn else {
-        return Reply::new(out.claim_text(&claim), out.claim_json(&claim)).into();
-    };
-    let prompt = out.prompt(&claim.handoff, additional_instructions);
-    let report = spawn::run(store, &ctx.db, &claim, &config, prompt);
-    let exit = if report.succeeded() {
-        code::OK
-    } else if let Some(e) = report.lease_lost.as_ref().or(report.settle_error.as_ref()) {
-        e.exit_code()
-    } else {
-        code::SPAWN_FAILED
-    };
-    Done {
-        reply: Some(report.reply(out)),
-        exit,
-    }
 }
 
 fn export(ctx: &Ctx, output: Option<PathBuf>) -> CliResult<Done> {

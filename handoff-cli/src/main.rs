@@ -2,37 +2,42 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde_json::json;
 
 mod args;
 mod commands;
 mod error;
 mod export;
-mod fields;
 mod jsonrpc;
 mod mcp;
+mod operations;
 mod output;
 mod policy;
+mod results;
 mod spawn;
+mod subcommands;
 
 use args::{Cli, Command};
 use error::CliError;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = subcommands::augment(Cli::command())
+        .try_get_matches()
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => return usage_error(&e),
     };
     let as_json = cli.json;
     let out = output::Output::new(!cli.no_redact);
-    match run(cli, out) {
+    match run(cli, &matches, out) {
         Ok(code) => code,
         Err(e) => e.report(as_json, &out),
     }
 }
 
-fn run(cli: Cli, out: output::Output) -> Result<ExitCode, CliError> {
+fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, CliError> {
     // The policy file and agents folder are read before any store is opened: a bad one
     // creates nothing.
     let mut options = handoff_core::SqliteOptions::default();
@@ -45,12 +50,24 @@ fn run(cli: Cli, out: output::Output) -> Result<ExitCode, CliError> {
         policy: policy::Overrides::load(&cli.policy)?,
         out,
     };
-    if let Command::Mcp { spawn } = &cli.command {
-        let store = ctx.open()?;
-        mcp::serve(store, ctx.db, spawn::SpawnConfig::from_opts(spawn), ctx.out)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let done = commands::run(&ctx, cli.command, cli.json)?;
+    let done = match (cli.command, matches.subcommand()) {
+        (Some(Command::Mcp { spawn }), _) => {
+            let store = ctx.open()?;
+            mcp::serve(
+                store,
+                ctx.db,
+                spawn::SpawnConfig::from_opts(&spawn),
+                ctx.out,
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        (Some(command), _) => commands::run(&ctx, command)?,
+        (None, Some((name, operation))) => subcommands::run(&ctx, name, operation, cli.json)?,
+        // clap requires a subcommand.
+        (None, None) => {
+            return Err(handoff_core::Error::invalid("command", "a command is required").into());
+        }
+    };
     if let Some(reply) = done.reply {
         if cli.json {
             output::write_stdout(&format!("{}\n", reply.json))?;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use handoff_core::{Chain, Change, Claim, Event, Handoff, PathStats};
+use handoff_core::{Chain, Change, Claim, Event, Handoff};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, CliResult};
@@ -90,28 +90,32 @@ impl Sink {
     }
 }
 
-/// The `events` table printed a page at a time: the header once, columns as wide as the
-/// widest cell seen so far.
-#[derive(Default)]
-pub(crate) struct EventsTable {
+/// A table printed a page at a time: the header once, columns as wide as the widest cell seen
+/// so far.
+pub(crate) struct Table {
+    header: &'static [&'static str],
     widths: Option<Vec<usize>>,
 }
 
-const EVENTS_HEADER: [&str; 6] = ["SEQ", "AT", "HANDOFF", "EVENT", "ACTOR", "DETAIL"];
+impl Table {
+    pub(crate) fn new(header: &'static [&'static str]) -> Table {
+        Table {
+            header,
+            widths: None,
+        }
+    }
 
-impl EventsTable {
-    /// The rows of `events` (after the header, for the first page).
-    pub(crate) fn rows(&mut self, out: &Output, events: &[Event]) -> String {
-        let rows: Vec<Vec<String>> = events.iter().map(|e| out.event_row(e)).collect();
+    /// The rows (after the header, for the first page).
+    pub(crate) fn rows(&mut self, rows: &[Vec<String>]) -> String {
         let first = self.widths.is_none();
         let mut widths = self
             .widths
             .take()
-            .unwrap_or_else(|| EVENTS_HEADER.iter().map(|h| h.chars().count()).collect());
-        grow(&mut widths, &rows);
-        let header: Vec<String> = EVENTS_HEADER.iter().map(|h| (*h).to_owned()).collect();
+            .unwrap_or_else(|| self.header.iter().map(|h| h.chars().count()).collect());
+        grow(&mut widths, rows);
+        let header: Vec<String> = self.header.iter().map(|h| (*h).to_owned()).collect();
         let text = if first {
-            render(&widths, std::iter::once(&header).chain(&rows))
+            render(&widths, std::iter::once(&header).chain(rows))
         } else {
             render(&widths, rows.iter())
         };
@@ -146,11 +150,8 @@ fn clip(text: &str, max: usize) -> String {
 }
 
 /// Left-aligned columns separated by two spaces; the last column is not padded.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    grow(&mut widths, rows);
-    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
-    render(&widths, std::iter::once(&header).chain(rows))
+pub(crate) fn table(header: &'static [&'static str], rows: &[Vec<String>]) -> String {
+    Table::new(header).rows(rows)
 }
 
 /// Widens `widths` to fit `rows`.
@@ -262,48 +263,23 @@ impl Output {
         to_json(&*self.handoff(h))
     }
 
-    /// Records as a JSON array.
-    pub(crate) fn records(&self, records: &[Handoff]) -> Value {
-        Value::Array(records.iter().map(|h| self.record(h)).collect())
-    }
-
-    /// The `list` table.
-    pub(crate) fn handoff_table(&self, records: &[Handoff]) -> String {
-        if records.is_empty() {
-            return "no handoffs\n".to_owned();
-        }
-        let rows: Vec<Vec<String>> = records
-            .iter()
-            .map(|h| {
-                // Redact before clipping, so that no prefix of a secret is shown either.
-                let h = self.handoff(h);
-                vec![
-                    h.id.clone(),
-                    h.task_id.clone(),
-                    h.status.to_string(),
-                    format!(
-                        "{} → {}",
-                        agent(h.from_agent.as_deref()),
-                        agent(h.to_agent.as_deref())
-                    ),
-                    h.claimed_by.clone().unwrap_or_default(),
-                    time(h.created_at),
-                    clip(&h.goal, 48),
-                ]
-            })
-            .collect();
-        table(
-            &[
-                "ID",
-                "TASK",
-                "STATUS",
-                "FROM → TO",
-                "HOLDER",
-                "CREATED",
-                "GOAL",
-            ],
-            &rows,
-        )
+    /// One row of a table of records. Redacted before clipping, so that no prefix of a
+    /// secret is shown either.
+    pub(crate) fn handoff_row(&self, h: &Handoff) -> Vec<String> {
+        let h = self.handoff(h);
+        vec![
+            h.id.clone(),
+            h.task_id.clone(),
+            h.status.to_string(),
+            format!(
+                "{} → {}",
+                agent(h.from_agent.as_deref()),
+                agent(h.to_agent.as_deref())
+            ),
+            h.claimed_by.clone().unwrap_or_default(),
+            time(h.created_at),
+            clip(&h.goal, 48),
+        ]
     }
 
     /// One line about a record after a change: `<id> (<task>) is <status> ...`.
@@ -386,26 +362,13 @@ impl Output {
         e
     }
 
-    /// Events as a JSON array.
-    pub(crate) fn events_json(&self, events: &[Event]) -> Value {
-        Value::Array(events.iter().map(|e| to_json(&self.event(e))).collect())
-    }
-
     /// One event as JSON, redacted like the rest.
     pub(crate) fn event_json(&self, e: &Event) -> Value {
         to_json(&self.event(e))
     }
 
-    /// The event log as a table.
-    pub(crate) fn events_text(&self, events: &[Event]) -> String {
-        if events.is_empty() {
-            return "no events\n".to_owned();
-        }
-        EventsTable::default().rows(self, events)
-    }
-
     /// One row of the events table.
-    fn event_row(&self, e: &Event) -> Vec<String> {
+    pub(crate) fn event_row(&self, e: &Event) -> Vec<String> {
         let e = self.event(e);
         let detail = match to_json(&e.change).get("detail") {
             // The created event carries the whole record: the table shows the goal.
@@ -473,55 +436,6 @@ pub(crate) fn chain_text(chain: &Chain) -> String {
         &rows,
     ));
     out
-}
-
-/// Stalled tasks as text.
-pub(crate) fn stalled_text(tasks: &[String], older_than_seconds: u64) -> String {
-    if tasks.is_empty() {
-        return format!("no task has been silent for {older_than_seconds}s or more\n");
-    }
-    let mut out = format!(
-        "{} task(s) silent for {older_than_seconds}s or more:\n",
-        tasks.len()
-    );
-    for task in tasks {
-        let _ = writeln!(out, "{task}");
-    }
-    out
-}
-
-/// Path statistics as a table.
-pub(crate) fn stats_text(stats: &[PathStats]) -> String {
-    if stats.is_empty() {
-        return "no handoffs\n".to_owned();
-    }
-    let secs = |s: Option<f64>| s.map(|s| format!("{s:.1}s")).unwrap_or_else(|| "-".into());
-    let rows: Vec<Vec<String>> = stats
-        .iter()
-        .map(|s| {
-            vec![
-                format!("{} → {}", s.from_agent, s.to_agent),
-                s.total.to_string(),
-                s.completed.to_string(),
-                s.failed.to_string(),
-                s.rejected.to_string(),
-                secs(s.median_claim_seconds),
-                secs(s.median_complete_seconds),
-            ]
-        })
-        .collect();
-    table(
-        &[
-            "FROM → TO",
-            "TOTAL",
-            "COMPLETED",
-            "FAILED",
-            "REJECTED",
-            "MEDIAN TO CLAIM",
-            "MEDIAN TO COMPLETE",
-        ],
-        &rows,
-    )
 }
 
 #[cfg(test)]

@@ -316,7 +316,8 @@ fn bad_create_input_is_refused_with_exit_2_and_writes_nothing() {
         .iter()
         .filter_map(|p| p["field"].as_str())
         .collect();
-    for field in ["task_id", "goal", "context_usage_percent"] {
+    // Named by the arguments (issue #13): `--context-pct` fills context_usage_percent.
+    for field in ["task_id", "goal", "context_pct"] {
         assert!(fields.contains(&field), "{field} missing from {fields:?}");
     }
     assert!(env.files().is_empty());

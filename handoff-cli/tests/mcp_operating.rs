@@ -80,20 +80,27 @@ fn claims_are_settled_with_their_secret_only() {
     let env = Env::new();
     let mut mcp = Mcp::start(&env, &[]);
     let tools = mcp.tools();
-    let required = |name: &str| {
+    let schema = |name: &str| {
         tools
             .iter()
             .find(|t| t["name"] == name)
-            .map(|t| t["inputSchema"]["required"].clone())
+            .map(|t| t["inputSchema"].clone())
             .unwrap_or_else(|| panic!("no tool {name}"))
     };
+    // The claim, with its secret, is required (the calls below give it flat, as before).
     for tool in ["handoff_heartbeat", "handoff_release", "handoff_complete"] {
-        let required = required(tool);
+        let schema = schema(tool);
         assert!(
-            required
+            schema["required"]
                 .as_array()
-                .is_some_and(|r| r.contains(&json!("claim_secret"))),
-            "{tool}: {required}"
+                .is_some_and(|r| r.contains(&json!("claim"))),
+            "{tool}: {schema}"
+        );
+        assert!(
+            schema["$defs"]["ClaimRef"]["required"]
+                .as_array()
+                .is_some_and(|r| r.contains(&json!("secret"))),
+            "{tool}: {schema}"
         );
     }
     let created = mcp.ok(
