@@ -19,24 +19,34 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-TOOLS = {
+# A tool per store operation of the core's catalog (but `backup`: a model must not choose where
+# an unredacted copy of the store goes), and the server's own two.
+OPERATION_TOOLS = {
     "handoff_create",
-    "handoff_list",
+    "handoff_create_many",
     "handoff_get",
+    "handoff_list",
     "handoff_claim",
+    "handoff_claim_next",
     "handoff_heartbeat",
     "handoff_release",
     "handoff_complete",
-    "handoff_chain",
-    "handoff_claim_and_spawn",
     "handoff_reject",
     "handoff_cancel",
+    "handoff_cancel_claim",
     "handoff_events",
-    "handoff_stats",
+    "handoff_chain",
     "handoff_checkpoint",
     "handoff_stalled",
-    "handoff_policy",
+    "handoff_stats",
+    "handoff_reap",
 }
+TOOLS = OPERATION_TOOLS | {"handoff_claim_and_spawn", "handoff_policy"}
+
+# The bad create every face feeds through its own door, and the problems each must report.
+FIXTURE = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "handoff-core", "tests", "fixtures", "bad_create.json"
+)
 
 # An OpenAI project key and an AWS access key id: what must never leave the server unredacted.
 OPENAI_KEY = "sk-proj-" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n"
@@ -356,6 +366,28 @@ async def hostile_lines(stack: AsyncExitStack, binary: str, db: str) -> None:
     }, got
 
 
+async def one_description(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """Tool schemas are the core's argument schemas; a bad create reports the core's problems."""
+    server = await connect(stack, binary, db)
+    listed = await server.list_tools()
+    schemas = {tool.name: tool.input_schema for tool in listed.tools}
+    with open(FIXTURE, encoding="utf-8") as f:
+        fixture = json.load(f)
+    error = await tool_error(server, "handoff_create", fixture["input"])
+    assert error["code"] == "VALIDATION", error
+    assert [[p["field"], p["rule"]] for p in error["problems"]] == fixture["problems"], error
+    # The new spelling of a claim, as the schemas give it.
+    created = await ok(server, "handoff_create", {"task_id": "t-new", "goal": "g"})
+    claim = await ok(server, "handoff_claim", {"id": created["handoff"]["id"], "agent": "a"})
+    reference = {"handoff_id": claim["handoff_id"], "token": claim["token"], "secret": claim["claim_secret"]}
+    assert schemas["handoff_heartbeat"]["required"] == ["claim"]
+    await ok(server, "handoff_heartbeat", {"claim": reference})
+    done = await ok(server, "handoff_complete", {"claim": reference, "outcome": "done"})
+    assert done["handoff"]["status"] == "completed"
+    forged = await tool_error(server, "handoff_complete", {"claim": {**reference, "secret": "hcs_short"}})
+    assert [p["field"] for p in forged["problems"]] == ["claim.secret"], forged
+
+
 async def main(binary: str) -> None:
     db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
     async with AsyncExitStack() as stack:
@@ -495,7 +527,7 @@ async def main(binary: str) -> None:
         spawn_schema = next(t for t in listed.tools if t.name == "handoff_claim_and_spawn").input_schema
         assert {"additional_instructions", "timeout_seconds"} <= set(spawn_schema["properties"])
 
-    for part in (redaction, seed_and_policy, new_tools, spawn_options, hostile_lines):
+    for part in (one_description, redaction, seed_and_policy, new_tools, spawn_options, hostile_lines):
         part_db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
         async with AsyncExitStack() as stack:
             await part(stack, binary, part_db)

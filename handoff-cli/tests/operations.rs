@@ -1,0 +1,224 @@
+//! One description per operation (issue #13): every operation of the core's catalog is a CLI
+//! subcommand and an MCP tool whose input schema is the operation's argument schema, and both
+//! report the core's problems, the same list as every other face, for the shared bad create.
+
+mod common;
+
+use common::{Env, Mcp, secret_in};
+use handoff_core::ops;
+use serde_json::{Value, json};
+
+const OK: i32 = 0;
+const INVALID: i32 = 2;
+
+/// Catalog operations that are no MCP tool: a model must not choose where an unredacted copy
+/// of the whole store is written.
+const NOT_TOOLS: &[&str] = &["backup"];
+
+/// The fixture every face feeds through its own door: `(input, problems)`.
+fn bad_create() -> (Value, Value) {
+    let fixture: Value = serde_json::from_str(include_str!(
+        "../../handoff-core/tests/fixtures/bad_create.json"
+    ))
+    .expect("the fixture is JSON");
+    (fixture["input"].clone(), fixture["problems"].clone())
+}
+
+/// `[[field, rule], ...]` of an error object.
+fn problems(error: &Value) -> Value {
+    let problems = error["problems"].as_array().expect("problems");
+    Value::Array(
+        problems
+            .iter()
+            .map(|p| json!([p["field"], p["rule"]]))
+            .collect(),
+    )
+}
+
+#[test]
+fn the_cli_reports_the_shared_problems_of_a_bad_create() {
+    let env = Env::new();
+    let (input, expected) = bad_create();
+    // Each argument as its flag; a list as a repeated one.
+    let mut args = vec!["create".to_owned(), "--json".to_owned()];
+    for (name, value) in input.as_object().expect("named arguments") {
+        let flag = format!("--{}", name.replace('_', "-"));
+        let values = match value {
+            Value::Array(items) => items.clone(),
+            other => vec![other.clone()],
+        };
+        for value in values {
+            args.push(flag.clone());
+            args.push(value.as_str().expect("text").to_owned());
+        }
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = env.run(&args).expect(INVALID);
+    assert_eq!(run.error()["code"], "VALIDATION");
+    assert_eq!(problems(&run.error()), expected);
+    assert!(env.files().is_empty(), "{:?}", env.files());
+}
+
+#[test]
+fn the_mcp_server_reports_the_shared_problems_of_a_bad_create() {
+    let env = Env::new();
+    let (input, expected) = bad_create();
+    let mut mcp = Mcp::start(&env, &[]);
+    let error = mcp.err("handoff_create", input);
+    assert_eq!(error["code"], "VALIDATION");
+    assert_eq!(problems(&error), expected);
+}
+
+#[test]
+fn every_operation_is_a_tool_with_its_argument_schema_and_a_subcommand() {
+    let env = Env::new();
+    let mut mcp = Mcp::start(&env, &[]);
+    let tools = mcp.tools();
+    for op in ops::catalog() {
+        let name = format!("handoff_{}", op.name);
+        let tool = tools.iter().find(|t| t["name"] == name.as_str());
+        if NOT_TOOLS.contains(&op.name) {
+            assert!(tool.is_none(), "{name} is a tool");
+        } else {
+            let tool = tool.unwrap_or_else(|| panic!("no tool {name}"));
+            assert_eq!(tool["inputSchema"], op.arguments, "{name}");
+            let first_words: String = op.description().chars().take(12).collect();
+            assert!(
+                tool["description"]
+                    .as_str()
+                    .is_some_and(|d| d.starts_with(&first_words)),
+                "{name}: {tool}"
+            );
+        }
+        let subcommand = op.name.replace('_', "-");
+        let help = env.run(&[&subcommand, "--help"]).expect(OK);
+        assert!(help.stdout.contains("Usage: handoff"), "{subcommand}");
+    }
+}
+
+#[test]
+fn arguments_go_by_flag_or_by_position_under_the_core_names() {
+    let env = Env::new();
+    // create's positional arguments: the task and the goal.
+    let created = env
+        .run(&["create", "t1", "Fix it", "--decisions", "keep", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(created["goal"], "Fix it");
+    assert_eq!(created["key_decisions"], json!(["keep"]));
+    let id = created["id"].as_str().expect("id").to_owned();
+    // `get` is `show`.
+    assert_eq!(env.run(&["get", &id, "--json"]).expect(OK).json()["id"], id);
+    // A value given both ways is a usage error.
+    env.run(&["get", &id, "--id", &id]).expect(INVALID);
+
+    let batch = env
+        .run(&[
+            "create-many",
+            r#"{"task_id": "t2", "goal": "one"}"#,
+            r#"{"task_id": "t3", "goal": "two", "pending": ["p"]}"#,
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert_eq!(batch.as_array().map(Vec::len), Some(2));
+    let refused = env
+        .run(&[
+            "create-many",
+            r#"{"task_id": "t4", "goal": "fine"}"#,
+            r#"{"task_id": "t5", "goal": ""}"#,
+            "--json",
+        ])
+        .expect(INVALID);
+    assert_eq!(refused.error()["problems"][0]["field"], "items[1].goal");
+
+    // The claim spread into flags; `cancel-claim` withdraws as the holder.
+    let claim = env.run(&["claim", &id, "--agent", "a"]).expect(OK);
+    let secret = secret_in(&claim.stdout);
+    let beat = env
+        .run(&[
+            "heartbeat",
+            "--handoff-id",
+            &id,
+            "--token",
+            "1",
+            "--secret",
+            &secret,
+            "--lease-seconds",
+            "1.5",
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert_eq!(beat["status"], "claimed");
+    let cancelled = env
+        .run(&[
+            "cancel-claim",
+            &id,
+            "--token",
+            "1",
+            "--secret",
+            &secret,
+            "--reason",
+            "moot",
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert_eq!(cancelled["status"], "cancelled");
+
+    assert_eq!(env.run(&["reap", "--json"]).expect(OK).json(), json!(0));
+    let pending = env.run(&["list", "pending", "--json"]).expect(OK).json();
+    assert_eq!(pending.as_array().map(Vec::len), Some(2));
+    let after_first = env
+        .run(&["list", "--after", &id, "--limit", "1", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(after_first[0]["id"], pending[0]["id"]);
+}
+
+#[test]
+fn tools_take_the_core_names_and_their_first_spelling() {
+    let env = Env::new();
+    let mut mcp = Mcp::start(&env, &[]);
+    let id =
+        mcp.ok("handoff_create", json!({"task_id": "t1", "goal": "g"}))["handoff"]["id"].clone();
+    assert_eq!(
+        mcp.ok("handoff_get", json!({"id": id}))["handoff"]["id"],
+        id
+    );
+    assert_eq!(
+        mcp.ok("handoff_get", json!({"handoff_id": id}))["handoff"]["id"],
+        id
+    );
+    let claim = mcp.ok("handoff_claim_next", json!({"agent": "a"}));
+    let reference = json!({"handoff_id": id, "token": claim["token"],
+                           "secret": claim["claim_secret"]});
+    let bad = mcp.err(
+        "handoff_release",
+        json!({"claim": {"handoff_id": id, "token": "one", "secret": "nope"}, "reason": 3}),
+    );
+    let fields: Vec<&str> = bad["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(|p| p["field"].as_str())
+        .collect();
+    assert_eq!(fields, ["claim.token", "reason", "claim.secret"], "{bad}");
+    let released = mcp.ok(
+        "handoff_release",
+        json!({"claim": reference, "reason": "later"}),
+    );
+    assert_eq!(released["handoff"]["status"], "pending");
+    assert_eq!(mcp.ok("handoff_reap", json!({}))["count"], 0);
+    let batch = mcp.ok(
+        "handoff_create_many",
+        json!({"items": [{"task_id": "t2", "goal": "a"}, {"task_id": "t3", "goal": "b"}]}),
+    );
+    assert_eq!(batch["count"], 2);
+    let first = mcp.ok("handoff_list", json!({"limit": 1}));
+    assert_eq!(first["next_after"], first["handoffs"][0]["id"]);
+    let rest = mcp.ok("handoff_list", json!({"after": first["next_after"]}));
+    assert_eq!(rest["count"], 2);
+    assert!(rest.get("next_after").is_none(), "{rest}");
+}
