@@ -4,11 +4,13 @@
 use std::sync::Mutex;
 
 use handoff_core as core;
+use handoff_core::ops;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
-use crate::convert::{Args, json_to_py, to_py};
+use crate::convert::{Args, ToJson, json_to_py, to_py};
 use crate::errors::Result;
+use crate::ops::{given, read};
 use crate::record::Handoff;
 use crate::redact::Redactor;
 
@@ -45,18 +47,18 @@ impl ContextBuilder {
 #[pymethods]
 impl ContextBuilder {
     #[new]
-    /// `budget_tokens=None` is 2000 tokens (DESIGN §10).
+    /// `budget_tokens=None` is 2000 tokens (DESIGN §5).
     #[pyo3(signature = (budget_tokens=None, redact=true, redactor=None))]
     fn py_new(
+        py: Python<'_>,
         budget_tokens: Option<&Bound<'_, PyAny>>,
         redact: bool,
         redactor: Option<&Bound<'_, Redactor>>,
     ) -> Result<ContextBuilder> {
-        let mut args = Args::new();
-        let budget =
-            args.opt_int::<usize>("budget_tokens", budget_tokens, "a whole number at least 0");
-        args.finish()?;
-        let mut inner = core::ContextBuilder::new(budget.unwrap_or(2000)).redact(redact);
+        let redact = PyBool::new(py, redact);
+        let redact = Some(redact.as_any());
+        let args: ops::ContextArgs = read("ContextBuilder", given!(None; budget_tokens, redact))?;
+        let mut inner = args.builder();
         if let Some(redactor) = redactor {
             inner = inner.redactor(redactor.get().inner.clone());
         }
@@ -121,11 +123,11 @@ impl ContextBuilder {
                     continue;
                 }
             }
-            values.push(serde_json::Value::Object(args.json_object(
-                &field,
-                Some(dict.as_any()),
-                64,
-            )));
+            let mut json = ToJson::untyped(64);
+            values.push(json.json(&field, dict.as_any()));
+            for problem in json.into_problems() {
+                args.problem(problem.field, problem.rule);
+            }
         }
         args.finish()?;
         let added = slf
@@ -166,17 +168,13 @@ impl ContextBuilder {
     #[pyo3(signature = (text, priority, at=None))]
     fn add_item<'py>(
         slf: &Bound<'py, Self>,
-        text: &Bound<'py, PyAny>,
-        priority: &Bound<'py, PyAny>,
+        text: Option<&Bound<'py, PyAny>>,
+        priority: Option<&Bound<'py, PyAny>>,
         at: Option<&Bound<'py, PyAny>>,
     ) -> Result<Bound<'py, Self>> {
-        let mut args = Args::new();
-        let text = args.text("text", text);
-        let priority = args.opt_int::<i32>("priority", Some(priority), "a 32-bit int");
-        let at = args.opt_time("at", at);
-        args.finish()?;
+        let item: ops::ContextItemArgs = read("add_item", given!(None; text, priority, at))?;
         slf.get().with(|b| {
-            b.add_item(text, priority.unwrap_or_default(), at);
+            b.add_item(item.text, item.priority, item.at);
         });
         Ok(slf.clone())
     }

@@ -1,25 +1,29 @@
 //! Conversions between Python values and the core's types, shared by every binding file.
 //!
-//! Arguments arrive as plain Python objects and are checked here, so that a wrong type becomes
-//! a `ValidationError` naming the argument (as the core names broken rules) instead of a bare
-//! `TypeError`, and so that every problem of one call is reported at once. Rules on *values*
-//! (empty goal, bad agent names, ranges) stay in the core.
+//! The arguments of store operations, the registry and the context builder become JSON here
+//! ([`ToJson`]) and are read by the core's argument types (see `ops.rs`), so that every face
+//! reports the same problems. The few calls that are no operation (constructors of policies,
+//! limits, clocks) check their arguments with [`Args`]. Either way a wrong type is a
+//! `ValidationError` naming the argument, never a bare `TypeError`, and one call reports every
+//! problem at once.
 
 use std::fmt;
 use std::time::Duration;
 
-use chrono::{DateTime, FixedOffset, Utc};
+use chrono::{DateTime, FixedOffset, SecondsFormat, Utc};
 use handoff_core::{Error, Problem};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDateTime, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{
+    PyBool, PyDateTime, PyDelta, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+};
 use serde_json::{Map, Number, Value};
 
-/// Collects the problems found while converting one call's arguments.
+/// Collects the problems found while converting the arguments of a call that is not a store
+/// operation (those go through [`ToJson`] and the core's argument types).
 #[derive(Default)]
 pub(crate) struct Args {
     problems: Vec<Problem>,
-    /// Put before every field name reported (`records[3].` for an item of a batch).
-    prefix: String,
 }
 
 /// Where a value sits in an argument, rendered only when a problem is reported, so that a call
@@ -42,7 +46,7 @@ impl fmt::Display for Field<'_> {
 }
 
 /// The Python type name of `obj`, for messages.
-pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -59,15 +63,9 @@ impl Args {
         Args::default()
     }
 
-    /// Reports `field` (under the current prefix) as breaking `rule`.
+    /// Reports `field` as breaking `rule`.
     pub(crate) fn problem(&mut self, field: impl fmt::Display, rule: impl Into<String>) {
-        self.problems
-            .push(Problem::new(format!("{}{field}", self.prefix), rule));
-    }
-
-    /// Names the fields reported from now on as parts of `prefix` (e.g. `records[3].`).
-    pub(crate) fn set_prefix(&mut self, prefix: String) {
-        self.prefix = prefix;
+        self.problems.push(Problem::new(field.to_string(), rule));
     }
 
     /// Records the problems of a core validation error (any other error as a problem of
@@ -88,29 +86,6 @@ impl Args {
                 problems: self.problems,
             })
         }
-    }
-
-    /// Like [`Args::finish`], but when there are problems, also reports those `more` finds
-    /// (the core's own rules, checked on what could be converted) for fields not reported yet,
-    /// so that one call names every problem at once.
-    pub(crate) fn finish_with(mut self, more: impl FnOnce() -> Vec<Problem>) -> Result<(), Error> {
-        if self.problems.is_empty() {
-            return Ok(());
-        }
-        let root = |field: &str| {
-            field
-                .split(['[', '.'])
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let reported: Vec<String> = self.problems.iter().map(|p| root(&p.field)).collect();
-        for problem in more() {
-            if !reported.contains(&root(&problem.field)) {
-                self.problems.push(problem);
-            }
-        }
-        self.finish()
     }
 
     /// A required `str`; `None` (with a problem recorded) if it is not one.
@@ -287,135 +262,418 @@ impl Args {
             }
         }
     }
+}
 
-    /// A JSON object from a `dict`; absent and `None` are empty.
-    pub(crate) fn json_object(
-        &mut self,
-        field: &str,
-        obj: Option<&Bound<'_, PyAny>>,
-        max_depth: usize,
-    ) -> Map<String, Value> {
-        let Some(obj) = given(obj) else {
-            return Map::new();
-        };
-        if !obj.is_instance_of::<PyDict>() {
-            self.problem(field, format!("must be a dict, not {}", type_name(obj)));
-            return Map::new();
-        }
-        match self.json(Field::Name(field), obj, 0, max_depth) {
-            Value::Object(map) => map,
-            _ => Map::new(),
+/// The most levels of described structure (a list of records, a record's lists) an argument
+/// may nest: the argument types nest a few, so only a hostile value reaches this.
+const MAX_STRUCTURE: usize = 16;
+
+/// No schema: any JSON value.
+const ANY_JSON: &Value = &Value::Bool(true);
+
+/// What an argument's schema asks for at one place of its value.
+#[derive(Clone, Copy)]
+enum Want<'s> {
+    /// Any JSON value the schema does not describe (metadata, a provider's response): JSON's own
+    /// types only, nested at most `max_depth` levels.
+    Json,
+    /// A claim reference: from Python, a `Claim` or a `ClaimRef`.
+    Claim,
+    /// A value of the JSON type `kind` (`string`, `integer`, `array`, ...), described by `node`.
+    Typed { kind: &'s str, node: &'s Value },
+}
+
+/// Converts Python values into the JSON an operation's arguments are read from, guided by the
+/// arguments' JSON schema, so that the core reads them under its own rules and words.
+///
+/// Python types JSON lacks become what the schema asks for: an aware `datetime` a date-time
+/// string, a `timedelta` its seconds, an `Enum` its value, an `os.PathLike` its path, a `Claim`
+/// its reference. A value that cannot become JSON (a lone surrogate, NaN, a set, nesting past
+/// the limit, which also stops a container that holds itself) is a problem named by its path,
+/// and `null` stands in for it so that the core still reports what is wrong with the rest.
+pub(crate) struct ToJson<'s> {
+    /// The arguments' schema, for its `$defs`.
+    root: &'s Value,
+    max_depth: usize,
+    problems: Vec<Problem>,
+}
+
+impl<'s> ToJson<'s> {
+    /// A converter for the arguments described by `schema`, refusing free-form JSON nested
+    /// deeper than `max_depth`.
+    pub(crate) fn new(schema: &'s Value, max_depth: usize) -> ToJson<'s> {
+        ToJson {
+            root: schema,
+            max_depth,
+            problems: Vec::new(),
         }
     }
 
-    /// Any JSON value given by the caller as `field`.
-    pub(crate) fn json_value(
-        &mut self,
-        field: &str,
-        obj: &Bound<'_, PyAny>,
-        max_depth: usize,
-    ) -> Value {
-        self.json(Field::Name(field), obj, 0, max_depth)
+    /// A converter for values no schema describes.
+    pub(crate) fn untyped(max_depth: usize) -> ToJson<'static> {
+        ToJson::new(ANY_JSON, max_depth)
     }
 
-    /// Any JSON value. Nesting deeper than `max_depth` (which also catches a container that
-    /// holds itself) is reported, not followed, so that no input can exhaust the stack.
-    fn json(
+    /// The problems found, in the order met.
+    pub(crate) fn into_problems(self) -> Vec<Problem> {
+        self.problems
+    }
+
+    /// Converts the argument `name`, whose schema is `node`.
+    pub(crate) fn argument(
         &mut self,
-        field: Field<'_>,
+        name: &str,
+        node: &'s Value,
         obj: &Bound<'_, PyAny>,
-        depth: usize,
-        max_depth: usize,
     ) -> Value {
-        let nested = |args: &mut Args| {
-            if depth >= max_depth {
-                args.problem(
-                    field,
-                    format!(
-                        "must nest at most {max_depth} levels, nests {} or more",
-                        depth + 1
-                    ),
-                );
-                false
-            } else {
-                true
+        let want = self.want(node);
+        self.convert(obj, want, Field::Name(name), 0, 0)
+    }
+
+    /// Converts a value named `name` that no schema describes.
+    pub(crate) fn json(&mut self, name: &str, obj: &Bound<'_, PyAny>) -> Value {
+        self.convert(obj, Want::Json, Field::Name(name), 0, 0)
+    }
+
+    fn problem(&mut self, field: Field<'_>, rule: impl Into<String>) -> Value {
+        self.problems.push(Problem::new(field.to_string(), rule));
+        Value::Null
+    }
+
+    /// What `node` asks for, through `$ref`s and `T | null`.
+    fn want(&self, mut node: &'s Value) -> Want<'s> {
+        // A few wrappers deep at most (`anyOf` of a `$ref` and `null`); a cycle ends here too.
+        for _ in 0..8 {
+            if let Some(reference) = node.get("$ref").and_then(Value::as_str) {
+                let name = reference.trim_start_matches("#/$defs/");
+                if name == "ClaimRef" {
+                    return Want::Claim;
+                }
+                match self.root.get("$defs").and_then(|defs| defs.get(name)) {
+                    Some(def) => {
+                        node = def;
+                        continue;
+                    }
+                    None => return Want::Json,
+                }
             }
-        };
-        if obj.is_none() {
-            Value::Null
-        } else if let Ok(b) = obj.cast::<PyBool>() {
-            Value::Bool(b.is_true())
-        } else if obj.is_instance_of::<PyInt>() {
-            if let Ok(n) = obj.extract::<i64>() {
-                Value::from(n)
-            } else if let Ok(n) = obj.extract::<u64>() {
-                Value::from(n)
-            } else {
-                self.problem(field, "integers must fit in 64 bits");
-                Value::Null
-            }
-        } else if obj.is_instance_of::<PyFloat>() {
-            let n = obj.extract::<f64>().ok().and_then(Number::from_f64);
-            n.map(Value::Number).unwrap_or_else(|| {
-                self.problem(field, "numbers must be finite (no NaN or infinity in JSON)");
-                Value::Null
-            })
-        } else if obj.is_instance_of::<PyString>() {
-            Value::String(self.try_text(field, obj).unwrap_or_default())
-        } else if let Ok(dict) = obj.cast::<PyDict>() {
-            if !nested(self) {
-                return Value::Null;
-            }
-            let mut map = Map::with_capacity(dict.len());
-            for (key, value) in dict.iter() {
-                let Ok(key) = key.cast::<PyString>() else {
-                    self.problem(field, format!("keys must be str, not {}", type_name(&key)));
+            if let Some(Value::Array(alternatives)) =
+                node.get("anyOf").or_else(|| node.get("oneOf"))
+            {
+                let not_null: Vec<&Value> = alternatives
+                    .iter()
+                    .filter(|a| a.get("type").and_then(Value::as_str) != Some("null"))
+                    .collect();
+                if let [only] = not_null.as_slice() {
+                    node = only;
                     continue;
+                }
+                let names = not_null
+                    .iter()
+                    .all(|a| a.get("const").is_some_and(Value::is_string));
+                return if names {
+                    Want::Typed {
+                        kind: "string",
+                        node,
+                    }
+                } else {
+                    Want::Json
                 };
-                // Never `to_string_lossy`: two keys with different lone surrogates would
-                // collapse into one U+FFFD key, and a value would be lost without a word.
-                let Ok(key) = key.to_cow().map(std::borrow::Cow::into_owned) else {
-                    self.problem(
-                        field,
-                        format!(
-                            "keys must be valid Unicode text (no lone surrogates), not {}",
-                            key.repr()
-                                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
-                        ),
-                    );
-                    continue;
-                };
-                let value = self.json(Field::Key(&field, &key), &value, depth + 1, max_depth);
-                map.insert(key, value);
             }
-            Value::Object(map)
-        } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-            if !nested(self) {
-                return Value::Null;
-            }
-            let items: Vec<Bound<'_, PyAny>> = match obj.cast::<PyList>() {
-                Ok(list) => list.iter().collect(),
-                Err(_) => obj
-                    .cast::<PyTuple>()
-                    .map(|t| t.iter().collect())
-                    .unwrap_or_default(),
+            let kind = match node.get("type") {
+                Some(Value::String(kind)) => kind.as_str(),
+                Some(Value::Array(kinds)) => kinds
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .find(|kind| *kind != "null")
+                    .unwrap_or("null"),
+                _ if node.get("enum").is_some() => "string",
+                _ => return Want::Json,
             };
-            let values = items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| self.json(Field::Item(&field, i), item, depth + 1, max_depth))
-                .collect();
-            Value::Array(values)
+            // An object without named properties is a free-form map (metadata).
+            if kind == "object" && node.get("properties").is_none() {
+                return Want::Json;
+            }
+            return Want::Typed { kind, node };
+        }
+        Want::Json
+    }
+
+    /// What the member `key` of an object that `want` describes must be.
+    fn member(&self, want: Want<'s>, key: &str) -> Want<'s> {
+        match want {
+            Want::Typed { node, .. } => node
+                .get("properties")
+                .and_then(|properties| properties.get(key))
+                .map_or(Want::Json, |member| self.want(member)),
+            _ => Want::Json,
+        }
+    }
+
+    /// What the items of a list that `want` describes must be.
+    fn item(&self, want: Want<'s>) -> Want<'s> {
+        match want {
+            Want::Typed { node, .. } => node.get("items").map_or(Want::Json, |i| self.want(i)),
+            _ => Want::Json,
+        }
+    }
+
+    fn convert(
+        &mut self,
+        obj: &Bound<'_, PyAny>,
+        want: Want<'s>,
+        field: Field<'_>,
+        depth: usize,
+        structure: usize,
+    ) -> Value {
+        if obj.is_none() {
+            return Value::Null;
+        }
+        if let Want::Claim = want {
+            return match crate::store::claim_reference(obj) {
+                Some(reference) => reference,
+                None => self.problem(
+                    field,
+                    "must be a Claim returned by claim() or claim_next(), or a ClaimRef",
+                ),
+            };
+        }
+        if let Ok(b) = obj.cast::<PyBool>() {
+            return Value::Bool(b.is_true());
+        }
+        if obj.is_instance_of::<PyInt>() {
+            if let Ok(n) = obj.extract::<i64>() {
+                return Value::from(n);
+            }
+            if let Ok(n) = obj.extract::<u64>() {
+                return Value::from(n);
+            }
+            // Past 64 bits, an argument's value goes on as a float, so that the core names the
+            // rule it breaks ("must be a whole number from 0 to 100").
+            if let (Want::Typed { .. }, Some(n)) =
+                (want, obj.extract::<f64>().ok().and_then(Number::from_f64))
+            {
+                return Value::Number(n);
+            }
+            return self.problem(field, "integers must fit in 64 bits");
+        }
+        if obj.is_instance_of::<PyFloat>() {
+            return match obj.extract::<f64>().ok().and_then(Number::from_f64) {
+                Some(n) => Value::Number(n),
+                None => self.problem(field, "numbers must be finite (no NaN or infinity in JSON)"),
+            };
+        }
+        if let Ok(text) = obj.cast::<PyString>() {
+            return match text.to_cow() {
+                Ok(text) => Value::String(text.into_owned()),
+                Err(_) => self.problem(field, "must be valid Unicode text (no lone surrogates)"),
+            };
+        }
+        if let Ok(dict) = obj.cast::<PyDict>() {
+            let want = match want {
+                Want::Typed { kind: "object", .. } => want,
+                _ => Want::Json,
+            };
+            let Some((depth, structure)) = self.nest(want, field, depth, structure) else {
+                return Value::Null;
+            };
+            return self.object(dict, want, field, depth, structure);
+        }
+        let items: Option<Vec<Bound<'_, PyAny>>> = if let Ok(list) = obj.cast::<PyList>() {
+            Some(list.iter().collect())
+        } else if let Ok(tuple) = obj.cast::<PyTuple>() {
+            Some(tuple.iter().collect())
         } else {
+            None
+        };
+        if let Some(items) = items {
+            let want = match want {
+                Want::Typed { kind: "array", .. } => want,
+                _ => Want::Json,
+            };
+            let Some((depth, structure)) = self.nest(want, field, depth, structure) else {
+                return Value::Null;
+            };
+            let item = self.item(want);
+            return Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, value)| {
+                        self.convert(value, item, Field::Item(&field, i), depth, structure)
+                    })
+                    .collect(),
+            );
+        }
+        self.not_json(obj, want, field, depth, structure)
+    }
+
+    /// The levels one more container reaches, or `None` (reported) past the limit.
+    fn nest(
+        &mut self,
+        want: Want<'s>,
+        field: Field<'_>,
+        depth: usize,
+        structure: usize,
+    ) -> Option<(usize, usize)> {
+        let (level, limit) = match want {
+            Want::Typed { .. } => (structure, MAX_STRUCTURE),
+            _ => (depth, self.max_depth),
+        };
+        if level >= limit {
             self.problem(
                 field,
                 format!(
-                    "must hold only JSON values (dict, list, str, int, float, bool, None), not {}",
-                    type_name(obj)
+                    "must nest at most {limit} levels, nests {} or more",
+                    level + 1
                 ),
             );
-            Value::Null
+            return None;
         }
+        Some(match want {
+            Want::Typed { .. } => (depth, structure + 1),
+            _ => (depth + 1, structure),
+        })
+    }
+
+    fn object(
+        &mut self,
+        dict: &Bound<'_, PyDict>,
+        want: Want<'s>,
+        field: Field<'_>,
+        depth: usize,
+        structure: usize,
+    ) -> Value {
+        let mut map = Map::with_capacity(dict.len());
+        for (key, value) in dict.iter() {
+            let Ok(key) = key.cast::<PyString>() else {
+                self.problem(field, format!("keys must be str, not {}", type_name(&key)));
+                continue;
+            };
+            // Never `to_string_lossy`: two keys with different lone surrogates would collapse
+            // into one U+FFFD key, and a value would be lost without a word.
+            let Ok(key) = key.to_cow().map(std::borrow::Cow::into_owned) else {
+                let shown = key
+                    .repr()
+                    .map_or_else(|_| "?".to_owned(), |r| r.to_string());
+                self.problem(
+                    field,
+                    format!("keys must be valid Unicode text (no lone surrogates), not {shown}"),
+                );
+                continue;
+            };
+            // As for a call's own arguments, `None` for an optional member is its default.
+            if value.is_none() && optional(want, &key) {
+                continue;
+            }
+            let member = self.member(want, &key);
+            let value = self.convert(&value, member, Field::Key(&field, &key), depth, structure);
+            map.insert(key, value);
+        }
+        Value::Object(map)
+    }
+
+    /// A Python value JSON has no type for: what the schema asks for, if it can be that.
+    fn not_json(
+        &mut self,
+        obj: &Bound<'_, PyAny>,
+        want: Want<'s>,
+        field: Field<'_>,
+        depth: usize,
+        structure: usize,
+    ) -> Value {
+        if let Want::Typed { kind, node } = want {
+            let time = node.get("format").and_then(Value::as_str) == Some("date-time");
+            if kind == "string" && time && obj.is_instance_of::<PyDateTime>() {
+                return match obj.extract::<DateTime<FixedOffset>>() {
+                    Ok(at) => Value::String(
+                        at.with_timezone(&Utc)
+                            .to_rfc3339_opts(SecondsFormat::AutoSi, true),
+                    ),
+                    Err(_) => self.problem(
+                        field,
+                        "must be a timezone-aware datetime (e.g. tzinfo=timezone.utc)",
+                    ),
+                };
+            }
+            if matches!(kind, "number" | "integer") && obj.is_instance_of::<PyDelta>() {
+                let seconds = obj
+                    .call_method0("total_seconds")
+                    .and_then(|s| s.extract::<f64>());
+                return match seconds {
+                    // Whole seconds stay whole, for the arguments that count in integers.
+                    Ok(s) if s.fract() == 0.0 && s.abs() < 9.0e15 => Value::from(s as i64),
+                    Ok(s) => Number::from_f64(s).map_or(Value::Null, Value::Number),
+                    Err(_) => self.problem(field, "must be a timedelta Python can measure"),
+                };
+            }
+            if kind == "string" && obj.hasattr("__fspath__").unwrap_or(false) {
+                let path = obj
+                    .py()
+                    .import("os")
+                    .and_then(|os| os.call_method1("fspath", (obj,)));
+                if let Ok(path) = path.and_then(|p| p.cast_into::<PyString>().map_err(PyErr::from))
+                {
+                    return self.convert(path.as_any(), want, field, depth, structure);
+                }
+            }
+        }
+        if structure < MAX_STRUCTURE
+            && is_enum(obj)
+            && let Ok(value) = obj.getattr("value")
+        {
+            return self.convert(&value, want, field, depth, structure + 1);
+        }
+        let rule = match want {
+            Want::Typed { kind, node } => format!(
+                "must be {}, not {}",
+                python_type(kind, node),
+                type_name(obj)
+            ),
+            _ => format!(
+                "must hold only JSON values (dict, list, str, int, float, bool, None), not {}",
+                type_name(obj)
+            ),
+        };
+        self.problem(field, rule)
+    }
+}
+
+/// Whether `key` is a member `want` describes and does not require.
+fn optional(want: Want<'_>, key: &str) -> bool {
+    let Want::Typed { node, .. } = want else {
+        return false;
+    };
+    let described = node
+        .get("properties")
+        .is_some_and(|properties| properties.get(key).is_some());
+    let required = match node.get("required") {
+        Some(Value::Array(names)) => names.iter().any(|name| name.as_str() == Some(key)),
+        _ => false,
+    };
+    described && !required
+}
+
+/// Whether `obj` is a member of an `enum.Enum` (a `str` enum is a `str` already).
+fn is_enum(obj: &Bound<'_, PyAny>) -> bool {
+    static ENUM: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    ENUM.import(obj.py(), "enum", "Enum")
+        .is_ok_and(|enum_type| obj.is_instance(enum_type).unwrap_or(false))
+}
+
+/// The Python type a JSON schema type stands for, in messages.
+fn python_type(kind: &str, node: &Value) -> &'static str {
+    match kind {
+        "string" if node.get("format").and_then(Value::as_str) == Some("date-time") => {
+            "a timezone-aware datetime"
+        }
+        "string" => "a str",
+        "integer" => "an int",
+        "number" => "a number",
+        "boolean" => "a bool",
+        "array" => "a list",
+        "object" => "a dict",
+        _ => "a JSON value",
     }
 }
 

@@ -1,10 +1,11 @@
 //! The Python binding of handoff-core: the extension module `handoff_core._native`, wrapped
 //! by the pure-Python package `handoff_core` (see `python/handoff_core`).
 //!
-//! Every file mirrors one core module and only converts: arguments to core types (reporting
-//! bad types as `ValidationError`s that name the argument), results to Python objects, core
-//! errors to exceptions (in [`errors::to_py`], the one mapping function). Every call that
-//! reaches the storage backend runs with the GIL released.
+//! Every file mirrors one core module and only converts: arguments to JSON that the core's
+//! argument types read (`ops.rs`; bad types and values are `ValidationError`s that name the
+//! argument, the same problems every face reports), results to Python objects, core errors to
+//! exceptions (in [`errors::to_py`], the one mapping function). Every call that reaches the
+//! storage backend runs with the GIL released.
 
 use pyo3::prelude::*;
 
@@ -14,6 +15,7 @@ mod context;
 mod convert;
 mod errors;
 mod machine;
+mod ops;
 mod record;
 mod redact;
 mod stats;
@@ -45,6 +47,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tools::Agent>()?;
     m.add_class::<tools::HandoffIntent>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
+    // Private (for the stub generator): set, not added, so that it stays out of `__all__`.
+    m.setattr("_catalog_json", wrap_pyfunction!(ops::catalog_json, m)?)?;
     m.add("SCHEMA_VERSION", handoff_core::SCHEMA_VERSION)?;
     m.add("MAX_DEPTH", handoff_core::MAX_DEPTH)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -2,20 +2,22 @@
 //! the backend run with the GIL released.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use handoff_core as core;
-use handoff_core::{DEFAULT_LEASE, EventFilter, ListFilter};
+use handoff_core::DEFAULT_LEASE;
+use handoff_core::ops::{self, Operation};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyTuple;
+use serde_json::{Value, json};
 
 use crate::chain::{Chain, ChainPolicy};
 use crate::clock::ManualClock;
 use crate::convert::{Args, py_repr, seconds};
 use crate::errors::Result;
 use crate::machine::Event;
-use crate::record::{Fields, Handoff, as_arguments, finish_new, new_from_dict};
+use crate::ops::{Arg, Given, Kwargs, ToPython, given};
+use crate::record::Handoff;
 use crate::stats::PathStats;
 use crate::validate::Limits;
 
@@ -27,6 +29,12 @@ use crate::validate::Limits;
 #[derive(Clone, PartialEq)]
 pub struct Claim {
     inner: core::Claim,
+}
+
+impl Claim {
+    pub(crate) fn new(inner: core::Claim) -> Claim {
+        Claim { inner }
+    }
 }
 
 #[pymethods]
@@ -251,20 +259,20 @@ impl ClaimRef {
     }
 }
 
-/// The claim argument of `heartbeat`, `release`, `complete` and `cancel_claim`: a `Claim` or a
-/// `ClaimRef`.
-fn claim_arg(args: &mut Args, claim: &Bound<'_, PyAny>) -> Option<core::ClaimRef> {
-    if let Ok(claim) = claim.cast::<Claim>() {
-        Some(claim.get().inner.reference())
-    } else if let Ok(claim) = claim.cast::<ClaimRef>() {
-        Some(claim.get().inner.clone())
+/// The reference of a `Claim` or `ClaimRef` as the core's operations read it (`ClaimInput`),
+/// or `None` for any other object.
+pub(crate) fn claim_reference(obj: &Bound<'_, PyAny>) -> Option<Value> {
+    let reference = if let Ok(claim) = obj.cast::<Claim>() {
+        claim.get().inner.reference()
     } else {
-        args.problem(
-            "claim",
-            "must be a Claim returned by claim() or claim_next(), or a ClaimRef",
-        );
-        None
-    }
+        obj.cast::<ClaimRef>().ok()?.get().inner.clone()
+    };
+    Some(json!({
+        "handoff_id": reference.handoff_id,
+        "token": reference.token,
+        "secret": reference.secret.expose(),
+        "lease_seconds": seconds(reference.lease),
+    }))
 }
 
 /// A handoff store. Use it as a context manager to close it when done; a closed store refuses
@@ -294,8 +302,14 @@ impl Store {
             .ok_or_else(|| core::Error::storage(format!("{} is closed", self.description)).into())
     }
 
-    fn max_depth(store: &core::Store) -> usize {
-        store.limits().max_depth
+    /// Runs the operation `O` with the arguments `given`.
+    fn call<O>(&self, py: Python<'_>, given: Given<'_>) -> Result<<O::Output as ToPython>::Py>
+    where
+        O: Operation,
+        O::Output: ToPython + Send,
+    {
+        let store = self.store()?;
+        Ok(crate::ops::call::<O>(py, &store, given)?.to_python())
     }
 }
 
@@ -387,330 +401,179 @@ impl Store {
     }
 
     /// Creates a pending handoff. `None` for an argument means the core's default.
-    #[pyo3(signature = (
-        task_id, goal, *, from_agent=None, to_agent=None, kind=None, reason=None,
-        context_pct=None, progress=None, completed=None, pending=None, decisions=None,
-        assumptions=None, warnings=None, errors=None, files=None, instructions=None,
-        metadata=None, id=None, parent_id=None, session_id=None, blockers=None,
-        locked_files=None, priority_items=None, success_criteria=None, expires_at=None,
-        max_attempts=None, timeout_seconds=None,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn create<'py>(
+    #[pyo3(signature = (task_id, goal, **kwargs))]
+    fn create(
         &self,
-        py: Python<'py>,
-        task_id: &Bound<'py, PyAny>,
-        goal: &Bound<'py, PyAny>,
-        from_agent: Option<&Bound<'py, PyAny>>,
-        to_agent: Option<&Bound<'py, PyAny>>,
-        kind: Option<&Bound<'py, PyAny>>,
-        reason: Option<&Bound<'py, PyAny>>,
-        context_pct: Option<&Bound<'py, PyAny>>,
-        progress: Option<&Bound<'py, PyAny>>,
-        completed: Option<&Bound<'py, PyAny>>,
-        pending: Option<&Bound<'py, PyAny>>,
-        decisions: Option<&Bound<'py, PyAny>>,
-        assumptions: Option<&Bound<'py, PyAny>>,
-        warnings: Option<&Bound<'py, PyAny>>,
-        errors: Option<&Bound<'py, PyAny>>,
-        files: Option<&Bound<'py, PyAny>>,
-        instructions: Option<&Bound<'py, PyAny>>,
-        metadata: Option<&Bound<'py, PyAny>>,
-        id: Option<&Bound<'py, PyAny>>,
-        parent_id: Option<&Bound<'py, PyAny>>,
-        session_id: Option<&Bound<'py, PyAny>>,
-        blockers: Option<&Bound<'py, PyAny>>,
-        locked_files: Option<&Bound<'py, PyAny>>,
-        priority_items: Option<&Bound<'py, PyAny>>,
-        success_criteria: Option<&Bound<'py, PyAny>>,
-        expires_at: Option<&Bound<'py, PyAny>>,
-        max_attempts: Option<&Bound<'py, PyAny>>,
-        timeout_seconds: Option<&Bound<'py, PyAny>>,
+        py: Python<'_>,
+        task_id: Arg<'_>,
+        goal: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Handoff> {
-        let store = self.store()?;
-        let fields = Fields {
-            task_id: Some(task_id),
-            goal: Some(goal),
-            from_agent,
-            to_agent,
-            kind,
-            reason,
-            context_pct,
-            progress,
-            completed,
-            pending,
-            decisions,
-            assumptions,
-            warnings,
-            errors,
-            files,
-            instructions,
-            metadata,
-            id,
-            parent_id,
-            session_id,
-            blockers,
-            locked_files,
-            priority_items,
-            success_criteria,
-            expires_at,
-            max_attempts,
-            timeout_seconds,
-        };
-        let mut args = Args::new();
-        let new = fields.to_new(&mut args, Self::max_depth(&store));
-        finish_new(args, &new, store.limits())?;
-        Ok(Handoff::new(
-            py.detach(|| store.create(new)).map_err(as_arguments)?,
-        ))
+        self.call::<ops::Create>(py, given!(kwargs; task_id, goal))
     }
 
     /// Creates several handoffs in one transaction: all of them, or none when one is refused.
     /// Each item is a dict of `create()` keyword arguments.
-    fn create_many(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> Result<Vec<Handoff>> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = records.cast::<PyList>() {
-            list.iter().collect()
-        } else if let Ok(tuple) = records.cast::<PyTuple>() {
-            tuple.iter().collect()
-        } else {
-            args.problem("records", "must be a list of dicts");
-            Vec::new()
-        };
-        let max_depth = Self::max_depth(&store);
-        let news: Vec<_> = items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| new_from_dict(&mut args, item, &format!("records[{i}]."), max_depth))
-            .collect();
-        args.finish()?;
-        let created = py
-            .detach(|| store.create_many(news))
-            .map_err(as_arguments)?;
-        Ok(created.into_iter().map(Handoff::new).collect())
+    #[pyo3(signature = (records, **kwargs))]
+    fn create_many(
+        &self,
+        py: Python<'_>,
+        records: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Handoff>> {
+        self.call::<ops::CreateMany>(py, given!(kwargs; records))
     }
 
     /// The handoff with this id; `NotFound` if there is none.
-    fn get(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> Result<Handoff> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let id = args.text("id", id);
-        args.finish()?;
-        Ok(Handoff::new(py.detach(|| store.get(&id))?))
+    #[pyo3(signature = (id, **kwargs))]
+    fn get(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Handoff> {
+        self.call::<ops::Get>(py, given!(kwargs; id))
     }
 
     /// Handoffs matching every given filter, oldest first.
-    #[pyo3(signature = (status=None, task_id=None, to_agent=None, limit=None, *, kind=None))]
+    #[pyo3(signature = (status=None, task_id=None, to_agent=None, limit=None, **kwargs))]
     fn list(
         &self,
         py: Python<'_>,
-        status: Option<&Bound<'_, PyAny>>,
-        task_id: Option<&Bound<'_, PyAny>>,
-        to_agent: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
-        kind: Option<&Bound<'_, PyAny>>,
+        status: Arg<'_>,
+        task_id: Arg<'_>,
+        to_agent: Arg<'_>,
+        limit: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Vec<Handoff>> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let filter = ListFilter {
-            status: args.opt_parsed("status", status),
-            task_id: args.opt_text("task_id", task_id),
-            to_agent: args.opt_text("to_agent", to_agent),
-            kind: args.opt_parsed("kind", kind),
-            limit: args.opt_int("limit", limit, "a whole number at least 0"),
-            after: None,
-        };
-        args.finish()?;
-        let found = py.detach(|| store.list(&filter))?;
-        Ok(found.into_iter().map(Handoff::new).collect())
+        self.call::<ops::List>(py, given!(kwargs; status, task_id, to_agent, limit))
     }
 
     /// Claims the handoff `id` for `agent`; `AlreadyClaimed` while another claim is live.
-    #[pyo3(signature = (id, agent, lease_seconds=None))]
+    #[pyo3(signature = (id, agent, lease_seconds=None, **kwargs))]
     fn claim(
         &self,
         py: Python<'_>,
-        id: &Bound<'_, PyAny>,
-        agent: &Bound<'_, PyAny>,
-        lease_seconds: Option<&Bound<'_, PyAny>>,
+        id: Arg<'_>,
+        agent: Arg<'_>,
+        lease_seconds: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Claim> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let id = args.text("id", id);
-        let agent = args.text("agent", agent);
-        let lease = args
-            .opt_lease("lease_seconds", lease_seconds)
-            .unwrap_or(DEFAULT_LEASE);
-        args.finish()?;
-        let inner = py.detach(|| store.claim(&id, &agent, lease))?;
-        Ok(Claim { inner })
+        self.call::<ops::Claim>(py, given!(kwargs; id, agent, lease_seconds))
     }
 
     /// Claims the oldest pending handoff `agent` may take, optionally within `task_id`;
     /// `None` when there is nothing to claim.
-    #[pyo3(signature = (agent, task_id=None, lease_seconds=None))]
+    #[pyo3(signature = (agent, task_id=None, lease_seconds=None, **kwargs))]
     fn claim_next(
         &self,
         py: Python<'_>,
-        agent: &Bound<'_, PyAny>,
-        task_id: Option<&Bound<'_, PyAny>>,
-        lease_seconds: Option<&Bound<'_, PyAny>>,
+        agent: Arg<'_>,
+        task_id: Arg<'_>,
+        lease_seconds: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Option<Claim>> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let agent = args.text("agent", agent);
-        let task_id = args.opt_text("task_id", task_id);
-        let lease = args
-            .opt_lease("lease_seconds", lease_seconds)
-            .unwrap_or(DEFAULT_LEASE);
-        args.finish()?;
-        let claimed = py.detach(|| store.claim_next(&agent, task_id.as_deref(), lease))?;
-        Ok(claimed.map(|inner| Claim { inner }))
+        self.call::<ops::ClaimNext>(py, given!(kwargs; agent, task_id, lease_seconds))
     }
 
     /// Extends the claim's lease by its original length from now; `LeaseLost` if the claim is
     /// no longer current or its secret does not match. Takes a `Claim` or a `ClaimRef`.
-    fn heartbeat(&self, py: Python<'_>, claim: &Bound<'_, PyAny>) -> Result<Handoff> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let claim = claim_arg(&mut args, claim);
-        args.finish()?;
-        let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| store.heartbeat(&claim))?))
+    #[pyo3(signature = (claim, **kwargs))]
+    fn heartbeat(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::Heartbeat>(py, given!(kwargs; claim))
     }
 
     /// Gives the handoff back (pending again, one more attempt counted).
+    #[pyo3(signature = (claim, reason, **kwargs))]
     fn release(
         &self,
         py: Python<'_>,
-        claim: &Bound<'_, PyAny>,
-        reason: &Bound<'_, PyAny>,
+        claim: Arg<'_>,
+        reason: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Handoff> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let claim = claim_arg(&mut args, claim);
-        let reason = args.text("reason", reason);
-        args.finish()?;
-        let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| store.release(&claim, &reason))?))
+        self.call::<ops::Release>(py, given!(kwargs; claim, reason))
     }
 
     /// Finishes the handoff with `outcome`.
-    #[pyo3(signature = (claim, outcome=None))]
+    #[pyo3(signature = (claim, outcome=None, **kwargs))]
     fn complete(
         &self,
         py: Python<'_>,
-        claim: &Bound<'_, PyAny>,
-        outcome: Option<&Bound<'_, PyAny>>,
+        claim: Arg<'_>,
+        outcome: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Handoff> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let claim = claim_arg(&mut args, claim);
-        let outcome = args.opt_text("outcome", outcome).unwrap_or_default();
-        args.finish()?;
-        let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(
-            py.detach(|| store.complete(&claim, &outcome))?,
-        ))
+        self.call::<ops::Complete>(py, given!(kwargs; claim, outcome))
     }
 
     /// Refuses the handoff as `agent`, its addressee.
+    #[pyo3(signature = (id, agent, reason, **kwargs))]
     fn reject(
         &self,
         py: Python<'_>,
-        id: &Bound<'_, PyAny>,
-        agent: &Bound<'_, PyAny>,
-        reason: &Bound<'_, PyAny>,
+        id: Arg<'_>,
+        agent: Arg<'_>,
+        reason: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Handoff> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let id = args.text("id", id);
-        let agent = args.text("agent", agent);
-        let reason = args.text("reason", reason);
-        args.finish()?;
-        Ok(Handoff::new(
-            py.detach(|| store.reject(&id, &agent, &reason))?,
-        ))
+        self.call::<ops::Reject>(py, given!(kwargs; id, agent, reason))
     }
 
     /// Withdraws a pending or claimed handoff as `by`, its creator (`from_agent`), or anyone
     /// when it has none; `InvalidTransition` for anyone else. Its holder uses `cancel_claim`.
-    #[pyo3(signature = (id, by, reason=None))]
+    #[pyo3(signature = (id, by, reason=None, **kwargs))]
     fn cancel(
         &self,
         py: Python<'_>,
-        id: &Bound<'_, PyAny>,
-        by: &Bound<'_, PyAny>,
-        reason: Option<&Bound<'_, PyAny>>,
+        id: Arg<'_>,
+        by: Arg<'_>,
+        reason: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Handoff> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let id = args.text("id", id);
-        let by = args.text("by", by);
-        let reason = args.opt_text("reason", reason);
-        args.finish()?;
-        Ok(Handoff::new(
-            py.detach(|| store.cancel(&id, &by, reason.as_deref()))?,
-        ))
+        self.call::<ops::Cancel>(py, given!(kwargs; id, by, reason))
     }
 
     /// Withdraws the handoff as its holder, with its claim (a `Claim` or a `ClaimRef`).
-    #[pyo3(signature = (claim, reason=None))]
+    #[pyo3(signature = (claim, reason=None, **kwargs))]
     fn cancel_claim(
         &self,
         py: Python<'_>,
-        claim: &Bound<'_, PyAny>,
-        reason: Option<&Bound<'_, PyAny>>,
+        claim: Arg<'_>,
+        reason: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Handoff> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let claim = claim_arg(&mut args, claim);
-        let reason = args.opt_text("reason", reason);
-        args.finish()?;
-        let claim = claim.ok_or_else(|| core::Error::invalid("claim", "must be a Claim"))?;
-        Ok(Handoff::new(py.detach(|| {
-            store.cancel_claim(&claim, reason.as_deref())
-        })?))
+        self.call::<ops::CancelClaim>(py, given!(kwargs; claim, reason))
     }
 
     /// Writes a consistent copy of the store to `path` (a new file; it must not exist) while
     /// the store stays in use: an SQLite snapshot, readable by its owner only.
-    fn backup(&self, py: Python<'_>, path: std::path::PathBuf) -> Result<()> {
-        let store = self.store()?;
-        Ok(py.detach(|| store.backup(&path))?)
+    #[pyo3(signature = (path, **kwargs))]
+    fn backup(&self, py: Python<'_>, path: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
+        self.call::<ops::Backup>(py, given!(kwargs; path))
     }
 
     /// Applies every time-driven change that is due (lapsed leases, expiry); returns how many
     /// handoffs changed.
-    fn reap(&self, py: Python<'_>) -> Result<usize> {
-        let store = self.store()?;
-        Ok(py.detach(|| store.reap())?)
+    #[pyo3(signature = (**kwargs))]
+    fn reap(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<usize> {
+        self.call::<ops::Reap>(py, given!(kwargs;))
     }
 
-    /// The event log, oldest first: of one handoff (`id`) or one task (`task_id`), or all of
-    /// it. Read a large log in pages: `after` is the `seq` of the last event already read,
-    /// `limit` the most events to return.
-    #[pyo3(signature = (id=None, task_id=None, after=None, limit=None))]
+    /// The event log, oldest first: of one handoff (`id`, or `handoff_id`) or one task
+    /// (`task_id`), or all of it. Read a large log in pages: `after` is the `seq` of the last
+    /// event already read, `limit` the most events to return.
+    #[pyo3(signature = (id=None, task_id=None, after=None, limit=None, **kwargs))]
     fn events(
         &self,
         py: Python<'_>,
-        id: Option<&Bound<'_, PyAny>>,
-        task_id: Option<&Bound<'_, PyAny>>,
-        after: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
+        id: Arg<'_>,
+        task_id: Arg<'_>,
+        after: Arg<'_>,
+        limit: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Vec<Event>> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let filter = EventFilter {
-            handoff_id: args.opt_text("id", id),
-            task_id: args.opt_text("task_id", task_id),
-            after: args.opt_int("after", after, "a whole number at least 0 (an event's seq)"),
-            limit: args.opt_int("limit", limit, "a whole number at least 0"),
-        };
-        args.finish()?;
-        let events = py.detach(|| store.events_page(&filter))?;
-        Ok(events.into_iter().map(Event::new).collect())
+        self.call::<ops::Events>(py, given!(kwargs; id, task_id, after, limit))
     }
 
     /// Saves this store's chain policy and limits in the store itself, so that every process
@@ -744,110 +607,40 @@ impl Store {
     }
 
     /// The task's chain of hops, oldest first.
-    fn chain(&self, py: Python<'_>, task_id: &Bound<'_, PyAny>) -> Result<Chain> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let task_id = args.text("task_id", task_id);
-        args.finish()?;
-        Ok(Chain::new(py.detach(|| store.chain(&task_id))?))
+    #[pyo3(signature = (task_id, **kwargs))]
+    fn chain(&self, py: Python<'_>, task_id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Chain> {
+        self.call::<ops::Chain>(py, given!(kwargs; task_id))
     }
 
     /// Saves `agent`'s progress on `task_id` without changing who owns what. Takes the same
     /// field arguments as `create` (except the ones a checkpoint fixes: from/to agent, kind).
-    #[pyo3(signature = (
-        task_id, agent, *, goal, reason=None, context_pct=None, progress=None, completed=None,
-        pending=None, decisions=None, assumptions=None, warnings=None, errors=None, files=None,
-        instructions=None, metadata=None, id=None, parent_id=None, session_id=None,
-        blockers=None, locked_files=None, priority_items=None, success_criteria=None,
-        expires_at=None, max_attempts=None, timeout_seconds=None,
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn checkpoint<'py>(
+    #[pyo3(signature = (task_id, agent, **kwargs))]
+    fn checkpoint(
         &self,
-        py: Python<'py>,
-        task_id: &Bound<'py, PyAny>,
-        agent: &Bound<'py, PyAny>,
-        goal: &Bound<'py, PyAny>,
-        reason: Option<&Bound<'py, PyAny>>,
-        context_pct: Option<&Bound<'py, PyAny>>,
-        progress: Option<&Bound<'py, PyAny>>,
-        completed: Option<&Bound<'py, PyAny>>,
-        pending: Option<&Bound<'py, PyAny>>,
-        decisions: Option<&Bound<'py, PyAny>>,
-        assumptions: Option<&Bound<'py, PyAny>>,
-        warnings: Option<&Bound<'py, PyAny>>,
-        errors: Option<&Bound<'py, PyAny>>,
-        files: Option<&Bound<'py, PyAny>>,
-        instructions: Option<&Bound<'py, PyAny>>,
-        metadata: Option<&Bound<'py, PyAny>>,
-        id: Option<&Bound<'py, PyAny>>,
-        parent_id: Option<&Bound<'py, PyAny>>,
-        session_id: Option<&Bound<'py, PyAny>>,
-        blockers: Option<&Bound<'py, PyAny>>,
-        locked_files: Option<&Bound<'py, PyAny>>,
-        priority_items: Option<&Bound<'py, PyAny>>,
-        success_criteria: Option<&Bound<'py, PyAny>>,
-        expires_at: Option<&Bound<'py, PyAny>>,
-        max_attempts: Option<&Bound<'py, PyAny>>,
-        timeout_seconds: Option<&Bound<'py, PyAny>>,
+        py: Python<'_>,
+        task_id: Arg<'_>,
+        agent: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Handoff> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let task = args.text("task_id", task_id);
-        let agent = args.text("agent", agent);
-        // The core sets the task, agents and kind of a checkpoint itself.
-        let fields = Fields {
-            goal: Some(goal),
-            reason,
-            context_pct,
-            progress,
-            completed,
-            pending,
-            decisions,
-            assumptions,
-            warnings,
-            errors,
-            files,
-            instructions,
-            metadata,
-            id,
-            parent_id,
-            session_id,
-            blockers,
-            locked_files,
-            priority_items,
-            success_criteria,
-            expires_at,
-            max_attempts,
-            timeout_seconds,
-            ..Fields::default()
-        };
-        let mut new = fields.to_new(&mut args, Self::max_depth(&store));
-        new.task_id.clone_from(&task);
-        finish_new(args, &new, store.limits())?;
-        let made = py.detach(|| store.checkpoint(&task, &agent, new));
-        Ok(Handoff::new(made.map_err(as_arguments)?))
+        self.call::<ops::Checkpoint>(py, given!(kwargs; task_id, agent))
     }
 
     /// Ids of tasks in progress whose last sign of life (claim, heartbeat, checkpoint) is
     /// older than `older_than_seconds`.
+    #[pyo3(signature = (older_than_seconds, **kwargs))]
     fn stalled(
         &self,
         py: Python<'_>,
-        older_than_seconds: &Bound<'_, PyAny>,
+        older_than_seconds: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
     ) -> Result<Vec<String>> {
-        let store = self.store()?;
-        let mut args = Args::new();
-        let older_than: Duration = args.duration("older_than_seconds", older_than_seconds);
-        args.finish()?;
-        Ok(py.detach(|| store.stalled(older_than))?)
+        self.call::<ops::Stalled>(py, given!(kwargs; older_than_seconds))
     }
 
     /// Per from→to pair of agents: totals, outcomes and median times to claim and complete.
-    fn stats(&self, py: Python<'_>) -> Result<Vec<PathStats>> {
-        let store = self.store()?;
-        let stats = py.detach(|| store.stats())?;
-        Ok(stats.into_iter().map(PathStats::new).collect())
+    #[pyo3(signature = (**kwargs))]
+    fn stats(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<PathStats>> {
+        self.call::<ops::Stats>(py, given!(kwargs;))
     }
 
     /// The store clock's current time.

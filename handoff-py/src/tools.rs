@@ -5,14 +5,15 @@
 use std::sync::RwLock;
 
 use handoff_core as core;
-use handoff_core::tools::Multiple;
+use handoff_core::ops;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
 use crate::chain::ChainPolicy;
-use crate::convert::{Args, json_to_py, object_to_py, opt_repr, py_repr, to_py, type_name};
+use crate::convert::{Args, json_to_py, object_to_py, opt_repr, py_repr, to_py};
 use crate::errors::Result;
+use crate::ops::{given, read};
 
 /// A registered agent: its name, what it is good at, and who it may hand off to (`None`: every
 /// other agent).
@@ -150,7 +151,7 @@ fn create_kwargs<'py>(py: Python<'py>, new: &core::NewHandoff) -> PyResult<Bound
         if field != "task_id" && field != "goal" && defaults.get(field) == Some(value) {
             continue;
         }
-        let name = crate::record::argument_name(field);
+        let name = ops::argument_name(field);
         if field == "expires_at" {
             // `create` takes a datetime, not the JSON form's string.
             kwargs.set_item(name, new.expires_at)?;
@@ -178,48 +179,25 @@ impl AgentRegistry {
     }
 }
 
-/// A provider response as the detector takes it: JSON text (checked for size and nesting
-/// before it is parsed) or an already parsed value.
-enum Response {
-    Text(String),
-    Value(Value),
-}
-
-/// Reads the `response` argument of `detect`.
-fn response_arg(args: &mut Args, obj: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<Response> {
-    if obj.is_instance_of::<PyString>() {
-        return Ok(Response::Text(args.text("response", obj)));
-    }
+/// The `response` argument of `detect` as the core's `DetectArgs` read it. JSON text stays
+/// text (the core checks its size and nesting before parsing it), UTF-8 `bytes` become text,
+/// and an SDK object (pydantic: the OpenAI and Anthropic SDKs' responses, LangChain's messages)
+/// becomes its JSON text, the raw shape the detector reads. Anything else goes on as it is.
+fn response_arg<'py>(obj: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>> {
     if let Ok(bytes) = obj.cast::<PyBytes>() {
-        return Ok(match std::str::from_utf8(bytes.as_bytes()) {
-            Ok(text) => Response::Text(text.to_owned()),
-            Err(_) => {
-                args.problem("response", "must be UTF-8 text");
-                Response::Text(String::new())
-            }
-        });
+        return match std::str::from_utf8(bytes.as_bytes()) {
+            Ok(text) => Ok(PyString::new(obj.py(), text).into_any()),
+            Err(_) => Err(core::Error::invalid("response", "must be UTF-8 text").into()),
+        };
     }
-    // A dict (a response, message, item or block), or a list of items or content blocks.
-    if obj.is_instance_of::<PyDict>()
+    let json = obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<PyDict>()
         || obj.is_instance_of::<PyList>()
-        || obj.is_instance_of::<PyTuple>()
-    {
-        return Ok(Response::Value(args.json_value("response", obj, max_depth)));
+        || obj.is_instance_of::<PyTuple>();
+    if !json && obj.hasattr("model_dump_json")? {
+        return Ok(obj.call_method0("model_dump_json")?);
     }
-    // The OpenAI and Anthropic SDKs return pydantic models, and LangChain's messages are
-    // pydantic models too: their JSON form is the raw shape the detector reads.
-    if obj.hasattr("model_dump_json")? {
-        let json = obj.call_method0("model_dump_json")?;
-        return Ok(Response::Text(args.text("response", &json)));
-    }
-    args.problem(
-        "response",
-        format!(
-            "must be a dict, a list, a JSON str or bytes, or an SDK object with model_dump_json(), not {}",
-            type_name(obj)
-        ),
-    );
-    Ok(Response::Text(String::new()))
+    Ok(obj.clone())
 }
 
 #[pymethods]
@@ -237,23 +215,17 @@ impl AgentRegistry {
     #[pyo3(signature = (name, description, collaborators=None))]
     fn add<'py>(
         slf: &Bound<'py, Self>,
-        name: &Bound<'py, PyAny>,
-        description: &Bound<'py, PyAny>,
+        name: Option<&Bound<'py, PyAny>>,
+        description: Option<&Bound<'py, PyAny>>,
         collaborators: Option<&Bound<'py, PyAny>>,
     ) -> Result<Bound<'py, Self>> {
-        let mut args = Args::new();
-        let name = args.text("name", name);
-        let description = args.text("description", description);
-        let collaborators = collaborators
-            .filter(|c| !c.is_none())
-            .map(|c| args.texts("collaborators", Some(c)));
-        args.finish()?;
+        let agent: ops::AgentArgs = read("add", given!(None; name, description, collaborators))?;
         let mut guard = slf
             .get()
             .inner
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        guard.add(&name, &description, collaborators)?;
+        agent.add_to(&mut guard)?;
         Ok(slf.clone())
     }
 
@@ -295,23 +267,19 @@ impl AgentRegistry {
 
     /// The `transfer_to_<agent>` tools `agent` may call, exactly as `provider` expects them:
     /// `"openai_chat"`, `"openai_responses"`, `"anthropic"` or `"mcp"`.
+    #[pyo3(signature = (agent, provider))]
     fn tools<'py>(
         &self,
         py: Python<'py>,
-        agent: &Bound<'py, PyAny>,
-        provider: &Bound<'py, PyAny>,
+        agent: Option<&Bound<'py, PyAny>>,
+        provider: Option<&Bound<'py, PyAny>>,
     ) -> Result<Bound<'py, PyList>> {
-        let mut args = Args::new();
-        let agent = args.text("agent", agent);
+        // Python has always asked for the provider; the core defaults it.
         if provider.is_none() {
-            args.problem("provider", "is required");
-        }
-        let provider = args.opt_parsed::<core::Provider>("provider", Some(provider));
-        args.finish()?;
-        let Some(provider) = provider else {
             return Err(core::Error::invalid("provider", "is required").into());
-        };
-        let tools = self.read(|r| r.tools(&agent, provider))?;
+        }
+        let args: ops::ToolsArgs = read("tools", given!(None; agent, provider))?;
+        let tools = self.read(|r| args.tools(r))?;
         let list = PyList::empty(py);
         for tool in &tools {
             list.append(json_to_py(py, tool)?)?;
@@ -331,20 +299,18 @@ impl AgentRegistry {
         &self,
         py: Python<'_>,
         response: &Bound<'_, PyAny>,
-        from_agent: &Bound<'_, PyAny>,
+        from_agent: Option<&Bound<'_, PyAny>>,
         multiple: Option<&Bound<'_, PyAny>>,
     ) -> Result<Option<HandoffIntent>> {
-        let mut args = Args::new();
-        let response = response_arg(&mut args, response, core::Limits::default().max_depth)?;
-        let from_agent = args.text("from_agent", from_agent);
-        let multiple = args
-            .opt_parsed::<Multiple>("multiple", multiple)
-            .unwrap_or_default();
-        args.finish()?;
+        let response = response_arg(response)?;
+        let response = Some(&response);
+        let args: ops::DetectArgs = read("detect", given!(None; response, from_agent, multiple))?;
         let found = py.detach(|| {
-            self.read(|r| match &response {
-                Response::Text(text) => r.detect_json(text, &from_agent, multiple),
-                Response::Value(value) => r.detect(value, &from_agent, multiple),
+            self.read(|r| match &args.response {
+                Value::String(text) => {
+                    r.detect_json(text, &args.from_agent, args.multiple.unwrap_or_default())
+                }
+                _ => args.detect(r),
             })
         });
         Ok(found

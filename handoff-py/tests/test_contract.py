@@ -333,7 +333,7 @@ def test_create_many(store: hc.Store) -> None:
     assert [h.goal for h in made] == ["a", "b"] and made[1].kind == "partial"
     with pytest.raises(hc.ValidationError) as caught:
         store.create_many([{"task_id": "v", "goal": "ok"}, {"task_id": "v", "goal": ""}])
-    assert caught.value.fields == ["goal"]
+    assert caught.value.fields == ["records[1].goal"]
     assert store.list(task_id="v") == []  # all or nothing
 
 

@@ -1,0 +1,390 @@
+//! The core's operation descriptions (`handoff_core::ops`) seen from Python: one way for every
+//! `Store` method (and the registry and context builder) to turn its Python arguments into the
+//! core's argument type and run the operation, and the catalog the stubs are generated from.
+//!
+//! A `Store` method names its positional parameters in its pyo3 signature and takes the rest as
+//! `**kwargs`; [`call`] converts them all with [`ToJson`], reads them with the operation's
+//! argument type (the core's problems, by the core's names) and runs the operation with the GIL
+//! released. Which names exist, which are required and what they hold is the core's schema, so
+//! an argument the core adds reaches Python without a line here.
+
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use handoff_core as core;
+use handoff_core::ops::{Arguments, Operation};
+use handoff_core::{Error, Limits, Problem};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde_json::{Map, Value};
+
+use crate::chain::Chain;
+use crate::convert::ToJson;
+use crate::errors::{Failure, Result};
+use crate::machine::Event;
+use crate::record::Handoff;
+use crate::stats::PathStats;
+use crate::store::Claim;
+
+/// A parameter as pyo3 hands it over: a Python value, or `None` when it is `None` or absent.
+pub(crate) type Arg<'a> = Option<&'a Bound<'a, PyAny>>;
+
+/// A method's `**kwargs` (pyo3 wants to see the `Option` around it).
+pub(crate) type Kwargs<'a> = &'a Bound<'a, PyDict>;
+
+/// A call's arguments as the caller gave them: the method's named parameters, then the others.
+pub(crate) struct Given<'a> {
+    /// Each named parameter under its Python name.
+    pub(crate) named: Vec<(&'static str, Arg<'a>)>,
+    /// The keyword arguments beyond them.
+    pub(crate) kwargs: Option<Kwargs<'a>>,
+}
+
+/// The [`Given`] arguments of a method: `given!(kwargs; id, agent)` names each parameter as
+/// its variable is named.
+macro_rules! given {
+    ($kwargs:expr; $($name:ident),* $(,)?) => {
+        $crate::ops::Given {
+            named: vec![$((stringify!($name), $name)),*],
+            kwargs: $kwargs,
+        }
+    };
+}
+pub(crate) use given;
+
+/// Arguments Python named before the core did, as (operation, Python name, core name). Python
+/// keeps its name (programs and tests use it) and, for an optional argument, accepts the
+/// core's by keyword too; a problem is named the way the caller spelled the argument.
+const PYTHON_NAMES: &[(&str, &str, &str)] = &[
+    ("create_many", "records", "items"),
+    ("events", "id", "handoff_id"),
+];
+
+/// The JSON schema of `A`, built once per type.
+fn schema_of<A: Arguments>() -> Arc<Value> {
+    static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(RwLock::default);
+    let id = TypeId::of::<A>();
+    if let Some(schema) = cache.read().ok().and_then(|c| c.get(&id).cloned()) {
+        return schema;
+    }
+    let schema = Arc::new(schemars::schema_for!(A).to_value());
+    if let Ok(mut cache) = cache.write() {
+        cache.insert(id, Arc::clone(&schema));
+    }
+    schema
+}
+
+/// A call's arguments as JSON, with the problems met converting them.
+struct Prepared {
+    value: Value,
+    problems: Vec<Problem>,
+    spelling: Spelling,
+}
+
+/// (core name, Python name) of each argument the caller gave under its Python name.
+#[derive(Default)]
+struct Spelling(Vec<(&'static str, &'static str)>);
+
+impl Spelling {
+    /// The field of a core problem as the caller spelled its argument.
+    fn field(&self, problem: &Problem) -> String {
+        let field = undouble(problem);
+        for (core, python) in &self.0 {
+            if let Some(rest) = field.strip_prefix(core)
+                && (rest.is_empty() || rest.starts_with(['.', '[']))
+            {
+                return format!("{python}{rest}");
+            }
+        }
+        field.to_owned()
+    }
+
+    /// `err` with its problems named as the caller spelled the arguments.
+    fn error(&self, err: Error) -> Error {
+        match err {
+            Error::Validation { problems } => Error::Validation {
+                problems: problems
+                    .iter()
+                    .map(|p| Problem::new(self.field(p), &p.rule))
+                    .collect(),
+            },
+            other => other,
+        }
+    }
+}
+
+/// The core names an unknown member of a nested object twice (`items[0].colour.colour`);
+/// once is its place. (To be fixed where the core joins the path and the name.)
+fn undouble(problem: &Problem) -> &str {
+    let field = problem.field.as_str();
+    if problem.rule != "is not a known field" {
+        return field;
+    }
+    let Some((parent, last)) = field.rsplit_once('.') else {
+        return field;
+    };
+    match parent.strip_suffix(last) {
+        Some(rest) if rest.is_empty() || rest.ends_with(['.', ']']) => parent,
+        _ => field,
+    }
+}
+
+/// Converts `given` into the JSON object `A` reads. A name `A` does not know, one given twice,
+/// or a required one missing is a `TypeError`, as for any Python function. `None` leaves an
+/// optional argument out (its default) and stays `null` for a required one (a problem).
+fn prepare<A: Arguments>(operation: &str, given: Given<'_>, max_depth: usize) -> Result<Prepared> {
+    let schema = schema_of::<A>();
+    let no_properties = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&no_properties);
+    let required: Vec<&str> = match schema.get("required") {
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let mut entries: Vec<(Cow<'static, str>, Option<Bound<'_, PyAny>>)> = given
+        .named
+        .into_iter()
+        .map(|(name, obj)| (Cow::Borrowed(name), obj.cloned()))
+        .collect();
+    if let Some(kwargs) = given.kwargs {
+        for (key, obj) in kwargs.iter() {
+            // Python makes every keyword a `str`; one with a lone surrogate is unknown anyway.
+            let key = key
+                .cast::<PyString>()
+                .ok()
+                .and_then(|k| k.to_cow().ok().map(Cow::into_owned))
+                .unwrap_or_default();
+            entries.push((Cow::Owned(key), Some(obj)));
+        }
+    }
+    let refuse =
+        |what: String| Failure::from(PyTypeError::new_err(format!("{operation}() {what}")));
+    let mut convert = ToJson::new(&schema, max_depth);
+    let mut object = Map::new();
+    let mut named: Vec<&str> = Vec::new();
+    let mut spelling = Spelling::default();
+    for (name, obj) in &entries {
+        let python_name = PYTHON_NAMES
+            .iter()
+            .find(|(op, python, _)| *op == operation && python == name);
+        let core = python_name.map_or(name.as_ref(), |(_, _, core)| core);
+        let Some((core, node)) = properties.get_key_value(core) else {
+            return Err(refuse(format!(
+                "got an unexpected keyword argument '{name}'"
+            )));
+        };
+        named.push(core);
+        // An optional parameter left at `None` is as good as absent: its other spelling may
+        // still come by keyword.
+        let obj = obj.as_ref().filter(|obj| !obj.is_none());
+        if obj.is_none() && !required.contains(&core.as_str()) {
+            continue;
+        }
+        if object.contains_key(core) {
+            return Err(refuse(format!("got multiple values for argument '{core}'")));
+        }
+        if let Some((_, python, core)) = python_name {
+            spelling.0.push((core, python));
+        }
+        let value = obj.map_or(Value::Null, |obj| convert.argument(name, node, obj));
+        object.insert(core.clone(), value);
+    }
+    if let Some(missing) = required.iter().find(|name| !named.contains(name)) {
+        return Err(refuse(format!("missing required argument: '{missing}'")));
+    }
+    Ok(Prepared {
+        value: Value::Object(object),
+        problems: convert.into_problems(),
+        spelling,
+    })
+}
+
+impl Prepared {
+    /// Reads the arguments as `A`.
+    fn read<A: Arguments>(self, limits: &Limits) -> Result<A, Error> {
+        if !self.problems.is_empty() {
+            return Err(self.refuse::<A>(limits));
+        }
+        let Prepared {
+            value, spelling, ..
+        } = self;
+        A::read(value, limits).map_err(|err| spelling.error(err))
+    }
+
+    /// Every problem of arguments that did not convert: the conversion's first, then what the
+    /// core finds wrong with the rest.
+    fn refuse<A: Arguments>(self, limits: &Limits) -> Error {
+        let Prepared {
+            value,
+            mut problems,
+            spelling,
+        } = self;
+        if let Err(Error::Validation { problems: more }) = A::read(value, limits) {
+            for problem in more.into_iter().filter(|p| !is_wall_clock_problem(p)) {
+                let field = spelling.field(&problem);
+                if !problems.iter().any(|known| covers(&known.field, &field)) {
+                    problems.push(Problem::new(field, problem.rule));
+                }
+            }
+        }
+        Error::Validation { problems }
+    }
+}
+
+/// Whether a problem reported at `known` covers one at `field` (the same place or inside it).
+fn covers(known: &str, field: &str) -> bool {
+    field
+        .strip_prefix(known)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// Reads the arguments of a call that needs no store (the registry, the context builder).
+pub(crate) fn read<A: Arguments>(operation: &str, given: Given<'_>) -> Result<A> {
+    let limits = Limits::default();
+    let prepared = prepare::<A>(operation, given, limits.max_depth)?;
+    Ok(prepared.read(&limits)?)
+}
+
+/// Runs the operation `O` on `store` with the arguments `given`, the GIL released while the
+/// core reads them and the store works.
+pub(crate) fn call<O>(py: Python<'_>, store: &core::Store, given: Given<'_>) -> Result<O::Output>
+where
+    O: Operation,
+    O::Output: Send,
+{
+    let limits = store.limits();
+    let prepared = prepare::<O::Args>(O::NAME, given, limits.max_depth)?;
+    if !prepared.problems.is_empty() {
+        // Nothing runs; the core only adds what else is wrong.
+        return Err(prepared.refuse::<O::Args>(limits).into());
+    }
+    let Prepared {
+        value, spelling, ..
+    } = prepared;
+    let done = py.detach(|| run::<O>(store, value));
+    Ok(done.map_err(|err| spelling.error(err))?)
+}
+
+/// `O::call`, except for one rule. Reading a record's arguments, the core checks `expires_at`
+/// against the wall clock; the store checks it again against its own clock (a `ManualClock`
+/// set in the past, in tests and simulations), which is the one that counts. So that problem
+/// is left to the store. (The core's reader should take the store's clock.)
+fn run<O: Operation>(store: &core::Store, value: Value) -> core::Result<O::Output> {
+    match O::Args::read(value.clone(), store.limits()) {
+        Ok(args) => O::run(store, args),
+        Err(Error::Validation { mut problems }) => {
+            problems.retain(|p| !is_wall_clock_problem(p));
+            if !problems.is_empty() {
+                return Err(Error::Validation { problems });
+            }
+            let args = serde_json::from_value(value)
+                .map_err(|err| Error::invalid("arguments", err.to_string()))?;
+            O::run(store, args)
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// The one rule the core's argument reader checks against the wall clock.
+fn is_wall_clock_problem(problem: &Problem) -> bool {
+    problem.field == "expires_at" && problem.rule == "must be after created_at"
+}
+
+/// A core result as the Python object a method returns.
+pub(crate) trait ToPython {
+    /// The Python class (or plain value).
+    type Py;
+    /// Wraps the result.
+    fn to_python(self) -> Self::Py;
+}
+
+macro_rules! wrapped {
+    ($($core:ty => $py:ty, $wrap:expr;)*) => {
+        $(impl ToPython for $core {
+            type Py = $py;
+            fn to_python(self) -> $py {
+                $wrap(self)
+            }
+        })*
+    };
+}
+
+wrapped! {
+    core::Handoff => Handoff, Handoff::new;
+    core::Claim => Claim, Claim::new;
+    core::Event => Event, Event::new;
+    core::Chain => Chain, Chain::new;
+    core::PathStats => PathStats, PathStats::new;
+    String => String, std::convert::identity;
+    usize => usize, std::convert::identity;
+    () => (), std::convert::identity;
+}
+
+impl<T: ToPython> ToPython for Vec<T> {
+    type Py = Vec<T::Py>;
+    fn to_python(self) -> Self::Py {
+        self.into_iter().map(ToPython::to_python).collect()
+    }
+}
+
+impl<T: ToPython> ToPython for Option<T> {
+    type Py = Option<T::Py>;
+    fn to_python(self) -> Self::Py {
+        self.map(ToPython::to_python)
+    }
+}
+
+/// The operation catalog as Python shows it (its names for the arguments it names differently,
+/// the core's as `aliases`), as JSON: what `scripts/gen_stubs.py` writes the stubs from.
+#[pyfunction(name = "_catalog_json")]
+pub fn catalog_json() -> String {
+    let operations: Vec<Value> = core::ops::catalog()
+        .iter()
+        .map(|op| {
+            let mut op = serde_json::to_value(op).unwrap_or_default();
+            let name = op["name"].as_str().unwrap_or_default().to_owned();
+            let mut aliases = Map::new();
+            for (_, python, core) in PYTHON_NAMES.iter().filter(|(o, _, _)| *o == name) {
+                rename(&mut op, core, python);
+                // A required argument is a positional parameter pyo3 insists on by its
+                // Python name; an optional one takes the core's name by keyword too.
+                let required = op["arguments"]["required"]
+                    .as_array()
+                    .is_some_and(|names| names.iter().any(|n| n == *python));
+                if !required {
+                    aliases.insert((*core).to_owned(), Value::from(*python));
+                }
+            }
+            op["aliases"] = Value::Object(aliases);
+            op
+        })
+        .collect();
+    serde_json::to_string_pretty(&operations).unwrap_or_default()
+}
+
+/// Renames the argument `from` of a catalog entry to `to`, keeping its place.
+fn rename(op: &mut Value, from: &str, to: &str) {
+    let swap = |name: &mut Value| {
+        if name.as_str() == Some(from) {
+            *name = Value::from(to);
+        }
+    };
+    if let Some(Value::Array(names)) = op.get_mut("positional") {
+        names.iter_mut().for_each(&swap);
+    }
+    if let Some(Value::Array(names)) = op.pointer_mut("/arguments/required") {
+        names.iter_mut().for_each(&swap);
+    }
+    if let Some(Value::Object(properties)) = op.pointer_mut("/arguments/properties") {
+        *properties = std::mem::take(properties)
+            .into_iter()
+            .map(|(name, schema)| (if name == from { to.to_owned() } else { name }, schema))
+            .collect();
+    }
+}
