@@ -39,6 +39,9 @@ test-python: $(PY_VENV)/.tools
 	rm -rf target/py-wheels
 	$(PY_ENV) maturin build --manifest-path handoff-py/Cargo.toml --out target/py-wheels
 	$(PY_ENV) python -m pip install --quiet --force-reinstall --no-deps target/py-wheels/handoff_core-*.whl
+	$(PY_ENV) python handoff-py/scripts/gen_stubs.py
+	git diff --exit-code -- handoff-py/python/handoff_core/_native.pyi handoff-py/python/handoff_core/aio.py || { \
+	  echo "the store stubs changed when generated from the catalog: commit the regenerated files"; exit 1; }
 	cd handoff-py && $(PY_ENV) python -m pytest
 	cd handoff-py && $(PY_ENV) python -m mypy.stubtest handoff_core --allowlist stubtest-allowlist.txt
 	cd handoff-py && $(PY_ENV) python -m mypy

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Optional, Union
 
 from handoff_core import _native
@@ -39,8 +39,8 @@ from handoff_core._types import Kind, Status, StrPath, Synchronous
 
 __all__ = ["Store", "open"]
 
-_Texts = Optional[Sequence[str]]
 _Seconds = Union[int, float]
+_Span = Union[int, float, timedelta]
 _AnyClaim = Union[Claim, ClaimRef]
 
 
@@ -113,126 +113,6 @@ class Store:
     def __repr__(self) -> str:
         return f"<handoff_core.aio.Store of {self._store!r}>"
 
-    async def create(
-        self,
-        task_id: str,
-        goal: str,
-        *,
-        from_agent: Optional[str] = None,
-        to_agent: Optional[str] = None,
-        kind: Optional[Kind] = None,
-        reason: Optional[str] = None,
-        context_pct: Optional[int] = None,
-        progress: Optional[str] = None,
-        completed: _Texts = None,
-        pending: _Texts = None,
-        decisions: _Texts = None,
-        assumptions: _Texts = None,
-        warnings: _Texts = None,
-        errors: _Texts = None,
-        files: _Texts = None,
-        instructions: Optional[str] = None,
-        metadata: Optional[Mapping[str, Any]] = None,
-        id: Optional[str] = None,
-        parent_id: Optional[str] = None,
-        session_id: Optional[str] = None,
-        blockers: _Texts = None,
-        locked_files: _Texts = None,
-        priority_items: _Texts = None,
-        success_criteria: _Texts = None,
-        expires_at: Optional[datetime] = None,
-        max_attempts: Optional[int] = None,
-        timeout_seconds: Optional[int] = None,
-    ) -> Handoff:
-        return await asyncio.to_thread(
-            self._store.create,
-            task_id,
-            goal,
-            from_agent=from_agent,
-            to_agent=to_agent,
-            kind=kind,
-            reason=reason,
-            context_pct=context_pct,
-            progress=progress,
-            completed=completed,
-            pending=pending,
-            decisions=decisions,
-            assumptions=assumptions,
-            warnings=warnings,
-            errors=errors,
-            files=files,
-            instructions=instructions,
-            metadata=metadata,
-            id=id,
-            parent_id=parent_id,
-            session_id=session_id,
-            blockers=blockers,
-            locked_files=locked_files,
-            priority_items=priority_items,
-            success_criteria=success_criteria,
-            expires_at=expires_at,
-            max_attempts=max_attempts,
-            timeout_seconds=timeout_seconds,
-        )
-
-    async def create_many(self, records: Sequence[Mapping[str, Any]]) -> builtins.list[Handoff]:
-        return await asyncio.to_thread(self._store.create_many, records)
-
-    async def get(self, id: str) -> Handoff:
-        return await asyncio.to_thread(self._store.get, id)
-
-    async def list(
-        self,
-        status: Optional[Status] = None,
-        task_id: Optional[str] = None,
-        to_agent: Optional[str] = None,
-        limit: Optional[int] = None,
-        *,
-        kind: Optional[Kind] = None,
-    ) -> builtins.list[Handoff]:
-        return await asyncio.to_thread(self._store.list, status, task_id, to_agent, limit, kind=kind)
-
-    async def claim(self, id: str, agent: str, lease_seconds: Optional[_Seconds] = None) -> Claim:
-        return await asyncio.to_thread(self._store.claim, id, agent, lease_seconds)
-
-    async def claim_next(
-        self, agent: str, task_id: Optional[str] = None, lease_seconds: Optional[_Seconds] = None
-    ) -> Optional[Claim]:
-        return await asyncio.to_thread(self._store.claim_next, agent, task_id, lease_seconds)
-
-    async def heartbeat(self, claim: _AnyClaim) -> Handoff:
-        return await asyncio.to_thread(self._store.heartbeat, claim)
-
-    async def release(self, claim: _AnyClaim, reason: str) -> Handoff:
-        return await asyncio.to_thread(self._store.release, claim, reason)
-
-    async def complete(self, claim: _AnyClaim, outcome: Optional[str] = None) -> Handoff:
-        return await asyncio.to_thread(self._store.complete, claim, outcome)
-
-    async def cancel_claim(self, claim: _AnyClaim, reason: Optional[str] = None) -> Handoff:
-        return await asyncio.to_thread(self._store.cancel_claim, claim, reason)
-
-    async def reject(self, id: str, agent: str, reason: str) -> Handoff:
-        return await asyncio.to_thread(self._store.reject, id, agent, reason)
-
-    async def cancel(self, id: str, by: str, reason: Optional[str] = None) -> Handoff:
-        return await asyncio.to_thread(self._store.cancel, id, by, reason)
-
-    async def reap(self) -> int:
-        return await asyncio.to_thread(self._store.reap)
-
-    async def backup(self, path: StrPath) -> None:
-        await asyncio.to_thread(self._store.backup, path)
-
-    async def events(
-        self,
-        id: Optional[str] = None,
-        task_id: Optional[str] = None,
-        after: Optional[int] = None,
-        limit: Optional[int] = None,
-    ) -> builtins.list[Event]:
-        return await asyncio.to_thread(self._store.events, id, task_id, after, limit)
-
     async def save_policy(self) -> None:
         await asyncio.to_thread(self._store.save_policy)
 
@@ -249,45 +129,51 @@ class Store:
         """The limits in force (no I/O, so not a coroutine)."""
         return self._store.limits
 
-    async def chain(self, task_id: str) -> Chain:
-        return await asyncio.to_thread(self._store.chain, task_id)
-
-    async def checkpoint(
+    # >>> GENERATED by scripts/gen_stubs.py from the operation catalog: do not edit
+    async def create(
         self,
         task_id: str,
-        agent: str,
-        *,
         goal: str,
+        *,
+        from_agent: Optional[str] = None,
+        to_agent: Optional[str] = None,
+        kind: Optional[Kind] = None,
         reason: Optional[str] = None,
         context_pct: Optional[int] = None,
+        timeout_seconds: Optional[int] = None,
         progress: Optional[str] = None,
-        completed: _Texts = None,
-        pending: _Texts = None,
-        decisions: _Texts = None,
-        assumptions: _Texts = None,
-        warnings: _Texts = None,
-        errors: _Texts = None,
-        files: _Texts = None,
+        completed: Optional[Sequence[str]] = None,
+        pending: Optional[Sequence[str]] = None,
+        decisions: Optional[Sequence[str]] = None,
+        assumptions: Optional[Sequence[str]] = None,
+        warnings: Optional[Sequence[str]] = None,
+        errors: Optional[Sequence[str]] = None,
+        files: Optional[Sequence[str]] = None,
         instructions: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
         id: Optional[str] = None,
         parent_id: Optional[str] = None,
         session_id: Optional[str] = None,
-        blockers: _Texts = None,
-        locked_files: _Texts = None,
-        priority_items: _Texts = None,
-        success_criteria: _Texts = None,
+        blockers: Optional[Sequence[str]] = None,
+        locked_files: Optional[Sequence[str]] = None,
+        priority_items: Optional[Sequence[str]] = None,
+        success_criteria: Optional[Sequence[str]] = None,
         expires_at: Optional[datetime] = None,
         max_attempts: Optional[int] = None,
-        timeout_seconds: Optional[int] = None,
     ) -> Handoff:
+        """Creates a pending handoff. With a caller-supplied `id`, creating again with the same
+        content returns the stored record; with other content it fails with `Conflict`.
+        """
         return await asyncio.to_thread(
-            self._store.checkpoint,
+            self._store.create,
             task_id,
-            agent,
-            goal=goal,
+            goal,
+            from_agent=from_agent,
+            to_agent=to_agent,
+            kind=kind,
             reason=reason,
             context_pct=context_pct,
+            timeout_seconds=timeout_seconds,
             progress=progress,
             completed=completed,
             pending=pending,
@@ -307,11 +193,177 @@ class Store:
             success_criteria=success_criteria,
             expires_at=expires_at,
             max_attempts=max_attempts,
-            timeout_seconds=timeout_seconds,
         )
 
-    async def stalled(self, older_than_seconds: _Seconds) -> builtins.list[str]:
+    async def create_many(self, records: Sequence[Mapping[str, Any]]) -> builtins.list[Handoff]:
+        """Creates several handoffs in one transaction: all of them, or none when one is refused."""
+        return await asyncio.to_thread(self._store.create_many, records)
+
+    async def get(self, id: str) -> Handoff:
+        """The handoff with this id; `NotFound` if there is none."""
+        return await asyncio.to_thread(self._store.get, id)
+
+    async def list(
+        self,
+        status: Optional[Status] = None,
+        task_id: Optional[str] = None,
+        to_agent: Optional[str] = None,
+        limit: Optional[int] = None,
+        *,
+        kind: Optional[Kind] = None,
+        after: Optional[str] = None,
+    ) -> builtins.list[Handoff]:
+        """Handoffs matching the filter, oldest first."""
+        return await asyncio.to_thread(
+            self._store.list,
+            status,
+            task_id,
+            to_agent,
+            limit,
+            kind=kind,
+            after=after,
+        )
+
+    async def claim(self, id: str, agent: str, lease_seconds: Optional[_Span] = None) -> Claim:
+        """Claims the handoff `id` for `agent`. `AlreadyClaimed` while another claim is live;
+        `InvalidTransition` when it is finished or addressed to another agent.
+        """
+        return await asyncio.to_thread(self._store.claim, id, agent, lease_seconds)
+
+    async def claim_next(
+        self,
+        agent: str,
+        task_id: Optional[str] = None,
+        lease_seconds: Optional[_Span] = None,
+    ) -> Optional[Claim]:
+        """Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
+        nothing when there is none.
+        """
+        return await asyncio.to_thread(self._store.claim_next, agent, task_id, lease_seconds)
+
+    async def heartbeat(self, claim: _AnyClaim) -> Handoff:
+        """Renews the claim's lease. `LeaseLost` once the claim has lapsed or moved on."""
+        return await asyncio.to_thread(self._store.heartbeat, claim)
+
+    async def release(self, claim: _AnyClaim, reason: str) -> Handoff:
+        """Gives the handoff back to the queue, with why."""
+        return await asyncio.to_thread(self._store.release, claim, reason)
+
+    async def complete(self, claim: _AnyClaim, outcome: Optional[str] = None) -> Handoff:
+        """Finishes the handoff, with what came of it."""
+        return await asyncio.to_thread(self._store.complete, claim, outcome)
+
+    async def reject(self, id: str, agent: str, reason: str) -> Handoff:
+        """Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder)."""
+        return await asyncio.to_thread(self._store.reject, id, agent, reason)
+
+    async def cancel(self, id: str, by: str, reason: Optional[str] = None) -> Handoff:
+        """Withdraws a pending or claimed handoff, as `by`: its creator, or anyone when it has none."""
+        return await asyncio.to_thread(self._store.cancel, id, by, reason)
+
+    async def cancel_claim(self, claim: _AnyClaim, reason: Optional[str] = None) -> Handoff:
+        """Withdraws the handoff as its holder."""
+        return await asyncio.to_thread(self._store.cancel_claim, claim, reason)
+
+    async def events(
+        self,
+        id: Optional[str] = None,
+        task_id: Optional[str] = None,
+        after: Optional[int] = None,
+        limit: Optional[int] = None,
+        *,
+        handoff_id: Optional[str] = None,
+    ) -> builtins.list[Event]:
+        """The event log, oldest first: all of it, one handoff's or one task's, a page at a time."""
+        return await asyncio.to_thread(
+            self._store.events,
+            id,
+            task_id,
+            after,
+            limit,
+            handoff_id=handoff_id,
+        )
+
+    async def chain(self, task_id: str) -> Chain:
+        """The task's chain: who handed to whom, in order."""
+        return await asyncio.to_thread(self._store.chain, task_id)
+
+    async def checkpoint(
+        self,
+        task_id: str,
+        agent: str,
+        *,
+        goal: str,
+        reason: Optional[str] = None,
+        context_pct: Optional[int] = None,
+        timeout_seconds: Optional[int] = None,
+        progress: Optional[str] = None,
+        completed: Optional[Sequence[str]] = None,
+        pending: Optional[Sequence[str]] = None,
+        decisions: Optional[Sequence[str]] = None,
+        assumptions: Optional[Sequence[str]] = None,
+        warnings: Optional[Sequence[str]] = None,
+        errors: Optional[Sequence[str]] = None,
+        files: Optional[Sequence[str]] = None,
+        instructions: Optional[str] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        id: Optional[str] = None,
+        parent_id: Optional[str] = None,
+        session_id: Optional[str] = None,
+        blockers: Optional[Sequence[str]] = None,
+        locked_files: Optional[Sequence[str]] = None,
+        priority_items: Optional[Sequence[str]] = None,
+        success_criteria: Optional[Sequence[str]] = None,
+        expires_at: Optional[datetime] = None,
+        max_attempts: Optional[int] = None,
+    ) -> Handoff:
+        """Saves `agent`'s progress on `task_id` without changing who owns what."""
+        return await asyncio.to_thread(
+            self._store.checkpoint,
+            task_id,
+            agent,
+            goal=goal,
+            reason=reason,
+            context_pct=context_pct,
+            timeout_seconds=timeout_seconds,
+            progress=progress,
+            completed=completed,
+            pending=pending,
+            decisions=decisions,
+            assumptions=assumptions,
+            warnings=warnings,
+            errors=errors,
+            files=files,
+            instructions=instructions,
+            metadata=metadata,
+            id=id,
+            parent_id=parent_id,
+            session_id=session_id,
+            blockers=blockers,
+            locked_files=locked_files,
+            priority_items=priority_items,
+            success_criteria=success_criteria,
+            expires_at=expires_at,
+            max_attempts=max_attempts,
+        )
+
+    async def stalled(self, older_than_seconds: _Span) -> builtins.list[str]:
+        """Ids of tasks in progress whose last sign of life (claim, heartbeat, checkpoint) is older
+        than `older_than_seconds`.
+        """
         return await asyncio.to_thread(self._store.stalled, older_than_seconds)
 
     async def stats(self) -> builtins.list[PathStats]:
+        """Per from→to pair of agents: totals, outcomes and median times to claim and complete."""
         return await asyncio.to_thread(self._store.stats)
+
+    async def reap(self) -> int:
+        """Applies every lapse that is due (leases, expiries) now; returns how many records changed."""
+        return await asyncio.to_thread(self._store.reap)
+
+    async def backup(self, path: StrPath) -> None:
+        """Writes a consistent copy of the store to `path` while others keep working; the file must
+        not exist yet.
+        """
+        await asyncio.to_thread(self._store.backup, path)
+    # <<< GENERATED
