@@ -1,24 +1,30 @@
 //! Reading the caller's JavaScript values: strings, numbers and plain JSON.
 //!
 //! Arguments arrive untyped (`Unknown`) so that a wrong type becomes a `VALIDATION` error that
-//! names the field, instead of napi's generic conversion error. Option objects are read as JSON
-//! (what `JSON.stringify` would keep) and then deserialised into a typed struct.
+//! names the field, instead of napi's generic conversion error. Values are read as JSON (what
+//! `JSON.stringify` would keep) by a `Reader`, which names every value it cannot read; the
+//! store operations hand that JSON to the core ([`crate::ops`]), the other calls deserialise
+//! their options into a typed struct here.
 
 use std::fmt::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use handoff_core::{Error, Problem};
 use napi::bindgen_prelude::{JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter, Object};
 use napi::{JsValue, Unknown, ValueType};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
-use crate::errors::{Outcome, invalid};
+use crate::errors::{Failure, Outcome, invalid};
 
 /// Deepest nesting read from a JavaScript value: a little more than the most any store
 /// accepts ([`handoff_core::MAX_DEPTH`]), so that the core's own check (64 by default, at most
 /// 100) gives the precise message, while a cyclic or absurdly deep value is refused after a
 /// bounded number of recursive steps, never by exhausting the stack.
 const MAX_DEPTH: usize = handoff_core::MAX_DEPTH + 8;
+
+/// How many problems one call reports at most, as in the core.
+const MAX_PROBLEMS: usize = 64;
 
 /// The rule broken by a string holding a lone surrogate.
 const SURROGATE_RULE: &str = "must be Unicode text: it holds a lone surrogate (an unpaired UTF-16 code unit such as '\\ud800')";
@@ -113,7 +119,7 @@ pub(crate) fn options<T: DeserializeOwned>(value: &Unknown<'_>, field: &str) -> 
         _ => {
             object(value, field)?;
             // Keys are named from the options object itself: `metadata.x`, `completed[2]`.
-            to_json(value, &mut String::new(), 0)?
+            json(value, "")?
         }
     };
     from_json(json, field)
@@ -143,112 +149,188 @@ pub(crate) fn from_json<T: DeserializeOwned>(json: Value, field: &str) -> Outcom
 
 /// Reads a JavaScript value as JSON, as `JSON.stringify` would see it: `undefined` properties
 /// are left out, a `Date` becomes its ISO string; functions, symbols, bigints, non-finite
-/// numbers and values nested too deeply (or cyclic) are refused.
+/// numbers and values nested too deeply (or cyclic) are refused, every one of them named.
 pub(crate) fn json(value: &Unknown<'_>, field: &str) -> Outcome<Value> {
-    let mut path = field.to_owned();
-    to_json(value, &mut path, 0)
+    let mut reader = Reader::default();
+    let json = reader.value(value, &mut field.to_owned(), 0)?;
+    reader.finish()?;
+    Ok(json)
 }
 
-fn to_json(value: &Unknown<'_>, path: &mut String, depth: usize) -> Outcome<Value> {
-    if depth > MAX_DEPTH {
-        // A cyclic value would make a very long path: name where it starts.
-        let start: String = path.chars().take(64).collect();
-        let at = if start.len() < path.len() {
-            format!("{start}…")
-        } else {
-            start
-        };
-        return Err(invalid(
-            at,
-            format!("nested deeper than {MAX_DEPTH} levels (or cyclic)"),
-        ));
+/// Reads JavaScript values as JSON, collecting the problems of the values it meets (each value
+/// that cannot be JSON is named and read as `null`), so that a call reports them all at once.
+#[derive(Default)]
+pub(crate) struct Reader {
+    problems: Vec<Problem>,
+}
+
+impl Reader {
+    /// Notes a problem at `field`; past [`MAX_PROBLEMS`] they are not worth more work.
+    pub(crate) fn problem(&mut self, field: impl Into<String>, rule: impl Into<String>) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(Problem::new(field, rule));
+        }
     }
-    Ok(match value.get_type()? {
-        ValueType::Undefined | ValueType::Null => Value::Null,
-        ValueType::Boolean => Value::Bool(value.coerce_to_bool()?),
-        ValueType::Number => {
-            let n = value.coerce_to_number()?.get_double()?;
-            if !n.is_finite() {
-                return Err(invalid(path.clone(), "must be a finite number"));
+
+    /// The problems noted so far.
+    pub(crate) fn into_problems(self) -> Vec<Problem> {
+        self.problems
+    }
+
+    /// Fails with every problem noted, if there is one.
+    pub(crate) fn finish(self) -> Outcome<()> {
+        if self.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Failure::Core(Error::Validation {
+                problems: self.problems,
+            }))
+        }
+    }
+
+    /// A JavaScript string (of type string, already checked) as Rust text, or `None` after
+    /// noting why it is not text.
+    pub(crate) fn text(&mut self, value: &Unknown<'_>, field: &str) -> Outcome<Option<String>> {
+        match text(value, || field.to_owned(), SURROGATE_RULE) {
+            Ok(text) => Ok(Some(text)),
+            Err(Failure::Core(err)) => {
+                self.problems.extend(err.problems().iter().cloned());
+                Ok(None)
             }
-            if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER {
-                // Integers stay integers, so that `u32` fields accept them.
-                Value::Number(Number::from(n as i64))
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The own enumerable string keys of `object` whose values are not `undefined`, as text,
+    /// with their values; a key that is not text is noted against `path`, the object's name.
+    pub(crate) fn entries<'env>(
+        &mut self,
+        object: &Object<'env>,
+        path: &str,
+    ) -> Outcome<Vec<(String, Unknown<'env>)>> {
+        let keys = object.get_all_property_names(
+            KeyCollectionMode::OwnOnly,
+            KeyFilter::Enumerable,
+            KeyConversion::NumbersToStrings,
+        )?;
+        let len = keys.get_array_length()?;
+        let mut entries = Vec::with_capacity(len.min(256) as usize);
+        for i in 0..len {
+            let key: Unknown<'_> = keys.get_element(i)?;
+            if key.get_type()? != ValueType::String {
+                continue; // a symbol key, which JSON leaves out
+            }
+            // Looked up by the key value itself: no C string, no re-internalising.
+            let item: Unknown<'env> = object.get_property_unchecked(key)?;
+            if item.get_type()? == ValueType::Undefined {
+                continue;
+            }
+            // A key is named by the object holding it: the key itself is not text.
+            match text(&key, || path.to_owned(), SURROGATE_KEY_RULE) {
+                Ok(key) => entries.push((key, item)),
+                Err(Failure::Core(err)) => self.problems.extend(err.problems().iter().cloned()),
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Reads `value` found at `path` (which names it in problems) `depth` levels down.
+    pub(crate) fn value(
+        &mut self,
+        value: &Unknown<'_>,
+        path: &mut String,
+        depth: usize,
+    ) -> Outcome<Value> {
+        if depth > MAX_DEPTH {
+            // A cyclic value would make a very long path: name where it starts. Reading stops
+            // here: a cyclic value reached twice would otherwise be read again and again.
+            let start: String = path.chars().take(64).collect();
+            let at = if start.len() < path.len() {
+                format!("{start}…")
             } else {
-                Number::from_f64(n)
-                    .map(Value::Number)
-                    .unwrap_or(Value::Null)
-            }
+                start
+            };
+            self.problem(
+                at,
+                format!("nested deeper than {MAX_DEPTH} levels (or cyclic)"),
+            );
+            return Err(Failure::Core(Error::Validation {
+                problems: std::mem::take(&mut self.problems),
+            }));
         }
-        ValueType::String => Value::String(text(value, || path.clone(), SURROGATE_RULE)?),
-        ValueType::Object if value.is_date()? => {
-            let millis = value.coerce_to_number()?.get_double()?;
-            let at = (millis.is_finite())
-                .then(|| DateTime::<Utc>::from_timestamp_millis(millis as i64))
-                .flatten()
-                .ok_or_else(|| invalid(path.clone(), "is an invalid Date"))?;
-            Value::String(at.to_rfc3339_opts(SecondsFormat::AutoSi, true))
-        }
-        ValueType::Object if value.is_array()? => {
-            let array = value.coerce_to_object()?;
-            let len = array.get_array_length()?;
-            let mut items = Vec::with_capacity(len.min(4096) as usize);
-            let base = path.len();
-            for i in 0..len {
-                let item: Unknown<'_> = array.get_element(i)?;
-                let _ = write!(path, "[{i}]");
-                items.push(to_json(&item, path, depth + 1)?);
-                path.truncate(base);
-            }
-            Value::Array(items)
-        }
-        ValueType::Object => {
-            let obj = value.coerce_to_object()?;
-            let keys = obj.get_all_property_names(
-                KeyCollectionMode::OwnOnly,
-                KeyFilter::Enumerable,
-                KeyConversion::NumbersToStrings,
-            )?;
-            let len = keys.get_array_length()?;
-            let mut map = Map::new();
-            let base = path.len();
-            for i in 0..len {
-                let key: Unknown<'_> = keys.get_element(i)?;
-                if key.get_type()? != ValueType::String {
-                    continue; // a symbol key, which JSON leaves out
+        Ok(match value.get_type()? {
+            ValueType::Undefined | ValueType::Null => Value::Null,
+            ValueType::Boolean => Value::Bool(value.coerce_to_bool()?),
+            ValueType::Number => {
+                let n = value.coerce_to_number()?.get_double()?;
+                if !n.is_finite() {
+                    self.problem(path.clone(), "must be a finite number");
+                    Value::Null
+                } else if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER {
+                    // Integers stay integers, so that integer arguments accept them.
+                    Value::Number(Number::from(n as i64))
+                } else {
+                    Number::from_f64(n)
+                        .map(Value::Number)
+                        .unwrap_or(Value::Null)
                 }
-                // Looked up by the key value itself: no C string, no re-internalising.
-                let item: Unknown<'_> = obj.get_property_unchecked(key)?;
-                if item.get_type()? == ValueType::Undefined {
-                    continue;
-                }
-                // A key is named by the object holding it: the key itself is not text.
-                let key = text(
-                    &key,
-                    || {
-                        if path.is_empty() {
-                            "options".to_owned()
-                        } else {
-                            path.clone()
-                        }
-                    },
-                    SURROGATE_KEY_RULE,
-                )?;
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(&key);
-                let v = to_json(&item, path, depth + 1)?;
-                path.truncate(base);
-                map.insert(key, v);
             }
-            Value::Object(map)
-        }
-        other => {
-            return Err(invalid(
-                path.clone(),
-                format!("must be JSON, got {}", type_name(other)),
-            ));
-        }
-    })
+            ValueType::String => self.text(value, path)?.map_or(Value::Null, Value::String),
+            ValueType::Object if value.is_date()? => {
+                let millis = value.coerce_to_number()?.get_double()?;
+                match (millis.is_finite())
+                    .then(|| DateTime::<Utc>::from_timestamp_millis(millis as i64))
+                    .flatten()
+                {
+                    Some(at) => Value::String(at.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+                    None => {
+                        self.problem(path.clone(), "is an invalid Date");
+                        Value::Null
+                    }
+                }
+            }
+            ValueType::Object if value.is_array()? => {
+                let array = value.coerce_to_object()?;
+                let len = array.get_array_length()?;
+                let mut items = Vec::with_capacity(len.min(4096) as usize);
+                let base = path.len();
+                for i in 0..len {
+                    let item: Unknown<'_> = array.get_element(i)?;
+                    let _ = write!(path, "[{i}]");
+                    items.push(self.value(&item, path, depth + 1)?);
+                    path.truncate(base);
+                }
+                Value::Array(items)
+            }
+            ValueType::Object => {
+                let object = value.coerce_to_object()?;
+                let owner = if path.is_empty() {
+                    "options".to_owned()
+                } else {
+                    path.clone()
+                };
+                let entries = self.entries(&object, &owner)?;
+                let mut map = Map::new();
+                let base = path.len();
+                for (key, item) in entries {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(&key);
+                    let v = self.value(&item, path, depth + 1)?;
+                    path.truncate(base);
+                    map.insert(key, v);
+                }
+                Value::Object(map)
+            }
+            other => {
+                self.problem(
+                    path.clone(),
+                    format!("must be JSON, got {}", type_name(other)),
+                );
+                Value::Null
+            }
+        })
+    }
 }
