@@ -61,13 +61,15 @@ bench-python:
 
 # >>> node (owned by handoff-node)
 # Installs the CLI from the committed lockfile (`npm ci` cannot be used here), builds the addon
-# and its .d.ts (release: the same build serves the benchmark), fails if the rebuilt .d.ts
-# differs from the committed one, then runs the node:test suite and the swarm example.
+# and its .d.ts (release: the same build serves the benchmark) with the options' types generated
+# from the core's catalog (scripts/gen-types.mjs, which also checks the methods against it), fails
+# if the rebuilt .d.ts or its generated header differs from the committed one, then runs the
+# node:test suite and the swarm example.
 test-node:
 	cd handoff-node && npm install --no-audit --no-fund
 	cd handoff-node && npm run build
-	git diff --exit-code -- handoff-node/index.d.ts || { \
-	  echo "handoff-node/index.d.ts changed when rebuilt: commit the regenerated file"; exit 1; }
+	git diff --exit-code -- handoff-node/index.d.ts handoff-node/dts-header.d.ts || { \
+	  echo "handoff-node's .d.ts changed when rebuilt: commit the regenerated files"; exit 1; }
 	cd handoff-node && node --test test/*.test.mjs
 	mkdir -p examples/node/node_modules && ln -sfn ../../../handoff-node examples/node/node_modules/handoff-core
 	node examples/node/swarm.mjs --db "$$(mktemp -d)/handoff.db"

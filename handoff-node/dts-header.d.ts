@@ -5,18 +5,14 @@
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 /** A JSON object, as `metadata` is. */
 export type JsonObject = { [key: string]: JsonValue }
-/** What kind of handoff a record is. */
-export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'initialization' | 'progress' | 'error_recovery'
-/** Where a handoff is in its lifecycle. */
-export type HandoffStatus = 'pending' | 'claimed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'failed'
 /** Why an agent handed over, in its wire form. */
 export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${number}` | `timeout_${number}s` | `error: ${string}` | `error:${string}`
 /** A reason as `create` and `checkpoint` take it: the wire form, or the bare `'context_limit'` (percent in `contextPct`) or `'timeout'` (seconds in `timeoutSeconds`). */
 export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
-/** `checkpoint`'s fields: `create`'s options less those the checkpoint sets itself. */
-export type CheckpointFields = Omit<CreateOptions, 'taskId' | 'kind' | 'fromAgent' | 'toAgent'>
+/** `release`'s and `reject`'s options, by their older shared name. */
+export type ReasonOptions = ReleaseOptions
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
@@ -40,3 +36,223 @@ export interface HandoffError extends Error {
   path?: string[]
   rule?: { rule: 'max_handoffs' | 'revisit' | 'not_collaborator'; limit?: number; agent?: string; from?: string; to?: string }
 }
+// <<< generated from the core's catalog by scripts/gen-types.mjs: do not edit below
+/** The options of `store.create`. */
+export interface CreateOptions {
+  /** The task this handoff belongs to; a task's handoffs form its chain. */
+  taskId: string
+  /** The agent handing over. */
+  fromAgent?: string
+  /** The agent addressed; any agent may claim when absent. */
+  toAgent?: string
+  /** What kind of handoff this is (default `full`). */
+  kind?: HandoffKind
+  /** What the successor must achieve. Never empty. */
+  goal: string
+  /**
+   * Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
+   * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
+   * (with `contextPct`) and `timeout` (with `timeoutSeconds`).
+   */
+  reason?: HandoffReasonInput
+  /** How full the handing-over agent's context window was, in percent. */
+  contextPct?: number
+  /** With the bare reason `timeout`: how long the agent ran, in seconds. */
+  timeoutSeconds?: number
+  /** Where the work stands, in prose. */
+  progress?: string
+  /** Steps already done. */
+  completed?: string[]
+  /** Steps still to do, in order. */
+  pending?: string[]
+  /** Decisions taken, and why. */
+  decisions?: string[]
+  /** Assumptions the work rests on. */
+  assumptions?: string[]
+  /** Things the successor must be careful about. */
+  warnings?: string[]
+  /** Errors seen and not yet fixed. */
+  errors?: string[]
+  /** Files changed so far. */
+  files?: string[]
+  /** Guidance for the successor. */
+  instructions?: string
+  /** Free-form JSON object, carried along unchanged. */
+  metadata?: JsonObject
+  /** A caller-chosen id: creating again with the same content returns the same record. */
+  id?: string
+  /** The handoff this one continues. */
+  parentId?: string
+  /** The handing-over agent's session. */
+  sessionId?: string
+  /** What stops progress right now. */
+  blockers?: string[]
+  /** Files the work holds locks on. */
+  lockedFiles?: string[]
+  /** What matters most, first. */
+  priorityItems?: string[]
+  /** How the successor knows it is done. */
+  successCriteria?: string[]
+  /** When an unclaimed handoff expires (RFC 3339). */
+  expiresAt?: string | Date
+  /** How many claims may lapse before the handoff fails (default 3). */
+  maxAttempts?: number
+}
+/** The options of `store.list`. */
+export interface ListOptions {
+  /** Only records in this status. */
+  status?: HandoffStatus
+  /** Only records of this task. */
+  taskId?: string
+  /** Only records addressed to this agent. */
+  toAgent?: string
+  /** At most this many records. */
+  limit?: number
+  /** Only records of this kind. */
+  kind?: HandoffKind
+  /** Only records after the one with this id (the last of the previous page). */
+  after?: string
+}
+/** The options of `store.claim`. */
+export interface ClaimOptions {
+  /** How long the claim lives without a heartbeat (default 300). */
+  leaseSeconds?: number
+}
+/** The options of `store.claimNext`. */
+export interface ClaimNextOptions {
+  /** Only work of this task. */
+  taskId?: string
+  /** How long the claim lives without a heartbeat (default 300). */
+  leaseSeconds?: number
+}
+/** The options of `store.release`. */
+export interface ReleaseOptions {
+  /** Why the holder gives it back. */
+  reason: string
+}
+/** The options of `store.complete`. */
+export interface CompleteOptions {
+  /** What came of the work. */
+  outcome?: string
+}
+/** The options of `store.reject`. */
+export interface RejectOptions {
+  /** Why. */
+  reason: string
+}
+/** The options of `store.cancel`. */
+export interface CancelOptions {
+  /** Why. */
+  reason?: string
+}
+/** The options of `store.cancelClaim`. */
+export interface CancelClaimOptions {
+  /** Why. */
+  reason?: string
+}
+/** The options of `store.events`. */
+export interface EventsOptions {
+  /** Only this handoff's events (`id` is accepted too). */
+  handoffId?: string
+  /**
+   * The same as `handoffId` (its older name); give one or the other.
+   * @deprecated Use `handoffId`.
+   */
+  id?: string
+  /** Only the events of this task's handoffs. */
+  taskId?: string
+  /** Only events after this cursor: the `seq` of the last event already read. */
+  after?: number
+  /** At most this many events (a page). */
+  limit?: number
+}
+/** The fields of `store.checkpoint`. */
+export interface CheckpointFields {
+  /** What the successor must achieve. Never empty. */
+  goal: string
+  /**
+   * Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
+   * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
+   * (with `contextPct`) and `timeout` (with `timeoutSeconds`).
+   */
+  reason?: HandoffReasonInput
+  /** How full the handing-over agent's context window was, in percent. */
+  contextPct?: number
+  /** With the bare reason `timeout`: how long the agent ran, in seconds. */
+  timeoutSeconds?: number
+  /** Where the work stands, in prose. */
+  progress?: string
+  /** Steps already done. */
+  completed?: string[]
+  /** Steps still to do, in order. */
+  pending?: string[]
+  /** Decisions taken, and why. */
+  decisions?: string[]
+  /** Assumptions the work rests on. */
+  assumptions?: string[]
+  /** Things the successor must be careful about. */
+  warnings?: string[]
+  /** Errors seen and not yet fixed. */
+  errors?: string[]
+  /** Files changed so far. */
+  files?: string[]
+  /** Guidance for the successor. */
+  instructions?: string
+  /** Free-form JSON object, carried along unchanged. */
+  metadata?: JsonObject
+  /** A caller-chosen id: creating again with the same content returns the same record. */
+  id?: string
+  /** The handoff this one continues. */
+  parentId?: string
+  /** The handing-over agent's session. */
+  sessionId?: string
+  /** What stops progress right now. */
+  blockers?: string[]
+  /** Files the work holds locks on. */
+  lockedFiles?: string[]
+  /** What matters most, first. */
+  priorityItems?: string[]
+  /** How the successor knows it is done. */
+  successCriteria?: string[]
+  /** When an unclaimed handoff expires (RFC 3339). */
+  expiresAt?: string | Date
+  /** How many claims may lapse before the handoff fails (default 3). */
+  maxAttempts?: number
+}
+/**
+ * What kind of handoff a record is.
+ * - `full`: The whole task passes to the successor.
+ * - `partial`: Part of the task passes; the rest stays.
+ * - `escalation`: Handed up to someone more capable (a stronger model, a human).
+ * - `checkpoint`: Progress saved by its owner; not a hop and not claimable.
+ * - `initialization`: A manager starts a worker.
+ * - `progress`: A worker reports back.
+ * - `error_recovery`: Another attempt after an error.
+ */
+export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'initialization' | 'progress' | 'error_recovery'
+/**
+ * Where a handoff is in its lifecycle.
+ * - `pending`: Waiting for a claim.
+ * - `claimed`: Held by an agent under a lease.
+ * - `completed`: Finished by its holder.
+ * - `rejected`: Refused by the addressed agent.
+ * - `cancelled`: Withdrawn.
+ * - `expired`: Nobody claimed it before `expiresAt`.
+ * - `failed`: Its claims lapsed `maxAttempts` times.
+ */
+export type HandoffStatus = 'pending' | 'claimed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'failed'
+/**
+ * A claim as a caller hands it back: the claimed handoff's id, the fencing token, the secret
+ * and the lease length. Only these; never the record.
+ */
+export interface ClaimReference {
+  /** The claimed handoff's id. */
+  handoffId: string
+  /** The claim's fencing token. */
+  token: number
+  /** The claim's secret (`hcs_` and 64 hex digits). */
+  secret: string
+  /** The lease length in seconds, renewed by each heartbeat (default 300). */
+  leaseSeconds?: number
+}
+// >>> end of generated types

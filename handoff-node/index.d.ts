@@ -5,18 +5,14 @@
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 /** A JSON object, as `metadata` is. */
 export type JsonObject = { [key: string]: JsonValue }
-/** What kind of handoff a record is. */
-export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'initialization' | 'progress' | 'error_recovery'
-/** Where a handoff is in its lifecycle. */
-export type HandoffStatus = 'pending' | 'claimed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'failed'
 /** Why an agent handed over, in its wire form. */
 export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${number}` | `timeout_${number}s` | `error: ${string}` | `error:${string}`
 /** A reason as `create` and `checkpoint` take it: the wire form, or the bare `'context_limit'` (percent in `contextPct`) or `'timeout'` (seconds in `timeoutSeconds`). */
 export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
-/** `checkpoint`'s fields: `create`'s options less those the checkpoint sets itself. */
-export type CheckpointFields = Omit<CreateOptions, 'taskId' | 'kind' | 'fromAgent' | 'toAgent'>
+/** `release`'s and `reject`'s options, by their older shared name. */
+export type ReasonOptions = ReleaseOptions
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
@@ -40,6 +36,226 @@ export interface HandoffError extends Error {
   path?: string[]
   rule?: { rule: 'max_handoffs' | 'revisit' | 'not_collaborator'; limit?: number; agent?: string; from?: string; to?: string }
 }
+// <<< generated from the core's catalog by scripts/gen-types.mjs: do not edit below
+/** The options of `store.create`. */
+export interface CreateOptions {
+  /** The task this handoff belongs to; a task's handoffs form its chain. */
+  taskId: string
+  /** The agent handing over. */
+  fromAgent?: string
+  /** The agent addressed; any agent may claim when absent. */
+  toAgent?: string
+  /** What kind of handoff this is (default `full`). */
+  kind?: HandoffKind
+  /** What the successor must achieve. Never empty. */
+  goal: string
+  /**
+   * Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
+   * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
+   * (with `contextPct`) and `timeout` (with `timeoutSeconds`).
+   */
+  reason?: HandoffReasonInput
+  /** How full the handing-over agent's context window was, in percent. */
+  contextPct?: number
+  /** With the bare reason `timeout`: how long the agent ran, in seconds. */
+  timeoutSeconds?: number
+  /** Where the work stands, in prose. */
+  progress?: string
+  /** Steps already done. */
+  completed?: string[]
+  /** Steps still to do, in order. */
+  pending?: string[]
+  /** Decisions taken, and why. */
+  decisions?: string[]
+  /** Assumptions the work rests on. */
+  assumptions?: string[]
+  /** Things the successor must be careful about. */
+  warnings?: string[]
+  /** Errors seen and not yet fixed. */
+  errors?: string[]
+  /** Files changed so far. */
+  files?: string[]
+  /** Guidance for the successor. */
+  instructions?: string
+  /** Free-form JSON object, carried along unchanged. */
+  metadata?: JsonObject
+  /** A caller-chosen id: creating again with the same content returns the same record. */
+  id?: string
+  /** The handoff this one continues. */
+  parentId?: string
+  /** The handing-over agent's session. */
+  sessionId?: string
+  /** What stops progress right now. */
+  blockers?: string[]
+  /** Files the work holds locks on. */
+  lockedFiles?: string[]
+  /** What matters most, first. */
+  priorityItems?: string[]
+  /** How the successor knows it is done. */
+  successCriteria?: string[]
+  /** When an unclaimed handoff expires (RFC 3339). */
+  expiresAt?: string | Date
+  /** How many claims may lapse before the handoff fails (default 3). */
+  maxAttempts?: number
+}
+/** The options of `store.list`. */
+export interface ListOptions {
+  /** Only records in this status. */
+  status?: HandoffStatus
+  /** Only records of this task. */
+  taskId?: string
+  /** Only records addressed to this agent. */
+  toAgent?: string
+  /** At most this many records. */
+  limit?: number
+  /** Only records of this kind. */
+  kind?: HandoffKind
+  /** Only records after the one with this id (the last of the previous page). */
+  after?: string
+}
+/** The options of `store.claim`. */
+export interface ClaimOptions {
+  /** How long the claim lives without a heartbeat (default 300). */
+  leaseSeconds?: number
+}
+/** The options of `store.claimNext`. */
+export interface ClaimNextOptions {
+  /** Only work of this task. */
+  taskId?: string
+  /** How long the claim lives without a heartbeat (default 300). */
+  leaseSeconds?: number
+}
+/** The options of `store.release`. */
+export interface ReleaseOptions {
+  /** Why the holder gives it back. */
+  reason: string
+}
+/** The options of `store.complete`. */
+export interface CompleteOptions {
+  /** What came of the work. */
+  outcome?: string
+}
+/** The options of `store.reject`. */
+export interface RejectOptions {
+  /** Why. */
+  reason: string
+}
+/** The options of `store.cancel`. */
+export interface CancelOptions {
+  /** Why. */
+  reason?: string
+}
+/** The options of `store.cancelClaim`. */
+export interface CancelClaimOptions {
+  /** Why. */
+  reason?: string
+}
+/** The options of `store.events`. */
+export interface EventsOptions {
+  /** Only this handoff's events (`id` is accepted too). */
+  handoffId?: string
+  /**
+   * The same as `handoffId` (its older name); give one or the other.
+   * @deprecated Use `handoffId`.
+   */
+  id?: string
+  /** Only the events of this task's handoffs. */
+  taskId?: string
+  /** Only events after this cursor: the `seq` of the last event already read. */
+  after?: number
+  /** At most this many events (a page). */
+  limit?: number
+}
+/** The fields of `store.checkpoint`. */
+export interface CheckpointFields {
+  /** What the successor must achieve. Never empty. */
+  goal: string
+  /**
+   * Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
+   * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
+   * (with `contextPct`) and `timeout` (with `timeoutSeconds`).
+   */
+  reason?: HandoffReasonInput
+  /** How full the handing-over agent's context window was, in percent. */
+  contextPct?: number
+  /** With the bare reason `timeout`: how long the agent ran, in seconds. */
+  timeoutSeconds?: number
+  /** Where the work stands, in prose. */
+  progress?: string
+  /** Steps already done. */
+  completed?: string[]
+  /** Steps still to do, in order. */
+  pending?: string[]
+  /** Decisions taken, and why. */
+  decisions?: string[]
+  /** Assumptions the work rests on. */
+  assumptions?: string[]
+  /** Things the successor must be careful about. */
+  warnings?: string[]
+  /** Errors seen and not yet fixed. */
+  errors?: string[]
+  /** Files changed so far. */
+  files?: string[]
+  /** Guidance for the successor. */
+  instructions?: string
+  /** Free-form JSON object, carried along unchanged. */
+  metadata?: JsonObject
+  /** A caller-chosen id: creating again with the same content returns the same record. */
+  id?: string
+  /** The handoff this one continues. */
+  parentId?: string
+  /** The handing-over agent's session. */
+  sessionId?: string
+  /** What stops progress right now. */
+  blockers?: string[]
+  /** Files the work holds locks on. */
+  lockedFiles?: string[]
+  /** What matters most, first. */
+  priorityItems?: string[]
+  /** How the successor knows it is done. */
+  successCriteria?: string[]
+  /** When an unclaimed handoff expires (RFC 3339). */
+  expiresAt?: string | Date
+  /** How many claims may lapse before the handoff fails (default 3). */
+  maxAttempts?: number
+}
+/**
+ * What kind of handoff a record is.
+ * - `full`: The whole task passes to the successor.
+ * - `partial`: Part of the task passes; the rest stays.
+ * - `escalation`: Handed up to someone more capable (a stronger model, a human).
+ * - `checkpoint`: Progress saved by its owner; not a hop and not claimable.
+ * - `initialization`: A manager starts a worker.
+ * - `progress`: A worker reports back.
+ * - `error_recovery`: Another attempt after an error.
+ */
+export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'initialization' | 'progress' | 'error_recovery'
+/**
+ * Where a handoff is in its lifecycle.
+ * - `pending`: Waiting for a claim.
+ * - `claimed`: Held by an agent under a lease.
+ * - `completed`: Finished by its holder.
+ * - `rejected`: Refused by the addressed agent.
+ * - `cancelled`: Withdrawn.
+ * - `expired`: Nobody claimed it before `expiresAt`.
+ * - `failed`: Its claims lapsed `maxAttempts` times.
+ */
+export type HandoffStatus = 'pending' | 'claimed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'failed'
+/**
+ * A claim as a caller hands it back: the claimed handoff's id, the fencing token, the secret
+ * and the lease length. Only these; never the record.
+ */
+export interface ClaimReference {
+  /** The claimed handoff's id. */
+  handoffId: string
+  /** The claim's fencing token. */
+  token: number
+  /** The claim's secret (`hcs_` and 64 hex digits). */
+  secret: string
+  /** The lease length in seconds, renewed by each heartbeat (default 300). */
+  leaseSeconds?: number
+}
+// >>> end of generated types
 
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
@@ -140,109 +356,6 @@ export declare class Store {
    */
   static memory(options?: Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds' | 'readOnly'>): Store
   /**
-   * Creates a pending handoff. With a caller-supplied `id`, creating again with the same
-   * content returns the stored record; with other content it fails with `CONFLICT`.
-   */
-  create(options: CreateOptions): Handoff
-  /** `create`, off the JavaScript thread. */
-  createAsync(options: CreateOptions): Promise<Handoff>
-  /** Creates several handoffs in one transaction: all of them, or none when one is refused. */
-  createMany(items: CreateOptions[]): Handoff[]
-  /** `createMany`, off the JavaScript thread. */
-  createManyAsync(items: CreateOptions[]): Promise<Handoff[]>
-  /** The handoff with this id; `NOT_FOUND` if there is none. */
-  get(id: string): Handoff
-  /** `get`, off the JavaScript thread. */
-  getAsync(id: string): Promise<Handoff>
-  /** Handoffs matching the filter, oldest first. */
-  list(options?: ListOptions): Handoff[]
-  /** `list`, off the JavaScript thread. */
-  listAsync(options?: ListOptions): Promise<Handoff[]>
-  /**
-   * Claims the handoff `id` for `agent`. `ALREADY_CLAIMED` while another claim is live;
-   * `INVALID_TRANSITION` when it is finished or addressed to another agent.
-   */
-  claim(id: string, agent: string, options?: ClaimOptions): Claim
-  /** `claim`, off the JavaScript thread. */
-  claimAsync(id: string, agent: string, options?: ClaimOptions): Promise<Claim>
-  /**
-   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-   * `null` when there is none.
-   */
-  claimNext(agent: string, options?: ClaimNextOptions): Claim | null
-  /** `claimNext`, off the JavaScript thread. */
-  claimNextAsync(agent: string, options?: ClaimNextOptions): Promise<Claim | null>
-  /**
-   * Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
-   * the token is no longer current.
-   */
-  heartbeat(claim: Claim | ClaimReference): Handoff
-  /** `heartbeat`, off the JavaScript thread. */
-  heartbeatAsync(claim: Claim | ClaimReference): Promise<Handoff>
-  /**
-   * Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
-   * token is no longer current.
-   */
-  release(claim: Claim | ClaimReference, options: ReasonOptions): Handoff
-  /** `release`, off the JavaScript thread. */
-  releaseAsync(claim: Claim | ClaimReference, options: ReasonOptions): Promise<Handoff>
-  /** Finishes the handoff. `LEASE_LOST` when the token is no longer current. */
-  complete(claim: Claim | ClaimReference, options?: CompleteOptions): Handoff
-  /** `complete`, off the JavaScript thread. */
-  completeAsync(claim: Claim | ClaimReference, options?: CompleteOptions): Promise<Handoff>
-  /** Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder). */
-  reject(id: string, agent: string, options: ReasonOptions): Handoff
-  /** `reject`, off the JavaScript thread. */
-  rejectAsync(id: string, agent: string, options: ReasonOptions): Promise<Handoff>
-  /**
-   * Withdraws a pending or claimed handoff, as `by`: its creator (`fromAgent`), or anyone
-   * when it has none; anyone else gets `INVALID_TRANSITION`. Its holder cancels with
-   * `cancelClaim(claim)`.
-   */
-  cancel(id: string, by: string, options?: CancelOptions): Handoff
-  /** `cancel`, off the JavaScript thread. */
-  cancelAsync(id: string, by: string, options?: CancelOptions): Promise<Handoff>
-  /**
-   * Withdraws the handoff as its holder, with its claim (the claim or its reference).
-   * `LEASE_LOST` when the token is no longer current or the secret does not match.
-   */
-  cancelClaim(claim: Claim | ClaimReference, options?: CancelOptions): Handoff
-  /** `cancelClaim`, off the JavaScript thread. */
-  cancelClaimAsync(claim: Claim | ClaimReference, options?: CancelOptions): Promise<Handoff>
-  /**
-   * The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
-   * (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
-   * `limit`, until a page comes back empty.
-   */
-  events(options?: EventsOptions): Event[]
-  /** `events`, off the JavaScript thread. */
-  eventsAsync(options?: EventsOptions): Promise<Event[]>
-  /** The task's chain of hops, oldest first. */
-  chain(taskId: string): Chain
-  /** `chain`, off the JavaScript thread. */
-  chainAsync(taskId: string): Promise<Chain>
-  /**
-   * Saves `agent`'s progress on `taskId` without changing who owns what (a finished record
-   * of kind `checkpoint`, never claimable, not a hop).
-   */
-  checkpoint(taskId: string, agent: string, fields: CheckpointFields): Handoff
-  /** `checkpoint`, off the JavaScript thread. */
-  checkpointAsync(taskId: string, agent: string, fields: CheckpointFields): Promise<Handoff>
-  /**
-   * Task ids in progress whose last sign of life (claim, heartbeat, checkpoint) is older
-   * than `olderThanSeconds`.
-   */
-  stalled(olderThanSeconds: number): string[]
-  /** `stalled`, off the JavaScript thread. */
-  stalledAsync(olderThanSeconds: number): Promise<string[]>
-  /**
-   * Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
-   * median seconds from creation to the first claim and to completion.
-   */
-  stats(): PathStats[]
-  /** `stats`, off the JavaScript thread. */
-  statsAsync(): Promise<PathStats[]>
-  /**
    * Saves this store's chain policy and limits (those given to `open`, or the defaults) in
    * the store itself, so that every process that opens it without its own — the CLI and the
    * MCP server included — applies them.
@@ -255,19 +368,213 @@ export declare class Store {
   /** `savedPolicy`, off the JavaScript thread. */
   savedPolicyAsync(): Promise<SavedPolicy | null>
   /**
-   * Writes a consistent copy of the store to `path` (a new file; it must not exist) while
-   * the store stays in use: an SQLite snapshot, readable by its owner only.
+   * Creates a pending handoff. With a caller-supplied `id`, creating again with the same
+   * content returns the stored record; with other content it fails with `CONFLICT`.
    */
-  backup(path: string): void
-  /** `backup`, off the JavaScript thread. */
-  backupAsync(path: string): Promise<void>
+  create(options: CreateOptions): Handoff
+  /**
+   * Creates a pending handoff. With a caller-supplied `id`, creating again with the same
+   * content returns the stored record; with other content it fails with `CONFLICT`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  createAsync(options: CreateOptions): Promise<Handoff>
+  /** Creates several handoffs in one transaction: all of them, or none when one is refused. */
+  createMany(items: CreateOptions[]): Handoff[]
+  /**
+   * Creates several handoffs in one transaction: all of them, or none when one is refused.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  createManyAsync(items: CreateOptions[]): Promise<Handoff[]>
+  /** The handoff with this id; `NOT_FOUND` if there is none. */
+  get(id: string): Handoff
+  /**
+   * The handoff with this id; `NOT_FOUND` if there is none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  getAsync(id: string): Promise<Handoff>
+  /** Handoffs matching the filter, oldest first. */
+  list(options?: ListOptions): Handoff[]
+  /**
+   * Handoffs matching the filter, oldest first.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  listAsync(options?: ListOptions): Promise<Handoff[]>
+  /**
+   * Claims the handoff `id` for `agent`. `ALREADY_CLAIMED` while another claim is live;
+   * `INVALID_TRANSITION` when it is finished or addressed to another agent.
+   */
+  claim(id: string, agent: string, options?: ClaimOptions): Claim
+  /**
+   * Claims the handoff `id` for `agent`. `ALREADY_CLAIMED` while another claim is live;
+   * `INVALID_TRANSITION` when it is finished or addressed to another agent.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  claimAsync(id: string, agent: string, options?: ClaimOptions): Promise<Claim>
+  /**
+   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
+   * `null` when there is none.
+   */
+  claimNext(agent: string, options?: ClaimNextOptions): Claim | null
+  /**
+   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
+   * `null` when there is none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  claimNextAsync(agent: string, options?: ClaimNextOptions): Promise<Claim | null>
+  /**
+   * Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
+   * the token is no longer current.
+   */
+  heartbeat(claim: Claim | ClaimReference): Handoff
+  /**
+   * Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
+   * the token is no longer current.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  heartbeatAsync(claim: Claim | ClaimReference): Promise<Handoff>
+  /**
+   * Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
+   * token is no longer current.
+   */
+  release(claim: Claim | ClaimReference, options: ReleaseOptions): Handoff
+  /**
+   * Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
+   * token is no longer current.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  releaseAsync(claim: Claim | ClaimReference, options: ReleaseOptions): Promise<Handoff>
+  /** Finishes the handoff. `LEASE_LOST` when the token is no longer current. */
+  complete(claim: Claim | ClaimReference, options?: CompleteOptions): Handoff
+  /**
+   * Finishes the handoff. `LEASE_LOST` when the token is no longer current.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  completeAsync(claim: Claim | ClaimReference, options?: CompleteOptions): Promise<Handoff>
+  /** Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder). */
+  reject(id: string, agent: string, options: RejectOptions): Handoff
+  /**
+   * Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  rejectAsync(id: string, agent: string, options: RejectOptions): Promise<Handoff>
+  /**
+   * Withdraws a pending or claimed handoff, as `by`: its creator (`fromAgent`), or anyone
+   * when it has none; anyone else gets `INVALID_TRANSITION`. Its holder cancels with
+   * `cancelClaim(claim)`.
+   */
+  cancel(id: string, by: string, options?: CancelOptions): Handoff
+  /**
+   * Withdraws a pending or claimed handoff, as `by`: its creator (`fromAgent`), or anyone
+   * when it has none; anyone else gets `INVALID_TRANSITION`. Its holder cancels with
+   * `cancelClaim(claim)`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cancelAsync(id: string, by: string, options?: CancelOptions): Promise<Handoff>
+  /**
+   * Withdraws the handoff as its holder, with its claim (the claim or its reference).
+   * `LEASE_LOST` when the token is no longer current or the secret does not match.
+   */
+  cancelClaim(claim: Claim | ClaimReference, options?: CancelClaimOptions): Handoff
+  /**
+   * Withdraws the handoff as its holder, with its claim (the claim or its reference).
+   * `LEASE_LOST` when the token is no longer current or the secret does not match.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cancelClaimAsync(claim: Claim | ClaimReference, options?: CancelClaimOptions): Promise<Handoff>
+  /**
+   * The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
+   * (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
+   * `limit`, until a page comes back empty.
+   */
+  events(options?: EventsOptions): Event[]
+  /**
+   * The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
+   * (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
+   * `limit`, until a page comes back empty.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  eventsAsync(options?: EventsOptions): Promise<Event[]>
+  /** The task's chain of hops, oldest first. */
+  chain(taskId: string): Chain
+  /**
+   * The task's chain of hops, oldest first.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  chainAsync(taskId: string): Promise<Chain>
+  /**
+   * Saves `agent`'s progress on `taskId` without changing who owns what (a finished record
+   * of kind `checkpoint`, never claimable, not a hop).
+   */
+  checkpoint(taskId: string, agent: string, fields: CheckpointFields): Handoff
+  /**
+   * Saves `agent`'s progress on `taskId` without changing who owns what (a finished record
+   * of kind `checkpoint`, never claimable, not a hop).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  checkpointAsync(taskId: string, agent: string, fields: CheckpointFields): Promise<Handoff>
+  /**
+   * Task ids in progress whose last sign of life (claim, heartbeat, checkpoint) is older
+   * than `olderThanSeconds`.
+   */
+  stalled(olderThanSeconds: number): string[]
+  /**
+   * Task ids in progress whose last sign of life (claim, heartbeat, checkpoint) is older
+   * than `olderThanSeconds`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  stalledAsync(olderThanSeconds: number): Promise<string[]>
+  /**
+   * Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
+   * median seconds from creation to the first claim and to completion.
+   */
+  stats(): PathStats[]
+  /**
+   * Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
+   * median seconds from creation to the first claim and to completion.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  statsAsync(): Promise<PathStats[]>
   /**
    * Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
    * handoffs changed. `claimNext` does this for a small batch itself.
    */
   reap(): number
-  /** `reap`, off the JavaScript thread. */
+  /**
+   * Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
+   * handoffs changed. `claimNext` does this for a small batch itself.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
   reapAsync(): Promise<number>
+  /**
+   * Writes a consistent copy of the store to `path` (a new file; it must not exist) while
+   * the store stays in use: an SQLite snapshot, readable by its owner only.
+   */
+  backup(path: string): void
+  /**
+   * Writes a consistent copy of the store to `path` (a new file; it must not exist) while
+   * the store stays in use: an SQLite snapshot, readable by its owner only.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  backupAsync(path: string): Promise<void>
 }
 
 /** A registered agent. */
@@ -278,12 +585,6 @@ export interface Agent {
   description: string
   /** Who it may hand off to; `null` is everyone else. */
   collaborators: Array<string> | null
-}
-
-/** `store.cancel` options. */
-export interface CancelOptions {
-  /** Why, if you want it logged. */
-  reason?: string
 }
 
 /** A task's hops in creation order (checkpoints are not hops). */
@@ -314,7 +615,7 @@ export interface ChainPolicy {
  * `heartbeat`, `release`, `complete` and `cancelClaim` read only `handoffId`, `token`,
  * `secret` and `leaseSeconds` of it, so a process that was handed those four values settles
  * the claim with the plain object `{ handoffId, token, secret, leaseSeconds }` (a
- * [`ClaimReference`]).
+ * `ClaimReference`).
  */
 export interface Claim {
   /** The handoff, as it was when claimed. */
@@ -333,41 +634,6 @@ export interface Claim {
   secret: string
   /** The lease length in seconds; `heartbeat` extends the lease by this much. */
   leaseSeconds: number
-}
-
-/** `store.claimNext` options. */
-export interface ClaimNextOptions {
-  /** Only claim within this task. */
-  taskId?: string
-  /** How long the claim lasts without a heartbeat, in seconds (default 300). */
-  leaseSeconds?: number
-}
-
-/** `store.claim` options. */
-export interface ClaimOptions {
-  /** How long the claim lasts without a heartbeat, in seconds (default 300). */
-  leaseSeconds?: number
-}
-
-/**
- * What `heartbeat`, `release`, `complete` and `cancelClaim` need of a claim: a `Claim`
- * itself, or these four values of one.
- */
-export interface ClaimReference {
-  /** The claimed handoff's id. */
-  handoffId: string
-  /** The claim's fencing token. */
-  token: number
-  /** The claim's secret, as the claim returned it. */
-  secret: string
-  /** The lease length in seconds (default 300); `heartbeat` extends the lease by this much. */
-  leaseSeconds?: number
-}
-
-/** `store.complete` options. */
-export interface CompleteOptions {
-  /** The result (default empty). */
-  outcome?: string
 }
 
 /**
@@ -401,70 +667,6 @@ export interface ContextOptions {
   redact?: boolean
   /** Rules to redact with besides the built-in ones. */
   rules?: Array<RedactionRule>
-}
-
-/** What `create` takes. Only `taskId` and `goal` are required. */
-export interface CreateOptions {
-  /** The task; its handoffs form its chain. */
-  taskId: string
-  /** What the successor must achieve. Must not be empty. */
-  goal: string
-  /** The agent handing over. */
-  fromAgent?: string
-  /** The agent addressed; leave it out to let any agent claim. */
-  toAgent?: string
-  /** Defaults to `"full"`. */
-  kind?: HandoffKind
-  /**
-   * Defaults to `"explicit"`. The bare `"context_limit"` takes its percent from
-   * `contextPct` and `"timeout"` its seconds from `timeoutSeconds` (MASC's form).
-   */
-  reason?: HandoffReasonInput
-  /**
-   * How full the context window was, in percent (0 to 100); with a `context_limit` reason
-   * it must agree with the reason's percent.
-   */
-  contextPct?: number
-  /** With `reason: 'timeout'`: how long the agent ran, in seconds. */
-  timeoutSeconds?: number
-  /** Where the work stands, in prose (the record's `progressSummary`). */
-  progress?: string
-  /** Steps already done (`completedSteps`). */
-  completed?: Array<string>
-  /** Steps still to do (`pendingSteps`). */
-  pending?: Array<string>
-  /** Decisions taken (`keyDecisions`). */
-  decisions?: Array<string>
-  /** Assumptions the work rests on. */
-  assumptions?: Array<string>
-  /** Things to be careful about. */
-  warnings?: Array<string>
-  /** Errors seen and not yet fixed (`unresolvedErrors`). */
-  errors?: Array<string>
-  /** Files changed so far (`modifiedFiles`). */
-  files?: Array<string>
-  /** Guidance for the successor. */
-  instructions?: string
-  /** Free-form JSON object. */
-  metadata?: JsonObject
-  /** A caller-chosen id: creating twice with the same id and content returns the same record. */
-  id?: string
-  /** The handoff this one continues. */
-  parentId?: string
-  /** The session the handing-over agent ran in. */
-  sessionId?: string
-  /** What stops progress right now. */
-  blockers?: Array<string>
-  /** Files the work holds locks on. */
-  lockedFiles?: Array<string>
-  /** What matters most, first. */
-  priorityItems?: Array<string>
-  /** How the successor knows it is done. */
-  successCriteria?: Array<string>
-  /** When the handoff expires if nobody claims it: an ISO 8601 string (or a `Date`). */
-  expiresAt?: string | Date
-  /** How many claims may lapse before the handoff fails (default 3). */
-  maxAttempts?: number
 }
 
 /** `registry.detect` options. */
@@ -520,20 +722,6 @@ export interface EventDetail {
   reason?: string
   /** The holder's result (completed). */
   outcome?: string
-}
-
-/** `store.events` options: which events, and which page of them. */
-export interface EventsOptions {
-  /** Only this handoff's events. */
-  handoffId?: string
-  /** The same as `handoffId` (its older name); give one or the other. */
-  id?: string
-  /** Only the events of this task's handoffs. */
-  taskId?: string
-  /** Only events after this cursor: the `seq` of the last event already read. */
-  after?: number
-  /** At most this many events (a page); leave it out for all of them. */
-  limit?: number
 }
 
 /** A handover record: the work, what is known about it, and who holds it. */
@@ -694,20 +882,6 @@ export interface LimitsOptions {
   maxDepth?: number
 }
 
-/** `store.list` filter. */
-export interface ListOptions {
-  /** Only records in this status. */
-  status?: HandoffStatus
-  /** Only records of this task. */
-  taskId?: string
-  /** Only records addressed to this agent. */
-  toAgent?: string
-  /** Only records of this kind. */
-  kind?: HandoffKind
-  /** At most this many records. */
-  limit?: number
-}
-
 /** `toMarkdown` options. */
 export interface MarkdownOptions {
   /**
@@ -855,12 +1029,6 @@ export interface PolicyOptions {
   maxRevisits?: number
   /** Who may hand off to whom; leave it out (or `null`) to allow every pair. */
   collaborators?: Record<string, Array<string>> | null
-}
-
-/** `store.release` and `store.reject` options. */
-export interface ReasonOptions {
-  /** Why. */
-  reason: string
 }
 
 /**

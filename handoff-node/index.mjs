@@ -18,6 +18,7 @@ export const {
   handoffFromJson,
   handoffJsonSchema,
   __napiBindingTarget,
+  _catalogJson,
 } = binding
 
 export default binding

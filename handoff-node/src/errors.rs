@@ -46,36 +46,18 @@ pub(crate) fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Fail
 pub enum Naming {
     /// camelCase record fields and call arguments (`taskId`, `completedSteps[2]`).
     Js,
-    /// Like `Js`, but the fields `create`'s options name differently are shown by those names
-    /// (`completed`, `pending`, `decisions`, `errors`, `files`, `progress`, `contextPct`).
-    Create,
-    /// As in the snake_case JSON wire form, for errors about JSON text.
-    Wire,
+    /// As they are: the snake_case fields of JSON text, file names, and problems already named
+    /// in the caller's words (store operations, see [`crate::ops`]).
+    AsIs,
 }
-
-/// The options of `create` and `checkpoint` that differ from the record field they fill.
-const CREATE_ALIASES: &[(&str, &str)] = &[
-    ("progress_summary", "progress"),
-    ("completed_steps", "completed"),
-    ("pending_steps", "pending"),
-    ("key_decisions", "decisions"),
-    ("unresolved_errors", "errors"),
-    ("modified_files", "files"),
-    ("context_usage_percent", "contextPct"),
-];
 
 /// A core field path (`completed_steps[3]`, `metadata.a`) in the caller's naming.
 pub(crate) fn field_name(field: &str, naming: Naming) -> String {
-    if naming == Naming::Wire {
+    if naming == Naming::AsIs {
         return field.to_owned();
     }
     let end = field.find(['[', '.']).unwrap_or(field.len());
     let (head, rest) = field.split_at(end);
-    if naming == Naming::Create
-        && let Some((_, alias)) = CREATE_ALIASES.iter().find(|(core, _)| *core == head)
-    {
-        return format!("{alias}{rest}");
-    }
     format!("{}{rest}", camel_case(head))
 }
 
@@ -89,6 +71,20 @@ pub(crate) fn camel_case(name: &str) -> String {
         } else if upper {
             out.extend(c.to_uppercase());
             upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `taskId` → `task_id`.
+pub(crate) fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
         } else {
             out.push(c);
         }

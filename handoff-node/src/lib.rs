@@ -10,6 +10,7 @@ pub mod context;
 pub mod convert;
 pub mod errors;
 pub mod machine;
+pub mod ops;
 pub mod record;
 pub mod stats;
 pub mod store;

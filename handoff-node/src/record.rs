@@ -1,18 +1,18 @@
-//! The handoff record: its JavaScript shape, `create`'s options, Markdown and the JSON wire form.
+//! The handoff record: its JavaScript shape, Markdown and the JSON wire form.
 //!
 //! A record in JavaScript is a plain object whose keys are the core's field names in camelCase
 //! (`task_id` → `taskId`), times are ISO 8601 strings exactly as in the JSON wire form, `null`
 //! stands for an absent optional value, and `metadata` is the JSON object as stored.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use handoff_core::{Handoff, Kind, Metadata, NewHandoff, Reason};
+use handoff_core::{Handoff, Metadata};
 use napi::{Env, Unknown};
 use napi_derive::napi;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::convert;
-use crate::errors::{Failure, Naming, Outcome, invalid};
+use crate::errors::{Naming, Outcome, invalid, snake_case};
 use crate::task::{Mirror, sync};
 
 /// An ISO 8601 time exactly as the JSON wire form writes it.
@@ -199,187 +199,6 @@ impl Mirror for Handoff {
     }
 }
 
-/// What `create` takes. Only `taskId` and `goal` are required.
-#[napi(object, object_to_js = false)]
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateOptions {
-    /// The task; its handoffs form its chain.
-    pub task_id: String,
-    /// What the successor must achieve. Must not be empty.
-    pub goal: String,
-    /// The agent handing over.
-    pub from_agent: Option<String>,
-    /// The agent addressed; leave it out to let any agent claim.
-    pub to_agent: Option<String>,
-    /// Defaults to `"full"`.
-    #[napi(ts_type = "HandoffKind")]
-    pub kind: Option<String>,
-    /// Defaults to `"explicit"`. The bare `"context_limit"` takes its percent from
-    /// `contextPct` and `"timeout"` its seconds from `timeoutSeconds` (MASC's form).
-    #[napi(ts_type = "HandoffReasonInput")]
-    pub reason: Option<String>,
-    /// How full the context window was, in percent (0 to 100); with a `context_limit` reason
-    /// it must agree with the reason's percent.
-    pub context_pct: Option<u32>,
-    /// With `reason: 'timeout'`: how long the agent ran, in seconds.
-    pub timeout_seconds: Option<u32>,
-    /// Where the work stands, in prose (the record's `progressSummary`).
-    pub progress: Option<String>,
-    /// Steps already done (`completedSteps`).
-    pub completed: Option<Vec<String>>,
-    /// Steps still to do (`pendingSteps`).
-    pub pending: Option<Vec<String>>,
-    /// Decisions taken (`keyDecisions`).
-    pub decisions: Option<Vec<String>>,
-    /// Assumptions the work rests on.
-    pub assumptions: Option<Vec<String>>,
-    /// Things to be careful about.
-    pub warnings: Option<Vec<String>>,
-    /// Errors seen and not yet fixed (`unresolvedErrors`).
-    pub errors: Option<Vec<String>>,
-    /// Files changed so far (`modifiedFiles`).
-    pub files: Option<Vec<String>>,
-    /// Guidance for the successor.
-    pub instructions: Option<String>,
-    /// Free-form JSON object.
-    #[napi(ts_type = "JsonObject")]
-    pub metadata: Option<Metadata>,
-    /// A caller-chosen id: creating twice with the same id and content returns the same record.
-    pub id: Option<String>,
-    /// The handoff this one continues.
-    pub parent_id: Option<String>,
-    /// The session the handing-over agent ran in.
-    pub session_id: Option<String>,
-    /// What stops progress right now.
-    pub blockers: Option<Vec<String>>,
-    /// Files the work holds locks on.
-    pub locked_files: Option<Vec<String>>,
-    /// What matters most, first.
-    pub priority_items: Option<Vec<String>>,
-    /// How the successor knows it is done.
-    pub success_criteria: Option<Vec<String>>,
-    /// When the handoff expires if nobody claims it: an ISO 8601 string (or a `Date`).
-    #[napi(ts_type = "string | Date")]
-    pub expires_at: Option<String>,
-    /// How many claims may lapse before the handoff fails (default 3).
-    pub max_attempts: Option<u32>,
-}
-
-impl CreateOptions {
-    /// The core's input; problems of kind, reason, percent and time are reported together.
-    fn into_new(self) -> Outcome<NewHandoff> {
-        let mut problems = Vec::new();
-        let kind = match self.kind.as_deref().map(str::parse::<Kind>).transpose() {
-            Ok(kind) => kind.unwrap_or_default(),
-            Err(err) => {
-                problems.push(err);
-                Kind::default()
-            }
-        };
-        let context = match self.context_pct.map(u8::try_from).transpose() {
-            Ok(percent) => percent,
-            Err(_) => {
-                problems.push(handoff_core::Error::invalid(
-                    "contextPct",
-                    "must be from 0 to 100",
-                ));
-                None
-            }
-        };
-        // The core reads every form of reason (and refuses a percent given twice that
-        // disagrees), naming `reason`, `context_pct` or `timeout_seconds` as the caller does.
-        let reason = match Reason::from_input(
-            self.reason.as_deref(),
-            context,
-            self.timeout_seconds.map(u64::from),
-        ) {
-            Ok(reason) => reason,
-            Err(err) => {
-                problems.push(err);
-                Reason::default()
-            }
-        };
-        let expires_at = match self
-            .expires_at
-            .as_deref()
-            .map(DateTime::parse_from_rfc3339)
-            .transpose()
-        {
-            Ok(at) => at.map(|at| at.with_timezone(&Utc)),
-            Err(_) => {
-                problems.push(handoff_core::Error::invalid(
-                    "expiresAt",
-                    "must be an ISO 8601 time with an offset, like 2026-01-01T00:00:00Z",
-                ));
-                None
-            }
-        };
-        if !problems.is_empty() {
-            let problems = problems
-                .into_iter()
-                .flat_map(|err| match err {
-                    handoff_core::Error::Validation { problems } => problems,
-                    _ => Vec::new(),
-                })
-                .collect();
-            return Err(Failure::Core(handoff_core::Error::Validation { problems }));
-        }
-        Ok(NewHandoff {
-            id: self.id,
-            task_id: self.task_id,
-            session_id: self.session_id,
-            parent_id: self.parent_id,
-            kind,
-            reason,
-            from_agent: self.from_agent,
-            to_agent: self.to_agent,
-            goal: self.goal,
-            progress_summary: self.progress.unwrap_or_default(),
-            completed_steps: self.completed.unwrap_or_default(),
-            pending_steps: self.pending.unwrap_or_default(),
-            key_decisions: self.decisions.unwrap_or_default(),
-            assumptions: self.assumptions.unwrap_or_default(),
-            warnings: self.warnings.unwrap_or_default(),
-            unresolved_errors: self.errors.unwrap_or_default(),
-            blockers: self.blockers.unwrap_or_default(),
-            modified_files: self.files.unwrap_or_default(),
-            locked_files: self.locked_files.unwrap_or_default(),
-            instructions: self.instructions,
-            priority_items: self.priority_items.unwrap_or_default(),
-            success_criteria: self.success_criteria.unwrap_or_default(),
-            context_usage_percent: context,
-            metadata: self.metadata.unwrap_or_default(),
-            expires_at,
-            max_attempts: self.max_attempts,
-        })
-    }
-}
-
-/// Reads `create`'s options.
-pub(crate) fn new_handoff(options: &Unknown<'_>) -> Outcome<NewHandoff> {
-    convert::options::<CreateOptions>(options, "options")?.into_new()
-}
-
-/// Reads `checkpoint`'s fields: `create`'s options without `taskId`, `kind` and the agents,
-/// which the checkpoint sets itself.
-pub(crate) fn checkpoint_fields(task_id: &str, fields: &Unknown<'_>) -> Outcome<NewHandoff> {
-    let mut json = match convert::options::<Value>(fields, "fields")? {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
-    for key in ["taskId", "kind", "fromAgent", "toAgent"] {
-        if json.contains_key(key) {
-            return Err(invalid(
-                key,
-                "is set by checkpoint itself and must be left out",
-            ));
-        }
-    }
-    json.insert("taskId".to_owned(), Value::String(task_id.to_owned()));
-    convert::from_json::<CreateOptions>(Value::Object(json), "fields")?.into_new()
-}
-
 /// Reads a record object (as returned by the store) back into the core's record, validating it.
 pub(crate) fn handoff(value: &Unknown<'_>, field: &str) -> Outcome<Handoff> {
     convert::object(value, field)?;
@@ -395,20 +214,6 @@ pub(crate) fn handoff(value: &Unknown<'_>, field: &str) -> Outcome<Handoff> {
         .collect();
     let text = serde_json::to_string(&wire).map_err(|e| invalid(field, e.to_string()))?;
     Ok(Handoff::from_json(&text)?)
-}
-
-/// `taskId` → `task_id`.
-fn snake_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// `toMarkdown` options.
@@ -465,7 +270,7 @@ pub fn handoff_to_json(env: Env, handoff: Unknown<'_>) -> napi::Result<Unknown<'
     ts_return_type = "Handoff"
 )]
 pub fn handoff_from_json(env: Env, json: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-    sync(&env, Naming::Wire, || {
+    sync(&env, Naming::AsIs, || {
         let text = convert::string(&json, "json")?;
         Ok(Handoff::from_json(&text)?)
     })

@@ -63,9 +63,7 @@ impl<T: Mirror> ToJs for T {
 }
 
 /// The result of a call that returns nothing: `undefined` in JavaScript.
-pub struct Done;
-
-impl ToJs for Done {
+impl ToJs for () {
     fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
         ().into_unknown(env)
     }

@@ -1,6 +1,7 @@
 //! The agent registry: `transfer_to_<agent>` tool definitions for each provider, and the
 //! detector that reads a provider's response for a handoff.
 
+use handoff_core::ops;
 use handoff_core::tools::{self as core, Agent, HandoffIntent, Multiple, Provider};
 use handoff_core::{ChainPolicy, Metadata, NewHandoff};
 use napi::bindgen_prelude::{FunctionCallContext, JsObjectValue, Object};
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::convert;
-use crate::errors::{Naming, Outcome, field_name, invalid};
+use crate::errors::{Naming, Outcome, camel_case, invalid};
 use crate::task::{Mirror, guarded, json_to_js, sync};
 
 /// A registered agent.
@@ -188,7 +189,7 @@ impl AgentRegistry {
     #[napi(factory, catch_unwind, ts_args_type = "path: string")]
     pub fn from_markdown_dir(env: Env, path: Unknown<'_>) -> napi::Result<AgentRegistry> {
         // File names stay as they are in problems: no camelCase.
-        let inner = guarded(&env, Naming::Wire, || {
+        let inner = guarded(&env, Naming::AsIs, || {
             let path = convert::string(&path, "path")?;
             Ok(core::AgentRegistry::from_markdown_dir(path)?)
         })?;
@@ -367,6 +368,6 @@ fn create_options(
         .filter(|(field, value)| {
             field == "task_id" || field == "goal" || defaults.get(field) != Some(value)
         })
-        .map(|(field, value)| (field_name(&field, Naming::Create), value))
+        .map(|(field, value)| (camel_case(&ops::argument_name(&field)), value))
         .collect())
 }

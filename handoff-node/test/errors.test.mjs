@@ -127,13 +127,14 @@ test('VALIDATION reports every problem, named as the caller named it', async () 
   assert.deepEqual(fields, ['completed[1]', 'contextPct', 'fromAgent', 'goal', 'taskId'])
   for (const p of err.problems) assert.equal(typeof p.rule, 'string')
   assert.match(err.message, /^invalid input: /)
-  // kind, reason and expiresAt problems come together too.
+  // kind, reason and expiresAt problems come together too, in the core's order (every face's):
+  // values of the wrong type or form first, then the rules about values that read.
   const err2 = await failsAlike(
     () => s.create({ taskId: 't', goal: 'g', kind: 'huge', reason: 'bored', expiresAt: 'tomorrow' }),
     () => s.createAsync({ taskId: 't', goal: 'g', kind: 'huge', reason: 'bored', expiresAt: 'tomorrow' }),
     'VALIDATION',
   )
-  assert.deepEqual(err2.problems.map((p) => p.field), ['kind', 'reason', 'expiresAt'])
+  assert.deepEqual(err2.problems.map((p) => p.field), ['kind', 'expiresAt', 'reason'])
 })
 
 /** Expects VALIDATION naming `field` from the sync and the async variant. */

@@ -1,0 +1,645 @@
+//! Store operations from their one description in the core ([`handoff_core::ops`], DESIGN §15).
+//!
+//! A call's JavaScript arguments become the JSON object of named arguments the core reads: the
+//! positional arguments under their core names, the options object's camelCase keys in
+//! snake_case, integral numbers as integers, `Date`s as RFC 3339 text, a claim as its four
+//! reference keys. The core reads that object, reporting every problem at once, and runs the
+//! operation. Problems come back in the caller's words, each named relative to the JavaScript
+//! argument holding it: `taskId`, `completed[1]`, a claim's `token`, `createMany`'s `[2].goal`.
+//!
+//! `store_operations!` declares each operation's method and its `*Async` twin from one entry;
+//! `_catalogJson` hands the core's catalog and these entries to `scripts/gen-types.mjs`, which
+//! writes the options' TypeScript types.
+
+use std::marker::PhantomData;
+use std::sync::OnceLock;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use handoff_core::ops::{self, Arguments as _, Operation};
+use handoff_core::{Error, Problem, Store as CoreStore};
+use napi::bindgen_prelude::{AsyncTask, JsObjectValue, Object};
+use napi::{Env, JsValue, Unknown, ValueType};
+use napi_derive::napi;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::convert::{Reader, type_name};
+use crate::errors::{Failure, Naming, Outcome, camel_case, invalid, snake_case};
+use crate::task::{Job, ToJs, guarded};
+
+/// Older spellings of arguments, per operation, that the Node face still accepts.
+const ALIASES: &[(&str, &[(&str, &str)])] = &[("events", &[("id", "handoff_id")])];
+
+/// The positional argument read as a claim reference: only its reference keys are read, never
+/// the record a `Claim` carries, so nothing a caller can read (`get`, `list`, events) settles one.
+const CLAIM: &str = "claim";
+
+/// A JavaScript method's parameter, as the type generator sees it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Parameter {
+    /// The core's argument name (`task_id`); JavaScript shows it in camelCase.
+    pub name: &'static str,
+    /// Its TypeScript type, as the method's signature declares it.
+    pub ts: &'static str,
+    /// Whether the caller may leave it out.
+    pub optional: bool,
+}
+
+/// A store method of this face: the core operation it calls, which arguments it takes by
+/// position, and the options object that takes the others.
+#[derive(Clone, Debug, Serialize)]
+pub struct Method {
+    /// The core operation's name.
+    pub operation: &'static str,
+    /// The arguments taken by position, in order.
+    pub positional: Vec<Parameter>,
+    /// The options object, named after the method's parameter (`options`, `fields`); its
+    /// TypeScript type is generated under the name `ts`.
+    pub options: Option<Parameter>,
+    /// Older spellings of arguments, as (alias, argument).
+    pub aliases: &'static [(&'static str, &'static str)],
+    /// The TypeScript types the method and its `*Async` twin return.
+    pub returns: [&'static str; 2],
+}
+
+impl Method {
+    /// The method calling operation `O`.
+    pub fn of<O: Operation>(
+        positional: &[(&'static str, &'static str)],
+        options: Option<Parameter>,
+        returns: [&'static str; 2],
+    ) -> Method {
+        Method {
+            operation: O::NAME,
+            positional: positional
+                .iter()
+                .map(|&(name, ts)| Parameter {
+                    name,
+                    ts,
+                    optional: false,
+                })
+                .collect(),
+            options,
+            aliases: aliases_of(O::NAME),
+            returns,
+        }
+    }
+}
+
+fn aliases_of(operation: &str) -> &'static [(&'static str, &'static str)] {
+    ALIASES
+        .iter()
+        .find(|(name, _)| *name == operation)
+        .map_or(&[], |(_, aliases)| aliases)
+}
+
+/// The core's catalog and this face's methods over it, as JSON: what `scripts/gen-types.mjs`
+/// writes the options' TypeScript types from. Not part of the API.
+#[napi(js_name = "_catalogJson", skip_typescript, catch_unwind)]
+pub fn catalog_json() -> String {
+    let catalog = serde_json::json!({
+        "operations": ops::catalog(),
+        "methods": crate::store::methods(),
+    });
+    serde_json::to_string_pretty(&catalog).unwrap_or_default()
+}
+
+/// An options parameter, which a method may declare optional (`Option<Unknown>`) or not.
+pub trait OptionsArgument<'env> {
+    /// The value, unless the caller left it out.
+    fn given(&self) -> Option<&Unknown<'env>>;
+}
+
+impl<'env> OptionsArgument<'env> for Unknown<'env> {
+    fn given(&self) -> Option<&Unknown<'env>> {
+        Some(self)
+    }
+}
+
+impl<'env> OptionsArgument<'env> for Option<Unknown<'env>> {
+    fn given(&self) -> Option<&Unknown<'env>> {
+        self.as_ref()
+    }
+}
+
+/// A call's JavaScript arguments: the positional ones by their core names, then the options
+/// object under its parameter's name.
+pub(crate) struct Given<'a, 'env> {
+    pub(crate) positional: &'a [(&'static str, &'a Unknown<'env>)],
+    pub(crate) options: Option<(&'static str, Option<&'a Unknown<'env>>)>,
+}
+
+/// Runs operation `O` on the JavaScript thread.
+pub(crate) fn now<'env, O>(
+    env: &'env Env,
+    store: CoreStore,
+    given: Given<'_, '_>,
+) -> napi::Result<Unknown<'env>>
+where
+    O: Operation,
+    O::Output: ToJs,
+{
+    let output = guarded(env, Naming::AsIs, || {
+        Ok(Call::<O>::read(store, &given)?.run()?)
+    })?;
+    output.to_js(env)
+}
+
+/// What an `*Async` method of operation `O` returns: a Promise of its result.
+pub(crate) type Later<O> = AsyncTask<Job<<O as Operation>::Output>>;
+
+/// Runs operation `O` on libuv's thread pool, its arguments read first, on this thread.
+pub(crate) fn later<O>(store: CoreStore, given: Given<'_, '_>) -> Later<O>
+where
+    O: Operation + 'static,
+    O::Output: ToJs,
+{
+    let call = Call::<O>::read(store, &given);
+    Job::start(Naming::AsIs, call.map(|call| move || call.run()))
+}
+
+/// A call of operation `O` whose arguments were read from JavaScript.
+struct Call<O> {
+    store: CoreStore,
+    arguments: Arguments,
+    operation: PhantomData<fn() -> O>,
+}
+
+impl<O: Operation> Call<O> {
+    fn read(store: CoreStore, given: &Given<'_, '_>) -> Outcome<Call<O>> {
+        let names = Names {
+            positional: given.positional.iter().map(|(name, _)| *name).collect(),
+            aliases: aliases_of(O::NAME),
+            spelled: Vec::new(),
+        };
+        let mut arguments = Arguments {
+            value: Map::new(),
+            refused: Vec::new(),
+            reader: Reader::default(),
+            names,
+        };
+        if let Err(failure) = arguments.read(given) {
+            return Err(arguments.names.failure(failure));
+        }
+        Ok(Call {
+            store,
+            arguments,
+            operation: PhantomData,
+        })
+    }
+
+    /// Reads the arguments into the core's argument type and runs the operation; any problem
+    /// found while reading the JavaScript values comes first, with the core's about the rest.
+    fn run(self) -> handoff_core::Result<O::Output> {
+        let Arguments {
+            value,
+            refused,
+            reader,
+            names,
+        } = self.arguments;
+        let problems = reader.into_problems();
+        let value = Value::Object(value);
+        let limits = self.store.limits();
+        if refused.is_empty() && problems.is_empty() {
+            return read_on_store_clock::<O>(value, limits)
+                .and_then(|args| O::run(&self.store, args))
+                .map_err(|err| names.error(err));
+        }
+        let mut found = problems;
+        if let Err(Error::Validation { problems: more }) = read_on_store_clock::<O>(value, limits) {
+            // The core also finds the values read as `null` in place of what was refused.
+            let fresh: Vec<Problem> = more
+                .into_iter()
+                .filter(|p| !found.iter().any(|known| covers(&known.field, &p.field)))
+                .collect();
+            found.extend(fresh);
+        }
+        let mut all = refused;
+        all.extend(found.into_iter().map(|p| names.problem(p)));
+        Err(Error::Validation { problems: all })
+    }
+}
+
+/// Reads `O`'s arguments, leaving the check of `expires_at` to the store.
+///
+/// The core checks a handoff's `expires_at` against the wall clock while reading arguments, not
+/// against the store's clock, so a store on a `ManualClock` would refuse a time still to come on
+/// its clock. Until the core reads arguments with the store's clock, a well-formed time is read
+/// with a stand-in a century later (as wide, so that record sizes agree) and the store, which
+/// checks every record with its own clock, judges the real one when the operation runs.
+fn read_on_store_clock<O: Operation>(
+    value: Value,
+    limits: &handoff_core::Limits,
+) -> handoff_core::Result<O::Args> {
+    let mut stand_in = value.clone();
+    if !postpone_expiry(&mut stand_in) {
+        return O::Args::read(value, limits);
+    }
+    O::Args::read(stand_in, limits)?;
+    // The stand-in read, so the value reads too: it differs only in well-formed times.
+    serde_json::from_value(value).map_err(|err| Error::invalid("arguments", err.to_string()))
+}
+
+/// Moves the well-formed `expires_at` of the arguments (and of `createMany`'s items) a century
+/// on; whether there was one.
+fn postpone_expiry(value: &mut Value) -> bool {
+    let postpone = |object: &mut Value| {
+        let Some(Value::String(at)) = object.get_mut("expires_at") else {
+            return false;
+        };
+        let Ok(time) = DateTime::parse_from_rfc3339(at) else {
+            return false;
+        };
+        let later = time.with_timezone(&Utc) + chrono::Duration::days(36_525);
+        *at = later.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+        true
+    };
+    let mut postponed = postpone(value);
+    if let Some(Value::Array(items)) = value.get_mut("items") {
+        for item in items {
+            postponed |= postpone(item);
+        }
+    }
+    postponed
+}
+
+/// Whether a problem at `known` already covers one at `field` (the same argument, or a part).
+fn covers(known: &str, field: &str) -> bool {
+    field
+        .strip_prefix(known)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// How the core's argument paths are shown to the caller.
+struct Names {
+    /// The arguments taken by position: a problem inside one is named relative to it, as the
+    /// caller wrote that value (`claim.token` → `token`, `items[2].goal` → `[2].goal`).
+    positional: Vec<&'static str>,
+    /// Older spellings, as (alias, argument).
+    aliases: &'static [(&'static str, &'static str)],
+    /// Arguments the caller spelled otherwise than in camelCase (an alias), as (argument, as
+    /// written).
+    spelled: Vec<(String, String)>,
+}
+
+impl Names {
+    /// `context_pct` → `contextPct`, `claim.lease_seconds` → `leaseSeconds`, `id` when the
+    /// caller wrote `id` for `handoff_id`.
+    fn show(&self, field: &str) -> String {
+        let (head, rest) = split_head(field);
+        let head = self
+            .aliases
+            .iter()
+            .find(|(alias, _)| *alias == head)
+            .map_or(head, |(_, argument)| argument);
+        if self.positional.contains(&head) {
+            if let Some(inner) = rest.strip_prefix('.') {
+                return camel_head(inner);
+            }
+            if rest.starts_with('[') {
+                return camel_head(rest);
+            }
+        }
+        match self.spelled.iter().find(|(argument, _)| argument == head) {
+            Some((_, written)) => format!("{written}{rest}"),
+            None => format!("{}{rest}", camel_case(head)),
+        }
+    }
+
+    fn problem(&self, p: Problem) -> Problem {
+        Problem::new(self.show(&p.field), p.rule)
+    }
+
+    fn error(&self, err: Error) -> Error {
+        match err {
+            Error::Validation { problems } => Error::Validation {
+                problems: problems.into_iter().map(|p| self.problem(p)).collect(),
+            },
+            other => other,
+        }
+    }
+
+    fn failure(&self, failure: Failure) -> Failure {
+        match failure {
+            Failure::Core(err) => Failure::Core(self.error(err)),
+            other => other,
+        }
+    }
+}
+
+/// `completed[2]` → (`completed`, `[2]`).
+fn split_head(field: &str) -> (&str, &str) {
+    field.split_at(field.find(['[', '.']).unwrap_or(field.len()))
+}
+
+/// `lease_seconds` → `leaseSeconds`, `[2].task_id` → `[2].taskId`: the first name in camelCase.
+fn camel_head(field: &str) -> String {
+    if field.starts_with('[') {
+        return match field.find("].") {
+            Some(end) => {
+                let (index, rest) = field.split_at(end + 2);
+                format!("{index}{}", camel_head(rest))
+            }
+            None => field.to_owned(),
+        };
+    }
+    let (head, rest) = split_head(field);
+    format!("{}{rest}", camel_case(head))
+}
+
+/// A call's arguments, read from JavaScript for the core.
+struct Arguments {
+    /// The JSON object of named arguments.
+    value: Map<String, Value>,
+    /// Options refused before the core sees them, already in the caller's words.
+    refused: Vec<Problem>,
+    /// Reads the values, noting those that cannot be JSON (by core paths; read as `null`).
+    reader: Reader,
+    names: Names,
+}
+
+impl Arguments {
+    fn read(&mut self, given: &Given<'_, '_>) -> Outcome<()> {
+        for &(name, argument) in given.positional {
+            self.positional(name, argument)?;
+        }
+        if let Some((name, Some(options))) = given.options {
+            self.options(name, options)?;
+        }
+        Ok(())
+    }
+
+    /// A positional argument; left out when `undefined`, so the core names it if it is required.
+    fn positional(&mut self, name: &'static str, argument: &Unknown<'_>) -> Outcome<()> {
+        let t = argument.get_type()?;
+        let value = match t {
+            ValueType::Undefined => return Ok(()),
+            ValueType::Object if argument.is_array()? => self.list(name, argument)?,
+            ValueType::Object if name == CLAIM => self.claim(argument)?,
+            _ => self.reader.value(argument, &mut name.to_owned(), 0)?,
+        };
+        self.value.insert(name.to_owned(), value);
+        Ok(())
+    }
+
+    /// A list argument: its objects are options objects (`createMany`'s items).
+    fn list(&mut self, name: &str, argument: &Unknown<'_>) -> Outcome<Value> {
+        let array = argument.coerce_to_object()?;
+        let len = array.get_array_length()?;
+        let mut items = Vec::with_capacity(len.min(4096) as usize);
+        for i in 0..len {
+            let item: Unknown<'_> = array.get_element(i)?;
+            let mut path = format!("{name}[{i}]");
+            let value = if item.get_type()? == ValueType::Object && !item.is_array()? {
+                Value::Object(self.object(&item.coerce_to_object()?, &path, &path)?)
+            } else {
+                self.reader.value(&item, &mut path, 1)?
+            };
+            items.push(value);
+        }
+        Ok(Value::Array(items))
+    }
+
+    /// A claim, or a reference to one: only the reference's keys. A `Claim` saved by a version
+    /// without `handoffId` is read by its `handoff.id`.
+    fn claim(&mut self, argument: &Unknown<'_>) -> Outcome<Value> {
+        let claim = argument.coerce_to_object()?;
+        let mut map = Map::new();
+        for (key, js_key) in claim_keys() {
+            let mut item: Unknown<'_> = claim.get_named_property(js_key)?;
+            if item.get_type()? == ValueType::Undefined && key == "handoff_id" {
+                let handoff: Unknown<'_> = claim.get_named_property("handoff")?;
+                if handoff.get_type()? == ValueType::Object {
+                    item = handoff.coerce_to_object()?.get_named_property("id")?;
+                }
+            }
+            if item.get_type()? != ValueType::Undefined {
+                let value = self.reader.value(&item, &mut format!("{CLAIM}.{key}"), 1)?;
+                map.insert(key.clone(), value);
+            }
+        }
+        Ok(Value::Object(map))
+    }
+
+    /// The options object: `undefined` and `null` mean all defaults.
+    fn options(&mut self, name: &'static str, options: &Unknown<'_>) -> Outcome<()> {
+        let t = options.get_type()?;
+        match t {
+            ValueType::Undefined | ValueType::Null => return Ok(()),
+            ValueType::Object if !options.is_array()? => {}
+            _ => {
+                let got = if t == ValueType::Object {
+                    "an array"
+                } else {
+                    type_name(t)
+                };
+                return Err(invalid(name, format!("must be an object, got {got}")));
+            }
+        }
+        let object = options.coerce_to_object()?;
+        let map = self.object(&object, "", name)?;
+        for (key, value) in map {
+            self.value.insert(key, value);
+        }
+        Ok(())
+    }
+
+    /// An options object found at `path` (empty for the call's options, which `owner` names):
+    /// its keys from camelCase to the core's names, its values as JSON.
+    fn object(
+        &mut self,
+        object: &Object<'_>,
+        path: &str,
+        owner: &str,
+    ) -> Outcome<Map<String, Value>> {
+        let mut map = Map::new();
+        for (key, item) in self.reader.entries(object, owner)? {
+            let mut argument = snake_case(&key);
+            if camel_case(&argument) != key {
+                // `task_id`, `TaskId`: no argument is spelled so in JavaScript.
+                let rule = format!(
+                    "is not an argument of this operation (options are camelCase: {})",
+                    camel_case(&argument)
+                );
+                self.refuse(path, &key, rule);
+                continue;
+            }
+            if path.is_empty() {
+                let alias = self.names.aliases.iter().find(|(a, _)| *a == argument);
+                if let Some(&(_, target)) = alias {
+                    self.names.spelled.push((target.to_owned(), key.clone()));
+                    argument = target.to_owned();
+                } else if self.names.positional.contains(&argument.as_str()) {
+                    self.refuse(path, &key, "is an argument of its own, not an option");
+                    continue;
+                }
+            }
+            if map.contains_key(&argument) {
+                // Only an older spelling names an argument twice: given under both names.
+                let spelled = self.names.spelled.iter().find(|(a, _)| *a == argument);
+                let older = spelled.map_or(key.clone(), |(_, written)| written.clone());
+                let rule = format!(
+                    "give {} or {older} (its older name), not both",
+                    camel_case(&argument)
+                );
+                map.remove(&argument);
+                self.refuse(path, &older, rule);
+                continue;
+            }
+            let mut at = if path.is_empty() {
+                argument.clone()
+            } else {
+                format!("{path}.{argument}")
+            };
+            let value = self.reader.value(&item, &mut at, 1)?;
+            map.insert(argument, value);
+        }
+        Ok(map)
+    }
+
+    /// Refuses the key `key` of the object at `path`, naming it as the caller wrote it.
+    fn refuse(&mut self, path: &str, key: &str, rule: impl Into<String>) {
+        let field = if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.names.show(path))
+        };
+        self.refused.push(Problem::new(field, rule));
+    }
+}
+
+/// The keys of a claim reference, as (argument, JavaScript key), from the core's schema.
+fn claim_keys() -> &'static [(String, String)] {
+    static KEYS: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let info = ops::OperationInfo::of::<ops::Heartbeat>();
+        let schema = &info.arguments;
+        let reference = schema["properties"][CLAIM]["$ref"]
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            .unwrap_or_default();
+        schema["$defs"][reference]["properties"]
+            .as_object()
+            .map(|properties| {
+                properties
+                    .keys()
+                    .map(|key| (key.clone(), camel_case(key)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// Declares the store's operations, each from one entry, as methods of `Store`:
+///
+/// ```text
+/// "The doc of both methods, a string a line."
+/// claim, claim_async = Claim(id: "string", agent: "string"; options?: "ClaimOptions")
+///     -> "Claim", "Promise<Claim>";
+/// ```
+///
+/// The doc is given as strings, not `///` comments: napi-rs copies a doc comment that reached
+/// it through `macro_rules!` into the .d.ts as the raw string literal it became (`r" ...`).
+/// `Claim` is the core operation (`handoff_core::ops::Claim`); the parameters taken by position
+/// are named by the core's arguments, with their TypeScript types; after `;` comes the options
+/// object (`?` when it may be left out), whose TypeScript type `scripts/gen-types.mjs`
+/// generates from the core's schema under that name; then the TypeScript return types of the
+/// method and of its `*Async` twin. The entries also give `methods()`, their description for
+/// the type generator.
+macro_rules! store_operations {
+    (@munch [$($done:tt)*]) => {
+        $crate::ops::store_operations!(@emit $($done)*);
+    };
+    (@munch [$($done:tt)*]
+        $($doc:literal)*
+        $sync:ident, $async:ident = $op:ident($($arg:ident: $ts:tt),*) -> $ret:tt, $aret:tt;
+        $($rest:tt)*
+    ) => {
+        $crate::ops::store_operations!(@munch [$($done)*
+            {[$($doc)*] $sync $async $op [$($arg $ts)*] [] $ret $aret}] $($rest)*);
+    };
+    (@munch [$($done:tt)*]
+        $($doc:literal)*
+        $sync:ident, $async:ident = $op:ident($($arg:ident: $ts:tt),*; $opt:ident ?: $ots:tt)
+            -> $ret:tt, $aret:tt;
+        $($rest:tt)*
+    ) => {
+        $crate::ops::store_operations!(@munch [$($done)*
+            {[$($doc)*] $sync $async $op [$($arg $ts)*] [$opt $ots true (Option<Unknown<'_>>)]
+             $ret $aret}] $($rest)*);
+    };
+    (@munch [$($done:tt)*]
+        $($doc:literal)*
+        $sync:ident, $async:ident = $op:ident($($arg:ident: $ts:tt),*; $opt:ident: $ots:tt)
+            -> $ret:tt, $aret:tt;
+        $($rest:tt)*
+    ) => {
+        $crate::ops::store_operations!(@munch [$($done)*
+            {[$($doc)*] $sync $async $op [$($arg $ts)*] [$opt $ots false (Unknown<'_>)]
+             $ret $aret}] $($rest)*);
+    };
+    (@emit $({
+        [$($doc:literal)*] $sync:ident $async:ident $op:ident [$($arg:ident $ts:tt)*]
+        [$($opt:ident $ots:tt $optional:tt ($($opt_ty:tt)*))?] $ret:tt $aret:tt
+    })*) => {
+        #[napi]
+        impl Store {
+            $(
+                $(#[doc = $doc])*
+                #[napi(catch_unwind, ts_return_type = $ret)]
+                pub fn $sync<'env>(
+                    &self,
+                    env: &'env Env,
+                    $(#[napi(ts_arg_type = $ts)] $arg: Unknown<'_>,)*
+                    $(#[napi(ts_arg_type = $ots)] $opt: $($opt_ty)*,)?
+                ) -> napi::Result<Unknown<'env>> {
+                    let given = $crate::ops::store_operations!(@given $($arg)*; $($opt)?);
+                    $crate::ops::now::<handoff_core::ops::$op>(env, self.core(), given)
+                }
+
+                $(#[doc = $doc])*
+                #[doc = ""]
+                #[doc = "As a Promise: the work runs on libuv's thread pool."]
+                #[napi(catch_unwind, ts_return_type = $aret)]
+                pub fn $async(
+                    &self,
+                    $(#[napi(ts_arg_type = $ts)] $arg: Unknown<'_>,)*
+                    $(#[napi(ts_arg_type = $ots)] $opt: $($opt_ty)*,)?
+                ) -> $crate::ops::Later<handoff_core::ops::$op> {
+                    let given = $crate::ops::store_operations!(@given $($arg)*; $($opt)?);
+                    $crate::ops::later::<handoff_core::ops::$op>(self.core(), given)
+                }
+            )*
+        }
+
+        /// The store's methods over the core's operations, for the type generator.
+        pub(crate) fn methods() -> Vec<$crate::ops::Method> {
+            vec![$(
+                $crate::ops::Method::of::<handoff_core::ops::$op>(
+                    &[$((stringify!($arg), $ts)),*],
+                    $crate::ops::store_operations!(@options $($opt $ots $optional)?),
+                    [$ret, $aret],
+                )
+            ),*]
+        }
+    };
+    (@given $($arg:ident)*; $($opt:ident)?) => {
+        $crate::ops::Given {
+            positional: &[$((stringify!($arg), &$arg)),*],
+            options: $crate::ops::store_operations!(@given_options $($opt)?),
+        }
+    };
+    (@given_options) => { None };
+    (@given_options $opt:ident) => {
+        Some((stringify!($opt), $crate::ops::OptionsArgument::given(&$opt)))
+    };
+    (@options) => { None };
+    (@options $opt:ident $ts:tt $optional:tt) => {
+        Some($crate::ops::Parameter { name: stringify!($opt), ts: $ts, optional: $optional })
+    };
+    ($($entries:tt)*) => {
+        $crate::ops::store_operations!(@munch [] $($entries)*);
+    };
+}
+
+pub(crate) use store_operations;

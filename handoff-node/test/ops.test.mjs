@@ -1,0 +1,73 @@
+// The store's methods are the core's operations (DESIGN §15): arguments read by the core under
+// its names (camelCase here), every problem at once in the core's order, the shared bad-create
+// fixture reported exactly as every other face reports it.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+
+import { Store } from '../index.mjs'
+
+const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
+const fixture = JSON.parse(readFileSync(new URL('../../handoff-core/tests/fixtures/bad_create.json', import.meta.url), 'utf8'))
+
+/** The sync and the Promise call's error; both must be alike. */
+async function failures(sync, async) {
+  let thrown
+  try {
+    sync()
+  } catch (err) {
+    thrown = err
+  }
+  assert.ok(thrown, 'the sync call must throw')
+  const rejected = await async().then(() => assert.fail('the Promise must reject'), (err) => err)
+  assert.equal(rejected.message, thrown.message)
+  assert.deepEqual(rejected.problems, thrown.problems)
+  return thrown
+}
+
+test('the shared bad create: the same problems as every face, in the same order', async () => {
+  const s = Store.memory()
+  const options = Object.fromEntries(Object.entries(fixture.input).map(([key, value]) => [camel(key), value]))
+  const err = await failures(() => s.create(options), () => s.createAsync(options))
+  assert.equal(err.code, 'VALIDATION')
+  const expected = fixture.problems.map(([field, rule]) => ({ field: camel(field), rule }))
+  assert.deepEqual(err.problems.map(({ field, rule }) => ({ field, rule })), expected)
+  assert.equal(s.list().length, 0)
+})
+
+test('options are camelCase: a snake_case key is refused with the name to use', async () => {
+  const s = Store.memory()
+  const err = await failures(() => s.create({ task_id: 't', goal: 'g' }), () => s.createAsync({ task_id: 't', goal: 'g' }))
+  assert.deepEqual(err.problems.map((p) => p.field), ['task_id', 'taskId'])
+  assert.match(err.problems[0].rule, /camelCase: taskId/)
+  assert.equal(err.problems[1].rule, 'is required')
+})
+
+test('an argument taken by position is not an option too', async () => {
+  const s = Store.memory()
+  const h = s.create({ taskId: 't', goal: 'g' })
+  const err = await failures(() => s.claim(h.id, 'a', { id: 'other' }), () => s.claimAsync(h.id, 'a', { id: 'other' }))
+  assert.deepEqual(err.problems.map((p) => p.field), ['id'])
+  assert.equal(s.get(h.id).status, 'pending')
+})
+
+test('values that are not JSON are reported with the core\'s problems, all at once', async () => {
+  const s = Store.memory()
+  const options = { taskId: 't', goal: '', completed: ['ok', 5], metadata: { f() {} }, contextPct: NaN }
+  const err = await failures(() => s.create(options), () => s.createAsync(options))
+  assert.deepEqual(err.problems.map((p) => p.field), ['metadata.f', 'contextPct', 'completed[1]', 'goal'])
+})
+
+test('a claim is read by its reference only: the record it carries is not looked at', () => {
+  const s = Store.memory()
+  const h = s.create({ taskId: 't', goal: 'g' })
+  const claim = s.claim(h.id, 'a', { leaseSeconds: 30 })
+  const done = s.complete({ ...claim, handoff: { nonsense: Symbol('x') }, extra: () => 1 }, { outcome: 'ok' })
+  assert.equal(done.status, 'completed')
+})
+
+test('list pages by the last id, an argument the core gained and this face shows unasked', () => {
+  const s = Store.memory()
+  const made = s.createMany([1, 2, 3].map((i) => ({ taskId: `t${i}`, goal: 'g' })))
+  assert.deepEqual(s.list({ after: made[0].id, limit: 1 }).map((h) => h.id), [made[1].id])
+})
