@@ -28,7 +28,9 @@ pub use record::{Handoff, Kind, Lifecycle, Metadata, NewHandoff, Reason, SCHEMA_
 pub use redact::{Redaction, Redactor, redact};
 pub use stats::PathStats;
 #[cfg(feature = "sqlite")]
-pub use store::sqlite::{SqliteOptions, Synchronous};
-pub use store::{Claim, ClaimRef, ClaimSecret, DEFAULT_LEASE, EventFilter, ListFilter, Store};
+pub use store::sqlite::SqliteOptions;
+pub use store::{
+    Claim, ClaimRef, ClaimSecret, DEFAULT_LEASE, EventFilter, ListFilter, Store, Synchronous,
+};
 pub use tools::{AgentRegistry, HandoffIntent, Provider};
 pub use validate::{Limits, MAX_DEPTH};

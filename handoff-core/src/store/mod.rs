@@ -18,11 +18,13 @@ use crate::validate::{self, Limits};
 
 mod backend;
 mod claim;
+pub mod files;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+mod turnstile;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
@@ -30,6 +32,31 @@ pub mod conformance;
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
+
+/// How durable each commit is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit is on disk before it returns (fsync per commit). The default.
+    #[default]
+    Full,
+    /// Commits survive a crash of the process; a power loss may lose the last few.
+    Normal,
+}
+
+impl std::str::FromStr for Synchronous {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "full" => Ok(Synchronous::Full),
+            "normal" => Ok(Synchronous::Normal),
+            _ => Err(Error::invalid(
+                "synchronous",
+                "must be \"full\" or \"normal\"",
+            )),
+        }
+    }
+}
 
 /// The setting [`Store::save_policy`] writes.
 const POLICY_SETTING: &str = "policy";
@@ -120,11 +147,18 @@ impl Store {
     }
 
     /// Opens the store `url` names (DESIGN §10): a path or `sqlite:PATH` (SQLite), `memory:`,
-    /// or `postgres://…` / `postgresql://…` with `?schema=NAME` to share one database (feature
-    /// `postgres`). The saved policy and limits apply, as with [`Store::open`].
+    /// `files:DIR` (a folder of JSON files), or `postgres://…` / `postgresql://…` with
+    /// `?schema=NAME` to share one database (feature `postgres`). The saved policy and limits apply, as with [`Store::open`].
     pub fn connect(url: &str) -> Result<Store> {
         if url == "memory:" {
             return Ok(Store::memory());
+        }
+        if let Some(dir) = url.strip_prefix("files:") {
+            if dir.is_empty() {
+                return Err(Error::invalid("url", "files: needs a folder (files:DIR)"));
+            }
+            return Store::new(files::FilesBackend::open(dir, Synchronous::Full)?)
+                .with_saved_policy();
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             #[cfg(feature = "postgres")]
@@ -143,7 +177,7 @@ impl Store {
         if path.is_empty() || (path.contains("://") && !url.starts_with("sqlite:")) {
             return Err(Error::invalid(
                 "url",
-                "must be a path, sqlite:PATH, memory: or postgres://…",
+                "must be a path, sqlite:PATH, files:DIR, memory: or postgres://…",
             ));
         }
         #[cfg(feature = "sqlite")]

@@ -21,35 +21,11 @@ use crate::record::{Handoff, Kind, Status};
 use crate::store::{Backend, EventFilter, ListFilter, Tx};
 
 mod schema;
-mod turnstile;
 
+use super::turnstile::{self, Turnstile, private_file};
 pub use schema::VERSION;
-use turnstile::Turnstile;
 
-/// How durable each commit is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Synchronous {
-    /// Every commit is on disk before it returns (fsync per commit). The default.
-    #[default]
-    Full,
-    /// Commits survive a crash of the process; a power loss may lose the last few.
-    Normal,
-}
-
-impl std::str::FromStr for Synchronous {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "full" => Ok(Synchronous::Full),
-            "normal" => Ok(Synchronous::Normal),
-            _ => Err(Error::invalid(
-                "synchronous",
-                "must be \"full\" or \"normal\"",
-            )),
-        }
-    }
-}
+pub use super::Synchronous;
 
 /// How to open an SQLite store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -254,16 +230,6 @@ impl SqliteBackend {
             }
         }
     }
-}
-
-/// Opens `path` for writing, creating it readable and writable by its owner only: a store's
-/// files hold every secret its callers wrote.
-fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).truncate(false).write(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
 }
 
 /// A connection to the file at `path` with the store's settings.

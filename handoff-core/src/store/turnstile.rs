@@ -1,4 +1,5 @@
-//! Fair, fast and bounded hand-over of the write lock between processes.
+//! Fair, fast and bounded hand-over of the write lock between processes, for the stores kept
+//! in files (SQLite, JSON files).
 //!
 //! SQLite's write lock has no queue: a waiting process can only poll, so either it sleeps
 //! long and a busy process keeps winning (starvation), or it polls often and burns the CPU the
@@ -19,17 +20,15 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use super::private_file;
-
 /// The sidecar lock file of one store.
 #[derive(Debug)]
-pub(super) struct Turnstile {
+pub(crate) struct Turnstile {
     path: PathBuf,
     file: File,
 }
 
 /// Holding the turnstile; leaving it lets the next writer in.
-pub(super) enum Turn<'a> {
+pub(crate) enum Turn<'a> {
     /// Taken on the turnstile's own descriptor, without waiting.
     Shared(&'a File),
     /// Taken by a helper thread on a descriptor of its own, after waiting.
@@ -40,21 +39,36 @@ pub(super) enum Turn<'a> {
 
 /// The turnstile stayed taken until the deadline.
 #[derive(Debug)]
-pub(super) struct Busy;
+pub(crate) struct Busy;
+
+/// Opens `path` for writing, creating it readable and writable by its owner only: a store's
+/// files hold every secret its callers wrote.
+pub(crate) fn private_file(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
 
 impl Turnstile {
-    /// The turnstile of the store file `db`, created (owner-only) if missing; `None` when it
-    /// cannot be (then writers rely on SQLite's lock alone).
-    pub(super) fn open(db: &Path) -> Option<Turnstile> {
+    /// The turnstile of the store file `db` (`<db>-lock`), created (owner-only) if missing;
+    /// `None` when it cannot be (then writers rely on SQLite's lock alone).
+    #[cfg(feature = "sqlite")]
+    pub(crate) fn open(db: &Path) -> Option<Turnstile> {
         let mut path = db.as_os_str().to_owned();
         path.push("-lock");
-        let path = PathBuf::from(path);
-        let file = private_file(&path).ok()?;
-        Some(Turnstile { path, file })
+        Turnstile::at(PathBuf::from(path)).ok()
+    }
+
+    /// The turnstile whose lock file is `path`, created (owner-only) if missing.
+    pub(crate) fn at(path: PathBuf) -> std::io::Result<Turnstile> {
+        let file = private_file(&path)?;
+        Ok(Turnstile { path, file })
     }
 
     /// Waits for the turnstile until `deadline` (`None`: as long as it takes).
-    pub(super) fn enter(&self, deadline: Option<Instant>) -> Result<Turn<'_>, Busy> {
+    pub(crate) fn enter(&self, deadline: Option<Instant>) -> Result<Turn<'_>, Busy> {
         match self.file.try_lock() {
             Ok(()) => return Ok(Turn::Shared(&self.file)),
             Err(TryLockError::WouldBlock) => {}

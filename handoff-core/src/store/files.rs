@@ -1,0 +1,755 @@
+//! The JSON-files backend (`files:DIR`): the seed's own storage, human-readable and
+//! git-trackable, shared safely by the processes of one machine.
+//!
+//! ```text
+//! DIR/handoffs/<id>.json   each record as it is now (claim secrets are never in it)
+//! DIR/tasks/<task>.json    a task's hops, in order (its chain, as the chain policy reads it)
+//! DIR/pending.json         the index of open records (pending or claimed), in order, with
+//!                          what claiming needs; and the next event's seq
+//! DIR/events.jsonl         the event log, one event per line
+//! DIR/settings.json        store-wide settings (the saved chain policy)
+//! DIR/journal.json         only between the two steps of a write (see below)
+//! DIR/.lock                the cross-process lock (the same fair turnstile as SQLite's)
+//! ```
+//!
+//! Ids and task ids are checked by the core before they name a file, and their rule (letters,
+//! digits, `._:@-`, not only dots) keeps them inside `DIR`.
+//!
+//! A write is atomic across files with a redo journal: every file the transaction changes is
+//! first written, whole, into `journal.json` (temporary file, fsync, rename, fsync of the
+//! folder); then each file is replaced by the same steps and the events are appended; then the
+//! journal is removed. A process killed at any point leaves either no journal (the write did
+//! not happen, or finished) or a complete one, which the next process to take the lock applies
+//! again before doing anything else. Reads take the lock too, so they never see half a write.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::turnstile::{Turn, Turnstile};
+use crate::chain::Hop;
+use crate::error::{Error, Result};
+use crate::machine::{Change, Event, NewEvent};
+use crate::record::{Handoff, Kind, Status};
+use crate::store::{Backend, EventFilter, ListFilter, Synchronous, Tx, hop_of};
+
+/// How long a call waits for another process's write before it fails with `Busy`.
+const LOCK_PATIENCE: Duration = Duration::from_secs(60);
+
+/// An open record in `pending.json`: what claiming, lapsing and listing need without reading
+/// the record.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct OpenEntry {
+    id: String,
+    task_id: String,
+    kind: Kind,
+    status: Status,
+    to_agent: Option<String>,
+    expires_at: Option<DateTime<Utc>>,
+    lease_until: Option<DateTime<Utc>>,
+    /// SHA-256 of the current claim's secret, in hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    claim_secret_sha256: Option<String>,
+}
+
+/// `pending.json`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Index {
+    /// The `seq` the next event gets.
+    next_seq: u64,
+    /// The open records, oldest first.
+    open: Vec<OpenEntry>,
+}
+
+/// A write in progress: every file it replaces (path relative to the store, content), and the
+/// event lines it appends after `events_len` bytes of the log. Contents are embedded as JSON,
+/// not as strings, so that writing the journal costs no escaping.
+#[derive(Debug, Serialize, Deserialize)]
+struct Journal {
+    files: Vec<(String, Box<RawValue>)>,
+    events_len: u64,
+    events: Vec<Box<RawValue>>,
+}
+
+/// A store in a folder of JSON files.
+#[derive(Debug)]
+pub struct FilesBackend {
+    dir: PathBuf,
+    /// Whether each write is on disk before it returns, or only safe from a killed process.
+    sync: Synchronous,
+    turnstile: Turnstile,
+    /// Threads of this process take turns here first: a `flock` does not exclude the other
+    /// threads holding the same file description.
+    local: Mutex<()>,
+}
+
+fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::Storage {
+        message: format!("{what} {}: {e}", path.display()),
+        source: Some(Box::new(e)),
+    }
+}
+
+/// A record as people read it: indented.
+fn pretty(value: &impl Serialize) -> Result<Box<RawValue>> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::storage(e.to_string()))?;
+    RawValue::from_string(text).map_err(|e| Error::storage(e.to_string()))
+}
+
+/// An index as the store reads it: one line.
+fn compact(value: &impl Serialize) -> Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(value).map_err(|e| Error::storage(e.to_string()))
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Replaces `path` with `content` atomically: a temporary file beside it, fsync (with
+/// [`Synchronous::Full`]), rename.
+fn replace(path: &Path, content: &str, sync: Synchronous) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut file = super::turnstile::private_file(&tmp).map_err(|e| io("cannot write", &tmp, e))?;
+    file.set_len(0)
+        .and_then(|()| file.write_all(content.as_bytes()))
+        .and_then(|()| match sync {
+            Synchronous::Full => file.sync_all(),
+            Synchronous::Normal => Ok(()),
+        })
+        .map_err(|e| io("cannot write", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| io("cannot replace", path, e))
+}
+
+fn sync_dir(dir: &Path, sync: Synchronous) -> Result<()> {
+    if sync == Synchronous::Normal {
+        return Ok(());
+    }
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io("cannot sync", dir, e))
+}
+
+impl FilesBackend {
+    /// Opens the store in `dir`, creating the folder and its layout if needed, and finishing a
+    /// write that a killed process left half done. With [`Synchronous::Full`] every write is
+    /// on disk (fsync of files and folders) before it returns; with `Normal` a write survives
+    /// a killed process (renames are atomic) but a power loss may lose the last ones.
+    pub fn open(dir: impl AsRef<Path>, sync: Synchronous) -> Result<FilesBackend> {
+        let dir = dir.as_ref().to_path_buf();
+        for sub in [dir.clone(), dir.join("handoffs"), dir.join("tasks")] {
+            fs::create_dir_all(&sub).map_err(|e| io("cannot create", &sub, e))?;
+        }
+        let turnstile = Turnstile::at(dir.join(".lock"))
+            .map_err(|e| io("cannot create", &dir.join(".lock"), e))?;
+        let backend = FilesBackend {
+            dir,
+            sync,
+            turnstile,
+            local: Mutex::new(()),
+        };
+        backend.locked(|_| Ok(()))?;
+        Ok(backend)
+    }
+
+    /// Runs `op` holding the store's lock (threads, then processes), after recovering any
+    /// write a killed process left half done.
+    fn locked<T>(&self, op: impl FnOnce(&Self) -> Result<T>) -> Result<T> {
+        let deadline = Instant::now() + LOCK_PATIENCE;
+        let _local = loop {
+            match self.local.try_lock() {
+                Ok(guard) => break guard,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_micros(fastrand::u64(50..500)));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return Err(busy()),
+            }
+        };
+        let turn = self.turnstile.enter(Some(deadline)).map_err(|_| busy())?;
+        if matches!(turn, Turn::Skipped) {
+            return Err(Error::storage(format!(
+                "the file system of {} cannot lock files (flock): a files store needs it",
+                self.dir.display()
+            )));
+        }
+        self.recover()?;
+        op(self)
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.join(relative)
+    }
+
+    fn read_text(&self, relative: &str) -> Result<Option<String>> {
+        let path = self.path(relative);
+        match fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io("cannot read", &path, e)),
+        }
+    }
+
+    fn read_json<T: for<'de> Deserialize<'de>>(&self, relative: &str) -> Result<Option<T>> {
+        self.read_text(relative)?
+            .map(|text| {
+                serde_json::from_str(&text).map_err(|e| {
+                    Error::storage(format!("corrupt {}: {e}", self.path(relative).display()))
+                })
+            })
+            .transpose()
+    }
+
+    fn index(&self) -> Result<Index> {
+        Ok(self.read_json("pending.json")?.unwrap_or_default())
+    }
+
+    fn record(&self, id: &str) -> Result<Option<Handoff>> {
+        self.read_json(&format!("handoffs/{id}.json"))
+    }
+
+    fn task(&self, task_id: &str) -> Result<Vec<Hop>> {
+        Ok(self
+            .read_json(&format!("tasks/{task_id}.json"))?
+            .unwrap_or_default())
+    }
+
+    /// Applies a journal left by a killed writer, if there is one.
+    fn recover(&self) -> Result<()> {
+        if let Some(journal) = self.read_json::<Journal>("journal.json")? {
+            self.apply(&journal)?;
+        }
+        Ok(())
+    }
+
+    /// The second step of a write: replace the files, append the events, drop the journal.
+    /// Running it twice gives the same result.
+    fn apply(&self, journal: &Journal) -> Result<()> {
+        for (relative, content) in &journal.files {
+            replace(&self.path(relative), content.get(), self.sync)?;
+        }
+        for sub in ["handoffs", "tasks"] {
+            sync_dir(&self.path(sub), self.sync)?;
+        }
+        if !journal.events.is_empty() {
+            let path = self.path("events.jsonl");
+            let mut log = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| io("cannot open", &path, e))?;
+            // A killed writer may have appended part of its lines: cut back to where it began.
+            log.set_len(journal.events_len)
+                .and_then(|()| log.seek(std::io::SeekFrom::End(0)).map(drop))
+                .and_then(|()| {
+                    journal
+                        .events
+                        .iter()
+                        .try_for_each(|line| writeln!(log, "{}", line.get()))
+                })
+                .and_then(|()| match self.sync {
+                    Synchronous::Full => log.sync_all(),
+                    Synchronous::Normal => Ok(()),
+                })
+                .map_err(|e| io("cannot append to", &path, e))?;
+        }
+        let path = self.path("journal.json");
+        fs::remove_file(&path).or_else(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(io("cannot remove", &path, e)),
+        })?;
+        sync_dir(&self.dir, self.sync)
+    }
+
+    fn events_len(&self) -> Result<u64> {
+        let path = self.path("events.jsonl");
+        match fs::metadata(&path) {
+            Ok(meta) => Ok(meta.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(io("cannot read", &path, e)),
+        }
+    }
+
+    fn all_events(&self) -> Result<Vec<Event>> {
+        let path = self.path("events.jsonl");
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("cannot read", &path, e)),
+        };
+        BufReader::new(file)
+            .lines()
+            .map(|line| {
+                let line = line.map_err(|e| io("cannot read", &path, e))?;
+                serde_json::from_str(&line).map_err(|e| {
+                    Error::storage(format!("corrupt event in {}: {e}", path.display()))
+                })
+            })
+            .collect()
+    }
+
+    fn records_of(&self, ids: &[String]) -> Result<Vec<Handoff>> {
+        ids.iter()
+            .map(|id| {
+                self.record(id)?.ok_or_else(|| {
+                    Error::storage(format!("the index names {id}, which has no record file"))
+                })
+            })
+            .collect()
+    }
+}
+
+fn busy() -> Error {
+    Error::Busy {
+        message: format!(
+            "another process held the files store's lock for longer than {LOCK_PATIENCE:?}; \
+             the store is not damaged, try again"
+        ),
+    }
+}
+
+impl Backend for FilesBackend {
+    fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.locked(|store| {
+            let mut tx = FilesTx {
+                store,
+                index: store.index()?,
+                records: BTreeMap::new(),
+                tasks: BTreeMap::new(),
+                changed_tasks: Default::default(),
+                events: Vec::new(),
+                settings: None,
+                changed_index: false,
+            };
+            work(&mut tx)?;
+            let journal = tx.into_journal()?;
+            if journal.files.is_empty() && journal.events.is_empty() {
+                return Ok(());
+            }
+            let text =
+                serde_json::to_string(&journal).map_err(|e| Error::storage(e.to_string()))?;
+            replace(&store.path("journal.json"), &text, store.sync)?;
+            sync_dir(&store.dir, store.sync)?;
+            store.apply(&journal)
+        })
+    }
+
+    fn get(&self, id: &str) -> Result<Option<Handoff>> {
+        self.locked(|store| store.record(id))
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<Handoff>> {
+        self.locked(|store| {
+            // Insertion order is the order of the `created` events.
+            let order: Vec<String> = match &filter.task_id {
+                Some(task) => store
+                    .task(task)?
+                    .into_iter()
+                    .map(|hop| hop.handoff_id)
+                    .collect(),
+                None => store
+                    .all_events()?
+                    .into_iter()
+                    .filter(|e| matches!(e.change, Change::Created { .. }))
+                    .map(|e| e.handoff_id)
+                    .collect(),
+            };
+            let start = match &filter.after {
+                Some(after) => match order.iter().position(|id| id == after) {
+                    Some(at) => at + 1,
+                    None => return Ok(Vec::new()),
+                },
+                None => 0,
+            };
+            let ids = &order[start..];
+            let mut out = Vec::new();
+            for h in store.records_of(ids)? {
+                let wanted = filter.status.is_none_or(|s| h.status == s)
+                    && filter
+                        .to_agent
+                        .as_ref()
+                        .is_none_or(|a| h.to_agent.as_ref() == Some(a))
+                    && filter.kind.is_none_or(|k| h.kind == k);
+                if wanted {
+                    out.push(h);
+                    if filter.limit.is_some_and(|limit| out.len() >= limit) {
+                        break;
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        self.locked(|store| {
+            let of_task = match &filter.task_id {
+                Some(task) => Some(store.task(task)?),
+                None => None,
+            };
+            let mut out = Vec::new();
+            for event in store.all_events()? {
+                let wanted = filter.after.is_none_or(|after| event.seq > after)
+                    && filter
+                        .handoff_id
+                        .as_ref()
+                        .is_none_or(|id| *id == event.handoff_id)
+                    && of_task
+                        .as_ref()
+                        .is_none_or(|hops| hops.iter().any(|h| h.handoff_id == event.handoff_id));
+                if wanted {
+                    out.push(event);
+                    if filter.limit.is_some_and(|limit| out.len() >= limit) {
+                        break;
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
+        self.locked(|store| store.task(task_id))
+    }
+
+    fn setting(&self, key: &str) -> Result<Option<String>> {
+        self.locked(|store| {
+            let settings: BTreeMap<String, String> =
+                store.read_json("settings.json")?.unwrap_or_default();
+            Ok(settings.get(key).cloned())
+        })
+    }
+}
+
+/// One write: reads go to the files (or to what this write changed), changes are kept here
+/// until the journal takes them.
+struct FilesTx<'a> {
+    store: &'a FilesBackend,
+    index: Index,
+    records: BTreeMap<String, Handoff>,
+    tasks: BTreeMap<String, Vec<Hop>>,
+    /// The tasks whose hops this write changed (the others were only read).
+    changed_tasks: std::collections::BTreeSet<String>,
+    events: Vec<Event>,
+    settings: Option<BTreeMap<String, String>>,
+    changed_index: bool,
+}
+
+impl FilesTx<'_> {
+    fn into_journal(self) -> Result<Journal> {
+        let mut files = Vec::new();
+        for (id, record) in &self.records {
+            files.push((format!("handoffs/{id}.json"), pretty(record)?));
+        }
+        for (task, hops) in &self.tasks {
+            if self.changed_tasks.contains(task) {
+                files.push((format!("tasks/{task}.json"), compact(hops)?));
+            }
+        }
+        if let Some(settings) = &self.settings {
+            files.push(("settings.json".to_owned(), pretty(settings)?));
+        }
+        if self.changed_index || !self.events.is_empty() {
+            files.push(("pending.json".to_owned(), compact(&self.index)?));
+        }
+        let events = self
+            .events
+            .iter()
+            .map(compact)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Journal {
+            files,
+            events_len: self.store.events_len()?,
+            events,
+        })
+    }
+
+    fn entry(&mut self, id: &str) -> Option<&mut OpenEntry> {
+        self.index.open.iter_mut().find(|e| e.id == id)
+    }
+
+    /// The hops of `task_id` as this write has them, read from its file the first time.
+    fn task_mut(&mut self, task_id: &str) -> Result<&mut Vec<Hop>> {
+        if !self.tasks.contains_key(task_id) {
+            let hops = self.store.task(task_id)?;
+            self.tasks.insert(task_id.to_owned(), hops);
+        }
+        Ok(self.tasks.entry(task_id.to_owned()).or_default())
+    }
+
+    fn load(&mut self, id: &str) -> Result<Option<Handoff>> {
+        match self.records.get(id) {
+            Some(h) => Ok(Some(h.clone())),
+            None => self.store.record(id),
+        }
+    }
+}
+
+fn open_entry(h: &Handoff, secret: Option<String>) -> OpenEntry {
+    OpenEntry {
+        id: h.id.clone(),
+        task_id: h.task_id.clone(),
+        kind: h.kind,
+        status: h.status,
+        to_agent: h.to_agent.clone(),
+        expires_at: h.expires_at,
+        lease_until: h.lease_until,
+        claim_secret_sha256: secret,
+    }
+}
+
+fn is_open(status: Status) -> bool {
+    matches!(status, Status::Pending | Status::Claimed)
+}
+
+impl Tx for FilesTx<'_> {
+    fn get(&mut self, id: &str) -> Result<Option<Handoff>> {
+        self.load(id)
+    }
+
+    fn insert(&mut self, record: &Handoff) -> Result<()> {
+        if is_open(record.status) {
+            self.index.open.push(open_entry(record, None));
+        }
+        self.changed_index = true;
+        self.task_mut(&record.task_id)?.push(hop_of(record));
+        self.changed_tasks.insert(record.task_id.clone());
+        self.records.insert(record.id.clone(), record.clone());
+        Ok(())
+    }
+
+    fn update(&mut self, record: &Handoff) -> Result<()> {
+        if is_open(record.status) {
+            match self.entry(&record.id) {
+                Some(entry) => {
+                    let secret = entry.claim_secret_sha256.take();
+                    *entry = open_entry(record, secret);
+                }
+                None => self.index.open.push(open_entry(record, None)),
+            }
+        } else {
+            self.index.open.retain(|e| e.id != record.id);
+        }
+        self.changed_index = true;
+        let hop = hop_of(record);
+        if let Some(stored) = self
+            .task_mut(&record.task_id)?
+            .iter_mut()
+            .find(|h| h.handoff_id == record.id)
+            && *stored != hop
+        {
+            *stored = hop;
+            self.changed_tasks.insert(record.task_id.clone());
+        }
+        self.records.insert(record.id.clone(), record.clone());
+        Ok(())
+    }
+
+    fn append(&mut self, event: NewEvent) -> Result<()> {
+        let seq = self.index.next_seq.max(1);
+        self.index.next_seq = seq + 1;
+        self.events.push(Event {
+            seq,
+            handoff_id: event.handoff_id,
+            at: event.at,
+            actor: event.actor,
+            change: event.change,
+        });
+        Ok(())
+    }
+
+    fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        let mut settings = match self.settings.take() {
+            Some(settings) => settings,
+            None => self.store.read_json("settings.json")?.unwrap_or_default(),
+        };
+        settings.insert(key.to_owned(), value.to_owned());
+        self.settings = Some(settings);
+        Ok(())
+    }
+
+    fn claim_secret(&mut self, id: &str) -> Result<Option<[u8; 32]>> {
+        Ok(self
+            .entry(id)
+            .and_then(|e| e.claim_secret_sha256.as_deref())
+            .and_then(unhex))
+    }
+
+    fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
+        if let Some(entry) = self.entry(id) {
+            entry.claim_secret_sha256 = digest.as_ref().map(hex);
+            self.changed_index = true;
+        }
+        Ok(())
+    }
+
+    fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>> {
+        Ok(self.task_mut(task_id)?.clone())
+    }
+
+    fn next_claimable(
+        &mut self,
+        agent: &str,
+        task_id: Option<&str>,
+        now: DateTime<Utc>,
+        after: Option<&str>,
+    ) -> Result<Option<Handoff>> {
+        let start = match after {
+            Some(after) => match self.index.open.iter().position(|e| e.id == after) {
+                Some(at) => at + 1,
+                None => 0,
+            },
+            None => 0,
+        };
+        let found = self.index.open[start..].iter().find(|e| {
+            e.status == Status::Pending
+                && e.kind != Kind::Checkpoint
+                && e.expires_at.is_none_or(|at| at > now)
+                && e.to_agent.as_deref().is_none_or(|to| to == agent)
+                && task_id.is_none_or(|task| e.task_id == task)
+        });
+        match found.map(|e| e.id.clone()) {
+            Some(id) => self.load(&id),
+            None => Ok(None),
+        }
+    }
+
+    fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>> {
+        let due: Vec<String> = self
+            .index
+            .open
+            .iter()
+            .filter(|e| match e.status {
+                Status::Claimed => e.lease_until.is_some_and(|at| at <= now),
+                Status::Pending => e.expires_at.is_some_and(|at| at <= now),
+                _ => false,
+            })
+            .take(limit)
+            .map(|e| e.id.clone())
+            .collect();
+        let mut out = Vec::with_capacity(due.len());
+        for id in due {
+            if let Some(h) = self.load(&id)? {
+                out.push(h);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{NewHandoff, Store};
+
+    fn store_with(sync: Synchronous) -> (Store, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(FilesBackend::open(dir.path(), sync).unwrap());
+        (store, dir)
+    }
+
+    fn store() -> (Store, tempfile::TempDir) {
+        store_with(Synchronous::Full)
+    }
+
+    // Without the fsyncs: the suite checks behaviour, which the two modes share (and the tests
+    // below use `Full`).
+    crate::conformance_tests!(store_with(Synchronous::Normal));
+
+    #[test]
+    fn a_killed_write_is_finished_by_the_next_process() {
+        let (store, dir) = store();
+        let h = store
+            .create(NewHandoff::new("t", "before the crash"))
+            .unwrap();
+        // A writer that wrote its journal and died before applying it: the claim is in the
+        // journal only.
+        let backend = FilesBackend::open(dir.path(), Synchronous::Full).unwrap();
+        let mut claimed = h.clone();
+        claimed.status = Status::Claimed;
+        claimed.claimed_by = Some("b".into());
+        let index: Index = backend.read_json("pending.json").unwrap().unwrap();
+        let mut after = index.clone();
+        after.open[0].status = Status::Claimed;
+        let journal = Journal {
+            files: vec![
+                (format!("handoffs/{}.json", h.id), pretty(&claimed).unwrap()),
+                ("pending.json".into(), compact(&after).unwrap()),
+            ],
+            events_len: backend.events_len().unwrap(),
+            events: vec![RawValue::from_string("{\"line\":\"the whole line\"}".into()).unwrap()],
+        };
+        replace(
+            &dir.path().join("journal.json"),
+            &serde_json::to_string(&journal).unwrap(),
+            Synchronous::Full,
+        )
+        .unwrap();
+        // Half a line already appended: recovery cuts it back before appending again.
+        let mut log = OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("events.jsonl"))
+            .unwrap();
+        log.write_all(b"{\"partial").unwrap();
+
+        let reopened = FilesBackend::open(dir.path(), Synchronous::Full).unwrap();
+        assert!(!dir.path().join("journal.json").exists());
+        assert_eq!(
+            reopened.get(&h.id).unwrap().unwrap().status,
+            Status::Claimed
+        );
+        let text = fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
+        assert!(text.ends_with("{\"line\":\"the whole line\"}\n"), "{text}");
+        assert!(!text.contains("partial"));
+    }
+
+    #[test]
+    fn the_layout_is_readable_json() {
+        let (store, dir) = store();
+        let h = store
+            .create(NewHandoff::new("task-1", "readable").from_agent("a"))
+            .unwrap();
+        let record: serde_json::Value = serde_json::from_str(
+            &fs::read_to_string(dir.path().join(format!("handoffs/{}.json", h.id))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(record["goal"], "readable");
+        let index: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(dir.path().join("pending.json")).unwrap())
+                .unwrap();
+        assert_eq!(index["open"][0]["id"], h.id.as_str());
+        let claim = store.claim(&h.id, "b", Duration::from_secs(60)).unwrap();
+        let text = fs::read_to_string(dir.path().join(format!("handoffs/{}.json", h.id))).unwrap();
+        assert!(
+            !text.contains(claim.secret.expose()),
+            "no secret in the record file"
+        );
+        store.complete(&claim, "done").unwrap();
+        let index: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(dir.path().join("pending.json")).unwrap())
+                .unwrap();
+        assert_eq!(index["open"], serde_json::json!([]));
+        let lines = fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
+        assert_eq!(lines.lines().count(), 3);
+    }
+}
