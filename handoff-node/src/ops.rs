@@ -231,36 +231,41 @@ fn read_on_store_clock<O: Operation>(
     value: Value,
     limits: &handoff_core::Limits,
 ) -> handoff_core::Result<O::Args> {
-    let mut stand_in = value.clone();
-    if !postpone_expiry(&mut stand_in) {
+    let Some(stand_in) = postponed(&value) else {
         return O::Args::read(value, limits);
-    }
+    };
     O::Args::read(stand_in, limits)?;
     // The stand-in read, so the value reads too: it differs only in well-formed times.
     serde_json::from_value(value).map_err(|err| Error::invalid("arguments", err.to_string()))
 }
 
-/// Moves the well-formed `expires_at` of the arguments (and of `createMany`'s items) a century
-/// on; whether there was one.
-fn postpone_expiry(value: &mut Value) -> bool {
-    let postpone = |object: &mut Value| {
-        let Some(Value::String(at)) = object.get_mut("expires_at") else {
-            return false;
-        };
-        let Ok(time) = DateTime::parse_from_rfc3339(at) else {
-            return false;
-        };
-        let later = time.with_timezone(&Utc) + chrono::Duration::days(36_525);
-        *at = later.to_rfc3339_opts(SecondsFormat::AutoSi, true);
-        true
+/// The arguments with each well-formed `expires_at` (theirs and `createMany`'s items') a
+/// century on, when they have one.
+fn postponed(value: &Value) -> Option<Value> {
+    let expiry = |object: &Value| {
+        let at = object.get("expires_at")?.as_str()?;
+        DateTime::parse_from_rfc3339(at).ok()
     };
-    let mut postponed = postpone(value);
-    if let Some(Value::Array(items)) = value.get_mut("items") {
-        for item in items {
-            postponed |= postpone(item);
-        }
+    let mut items = value
+        .get("items")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    if expiry(value).is_none() && items.all(|item| expiry(item).is_none()) {
+        return None;
     }
-    postponed
+    let postpone = |object: &mut Value| {
+        if let Some(time) = expiry(object) {
+            let later = time.with_timezone(&Utc) + chrono::Duration::days(36_525);
+            object["expires_at"] = later.to_rfc3339_opts(SecondsFormat::AutoSi, true).into();
+        }
+    };
+    let mut copy = value.clone();
+    postpone(&mut copy);
+    if let Some(Value::Array(items)) = copy.get_mut("items") {
+        items.iter_mut().for_each(&postpone);
+    }
+    Some(copy)
 }
 
 /// Whether a problem at `known` already covers one at `field` (the same argument, or a part).

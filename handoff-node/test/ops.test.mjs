@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 
-import { Store } from '../index.mjs'
+import { ManualClock, Store } from '../index.mjs'
 
 const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 const fixture = JSON.parse(readFileSync(new URL('../../handoff-core/tests/fixtures/bad_create.json', import.meta.url), 'utf8'))
@@ -70,4 +70,18 @@ test('list pages by the last id, an argument the core gained and this face shows
   const s = Store.memory()
   const made = s.createMany([1, 2, 3].map((i) => ({ taskId: `t${i}`, goal: 'g' })))
   assert.deepEqual(s.list({ after: made[0].id, limit: 1 }).map((h) => h.id), [made[1].id])
+})
+
+test("expiresAt is judged by the store's clock, not the machine's", async () => {
+  const clock = new ManualClock('2020-01-01T00:00:00Z')
+  const s = Store.memory({ clock })
+  const later = '2020-01-01T00:01:00Z'
+  assert.equal(s.create({ taskId: 't', goal: 'g', expiresAt: later }).expiresAt, later)
+  assert.equal((await s.createManyAsync([{ taskId: 't', goal: 'g', expiresAt: later }]))[0].expiresAt, later)
+  assert.equal(s.checkpoint('t', 'a', { goal: 'g', expiresAt: later }).expiresAt, later)
+  const err = await failures(
+    () => s.create({ taskId: 't', goal: 'g', expiresAt: '2019-12-31T23:59:59Z' }),
+    () => s.createAsync({ taskId: 't', goal: 'g', expiresAt: '2019-12-31T23:59:59Z' }),
+  )
+  assert.deepEqual(err.problems.map((p) => p.field), ['expiresAt'])
 })
