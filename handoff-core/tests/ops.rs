@@ -219,12 +219,6 @@ fn the_catalog_describes_every_operation() {
     assert_eq!(create.arguments["required"], json!(["task_id", "goal"]));
 }
 
-#[test]
-#[ignore = "prints the catalog"]
-fn print_catalog() {
-    println!("{}", ops::catalog_json());
-}
-
 /// The fixture every face's test feeds through its own door.
 #[test]
 fn one_bad_create_gives_the_shared_problem_list() {
@@ -234,4 +228,37 @@ fn one_bad_create_gives_the_shared_problem_list() {
     let expected: Vec<(String, String)> =
         serde_json::from_value(fixture["problems"].clone()).unwrap();
     assert_eq!(problems(&err), expected);
+}
+
+#[test]
+fn reading_goes_on_past_a_missing_argument_and_knows_aliases() {
+    let store = Store::memory();
+    let err = ops::Release::call(
+        &store,
+        json!({"claim": {"handoff_id": "h", "token": 1, "secret": "nope", "colour": 1}}),
+    )
+    .unwrap_err();
+    assert_eq!(fields(&err), ["claim.colour", "reason", "claim.secret"]);
+    let args = ops::EventsArgs::read(json!({"id": "h1"}), &Limits::default()).unwrap();
+    assert_eq!(args.handoff_id.as_deref(), Some("h1"));
+}
+
+#[test]
+fn a_future_expiry_is_judged_by_the_store_clock() {
+    use std::sync::Arc;
+    let clock = Arc::new(handoff_core::ManualClock::at_epoch());
+    let store = Store::memory().with_clock(clock.clone());
+    let at = (store.now() + chrono::Duration::hours(1)).to_rfc3339();
+    ops::Create::call(
+        &store,
+        json!({"task_id": "t", "goal": "g", "expires_at": at}),
+    )
+    .unwrap();
+    let past = (store.now() - chrono::Duration::hours(1)).to_rfc3339();
+    let err = ops::Create::call(
+        &store,
+        json!({"task_id": "t", "goal": "g", "expires_at": past}),
+    )
+    .unwrap_err();
+    assert_eq!(fields(&err), ["expires_at"]);
 }

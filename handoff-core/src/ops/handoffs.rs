@@ -259,7 +259,12 @@ fn record_problems(new: NewHandoff, reason: Result<()>, limits: &Limits) -> Vec<
         problems.extend(by_argument_names(err).problems().iter().cloned());
     }
     let id = new.id.clone().unwrap_or_else(|| "unsaved".to_owned());
-    if let Err(err) = new.into_record(id, Utc::now()).validate(limits) {
+    // Whether `expires_at` is still ahead is the store's to judge, by its own clock (which may
+    // be a manual one) at the moment it creates: here the record is dated as early as can be.
+    if let Err(err) = new
+        .into_record(id, DateTime::<Utc>::MIN_UTC)
+        .validate(limits)
+    {
         for p in by_argument_names(err).problems() {
             if !problems.iter().any(|known| known.field == p.field) {
                 problems.push(p.clone());
@@ -688,6 +693,7 @@ impl Operation for Cancel {
 pub struct EventsArgs {
     /// Only this handoff's events (`id` is accepted too).
     #[serde(default, alias = "id")]
+    #[schemars(extend("x-aliases" = ["id"]))]
     pub handoff_id: Option<String>,
     /// Only the events of this task's handoffs.
     #[serde(default)]

@@ -94,16 +94,22 @@ fn covers(reported: &str, field: &str) -> bool {
             .is_some_and(|rest| rest.starts_with(['.', '[']))
 }
 
-/// Reports and removes the top-level names the schema does not know.
+/// Reports and removes the top-level names the schema does not know (a property's
+/// `x-aliases` are known names too).
 fn unknown_names(schema: &Schema, value: &mut Value) -> Vec<Problem> {
-    let (Some(known), Value::Object(map)) = (schema.get("properties"), value) else {
+    let (Some(Value::Object(known)), Value::Object(map)) = (schema.get("properties"), value) else {
         return Vec::new();
     };
-    let unknown: Vec<String> = map
-        .keys()
-        .filter(|key| known.get(key.as_str()).is_none())
-        .cloned()
-        .collect();
+    let is_known = |key: &str| {
+        known.contains_key(key)
+            || known.values().any(|property| {
+                property
+                    .get("x-aliases")
+                    .and_then(Value::as_array)
+                    .is_some_and(|aliases| aliases.iter().any(|a| a.as_str() == Some(key)))
+            })
+    };
+    let unknown: Vec<String> = map.keys().filter(|key| !is_known(key)).cloned().collect();
     unknown
         .into_iter()
         .map(|key| {
@@ -127,14 +133,25 @@ fn report(
         let field = join(&field, &missing);
         let known = problems.iter().any(|p| covers(&p.field, &field));
         if !known {
-            problems.push(Problem::new(field, "is required"));
+            problems.push(Problem::new(field.clone(), "is required"));
         }
-        return false;
+        // A stand-in lets the next attempt reach the arguments after it; once is enough.
+        let mut at = path.to_vec();
+        at.push(Segment::Map { key: missing });
+        let stand_in = schema_at(schema, &at).and_then(|node| placeholder(schema, &node));
+        return match (known, stand_in) {
+            (false, Some(stand_in)) => insert_at(value, path, &at, stand_in),
+            _ => false,
+        };
     }
     if let Some(unknown) = quoted_after(message, "unknown field ") {
-        let field = join(&field, &unknown);
+        // serde's path already ends at the unknown name.
+        let (field, parent) = match path.last() {
+            Some(Segment::Map { key }) if *key == unknown => (field, &path[..path.len() - 1]),
+            _ => (join(&field, &unknown), path),
+        };
         problems.push(Problem::new(field, "is not a known field"));
-        return remove_at(value, path, Some(&unknown));
+        return remove_at(value, parent, Some(&unknown));
     }
     let node = schema_at(schema, path);
     // serde says what it expected in Rust's words (`u8`, `a sequence`); the schema says it in
@@ -198,6 +215,29 @@ fn placeholder(root: &Schema, node: &Value) -> Option<Value> {
         "array" => Value::Array(Vec::new()),
         _ => return None,
     })
+}
+
+/// Adds the member `at`'s last name to the object at `parent`.
+fn insert_at(value: &mut Value, parent: &[Segment], at: &[Segment], new: Value) -> bool {
+    let Some(Segment::Map { key }) = at.last() else {
+        return false;
+    };
+    let mut node = value;
+    for segment in parent {
+        node = match segment {
+            Segment::Seq { index } => match node.get_mut(*index) {
+                Some(next) => next,
+                None => return false,
+            },
+            Segment::Map { key } => match node.get_mut(key) {
+                Some(next) => next,
+                None => return false,
+            },
+            _ => node,
+        };
+    }
+    node.as_object_mut()
+        .is_some_and(|map| map.insert(key.clone(), new).is_none())
 }
 
 /// Puts `new` where the value at `path` was.
