@@ -34,3 +34,8 @@ pub use store::{
 };
 pub use tools::{AgentRegistry, HandoffIntent, Provider};
 pub use validate::{Limits, MAX_DEPTH};
+
+/// The workspace's ARCHITECTURE.md, whose Rust examples `cargo test --doc` compiles and runs.
+#[cfg(doctest)]
+#[doc = include_str!("../../ARCHITECTURE.md")]
+struct ArchitectureExamples;
