@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 
-import { ManualClock, Store } from '../index.mjs'
+import { ManualClock, Store, _catalogJson } from '../index.mjs'
 
 const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 const fixture = JSON.parse(readFileSync(new URL('../../handoff-core/tests/fixtures/bad_create.json', import.meta.url), 'utf8'))
@@ -24,6 +24,16 @@ async function failures(sync, async) {
   assert.deepEqual(rejected.problems, thrown.problems)
   return thrown
 }
+
+test('every operation of the core\'s catalog is a method, with its Promise twin', () => {
+  const store = Store.memory()
+  const { operations } = JSON.parse(_catalogJson())
+  assert.ok(operations.length > 10)
+  for (const { name } of operations) {
+    assert.equal(typeof store[camel(name)], 'function', name)
+    assert.equal(typeof store[`${camel(name)}Async`], 'function', `${name}Async`)
+  }
+})
 
 test('the shared bad create: the same problems as every face, in the same order', async () => {
   const s = Store.memory()
