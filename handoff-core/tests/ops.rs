@@ -262,3 +262,12 @@ fn a_future_expiry_is_judged_by_the_store_clock() {
     .unwrap_err();
     assert_eq!(fields(&err), ["expires_at"]);
 }
+
+#[test]
+fn claim_next_waits_when_asked() {
+    let store = Store::memory();
+    let none = ops::ClaimNext::call(&store, json!({"agent": "w", "wait_seconds": 0.05})).unwrap();
+    assert!(none.is_none());
+    let err = ops::ClaimNext::call(&store, json!({"agent": "w", "wait_seconds": -1})).unwrap_err();
+    assert_eq!(fields(&err), ["wait_seconds"]);
+}

@@ -469,7 +469,7 @@ impl Operation for Claim {
 }
 
 /// Claims the oldest pending handoff `agent` may take (addressed to it or to anyone); nothing
-/// when there is none.
+/// when there is none, after waiting up to `wait_seconds` for some to arrive.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimNextArgs {
@@ -481,12 +481,31 @@ pub struct ClaimNextArgs {
     /// How long the claim lives without a heartbeat (default 300).
     #[serde(default)]
     pub lease_seconds: Option<f64>,
+    /// How long to wait for work when there is none (default 0: answer at once). The worker
+    /// sleeps until work arrives: woken by PostgreSQL at once, by a short poll elsewhere.
+    #[serde(default)]
+    pub wait_seconds: Option<f64>,
+}
+
+impl ClaimNextArgs {
+    fn wait(&self) -> Option<Duration> {
+        match self.wait_seconds {
+            None => Some(Duration::ZERO),
+            Some(s) => Duration::try_from_secs_f64(s).ok(),
+        }
+    }
 }
 
 impl Arguments for ClaimNextArgs {
     fn problems(&self, _: &Limits) -> Vec<Problem> {
         let mut problems = Vec::new();
         lease_problems("lease_seconds", self.lease_seconds, &mut problems);
+        if self.wait().is_none() {
+            problems.push(Problem::new(
+                "wait_seconds",
+                "must be a non-negative number of seconds",
+            ));
+        }
         problems
     }
 }
@@ -503,7 +522,10 @@ impl Operation for ClaimNext {
 
     fn run(store: &Store, args: ClaimNextArgs) -> Result<Option<store::Claim>> {
         let lease = lease(args.lease_seconds)?;
-        store.claim_next(&args.agent, args.task_id.as_deref(), lease)
+        let wait = args.wait().ok_or_else(|| {
+            Error::invalid("wait_seconds", "must be a non-negative number of seconds")
+        })?;
+        store.claim_next_wait(&args.agent, args.task_id.as_deref(), lease, wait)
     }
 }
 
