@@ -298,7 +298,12 @@ impl PostgresBackend {
 
     /// A connection from the pool, or a new one with the schema on its search path.
     fn client(&self) -> Result<Pooled<'_>> {
-        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        // A connection the server closed (a restart, an idle timeout) is left behind.
+        let idle = self
+            .idle
+            .lock()
+            .ok()
+            .and_then(|mut idle| std::iter::from_fn(|| idle.pop()).find(|c| !c.is_closed()));
         let client = match idle {
             Some(client) => client,
             None => {
@@ -376,10 +381,17 @@ impl PostgresBackend {
             .map_err(|e| storage("cannot commit the migration", e))
     }
 
-    /// Runs a read on a pooled connection.
-    fn reading<T>(&self, op: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+    /// Runs a read on a pooled connection; once more on a new connection when the pooled one
+    /// turns out to be dead (the server restarted since it was last used).
+    fn reading<T>(&self, mut op: impl FnMut(&mut Client) -> Result<T>) -> Result<T> {
         let mut client = self.client()?;
-        op(&mut client)
+        match op(&mut client) {
+            Err(_) if client.is_closed() => {
+                drop(client);
+                op(&mut *self.client()?)
+            }
+            other => other,
+        }
     }
 
     /// The schema's name.
@@ -440,11 +452,16 @@ impl Backend for PostgresBackend {
         loop {
             attempt += 1;
             let mut client = self.client()?;
-            let tx = client
+            let tx = match client
                 .build_transaction()
                 .isolation_level(IsolationLevel::ReadCommitted)
                 .start()
-                .map_err(|e| storage("cannot begin", e))?;
+            {
+                Ok(tx) => tx,
+                // A dead pooled connection: nothing was done, so a new one may begin again.
+                Err(e) if e.is_closed() && attempt < MAX_ATTEMPTS => continue,
+                Err(e) => return Err(storage("cannot begin", e)),
+            };
             let mut handle = PgTx {
                 tx,
                 error: None,
