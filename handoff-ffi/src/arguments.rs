@@ -4,10 +4,9 @@
 //! argument name. What this binding's types can hold and JSON cannot (metadata text that is not
 //! a JSON object, a time beyond a record's years) is refused here, named by its path.
 
-use chrono::{DateTime, Utc};
 use handoff_core as core;
 use handoff_core::ops;
-use serde::{Deserialize, Serialize, Serializer, ser::Error as _};
+use serde::{Serialize, Serializer, ser::Error as _};
 use serde_json::{Map, Value};
 
 use crate::error::{HandoffError, Result};
@@ -52,13 +51,15 @@ macro_rules! wire_form {
 pub(crate) use wire_form;
 
 /// Where this binding's API names a value differently from the core's arguments, as (core,
-/// ours). A lease is a `Duration` called `lease` here (the core counts `lease_seconds`), and a
-/// claim reference's problems are named by its own fields (`secret`): the Swift and Kotlin API
-/// and its tests say so. Every other problem keeps the core's name.
+/// ours). A lease is a `Duration` called `lease` here (the core counts `lease_seconds`), and so
+/// is `claim_next`'s `wait` (`wait_seconds`); a claim reference's problems are named by its own
+/// fields (`secret`): the Swift and Kotlin API and its tests say so. Every other problem keeps
+/// the core's name.
 const OWN_NAMES: &[(&str, &str)] = &[
     ("lease_seconds", "lease"),
     ("claim.lease_seconds", "lease"),
     ("claim.secret", "secret"),
+    ("wait_seconds", "wait"),
 ];
 
 /// Runs the core's operation `O` with `arguments`, serialized under `O`'s argument names.
@@ -66,36 +67,7 @@ pub(crate) fn call<O: ops::Operation>(
     store: &core::Store,
     arguments: &impl Serialize,
 ) -> Result<O::Output> {
-    let arguments = json("", arguments)?;
-    // The core reads an expiry against the wall clock (its `record_problems` builds the record
-    // at `Utc::now()`), and the store judges it again against its own clock, which a caller may
-    // have set elsewhere (`OpenOptions.clock`). Until the core reads with the store's clock,
-    // the reading leaves well-formed expiries out and the store's clock alone decides.
-    let mut without_expiries = arguments.clone();
-    set_expiries_aside(&mut without_expiries);
-    <O::Args as ops::Arguments>::read(without_expiries, store.limits()).map_err(own_names)?;
-    let arguments = serde_json::from_value(arguments)
-        .map_err(|e| HandoffError::invalid("arguments", e.to_string()))?;
-    O::run(store, arguments).map_err(own_names)
-}
-
-/// Removes `expires_at` from the arguments and from each of their `items` when it is a time
-/// the core can read.
-fn set_expiries_aside(arguments: &mut Value) {
-    set_expiry_aside(arguments);
-    if let Some(Value::Array(items)) = arguments.get_mut("items") {
-        items.iter_mut().for_each(set_expiry_aside);
-    }
-}
-
-fn set_expiry_aside(object: &mut Value) {
-    if let Some(map) = object.as_object_mut()
-        && map
-            .get("expires_at")
-            .is_some_and(|at| DateTime::<Utc>::deserialize(at).is_ok())
-    {
-        map.remove("expires_at");
-    }
+    O::call(store, json("", arguments)?).map_err(own_names)
 }
 
 /// Reads the core's arguments `A` (a registry's or a context builder's) from `arguments`.
@@ -321,6 +293,20 @@ mod tests {
         assert!(store.create(expiring(clock.now() + minute)).is_ok());
         let err = store.create(expiring(clock.now() - minute)).unwrap_err();
         assert_eq!(problems(err)[0].0, "expires_at");
+    }
+
+    /// A wait is a `Duration` called `wait` here, as a lease is `lease`: the core's problems
+    /// with `wait_seconds` carry this binding's name.
+    #[test]
+    fn a_wait_is_named_as_this_binding_names_it() {
+        let store = Store::memory(OpenOptions::default()).unwrap();
+        let err = store
+            .claim_next("w".into(), None, Some(Duration::MAX), Some(Duration::MAX))
+            .unwrap_err();
+        let fields: Vec<String> = problems(err).into_iter().map(|(field, _)| field).collect();
+        assert_eq!(fields, ["lease", "wait"]);
+        let waited = store.claim_next("w".into(), None, None, Some(Duration::from_millis(20)));
+        assert!(waited.unwrap().is_none());
     }
 
     #[test]

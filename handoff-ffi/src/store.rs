@@ -117,7 +117,8 @@ pub struct ListFilter {
 }
 
 /// A handoff store: create, claim, heartbeat, release, complete, and read the event log and
-/// chains. Open one with `Store.open(path)` (SQLite) or `Store.memory()`.
+/// chains. Open one with `Store.open(path)` (SQLite), `Store.memory()` or `Store.connect(url)`
+/// (any backend).
 ///
 /// Every method may be called from any thread; SQLite stores may be shared between
 /// processes.
@@ -158,6 +159,32 @@ impl Store {
         let settings = Settings::of(&options)?;
         Ok(Arc::new(Store {
             inner: settings.apply(core::Store::memory()),
+        }))
+    }
+
+    /// Opens the store `url` names, as every binding, the CLI and the MCP server read it: a
+    /// path or `sqlite:PATH` (SQLite), `memory:`, `files:DIR` (a folder of JSON files, made if
+    /// needed), or `postgres://…` (also `postgresql://`) with `?schema=NAME` to keep several
+    /// stores in one database. A URL that names no store is `Validation` on `url`, a bad schema
+    /// name on `url.schema`. `options` sets the `policy`, `limits` and `clock`; `synchronous`
+    /// and `lock_patience` are refused here (`Validation`): open an SQLite store that needs
+    /// them with `Store.open`.
+    #[uniffi::constructor(default(options))]
+    pub fn connect(url: String, options: OpenOptions) -> Result<Arc<Store>> {
+        let settings = Settings::of(&options)?;
+        let mut problems = Vec::new();
+        let not_here = "is not taken by connect: open an SQLite store with it through open";
+        if options.synchronous.is_some() {
+            problems.push(core::Problem::new("synchronous", not_here));
+        }
+        if options.lock_patience.is_some() {
+            problems.push(core::Problem::new("lock_patience", not_here));
+        }
+        if !problems.is_empty() {
+            return Err(core::Error::Validation { problems }.into());
+        }
+        Ok(Arc::new(Store {
+            inner: settings.apply(core::Store::connect(&url)?),
         }))
     }
 
@@ -226,16 +253,21 @@ impl Store {
 
     /// Claims the oldest pending handoff `agent` may take (addressed to it, or open and allowed
     /// by the chain policy: open handoffs it may not take are skipped), optionally only of
-    /// `task_id`; none when there is nothing to take.
-    #[uniffi::method(default(task_id = None, lease = None))]
+    /// `task_id`; none when there is nothing to take. With `wait`, a worker that finds nothing
+    /// sleeps up to that long (real time) until work arrives, and takes it: woken at once on
+    /// PostgreSQL, by a short poll on the other stores. The call blocks its thread meanwhile.
+    #[uniffi::method(default(task_id = None, lease = None, wait = None))]
     pub fn claim_next(
         &self,
         agent: String,
         task_id: Option<String>,
         lease: Option<Duration>,
+        wait: Option<Duration>,
     ) -> Result<Option<Claim>> {
         let lease_seconds = lease.map(|lease| lease.as_secs_f64());
-        let claim = self.run::<ops::ClaimNext>(arguments! { agent, task_id, lease_seconds })?;
+        let wait_seconds = wait.map(|wait| wait.as_secs_f64());
+        let arguments = arguments! { agent, task_id, lease_seconds, wait_seconds };
+        let claim = self.run::<ops::ClaimNext>(arguments)?;
         Ok(claim.map(Into::into))
     }
 

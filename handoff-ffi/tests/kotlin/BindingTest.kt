@@ -1,7 +1,7 @@
 // The generated Kotlin, compiled and run against libhandoff_ffi: the lifecycle, errors,
 // fencing, claim secrets and cancel rights, what an operator meets (a stuck writer, read-only
 // opens, a saved policy, depth limits, paged events), racing threads, a Kotlin tokenizer, swarm
-// tools, and a panic that must arrive as an exception.
+// tools, a store opened by URL, and a panic that must arrive as an exception.
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
@@ -280,6 +280,17 @@ fun panicBecomesAnException() {
     Store.memory().use { check(it.create(task()).status == HandoffStatus.PENDING) { "the library still works" } }
 }
 
+fun connect() {
+    Store.connect("memory:").use { store ->
+        val h = store.create(task().copy(toAgent = "coder"))
+        val claim = store.claimNext("coder", wait = Duration.ofSeconds(5)) ?: error("nothing claimed")
+        check(claim.handoff.id == h.id) { "connect(\"memory:\") is a working store" }
+        check(store.claimNext("coder", wait = Duration.ofMillis(100)) == null) { "a wait with no work ends empty" }
+    }
+    val bad = raises<HandoffException.Validation> { Store.connect("http://example.com/x") }
+    check(bad.problems.map { it.field } == listOf("url")) { "${bad.problems}" }
+}
+
 fun main(args: Array<String>) {
     val dir = kotlin.io.path.createTempDirectory("handoff-ffi-kotlin").toString()
     val tests = listOf<Pair<String, () -> Unit>>(
@@ -292,6 +303,7 @@ fun main(args: Array<String>) {
         "context" to ::context,
         "swarm tools" to ::swarmTools,
         "first use" to { firstUse(dir) },
+        "connect" to ::connect,
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0
