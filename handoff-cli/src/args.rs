@@ -9,13 +9,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 // The global options are listed after a subcommand's own.
 #[command(name = "handoff", version, about, after_help = EXIT_CODES, next_display_order = 1000)]
 pub(crate) struct Cli {
-    /// The SQLite store. Read-only commands never create it.
+    /// The store: an SQLite file (a path, or sqlite:PATH), files:DIR (a folder of JSON
+    /// files), memory: (empty, for this process only) or postgres://USER@HOST/DB?schema=NAME.
+    /// Only commands that create records create it.
     #[arg(
         long,
         global = true,
         env = "HANDOFF_DB",
         default_value = "handoff.db",
-        value_name = "PATH"
+        value_name = "PATH|URL"
     )]
     pub db: PathBuf,
 

@@ -11,13 +11,14 @@ use serde_json::json;
 
 use crate::args::{Command, PolicyAction};
 use crate::error::{CliError, CliResult, code};
+use crate::location::Location;
 use crate::output::{self, Output, Reply, to_json};
 use crate::policy::Overrides;
 
-/// What every command needs besides its own arguments: the store's path and how to open it,
-/// the policy options (read and checked before any store is opened) and how records are shown.
+/// What every command needs besides its own arguments: the store and how to open it, the
+/// policy options (read and checked before any store is opened) and how records are shown.
 pub(crate) struct Ctx {
-    pub db: PathBuf,
+    pub db: Location,
     pub options: SqliteOptions,
     pub policy: Overrides,
     pub out: Output,
@@ -29,7 +30,7 @@ impl Ctx {
         self.policy.apply(open(&self.db, &self.options)?)
     }
 
-    /// Opens an existing store for a command that writes; a missing file is an error.
+    /// Opens an existing store for a command that writes; a missing one is an error.
     pub(crate) fn open_existing(&self) -> CliResult<Store> {
         if !self.db.exists() {
             return Err(CliError::MissingStore(self.db.clone()));
@@ -38,7 +39,9 @@ impl Ctx {
     }
 
     /// Opens an existing store for reading only: nothing on disk is created or changed, so a
-    /// read-only file or folder can be read and a file that is not a store is left as it is.
+    /// read-only SQLite file or folder can be read and a file that is not a store is left as
+    /// it is. Other stores are connected to once they are known to exist (see
+    /// [`Location::exists`]).
     pub(crate) fn open_read(&self) -> CliResult<Store> {
         self.policy.apply(open_read(&self.db, &self.options)?)
     }
@@ -70,8 +73,11 @@ impl From<Reply> for Done {
     }
 }
 
-/// Opens the store for a command that may write: the file is created when missing.
-pub(crate) fn open(db: &Path, options: &SqliteOptions) -> CliResult<Store> {
+/// Opens the store for a command that may write: it is created when missing.
+pub(crate) fn open(db: &Location, options: &SqliteOptions) -> CliResult<Store> {
+    let Some(db) = db.sqlite_path() else {
+        return Ok(db.connect()?);
+    };
     // A refused open must leave nothing behind: remove a `<db>-lock` turnstile it created.
     let mut lock = db.as_os_str().to_owned();
     lock.push("-lock");
@@ -85,12 +91,15 @@ pub(crate) fn open(db: &Path, options: &SqliteOptions) -> CliResult<Store> {
     })
 }
 
-/// Opens an existing store for reading only; a missing file is an error, never created.
-pub(crate) fn open_read(db: &Path, options: &SqliteOptions) -> CliResult<Store> {
+/// Opens an existing store for reading only; a missing one is an error, never created.
+pub(crate) fn open_read(db: &Location, options: &SqliteOptions) -> CliResult<Store> {
     if !db.exists() {
-        return Err(CliError::MissingStore(db.to_path_buf()));
+        return Err(CliError::MissingStore(db.clone()));
     }
-    Ok(Store::open_read_only(db, options)?)
+    match db.sqlite_path() {
+        Some(path) => Ok(Store::open_read_only(path, options)?),
+        None => Ok(db.connect()?),
+    }
 }
 
 /// Runs a hand-written command.
@@ -100,7 +109,7 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
         Command::Backup { path } => {
             let store = ctx.open_read()?;
             store.backup(&path)?;
-            let text = format!("backed up {} to {}\n", ctx.db.display(), path.display());
+            let text = format!("backed up {} to {}\n", ctx.db.shown(), path.display());
             let json = json!({ "backup": path.display().to_string() });
             Ok(Reply::new(text, json).into())
         }
@@ -194,7 +203,7 @@ fn policy(ctx: &Ctx, action: &PolicyAction) -> CliResult<Done> {
             let saved = policy_json(&store);
             let text = format!(
                 "saved in {}: {saved}\nevery process that opens it without its own policy applies it\n",
-                ctx.db.display()
+                ctx.db.shown()
             );
             Ok(Reply::new(text, json!({ "saved": saved })).into())
         }

@@ -1,12 +1,12 @@
 //! The CLI's errors, their exit codes and their JSON form: the one place that maps core
 //! [`ErrorKind`]s to what a shell or an MCP client sees.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use handoff_core::{Error, ErrorKind, Problem};
 use serde_json::{Value, json};
 
+use crate::location::Location;
 use crate::output::Output;
 
 /// Exit codes, documented in `handoff --help` and the README.
@@ -29,8 +29,8 @@ pub(crate) mod code {
 pub(crate) enum CliError {
     /// The core refused or failed.
     Core(Error),
-    /// A read-only command was pointed at a database file that does not exist.
-    MissingStore(PathBuf),
+    /// A command that does not create the store was pointed at one that does not exist.
+    MissingStore(Location),
 }
 
 impl From<Error> for CliError {
@@ -101,7 +101,7 @@ impl CliError {
                 error["status"] = json!(status);
             }
             CliError::MissingStore(path) => {
-                error["path"] = json!(path.display().to_string());
+                error["path"] = json!(path.shown());
             }
             _ => {}
         }
@@ -167,11 +167,15 @@ impl std::fmt::Display for CliError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CliError::Core(e) => write!(f, "{e}"),
-            CliError::MissingStore(path) => write!(
+            CliError::MissingStore(at) => write!(
                 f,
-                "no store at {}: the file does not exist (read-only commands never create one; \
-                 check --db or HANDOFF_DB)",
-                path.display()
+                "no store at {}: {} (only create, create-many, import, policy save and mcp \
+                 create one; check --db or HANDOFF_DB)",
+                at.shown(),
+                match at {
+                    Location::Files(_) => "the folder does not exist or holds no store",
+                    _ => "the file does not exist",
+                }
             ),
         }
     }
@@ -208,7 +212,7 @@ mod tests {
             assert_eq!(CliError::Core(error).exit_code(), exit);
         }
         assert_eq!(
-            CliError::MissingStore("x.db".into()).exit_code(),
+            CliError::MissingStore(Location::Sqlite("x.db".into())).exit_code(),
             code::STORAGE
         );
     }

@@ -1,8 +1,8 @@
 //! `export`: every record as one canonical JSON line, to stdout or to a file.
 //!
 //! A file export never lands on the store: an output that is the database or one of its
-//! companions (`-wal`, `-shm`, `-lock`, `-journal`) is refused, whatever path names it (a
-//! symlink, `..`, a hard link). The file is written beside its target under a temporary name and
+//! companions (`-wal`, `-shm`, `-lock`, `-journal`), or inside a `files:` store's folder, is
+//! refused, whatever path names it (a symlink, `..`, a hard link). The file is written beside its target under a temporary name and
 //! renamed over it once complete, so a failed export leaves the old file as it was.
 
 use std::fs::{self, File, OpenOptions};
@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use handoff_core::{Error, ListFilter, Store};
 
 use crate::error::{CliError, CliResult};
+use crate::location::Location;
 
 /// The files SQLite and the core keep beside a store.
 const COMPANIONS: [&str; 5] = ["", "-wal", "-shm", "-lock", "-journal"];
@@ -49,11 +50,24 @@ pub(crate) fn write_records(
 
 /// The file `-o path` will replace, with symlinks followed, after checking that it is none of
 /// the store's files.
-pub(crate) fn target(db: &Path, path: &Path) -> CliResult<PathBuf> {
+pub(crate) fn target(store: &Location, path: &Path) -> CliResult<PathBuf> {
     let target = resolve(path)?;
     if target.is_dir() {
         return Err(refuse(path, "is a folder"));
     }
+    let db = match store {
+        Location::Sqlite(db) => db,
+        Location::Files(dir) => {
+            if fs::canonicalize(dir).is_ok_and(|dir| target.starts_with(dir)) {
+                return Err(refuse(
+                    path,
+                    "is inside the store's own folder (export to another file)",
+                ));
+            }
+            return Ok(target);
+        }
+        Location::Memory | Location::Postgres(_) => return Ok(target),
+    };
     let same_file = |candidate: &Path| {
         if fs::canonicalize(candidate).is_ok_and(|c| c == target) || candidate == target {
             return true;

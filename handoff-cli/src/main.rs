@@ -10,6 +10,7 @@ mod commands;
 mod error;
 mod export;
 mod jsonrpc;
+mod location;
 mod mcp;
 mod operations;
 mod output;
@@ -45,7 +46,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
         options.lock_patience = std::time::Duration::from_secs(seconds);
     }
     let ctx = commands::Ctx {
-        db: cli.db,
+        db: location::Location::parse(&cli.db)?,
         options,
         policy: policy::Overrides::load(&cli.policy)?,
         out,

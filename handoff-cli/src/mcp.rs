@@ -8,9 +8,8 @@
 //! correct itself and the server keeps serving. `handoff_claim_and_spawn` and
 //! `handoff_policy` are the server's own.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use handoff_core::ops::Arguments;
 use handoff_core::{Error, Store};
@@ -28,6 +27,7 @@ use serde_json::{Value, json};
 
 use crate::error::{CliError, CliResult};
 use crate::jsonrpc;
+use crate::location::Location;
 use crate::operations::{self, DEFAULTS, Op, PAGE, name_flat_claim};
 use crate::output::{Output, Reply, to_json};
 use crate::spawn::{self, SpawnConfig};
@@ -73,7 +73,7 @@ impl Arguments for PolicyArgs {}
 #[derive(Clone, Debug)]
 pub(crate) struct Server {
     store: Store,
-    db: PathBuf,
+    db: Location,
     spawn: Option<Arc<SpawnConfig>>,
     /// How records are shown: redacted unless the server was started with `--no-redact`
     /// (the owner's choice; no tool argument can change it).
@@ -116,6 +116,15 @@ fn operation_tool(op: &Op) -> Tool {
     let schema = match &op.info.arguments {
         Value::Object(schema) => schema.clone(),
         _ => JsonObject::new(),
+    };
+    let description = if op.argument("wait_seconds").is_some() {
+        format!(
+            "{description}\n\nThis server waits at most {} seconds per call: call again to \
+             wait longer.",
+            MAX_WAIT.as_secs()
+        )
+    } else {
+        description
     };
     let tool = Tool::new(tool_name(op), description, Arc::new(schema));
     if op.reads_only() {
@@ -192,6 +201,25 @@ fn old_spellings(op: &'static Op, args: &mut JsonObject) -> (&'static Op, bool) 
     (op, flat)
 }
 
+/// The longest one tool call waits for work (`wait_seconds`): under the 60-second request
+/// timeout of common MCP clients (the TypeScript SDK's default), so that a waiting call
+/// answers "nothing to claim" rather than being abandoned by its client with a claim made
+/// after it gave up.
+const MAX_WAIT: Duration = Duration::from_secs(50);
+
+/// A waiting call looks whether its client cancelled it this often, so that a cancelled call
+/// stops waiting (and claims nothing) within this time.
+const WAIT_SLICE: Duration = Duration::from_secs(1);
+
+/// The wait a call asks for, when it is one the server runs in slices: a positive, finite
+/// number of seconds. Anything else goes to the core whole, to answer or report.
+fn asked_wait(args: &JsonObject) -> Option<Duration> {
+    let seconds = args.get("wait_seconds")?.as_f64()?;
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|wait| !wait.is_zero())
+}
+
 /// An answer holds a page at most: caps `limit` at [`PAGE`] and returns the page's size. A
 /// `limit` that is not a count is left for the core to report.
 fn cap_to_a_page(args: &mut JsonObject) -> usize {
@@ -209,7 +237,7 @@ fn cap_to_a_page(args: &mut JsonObject) -> usize {
 impl Server {
     pub(crate) fn new(
         store: Store,
-        db: PathBuf,
+        db: Location,
         spawn: Option<SpawnConfig>,
         out: Output,
     ) -> Server {
@@ -223,24 +251,37 @@ impl Server {
     }
 
     /// Runs one tool call to its reply. Blocking: the caller runs it off the async threads.
-    fn call(&self, name: &str, arguments: Option<JsonObject>) -> CliResult<Reply> {
+    /// `cancelled` says whether the client has given up on the call.
+    fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> CliResult<Reply> {
         let arguments = arguments.unwrap_or_default();
         match name {
             "handoff_claim_and_spawn" => self.claim_and_spawn(arguments),
             "handoff_policy" => self.policy(arguments),
             _ => match name.strip_prefix("handoff_").and_then(operations::find) {
-                Some(op) => self.operation(op, arguments),
+                Some(op) => self.operation(op, arguments, cancelled),
                 None => Err(Error::invalid("name", format!("no tool is named {name:?}")).into()),
             },
         }
     }
 
-    fn operation(&self, op: &'static Op, mut args: JsonObject) -> CliResult<Reply> {
+    fn operation(
+        &self,
+        op: &'static Op,
+        mut args: JsonObject,
+        cancelled: &dyn Fn() -> bool,
+    ) -> CliResult<Reply> {
         let (op, flat) = old_spellings(op, &mut args);
         let page = op.is_paged().then(|| cap_to_a_page(&mut args));
-        let result = op
-            .call(&self.store, Value::Object(args))
-            .map_err(|e| if flat { name_flat_claim(e) } else { e })?;
+        let result = match asked_wait(&args) {
+            Some(wait) => self.waiting(op, args, wait, cancelled),
+            None => op.call(&self.store, Value::Object(args)),
+        }
+        .map_err(|e| if flat { name_flat_claim(e) } else { e })?;
         let reads = op.reads_only();
         let mut text = result.text(&self.out, reads);
         let mut json = result.structured(&self.out, reads);
@@ -251,6 +292,28 @@ impl Server {
             json["next_after"] = last;
         }
         Ok(Reply::new(text, json))
+    }
+
+    /// Runs a call that waits for work (`claim_next` with `wait_seconds`) a slice at a time,
+    /// for [`MAX_WAIT`] at most, until it has an answer, the wait is over or the client
+    /// cancels: a cancelled call claims nothing after it stops.
+    fn waiting(
+        &self,
+        op: &Op,
+        mut args: JsonObject,
+        wait: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> handoff_core::Result<Box<dyn crate::results::Shown>> {
+        let deadline = Instant::now() + wait.min(MAX_WAIT);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let slice = left.min(WAIT_SLICE);
+            args.insert("wait_seconds".to_owned(), json!(slice.as_secs_f64()));
+            let result = op.call(&self.store, Value::Object(args.clone()))?;
+            if result.claim().is_some() || slice >= left || cancelled() {
+                return Ok(result);
+            }
+        }
     }
 
     fn claim_and_spawn(&self, arguments: JsonObject) -> CliResult<Reply> {
@@ -343,7 +406,7 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         if !self.tools.iter().any(|tool| tool.name == name) {
@@ -355,9 +418,14 @@ impl ServerHandler for Server {
         let server = self.clone();
         let out = self.out;
         let arguments = request.arguments;
-        // Store calls block (SQLite, a spawned successor): keep them off the async workers.
-        // A panic in a call becomes a tool error too, never the end of the server.
-        let result = tokio::task::spawn_blocking(move || server.call(&name, arguments)).await;
+        let cancelled = context.ct.clone();
+        // Store calls block (SQLite, a spawned successor, a claim that waits for work): keep
+        // them off the async workers, so that other calls are answered meanwhile. A panic in a
+        // call becomes a tool error too, never the end of the server.
+        let result = tokio::task::spawn_blocking(move || {
+            server.call(&name, arguments, &|| cancelled.is_cancelled())
+        })
+        .await;
         Ok(match result {
             Ok(Ok(reply)) => tool_success(reply),
             Ok(Err(e)) => tool_error(&e, &out),
@@ -376,7 +444,7 @@ impl ServerHandler for Server {
 /// line guard ([`crate::jsonrpc`]) first, which answers malformed ones itself.
 pub(crate) fn serve(
     store: Store,
-    db: PathBuf,
+    db: Location,
     spawn: Option<SpawnConfig>,
     out: Output,
 ) -> CliResult<()> {

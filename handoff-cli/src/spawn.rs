@@ -7,7 +7,6 @@
 use std::io::{Read, Write};
 #[cfg(unix)]
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -19,6 +18,7 @@ use serde_json::json;
 
 use crate::args::{DnaMode, MAX_SPAWN_TIMEOUT_SECONDS, SpawnOpts};
 use crate::error::CliError;
+use crate::location::Location;
 use crate::output::{Output, Reply};
 
 /// How much of each output stream a report keeps (the end of it).
@@ -158,7 +158,7 @@ impl SpawnReport {
 /// settles the handoff by how it ended.
 pub(crate) fn run(
     store: &Store,
-    db: &Path,
+    db: &Location,
     claim: &Claim,
     config: &SpawnConfig,
     prompt: String,
@@ -205,7 +205,7 @@ pub(crate) fn run(
         .env("HANDOFF_CLAIM_SECRET", claim.secret.expose())
         .env("HANDOFF_TASK_ID", &h.task_id)
         .env("HANDOFF_AGENT", h.claimed_by.as_deref().unwrap_or_default())
-        .env("HANDOFF_DB", db)
+        .env("HANDOFF_DB", db.for_successor())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     #[cfg(unix)]

@@ -224,6 +224,31 @@ impl Mcp {
         }
     }
 
+    /// Sends a request without waiting for its answer (read it with [`Mcp::answer`]).
+    pub fn send_request(&mut self, id: u64, method: &str, params: Value) {
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+    }
+
+    /// The next answer the server writes (notifications skipped).
+    pub fn answer(&mut self) -> Value {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .expect("read from the server");
+            assert!(n > 0, "the server closed its output");
+            let message: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
+    }
+
     /// Writes `line` (raw bytes, a newline added) and returns the next message the server
     /// writes: the answer to a line that carries no readable id, or to one that does.
     pub fn raw(&mut self, line: &[u8]) -> Value {
