@@ -47,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tools::Agent>()?;
     m.add_class::<tools::HandoffIntent>()?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
+    m.add_function(wrap_pyfunction!(store::connect, m)?)?;
     // Private (for the stub generator): set, not added, so that it stays out of `__all__`.
     m.setattr("_catalog_json", wrap_pyfunction!(ops::catalog_json, m)?)?;
     m.add("SCHEMA_VERSION", handoff_core::SCHEMA_VERSION)?;

@@ -55,13 +55,39 @@ macro_rules! given {
 }
 pub(crate) use given;
 
-/// Arguments Python named before the core did, as (operation, Python name, core name). Python
-/// keeps its name (programs and tests use it) and, for an optional argument, accepts the
-/// core's by keyword too; a problem is named the way the caller spelled the argument.
+/// Arguments Python names differently from the core, as (operation, Python name, core name).
+/// The signature (and so the stubs) shows Python's name, and for an optional argument the
+/// core's by keyword too. The core does not know `records`, so Python also reads it here;
+/// `id` is the core's own other name for `handoff_id` (its `x-aliases`), so that entry only
+/// names the parameter.
 const PYTHON_NAMES: &[(&str, &str, &str)] = &[
     ("create_many", "records", "items"),
     ("events", "id", "handoff_id"),
 ];
+
+/// The property an argument given as `name` fills, with its schema: its own, the one whose
+/// `x-aliases` (the core's other names for it) include `name`, or the one Python names so.
+fn property<'s>(
+    properties: &'s Map<String, Value>,
+    operation: &str,
+    name: &str,
+) -> Option<(&'s String, &'s Value)> {
+    if let Some(found) = properties.get_key_value(name) {
+        return Some(found);
+    }
+    let aliased = properties.iter().find(|(_, node)| {
+        node.get("x-aliases")
+            .and_then(Value::as_array)
+            .is_some_and(|aliases| aliases.iter().any(|a| a.as_str() == Some(name)))
+    });
+    if aliased.is_some() {
+        return aliased;
+    }
+    let (_, _, core) = PYTHON_NAMES
+        .iter()
+        .find(|(op, python, _)| *op == operation && *python == name)?;
+    properties.get_key_value(*core)
+}
 
 /// The JSON schema of `A`, built once per type.
 fn schema_of<A: Arguments>() -> Arc<Value> {
@@ -85,16 +111,16 @@ struct Prepared {
     spelling: Spelling,
 }
 
-/// (core name, Python name) of each argument the caller gave under its Python name.
+/// (core name, name given) of each argument the caller gave under another name.
 #[derive(Default)]
-struct Spelling(Vec<(&'static str, &'static str)>);
+struct Spelling(Vec<(String, String)>);
 
 impl Spelling {
     /// The field of a core problem as the caller spelled its argument.
     fn field(&self, problem: &Problem) -> String {
-        let field = undouble(problem);
+        let field = problem.field.as_str();
         for (core, python) in &self.0 {
-            if let Some(rest) = field.strip_prefix(core)
+            if let Some(rest) = field.strip_prefix(core.as_str())
                 && (rest.is_empty() || rest.starts_with(['.', '[']))
             {
                 return format!("{python}{rest}");
@@ -114,22 +140,6 @@ impl Spelling {
             },
             other => other,
         }
-    }
-}
-
-/// The core names an unknown member of a nested object twice (`items[0].colour.colour`);
-/// once is its place. (To be fixed where the core joins the path and the name.)
-fn undouble(problem: &Problem) -> &str {
-    let field = problem.field.as_str();
-    if problem.rule != "is not a known field" {
-        return field;
-    }
-    let Some((parent, last)) = field.rsplit_once('.') else {
-        return field;
-    };
-    match parent.strip_suffix(last) {
-        Some(rest) if rest.is_empty() || rest.ends_with(['.', ']']) => parent,
-        _ => field,
     }
 }
 
@@ -170,11 +180,7 @@ fn prepare<A: Arguments>(operation: &str, given: Given<'_>, max_depth: usize) ->
     let mut named: Vec<&str> = Vec::new();
     let mut spelling = Spelling::default();
     for (name, obj) in &entries {
-        let python_name = PYTHON_NAMES
-            .iter()
-            .find(|(op, python, _)| *op == operation && python == name);
-        let core = python_name.map_or(name.as_ref(), |(_, _, core)| core);
-        let Some((core, node)) = properties.get_key_value(core) else {
+        let Some((core, node)) = property(properties, operation, name) else {
             return Err(refuse(format!(
                 "got an unexpected keyword argument '{name}'"
             )));
@@ -189,8 +195,8 @@ fn prepare<A: Arguments>(operation: &str, given: Given<'_>, max_depth: usize) ->
         if object.contains_key(core) {
             return Err(refuse(format!("got multiple values for argument '{core}'")));
         }
-        if let Some((_, python, core)) = python_name {
-            spelling.0.push((core, python));
+        if core != name {
+            spelling.0.push((core.clone(), name.to_string()));
         }
         let value = obj.map_or(Value::Null, |obj| convert.argument(name, node, obj));
         object.insert(core.clone(), value);
@@ -226,7 +232,7 @@ impl Prepared {
             spelling,
         } = self;
         if let Err(Error::Validation { problems: more }) = A::read(value, limits) {
-            for problem in more.into_iter().filter(|p| !is_wall_clock_problem(p)) {
+            for problem in more {
                 let field = spelling.field(&problem);
                 if !problems.iter().any(|known| covers(&known.field, &field)) {
                     problems.push(Problem::new(field, problem.rule));
@@ -251,6 +257,12 @@ pub(crate) fn read<A: Arguments>(operation: &str, given: Given<'_>) -> Result<A>
     Ok(prepared.read(&limits)?)
 }
 
+/// Reads the arguments of `O` under `store`'s limits, for a method that runs `O` itself.
+pub(crate) fn arguments<O: Operation>(store: &core::Store, given: Given<'_>) -> Result<O::Args> {
+    let limits = store.limits();
+    Ok(prepare::<O::Args>(O::NAME, given, limits.max_depth)?.read(limits)?)
+}
+
 /// Runs the operation `O` on `store` with the arguments `given`, the GIL released while the
 /// core reads them and the store works.
 pub(crate) fn call<O>(py: Python<'_>, store: &core::Store, given: Given<'_>) -> Result<O::Output>
@@ -267,33 +279,8 @@ where
     let Prepared {
         value, spelling, ..
     } = prepared;
-    let done = py.detach(|| run::<O>(store, value));
+    let done = py.detach(|| O::call(store, value));
     Ok(done.map_err(|err| spelling.error(err))?)
-}
-
-/// `O::call`, except for one rule. Reading a record's arguments, the core checks `expires_at`
-/// against the wall clock; the store checks it again against its own clock (a `ManualClock`
-/// set in the past, in tests and simulations), which is the one that counts. So that problem
-/// is left to the store. (The core's reader should take the store's clock.)
-fn run<O: Operation>(store: &core::Store, value: Value) -> core::Result<O::Output> {
-    match O::Args::read(value.clone(), store.limits()) {
-        Ok(args) => O::run(store, args),
-        Err(Error::Validation { mut problems }) => {
-            problems.retain(|p| !is_wall_clock_problem(p));
-            if !problems.is_empty() {
-                return Err(Error::Validation { problems });
-            }
-            let args = serde_json::from_value(value)
-                .map_err(|err| Error::invalid("arguments", err.to_string()))?;
-            O::run(store, args)
-        }
-        Err(other) => Err(other),
-    }
-}
-
-/// The one rule the core's argument reader checks against the wall clock.
-fn is_wall_clock_problem(problem: &Problem) -> bool {
-    problem.field == "expires_at" && problem.rule == "must be after created_at"
 }
 
 /// A core result as the Python object a method returns.

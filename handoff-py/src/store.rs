@@ -1,7 +1,8 @@
-//! `handoff_core.Store`, `Claim` and `open`: the core's `Store`, with every call that touches
-//! the backend run with the GIL released.
+//! `handoff_core.Store`, `Claim`, `open` and `connect`: the core's `Store`, with every call
+//! that touches the backend run with the GIL released.
 
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use handoff_core as core;
@@ -20,6 +21,9 @@ use crate::ops::{Arg, Given, Kwargs, ToPython, given};
 use crate::record::Handoff;
 use crate::stats::PathStats;
 use crate::validate::Limits;
+
+/// How long a waiting `claim_next` goes without running Python's signal handlers.
+const WAIT_SLICE: Duration = Duration::from_millis(250);
 
 /// A live claim: the handoff as claimed, the public fencing token and the claim secret that
 /// proves ownership. Only `claim()` and `claim_next()` make one; whoever holds it (or its
@@ -386,6 +390,56 @@ pub fn open(
     ))
 }
 
+/// Opens the store `url` names: a path or `sqlite:PATH` (SQLite, as `open` with its
+/// defaults), `memory:`, `files:DIR` (a folder of JSON files) or `postgres://…` (add
+/// `?schema=NAME` to share one database between installations). Without `policy`/`limits`,
+/// the ones saved in the store apply. A URL that names no store is a `ValidationError` naming
+/// `url` (or the part that is wrong, `url.schema`); a store that cannot be reached is a
+/// `StorageError`.
+#[pyfunction]
+#[pyo3(signature = (url, *, clock=None, policy=None, limits=None))]
+pub fn connect(
+    py: Python<'_>,
+    url: &Bound<'_, PyAny>,
+    clock: Option<&Bound<'_, ManualClock>>,
+    policy: Option<&Bound<'_, ChainPolicy>>,
+    limits: Option<&Bound<'_, Limits>>,
+) -> Result<Store> {
+    let mut args = Args::new();
+    // A path is a URL too, so any os.PathLike goes where a path goes.
+    let url = match url.extract::<std::path::PathBuf>() {
+        Ok(path) if !url.is_instance_of::<pyo3::types::PyString>() => match path.to_str() {
+            Some(text) => text.to_owned(),
+            None => {
+                args.problem("url", "must be a path in UTF-8");
+                String::new()
+            }
+        },
+        _ => args.text("url", url),
+    };
+    args.finish()?;
+    let store = py.detach(|| core::Store::connect(&url))?;
+    Ok(Store::wrap(
+        configure(store, clock, policy, limits),
+        format!("store {}", shown(&url)),
+    ))
+}
+
+/// `url` without the password it may carry (`postgres://user:secret@host/db`).
+fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.find('/').map_or((rest, ""), |at| rest.split_at(at));
+    match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{scheme}://{name}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
 #[pymethods]
 impl Store {
     /// An in-memory store, for tests and ephemeral swarms.
@@ -458,7 +512,7 @@ impl Store {
     }
 
     /// Claims the oldest pending handoff `agent` may take, optionally within `task_id`;
-    /// `None` when there is nothing to claim.
+    /// `None` when there is nothing to claim, after waiting up to `wait_seconds` for some.
     #[pyo3(signature = (agent, task_id=None, lease_seconds=None, **kwargs))]
     fn claim_next(
         &self,
@@ -468,7 +522,32 @@ impl Store {
         lease_seconds: Arg<'_>,
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Option<Claim>> {
-        self.call::<ops::ClaimNext>(py, given!(kwargs; agent, task_id, lease_seconds))
+        let store = self.store()?;
+        let mut args = crate::ops::arguments::<ops::ClaimNext>(
+            &store,
+            given!(kwargs; agent, task_id, lease_seconds),
+        )?;
+        // The wait goes in slices with the GIL released, and Python's signal handlers run
+        // between them: Ctrl-C ends a long wait instead of being noticed only after it.
+        let wait = args
+            .wait_seconds
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .unwrap_or_default();
+        let deadline = Instant::now().checked_add(wait);
+        loop {
+            // No deadline: a wait too long to count is as good as endless.
+            let left = deadline.map_or(Duration::MAX, |at| {
+                at.saturating_duration_since(Instant::now())
+            });
+            let slice = left.min(WAIT_SLICE);
+            args.wait_seconds = Some(slice.as_secs_f64());
+            let this = args.clone();
+            let claim = py.detach(|| ops::ClaimNext::run(&store, this))?;
+            if claim.is_some() || left <= slice {
+                return Ok(claim.to_python());
+            }
+            py.check_signals()?;
+        }
     }
 
     /// Extends the claim's lease by its original length from now; `LeaseLost` if the claim is

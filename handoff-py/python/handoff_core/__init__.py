@@ -47,6 +47,7 @@ from handoff_core._native import (
     Redactor,
     Store,
     __version__,
+    connect,
     open,
     redact,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "ValidationError",
     "__version__",
     "aio",
+    "connect",
     "open",
     "redact",
 ]

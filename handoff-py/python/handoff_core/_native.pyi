@@ -520,14 +520,19 @@ class Store:
         agent: str,
         task_id: Optional[str] = None,
         lease_seconds: Optional[_Span] = None,
+        *,
+        wait_seconds: Optional[_Span] = None,
     ) -> Optional[Claim]:
         """Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-        nothing when there is none.
+        nothing when there is none, after waiting up to `wait_seconds` for some to arrive.
 
         Args:
             agent: The agent taking work.
             task_id: Only work of this task.
             lease_seconds: How long the claim lives without a heartbeat (default 300).
+            wait_seconds: How long to wait for work when there is none (default 0: answer at once).
+                The worker sleeps until work arrives: woken by PostgreSQL at once, by a short poll
+                elsewhere.
         """
     def heartbeat(self, claim: _AnyClaim) -> Handoff:
         """Renews the claim's lease. `LeaseLost` once the claim has lapsed or moved on.
@@ -695,3 +700,14 @@ def open(
     lock_patience_seconds: Optional[_Seconds] = None,
     read_only: bool = False,
 ) -> Store: ...
+
+def connect(
+    url: StrPath,
+    *,
+    clock: Optional[ManualClock] = None,
+    policy: Optional[ChainPolicy] = None,
+    limits: Optional[Limits] = None,
+) -> Store:
+    """Opens the store ``url`` names: a path or ``sqlite:PATH``, ``memory:``, ``files:DIR`` or
+    ``postgres://…`` (``?schema=NAME`` to share a database). ``ValidationError`` naming ``url``
+    (or ``url.schema``) for a URL that names no store."""

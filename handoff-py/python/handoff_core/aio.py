@@ -37,7 +37,7 @@ from handoff_core._native import (
 )
 from handoff_core._types import Kind, Status, StrPath, Synchronous
 
-__all__ = ["Store", "open"]
+__all__ = ["Store", "connect", "open"]
 
 _Seconds = Union[int, float]
 _Span = Union[int, float, timedelta]
@@ -65,6 +65,18 @@ async def open(
         lock_patience_seconds=lock_patience_seconds,
         read_only=read_only,
     )
+    return Store(store)
+
+
+async def connect(
+    url: StrPath,
+    *,
+    clock: Optional[ManualClock] = None,
+    policy: Optional[ChainPolicy] = None,
+    limits: Optional[Limits] = None,
+) -> Store:
+    """Opens the store ``url`` names; see :func:`handoff_core.connect`."""
+    store = await asyncio.to_thread(_native.connect, url, clock=clock, policy=policy, limits=limits)
     return Store(store)
 
 
@@ -235,11 +247,19 @@ class Store:
         agent: str,
         task_id: Optional[str] = None,
         lease_seconds: Optional[_Span] = None,
+        *,
+        wait_seconds: Optional[_Span] = None,
     ) -> Optional[Claim]:
         """Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-        nothing when there is none.
+        nothing when there is none, after waiting up to `wait_seconds` for some to arrive.
         """
-        return await asyncio.to_thread(self._store.claim_next, agent, task_id, lease_seconds)
+        return await asyncio.to_thread(
+            self._store.claim_next,
+            agent,
+            task_id,
+            lease_seconds,
+            wait_seconds=wait_seconds,
+        )
 
     async def heartbeat(self, claim: _AnyClaim) -> Handoff:
         """Renews the claim's lease. `LeaseLost` once the claim has lapsed or moved on."""

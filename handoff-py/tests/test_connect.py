@@ -1,0 +1,233 @@
+"""`connect(url)`: the store a URL names (`memory:`, `files:DIR`, a path, PostgreSQL), and a
+`claim_next(wait_seconds=...)` woken by work that another thread creates.
+
+The PostgreSQL tests run when HANDOFF_TEST_POSTGRES names a server (CI sets it to
+postgres://postgres@127.0.0.1:5432/test), each in a schema of its own that is dropped
+afterwards. Set but unreachable, they fail: a skip would hide a broken CI service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+import handoff_core as hc
+
+from conftest import deadlock_watchdog
+
+POSTGRES = os.environ.get("HANDOFF_TEST_POSTGRES")
+needs_postgres = pytest.mark.skipif(
+    not POSTGRES,
+    reason="HANDOFF_TEST_POSTGRES is not set (e.g. postgres://postgres@127.0.0.1:5432/test)",
+)
+
+
+def problems_of(call: Callable[[], object]) -> list[tuple[str, str]]:
+    with pytest.raises(hc.ValidationError) as info:
+        call()
+    return info.value.problems
+
+
+def lifecycle(store: hc.Store) -> str:
+    """create → claim → heartbeat → complete, with what a second claimer and readers see."""
+    h = store.create("billing", "Port invoices", from_agent="claude", to_agent="gemini",
+                     completed=["schema"], pending=["invoices"], metadata={"pr": 1234})
+    assert store.get(h.id).to_json() == h.to_json()
+    assert [x.id for x in store.list(status="pending")] == [h.id]
+    claim = store.claim(h.id, "gemini", lease_seconds=60)
+    with pytest.raises(hc.AlreadyClaimed):
+        store.claim(h.id, "gemini")
+    store.heartbeat(claim)
+    done = store.complete(claim, outcome="invoices ported")
+    assert (done.status, done.outcome, done.metadata) == ("completed", "invoices ported", {"pr": 1234})
+    with pytest.raises(hc.LeaseLost):
+        store.heartbeat(claim)
+    assert str(store.chain("billing")) == "claude → gemini"
+    kinds = [e.kind for e in store.events(h.id)]
+    assert kinds[0] == "created" and kinds[-1] == "completed", kinds
+    return h.id
+
+
+def wait_is_woken_by_a_create(waiter: hc.Store, creator: hc.Store) -> None:
+    """A worker waiting in `claim_next` on `waiter` gets what another thread creates on
+    `creator`: the wait releases the GIL (else the create could not run) and wakes up."""
+    got: dict[str, object] = {}
+
+    def worker() -> None:
+        got["claim"] = waiter.claim_next("worker", wait_seconds=30)
+        got["at"] = time.monotonic()
+
+    with deadlock_watchdog(120):
+        thread = threading.Thread(target=worker)
+        thread.start()
+        time.sleep(0.3)
+        assert thread.is_alive(), got  # waiting: there was nothing to claim
+        created_at = time.monotonic()
+        h = creator.create("queue", "new work", to_agent="worker")
+        thread.join(20)
+        assert not thread.is_alive()
+    claim = got["claim"]
+    assert isinstance(claim, hc.Claim) and claim.handoff_id == h.id
+    woke_after = float(got["at"]) - created_at  # type: ignore[arg-type]
+    assert woke_after < 5, woke_after
+
+
+def test_memory_url_is_a_private_memory_store() -> None:
+    with hc.connect("memory:") as store:
+        lifecycle(store)
+        with hc.connect("memory:") as other:
+            assert other.list() == []  # each memory: store is its own
+    assert store.closed
+
+
+def test_files_url_keeps_records_for_the_next_connect(tmp_path: Path) -> None:
+    url = f"files:{tmp_path / 'store'}"
+    with hc.connect(url) as store:
+        done = lifecycle(store)
+        # Open at the same time: each sees what the other wrote.
+        with hc.connect(url) as other:
+            assert other.get(done).status == "completed"
+            later = other.create("billing", "Refunds", from_agent="gemini")
+            assert store.get(later.id).goal == "Refunds"
+    with hc.connect(url) as again:
+        assert [h.id for h in again.list()] == [done, later.id]
+        assert [e.kind for e in again.events(done)][-1] == "completed"
+    assert (tmp_path / "store").is_dir()
+
+
+def test_a_path_or_sqlite_url_is_an_sqlite_store(tmp_path: Path) -> None:
+    with hc.connect(tmp_path / "a.db") as store:  # any os.PathLike
+        made = store.create("t", "g")
+    with hc.connect(f"sqlite:{tmp_path / 'a.db'}") as store, hc.open(tmp_path / "a.db") as same:
+        assert store.get(made.id).to_json() == same.get(made.id).to_json()
+
+
+def test_connect_takes_the_store_options(tmp_path: Path) -> None:
+    clock = hc.ManualClock()
+    policy = hc.ChainPolicy(max_handoffs=1)
+    with hc.connect(f"files:{tmp_path}", clock=clock, policy=policy, limits=hc.Limits(max_field_bytes=64)) as store:
+        assert store.now() == clock.now()
+        assert store.policy.max_handoffs == 1 and store.limits.max_field_bytes == 64
+        assert [f for f, _ in problems_of(lambda: store.create("t", "g" * 65))] == ["goal"]
+        store.save_policy()
+    with hc.connect(f"files:{tmp_path}") as store:  # saved in the folder, applied on connect
+        assert store.policy.max_handoffs == 1 and store.limits.max_field_bytes == 64
+
+
+@pytest.mark.parametrize("url", ["", "files:", "http://example.com/store", "sqlite:"])
+def test_a_url_that_names_no_store_is_a_validation_error_naming_url(url: str) -> None:
+    assert [f for f, _ in problems_of(lambda: hc.connect(url))] == ["url"]
+
+
+def test_a_bad_schema_name_is_named_url_schema() -> None:
+    # Refused while reading the URL, before any connection is tried.
+    got = problems_of(lambda: hc.connect("postgres://u@127.0.0.1:1/db?schema=Bad-Name"))
+    assert [f for f, _ in got] == ["url.schema"], got
+
+
+def test_url_must_be_text() -> None:
+    got = problems_of(lambda: hc.connect(3))  # type: ignore[arg-type]
+    assert [f for f, _ in got] == ["url"] and "str" in got[0][1]
+    assert [f for f, _ in problems_of(lambda: hc.connect("\ud800"))] == ["url"]
+
+
+def test_an_unreachable_postgres_server_is_a_storage_error() -> None:
+    with pytest.raises(hc.StorageError):
+        hc.connect("postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "files"])
+def test_claim_next_waits_until_another_thread_creates_work(backend: str, tmp_path: Path) -> None:
+    url = {"memory": "memory:", "sqlite": str(tmp_path / "w.db"), "files": f"files:{tmp_path}"}[backend]
+    with hc.connect(url) as store:
+        wait_is_woken_by_a_create(store, store)
+
+
+def test_a_wait_sees_work_created_through_another_connection(tmp_path: Path) -> None:
+    url = f"files:{tmp_path}"
+    with hc.connect(url) as waiter, hc.connect(url) as creator:
+        wait_is_woken_by_a_create(waiter, creator)
+
+
+def test_claim_next_waits_no_longer_than_asked() -> None:
+    with hc.Store.memory() as store:
+        started = time.monotonic()
+        assert store.claim_next("w", wait_seconds=timedelta(milliseconds=200)) is None
+        assert 0.19 <= time.monotonic() - started < 5
+        assert store.claim_next("w", wait_seconds=0) is None  # the default: answer at once
+        got = problems_of(lambda: store.claim_next("w", wait_seconds=-1))
+        assert [f for f, _ in got] == ["wait_seconds"]
+
+
+def test_ctrl_c_ends_a_waiting_claim_next() -> None:
+    with hc.Store.memory() as store, deadlock_watchdog(60):
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        started = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            store.claim_next("w", wait_seconds=30)
+        timer.join()
+        assert time.monotonic() - started < 5
+
+
+def test_aio_connect_and_a_wait_leave_the_event_loop_running(tmp_path: Path) -> None:
+    async def main() -> tuple[Optional[hc.Claim], str, int]:
+        async with await hc.aio.connect(f"files:{tmp_path}") as store:
+            ticks = 0
+            waiting = asyncio.ensure_future(store.claim_next("w", wait_seconds=30))
+            for _ in range(10):  # the loop runs while the worker thread waits
+                await asyncio.sleep(0.02)
+                ticks += 1
+            assert not waiting.done()
+            h = await store.create("t", "g", to_agent="w")
+            claim = await asyncio.wait_for(waiting, 20)
+            return claim, h.id, ticks
+
+    with deadlock_watchdog(120):
+        claim, made, ticks = asyncio.run(main())
+    assert claim is not None and claim.handoff_id == made and ticks == 10
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """The test server's URL with a fresh schema, dropped afterwards."""
+    assert POSTGRES is not None
+    schema = f"hc_py_{secrets.token_hex(6)}"
+    separator = "&" if "?" in POSTGRES else "?"
+    try:
+        yield f"{POSTGRES}{separator}schema={schema}"
+    finally:
+        subprocess.run(
+            ["psql", POSTGRES, "-v", "ON_ERROR_STOP=1", "-qc", f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+
+@needs_postgres
+def test_postgres_lifecycle_and_a_second_connect(postgres_url: str) -> None:
+    with hc.connect(postgres_url) as store:
+        done = lifecycle(store)
+    with hc.connect(postgres_url) as again:
+        assert again.get(done).status == "completed"
+        assert [h.id for h in again.list()] == [done]
+        assert "postgres" in repr(again)
+
+
+@needs_postgres
+def test_postgres_wait_is_woken_by_a_create(postgres_url: str) -> None:
+    with hc.connect(postgres_url) as waiter, hc.connect(postgres_url) as creator:
+        wait_is_woken_by_a_create(waiter, creator)
+        wait_is_woken_by_a_create(waiter, waiter)
