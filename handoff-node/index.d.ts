@@ -13,6 +13,8 @@ export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
+/** How `connect` opens a store: the options of `open` that apply to every backend. */
+export type ConnectOptions = Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds' | 'readOnly'>
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
@@ -124,6 +126,11 @@ export interface ClaimNextOptions {
   taskId?: string
   /** How long the claim lives without a heartbeat (default 300). */
   leaseSeconds?: number
+  /**
+   * How long to wait for work when there is none (default 0: answer at once). The worker
+   * sleeps until work arrives: woken by PostgreSQL at once, by a short poll elsewhere.
+   */
+  waitSeconds?: number
 }
 /** The options of `store.release`. */
 export interface ReleaseOptions {
@@ -417,12 +424,16 @@ export declare class Store {
   claimAsync(id: string, agent: string, options?: ClaimOptions): Promise<Claim>
   /**
    * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-   * `null` when there is none.
+   * `null` when there is none. With `waitSeconds`, waits up to that long for work to arrive
+   * (woken at once on PostgreSQL, by a 50 ms poll elsewhere): `claimNext` blocks the
+   * JavaScript thread meanwhile, `claimNextAsync` waits on a thread of its own.
    */
   claimNext(agent: string, options?: ClaimNextOptions): Claim | null
   /**
    * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-   * `null` when there is none.
+   * `null` when there is none. With `waitSeconds`, waits up to that long for work to arrive
+   * (woken at once on PostgreSQL, by a 50 ms poll elsewhere): `claimNext` blocks the
+   * JavaScript thread meanwhile, `claimNextAsync` waits on a thread of its own.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
@@ -635,6 +646,23 @@ export interface Claim {
   /** The lease length in seconds; `heartbeat` extends the lease by this much. */
   leaseSeconds: number
 }
+
+/**
+ * Opens the store `url` names: a path or `sqlite:PATH` (SQLite, as `open` with its default
+ * options), `memory:` (a private in-memory store), `files:DIR` (a folder of JSON files that
+ * processes share), or `postgres://…` / `postgresql://…`, with `?schema=NAME` to keep several
+ * stores in one database (default `public`). A URL it cannot read is a `VALIDATION` error on
+ * `url` (or `url.schema`); a server it cannot reach is `STORAGE`. The policy and limits saved
+ * in the store apply unless `options` gives its own. Connecting to a server blocks this thread
+ * until it answers: prefer `connectAsync` there.
+ */
+export declare function connect(url: string, options?: ConnectOptions): Store
+
+/**
+ * `connect` as a Promise, connecting (and creating or migrating the store) off the JavaScript
+ * thread.
+ */
+export declare function connectAsync(url: string, options?: ConnectOptions): Promise<Store>
 
 /**
  * A chat message offered to the builder, in its simplest shape. `addMessages` also takes the

@@ -10,6 +10,8 @@ export const {
   ContextBuilder,
   ManualClock,
   Store,
+  connect,
+  connectAsync,
   open,
   openAsync,
   redact,

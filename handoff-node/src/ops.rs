@@ -14,10 +14,9 @@
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use handoff_core::ops::{self, Arguments as _, Operation};
 use handoff_core::{Error, Problem, Store as CoreStore};
-use napi::bindgen_prelude::{AsyncTask, JsObjectValue, Object};
+use napi::bindgen_prelude::{JsObjectValue, Object};
 use napi::{Env, JsValue, Unknown, ValueType};
 use napi_derive::napi;
 use serde::Serialize;
@@ -25,10 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::convert::{Reader, type_name};
 use crate::errors::{Failure, Naming, Outcome, camel_case, invalid, snake_case};
-use crate::task::{Job, ToJs, guarded};
-
-/// Older spellings of arguments, per operation, that the Node face still accepts.
-const ALIASES: &[(&str, &[(&str, &str)])] = &[("events", &[("id", "handoff_id")])];
+use crate::task::{Job, Settle, ToJs, guarded, on_own_thread};
 
 /// The positional argument read as a claim reference: only its reference keys are read, never
 /// the record a `Claim` carries, so nothing a caller can read (`get`, `list`, events) settles one.
@@ -56,8 +52,8 @@ pub struct Method {
     /// The options object, named after the method's parameter (`options`, `fields`); its
     /// TypeScript type is generated under the name `ts`.
     pub options: Option<Parameter>,
-    /// Older spellings of arguments, as (alias, argument).
-    pub aliases: &'static [(&'static str, &'static str)],
+    /// Older spellings of arguments, as (alias, argument): the core's `x-aliases`.
+    pub aliases: &'static [(String, String)],
     /// The TypeScript types the method and its `*Async` twin return.
     pub returns: [&'static str; 2],
 }
@@ -86,11 +82,33 @@ impl Method {
     }
 }
 
-fn aliases_of(operation: &str) -> &'static [(&'static str, &'static str)] {
-    ALIASES
-        .iter()
+/// Operation `operation`'s older spellings of arguments, as (alias, argument), from the
+/// `x-aliases` of its schema's properties: the core accepts them, and the face names a problem
+/// in the spelling the caller used.
+fn aliases_of(operation: &str) -> &'static [(String, String)] {
+    static ALIASES: OnceLock<Vec<(&'static str, Vec<(String, String)>)>> = OnceLock::new();
+    let all = ALIASES.get_or_init(|| {
+        ops::catalog()
+            .into_iter()
+            .map(|info| {
+                let properties = info.arguments["properties"].as_object().cloned();
+                let aliases = properties
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|(name, property)| {
+                        let aliases = property["x-aliases"].as_array().cloned();
+                        aliases.into_iter().flatten().filter_map(move |alias| {
+                            Some((alias.as_str()?.to_owned(), name.clone()))
+                        })
+                    })
+                    .collect();
+                (info.name, aliases)
+            })
+            .collect()
+    });
+    all.iter()
         .find(|(name, _)| *name == operation)
-        .map_or(&[], |(_, aliases)| aliases)
+        .map_or(&[], |(_, aliases)| aliases.as_slice())
 }
 
 /// The core's catalog and this face's methods over it, as JSON: what `scripts/gen-types.mjs`
@@ -145,17 +163,27 @@ where
     output.to_js(env)
 }
 
-/// What an `*Async` method of operation `O` returns: a Promise of its result.
-pub(crate) type Later<O> = AsyncTask<Job<<O as Operation>::Output>>;
-
-/// Runs operation `O` on libuv's thread pool, its arguments read first, on this thread.
-pub(crate) fn later<O>(store: CoreStore, given: Given<'_, '_>) -> Later<O>
+/// Runs operation `O` off the JavaScript thread and returns the Promise of its result, its
+/// arguments read first, on this thread: on libuv's thread pool, or on a thread of its own when
+/// the call may wait (a positive `wait_seconds`), so that a waiting worker holds none of the
+/// pool's few threads.
+pub(crate) fn later<'env, O>(
+    env: &'env Env,
+    store: CoreStore,
+    given: Given<'_, '_>,
+) -> napi::Result<Unknown<'env>>
 where
     O: Operation + 'static,
-    O::Output: ToJs,
+    O::Output: Settle,
 {
     let call = Call::<O>::read(store, &given);
-    Job::start(Naming::AsIs, call.map(|call| move || call.run()))
+    match call {
+        Ok(call) if call.waits() => on_own_thread(env, Naming::AsIs, move || call.run()),
+        call => {
+            let job = Job::new(Naming::AsIs, call.map(|call| move || call.run()));
+            Ok(env.spawn(job)?.promise_object().to_unknown())
+        }
+    }
 }
 
 /// A call of operation `O` whose arguments were read from JavaScript.
@@ -188,6 +216,16 @@ impl<O: Operation> Call<O> {
         })
     }
 
+    /// Whether the call may wait for work to arrive (`claimNext`'s `waitSeconds`).
+    fn waits(&self) -> bool {
+        let wait = self
+            .arguments
+            .value
+            .get("wait_seconds")
+            .and_then(Value::as_f64);
+        wait.is_some_and(|seconds| seconds > 0.0)
+    }
+
     /// Reads the arguments into the core's argument type and runs the operation; any problem
     /// found while reading the JavaScript values comes first, with the core's about the rest.
     fn run(self) -> handoff_core::Result<O::Output> {
@@ -201,12 +239,12 @@ impl<O: Operation> Call<O> {
         let value = Value::Object(value);
         let limits = self.store.limits();
         if refused.is_empty() && problems.is_empty() {
-            return read_on_store_clock::<O>(value, limits)
+            return O::Args::read(value, limits)
                 .and_then(|args| O::run(&self.store, args))
                 .map_err(|err| names.error(err));
         }
         let mut found = problems;
-        if let Err(Error::Validation { problems: more }) = read_on_store_clock::<O>(value, limits) {
+        if let Err(Error::Validation { problems: more }) = O::Args::read(value, limits) {
             // The core also finds the values read as `null` in place of what was refused.
             let fresh: Vec<Problem> = more
                 .into_iter()
@@ -218,54 +256,6 @@ impl<O: Operation> Call<O> {
         all.extend(found.into_iter().map(|p| names.problem(p)));
         Err(Error::Validation { problems: all })
     }
-}
-
-/// Reads `O`'s arguments, leaving the check of `expires_at` to the store.
-///
-/// The core checks a handoff's `expires_at` against the wall clock while reading arguments, not
-/// against the store's clock, so a store on a `ManualClock` would refuse a time still to come on
-/// its clock. Until the core reads arguments with the store's clock, a well-formed time is read
-/// with a stand-in a century later (as wide, so that record sizes agree) and the store, which
-/// checks every record with its own clock, judges the real one when the operation runs.
-fn read_on_store_clock<O: Operation>(
-    value: Value,
-    limits: &handoff_core::Limits,
-) -> handoff_core::Result<O::Args> {
-    let Some(stand_in) = postponed(&value) else {
-        return O::Args::read(value, limits);
-    };
-    O::Args::read(stand_in, limits)?;
-    // The stand-in read, so the value reads too: it differs only in well-formed times.
-    serde_json::from_value(value).map_err(|err| Error::invalid("arguments", err.to_string()))
-}
-
-/// The arguments with each well-formed `expires_at` (theirs and `createMany`'s items') a
-/// century on, when they have one.
-fn postponed(value: &Value) -> Option<Value> {
-    let expiry = |object: &Value| {
-        let at = object.get("expires_at")?.as_str()?;
-        DateTime::parse_from_rfc3339(at).ok()
-    };
-    let mut items = value
-        .get("items")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten();
-    if expiry(value).is_none() && items.all(|item| expiry(item).is_none()) {
-        return None;
-    }
-    let postpone = |object: &mut Value| {
-        if let Some(time) = expiry(object) {
-            let later = time.with_timezone(&Utc) + chrono::Duration::days(36_525);
-            object["expires_at"] = later.to_rfc3339_opts(SecondsFormat::AutoSi, true).into();
-        }
-    };
-    let mut copy = value.clone();
-    postpone(&mut copy);
-    if let Some(Value::Array(items)) = copy.get_mut("items") {
-        items.iter_mut().for_each(&postpone);
-    }
-    Some(copy)
 }
 
 /// Whether a problem at `known` already covers one at `field` (the same argument, or a part).
@@ -281,7 +271,7 @@ struct Names {
     /// caller wrote that value (`claim.token` → `token`, `items[2].goal` → `[2].goal`).
     positional: Vec<&'static str>,
     /// Older spellings, as (alias, argument).
-    aliases: &'static [(&'static str, &'static str)],
+    aliases: &'static [(String, String)],
     /// Arguments the caller spelled otherwise than in camelCase (an alias), as (argument, as
     /// written).
     spelled: Vec<(String, String)>,
@@ -295,8 +285,8 @@ impl Names {
         let head = self
             .aliases
             .iter()
-            .find(|(alias, _)| *alias == head)
-            .map_or(head, |(_, argument)| argument);
+            .find(|(alias, _)| alias == head)
+            .map_or(head, |(_, argument)| argument.as_str());
         if self.positional.contains(&head) {
             if let Some(inner) = rest.strip_prefix('.') {
                 return camel_head(inner);
@@ -471,9 +461,9 @@ impl Arguments {
             }
             if path.is_empty() {
                 let alias = self.names.aliases.iter().find(|(a, _)| *a == argument);
-                if let Some(&(_, target)) = alias {
-                    self.names.spelled.push((target.to_owned(), key.clone()));
-                    argument = target.to_owned();
+                if let Some((_, target)) = alias {
+                    self.names.spelled.push((target.clone(), key.clone()));
+                    argument = target.clone();
                 } else if self.names.positional.contains(&argument.as_str()) {
                     self.refuse(path, &key, "is an argument of its own, not an option");
                     continue;
@@ -606,13 +596,14 @@ macro_rules! store_operations {
                 #[doc = ""]
                 #[doc = "As a Promise: the work runs on libuv's thread pool."]
                 #[napi(catch_unwind, ts_return_type = $aret)]
-                pub fn $async(
+                pub fn $async<'env>(
                     &self,
+                    env: &'env Env,
                     $(#[napi(ts_arg_type = $ts)] $arg: Unknown<'_>,)*
                     $(#[napi(ts_arg_type = $ots)] $opt: $($opt_ty)*,)?
-                ) -> $crate::ops::Later<handoff_core::ops::$op> {
+                ) -> napi::Result<Unknown<'env>> {
                     let given = $crate::ops::store_operations!(@given $($arg)*; $($opt)?);
-                    $crate::ops::later::<handoff_core::ops::$op>(self.core(), given)
+                    $crate::ops::later::<handoff_core::ops::$op>(env, self.core(), given)
                 }
             )*
         }

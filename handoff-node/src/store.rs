@@ -352,6 +352,63 @@ pub fn open_async(env: Env, path: Unknown<'_>, options: Unknown<'_>) -> AsyncTas
     Job::start(Naming::Js, prepare_open(&env, &path, &options))
 }
 
+fn prepare_connect(
+    env: &Env,
+    url: &Unknown<'_>,
+    options: &Unknown<'_>,
+) -> Outcome<impl FnOnce() -> handoff_core::Result<CoreStore> + Send + 'static> {
+    let url = convert::string(url, "url")?;
+    let clock = clock::from_options(env, options)?;
+    let options: OpenOptions = convert::options(options, "options")?;
+    if options.synchronous.is_some()
+        || options.lock_patience_seconds.is_some()
+        || options.read_only.is_some()
+    {
+        return Err(invalid(
+            "options",
+            "synchronous, lockPatienceSeconds and readOnly are options of open (SQLite); connect takes clock, policy and limits",
+        ));
+    }
+    let settings = Settings::read(clock, &options)?;
+    Ok(move || Ok(settings.apply(CoreStore::connect(&url)?)))
+}
+
+/// Opens the store `url` names: a path or `sqlite:PATH` (SQLite, as `open` with its default
+/// options), `memory:` (a private in-memory store), `files:DIR` (a folder of JSON files that
+/// processes share), or `postgres://…` / `postgresql://…`, with `?schema=NAME` to keep several
+/// stores in one database (default `public`). A URL it cannot read is a `VALIDATION` error on
+/// `url` (or `url.schema`); a server it cannot reach is `STORAGE`. The policy and limits saved
+/// in the store apply unless `options` gives its own. Connecting to a server blocks this thread
+/// until it answers: prefer `connectAsync` there.
+#[napi(
+    catch_unwind,
+    ts_args_type = "url: string, options?: ConnectOptions",
+    ts_return_type = "Store"
+)]
+pub fn connect(env: Env, url: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Store> {
+    let inner = guarded(&env, Naming::Js, || {
+        Ok(prepare_connect(&env, &url, &options)?()?)
+    })?;
+    Ok(Store {
+        inner: AssertUnwindSafe(inner),
+    })
+}
+
+/// `connect` as a Promise, connecting (and creating or migrating the store) off the JavaScript
+/// thread.
+#[napi(
+    catch_unwind,
+    ts_args_type = "url: string, options?: ConnectOptions",
+    ts_return_type = "Promise<Store>"
+)]
+pub fn connect_async(
+    env: Env,
+    url: Unknown<'_>,
+    options: Unknown<'_>,
+) -> AsyncTask<Job<CoreStore>> {
+    Job::start(Naming::Js, prepare_connect(&env, &url, &options))
+}
+
 #[napi]
 impl Store {
     fn core(&self) -> CoreStore {
@@ -441,7 +498,9 @@ store_operations! {
         -> "Claim", "Promise<Claim>";
 
     "Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);"
-    "`null` when there is none."
+    "`null` when there is none. With `waitSeconds`, waits up to that long for work to arrive"
+    "(woken at once on PostgreSQL, by a 50 ms poll elsewhere): `claimNext` blocks the"
+    "JavaScript thread meanwhile, `claimNextAsync` waits on a thread of its own."
     claim_next, claim_next_async = ClaimNext(agent: "string"; options?: "ClaimNextOptions")
         -> "Claim | null", "Promise<Claim | null>";
 

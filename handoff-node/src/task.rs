@@ -4,6 +4,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use napi::JsValue;
 use napi::bindgen_prelude::{AsyncTask, Function, JsObjectValue, Object, ToNapiValue};
 use napi::{Env, ScopedTask, Unknown};
 use serde::Serialize;
@@ -110,6 +111,50 @@ pub(crate) fn sync<T: Mirror>(
     json_to_js(env, guarded(env, naming, call)?)
 }
 
+/// A result that can settle a promise from a thread of its own ([`on_own_thread`]), where the
+/// conversion gets an owned `Env` rather than one to borrow.
+pub trait Settle: ToJs {
+    /// Converts it on the JavaScript thread.
+    fn settle(self, env: Env) -> napi::Result<Unknown<'static>>;
+}
+
+impl<T: Mirror> Settle for T {
+    fn settle(self, env: Env) -> napi::Result<Unknown<'static>> {
+        json_to_js(&env, self)
+    }
+}
+
+impl Settle for () {
+    fn settle(self, env: Env) -> napi::Result<Unknown<'static>> {
+        env.get_global()?.get_named_property("undefined")
+    }
+}
+
+/// Runs `work` on a thread of its own and returns the promise of its result: for a call that
+/// may wait a long time (`claimNextAsync` with `waitSeconds`), which on libuv's pool would hold
+/// one of its few threads (4 by default, shared with `fs`, `dns` and every other `*Async` call)
+/// for the whole wait.
+pub(crate) fn on_own_thread<'env, T: Settle>(
+    env: &'env Env,
+    naming: Naming,
+    work: impl FnOnce() -> handoff_core::Result<T> + Send + 'static,
+) -> napi::Result<Unknown<'env>> {
+    let (deferred, promise) = env.create_deferred()?;
+    std::thread::Builder::new()
+        .name("handoff-wait".to_owned())
+        .spawn(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(work))
+                .map(|result| result.map_err(Failure::from))
+                .unwrap_or_else(|payload| Err(Failure::Panic(panic_message(&*payload))));
+            deferred.resolve(move |env: Env| match outcome {
+                Ok(value) => value.settle(env),
+                Err(failure) => Err(errors::to_js(&env, failure, naming)),
+            });
+        })
+        .map_err(|e| napi::Error::from_reason(format!("cannot start a thread to wait on: {e}")))?;
+    Ok(promise.to_unknown())
+}
+
 type Work<T> = Box<dyn FnOnce() -> handoff_core::Result<T> + Send>;
 
 /// One `*Async` call: the arguments were read on the JavaScript thread; `work` runs on the
@@ -126,11 +171,19 @@ impl<T: ToJs> Job<T> {
     where
         F: FnOnce() -> handoff_core::Result<T> + Send + 'static,
     {
+        AsyncTask::new(Job::new(naming, work))
+    }
+
+    /// The job itself, for [`Env::spawn`].
+    pub(crate) fn new<F>(naming: Naming, work: Outcome<F>) -> Job<T>
+    where
+        F: FnOnce() -> handoff_core::Result<T> + Send + 'static,
+    {
         let work = work.map(|f| Box::new(f) as Work<T>);
-        AsyncTask::new(Job {
+        Job {
             naming,
             work: Some(work),
-        })
+        }
     }
 }
 

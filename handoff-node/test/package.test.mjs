@@ -89,6 +89,11 @@ test("every public method of the core's Store is offered (keeps up as the core g
     with_clock: () => option('clock'),
     with_policy: () => option('policy'),
     with_limits: () => option('limits'),
+    // `connect(url)` and `connectAsync(url)` take a URL of any backend, with `open`'s clock,
+    // policy and limits.
+    connect: () => typeof esm.connect === 'function' && typeof esm.connectAsync === 'function',
+    // `claimNext` waits when given `waitSeconds` (`claimNextAsync` off the JavaScript thread).
+    claim_next_wait: () => dts.slice(dts.indexOf('export interface ClaimNextOptions')).includes('\n  waitSeconds?: '),
     // What `open` does when its options give no policy or limits.
     with_saved_policy: () => typeof esm.Store.memory().savedPolicy === 'function',
     // `events` takes the page filter (`after`, `limit`, `taskId`).
