@@ -86,7 +86,9 @@ impl Method {
 /// `x-aliases` of its schema's properties: the core accepts them, and the face names a problem
 /// in the spelling the caller used.
 fn aliases_of(operation: &str) -> &'static [(String, String)] {
-    static ALIASES: OnceLock<Vec<(&'static str, Vec<(String, String)>)>> = OnceLock::new();
+    /// (alias, argument) pairs.
+    type Aliases = Vec<(String, String)>;
+    static ALIASES: OnceLock<Vec<(&'static str, Aliases)>> = OnceLock::new();
     let all = ALIASES.get_or_init(|| {
         ops::catalog()
             .into_iter()
