@@ -49,6 +49,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Store",
     "__version__",
+    "connect",
     "open",
     "redact",
 ]
