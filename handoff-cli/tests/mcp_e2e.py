@@ -388,6 +388,24 @@ async def one_description(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert [p["field"] for p in forged["problems"]] == ["claim.secret"], forged
 
 
+async def waiting_on_files(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """A files: store, and a claim that waits for work while its server answers other calls."""
+    url = "files:" + os.path.join(os.path.dirname(db), "store")
+    worker = await connect(stack, binary, url)
+    creator = await connect(stack, binary, url)
+    waiting = asyncio.ensure_future(
+        ok(worker, "handoff_claim_next", {"agent": "worker", "wait_seconds": 20})
+    )
+    await asyncio.sleep(0.3)
+    # The waiting call holds up neither its own session nor another.
+    await ok(worker, "handoff_list", {})
+    assert not waiting.done()
+    created = await ok(creator, "handoff_create", {"task_id": "late", "goal": "arrives while it waits"})
+    claim = await asyncio.wait_for(waiting, timeout=15)
+    assert claim["handoff_id"] == created["handoff"]["id"], claim
+    assert os.path.isdir(os.path.join(os.path.dirname(db), "store", "handoffs"))
+
+
 async def main(binary: str) -> None:
     db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
     async with AsyncExitStack() as stack:
@@ -527,7 +545,15 @@ async def main(binary: str) -> None:
         spawn_schema = next(t for t in listed.tools if t.name == "handoff_claim_and_spawn").input_schema
         assert {"additional_instructions", "timeout_seconds"} <= set(spawn_schema["properties"])
 
-    for part in (one_description, redaction, seed_and_policy, new_tools, spawn_options, hostile_lines):
+    for part in (
+        one_description,
+        redaction,
+        seed_and_policy,
+        new_tools,
+        spawn_options,
+        hostile_lines,
+        waiting_on_files,
+    ):
         part_db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
         async with AsyncExitStack() as stack:
             await part(stack, binary, part_db)
