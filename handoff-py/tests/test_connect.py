@@ -192,7 +192,7 @@ def test_aio_connect_and_a_wait_leave_the_event_loop_running(tmp_path: Path) -> 
             assert not waiting.done()
             h = await store.create("t", "g", to_agent="w")
             claim = await asyncio.wait_for(waiting, 20)
-            return claim, h.id, ticks
+        return claim, h.id, ticks
 
     with deadlock_watchdog(120):
         claim, made, ticks = asyncio.run(main())
