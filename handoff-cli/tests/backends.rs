@@ -326,6 +326,30 @@ fn the_mcp_server_serves_a_files_store_and_answers_while_a_claim_waits() {
     assert!(started.elapsed() < Duration::from_secs(15));
 }
 
+#[test]
+fn a_cancelled_waiting_claim_stops_and_claims_nothing() {
+    let env = files_env();
+    let mut mcp = Mcp::start(&env, &[]);
+    mcp.send_request(
+        9101,
+        "tools/call",
+        json!({"name": "handoff_claim_next", "arguments": {"agent": "worker", "wait_seconds": 30}}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    mcp.notify(
+        "notifications/cancelled",
+        json!({"requestId": 9101, "reason": "the user gave up"}),
+    );
+    // The wait looks at its cancellation every second.
+    std::thread::sleep(Duration::from_millis(1500));
+    let id = env.create(&["--task-id", "after", "--goal", "nobody waits for it now"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(env.show(&id)["status"], "pending");
+    // The server still serves.
+    let claim = mcp.ok("handoff_claim_next", json!({"agent": "worker"}));
+    assert_eq!(claim["handoff_id"], id.as_str(), "{claim}");
+}
+
 /// A PostgreSQL schema of its own, dropped when the test ends however it ends.
 struct PgSchema {
     server: String,

@@ -231,6 +231,11 @@ impl Mcp {
         );
     }
 
+    /// Sends a notification (no answer comes).
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
     /// The next answer the server writes (notifications skipped).
     pub fn answer(&mut self) -> Value {
         use std::io::BufRead;
