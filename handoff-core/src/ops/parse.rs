@@ -222,42 +222,20 @@ fn insert_at(value: &mut Value, parent: &[Segment], at: &[Segment], new: Value) 
     let Some(Segment::Map { key }) = at.last() else {
         return false;
     };
-    let mut node = value;
-    for segment in parent {
-        node = match segment {
-            Segment::Seq { index } => match node.get_mut(*index) {
-                Some(next) => next,
-                None => return false,
-            },
-            Segment::Map { key } => match node.get_mut(key) {
-                Some(next) => next,
-                None => return false,
-            },
-            _ => node,
-        };
-    }
-    node.as_object_mut()
+    lookup_mut(value, parent)
+        .and_then(Value::as_object_mut)
         .is_some_and(|map| map.insert(key.clone(), new).is_none())
 }
 
 /// Puts `new` where the value at `path` was.
 fn replace_at(value: &mut Value, path: &[Segment], new: Value) -> bool {
-    let mut node = value;
-    for segment in path {
-        node = match segment {
-            Segment::Seq { index } => match node.get_mut(*index) {
-                Some(next) => next,
-                None => return false,
-            },
-            Segment::Map { key } => match node.get_mut(key) {
-                Some(next) => next,
-                None => return false,
-            },
-            _ => node,
-        };
+    match lookup_mut(value, path) {
+        Some(node) => {
+            *node = new;
+            true
+        }
+        None => false,
     }
-    *node = new;
-    true
 }
 
 fn is_type_or_value_error(message: &str) -> bool {
@@ -311,6 +289,14 @@ fn lookup<'v>(value: &'v Value, path: &[Segment]) -> Option<&'v Value> {
     })
 }
 
+fn lookup_mut<'v>(value: &'v mut Value, path: &[Segment]) -> Option<&'v mut Value> {
+    path.iter().try_fold(value, |v, segment| match segment {
+        Segment::Seq { index } => v.get_mut(*index),
+        Segment::Map { key } => v.get_mut(key),
+        _ => Some(v),
+    })
+}
+
 /// Removes the value at `path` (or the member `key` of it). A list item cannot be removed
 /// without renumbering the others, so its whole list goes.
 fn remove_at(value: &mut Value, path: &[Segment], key: Option<&str>) -> bool {
@@ -326,21 +312,8 @@ fn remove_at(value: &mut Value, path: &[Segment], key: Option<&str>) -> bool {
             (&path[..end], key.clone())
         }
     };
-    let mut node = value;
-    for segment in target {
-        node = match segment {
-            Segment::Seq { index } => match node.get_mut(*index) {
-                Some(next) => next,
-                None => return false,
-            },
-            Segment::Map { key } => match node.get_mut(key) {
-                Some(next) => next,
-                None => return false,
-            },
-            _ => node,
-        };
-    }
-    node.as_object_mut()
+    lookup_mut(value, target)
+        .and_then(Value::as_object_mut)
         .is_some_and(|map| map.remove(&last).is_some())
 }
 
