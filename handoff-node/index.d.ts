@@ -701,9 +701,9 @@ export interface ContextOptions {
 export interface DetectOptions {
   /**
    * What to do when one response asks for several handoffs: refuse it (`'error'`, the
-   * default) or take the first (`'first_wins'`; `'first'` is accepted too, as in Python).
+   * default) or take the first (`'first_wins'`).
    */
-  multiple?: 'error' | 'first_wins' | 'first'
+  multiple?: 'error' | 'first_wins'
 }
 
 /** An item left out. */

@@ -21,6 +21,7 @@ export const {
   handoffJsonSchema,
   __napiBindingTarget,
   _catalogJson,
+  _coreProblems,
 } = binding
 
 export default binding

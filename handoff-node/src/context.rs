@@ -1,8 +1,9 @@
 //! The context builder and redaction: what a successor reads, within a token budget, with
 //! secrets redacted and a manifest of what was included, truncated, dropped and redacted.
 
-use chrono::{DateTime, Utc};
+use handoff_core::Limits;
 use handoff_core::context as core;
+use handoff_core::ops;
 use handoff_core::redact as core_redact;
 use napi::bindgen_prelude::{Function, FunctionCallContext, JsObjectValue};
 use napi::{Env, JsValue, Property, PropertyAttributes, Unknown, ValueType};
@@ -12,13 +13,13 @@ use serde_json::Value;
 
 use crate::convert;
 use crate::errors::{Failure, Naming, Outcome, invalid};
+use crate::ops::{Given, JsArguments};
 use crate::record;
 use crate::task::{Mirror, guarded, sync};
 
 /// `new ContextBuilder(options)`.
 #[napi(object, object_to_js = false, object_from_js = false)]
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)] // The TypeScript shape only: the core reads the values (`ops::ContextArgs`).
 pub struct ContextOptions {
     /// The budget in tokens (default 2000), counted with a fast estimate (~4 characters a token).
     pub budget_tokens: Option<u32>,
@@ -100,8 +101,7 @@ pub struct ContextMessage {
 
 /// `addItem` options.
 #[napi(object, object_to_js = false, object_from_js = false)]
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)] // The TypeScript shape only: the core reads the values (`ops::ContextItemArgs`).
 pub struct ItemOptions {
     /// Higher is kept first (default 50).
     pub priority: Option<i32>,
@@ -125,20 +125,6 @@ fn under<T>(list: &str, outcome: Outcome<T>) -> Outcome<T> {
     })
 }
 
-fn time(text: Option<String>, field: &str) -> Outcome<Option<DateTime<Utc>>> {
-    text.map(|t| {
-        DateTime::parse_from_rfc3339(&t)
-            .map(|at| at.with_timezone(&Utc))
-            .map_err(|_| {
-                invalid(
-                    field,
-                    "must be an ISO 8601 time with an offset, like 2026-01-01T00:00:00Z",
-                )
-            })
-    })
-    .transpose()
-}
-
 /// Builds a successor's context packet under a token budget.
 #[napi]
 pub struct ContextBuilder {
@@ -150,11 +136,35 @@ impl ContextBuilder {
     /// A builder with `budgetTokens` (default 2000) that redacts secrets unless `redact: false`.
     #[napi(constructor, catch_unwind, ts_args_type = "options?: ContextOptions")]
     pub fn new(env: Env, options: Unknown<'_>) -> napi::Result<Self> {
-        guarded(&env, Naming::Js, || {
-            let o: ContextOptions = convert::options(&options, "options")?;
-            let budget = o.budget_tokens.unwrap_or(2000) as usize;
-            let mut inner = core::ContextBuilder::new(budget).redact(o.redact.unwrap_or(true));
-            match (o.rules, o.redact) {
+        guarded(&env, Naming::AsIs, || {
+            let given = Given {
+                positional: &[],
+                options: Some(("options", Some(&options))),
+            };
+            let mut args = JsArguments::read(&given, &[], false)?;
+            // `rules` is this face's own option: the core's builder takes a `Redactor`.
+            let rules = match args.take("rules") {
+                Value::Null => Ok(None),
+                json => under(
+                    "rules",
+                    convert::from_json::<Vec<RedactionRule>>(json, "rules"),
+                )
+                .map(Some),
+            };
+            let read = args.then(&Limits::default(), |a: ops::ContextArgs| Ok(a));
+            let (args, rules) = match (read, rules) {
+                (Ok(args), Ok(rules)) => (args, rules),
+                (Err(handoff_core::Error::Validation { mut problems }), Err(failure)) => {
+                    if let Failure::Core(err) = &failure {
+                        problems.extend(err.problems().iter().cloned());
+                    }
+                    return Err(Failure::Core(handoff_core::Error::Validation { problems }));
+                }
+                (Err(err), _) => return Err(err.into()),
+                (_, Err(failure)) => return Err(failure),
+            };
+            let mut inner = args.builder();
+            match (rules, args.redact) {
                 (Some(_), Some(false)) => {
                     return Err(invalid("rules", "cannot be given with redact: false"));
                 }
@@ -215,11 +225,15 @@ impl ContextBuilder {
         text: Unknown<'_>,
         options: Unknown<'_>,
     ) -> napi::Result<()> {
-        guarded(&env, Naming::Js, || {
-            let text = convert::string(&text, "text")?;
-            let o: ItemOptions = convert::options(&options, "options")?;
-            let at = time(o.at, "at")?;
-            self.inner.add_item(text, o.priority.unwrap_or(50), at);
+        guarded(&env, Naming::AsIs, || {
+            let given = Given {
+                positional: &[("text", &text)],
+                options: Some(("options", Some(&options))),
+            };
+            let mut args = JsArguments::read(&given, &[], false)?;
+            args.default("priority", Value::from(50));
+            let item = args.then(&Limits::default(), |a: ops::ContextItemArgs| Ok(a))?;
+            self.inner.add_item(item.text, item.priority, item.at);
             Ok(())
         })
     }

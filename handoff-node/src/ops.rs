@@ -14,8 +14,8 @@
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
-use handoff_core::ops::{self, Arguments as _, Operation};
-use handoff_core::{Error, Problem, Store as CoreStore};
+use handoff_core::ops::{self, Operation};
+use handoff_core::{Error, Limits, Problem, Store as CoreStore};
 use napi::bindgen_prelude::{JsObjectValue, Object};
 use napi::{Env, JsValue, Unknown, ValueType};
 use napi_derive::napi;
@@ -124,6 +124,33 @@ pub fn catalog_json() -> String {
     serde_json::to_string_pretty(&catalog).unwrap_or_default()
 }
 
+/// The problems the core's argument type `kind` (`agent`, `tools`, `detect`, `context`,
+/// `context_item`) finds in `json`, its arguments under the core's names, as a JSON list of
+/// `{field, rule}`: what the tests compare this face's problems with. Not part of the API.
+#[napi(js_name = "_coreProblems", skip_typescript, catch_unwind)]
+pub fn core_problems(kind: String, json: String) -> String {
+    fn problems<A: ops::Arguments>(value: Value) -> Vec<Problem> {
+        match A::read(value, &Limits::default()) {
+            Ok(_) => Vec::new(),
+            Err(err) => err.problems().to_vec(),
+        }
+    }
+    let value: Value = serde_json::from_str(&json).unwrap_or_default();
+    let found = match kind.as_str() {
+        "agent" => problems::<ops::AgentArgs>(value),
+        "tools" => problems::<ops::ToolsArgs>(value),
+        "detect" => problems::<ops::DetectArgs>(value),
+        "context" => problems::<ops::ContextArgs>(value),
+        "context_item" => problems::<ops::ContextItemArgs>(value),
+        _ => vec![Problem::new("kind", "is not an argument type")],
+    };
+    let found: Vec<Value> = found
+        .into_iter()
+        .map(|p| serde_json::json!({ "field": p.field, "rule": p.rule }))
+        .collect();
+    Value::Array(found).to_string()
+}
+
 /// An options parameter, which a method may declare optional (`Option<Unknown>`) or not.
 pub trait OptionsArgument<'env> {
     /// The value, unless the caller left it out.
@@ -191,26 +218,13 @@ where
 /// A call of operation `O` whose arguments were read from JavaScript.
 struct Call<O> {
     store: CoreStore,
-    arguments: Arguments,
+    arguments: JsArguments,
     operation: PhantomData<fn() -> O>,
 }
 
 impl<O: Operation> Call<O> {
     fn read(store: CoreStore, given: &Given<'_, '_>) -> Outcome<Call<O>> {
-        let names = Names {
-            positional: given.positional.iter().map(|(name, _)| *name).collect(),
-            aliases: aliases_of(O::NAME),
-            spelled: Vec::new(),
-        };
-        let mut arguments = Arguments {
-            value: Map::new(),
-            refused: Vec::new(),
-            reader: Reader::default(),
-            names,
-        };
-        if let Err(failure) = arguments.read(given) {
-            return Err(arguments.names.failure(failure));
-        }
+        let arguments = JsArguments::read(given, aliases_of(O::NAME), true)?;
         Ok(Call {
             store,
             arguments,
@@ -228,35 +242,11 @@ impl<O: Operation> Call<O> {
         wait.is_some_and(|seconds| seconds > 0.0)
     }
 
-    /// Reads the arguments into the core's argument type and runs the operation; any problem
-    /// found while reading the JavaScript values comes first, with the core's about the rest.
+    /// Reads the arguments into the core's argument type and runs the operation.
     fn run(self) -> handoff_core::Result<O::Output> {
-        let Arguments {
-            value,
-            refused,
-            reader,
-            names,
-        } = self.arguments;
-        let problems = reader.into_problems();
-        let value = Value::Object(value);
-        let limits = self.store.limits();
-        if refused.is_empty() && problems.is_empty() {
-            return O::Args::read(value, limits)
-                .and_then(|args| O::run(&self.store, args))
-                .map_err(|err| names.error(err));
-        }
-        let mut found = problems;
-        if let Err(Error::Validation { problems: more }) = O::Args::read(value, limits) {
-            // The core also finds the values read as `null` in place of what was refused.
-            let fresh: Vec<Problem> = more
-                .into_iter()
-                .filter(|p| !found.iter().any(|known| covers(&known.field, &p.field)))
-                .collect();
-            found.extend(fresh);
-        }
-        let mut all = refused;
-        all.extend(found.into_iter().map(|p| names.problem(p)));
-        Err(Error::Validation { problems: all })
+        let store = self.store;
+        self.arguments
+            .then(store.limits(), |args: O::Args| O::run(&store, args))
     }
 }
 
@@ -274,6 +264,9 @@ struct Names {
     positional: Vec<&'static str>,
     /// Older spellings, as (alias, argument).
     aliases: &'static [(String, String)],
+    /// Whether a problem inside a positional argument is named relative to it (the store's
+    /// methods) or in full (`collaborators[1]`).
+    relative: bool,
     /// Arguments the caller spelled otherwise than in camelCase (an alias), as (argument, as
     /// written).
     spelled: Vec<(String, String)>,
@@ -289,7 +282,7 @@ impl Names {
             .iter()
             .find(|(alias, _)| alias == head)
             .map_or(head, |(_, argument)| argument.as_str());
-        if self.positional.contains(&head) {
+        if self.relative && self.positional.contains(&head) {
             if let Some(inner) = rest.strip_prefix('.') {
                 return camel_head(inner);
             }
@@ -344,8 +337,8 @@ fn camel_head(field: &str) -> String {
     format!("{}{rest}", camel_case(head))
 }
 
-/// A call's arguments, read from JavaScript for the core.
-struct Arguments {
+/// A call's arguments, read from JavaScript for one of the core's argument types.
+pub(crate) struct JsArguments {
     /// The JSON object of named arguments.
     value: Map<String, Value>,
     /// Options refused before the core sees them, already in the caller's words.
@@ -355,8 +348,92 @@ struct Arguments {
     names: Names,
 }
 
-impl Arguments {
-    fn read(&mut self, given: &Given<'_, '_>) -> Outcome<()> {
+impl JsArguments {
+    /// Reads the call's JavaScript arguments: `aliases` are the older spellings the core
+    /// accepts; `relative` names a problem inside a positional argument relative to it.
+    pub(crate) fn read(
+        given: &Given<'_, '_>,
+        aliases: &'static [(String, String)],
+        relative: bool,
+    ) -> Outcome<JsArguments> {
+        let names = Names {
+            positional: given.positional.iter().map(|(name, _)| *name).collect(),
+            aliases,
+            relative,
+            spelled: Vec::new(),
+        };
+        let mut arguments = JsArguments {
+            value: Map::new(),
+            refused: Vec::new(),
+            reader: Reader::default(),
+            names,
+        };
+        match arguments.read_given(given) {
+            Ok(()) => Ok(arguments),
+            Err(failure) => Err(arguments.names.failure(failure)),
+        }
+    }
+
+    /// Reads argument `name` as plain JSON, as the caller wrote it (keys and all).
+    pub(crate) fn raw(&mut self, name: &str, argument: &Unknown<'_>) -> Outcome<()> {
+        match self.reader.value(argument, &mut name.to_owned(), 0) {
+            Ok(value) => {
+                self.value.insert(name.to_owned(), value);
+                Ok(())
+            }
+            Err(failure) => Err(self.names.failure(failure)),
+        }
+    }
+
+    /// Sets argument `name` to `value` when the caller left it out (or gave `null`).
+    pub(crate) fn default(&mut self, name: &str, value: Value) {
+        let slot = self.value.entry(name).or_insert(Value::Null);
+        if slot.is_null() {
+            *slot = value;
+        }
+    }
+
+    /// Takes argument `name` out, for the face to read itself (`null` when left out).
+    pub(crate) fn take(&mut self, name: &str) -> Value {
+        self.value.remove(name).unwrap_or(Value::Null)
+    }
+
+    /// Reads the arguments into the core's argument type `A` under `limits` and calls `then`
+    /// with them. Every problem comes back in the caller's words: any found while reading the
+    /// JavaScript values first, with the core's about the rest.
+    pub(crate) fn then<A: ops::Arguments, T>(
+        self,
+        limits: &Limits,
+        then: impl FnOnce(A) -> handoff_core::Result<T>,
+    ) -> handoff_core::Result<T> {
+        let JsArguments {
+            value,
+            refused,
+            reader,
+            names,
+        } = self;
+        let problems = reader.into_problems();
+        let value = Value::Object(value);
+        if refused.is_empty() && problems.is_empty() {
+            return A::read(value, limits)
+                .and_then(then)
+                .map_err(|err| names.error(err));
+        }
+        let mut found = problems;
+        if let Err(Error::Validation { problems: more }) = A::read(value, limits) {
+            // The core also finds the values read as `null` in place of what was refused.
+            let fresh: Vec<Problem> = more
+                .into_iter()
+                .filter(|p| !found.iter().any(|known| covers(&known.field, &p.field)))
+                .collect();
+            found.extend(fresh);
+        }
+        let mut all = refused;
+        all.extend(found.into_iter().map(|p| names.problem(p)));
+        Err(Error::Validation { problems: all })
+    }
+
+    fn read_given(&mut self, given: &Given<'_, '_>) -> Outcome<()> {
         for &(name, argument) in given.positional {
             self.positional(name, argument)?;
         }

@@ -2,16 +2,17 @@
 //! detector that reads a provider's response for a handoff.
 
 use handoff_core::ops;
-use handoff_core::tools::{self as core, Agent, HandoffIntent, Multiple, Provider};
-use handoff_core::{ChainPolicy, Metadata, NewHandoff};
+use handoff_core::tools::{self as core, Agent, HandoffIntent};
+use handoff_core::{ChainPolicy, Limits, Metadata, NewHandoff};
 use napi::bindgen_prelude::{FunctionCallContext, JsObjectValue, Object};
 use napi::{Env, JsValue, Property, PropertyAttributes, Unknown, ValueType};
 use napi_derive::napi;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::convert;
 use crate::errors::{Naming, Outcome, camel_case, invalid};
+use crate::ops::{Given, JsArguments};
 use crate::task::{Mirror, guarded, json_to_js, sync};
 
 /// A registered agent.
@@ -100,12 +101,11 @@ impl Mirror for HandoffIntent {
 
 /// `registry.detect` options.
 #[napi(object, object_to_js = false, object_from_js = false)]
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)] // The TypeScript shape only: the core reads the values (`ops::DetectArgs`).
 pub struct DetectOptions {
     /// What to do when one response asks for several handoffs: refuse it (`'error'`, the
-    /// default) or take the first (`'first_wins'`; `'first'` is accepted too, as in Python).
-    #[napi(ts_type = "'error' | 'first_wins' | 'first'")]
+    /// default) or take the first (`'first_wins'`).
+    #[napi(ts_type = "'error' | 'first_wins'")]
     pub multiple: Option<String>,
 }
 
@@ -209,21 +209,19 @@ impl AgentRegistry {
         description: Unknown<'_>,
         collaborators: Unknown<'_>,
     ) -> napi::Result<()> {
-        guarded(&env, Naming::Js, || {
-            let name = convert::string(&name, "name")?;
-            let description = match description.get_type()? {
-                ValueType::Undefined => String::new(),
-                _ => convert::string(&description, "description")?,
+        guarded(&env, Naming::AsIs, || {
+            let given = Given {
+                positional: &[
+                    ("name", &name),
+                    ("description", &description),
+                    ("collaborators", &collaborators),
+                ],
+                options: None,
             };
-            let collaborators: Option<Vec<String>> = match collaborators.get_type()? {
-                ValueType::Undefined | ValueType::Null => None,
-                _ => match convert::json(&collaborators, "collaborators")? {
-                    json @ Value::Array(_) => Some(convert::from_json(json, "collaborators")?),
-                    _ => return Err(invalid("collaborators", "must be an array of agent names")),
-                },
-            };
-            self.inner.add(&name, &description, collaborators)?;
-            Ok(())
+            let mut args = JsArguments::read(&given, &[], false)?;
+            args.default("description", Value::String(String::new()));
+            let registry = &mut self.inner;
+            Ok(args.then(&Limits::default(), |a: ops::AgentArgs| a.add_to(registry))?)
         })
     }
 
@@ -246,10 +244,14 @@ impl AgentRegistry {
         agent: Unknown<'_>,
         provider: Unknown<'_>,
     ) -> napi::Result<Unknown<'static>> {
-        sync(&env, Naming::Js, || {
-            let agent = convert::string(&agent, "agent")?;
-            let provider: Provider = convert::string(&provider, "provider")?.parse()?;
-            Ok(Json(self.inner.tools(&agent, provider)?))
+        sync(&env, Naming::AsIs, || {
+            let given = Given {
+                positional: &[("agent", &agent), ("provider", &provider)],
+                options: None,
+            };
+            let args = JsArguments::read(&given, &[], false)?;
+            let tools = args.then(&Limits::default(), |a: ops::ToolsArgs| a.tools(&self.inner))?;
+            Ok(Json(tools))
         })
     }
 
@@ -282,7 +284,7 @@ impl AgentRegistry {
         from_agent: Unknown<'_>,
         options: Unknown<'_>,
     ) -> napi::Result<Unknown<'static>> {
-        match guarded(&env, Naming::Js, || {
+        match guarded(&env, Naming::AsIs, || {
             detect(&self.inner, &response, &from_agent, &options)
         })? {
             Some(intent) => intent_to_js(&env, intent),
@@ -297,31 +299,30 @@ fn detect(
     from_agent: &Unknown<'_>,
     options: &Unknown<'_>,
 ) -> Outcome<Option<HandoffIntent>> {
-    let from_agent = convert::string(from_agent, "fromAgent")?;
-    let o: DetectOptions = convert::options(options, "options")?;
-    let multiple = match o.multiple.as_deref() {
-        None => Multiple::Error,
-        Some(text) => text.parse::<Multiple>()?,
+    let t = response.get_type()?;
+    if t != ValueType::String && t != ValueType::Object {
+        let got = convert::type_name(t);
+        return Err(invalid(
+            "response",
+            format!("must be an object, a list or JSON text, got {got}"),
+        ));
+    }
+    let given = Given {
+        positional: &[("from_agent", from_agent)],
+        options: Some(("options", Some(options))),
     };
-    Ok(match response.get_type()? {
-        ValueType::String => registry.detect_json(
-            &convert::string(response, "response")?,
-            &from_agent,
-            multiple,
-        )?,
-        ValueType::Object => {
-            // An object, or a list of Responses items / Anthropic blocks.
-            let json = convert::json(response, "response")?;
-            registry.detect(&json, &from_agent, multiple)?
+    let mut args = JsArguments::read(&given, &[], false)?;
+    // An object, a list of Responses items / Anthropic blocks, or JSON text: read as written.
+    args.raw("response", response)?;
+    Ok(args.then(&Limits::default(), |a: ops::DetectArgs| {
+        match &a.response {
+            // JSON text: the core checks its size and nesting before parsing it.
+            Value::String(text) => {
+                registry.detect_json(text, &a.from_agent, a.multiple.unwrap_or_default())
+            }
+            _ => a.detect(registry),
         }
-        other => {
-            let got = convert::type_name(other);
-            return Err(invalid(
-                "response",
-                format!("must be an object, a list or JSON text, got {got}"),
-            ));
-        }
-    })
+    })?)
 }
 
 /// The intent as a plain object with a non-enumerable `toCreateOptions` method (so that JSON
