@@ -1,6 +1,6 @@
-//! Several OS processes claim from one SQLite file at once: every handoff is claimed exactly
-//! once, none is left, the log has one claim per handoff, the file is intact, and no process
-//! ever sees an error (busy or otherwise).
+//! Several OS processes claim from one store at once — an SQLite file, a JSON-files folder, a
+//! PostgreSQL schema: every handoff is claimed exactly once, none is left, the log has one
+//! claim per handoff, and no process ever sees an error (busy or otherwise).
 //!
 //! The test re-runs its own binary as the workers: `race_worker` does nothing unless the
 //! environment names a store.
@@ -20,8 +20,46 @@ const HANDOFFS: usize = 5_000;
 fn processes_claim_each_handoff_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("race.db");
-    let store = Store::open(&db).unwrap();
-    let news: Vec<NewHandoff> = (0..HANDOFFS)
+    race(db.to_str().unwrap(), dir.path(), WORKERS, HANDOFFS);
+    assert_integrity(&db);
+}
+
+#[test]
+fn processes_share_a_files_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("files:{}", dir.path().join("store").display());
+    race(&url, dir.path(), 4, 500);
+}
+
+/// On PostgreSQL when `HANDOFF_TEST_POSTGRES` names a server (CI sets it), in a schema of its
+/// own.
+#[cfg(feature = "postgres")]
+#[test]
+fn processes_share_a_postgres_schema() {
+    let Ok(server) = std::env::var("HANDOFF_TEST_POSTGRES") else {
+        eprintln!("HANDOFF_TEST_POSTGRES is not set: skipping the PostgreSQL race");
+        return;
+    };
+    let schema = format!("hc_race_{:016x}", fastrand::u64(..));
+    let separator = if server.contains('?') { '&' } else { '?' };
+    let dir = tempfile::tempdir().unwrap();
+    race(
+        &format!("{server}{separator}schema={schema}"),
+        dir.path(),
+        4,
+        2_000,
+    );
+    let mut client = postgres::Client::connect(&server, postgres::NoTls).unwrap();
+    client
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .unwrap();
+}
+
+/// Seeds `handoffs` handoffs at `url`, lets `workers` processes claim until none is left, and
+/// checks that each was claimed once, by the process the store names.
+fn race(url: &str, dir: &Path, workers: usize, handoffs: usize) {
+    let store = Store::connect(url).unwrap();
+    let news: Vec<NewHandoff> = (0..handoffs)
         .map(|i| NewHandoff::new(format!("task-{i}"), "race me").from_agent("seed"))
         .collect();
     for batch in news.chunks(1_000) {
@@ -29,15 +67,12 @@ fn processes_claim_each_handoff_exactly_once() {
     }
 
     let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..WORKERS)
+    let children: Vec<_> = (0..workers)
         .map(|n| {
             Command::new(&exe)
                 .args(["--exact", "race_worker", "--nocapture", "--test-threads=1"])
-                .env("HANDOFF_RACE_DB", &db)
-                .env(
-                    "HANDOFF_RACE_OUT",
-                    dir.path().join(format!("worker-{n}.txt")),
-                )
+                .env("HANDOFF_RACE_DB", url)
+                .env("HANDOFF_RACE_OUT", dir.join(format!("worker-{n}.txt")))
                 .env("HANDOFF_RACE_AGENT", format!("worker-{n}"))
                 .stdout(Stdio::null())
                 .spawn()
@@ -50,8 +85,8 @@ fn processes_claim_each_handoff_exactly_once() {
     }
 
     let mut claims: HashMap<String, Vec<String>> = HashMap::new();
-    for n in 0..WORKERS {
-        let out = std::fs::read_to_string(dir.path().join(format!("worker-{n}.txt"))).unwrap();
+    for n in 0..workers {
+        let out = std::fs::read_to_string(dir.join(format!("worker-{n}.txt"))).unwrap();
         for id in out.lines() {
             claims
                 .entry(id.to_owned())
@@ -59,7 +94,7 @@ fn processes_claim_each_handoff_exactly_once() {
                 .push(format!("worker-{n}"));
         }
     }
-    assert_eq!(claims.len(), HANDOFFS, "every handoff was claimed");
+    assert_eq!(claims.len(), handoffs, "every handoff was claimed");
     let doubles: Vec<_> = claims.iter().filter(|(_, by)| by.len() > 1).collect();
     assert!(doubles.is_empty(), "claimed more than once: {doubles:?}");
 
@@ -74,9 +109,8 @@ fn processes_claim_each_handoff_exactly_once() {
             *claimed_events.entry(event.handoff_id).or_default() += 1;
         }
     }
-    assert_eq!(claimed_events.len(), HANDOFFS);
+    assert_eq!(claimed_events.len(), handoffs);
     assert!(claimed_events.values().all(|n| *n == 1));
-    assert_integrity(&db);
 }
 
 /// A worker: claims until nothing is left, writing each claimed id to its output file.
@@ -89,7 +123,7 @@ fn race_worker() {
     ) else {
         return;
     };
-    let store = Store::open(&db).unwrap();
+    let store = Store::connect(&db.to_string_lossy()).unwrap();
     let mut claimed = String::new();
     loop {
         match store.claim_next(&agent, None, Duration::from_secs(3600)) {
