@@ -64,6 +64,16 @@ impl Clock for ManualClock {
     }
 }
 
+/// How the stores keep a time: microseconds since the Unix epoch.
+pub(crate) fn micros(at: DateTime<Utc>) -> i64 {
+    at.timestamp_micros()
+}
+
+/// [`micros`] of a time that may be absent.
+pub(crate) fn opt_micros(at: Option<DateTime<Utc>>) -> Option<i64> {
+    at.map(micros)
+}
+
 /// The instant `micros` microseconds after the Unix epoch, clamped to chrono's range.
 pub(crate) fn from_micros(micros: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(micros).unwrap_or(DateTime::<Utc>::MAX_UTC)

@@ -48,15 +48,14 @@ fn by_argument_names(err: Error) -> Error {
     }
 }
 
-/// A lease given in seconds: positive and finite.
+/// [`lease`]'s verdict, as a problem of `field`.
 fn lease_problems(field: &str, seconds: Option<f64>, out: &mut Vec<Problem>) {
-    if let Some(s) = seconds
-        && Duration::try_from_secs_f64(s).map_or(true, |d| d.is_zero())
-    {
-        out.push(Problem::new(field, "must be a positive number of seconds"));
+    if let Err(err) = lease(seconds) {
+        out.extend(err.problems().iter().map(|p| Problem::new(field, &p.rule)));
     }
 }
 
+/// A lease given in seconds: positive and finite; the default when absent.
 fn lease(seconds: Option<f64>) -> Result<Duration> {
     match seconds {
         None => Ok(DEFAULT_LEASE),

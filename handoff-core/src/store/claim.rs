@@ -27,14 +27,7 @@ impl ClaimSecret {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::storage(format!("the OS random generator failed: {e}")))?;
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut text = String::with_capacity(PREFIX.len() + HEX_LEN);
-        text.push_str(PREFIX);
-        for byte in bytes {
-            text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-            text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-        }
-        Ok(ClaimSecret(text))
+        Ok(ClaimSecret(format!("{PREFIX}{}", hex(&bytes))))
     }
 
     /// A secret as the claimer got it, checked for its form (`hcs_` and 64 hex digits).
@@ -80,6 +73,17 @@ impl fmt::Debug for ClaimSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ClaimSecret(…)")
     }
+}
+
+/// `bytes` as lowercase hex digits.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    text
 }
 
 /// What heartbeat, release, complete and a holder's cancel need of a claim: which handoff,

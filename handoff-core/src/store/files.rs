@@ -33,6 +33,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::claim::hex;
 use super::turnstile::{Turn, Turnstile};
 use crate::chain::Hop;
 use crate::error::{Error, Result};
@@ -106,10 +107,6 @@ fn pretty(value: &impl Serialize) -> Result<Box<RawValue>> {
 /// An index as the store reads it: one line.
 fn compact(value: &impl Serialize) -> Result<Box<RawValue>> {
     serde_json::value::to_raw_value(value).map_err(|e| Error::storage(e.to_string()))
-}
-
-fn hex(bytes: &[u8; 32]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<[u8; 32]> {
@@ -595,7 +592,7 @@ impl Tx for FilesTx<'_> {
 
     fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
         if let Some(entry) = self.entry(id) {
-            entry.claim_secret_sha256 = digest.as_ref().map(hex);
+            entry.claim_secret_sha256 = digest.as_ref().map(|d| hex(d));
             self.changed_index = true;
         }
         Ok(())

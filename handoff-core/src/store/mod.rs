@@ -25,6 +25,7 @@ pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod turnstile;
+mod url;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
@@ -32,6 +33,7 @@ pub mod conformance;
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
+pub use url::{display_url, url_password};
 
 /// How durable each commit is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -25,7 +25,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, IsolationLevel, NoTls, Row};
 
 use crate::chain::Hop;
-use crate::clock::from_micros;
+use crate::clock::{from_micros, micros, opt_micros};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
@@ -146,16 +146,7 @@ fn parse_url(url: &str) -> Result<(postgres::Config, String, String)> {
     };
     let config = postgres::Config::from_str(&driver_url)
         .map_err(|e| Error::invalid("url", format!("is not a PostgreSQL URL: {e}")))?;
-    let shown = match (base.split_once("://"), base.rfind('@')) {
-        (Some((scheme, after)), Some(at)) => {
-            let user = after[..at - scheme.len() - 3]
-                .split(':')
-                .next()
-                .unwrap_or_default();
-            format!("{scheme}://{user}@{}", &base[at + 1..])
-        }
-        _ => base.to_owned(),
-    };
+    let shown = crate::store::display_url(url);
     Ok((config, schema, shown))
 }
 
@@ -180,14 +171,6 @@ fn is_retryable(e: &postgres::Error) -> bool {
             || *code == SqlState::T_R_DEADLOCK_DETECTED
             || *code == SqlState::UNIQUE_VIOLATION
     })
-}
-
-fn micros(at: DateTime<Utc>) -> i64 {
-    at.timestamp_micros()
-}
-
-fn opt_micros(at: Option<DateTime<Utc>>) -> Option<i64> {
-    at.map(micros)
 }
 
 const RECORD_COLUMNS: &str = "status, claimed_by, claim_token, lease_until, heartbeat_at, \

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, params};
 
 use crate::chain::Hop;
-use crate::clock::from_micros;
+use crate::clock::{from_micros, micros, opt_micros};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
@@ -369,14 +369,6 @@ macro_rules! claimable {
 // satisfies, SQLite marks the statement as depending on the bound value, and rusqlite's
 // statement cache (which clears bindings) then makes SQLite re-prepare it on every use:
 // measured at about a tenth of a lifecycle. The cast keeps the same index search without it.
-
-fn micros(at: DateTime<Utc>) -> i64 {
-    at.timestamp_micros()
-}
-
-fn opt_micros(at: Option<DateTime<Utc>>) -> Option<i64> {
-    at.map(micros)
-}
 
 fn corrupt(what: &str, detail: impl std::fmt::Display) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(
