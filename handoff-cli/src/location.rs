@@ -8,6 +8,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+use handoff_core::store::{display_url, url_password};
 use handoff_core::{Error, Store};
 
 /// The store `--db` names.
@@ -51,7 +52,7 @@ impl Location {
                 "url",
                 format!(
                     "must be a path, sqlite:PATH, files:DIR, memory: or postgres://…, not {}",
-                    redact(text)
+                    display_url(text)
                 ),
             ));
         }
@@ -84,7 +85,7 @@ impl Location {
             Location::Sqlite(path) => path.display().to_string(),
             Location::Files(dir) => format!("files:{}", dir.display()),
             Location::Memory => "memory:".to_owned(),
-            Location::Postgres(url) => redact(url),
+            Location::Postgres(url) => display_url(url),
         }
     }
 
@@ -112,28 +113,11 @@ impl Location {
     }
 }
 
-/// The password of `url` (`scheme://user:PASSWORD@host…`), if it has one.
-fn password(url: &str) -> Option<&str> {
-    let (_, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?']).next()?;
-    let (userinfo, _) = authority.rsplit_once('@')?;
-    let (_, password) = userinfo.split_once(':')?;
-    (!password.is_empty()).then_some(password)
-}
-
-/// `url` with its password replaced by `***`.
-pub(crate) fn redact(url: &str) -> String {
-    match password(url) {
-        Some(password) => url.replacen(&format!(":{password}@"), ":***@", 1),
-        None => url.to_owned(),
-    }
-}
-
 /// `e` with `url`'s password replaced by `***`: a driver's message may quote the URL, and
 /// `--no-redact` is about records, never about the store's credentials. The password alone is
 /// replaced too once it is long enough not to be a piece of ordinary words.
 fn redact_error(e: Error, url: &str) -> Error {
-    let Some(password) = password(url) else {
+    let Some(password) = url_password(url) else {
         return e;
     };
     let clean = |text: &str| {
@@ -204,7 +188,10 @@ mod tests {
             location.shown(),
             "postgres://alice:***@db.example:5432/test?schema=x"
         );
-        assert_eq!(redact("postgres://alice@h/db"), "postgres://alice@h/db");
+        assert_eq!(
+            display_url("postgres://alice@h/db"),
+            "postgres://alice@h/db"
+        );
         let e = redact_error(Error::storage(format!("cannot reach {url}")), url);
         assert!(!e.to_string().contains("s3cr:et"), "{e}");
         let e = redact_error(Error::storage("must be a path"), "postgres://a:b@h/db");

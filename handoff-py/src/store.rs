@@ -421,23 +421,8 @@ pub fn connect(
     let store = py.detach(|| core::Store::connect(&url))?;
     Ok(Store::wrap(
         configure(store, clock, policy, limits),
-        format!("store {}", shown(&url)),
+        format!("store {}", core::store::display_url(&url)),
     ))
-}
-
-/// `url` without the password it may carry (`postgres://user:secret@host/db`).
-fn shown(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.find('/').map_or((rest, ""), |at| rest.split_at(at));
-    match authority.rsplit_once('@') {
-        Some((user, host)) => match user.split_once(':') {
-            Some((name, _)) => format!("{scheme}://{name}:***@{host}{path}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
 }
 
 #[pymethods]
