@@ -18,7 +18,7 @@ test-rust:
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
 	@test -n "$$HANDOFF_TEST_POSTGRES" || echo "HANDOFF_TEST_POSTGRES is not set: the PostgreSQL cases are skipped (.ci/run sets it)"
-	$(CARGO) test --quiet -p handoff-core --features postgres --lib --test race -- postgres
+	$(CARGO) test --quiet -p handoff-core --features postgres --lib --test race --test state_machine -- postgres
 	$(CARGO) run --quiet --example quickstart -- --db "$$(mktemp -d)/quickstart.db"
 
 # >>> python (owned by handoff-py)

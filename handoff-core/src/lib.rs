@@ -30,7 +30,8 @@ pub use stats::PathStats;
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::SqliteOptions;
 pub use store::{
-    Claim, ClaimRef, ClaimSecret, DEFAULT_LEASE, EventFilter, ListFilter, Store, Synchronous,
+    Capabilities, Claim, ClaimRef, ClaimSecret, ConnectOptions, DEFAULT_LEASE, EventFilter,
+    ListFilter, Store, Synchronous,
 };
 pub use tools::{AgentRegistry, HandoffIntent, Provider};
 pub use validate::{Limits, MAX_DEPTH};

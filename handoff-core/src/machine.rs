@@ -2,8 +2,9 @@
 //! causes, and one function that applies an event to a record.
 //!
 //! Every change to a record is an [`Event`]; the store writes the new record and its events in
-//! one atomic write. Because [`apply`] is the only way a record changes, replaying a record's
-//! event log from its `created` event reproduces the record exactly ([`replay`]).
+//! one atomic write. Because [`apply`] is the only way a record changes and a record's content
+//! never changes after its create, replaying its event log over its content as created
+//! reproduces the record exactly ([`replay`]).
 //!
 //! | from | command / time | to |
 //! |---|---|---|
@@ -56,10 +57,14 @@ pub struct NewEvent {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 pub enum Change {
-    /// The handoff was created with this record.
+    /// The handoff was created. The record itself holds what was created (its content never
+    /// changes afterwards); the event names only where the work goes, so that a reader of the
+    /// log can route it without a read, and a create writes the record's body once.
     Created {
-        /// The record as created.
-        record: Box<Handoff>,
+        /// The task the handoff belongs to.
+        task_id: String,
+        /// The agent it is addressed to (`None`: any agent the policy allows).
+        to_agent: Option<String>,
     },
     /// An agent took the handoff.
     Claimed {
@@ -396,7 +401,7 @@ pub fn apply(h: &mut Handoff, change: &Change, at: DateTime<Utc>) {
         h.outcome = outcome;
     };
     match change {
-        Change::Created { record } => *h = (**record).clone(),
+        Change::Created { .. } => *h = h.as_created(),
         Change::Claimed {
             agent,
             token,
@@ -429,14 +434,21 @@ pub fn apply(h: &mut Handoff, change: &Change, at: DateTime<Utc>) {
     }
 }
 
-/// Rebuilds a record from its event log, which must start with its `created` event.
-pub fn replay<'a>(events: impl IntoIterator<Item = &'a Event>) -> Option<Handoff> {
+/// Rebuilds the lifecycle of `record` from its event log, which must start with its `created`
+/// event: the record's content as created ([`Handoff::as_created`]) with every event applied
+/// in order. `None` when the log does not start with this record's creation.
+///
+/// The result equals `record` when the log is complete: an audit of the record by its trail.
+pub fn replay<'a>(
+    record: &Handoff,
+    events: impl IntoIterator<Item = &'a Event>,
+) -> Option<Handoff> {
     let mut events = events.into_iter();
     let first = events.next()?;
-    let Change::Created { record } = &first.change else {
+    if first.handoff_id != record.id || !matches!(first.change, Change::Created { .. }) {
         return None;
-    };
-    let mut h = (**record).clone();
+    }
+    let mut h = record.as_created();
     for event in events {
         apply(&mut h, &event.change, event.at);
     }

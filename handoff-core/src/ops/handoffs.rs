@@ -879,6 +879,29 @@ impl Operation for Stats {
     }
 }
 
+/// What the store can do beyond what every store does: durable, shared by processes or by
+/// machines, backups, waking waiting workers.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilitiesArgs {}
+
+impl Arguments for CapabilitiesArgs {}
+
+/// The `capabilities` operation.
+pub struct Capabilities;
+
+impl Operation for Capabilities {
+    const NAME: &'static str = "capabilities";
+    const POSITIONAL: &'static [&'static str] = &[];
+    const RETURNS: &'static str = "Capabilities";
+    type Args = CapabilitiesArgs;
+    type Output = store::Capabilities;
+
+    fn run(store: &Store, _: CapabilitiesArgs) -> Result<store::Capabilities> {
+        Ok(store.capabilities())
+    }
+}
+
 /// Applies every lapse that is due (leases, expiries) now; returns how many records changed.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

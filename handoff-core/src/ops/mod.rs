@@ -142,6 +142,7 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<Stats>(),
         OperationInfo::of::<Reap>(),
         OperationInfo::of::<Backup>(),
+        OperationInfo::of::<Capabilities>(),
     ]
 }
 

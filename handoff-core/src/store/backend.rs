@@ -4,6 +4,8 @@ use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::chain::Hop;
 use crate::error::Result;
@@ -59,26 +61,69 @@ impl EventFilter {
     }
 }
 
+/// What a backend can do beyond the contract every backend keeps, so that a caller can ask
+/// before relying on it (`store.capabilities()` in every face).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Capabilities {
+    /// The store outlives the process that opened it.
+    pub durable: bool,
+    /// Several processes on one machine may share the store.
+    pub shared_by_processes: bool,
+    /// Processes on several machines may share the store.
+    pub shared_by_machines: bool,
+    /// [`Backend::backup`] writes a consistent copy while the store stays in use.
+    pub backup: bool,
+    /// A worker waiting for work is woken when it arrives, instead of looking again at short
+    /// intervals ([`Backend::subscribe`]).
+    pub wakes_waiters: bool,
+}
+
 /// A storage backend: atomic writes of records with their events, and indexed reads.
 ///
 /// The state machine lives in the core; a backend only stores what it is given.
 ///
 /// # Contract
 ///
+/// The contract is written so that a database that locks rows (PostgreSQL) can keep it as well
+/// as one that locks the whole store (SQLite, a folder of files).
+///
 /// - [`Backend::write`] runs its closure inside one atomic write transaction. Every
 ///   [`Tx`] call made by the closure takes effect together when the closure returns `Ok`, and
-///   none does when it returns `Err` (the error is passed back unchanged). Writes from other
-///   threads or processes sharing the store are serialised: a transaction sees no concurrent
-///   change between its reads and its writes.
+///   none does when it returns `Err` (the error is passed back unchanged).
+/// - **The closure may run more than once.** A backend that detects a conflict only at commit
+///   (a serialisation failure, a deadlock, a unique key another writer took first) rolls back
+///   and runs the closure again on fresh reads; the closure has no effect outside its `Tx`.
+///   The caller sees the outcome of the run that committed.
+/// - **What must be exclusive is locked by the reads that need it**, so a backend that does
+///   not lock the whole store locks these explicitly:
+///   - [`Tx::get`] locks the record it returns until the transaction ends (`FOR UPDATE`): the
+///     decision made on it (claim, complete, ...) cannot race another writer's;
+///   - [`Tx::hops`] locks the task's path, so two handoffs of one task are checked against the
+///     chain policy one after the other, never side by side;
+///   - [`Tx::get`] of an id that is free, followed by [`Tx::insert`], must not let two
+///     transactions both insert it (an idempotent create): the later one conflicts and runs
+///     again, and then finds the record;
+///   - [`Tx::next_claimable`] returns a record no other open transaction holds, and locks it
+///     (`FOR UPDATE SKIP LOCKED`), so claimers do not queue behind one another.
 /// - A backend retries transient contention (a lock held by another process) itself and
-///   never reports it to the caller; it reports [`Error::Storage`](crate::Error::Storage) only
-///   for real failures.
+///   never reports it to the caller; it reports [`Error::Busy`](crate::Error::Busy) when
+///   contention outlasts the store's patience and [`Error::Storage`](crate::Error::Storage)
+///   for real failures (a lost connection is reported, and the next call reconnects).
 /// - "Not found" is `Ok(None)` (or an empty list), never an error.
 /// - Records come back exactly as written ([`Tx::update`] changes only the lifecycle fields
 ///   from `status` on; the content is written once, by [`Tx::insert`]).
 /// - Lists are ordered by insertion: records oldest first, events by `seq`.
-/// - Events get `seq` numbers that increase strictly in commit order across the whole store.
+/// - Events get `seq` numbers that increase strictly in commit order across the whole store,
+///   so the order of one handoff's events and of one task's events is the order their changes
+///   were made in, and [`EventFilter::after`] is a cursor that reads the whole log
+///   incrementally without missing an event committed later with a smaller number.
+/// - What a backend lacks it says in [`Backend::capabilities`].
 pub trait Backend: Send + Sync + fmt::Debug {
+    /// What this backend can do beyond the contract.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+
     /// Runs `work` in one atomic write transaction (see the contract).
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
 

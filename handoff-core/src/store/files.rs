@@ -39,10 +39,10 @@ use crate::chain::Hop;
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
-use crate::store::{Backend, EventFilter, ListFilter, Synchronous, Tx, hop_of};
+use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Synchronous, Tx, hop_of};
 
 /// How long a call waits for another process's write before it fails with `Busy`.
-const LOCK_PATIENCE: Duration = Duration::from_secs(60);
+const DEFAULT_LOCK_PATIENCE: Duration = Duration::from_secs(60);
 
 /// An open record in `pending.json`: what claiming, lapsing and listing need without reading
 /// the record.
@@ -85,6 +85,8 @@ pub struct FilesBackend {
     dir: PathBuf,
     /// Whether each write is on disk before it returns, or only safe from a killed process.
     sync: Synchronous,
+    /// How long a write waits for the lock before it fails with [`Error::Busy`].
+    lock_patience: Duration,
     turnstile: Turnstile,
     /// Threads of this process take turns here first: a `flock` does not exclude the other
     /// threads holding the same file description.
@@ -150,6 +152,16 @@ impl FilesBackend {
     /// on disk (fsync of files and folders) before it returns; with `Normal` a write survives
     /// a killed process (renames are atomic) but a power loss may lose the last ones.
     pub fn open(dir: impl AsRef<Path>, sync: Synchronous) -> Result<FilesBackend> {
+        FilesBackend::open_with(dir, sync, DEFAULT_LOCK_PATIENCE)
+    }
+
+    /// [`FilesBackend::open`], with how long a write waits for another process's lock before
+    /// it fails with [`Error::Busy`].
+    pub fn open_with(
+        dir: impl AsRef<Path>,
+        sync: Synchronous,
+        lock_patience: Duration,
+    ) -> Result<FilesBackend> {
         let dir = dir.as_ref().to_path_buf();
         for sub in [dir.clone(), dir.join("handoffs"), dir.join("tasks")] {
             fs::create_dir_all(&sub).map_err(|e| io("cannot create", &sub, e))?;
@@ -159,6 +171,7 @@ impl FilesBackend {
         let backend = FilesBackend {
             dir,
             sync,
+            lock_patience,
             turnstile,
             local: Mutex::new(()),
         };
@@ -169,7 +182,7 @@ impl FilesBackend {
     /// Runs `op` holding the store's lock (threads, then processes), after recovering any
     /// write a killed process left half done.
     fn locked<T>(&self, op: impl FnOnce(&Self) -> Result<T>) -> Result<T> {
-        let deadline = Instant::now() + LOCK_PATIENCE;
+        let deadline = Instant::now() + self.lock_patience;
         let _local = loop {
             match self.local.try_lock() {
                 Ok(guard) => break guard,
@@ -177,10 +190,13 @@ impl FilesBackend {
                 Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_micros(fastrand::u64(50..500)));
                 }
-                Err(std::sync::TryLockError::WouldBlock) => return Err(busy()),
+                Err(std::sync::TryLockError::WouldBlock) => return Err(self.busy()),
             }
         };
-        let turn = self.turnstile.enter(Some(deadline)).map_err(|_| busy())?;
+        let turn = self
+            .turnstile
+            .enter(Some(deadline))
+            .map_err(|_| self.busy())?;
         if matches!(turn, Turn::Skipped) {
             return Err(Error::storage(format!(
                 "the file system of {} cannot lock files (flock): a files store needs it",
@@ -189,6 +205,16 @@ impl FilesBackend {
         }
         self.recover()?;
         op(self)
+    }
+
+    fn busy(&self) -> Error {
+        Error::Busy {
+            message: format!(
+                "another process held the files store's lock for longer than {:?}; \
+                 the store is not damaged, try again",
+                self.lock_patience
+            ),
+        }
     }
 
     fn path(&self, relative: &str) -> PathBuf {
@@ -314,16 +340,18 @@ impl FilesBackend {
     }
 }
 
-fn busy() -> Error {
-    Error::Busy {
-        message: format!(
-            "another process held the files store's lock for longer than {LOCK_PATIENCE:?}; \
-             the store is not damaged, try again"
-        ),
-    }
-}
-
 impl Backend for FilesBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            durable: true,
+            shared_by_processes: true,
+            // A network file system's locks are not to be trusted with exactly-once claims.
+            shared_by_machines: false,
+            backup: false,
+            wakes_waiters: false,
+        }
+    }
+
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.locked(|store| {
             let mut tx = FilesTx {

@@ -10,7 +10,7 @@ use crate::chain::Hop;
 use crate::error::Result;
 use crate::machine::{Event, NewEvent};
 use crate::record::{Handoff, Kind, Lifecycle, Status};
-use crate::store::{Backend, EventFilter, ListFilter, Tx, hop_of};
+use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx, hop_of};
 
 /// Keeps handoffs and events in process memory.
 #[derive(Debug, Default)]
@@ -63,6 +63,16 @@ struct MemoryTx<'a> {
 }
 
 impl Backend for MemoryBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            durable: false,
+            shared_by_processes: false,
+            shared_by_machines: false,
+            backup: false,
+            wakes_waiters: false,
+        }
+    }
+
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         let mut guard = self.lock();
         let mut tx = MemoryTx {

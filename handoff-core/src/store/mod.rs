@@ -31,7 +31,7 @@ mod url;
 pub mod conformance;
 
 pub(crate) use backend::hop_of;
-pub use backend::{Backend, EventFilter, ListFilter, Tx, WorkSignal};
+pub use backend::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
 pub use url::{display_url, url_password};
 
@@ -56,6 +56,36 @@ impl std::str::FromStr for Synchronous {
                 "synchronous",
                 "must be \"full\" or \"normal\"",
             )),
+        }
+    }
+}
+
+/// How [`Store::connect_with`] opens a store. Each backend reads the options that concern it
+/// and leaves the others, so one set of options serves any URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// How durable each write is (SQLite, files). Default [`Synchronous::Full`].
+    pub synchronous: Synchronous,
+    /// How long a write waits for another process's lock before it fails with
+    /// [`Error::Busy`] (SQLite, files). Default 60 s.
+    pub lock_patience: Duration,
+    /// Opens an existing store for reading only; writes fail (SQLite; any other URL is
+    /// refused). Default `false`.
+    pub read_only: bool,
+    /// At most this many connections (PostgreSQL). Default 8.
+    pub pool_size: usize,
+    /// How long connecting may take (PostgreSQL). Default 10 s.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            synchronous: Synchronous::Full,
+            lock_patience: Duration::from_secs(60),
+            read_only: false,
+            pool_size: 8,
+            connect_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -148,25 +178,51 @@ impl Store {
         Store::new(sqlite::SqliteBackend::open_read_only(path, options)?).with_saved_policy()
     }
 
-    /// Opens the store `url` names (DESIGN §10): a path or `sqlite:PATH` (SQLite), `memory:`,
-    /// `files:DIR` (a folder of JSON files), or `postgres://…` / `postgresql://…` with
-    /// `?schema=NAME` to share one database (feature `postgres`). The saved policy and limits apply, as with [`Store::open`].
+    /// Opens the store `url` names (DESIGN §10) with the default options: a path or
+    /// `sqlite:PATH` (SQLite), `memory:`, `files:DIR` (a folder of JSON files), or
+    /// `postgres://…` / `postgresql://…` with `?schema=NAME` to share one database (feature
+    /// `postgres`). The saved policy and limits apply, as with [`Store::open`].
     pub fn connect(url: &str) -> Result<Store> {
+        Store::connect_with(url, &ConnectOptions::default())
+    }
+
+    /// Opens the store `url` names with `options` (see [`ConnectOptions`] for which backend
+    /// reads which option).
+    pub fn connect_with(url: &str, options: &ConnectOptions) -> Result<Store> {
+        let only_sqlite = |what: &str| {
+            Err(Error::invalid(
+                "read_only",
+                format!("only an SQLite store opens read-only, and the url names {what}"),
+            ))
+        };
         if url == "memory:" {
+            if options.read_only {
+                return only_sqlite("an in-memory store");
+            }
             return Ok(Store::memory());
         }
         if let Some(dir) = url.strip_prefix("files:") {
             if dir.is_empty() {
                 return Err(Error::invalid("url", "files: needs a folder (files:DIR)"));
             }
-            return Store::new(files::FilesBackend::open(dir, Synchronous::Full)?)
-                .with_saved_policy();
+            if options.read_only {
+                return only_sqlite("a files store");
+            }
+            let backend =
+                files::FilesBackend::open_with(dir, options.synchronous, options.lock_patience)?;
+            return Store::new(backend).with_saved_policy();
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            if options.read_only {
+                return only_sqlite("a PostgreSQL store");
+            }
             #[cfg(feature = "postgres")]
             return Store::new(postgres::PostgresBackend::connect(
                 url,
-                &postgres::PostgresOptions::default(),
+                &postgres::PostgresOptions {
+                    pool_size: options.pool_size,
+                    connect_timeout: options.connect_timeout,
+                },
             )?)
             .with_saved_policy();
             #[cfg(not(feature = "postgres"))]
@@ -183,7 +239,17 @@ impl Store {
             ));
         }
         #[cfg(feature = "sqlite")]
-        return Store::open(path);
+        {
+            let sqlite = sqlite::SqliteOptions {
+                synchronous: options.synchronous,
+                lock_patience: options.lock_patience,
+            };
+            if options.read_only {
+                Store::open_read_only(path, &sqlite)
+            } else {
+                Store::open_with(path, &sqlite)
+            }
+        }
         #[cfg(not(feature = "sqlite"))]
         Err(Error::invalid(
             "url",
@@ -337,7 +403,8 @@ impl Store {
             at: record.created_at,
             actor: record.from_agent.clone(),
             change: Change::Created {
-                record: Box::new(record.clone()),
+                task_id: record.task_id.clone(),
+                to_agent: record.to_agent.clone(),
             },
         })?;
         Ok(None)
@@ -666,8 +733,15 @@ impl Store {
         self.backend.events(filter)
     }
 
+    /// What this store's backend can do beyond what every store does: whether it outlives the
+    /// process, can be shared by processes or machines, writes backups, wakes waiting workers.
+    pub fn capabilities(&self) -> Capabilities {
+        self.backend.capabilities()
+    }
+
     /// Writes a consistent copy of the store to `path` (which must not exist) while it stays
-    /// in use: on SQLite a `VACUUM INTO` snapshot, created readable by its owner only.
+    /// in use: on SQLite a `VACUUM INTO` snapshot, created readable by its owner only. A
+    /// backend without [`Capabilities::backup`] refuses with a storage error.
     pub fn backup(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         self.backend.backup(path.as_ref())
     }

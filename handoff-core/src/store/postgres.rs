@@ -29,10 +29,10 @@ use crate::clock::{from_micros, micros, opt_micros};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
-use crate::store::{Backend, EventFilter, ListFilter, Tx, WorkSignal};
+use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 1;
+pub const VERSION: i32 = 2;
 
 /// `MIGRATIONS[v]` upgrades a schema from version `v` to `v + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -73,6 +73,12 @@ const MIGRATIONS: [&str; VERSION as usize] = [
     );
     CREATE INDEX events_handoff ON events (handoff_id, seq);
     CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    // 1 -> 2: a `created` event names the task and the addressee instead of carrying a second
+    // copy of the record, which the record itself holds.
+    "UPDATE events SET detail = json_build_object('kind', 'created', 'detail', json_build_object(
+        'task_id', detail::json #>> '{detail,record,task_id}',
+        'to_agent', detail::json #>> '{detail,record,to_agent}'))::text
+    WHERE kind = 'created' AND detail::json #> '{detail,record}' IS NOT NULL;",
 ];
 
 /// Advisory lock keys (in the schema's own key space: see [`PostgresBackend::lock_key`]).
@@ -430,6 +436,16 @@ fn crc32(bytes: &[u8]) -> u32 {
 }
 
 impl Backend for PostgresBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            durable: true,
+            shared_by_processes: true,
+            shared_by_machines: true,
+            backup: false,
+            wakes_waiters: true,
+        }
+    }
+
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         let mut attempt = 0;
         loop {

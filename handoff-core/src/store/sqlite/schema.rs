@@ -7,7 +7,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this build writes.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// "HOFF": marks a file as a handoff-core store.
 const APPLICATION_ID: i32 = 0x484F_4646;
@@ -59,6 +59,12 @@ const MIGRATIONS: [&str; VERSION as usize] = [
     // store-wide settings such as the saved chain policy.
     "ALTER TABLE handoffs ADD COLUMN claim_secret BLOB;
     CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    // 3 -> 4: a `created` event names the task and the addressee instead of carrying a second
+    // copy of the record, which the record itself holds.
+    "UPDATE events SET detail = json_object('kind', 'created', 'detail', json_object(
+        'task_id', json_extract(detail, '$.detail.record.task_id'),
+        'to_agent', json_extract(detail, '$.detail.record.to_agent')))
+    WHERE kind = 'created' AND json_type(detail, '$.detail.record') IS NOT NULL;",
 ];
 
 /// What a file says about itself, read without writing anything.
