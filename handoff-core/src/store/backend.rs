@@ -175,7 +175,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
 
     /// A signal that wakes a worker waiting for work ([`Store::claim_next_wait`]): subscribed
     /// before the first look, so that work created in between is not missed. The default
-    /// polls; a backend that can be told (PostgreSQL's NOTIFY) wakes at once.
+    /// sleeps a short while; a backend that can be told (PostgreSQL's NOTIFY) wakes at once,
+    /// and one that can tell cheaply that something was committed watches for that.
     ///
     /// [`Store::claim_next_wait`]: crate::Store::claim_next_wait
     fn subscribe(&self) -> Result<Box<dyn WorkSignal + '_>> {
@@ -194,11 +195,64 @@ pub trait WorkSignal {
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// The signal of backends that cannot be told: a short sleep.
-struct Poll;
+pub(crate) struct Poll;
 
 impl WorkSignal for Poll {
     fn wait(&mut self, timeout: Duration) -> Result<()> {
         std::thread::sleep(timeout.min(POLL_INTERVAL));
+        Ok(())
+    }
+}
+
+/// How often a [`Watch`] reads its fingerprint.
+const WATCH_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The least time between two wake-ups of a [`Watch`]: in a busy store the fingerprint
+/// changes with every commit, and each wake-up costs the worker a write transaction.
+const WATCH_GAP: Duration = Duration::from_millis(25);
+
+/// A signal for backends that can tell cheaply that something was committed (SQLite's
+/// `data_version`, the files store's index): it reads a fingerprint often and wakes the worker
+/// when it changes, so an idle worker costs reads, never a write transaction.
+pub(crate) struct Watch<F, T> {
+    fingerprint: F,
+    seen: T,
+    woken: std::time::Instant,
+}
+
+impl<F: FnMut() -> Result<T>, T: PartialEq> Watch<F, T> {
+    /// Starts from the fingerprint as it is now: a later commit wakes the worker.
+    pub(crate) fn new(mut fingerprint: F) -> Result<Watch<F, T>> {
+        let seen = fingerprint()?;
+        Ok(Watch {
+            fingerprint,
+            seen,
+            woken: std::time::Instant::now(),
+        })
+    }
+}
+
+impl<F: FnMut() -> Result<T>, T: PartialEq> WorkSignal for Watch<F, T> {
+    fn wait(&mut self, timeout: Duration) -> Result<()> {
+        let start = std::time::Instant::now();
+        let deadline = start + timeout;
+        // Not sooner than the gap after the last wake-up (a worker just looked).
+        let earliest = self.woken + WATCH_GAP;
+        loop {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            if now >= earliest {
+                let current = (self.fingerprint)()?;
+                if current != self.seen {
+                    self.seen = current;
+                    break;
+                }
+            }
+            std::thread::sleep(WATCH_INTERVAL.min(deadline - now));
+        }
+        self.woken = std::time::Instant::now();
         Ok(())
     }
 }
@@ -256,5 +310,31 @@ pub(crate) fn hop_of(h: &Handoff) -> Hop {
         kind: h.kind,
         status: h.status,
         created_at: h.created_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    use super::{Watch, WorkSignal};
+
+    #[test]
+    fn a_watch_wakes_when_its_fingerprint_changes_and_otherwise_at_the_timeout() {
+        let reads = Cell::new(0u32);
+        // The fingerprint changes on its fifth read.
+        let mut watch = Watch::new(|| {
+            reads.set(reads.get() + 1);
+            Ok(reads.get() >= 5)
+        })
+        .unwrap();
+        watch.wait(Duration::from_secs(30)).unwrap();
+        assert!(watch.seen, "woken by the change, not by the timeout");
+        let before = reads.get();
+        watch.wait(Duration::from_millis(60)).unwrap();
+        assert!(watch.seen && reads.get() > before, "looked again, found no change");
     }
 }

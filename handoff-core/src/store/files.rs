@@ -39,7 +39,10 @@ use crate::chain::Hop;
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
-use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Synchronous, Tx, hop_of};
+use crate::store::backend::Watch;
+use crate::store::{
+    Backend, Capabilities, EventFilter, ListFilter, Synchronous, Tx, WorkSignal, hop_of,
+};
 
 /// How long a call waits for another process's write before it fails with `Busy`.
 const DEFAULT_LOCK_PATIENCE: Duration = Duration::from_secs(60);
@@ -453,6 +456,22 @@ impl Backend for FilesBackend {
 
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
         self.locked(|store| store.task(task_id))
+    }
+
+    /// Watches `pending.json`, which every write that opens or closes work replaces (a new
+    /// file by rename): a `stat` per look, without the store's lock.
+    fn subscribe(&self) -> Result<Box<dyn WorkSignal + '_>> {
+        let index = self.path("pending.json");
+        let fingerprint = move || {
+            Ok(fs::metadata(&index).ok().map(|m| {
+                #[cfg(unix)]
+                let inode = std::os::unix::fs::MetadataExt::ino(&m);
+                #[cfg(not(unix))]
+                let inode = 0u64;
+                (inode, m.len(), m.modified().ok())
+            }))
+        };
+        Ok(Box::new(Watch::new(fingerprint)?))
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>> {

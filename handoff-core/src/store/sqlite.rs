@@ -18,7 +18,8 @@ use crate::clock::{from_micros, micros, opt_micros};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
-use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx};
+use crate::store::backend::Watch;
+use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
 
 mod schema;
 
@@ -609,6 +610,21 @@ impl Backend for SqliteBackend {
 
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
         self.reading(|conn| Ok(hops(conn, task_id)?))
+    }
+
+    /// Watches `PRAGMA data_version` on the reader connection, which changes with every commit
+    /// by any other connection, this process's writer included. An in-memory database has no
+    /// reader of its own and polls.
+    fn subscribe(&self) -> Result<Box<dyn WorkSignal + '_>> {
+        let Some(reader) = &self.reader else {
+            return Ok(Box::new(super::backend::Poll));
+        };
+        let data_version = move || {
+            Ok(self.retrying_on(reader, |conn| {
+                Ok(conn.pragma_query_value(None, "data_version", |row| row.get::<_, i64>(0))?)
+            })?)
+        };
+        Ok(Box::new(Watch::new(data_version)?))
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>> {
