@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use postgres::error::SqlState;
+use postgres::error::{Severity, SqlState};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, IsolationLevel, NoTls, Row};
 
@@ -168,6 +168,16 @@ fn storage(what: &str, e: postgres::Error) -> Error {
         message: format!("PostgreSQL: {what}: {e}"),
         source: Some(Box::new(e)),
     }
+}
+
+/// Whether a failed call found its connection gone: closed, broken (an I/O error), or ended by
+/// the server, whose FATAL errors end the session ("terminating connection due to
+/// administrator command" is what a connection that sat idle through a restart says first).
+fn connection_lost(e: &postgres::Error) -> bool {
+    e.is_closed()
+        || e.as_db_error()
+            .is_some_and(|db| db.parsed_severity() == Some(Severity::Fatal))
+        || std::error::Error::source(e).is_some_and(|cause| cause.is::<std::io::Error>())
 }
 
 /// Whether running the transaction again can succeed.
@@ -377,9 +387,22 @@ impl PostgresBackend {
         match op(&mut client) {
             Err(_) if client.is_closed() => {
                 drop(client);
+                self.drop_idle();
                 op(&mut *self.client()?)
             }
             other => other,
+        }
+    }
+
+    /// Closes every idle connection, once a pooled one turned out dead. An idle connection
+    /// does not notice that the server went away (nothing reads it); its next call fails (the
+    /// server's "terminating connection" or an I/O error) and only then closes it. The others
+    /// were opened to the same server and most likely died with it (a restart, a failover):
+    /// kept, each would fail one more call after the server is back; dropped, the retry
+    /// connects anew.
+    fn drop_idle(&self) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.clear();
         }
     }
 
@@ -458,7 +481,10 @@ impl Backend for PostgresBackend {
             {
                 Ok(tx) => tx,
                 // A dead pooled connection: nothing was done, so a new one may begin again.
-                Err(e) if e.is_closed() && attempt < MAX_ATTEMPTS => continue,
+                Err(e) if connection_lost(&e) && attempt < MAX_ATTEMPTS => {
+                    self.drop_idle();
+                    continue;
+                }
                 Err(e) => return Err(storage("cannot begin", e)),
             };
             let mut handle = PgTx {
@@ -597,10 +623,20 @@ impl Backend for PostgresBackend {
     }
 
     fn subscribe(&self) -> Result<Box<dyn WorkSignal + '_>> {
+        let listen = format!("LISTEN \"{}\"", self.channel());
         let mut client = self.client()?;
-        client
-            .batch_execute(&format!("LISTEN \"{}\"", self.channel()))
-            .map_err(|e| storage("cannot listen for work", e))?;
+        if let Err(e) = client.batch_execute(&listen) {
+            if !client.is_closed() {
+                return Err(storage("cannot listen for work", e));
+            }
+            // A dead pooled connection: once more on a new one, as in `reading`.
+            drop(client);
+            self.drop_idle();
+            client = self.client()?;
+            client
+                .batch_execute(&listen)
+                .map_err(|e| storage("cannot listen for work", e))?;
+        }
         Ok(Box::new(Listening { client }))
     }
 
