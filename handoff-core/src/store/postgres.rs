@@ -165,8 +165,17 @@ fn is_schema_name(name: &str) -> bool {
 
 fn storage(what: &str, e: postgres::Error) -> Error {
     Error::Storage {
-        message: format!("PostgreSQL: {what}: {e}"),
+        message: format!("PostgreSQL: {what}: {}", reason(&e)),
         source: Some(Box::new(e)),
+    }
+}
+
+/// What the server said, when it refused (the driver's own text is only "db error"), or the
+/// driver's description of what went wrong on its side.
+fn reason(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
     }
 }
 
@@ -672,7 +681,7 @@ impl PgTx<'_> {
         result: std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
         result.map_err(|e| {
-            let err = Error::storage(format!("PostgreSQL: {what}: {e}"));
+            let err = Error::storage(format!("PostgreSQL: {what}: {}", reason(&e)));
             self.error = Some(e);
             err
         })
