@@ -14,15 +14,14 @@ test-lint:
 	$(CARGO) clippy -p handoff-core --features postgres --all-targets --quiet -- -D warnings
 	$(CARGO) build --quiet -p handoff-core --no-default-features
 
-# The PostgreSQL restart test restarts the server (HANDOFF_TEST_POSTGRES_RESTART, set by .ci/run),
-# which breaks any PostgreSQL test running meanwhile: it is #[ignore]d in every other run (the
-# CLI's `postgres` feature reaches the core's tests in `--all-targets` too) and runs here alone,
-# after all the others.
+# The PostgreSQL cases run in the one workspace run (they read HANDOFF_TEST_POSTGRES, which
+# .ci/run sets). The restart test restarts the server (HANDOFF_TEST_POSTGRES_RESTART, also set
+# by .ci/run), which breaks any PostgreSQL test running meanwhile: it is #[ignore]d there and
+# runs here alone, after all the others.
 test-rust:
-	$(CARGO) test --all-targets
-	$(CARGO) test --doc
 	@test -n "$$HANDOFF_TEST_POSTGRES" || echo "HANDOFF_TEST_POSTGRES is not set: the PostgreSQL cases are skipped (.ci/run sets it)"
-	$(CARGO) test --quiet -p handoff-core --features postgres --lib --test race --test state_machine --test postgres_kill -- postgres
+	$(CARGO) test --all-targets --features handoff-core/postgres
+	$(CARGO) test --doc
 	$(CARGO) test --quiet -p handoff-core --features postgres --test postgres_restart -- --include-ignored
 	$(CARGO) run --quiet --example quickstart -- --db "$$(mktemp -d)/quickstart.db"
 
