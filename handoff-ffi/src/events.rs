@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use handoff_core as core;
 
-use crate::record::{Handoff, HandoffKind, HandoffStatus, time};
+use crate::record::{HandoffKind, HandoffStatus, time};
 
 /// One entry of the event log.
 #[derive(Clone, Debug, PartialEq, uniffi::Record)]
@@ -24,10 +24,13 @@ pub struct Event {
 /// What an event did to its handoff.
 #[derive(Clone, Debug, PartialEq, uniffi::Enum)]
 pub enum Change {
-    /// The handoff was created with this record.
+    /// The handoff was created. The record holds what was created (its content never changes
+    /// afterwards: `Store.get`); the event names where the work goes.
     Created {
-        /// The record as created.
-        record: Box<Handoff>,
+        /// The task the handoff belongs to.
+        task_id: String,
+        /// The agent it is addressed to; none for any agent the chain policy allows.
+        to_agent: Option<String>,
     },
     /// An agent took the handoff.
     Claimed {
@@ -146,9 +149,7 @@ impl From<core::Change> for Change {
     fn from(change: core::Change) -> Self {
         use core::Change as C;
         match change {
-            C::Created { record } => Change::Created {
-                record: Box::new((*record).into()),
-            },
+            C::Created { task_id, to_agent } => Change::Created { task_id, to_agent },
             C::Claimed {
                 agent,
                 token,

@@ -35,5 +35,7 @@ pub use events::{Chain, Change, Event, Hop, PathStats};
 pub use record::{
     CreateOptions, Handoff, HandoffKind, HandoffReason, HandoffStatus, handoff_from_json,
 };
-pub use store::{ChainPolicy, Limits, ListFilter, OpenOptions, SavedPolicy, Store, Synchronous};
+pub use store::{
+    Capabilities, ChainPolicy, Limits, ListFilter, OpenOptions, SavedPolicy, Store, Synchronous,
+};
 pub use tools::{Agent, AgentRegistry, HandoffIntent, Multiple, Provider};

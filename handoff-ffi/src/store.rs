@@ -15,7 +15,7 @@ use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats};
 use crate::record::{CreateOptions, Handoff, HandoffKind, HandoffStatus};
 
-/// How durable SQLite commits are.
+/// How durable each write is, on SQLite and on a folder of JSON files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
 pub enum Synchronous {
     /// Every commit survives a power loss (the default).
@@ -68,17 +68,31 @@ pub struct SavedPolicy {
     pub limits: Limits,
 }
 
-/// How a store is opened.
+/// How a store is opened: by `open`, `open_read_only`, `memory` and `connect` alike. Each
+/// store reads the options that concern it and leaves the others, so one set of options
+/// serves any URL.
 #[derive(Clone, Debug, Default, uniffi::Record)]
 pub struct OpenOptions {
-    /// SQLite durability; none is `Full`. Ignored by a memory store.
+    /// How durable each write is (SQLite, a folder of JSON files); none is `Full`.
     #[uniffi(default)]
     pub synchronous: Option<Synchronous>,
-    /// How long a SQLite write waits for another writer (which may be stopped or stuck)
-    /// before it fails with `Busy`, having changed nothing; none is 60 seconds. Opening a
-    /// current store and reading never wait for a writer. Ignored by a memory store.
+    /// How long a write waits for another process's lock (which may be stopped or stuck)
+    /// before it fails with `Busy`, having changed nothing (SQLite, a folder of JSON files);
+    /// none is 60 seconds. Opening a current SQLite store and reading never wait for a writer.
     #[uniffi(default)]
     pub lock_patience: Option<Duration>,
+    /// Opens an existing SQLite store for reading only, as `open_read_only` does: nothing on
+    /// disk is created, migrated or changed, and writes fail with `Storage`. Any other store
+    /// refuses it with `Validation` on `read_only`.
+    #[uniffi(default = false)]
+    pub read_only: bool,
+    /// At most this many connections kept for reuse (PostgreSQL); none is 8.
+    #[uniffi(default)]
+    pub pool_size: Option<u64>,
+    /// How long connecting may take before it fails with `Storage` (PostgreSQL); none is 10
+    /// seconds.
+    #[uniffi(default)]
+    pub connect_timeout: Option<Duration>,
     /// The chain policy checked before every new hop, and when an open handoff is claimed
     /// (the claimant is the hop's real `to`); none applies the one saved in the store
     /// (`Store.save_policy`), else the default.
@@ -90,6 +104,23 @@ pub struct OpenOptions {
     /// A clock to drive leases and expiry in tests; none is the system clock.
     #[uniffi(default)]
     pub clock: Option<Arc<ManualClock>>,
+}
+
+/// What a store can do beyond what every store does (`Store.capabilities`), so that a caller
+/// can ask before relying on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Capabilities {
+    /// The store outlives the process that opened it.
+    pub durable: bool,
+    /// Several processes on one machine may share the store.
+    pub shared_by_processes: bool,
+    /// Processes on several machines may share the store.
+    pub shared_by_machines: bool,
+    /// `Store.backup` writes a consistent copy while the store stays in use.
+    pub backup: bool,
+    /// A worker waiting in `claim_next(wait = …)` is woken when work arrives, instead of
+    /// looking again at short intervals.
+    pub wakes_waiters: bool,
 }
 
 /// Which handoffs `Store.list` returns; a field left out does not filter. The names are the
@@ -118,7 +149,7 @@ pub struct ListFilter {
 
 /// A handoff store: create, claim, heartbeat, release, complete, and read the event log and
 /// chains. Open one with `Store.open(path)` (SQLite), `Store.memory()` or `Store.connect(url)`
-/// (any backend).
+/// (any backend); `Store.capabilities()` says what the one opened can do.
 ///
 /// Every method may be called from any thread; SQLite stores may be shared between
 /// processes.
@@ -131,11 +162,17 @@ pub struct Store {
 impl Store {
     /// Opens (creating if needed) the SQLite store at `path`; `":memory:"` gives a private
     /// in-memory database. A new store's files are readable by their owner only; a file that
-    /// is not a handoff-core store is refused before anything in it changes.
+    /// is not a handoff-core store is refused before anything in it changes. With
+    /// `options.read_only`, as `open_read_only`.
     #[uniffi::constructor(default(options))]
     pub fn open(path: String, options: OpenOptions) -> Result<Arc<Store>> {
         let settings = Settings::of(&options)?;
-        let store = core::Store::open_with(&path, &sqlite_options(&options))?;
+        let sqlite = sqlite_options(&options);
+        let store = if options.read_only {
+            core::Store::open_read_only(&path, &sqlite)?
+        } else {
+            core::Store::open_with(&path, &sqlite)?
+        };
         Ok(Arc::new(Store {
             inner: settings.apply(store),
         }))
@@ -153,39 +190,34 @@ impl Store {
         }))
     }
 
-    /// An in-memory store, for tests and ephemeral swarms.
+    /// An in-memory store, for tests and ephemeral swarms. `options.read_only` is refused
+    /// (`Validation` on `read_only`), as by `connect("memory:")`.
     #[uniffi::constructor(default(options))]
     pub fn memory(options: OpenOptions) -> Result<Arc<Store>> {
-        let settings = Settings::of(&options)?;
-        Ok(Arc::new(Store {
-            inner: settings.apply(core::Store::memory()),
-        }))
+        Store::connect("memory:".to_owned(), options)
     }
 
     /// Opens the store `url` names, as every binding, the CLI and the MCP server read it: a
     /// path or `sqlite:PATH` (SQLite), `memory:`, `files:DIR` (a folder of JSON files, made if
     /// needed), or `postgres://…` (also `postgresql://`) with `?schema=NAME` to keep several
     /// stores in one database. A URL that names no store is `Validation` on `url`, a bad schema
-    /// name on `url.schema`. `options` sets the `policy`, `limits` and `clock`; `synchronous`
-    /// and `lock_patience` are refused here (`Validation`): open an SQLite store that needs
-    /// them with `Store.open`.
+    /// name on `url.schema`. Each store reads the `options` that concern it (see
+    /// `OpenOptions`); `read_only` for a store other than SQLite is `Validation` on
+    /// `read_only`.
     #[uniffi::constructor(default(options))]
     pub fn connect(url: String, options: OpenOptions) -> Result<Arc<Store>> {
         let settings = Settings::of(&options)?;
-        let mut problems = Vec::new();
-        let not_here = "is not taken by connect: open an SQLite store with it through open";
-        if options.synchronous.is_some() {
-            problems.push(core::Problem::new("synchronous", not_here));
-        }
-        if options.lock_patience.is_some() {
-            problems.push(core::Problem::new("lock_patience", not_here));
-        }
-        if !problems.is_empty() {
-            return Err(core::Error::Validation { problems }.into());
-        }
+        let store = core::Store::connect_with(&url, &connect_options(&options))?;
         Ok(Arc::new(Store {
-            inner: settings.apply(core::Store::connect(&url)?),
+            inner: settings.apply(store),
         }))
+    }
+
+    /// What this store can do beyond what every store does: whether it outlives the
+    /// process, can be shared by processes or by machines, writes backups, wakes waiting
+    /// workers. It asks the store nothing, so it cannot fail.
+    pub fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities().into()
     }
 
     /// Saves the chain policy and limits this store applies in the store itself, so that
@@ -321,7 +353,8 @@ impl Store {
     }
 
     /// Writes a consistent copy of the store to `path` (a new file; it must not exist) while
-    /// the store stays in use: an SQLite snapshot, readable by its owner only.
+    /// the store stays in use: an SQLite snapshot, readable by its owner only. A store whose
+    /// `capabilities().backup` is false refuses with `Storage`.
     pub fn backup(&self, path: String) -> Result<()> {
         self.run::<ops::Backup>(arguments! { path })
     }
@@ -392,15 +425,47 @@ fn count(value: Option<u64>, default: usize) -> usize {
     value.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-fn sqlite_options(options: &OpenOptions) -> core::SqliteOptions {
-    let defaults = core::SqliteOptions::default();
-    core::SqliteOptions {
-        synchronous: match options.synchronous {
-            Some(Synchronous::Normal) => core::Synchronous::Normal,
-            Some(Synchronous::Full) => core::Synchronous::Full,
-            None => defaults.synchronous,
-        },
+/// The core's options for `options`: what it leaves out keeps the core's default.
+fn connect_options(options: &OpenOptions) -> core::ConnectOptions {
+    let defaults = core::ConnectOptions::default();
+    core::ConnectOptions {
+        synchronous: options
+            .synchronous
+            .map_or(defaults.synchronous, core::Synchronous::from),
         lock_patience: options.lock_patience.unwrap_or(defaults.lock_patience),
+        read_only: options.read_only,
+        pool_size: count(options.pool_size, defaults.pool_size),
+        connect_timeout: options.connect_timeout.unwrap_or(defaults.connect_timeout),
+    }
+}
+
+/// The part of [`connect_options`] SQLite reads, for `open`.
+fn sqlite_options(options: &OpenOptions) -> core::SqliteOptions {
+    let connect = connect_options(options);
+    core::SqliteOptions {
+        synchronous: connect.synchronous,
+        lock_patience: connect.lock_patience,
+    }
+}
+
+impl From<Synchronous> for core::Synchronous {
+    fn from(synchronous: Synchronous) -> Self {
+        match synchronous {
+            Synchronous::Full => core::Synchronous::Full,
+            Synchronous::Normal => core::Synchronous::Normal,
+        }
+    }
+}
+
+impl From<core::Capabilities> for Capabilities {
+    fn from(c: core::Capabilities) -> Self {
+        Capabilities {
+            durable: c.durable,
+            shared_by_processes: c.shared_by_processes,
+            shared_by_machines: c.shared_by_machines,
+            backup: c.backup,
+            wakes_waiters: c.wakes_waiters,
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 // The generated Kotlin, compiled and run against libhandoff_ffi: the lifecycle, errors,
 // fencing, claim secrets and cancel rights, what an operator meets (a stuck writer, read-only
 // opens, a saved policy, depth limits, paged events), racing threads, a Kotlin tokenizer, swarm
-// tools, a store opened by URL, and a panic that must arrive as an exception.
+// tools, stores opened by URL with options and their capabilities, and a panic that must
+// arrive as an exception.
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
@@ -44,7 +45,8 @@ fun lifecycle() {
         val done = store.complete(claim.reference(), "merged")
         check(done.status == HandoffStatus.COMPLETED && done.outcome == "merged") { "completed" }
         val changes = store.events(h.id).map { it.change }
-        check(changes.first() is Change.Created && changes.last() == Change.Completed("merged")) { "$changes" }
+        // The created event names the task and the addressee (none: open); the record is get's.
+        check(changes.first() == Change.Created("task-1", null) && changes.last() == Change.Completed("merged")) { "$changes" }
         check(store.chain("task-1").text == "claude → gemini") { "chain" }
         check(h.toMarkdown(redact = true).contains("Write the parser")) { "markdown" }
         check(handoffFromJson(h.toJson()) == h) { "JSON round trip" }
@@ -280,15 +282,36 @@ fun panicBecomesAnException() {
     Store.memory().use { check(it.create(task()).status == HandoffStatus.PENDING) { "the library still works" } }
 }
 
-fun connect() {
+fun connect(dir: String) {
     Store.connect("memory:").use { store ->
         val h = store.create(task().copy(toAgent = "coder"))
+        check(store.events(h.id).single().change == Change.Created("task-1", "coder")) { "${store.events(h.id)}" }
         val claim = store.claimNext("coder", wait = Duration.ofSeconds(5)) ?: error("nothing claimed")
         check(claim.handoff.id == h.id) { "connect(\"memory:\") is a working store" }
         check(store.claimNext("coder", wait = Duration.ofMillis(100)) == null) { "a wait with no work ends empty" }
+        check(store.capabilities() == Capabilities(durable = false, sharedByProcesses = false,
+            sharedByMachines = false, backup = false, wakesWaiters = false)) { "${store.capabilities()}" }
     }
     val bad = raises<HandoffException.Validation> { Store.connect("http://example.com/x") }
     check(bad.problems.map { it.field } == listOf("url")) { "${bad.problems}" }
+
+    // One set of options for every URL; each store reads what concerns it, and only SQLite
+    // opens read-only: memory refuses it by name.
+    val options = OpenOptions(synchronous = Synchronous.NORMAL, lockPatience = Duration.ofSeconds(2),
+        poolSize = 2uL, connectTimeout = Duration.ofSeconds(3))
+    val db = "$dir/connect.db"
+    val id = Store.connect("sqlite:$db", options).use { store ->
+        check(store.capabilities() == Capabilities(durable = true, sharedByProcesses = true,
+            sharedByMachines = false, backup = true, wakesWaiters = false)) { "${store.capabilities()}" }
+        store.create(task()).id
+    }
+    Store.connect(db, OpenOptions(readOnly = true)).use { store ->
+        check(store.get(id).id == id) { "a read-only connect reads" }
+        raises<HandoffException.Storage> { store.create(task("t2")) }
+    }
+    val readOnly = raises<HandoffException.Validation> { Store.connect("memory:", OpenOptions(readOnly = true)) }
+    check(readOnly.problems.map { it.field } == listOf("read_only")) { "${readOnly.problems}" }
+    raises<HandoffException.Validation> { Store.memory(OpenOptions(readOnly = true)) }
 }
 
 fun main(args: Array<String>) {
@@ -303,7 +326,7 @@ fun main(args: Array<String>) {
         "context" to ::context,
         "swarm tools" to ::swarmTools,
         "first use" to { firstUse(dir) },
-        "connect" to ::connect,
+        "connect" to { connect(dir) },
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0

@@ -34,7 +34,8 @@ def lifecycle(store: hf.Store) -> hf.Handoff:
     assert done.status == hf.HandoffStatus.COMPLETED and done.outcome == "merged"
     assert store.claim_next("coder") is None
     changes = [e.change for e in store.events(h.id)]
-    assert changes[0].is_CREATED() and changes[1].is_CLAIMED() and changes[-1].is_COMPLETED()
+    assert changes[0] == hf.Change.CREATED(task_id="url-task", to_agent=None)
+    assert changes[1].is_CLAIMED() and changes[-1].is_COMPLETED()
     assert store.chain("url-task").path == ["planner", "coder"]
     return done
 
@@ -63,13 +64,59 @@ def test_connect_takes_a_path_and_sqlite_urls(tmp_path: Path) -> None:
 
 def test_connect_applies_the_options(tmp_path: Path) -> None:
     clock = hf.ManualClock()
-    store = hf.Store.connect(f"files:{tmp_path / 'store'}", hf.OpenOptions(clock=clock))
-    assert store.create(new()).created_at == clock.now()
-    # SQLite's settings are Store.open's: connect refuses them rather than drop them.
+    # Each store reads the options that concern it: a folder of files its durability and
+    # lock patience, memory none of them; PostgreSQL's pool_size and connect_timeout are
+    # left by the others.
+    everything = hf.OpenOptions(clock=clock, synchronous=hf.Synchronous.NORMAL,
+                                lock_patience=dt.timedelta(seconds=1), pool_size=2,
+                                connect_timeout=dt.timedelta(seconds=3))
+    for url in (f"files:{tmp_path / 'store'}", "memory:", str(tmp_path / "a.db")):
+        store = hf.Store.connect(url, everything)
+        assert store.create(new()).created_at == clock.now()
+
+
+def test_read_only_is_for_sqlite_stores(tmp_path: Path) -> None:
+    writer = hf.Store.connect(f"sqlite:{tmp_path / 'a.db'}")
+    h = writer.create(new())
+    reader = hf.Store.connect(f"sqlite:{tmp_path / 'a.db'}", hf.OpenOptions(read_only=True))
+    assert reader.get(h.id) == h
+    with pytest.raises(hf.HandoffError.Storage):
+        reader.create(new(goal="refused"))
+    assert hf.Store.open(str(tmp_path / "a.db"), hf.OpenOptions(read_only=True)).list() == [h]
+    # Nothing is created for a read-only open of a store that is not there.
+    with pytest.raises(hf.HandoffError.Storage):
+        hf.Store.connect(str(tmp_path / "missing.db"), hf.OpenOptions(read_only=True))
+    assert not (tmp_path / "missing.db").exists()
+    # Any other store refuses it, naming the option, before anything is made.
+    for url in ("memory:", f"files:{tmp_path / 'store'}", "postgres://u@127.0.0.1:1/db"):
+        with pytest.raises(hf.HandoffError.Validation) as err:
+            hf.Store.connect(url, hf.OpenOptions(read_only=True))
+        assert [p.field for p in err.value.problems] == ["read_only"], url
     with pytest.raises(hf.HandoffError.Validation) as err:
-        hf.Store.connect("memory:", hf.OpenOptions(synchronous=hf.Synchronous.NORMAL,
-                                                   lock_patience=dt.timedelta(seconds=1)))
-    assert [p.field for p in err.value.problems] == ["synchronous", "lock_patience"]
+        hf.Store.memory(hf.OpenOptions(read_only=True))
+    assert [p.field for p in err.value.problems] == ["read_only"]
+    assert not (tmp_path / "store").exists()
+
+
+def test_capabilities_say_what_each_store_can_do(tmp_path: Path) -> None:
+    memory = hf.Store.connect("memory:").capabilities()
+    assert memory == hf.Capabilities(durable=False, shared_by_processes=False,
+                                     shared_by_machines=False, backup=False, wakes_waiters=False)
+    assert hf.Store.memory().capabilities() == memory
+    sqlite = hf.Store.connect(str(tmp_path / "a.db")).capabilities()
+    assert sqlite == hf.Capabilities(durable=True, shared_by_processes=True,
+                                     shared_by_machines=False, backup=True, wakes_waiters=False)
+    assert hf.Store.open(str(tmp_path / "a.db")).capabilities() == sqlite
+    # A private in-memory SQLite database is neither durable nor shared, and still backs up.
+    assert hf.Store.open(":memory:").capabilities() == hf.Capabilities(
+        durable=False, shared_by_processes=False, shared_by_machines=False, backup=True,
+        wakes_waiters=False)
+    files = hf.Store.connect(f"files:{tmp_path / 'store'}").capabilities()
+    assert files == hf.Capabilities(durable=True, shared_by_processes=True,
+                                    shared_by_machines=False, backup=False, wakes_waiters=False)
+    # A store that cannot back up says so, and refuses a backup with Storage.
+    with pytest.raises(hf.HandoffError.Storage):
+        hf.Store.connect(f"files:{tmp_path / 'store'}").backup(str(tmp_path / "copy"))
 
 
 @pytest.mark.parametrize(
@@ -157,9 +204,16 @@ def postgres_url() -> Iterator[str]:
 
 def test_connect_postgres(postgres_url: str) -> None:
     done = lifecycle(hf.Store.connect(postgres_url))
-    again = hf.Store.connect(postgres_url)
+    options = hf.OpenOptions(pool_size=1, connect_timeout=dt.timedelta(seconds=5))
+    again = hf.Store.connect(postgres_url, options)
     assert again.get(done.id) == done
     assert [h.id for h in again.list()] == [done.id]
+    assert again.capabilities() == hf.Capabilities(
+        durable=True, shared_by_processes=True, shared_by_machines=True, backup=False,
+        wakes_waiters=True)
+    with pytest.raises(hf.HandoffError.Validation) as err:
+        hf.Store.connect(postgres_url, hf.OpenOptions(read_only=True))
+    assert [p.field for p in err.value.problems] == ["read_only"]
 
 
 def test_claim_next_waits_for_work_on_postgres(postgres_url: str) -> None:

@@ -43,6 +43,7 @@ def test_create_get_and_native_types(store: hf.Store, clock: hf.ManualClock) -> 
     assert h.claimed_by is None and h.claim_token is None and h.lease_until is None
     assert h.expires_at is None and h.outcome is None
     assert store.get(h.id) == h
+    assert store.events(h.id)[0].change == hf.Change.CREATED(task_id="task-1", to_agent="gemini")
 
 
 def test_full_lifecycle_and_events(store: hf.Store, clock: hf.ManualClock) -> None:
@@ -65,7 +66,9 @@ def test_full_lifecycle_and_events(store: hf.Store, clock: hf.ManualClock) -> No
     events = store.events(h.id)
     assert [e.seq for e in events] == sorted(e.seq for e in events)
     changes = [e.change for e in events]
-    assert changes[0].is_CREATED() and changes[0].record.id == h.id
+    # The created event names the task and the addressee (none: open to any agent); the record
+    # itself is `store.get`'s.
+    assert changes[0] == hf.Change.CREATED(task_id="task-1", to_agent=None)
     assert changes[1] == hf.Change.CLAIMED(agent="gemini", token=1, lease_until=claim.handoff.lease_until)
     assert changes[2].is_HEARTBEAT()
     assert changes[3] == hf.Change.COMPLETED(outcome="parser merged")

@@ -139,7 +139,7 @@ def test_depth_limits_past_what_readers_read_back_are_refused(tmp_path: Path) ->
         nested = {"k": nested}
     h = store.create(new(metadata=json.dumps(nested)))
     assert json.loads(store.get(h.id).metadata) == nested
-    assert store.events(h.id)[0].change.record.id == h.id
+    assert store.events(h.id)[0].change == hf.Change.CREATED(task_id="task-1", to_agent=None)
     assert json.loads(store.get(h.id).to_json())["metadata"] == nested
 
 
