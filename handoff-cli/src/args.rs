@@ -19,7 +19,7 @@ pub(crate) struct Cli {
         default_value = "handoff.db",
         value_name = "PATH|URL"
     )]
-    pub db: PathBuf,
+    pub db: String,
 
     /// Print machine-readable JSON (errors as {"error": {...}} on stderr).
     #[arg(long, global = true)]
@@ -31,8 +31,9 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub no_redact: bool,
 
-    /// How long a write waits for another process's write lock before it gives up with exit
-    /// code 8 (BUSY); a stopped or stuck writer costs the others at most this. Reads never wait.
+    /// How long a write waits for another process's write lock on an SQLite file or a files:
+    /// folder (default 60) before it gives up with exit code 8 (BUSY); a stopped or stuck
+    /// writer costs the others at most this. Reads of an SQLite file never wait.
     #[arg(
         long,
         global = true,
@@ -42,12 +43,49 @@ pub(crate) struct Cli {
     )]
     pub lock_patience: Option<u64>,
 
+    /// How durable each write is on an SQLite file or a files: folder: full survives a power
+    /// loss; normal is faster, and may lose the last writes before one, never corrupting the
+    /// store. Other stores leave it.
+    #[arg(
+        long,
+        global = true,
+        env = "HANDOFF_SYNCHRONOUS",
+        value_enum,
+        default_value_t = Synchronous::Full
+    )]
+    pub synchronous: Synchronous,
+
+    /// Open the store for reading only, whatever the command: nothing on disk is created,
+    /// migrated or changed, and a command that writes fails with exit code 6 (STORAGE). Only
+    /// an SQLite file opens read-only; any other store refuses it with exit code 2, naming
+    /// read_only. (Read commands open an SQLite file read-only anyway.)
+    #[arg(long, global = true, env = "HANDOFF_READ_ONLY")]
+    pub read_only: bool,
+
     #[command(flatten)]
     pub policy: PolicyOpts,
 
     /// A hand-written command; `None` for a store operation's subcommand.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// `--synchronous`: the core's [`handoff_core::Synchronous`], with its values listed in the help.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Synchronous {
+    /// Every write survives a power loss.
+    Full,
+    /// Faster; the last writes before a power loss may be lost, never corrupted.
+    Normal,
+}
+
+impl From<Synchronous> for handoff_core::Synchronous {
+    fn from(synchronous: Synchronous) -> Self {
+        match synchronous {
+            Synchronous::Full => handoff_core::Synchronous::Full,
+            Synchronous::Normal => handoff_core::Synchronous::Normal,
+        }
+    }
 }
 
 /// The longest `--lock-patience` (a day).

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use handoff_core::{
-    ChainPolicy, Error, Handoff, NewHandoff, Problem, SqliteOptions, Store, validate,
+    ChainPolicy, ConnectOptions, Error, Handoff, NewHandoff, Problem, Store, validate,
 };
 use serde_json::json;
 
@@ -15,11 +15,12 @@ use crate::location::Location;
 use crate::output::{self, Output, Reply, to_json};
 use crate::policy::Overrides;
 
-/// What every command needs besides its own arguments: the store and how to open it, the
-/// policy options (read and checked before any store is opened) and how records are shown.
+/// What every command needs besides its own arguments: the store and how to open it (the
+/// global options, `read_only` being `--read-only`), the policy options (read and checked
+/// before any store is opened) and how records are shown.
 pub(crate) struct Ctx {
     pub db: Location,
-    pub options: SqliteOptions,
+    pub options: ConnectOptions,
     pub policy: Overrides,
     pub out: Output,
 }
@@ -73,33 +74,40 @@ impl From<Reply> for Done {
     }
 }
 
-/// Opens the store for a command that may write: it is created when missing.
-pub(crate) fn open(db: &Location, options: &SqliteOptions) -> CliResult<Store> {
-    let Some(db) = db.sqlite_path() else {
-        return Ok(db.connect()?);
-    };
+/// Opens the store for a command that may write: it is created when missing. With
+/// `--read-only`, as [`open_read`]: a store is never created for reading.
+pub(crate) fn open(db: &Location, options: &ConnectOptions) -> CliResult<Store> {
+    if options.read_only {
+        return open_read(db, options);
+    }
     // A refused open must leave nothing behind: remove a `<db>-lock` turnstile it created.
-    let mut lock = db.as_os_str().to_owned();
-    lock.push("-lock");
-    let lock = PathBuf::from(lock);
-    let lock_existed = lock.exists();
-    Store::open_with(db, options).map_err(|e| {
-        if !lock_existed {
+    let lock = db.sqlite_file().and_then(|db| {
+        let mut lock = db.as_os_str().to_owned();
+        lock.push("-lock");
+        let lock = PathBuf::from(lock);
+        (!lock.exists()).then_some(lock)
+    });
+    db.connect(options).map_err(|e| {
+        if let Some(lock) = lock {
             let _ = std::fs::remove_file(&lock);
         }
         e.into()
     })
 }
 
-/// Opens an existing store for reading only; a missing one is an error, never created.
-pub(crate) fn open_read(db: &Location, options: &SqliteOptions) -> CliResult<Store> {
+/// Opens an existing store for reading only; a missing one is an error, never created. An
+/// SQLite file is opened read-only, so that a `0444` file, one in a read-only folder or
+/// another user's can be read; other stores have no read-only mode, and are opened as they
+/// are unless `--read-only` asks for one (which they refuse).
+pub(crate) fn open_read(db: &Location, options: &ConnectOptions) -> CliResult<Store> {
     if !db.exists() {
         return Err(CliError::MissingStore(db.clone()));
     }
-    match db.sqlite_path() {
-        Some(path) => Ok(Store::open_read_only(path, options)?),
-        None => Ok(db.connect()?),
-    }
+    let options = ConnectOptions {
+        read_only: options.read_only || db.sqlite_file().is_some(),
+        ..options.clone()
+    };
+    Ok(db.connect(&options)?)
 }
 
 /// Runs a hand-written command.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use handoff_core::{Error, ErrorKind, Problem};
 use serde_json::{Value, json};
 
-use crate::location::Location;
+use crate::location::{Location, OnDisk};
 use crate::output::Output;
 
 /// Exit codes, documented in `handoff --help` and the README.
@@ -172,8 +172,8 @@ impl std::fmt::Display for CliError {
                 "no store at {}: {} (only create, create-many, import, policy save and mcp \
                  create one; check --db or HANDOFF_DB)",
                 at.shown(),
-                match at {
-                    Location::Files(_) => "the folder does not exist or holds no store",
+                match at.on_disk() {
+                    Some(OnDisk::Folder(_)) => "the folder does not exist or holds no store",
                     _ => "the file does not exist",
                 }
             ),
@@ -212,7 +212,7 @@ mod tests {
             assert_eq!(CliError::Core(error).exit_code(), exit);
         }
         assert_eq!(
-            CliError::MissingStore(Location::Sqlite("x.db".into())).exit_code(),
+            CliError::MissingStore(Location::new("x.db")).exit_code(),
             code::STORAGE
         );
     }

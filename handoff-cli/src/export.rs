@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use handoff_core::{Error, ListFilter, Store};
 
 use crate::error::{CliError, CliResult};
-use crate::location::Location;
+use crate::location::{Location, OnDisk};
 
 /// The files SQLite and the core keep beside a store.
 const COMPANIONS: [&str; 5] = ["", "-wal", "-shm", "-lock", "-journal"];
@@ -55,9 +55,9 @@ pub(crate) fn target(store: &Location, path: &Path) -> CliResult<PathBuf> {
     if target.is_dir() {
         return Err(refuse(path, "is a folder"));
     }
-    let db = match store {
-        Location::Sqlite(db) => db,
-        Location::Files(dir) => {
+    let db = match store.on_disk() {
+        Some(OnDisk::File(db)) => db,
+        Some(OnDisk::Folder(dir)) => {
             if fs::canonicalize(dir).is_ok_and(|dir| target.starts_with(dir)) {
                 return Err(refuse(
                     path,
@@ -66,7 +66,7 @@ pub(crate) fn target(store: &Location, path: &Path) -> CliResult<PathBuf> {
             }
             return Ok(target);
         }
-        Location::Memory | Location::Postgres(_) => return Ok(target),
+        None => return Ok(target),
     };
     let same_file = |candidate: &Path| {
         if fs::canonicalize(candidate).is_ok_and(|c| c == target) || candidate == target {

@@ -1,115 +1,94 @@
-//! Where the store is: `--db` / `HANDOFF_DB`, any URL [`Store::connect`] takes.
+//! Where the store is: `--db` / `HANDOFF_DB`, else `handoff.db`. The core reads the URL: it
+//! opens it with [`Store::connect_with`] and the global options, refusing a URL it does not
+//! know with a problem named `url` before anything is opened or created.
 //!
-//! A plain path (or `sqlite:PATH`) keeps the SQLite behaviour the CLI has always had: read
-//! commands open it read-only, only creating commands create it, `--lock-patience` applies.
-//! `files:DIR` and `postgres://…` are opened by [`Store::connect`]; `memory:` is a fresh,
-//! empty store for the process's lifetime.
+//! The CLI adds one rule of its own, that only commands that create records create a store,
+//! and so it must know where on disk a URL's store would be made ([`Location::on_disk`]): an
+//! SQLite file (which reads open read-only), or a `files:` folder (which reads must not lay
+//! out). That knowledge also keeps an export off the store's own files. `memory:`, a server,
+//! and a URL the core will refuse have no place on disk.
 
-use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use handoff_core::store::{display_url, url_password};
-use handoff_core::{Error, Store};
+use handoff_core::{ConnectOptions, Error, Store};
 
-/// The store `--db` names.
+/// The store `--db` names, as given (a password included: never shown).
 #[derive(Clone, Debug)]
-pub(crate) enum Location {
-    /// An SQLite file.
-    Sqlite(PathBuf),
-    /// A folder of JSON files (`files:DIR`).
-    Files(PathBuf),
-    /// `memory:`.
-    Memory,
-    /// `postgres://…` or `postgresql://…`, as given (password included: never shown).
-    Postgres(String),
+pub(crate) struct Location {
+    url: String,
+}
+
+/// Where on disk a store lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnDisk<'a> {
+    /// An SQLite file: a path, or `sqlite:PATH`.
+    File(&'a Path),
+    /// A folder of JSON files: `files:DIR`.
+    Folder(&'a Path),
 }
 
 impl Location {
-    /// Reads `--db`. A URL of no known kind is a validation error naming `url`, before
-    /// anything is opened; a PostgreSQL URL's own problems (`url.schema`) are found by the
-    /// core when it connects, also before anything is created.
-    pub(crate) fn parse(db: &Path) -> Result<Location, Error> {
-        // A path that is not UTF-8 is no URL: a file name.
-        let Some(text) = db.to_str() else {
-            return Ok(Location::Sqlite(db.to_path_buf()));
+    pub(crate) fn new(url: impl Into<String>) -> Location {
+        Location { url: url.into() }
+    }
+
+    /// Where on disk the store is, or would be created; `None` for `memory:`, a server, and
+    /// a URL the core does not take (it refuses that one when connecting). The core's reading
+    /// of a URL, as far as a place on disk goes: `files:` is a folder, `memory:` and
+    /// `scheme://…` are not on disk (a file is named `sqlite:PATH` if its name has `://`), and
+    /// anything else is the path of an SQLite file.
+    pub(crate) fn on_disk(&self) -> Option<OnDisk<'_>> {
+        let url = self.url.as_str();
+        if url == "memory:" {
+            return None;
+        }
+        if let Some(dir) = url.strip_prefix("files:") {
+            return (!dir.is_empty()).then(|| OnDisk::Folder(Path::new(dir)));
+        }
+        let path = match url.strip_prefix("sqlite:") {
+            Some(path) => path,
+            None if url.contains("://") => return None,
+            None => url,
         };
-        if text == "memory:" {
-            return Ok(Location::Memory);
-        }
-        if let Some(dir) = text.strip_prefix("files:") {
-            if dir.is_empty() {
-                return Err(Error::invalid("url", "files: needs a folder (files:DIR)"));
-            }
-            return Ok(Location::Files(PathBuf::from(dir)));
-        }
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            return Ok(Location::Postgres(text.to_owned()));
-        }
-        let path = text.strip_prefix("sqlite:").unwrap_or(text);
-        // The core's rule: `x://…` names a server of a kind it does not know, not a file.
-        if path.is_empty() || (path.contains("://") && !text.starts_with("sqlite:")) {
-            return Err(Error::invalid(
-                "url",
-                format!(
-                    "must be a path, sqlite:PATH, files:DIR, memory: or postgres://…, not {}",
-                    display_url(text)
-                ),
-            ));
-        }
-        Ok(Location::Sqlite(PathBuf::from(path)))
+        (!path.is_empty()).then(|| OnDisk::File(Path::new(path)))
     }
 
     /// The SQLite file, when the store is one.
-    pub(crate) fn sqlite_path(&self) -> Option<&Path> {
-        match self {
-            Location::Sqlite(path) => Some(path),
+    pub(crate) fn sqlite_file(&self) -> Option<&Path> {
+        match self.on_disk() {
+            Some(OnDisk::File(path)) => Some(path),
             _ => None,
         }
     }
 
-    /// Whether the store is there without creating it. A server's schema and `memory:` count
-    /// as there: connecting is how to find out, and reading an empty one is harmless. A
-    /// folder is a store once it has its `handoffs` folder, so that a read or a write never
-    /// lays a store out in a folder that holds something else.
+    /// Whether the store is there without creating it. A store with no place on disk counts
+    /// as there: connecting is how to find out (and how a wrong URL is refused), and reading
+    /// an empty one is harmless. A folder is a store once it has its `handoffs` folder, so
+    /// that a read or a write never lays a store out in a folder that holds something else.
     pub(crate) fn exists(&self) -> bool {
-        match self {
-            Location::Sqlite(path) => path.exists(),
-            Location::Files(dir) => dir.join("handoffs").is_dir(),
-            Location::Memory | Location::Postgres(_) => true,
+        match self.on_disk() {
+            Some(OnDisk::File(path)) => path.exists(),
+            Some(OnDisk::Folder(dir)) => dir.join("handoffs").is_dir(),
+            None => true,
         }
     }
 
     /// What messages call it: the URL with any password replaced by `***`.
     pub(crate) fn shown(&self) -> String {
-        match self {
-            Location::Sqlite(path) => path.display().to_string(),
-            Location::Files(dir) => format!("files:{}", dir.display()),
-            Location::Memory => "memory:".to_owned(),
-            Location::Postgres(url) => display_url(url),
-        }
+        display_url(&self.url)
     }
 
     /// What a successor finds in `HANDOFF_DB` to open the same store: the URL whole, since
     /// it must connect (the environment is not printed).
-    pub(crate) fn for_successor(&self) -> OsString {
-        match self {
-            Location::Sqlite(path) => path.as_os_str().to_owned(),
-            Location::Files(dir) => {
-                let mut url = OsString::from("files:");
-                url.push(dir.as_os_str());
-                url
-            }
-            Location::Memory => OsString::from("memory:"),
-            Location::Postgres(url) => OsStr::new(url).to_owned(),
-        }
+    pub(crate) fn for_successor(&self) -> &str {
+        &self.url
     }
 
-    /// Connects to a store that is not an SQLite file (those are opened with the CLI's
-    /// options, see `commands.rs`). Errors never carry the URL's password.
-    pub(crate) fn connect(&self) -> Result<Store, Error> {
-        let url = self.for_successor();
-        let url = url.to_string_lossy();
-        Store::connect(&url).map_err(|e| redact_error(e, &url))
+    /// Opens the store with `options` through the core. Errors never carry the URL's
+    /// password.
+    pub(crate) fn connect(&self, options: &ConnectOptions) -> Result<Store, Error> {
+        Store::connect_with(&self.url, options).map_err(|e| redact_error(e, &self.url))
     }
 }
 
@@ -149,30 +128,39 @@ fn redact_error(e: Error, url: &str) -> Error {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Location, Error> {
-        Location::parse(Path::new(text))
+    #[test]
+    fn what_is_on_disk_is_known() {
+        let cases = [
+            ("handoff.db", Some(OnDisk::File(Path::new("handoff.db")))),
+            ("sqlite:a/b.db", Some(OnDisk::File(Path::new("a/b.db")))),
+            (
+                "sqlite:odd://name",
+                Some(OnDisk::File(Path::new("odd://name"))),
+            ),
+            ("files:store", Some(OnDisk::Folder(Path::new("store")))),
+        ];
+        for (url, place) in cases {
+            assert_eq!(Location::new(url).on_disk(), place, "{url:?}");
+        }
+        for elsewhere in [
+            "memory:",
+            "postgresql://u@h/db?schema=x",
+            "mysql://u:pw@h/db",
+            "files:",
+            "sqlite:",
+            "",
+        ] {
+            assert_eq!(Location::new(elsewhere).on_disk(), None, "{elsewhere:?}");
+            assert!(Location::new(elsewhere).exists(), "{elsewhere:?}");
+        }
     }
 
     #[test]
-    fn every_connect_url_is_read() {
-        assert!(
-            matches!(parse("handoff.db"), Ok(Location::Sqlite(p)) if p == Path::new("handoff.db"))
-        );
-        assert!(
-            matches!(parse("sqlite:a/b.db"), Ok(Location::Sqlite(p)) if p == Path::new("a/b.db"))
-        );
-        assert!(matches!(parse("files:store"), Ok(Location::Files(p)) if p == Path::new("store")));
-        assert!(matches!(parse("memory:"), Ok(Location::Memory)));
-        assert!(matches!(
-            parse("postgresql://u@h/db?schema=x"),
-            Ok(Location::Postgres(_))
-        ));
-    }
-
-    #[test]
-    fn a_wrong_url_names_url() {
+    fn a_wrong_url_is_the_core_s_to_refuse_naming_url() {
         for text in ["files:", "sqlite:", "", "mysql://u:pw@h/db"] {
-            let Err(Error::Validation { problems }) = parse(text) else {
+            let Err(Error::Validation { problems }) =
+                Location::new(text).connect(&ConnectOptions::default())
+            else {
                 panic!("{text:?} was accepted");
             };
             assert_eq!(problems[0].field, "url", "{text:?}");
@@ -183,9 +171,8 @@ mod tests {
     #[test]
     fn passwords_are_never_shown() {
         let url = "postgres://alice:s3cr:et@db.example:5432/test?schema=x";
-        let location = parse(url).expect("a PostgreSQL URL");
         assert_eq!(
-            location.shown(),
+            Location::new(url).shown(),
             "postgres://alice:***@db.example:5432/test?schema=x"
         );
         assert_eq!(

@@ -39,15 +39,20 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, CliError> {
-    // The policy file and agents folder are read before any store is opened: a bad one
-    // creates nothing.
-    let mut options = handoff_core::SqliteOptions::default();
+    // The global options, for whichever store --db names: each store reads what concerns it.
+    let mut options = handoff_core::ConnectOptions {
+        synchronous: cli.synchronous.into(),
+        read_only: cli.read_only,
+        ..handoff_core::ConnectOptions::default()
+    };
     if let Some(seconds) = cli.lock_patience {
         options.lock_patience = std::time::Duration::from_secs(seconds);
     }
     let ctx = commands::Ctx {
-        db: location::Location::parse(&cli.db)?,
+        db: location::Location::new(cli.db),
         options,
+        // The policy file and agents folder are read before any store is opened: a bad one
+        // creates nothing.
         policy: policy::Overrides::load(&cli.policy)?,
         out,
     };

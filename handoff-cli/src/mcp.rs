@@ -89,7 +89,9 @@ within the lease, then handoff_complete (or handoff_release to give it back), ea
 claim {handoff_id, token, secret}. handoff_reject refuses work addressed to you, \
 handoff_cancel withdraws your own (handoff_cancel_claim one you hold). handoff_checkpoint saves \
 progress without handing over; handoff_stalled finds tasks gone quiet. handoff_chain, \
-handoff_events and handoff_stats show who passed what to whom. Lists come a page at a time: \
+handoff_events and handoff_stats show who passed what to whom; handoff_capabilities says what \
+the store can do (durable, shared by processes or machines, backups, waking waiting claims). \
+Lists come a page at a time: \
 next_after, when present, is the after of the next page. Secrets in records are shown as \
 [REDACTED:<rule>].";
 

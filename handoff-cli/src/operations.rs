@@ -37,6 +37,7 @@ fn entries() -> Vec<Op> {
         Op::reads::<ops::Stalled>(),
         Op::reads::<ops::Stats>(),
         Op::writes::<ops::Reap>(),
+        Op::reads::<ops::Capabilities>(),
     ]
 }
 

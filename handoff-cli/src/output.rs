@@ -341,14 +341,18 @@ impl Output {
         out
     }
 
-    /// An event as it may be shown: the created record and every reason or outcome redacted.
+    /// An event as it may be shown: the addressee and every reason or outcome redacted, as
+    /// they are in a record.
     fn event(&self, e: &Event) -> Event {
         let mut e = e.clone();
         if !self.redact {
             return e;
         }
         match &mut e.change {
-            Change::Created { record } => **record = record.redacted(),
+            Change::Created {
+                to_agent: Some(agent),
+                ..
+            } => *agent = self.text(agent).into_owned(),
             Change::Released { reason } | Change::Rejected { reason } => {
                 *reason = self.text(reason).into_owned();
             }
@@ -370,16 +374,16 @@ impl Output {
     /// One row of the events table.
     pub(crate) fn event_row(&self, e: &Event) -> Vec<String> {
         let e = self.event(e);
-        let detail = match to_json(&e.change).get("detail") {
-            // The created event carries the whole record: the table shows the goal.
-            Some(Value::Object(d)) if d.contains_key("record") => d
-                .get("record")
-                .and_then(|r| r.get("goal"))
-                .and_then(Value::as_str)
-                .map(|g| clip(g, 48))
-                .unwrap_or_default(),
-            Some(Value::Object(d)) => d
+        let detail = match (&e.change, to_json(&e.change).get("detail")) {
+            // Where the work goes: `*` for an open handoff, as in the tables of records.
+            (Change::Created { task_id, to_agent }, _) => format!(
+                "task_id={} to_agent={}",
+                clip(task_id, 40),
+                clip(agent(to_agent.as_deref()), 40)
+            ),
+            (_, Some(Value::Object(d))) => d
                 .iter()
+                .filter(|(_, v)| !v.is_null())
                 .map(|(k, v)| match v {
                     Value::String(s) => format!("{k}={}", clip(s, 40)),
                     other => format!("{k}={other}"),

@@ -3,7 +3,7 @@
 //! catalog's `returns`), shared by every operation that returns it. Everything goes through
 //! [`Output`], which redacts.
 
-use handoff_core::{Chain, Claim, Event, Handoff, PathStats};
+use handoff_core::{Capabilities, Chain, Claim, Event, Handoff, PathStats};
 use serde_json::{Value, json};
 
 use crate::output::{Output, chain_json, chain_text, table, to_json};
@@ -268,5 +268,56 @@ impl Shown for usize {
 
     fn structured(&self, _out: &Output, _reads: bool) -> Value {
         json!({ "count": self })
+    }
+}
+
+/// What the store can do (`capabilities`): one line per capability, yes or no, and what it
+/// means for the one using the store.
+impl Shown for Capabilities {
+    fn text(&self, _out: &Output, _reads: bool) -> String {
+        let lines = [
+            (
+                "durable",
+                self.durable,
+                "the store outlives the process that opened it",
+            ),
+            (
+                "shared_by_processes",
+                self.shared_by_processes,
+                "several processes on one machine may share it",
+            ),
+            (
+                "shared_by_machines",
+                self.shared_by_machines,
+                "processes on several machines may share it",
+            ),
+            (
+                "backup",
+                self.backup,
+                "`handoff backup PATH` copies it while it stays in use",
+            ),
+            (
+                "wakes_waiters",
+                self.wakes_waiters,
+                "a waiting claim-next is woken when work arrives (else it looks every 50 ms)",
+            ),
+        ];
+        lines
+            .iter()
+            .map(|(name, has, meaning)| {
+                format!(
+                    "{name:<20} {:<3}  {meaning}\n",
+                    if *has { "yes" } else { "no" }
+                )
+            })
+            .collect()
+    }
+
+    fn json(&self, _out: &Output) -> Value {
+        to_json(self)
+    }
+
+    fn structured(&self, _out: &Output, _reads: bool) -> Value {
+        to_json(self)
     }
 }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 const INVALID: i32 = 2;
 const STORAGE: i32 = 6;
 const INVALID_TRANSITION: i32 = 7;
+const BUSY: i32 = 8;
 
 /// A temporary folder whose store is `files:<folder>/store`.
 fn files_env() -> Env {
@@ -90,6 +91,12 @@ fn lifecycle(env: &Env) {
         kinds(&events),
         ["created", "claimed", "heartbeat", "completed"]
     );
+    assert_eq!(
+        events[0]["detail"],
+        json!({"task_id": "login", "to_agent": "gemini"})
+    );
+    let table = env.run(&["events", &id]).expect(0).stdout;
+    assert!(table.contains("task_id=login to_agent=gemini"), "{table}");
     let stats = env.run(&["stats", "--json"]).expect(0).json();
     assert_eq!(stats[0]["completed"], 1, "{stats}");
     let export = env.run(&["export"]).expect(0);
@@ -115,6 +122,170 @@ fn the_lifecycle_runs_on_a_files_store() {
         .current_dir(env.dir.path());
     let listed = common::finish(&mut command, None).expect(0).json();
     assert_eq!(listed[0]["status"], "completed");
+}
+
+/// `capabilities --json` of `env`'s store, which must exist.
+fn capabilities(env: &Env) -> Value {
+    env.run(&["capabilities", "--json"]).expect(0).json()
+}
+
+#[test]
+fn capabilities_say_what_each_store_can_do() {
+    let sqlite = Env::new();
+    sqlite.run(&["policy", "save"]).expect(0);
+    assert_eq!(
+        capabilities(&sqlite),
+        json!({"durable": true, "shared_by_processes": true, "shared_by_machines": false,
+               "backup": true, "wakes_waiters": false})
+    );
+    let text = sqlite.run(&["capabilities"]).expect(0).stdout;
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("backup") && l.contains(" yes ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("shared_by_machines") && l.contains(" no ")),
+        "{text}"
+    );
+
+    let files = files_env();
+    files.run(&["policy", "save"]).expect(0);
+    assert_eq!(
+        capabilities(&files),
+        json!({"durable": true, "shared_by_processes": true, "shared_by_machines": false,
+               "backup": false, "wakes_waiters": false})
+    );
+    // What it cannot do, it refuses: no backup of a folder of files.
+    files.run(&["backup", "copy.db"]).expect(STORAGE);
+
+    let mut memory = Env::new();
+    memory.db = PathBuf::from("memory:");
+    assert_eq!(capabilities(&memory)["durable"], false);
+
+    // Reading what a store can do does not create it.
+    let missing = files_env();
+    missing.run(&["capabilities"]).expect(STORAGE);
+    assert_eq!(common::files_in(missing.dir.path()), Vec::<String>::new());
+
+    // The MCP tool answers the same.
+    let mut mcp = Mcp::start(&files, &[]);
+    assert_eq!(
+        mcp.ok("handoff_capabilities", json!({})),
+        capabilities(&files)
+    );
+}
+
+#[test]
+fn read_only_is_for_sqlite_files_and_refused_by_name_elsewhere() {
+    let files = files_env();
+    let id = files.create(&["--task-id", "t", "--goal", "g"]);
+    let before = common::files_in(&files.dir.path().join("store"));
+    for args in [
+        &["--read-only", "list", "--json"][..],
+        &["--read-only", "show", &id, "--json"],
+        &[
+            "--read-only",
+            "create",
+            "--task-id",
+            "t2",
+            "--goal",
+            "g",
+            "--json",
+        ],
+    ] {
+        let run = files.run(args).expect(INVALID);
+        assert_eq!(run.error()["problems"][0]["field"], "read_only", "{run:?}");
+    }
+    // HANDOFF_READ_ONLY says the same as the flag; the MCP server refuses it too.
+    let mut command = files.command(&["list", "--json"]);
+    command.env("HANDOFF_READ_ONLY", "true");
+    assert_eq!(
+        common::finish(&mut command, None).expect(INVALID).error()["problems"][0]["field"],
+        "read_only"
+    );
+    let mut command = files.command(&["--read-only", "mcp"]);
+    assert_eq!(common::finish(&mut command, Some("")).code, INVALID);
+    assert_eq!(common::files_in(&files.dir.path().join("store")), before);
+
+    let mut memory = Env::new();
+    memory.db = PathBuf::from("memory:");
+    let run = memory
+        .run(&["--read-only", "capabilities", "--json"])
+        .expect(INVALID);
+    assert_eq!(run.error()["problems"][0]["field"], "read_only");
+
+    // An SQLite file opens read-only for every command: reads read, writes fail and change
+    // nothing.
+    let sqlite = Env::new();
+    let id = sqlite.create(&["--task-id", "t", "--goal", "g"]);
+    let before = std::fs::read(&sqlite.db).expect("read the store");
+    let shown = sqlite
+        .run(&["--read-only", "show", &id, "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(shown["id"], id.as_str());
+    sqlite
+        .run(&["--read-only", "claim", &id, "--agent", "a"])
+        .expect(STORAGE);
+    sqlite
+        .run(&["--read-only", "create", "--task-id", "t2", "--goal", "g"])
+        .expect(STORAGE);
+    sqlite
+        .run(&["--read-only", "policy", "save"])
+        .expect(STORAGE);
+    assert_eq!(std::fs::read(&sqlite.db).expect("read the store"), before);
+    assert_eq!(sqlite.show(&id)["status"], "pending");
+    // A missing file is not created by a read-only create.
+    let empty = Env::new();
+    empty
+        .run(&["--read-only", "create", "--task-id", "t", "--goal", "g"])
+        .expect(STORAGE);
+    assert_eq!(common::files_in(empty.dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn synchronous_and_lock_patience_reach_a_files_store() {
+    let env = files_env();
+    let id = env.create(&["--synchronous", "normal", "--task-id", "t", "--goal", "g"]);
+    env.run(&["--synchronous", "full", "claim", &id, "--agent", "a"])
+        .expect(0);
+    let bad = env
+        .run(&["--synchronous", "sometimes", "list", "--json"])
+        .expect(INVALID);
+    assert_eq!(bad.error()["code"], "VALIDATION", "{bad:?}");
+
+    // A process holding the folder's lock, as a stopped writer does: a write waits
+    // --lock-patience, then exits BUSY having changed nothing.
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(env.dir.path().join("store/.lock"))
+        .expect("open the lock file");
+    lock.lock().expect("take the lock");
+    let started = Instant::now();
+    let run = env
+        .run(&[
+            "--lock-patience",
+            "1",
+            "create",
+            "--task-id",
+            "t2",
+            "--goal",
+            "g",
+            "--json",
+        ])
+        .expect(BUSY);
+    assert_eq!(run.error()["code"], "BUSY", "{run:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(20),
+        "{waited:?}"
+    );
+    drop(lock);
+    let listed = env.run(&["list", "--json"]).expect(0).json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
 }
 
 #[test]
@@ -406,6 +577,13 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
     env.db = PathBuf::from(schema.url());
     lifecycle(&env);
     claim_next_waits_for(&env);
+    assert_eq!(
+        capabilities(&env),
+        json!({"durable": true, "shared_by_processes": true, "shared_by_machines": true,
+               "backup": false, "wakes_waiters": true})
+    );
+    let run = env.run(&["--read-only", "list", "--json"]).expect(INVALID);
+    assert_eq!(run.error()["problems"][0]["field"], "read_only", "{run:?}");
 
     let exists: bool = client
         .query_one(

@@ -627,12 +627,34 @@ fn chain_events_and_stats() {
         .filter_map(|e| e["kind"].as_str())
         .collect();
     assert_eq!(kinds, ["created", "claimed", "completed"]);
+    // A created event names where the work goes; the record is `show`'s.
+    assert_eq!(
+        events[0]["detail"],
+        serde_json::json!({"task_id": "t1", "to_agent": "gemini"})
+    );
     let all = env.run(&["events", "--json"]).expect(OK).json();
     assert_eq!(all.as_array().map(Vec::len), Some(4));
     let table = env.run(&["events"]).expect(OK).stdout;
     assert!(
         table.starts_with("SEQ") && table.contains("completed"),
         "{table}"
+    );
+    let created = table
+        .lines()
+        .find(|line| line.contains(&a) && line.contains("created"))
+        .unwrap_or_else(|| panic!("no created row for {a}:\n{table}"));
+    assert!(
+        created.contains("claude") && created.ends_with("task_id=t1 to_agent=gemini"),
+        "{created}"
+    );
+    // An open handoff is addressed to `*`, as in the tables of records.
+    let open = env.create(&["--task-id", "t2", "--goal", "anyone"]);
+    let table = env.run(&["events", &open]).expect(OK).stdout;
+    assert!(table.contains("task_id=t2 to_agent=*"), "{table}");
+    let json = env.run(&["events", &open, "--json"]).expect(OK).json();
+    assert_eq!(
+        json[0]["detail"],
+        serde_json::json!({"task_id": "t2", "to_agent": null})
     );
 
     let stats = env.run(&["stats", "--json"]).expect(OK).json();

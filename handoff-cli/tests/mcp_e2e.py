@@ -40,6 +40,7 @@ OPERATION_TOOLS = {
     "handoff_stalled",
     "handoff_stats",
     "handoff_reap",
+    "handoff_capabilities",
 }
 TOOLS = OPERATION_TOOLS | {"handoff_claim_and_spawn", "handoff_policy"}
 
@@ -242,6 +243,8 @@ async def new_tools(stack: AsyncExitStack, binary: str, db: str) -> None:
 
     events = await ok(server, "handoff_events", {"handoff_id": a})
     assert [e["kind"] for e in events["events"]] == ["created", "rejected"]
+    # A created event names where the work goes; the record is handoff_get's.
+    assert events["events"][0]["detail"] == {"task_id": "tools-a", "to_agent": "gemini"}, events
     by_task = await ok(server, "handoff_events", {"task_id": "tools-b"})
     assert [e["kind"] for e in by_task["events"]] == ["created", "cancelled"]
     first = await ok(server, "handoff_events", {"limit": 1})
@@ -406,6 +409,27 @@ async def waiting_on_files(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert os.path.isdir(os.path.join(os.path.dirname(db), "store", "handoffs"))
 
 
+async def capabilities(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """What each store can do, as handoff_capabilities reports it: an SQLite file backs up, a
+    folder of files does not, and neither is shared by machines or wakes a waiting claim."""
+    sqlite = await ok(await connect(stack, binary, db), "handoff_capabilities", {})
+    assert sqlite == {
+        "durable": True, "shared_by_processes": True, "shared_by_machines": False,
+        "backup": True, "wakes_waiters": False,
+    }, sqlite
+    url = "files:" + os.path.join(os.path.dirname(db), "store")
+    files = await ok(await connect(stack, binary, url), "handoff_capabilities", {})
+    assert files == {**sqlite, "backup": False}, files
+    session = await connect(stack, binary, db)
+    result = await session.call_tool("handoff_capabilities", {})
+    assert "backup" in result.content[0].text and "yes" in result.content[0].text
+    listed = await session.list_tools()
+    tool = next(t for t in listed.tools if t.name == "handoff_capabilities")
+    assert tool.annotations is not None and tool.annotations.read_only_hint, tool
+    bad = await tool_error(session, "handoff_capabilities", {"durable": True})
+    assert bad["code"] == "VALIDATION", bad
+
+
 async def main(binary: str) -> None:
     db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
     async with AsyncExitStack() as stack:
@@ -553,6 +577,7 @@ async def main(binary: str) -> None:
         spawn_options,
         hostile_lines,
         waiting_on_files,
+        capabilities,
     ):
         part_db = os.path.join(tempfile.mkdtemp(prefix="handoff-mcp-"), "handoff.db")
         async with AsyncExitStack() as stack:

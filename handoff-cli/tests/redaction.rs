@@ -139,12 +139,12 @@ fn the_cli_redacts_every_record_it_prints_unless_told_not_to() {
         let run = env.run(&args).expect(0);
         assert_clean(&args.join(" "), &run.stdout);
     }
-    // The owner's opt-out, and the lossless export.
+    // The owner's opt-out, and the lossless export. (The event log holds no record content:
+    // a created event names the task and the addressee; the outcome below is in it.)
     for args in [
         vec!["show", id.as_str(), "--no-redact"],
         vec!["--no-redact", "show", id.as_str(), "--json"],
         vec!["list", "--json", "--no-redact"],
-        vec!["events", "--json", "--no-redact"],
         vec!["export"],
     ] {
         let run = env.run(&args).expect(0);
