@@ -13,8 +13,6 @@ export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
-/** How `connect` opens a store: the options of `open` that apply to every backend. */
-export type ConnectOptions = Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds' | 'readOnly'>
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */

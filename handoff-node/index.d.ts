@@ -13,8 +13,6 @@ export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
-/** How `connect` opens a store: the options of `open` that apply to every backend. */
-export type ConnectOptions = Omit<OpenOptions, 'synchronous' | 'lockPatienceSeconds' | 'readOnly'>
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
@@ -576,16 +574,30 @@ export declare class Store {
   reapAsync(): Promise<number>
   /**
    * Writes a consistent copy of the store to `path` (a new file; it must not exist) while
-   * the store stays in use: an SQLite snapshot, readable by its owner only.
+   * the store stays in use: an SQLite snapshot, readable by its owner only. A store without
+   * the `backup` capability refuses with `STORAGE`.
    */
   backup(path: string): void
   /**
    * Writes a consistent copy of the store to `path` (a new file; it must not exist) while
-   * the store stays in use: an SQLite snapshot, readable by its owner only.
+   * the store stays in use: an SQLite snapshot, readable by its owner only. A store without
+   * the `backup` capability refuses with `STORAGE`.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
   backupAsync(path: string): Promise<void>
+  /**
+   * What this store can do beyond what every store does: whether it outlives the process,
+   * can be shared by processes or machines, writes backups, wakes waiting workers.
+   */
+  capabilities(): Capabilities
+  /**
+   * What this store can do beyond what every store does: whether it outlives the process,
+   * can be shared by processes or machines, writes backups, wakes waiting workers.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  capabilitiesAsync(): Promise<Capabilities>
 }
 
 /** A registered agent. */
@@ -596,6 +608,26 @@ export interface Agent {
   description: string
   /** Who it may hand off to; `null` is everyone else. */
   collaborators: Array<string> | null
+}
+
+/**
+ * What a store can do beyond what every store does, so that a program can ask before relying
+ * on it.
+ */
+export interface Capabilities {
+  /** The store outlives the process that opened it. */
+  durable: boolean
+  /** Several processes on one machine may share the store. */
+  sharedByProcesses: boolean
+  /** Processes on several machines may share the store. */
+  sharedByMachines: boolean
+  /** `backup` writes a consistent copy while the store stays in use. */
+  backup: boolean
+  /**
+   * A worker waiting in `claimNext` with `waitSeconds` is woken when work arrives, instead
+   * of looking again at short intervals.
+   */
+  wakesWaiters: boolean
 }
 
 /** A task's hops in creation order (checkpoints are not hops). */
@@ -648,13 +680,16 @@ export interface Claim {
 }
 
 /**
- * Opens the store `url` names: a path or `sqlite:PATH` (SQLite, as `open` with its default
- * options), `memory:` (a private in-memory store), `files:DIR` (a folder of JSON files that
- * processes share), or `postgres://…` / `postgresql://…`, with `?schema=NAME` to keep several
- * stores in one database (default `public`). A URL it cannot read is a `VALIDATION` error on
- * `url` (or `url.schema`); a server it cannot reach is `STORAGE`. The policy and limits saved
- * in the store apply unless `options` gives its own. Connecting to a server blocks this thread
- * until it answers: prefer `connectAsync` there.
+ * Opens the store `url` names: a path or `sqlite:PATH` (SQLite), `memory:` (a private
+ * in-memory store), `files:DIR` (a folder of JSON files that processes share), or
+ * `postgres://…` / `postgresql://…`, with `?schema=NAME` to keep several stores in one
+ * database (default `public`). Each store reads the options that concern it: `synchronous`
+ * and `lockPatienceSeconds` (SQLite, files), `readOnly` (SQLite only: every other URL is a
+ * `VALIDATION` error on `readOnly`), `poolSize` and `connectTimeoutSeconds` (PostgreSQL). A
+ * URL it cannot read is a `VALIDATION` error on `url` (or `url.schema`), a bad option one on
+ * the option; a server it cannot reach is `STORAGE`. The policy and limits saved in the store
+ * apply unless `options` gives its own. Connecting to a server blocks this thread until it
+ * answers: prefer `connectAsync` there.
  */
 export declare function connect(url: string, options?: ConnectOptions): Store
 
@@ -663,6 +698,44 @@ export declare function connect(url: string, options?: ConnectOptions): Store
  * thread.
  */
 export declare function connectAsync(url: string, options?: ConnectOptions): Promise<Store>
+
+/**
+ * How to connect to a store: `open`'s options and PostgreSQL's. Each store reads the options
+ * that concern it and leaves the others, so one set of options serves every URL.
+ */
+export interface ConnectOptions {
+  /** Decide time by this clock instead of the system's (tests, simulations). */
+  clock?: ManualClock
+  /**
+   * SQLite and files: `"full"` (default) makes every commit durable before it returns;
+   * `"normal"` may lose the last commits on a power loss, not on a crash.
+   */
+  synchronous?: 'full' | 'normal'
+  /**
+   * SQLite and files: how long a write waits for another process's lock (default 60); then
+   * it fails with `BUSY`, nothing changed.
+   */
+  lockPatienceSeconds?: number
+  /**
+   * SQLite only: open an existing store for reading only (writes fail with `STORAGE`). Any
+   * other URL with `readOnly: true` is a `VALIDATION` error on `readOnly`.
+   */
+  readOnly?: boolean
+  /** PostgreSQL: at most this many connections (a whole number, at least 1; default 8). */
+  poolSize?: number
+  /** PostgreSQL: how long connecting may take, in seconds (more than 0; default 10). */
+  connectTimeoutSeconds?: number
+  /**
+   * Chain limits. Without them, those saved in the store (`savePolicy`) apply, else the
+   * defaults.
+   */
+  policy?: PolicyOptions
+  /**
+   * Size limits. Without them, those saved in the store (`savePolicy`) apply, else the
+   * defaults.
+   */
+  limits?: LimitsOptions
+}
 
 /**
  * A chat message offered to the builder, in its simplest shape. `addMessages` also takes the
@@ -733,13 +806,19 @@ export interface Event {
 }
 
 /**
- * Details of an event. `created`: `record`; `claimed`: `agent`, `token`, `leaseUntil`;
- * `heartbeat`: `leaseUntil`; `released`, `rejected`, `cancelled`: `reason`;
- * `lease_expired`, `failed`: `token`; `completed`: `outcome`; `expired`: nothing.
+ * Details of an event. `created`: `taskId`, `toAgent` (the record itself is read with
+ * `get`); `claimed`: `agent`, `token`, `leaseUntil`; `heartbeat`: `leaseUntil`; `released`,
+ * `rejected`, `cancelled`: `reason`; `lease_expired`, `failed`: `token`; `completed`:
+ * `outcome`; `expired`: nothing.
  */
 export interface EventDetail {
-  /** The record as created. */
-  record?: Handoff
+  /** The task the created handoff belongs to (created). */
+  taskId?: string
+  /**
+   * The agent the created handoff is addressed to, `null` for any agent the policy allows
+   * (created).
+   */
+  toAgent?: string | null
   /** The claiming agent. */
   agent?: string
   /** The fencing token claimed or lapsed. */

@@ -3,7 +3,7 @@
 use handoff_core::{Change, Event};
 use napi_derive::napi;
 
-use crate::record::{JsHandoff, iso};
+use crate::record::iso;
 use crate::task::Mirror;
 use serde::Serialize;
 
@@ -33,17 +33,22 @@ pub struct JsEvent {
     pub detail: EventDetail,
 }
 
-/// Details of an event. `created`: `record`; `claimed`: `agent`, `token`, `leaseUntil`;
-/// `heartbeat`: `leaseUntil`; `released`, `rejected`, `cancelled`: `reason`;
-/// `lease_expired`, `failed`: `token`; `completed`: `outcome`; `expired`: nothing.
+/// Details of an event. `created`: `taskId`, `toAgent` (the record itself is read with
+/// `get`); `claimed`: `agent`, `token`, `leaseUntil`; `heartbeat`: `leaseUntil`; `released`,
+/// `rejected`, `cancelled`: `reason`; `lease_expired`, `failed`: `token`; `completed`:
+/// `outcome`; `expired`: nothing.
 #[napi(object, object_from_js = false, object_to_js = false)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventDetail {
-    /// The record as created.
-    #[napi(ts_type = "Handoff")]
+    /// The task the created handoff belongs to (created).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub record: Option<JsHandoff>,
+    pub task_id: Option<String>,
+    /// The agent the created handoff is addressed to, `null` for any agent the policy allows
+    /// (created).
+    #[napi(ts_type = "string | null")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_agent: Option<Option<String>>,
     /// The claiming agent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
@@ -66,7 +71,8 @@ impl Mirror for Event {
     fn mirror(self) -> JsEvent {
         let kind = self.change.kind().to_owned();
         let mut detail = EventDetail {
-            record: None,
+            task_id: None,
+            to_agent: None,
             agent: None,
             token: None,
             lease_until: None,
@@ -74,7 +80,10 @@ impl Mirror for Event {
             outcome: None,
         };
         match self.change {
-            Change::Created { record } => detail.record = Some(JsHandoff::from(*record)),
+            Change::Created { task_id, to_agent } => {
+                detail.task_id = Some(task_id);
+                detail.to_agent = Some(to_agent);
+            }
             Change::Claimed {
                 agent,
                 token,

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core::{
-    ChainPolicy, Claim, Clock, Limits, SqliteOptions, Store as CoreStore, Synchronous,
+    Capabilities, ChainPolicy, Claim, Clock, ConnectOptions as CoreConnectOptions, Limits, Problem,
+    SqliteOptions, Store as CoreStore, Synchronous,
 };
 use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt};
 use napi::{Env, JsValue, Unknown};
@@ -143,6 +144,151 @@ pub struct OpenOptions {
     pub limits: Option<LimitsOptions>,
 }
 
+/// How to connect to a store: `open`'s options and PostgreSQL's. Each store reads the options
+/// that concern it and leaves the others, so one set of options serves every URL.
+#[napi(
+    object,
+    js_name = "ConnectOptions",
+    object_to_js = false,
+    object_from_js = false
+)]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JsConnectOptions {
+    /// Decide time by this clock instead of the system's (tests, simulations).
+    #[napi(ts_type = "ManualClock")]
+    #[serde(default)]
+    pub clock: Option<serde::de::IgnoredAny>,
+    /// SQLite and files: `"full"` (default) makes every commit durable before it returns;
+    /// `"normal"` may lose the last commits on a power loss, not on a crash.
+    #[napi(ts_type = "'full' | 'normal'")]
+    pub synchronous: Option<String>,
+    /// SQLite and files: how long a write waits for another process's lock (default 60); then
+    /// it fails with `BUSY`, nothing changed.
+    pub lock_patience_seconds: Option<f64>,
+    /// SQLite only: open an existing store for reading only (writes fail with `STORAGE`). Any
+    /// other URL with `readOnly: true` is a `VALIDATION` error on `readOnly`.
+    pub read_only: Option<bool>,
+    /// PostgreSQL: at most this many connections (a whole number, at least 1; default 8).
+    pub pool_size: Option<f64>,
+    /// PostgreSQL: how long connecting may take, in seconds (more than 0; default 10).
+    pub connect_timeout_seconds: Option<f64>,
+    /// Chain limits. Without them, those saved in the store (`savePolicy`) apply, else the
+    /// defaults.
+    pub policy: Option<PolicyOptions>,
+    /// Size limits. Without them, those saved in the store (`savePolicy`) apply, else the
+    /// defaults.
+    pub limits: Option<LimitsOptions>,
+}
+
+/// How a store opens, as `open` and `connect` take it (camelCase).
+#[derive(Default)]
+struct HowToOpen<'a> {
+    synchronous: Option<&'a str>,
+    lock_patience_seconds: Option<f64>,
+    read_only: Option<bool>,
+    pool_size: Option<f64>,
+    connect_timeout_seconds: Option<f64>,
+}
+
+impl HowToOpen<'_> {
+    /// The core's options, every bad one reported at once by its name; the defaults are the
+    /// core's.
+    fn read(&self) -> Outcome<CoreConnectOptions> {
+        let mut options = CoreConnectOptions {
+            read_only: self.read_only.unwrap_or(false),
+            ..CoreConnectOptions::default()
+        };
+        let mut problems = Vec::new();
+        if let Some(sync) = self.synchronous {
+            match sync.parse::<Synchronous>() {
+                Ok(sync) => options.synchronous = sync,
+                Err(err) => problems.extend(err.problems().iter().cloned()),
+            }
+        }
+        if let Some(seconds) = self.lock_patience_seconds {
+            match Duration::try_from_secs_f64(seconds) {
+                Ok(patience) => options.lock_patience = patience,
+                Err(_) => problems.push(Problem::new(
+                    "lockPatienceSeconds",
+                    "must be a non-negative number of seconds",
+                )),
+            }
+        }
+        if let Some(size) = self.pool_size {
+            if size.fract() == 0.0 && (1.0..=MAX_SAFE_INTEGER).contains(&size) {
+                options.pool_size = size as usize;
+            } else {
+                problems.push(Problem::new(
+                    "poolSize",
+                    "must be a whole number at least 1",
+                ));
+            }
+        }
+        if let Some(seconds) = self.connect_timeout_seconds {
+            // A zero timeout would fail every connect.
+            match Duration::try_from_secs_f64(seconds) {
+                Ok(timeout) if !timeout.is_zero() => options.connect_timeout = timeout,
+                Err(_) if seconds > 0.0 => options.connect_timeout = Duration::MAX,
+                _ => problems.push(Problem::new(
+                    "connectTimeoutSeconds",
+                    "must be more than 0 seconds",
+                )),
+            }
+        }
+        if problems.is_empty() {
+            Ok(options)
+        } else {
+            Err(Failure::Core(handoff_core::Error::Validation { problems }))
+        }
+    }
+}
+
+/// What a store can do beyond what every store does, so that a program can ask before relying
+/// on it.
+#[napi(
+    object,
+    js_name = "Capabilities",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsCapabilities {
+    /// The store outlives the process that opened it.
+    pub durable: bool,
+    /// Several processes on one machine may share the store.
+    pub shared_by_processes: bool,
+    /// Processes on several machines may share the store.
+    pub shared_by_machines: bool,
+    /// `backup` writes a consistent copy while the store stays in use.
+    pub backup: bool,
+    /// A worker waiting in `claimNext` with `waitSeconds` is woken when work arrives, instead
+    /// of looking again at short intervals.
+    pub wakes_waiters: bool,
+}
+
+impl Mirror for Capabilities {
+    type Out = JsCapabilities;
+    fn mirror(self) -> JsCapabilities {
+        // Destructured in full: a capability the core adds fails to compile here until mapped.
+        let Capabilities {
+            durable,
+            shared_by_processes,
+            shared_by_machines,
+            backup,
+            wakes_waiters,
+        } = self;
+        JsCapabilities {
+            durable,
+            shared_by_processes,
+            shared_by_machines,
+            backup,
+            wakes_waiters,
+        }
+    }
+}
+
 /// A chain policy as the store saved it.
 #[napi(
     object,
@@ -231,8 +377,12 @@ struct Settings {
 }
 
 impl Settings {
-    fn read(clock: Option<Arc<dyn Clock>>, options: &OpenOptions) -> Outcome<Settings> {
-        let policy = options.policy.as_ref().map(|p| {
+    fn read(
+        clock: Option<Arc<dyn Clock>>,
+        policy: Option<&PolicyOptions>,
+        limits: Option<&LimitsOptions>,
+    ) -> Outcome<Settings> {
+        let policy = policy.map(|p| {
             let default = ChainPolicy::default();
             ChainPolicy {
                 max_handoffs: count(p.max_handoffs, default.max_handoffs),
@@ -246,7 +396,7 @@ impl Settings {
                 }),
             }
         });
-        let limits = match &options.limits {
+        let limits = match limits {
             None => None,
             Some(l) => {
                 let default = Limits::default();
@@ -300,20 +450,21 @@ fn prepare_open(
     let path = convert::string(path, "path")?;
     let clock = clock::from_options(env, options)?;
     let options: OpenOptions = convert::options(options, "options")?;
-    let mut sqlite = SqliteOptions::default();
-    if let Some(sync) = &options.synchronous {
-        sqlite.synchronous = sync.parse::<Synchronous>()?;
+    let how = HowToOpen {
+        synchronous: options.synchronous.as_deref(),
+        lock_patience_seconds: options.lock_patience_seconds,
+        read_only: options.read_only,
+        ..HowToOpen::default()
     }
-    if let Some(seconds) = options.lock_patience_seconds {
-        sqlite.lock_patience = Duration::try_from_secs_f64(seconds).map_err(|_| {
-            invalid(
-                "lockPatienceSeconds",
-                "must be a non-negative number of seconds",
-            )
-        })?;
-    }
-    let read_only = options.read_only.unwrap_or(false);
-    let settings = Settings::read(clock, &options)?;
+    .read()?;
+    let sqlite = SqliteOptions {
+        synchronous: how.synchronous,
+        lock_patience: how.lock_patience,
+    };
+    let read_only = how.read_only;
+    let settings = Settings::read(clock, options.policy.as_ref(), options.limits.as_ref())?;
+    // By path, not through `connect`: any path is a file name here (`memory:x`, `files:y`),
+    // where `connect` would read some of them as URLs.
     Ok(move || {
         let store = if read_only {
             CoreStore::open_read_only(&path, &sqlite)?
@@ -359,27 +510,29 @@ fn prepare_connect(
 ) -> Outcome<impl FnOnce() -> handoff_core::Result<CoreStore> + Send + 'static> {
     let url = convert::string(url, "url")?;
     let clock = clock::from_options(env, options)?;
-    let options: OpenOptions = convert::options(options, "options")?;
-    if options.synchronous.is_some()
-        || options.lock_patience_seconds.is_some()
-        || options.read_only.is_some()
-    {
-        return Err(invalid(
-            "options",
-            "synchronous, lockPatienceSeconds and readOnly are options of open (SQLite); connect takes clock, policy and limits",
-        ));
+    let options: JsConnectOptions = convert::options(options, "options")?;
+    let how = HowToOpen {
+        synchronous: options.synchronous.as_deref(),
+        lock_patience_seconds: options.lock_patience_seconds,
+        read_only: options.read_only,
+        pool_size: options.pool_size,
+        connect_timeout_seconds: options.connect_timeout_seconds,
     }
-    let settings = Settings::read(clock, &options)?;
-    Ok(move || Ok(settings.apply(CoreStore::connect(&url)?)))
+    .read()?;
+    let settings = Settings::read(clock, options.policy.as_ref(), options.limits.as_ref())?;
+    Ok(move || Ok(settings.apply(CoreStore::connect_with(&url, &how)?)))
 }
 
-/// Opens the store `url` names: a path or `sqlite:PATH` (SQLite, as `open` with its default
-/// options), `memory:` (a private in-memory store), `files:DIR` (a folder of JSON files that
-/// processes share), or `postgres://…` / `postgresql://…`, with `?schema=NAME` to keep several
-/// stores in one database (default `public`). A URL it cannot read is a `VALIDATION` error on
-/// `url` (or `url.schema`); a server it cannot reach is `STORAGE`. The policy and limits saved
-/// in the store apply unless `options` gives its own. Connecting to a server blocks this thread
-/// until it answers: prefer `connectAsync` there.
+/// Opens the store `url` names: a path or `sqlite:PATH` (SQLite), `memory:` (a private
+/// in-memory store), `files:DIR` (a folder of JSON files that processes share), or
+/// `postgres://…` / `postgresql://…`, with `?schema=NAME` to keep several stores in one
+/// database (default `public`). Each store reads the options that concern it: `synchronous`
+/// and `lockPatienceSeconds` (SQLite, files), `readOnly` (SQLite only: every other URL is a
+/// `VALIDATION` error on `readOnly`), `poolSize` and `connectTimeoutSeconds` (PostgreSQL). A
+/// URL it cannot read is a `VALIDATION` error on `url` (or `url.schema`), a bad option one on
+/// the option; a server it cannot reach is `STORAGE`. The policy and limits saved in the store
+/// apply unless `options` gives its own. Connecting to a server blocks this thread until it
+/// answers: prefer `connectAsync` there.
 #[napi(
     catch_unwind,
     ts_args_type = "url: string, options?: ConnectOptions",
@@ -435,7 +588,8 @@ impl Store {
                     "synchronous, lockPatienceSeconds and readOnly apply to SQLite only",
                 ));
             }
-            Ok(Settings::read(clock, &options)?.apply(CoreStore::memory()))
+            let settings = Settings::read(clock, options.policy.as_ref(), options.limits.as_ref())?;
+            Ok(settings.apply(CoreStore::memory()))
         })?;
         Ok(Store {
             inner: AssertUnwindSafe(inner),
@@ -565,6 +719,11 @@ store_operations! {
     reap, reap_async = Reap() -> "number", "Promise<number>";
 
     "Writes a consistent copy of the store to `path` (a new file; it must not exist) while"
-    "the store stays in use: an SQLite snapshot, readable by its owner only."
+    "the store stays in use: an SQLite snapshot, readable by its owner only. A store without"
+    "the `backup` capability refuses with `STORAGE`."
     backup, backup_async = Backup(path: "string") -> "void", "Promise<void>";
+
+    "What this store can do beyond what every store does: whether it outlives the process,"
+    "can be shared by processes or machines, writes backups, wakes waiting workers."
+    capabilities, capabilities_async = Capabilities() -> "Capabilities", "Promise<Capabilities>";
 }

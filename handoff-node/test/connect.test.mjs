@@ -1,20 +1,22 @@
-// `connect(url)`: every backend of the core by its URL (memory:, files:DIR, a path or
-// sqlite:PATH, postgres://…?schema=NAME), the same lifecycle on each, and `claimNextAsync`
-// with `waitSeconds` woken by work created after it started waiting.
+// `connect(url, options)`: every backend of the core by its URL (memory:, files:DIR, a path or
+// sqlite:PATH, postgres://…?schema=NAME), the same lifecycle on each, the options each backend
+// reads, what each can do (`capabilities()`), and `claimNextAsync` with `waitSeconds` woken by
+// work created after it started waiting.
 //
 // The PostgreSQL tests run when HANDOFF_TEST_POSTGRES names a server (CI sets
 // postgres://postgres@127.0.0.1:5432/test); each uses a fresh schema, dropped afterwards. Set
 // but unreachable, they fail: only an unset variable skips them.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync } from 'node:fs'
+import { once } from 'node:events'
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { ManualClock, connect, connectAsync } from '../index.mjs'
+import { ManualClock, Store, connect, connectAsync, open } from '../index.mjs'
 
 const POSTGRES = process.env.HANDOFF_TEST_POSTGRES
 const NO_POSTGRES = POSTGRES ? false : 'HANDOFF_TEST_POSTGRES is not set (e.g. postgres://postgres@127.0.0.1:5432/test)'
@@ -106,11 +108,131 @@ test('bad URLs and options are VALIDATION errors naming them, thrown and rejecte
     assert.throws(() => connect(url), check, String(url))
     await assert.rejects(connectAsync(url), check, String(url))
   }
-  for (const options of [{ synchronous: 'full' }, { readOnly: true }, { lockPatienceSeconds: 1 }]) {
-    assert.throws(() => connect('memory:', options), { code: 'VALIDATION' })
-    await assert.rejects(connectAsync('memory:', options), { code: 'VALIDATION' })
-  }
   assert.throws(() => connect('memory:', { limits: { maxDepth: 101 } }), (err) => err.problems[0].field === 'limits.maxDepth')
+})
+
+/** The fields of the VALIDATION problems `call` throws, and that its Promise twin rejects with. */
+async function fieldsOf(call, callAsync) {
+  let fields
+  assert.throws(call, (err) => {
+    assert.equal(err.code, 'VALIDATION', err.message)
+    fields = err.problems.map((p) => p.field)
+    return true
+  })
+  await assert.rejects(callAsync(), (err) => {
+    assert.equal(err.code, 'VALIDATION', err.message)
+    assert.deepEqual(err.problems.map((p) => p.field), fields)
+    return true
+  })
+  return fields
+}
+
+test('connect options: bad ones are VALIDATION errors naming them in camelCase, and nothing is created', async () => {
+  const dir = tmp('handoff-bad-options-')
+  for (const url of [join(dir, 'x.db'), `files:${join(dir, 'folder')}`, 'memory:']) {
+    const bad = [
+      [{ synchronous: 'off' }, 'synchronous'],
+      [{ synchronous: 1 }, 'synchronous'],
+      [{ lockPatienceSeconds: -1 }, 'lockPatienceSeconds'],
+      [{ lockPatienceSeconds: '1' }, 'lockPatienceSeconds'],
+      [{ poolSize: 0 }, 'poolSize'],
+      [{ poolSize: -2 }, 'poolSize'],
+      [{ poolSize: 1.5 }, 'poolSize'],
+      [{ poolSize: '8' }, 'poolSize'],
+      [{ connectTimeoutSeconds: 0 }, 'connectTimeoutSeconds'],
+      [{ connectTimeoutSeconds: -1 }, 'connectTimeoutSeconds'],
+      [{ readOnly: 'yes' }, 'readOnly'],
+    ]
+    for (const [options, field] of bad) {
+      const fields = await fieldsOf(() => connect(url, options), () => connectAsync(url, options))
+      assert.deepEqual(fields, [field], `${url} ${JSON.stringify(options)}`)
+    }
+    // A key spelled otherwise is named as it should be spelled, the rule quoting it.
+    assert.throws(() => connect(url, { pool_size: 2 }), (err) => err.code === 'VALIDATION' &&
+      err.problems[0].field === 'poolSize' && err.problems[0].rule.includes('`pool_size`'))
+    // Every value problem at once.
+    const both = { synchronous: 'off', poolSize: 0, connectTimeoutSeconds: 0 }
+    const fields = await fieldsOf(() => connect(url, both), () => connectAsync(url, both))
+    assert.deepEqual(fields, ['synchronous', 'poolSize', 'connectTimeoutSeconds'])
+  }
+  assert.deepEqual(readdirSync(dir), [])
+})
+
+test('readOnly: an SQLite store that refuses writes with STORAGE; any other URL is VALIDATION on readOnly', async () => {
+  const dir = tmp('handoff-read-only-')
+  const db = join(dir, 'h.db')
+  const h = connect(db).create({ taskId: 't', goal: 'g', toAgent: 'b' })
+  for (const url of [db, `sqlite:${db}`]) {
+    for (const reader of [connect(url, { readOnly: true }), await connectAsync(url, { readOnly: true })]) {
+      assert.deepEqual(reader.get(h.id), h)
+      assert.deepEqual(reader.events({ handoffId: h.id }).map((e) => e.kind), ['created'])
+      assert.throws(() => reader.create({ taskId: 't', goal: 'more' }), (err) => err.code === 'STORAGE' && /read-only/.test(err.message))
+      assert.throws(() => reader.claim(h.id, 'b'), { code: 'STORAGE' })
+      await assert.rejects(reader.createAsync({ taskId: 't', goal: 'more' }), { code: 'STORAGE' })
+      assert.deepEqual(reader.list().map((x) => x.id), [h.id])
+    }
+  }
+  const missing = join(dir, 'missing.db')
+  assert.throws(() => connect(missing, { readOnly: true }), { code: 'STORAGE' })
+  assert.equal(existsSync(missing), false)
+  for (const url of ['memory:', `files:${join(dir, 'folder')}`, 'postgres://u@127.0.0.1:1/db']) {
+    const fields = await fieldsOf(() => connect(url, { readOnly: true }), () => connectAsync(url, { readOnly: true }))
+    assert.deepEqual(fields, ['readOnly'], url)
+  }
+  assert.equal(existsSync(join(dir, 'folder')), false)
+})
+
+test('connect options that concern another store are accepted and left; lockPatienceSeconds reaches files', async () => {
+  const dir = tmp('handoff-options-')
+  const options = { synchronous: 'normal', lockPatienceSeconds: 2.5, poolSize: 2, connectTimeoutSeconds: 3 }
+  for (const url of ['memory:', join(dir, 'a.db'), `files:${join(dir, 'f')}`]) {
+    const store = await connectAsync(url, options)
+    const h = store.create({ taskId: 't', goal: 'g' })
+    assert.deepEqual(connect(url, options).list().length, url === 'memory:' ? 0 : 1)
+    assert.equal(store.get(h.id).id, h.id)
+  }
+  // A files store waits for another process's lock at most lockPatienceSeconds, then BUSY.
+  const folder = join(dir, 'locked')
+  const store = connect(`files:${folder}`, { lockPatienceSeconds: 0.3 })
+  store.create({ taskId: 't', goal: 'before' })
+  const holder = spawn('python3', ['-c',
+    "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+    join(folder, '.lock')], { stdio: ['ignore', 'pipe', 'inherit'] })
+  try {
+    await new Promise((resolve, reject) => {
+      holder.stdout.once('data', resolve)
+      holder.once('exit', (code) => reject(new Error(`the lock holder exited (${code})`)))
+    })
+    const started = performance.now()
+    assert.throws(() => store.create({ taskId: 't', goal: 'while stuck' }), { code: 'BUSY' })
+    const waited = performance.now() - started
+    assert.ok(waited >= 250 && waited < 10_000, `waited ${waited} ms for a patience of 300 ms`)
+  } finally {
+    holder.kill('SIGKILL')
+    await once(holder, 'exit')
+  }
+  assert.equal(store.create({ taskId: 't', goal: 'after' }).status, 'pending')
+})
+
+const MEMORY = { durable: false, sharedByProcesses: false, sharedByMachines: false, backup: false, wakesWaiters: false }
+const SQLITE = { ...MEMORY, durable: true, sharedByProcesses: true, backup: true }
+const FILES = { ...MEMORY, durable: true, sharedByProcesses: true }
+const POSTGRES_CAN = { ...MEMORY, durable: true, sharedByProcesses: true, sharedByMachines: true, wakesWaiters: true }
+
+test('capabilities: what each store can do, sync and as a Promise', async () => {
+  const dir = tmp('handoff-capabilities-')
+  const cases = [
+    [connect('memory:'), MEMORY],
+    [Store.memory(), MEMORY],
+    [connect(join(dir, 'a.db')), SQLITE],
+    [open(join(dir, 'b.db')), SQLITE],
+    [open(':memory:'), { ...SQLITE, durable: false, sharedByProcesses: false }],
+    [connect(`files:${join(dir, 'f')}`), FILES],
+  ]
+  for (const [store, expected] of cases) {
+    assert.deepEqual(store.capabilities(), expected)
+    assert.deepEqual(await store.capabilitiesAsync(), expected)
+  }
 })
 
 test('claimNextAsync with waitSeconds is woken by work created after it started (memory:, files:)', async () => {
@@ -156,4 +278,15 @@ test('postgres://…?schema=: claimNextAsync is woken by a create on another con
   const url = freshSchema()
   const waiter = await connectAsync(url)
   await wakes(waiter, await connectAsync(url))
+})
+
+test('postgres://…?schema=: capabilities and the pool options', { skip: NO_POSTGRES }, async () => {
+  const url = freshSchema()
+  const store = await connectAsync(url, { poolSize: 2, connectTimeoutSeconds: 5, synchronous: 'normal' })
+  assert.deepEqual(store.capabilities(), POSTGRES_CAN)
+  assert.deepEqual(await store.capabilitiesAsync(), POSTGRES_CAN)
+  await lifecycle(store)
+  assert.deepEqual((await connectAsync(url, { poolSize: 1 })).capabilities(), POSTGRES_CAN)
+  assert.deepEqual(await fieldsOf(() => connect(url, { readOnly: true }), () => connectAsync(url, { readOnly: true })), ['readOnly'])
+  assert.deepEqual(await fieldsOf(() => connect(url, { poolSize: 0 }), () => connectAsync(url, { poolSize: 0 })), ['poolSize'])
 })

@@ -44,7 +44,7 @@ for (const [name, make] of Object.entries(backends)) {
 
       const events = store.events({ id: h.id })
       assert.deepEqual(events.map((e) => e.kind), ['created', 'claimed', 'heartbeat', 'completed'])
-      assert.deepEqual(events[0].detail.record, h)
+      assert.deepEqual(events[0].detail, { taskId: 'task-1', toAgent: null })
       assert.equal(events[1].detail.token, 1)
       assert.equal(events[1].actor, 'gemini')
       assert.equal(events[3].detail.outcome, 'summary in notes.md')

@@ -92,6 +92,13 @@ test("every public method of the core's Store is offered (keeps up as the core g
     // `connect(url)` and `connectAsync(url)` take a URL of any backend, with `open`'s clock,
     // policy and limits.
     connect: () => typeof esm.connect === 'function' && typeof esm.connectAsync === 'function',
+    // `connect(url, options)` takes the core's connect options, in camelCase.
+    connect_with: () => {
+      const options = dts.slice(dts.indexOf('export interface ConnectOptions'))
+      const body = options.slice(0, options.indexOf('\n}'))
+      return ['synchronous', 'lockPatienceSeconds', 'readOnly', 'poolSize', 'connectTimeoutSeconds']
+        .every((name) => new RegExp(`\\n  ${name}\\?: `).test(body))
+    },
     // `claimNext` waits when given `waitSeconds` (`claimNextAsync` off the JavaScript thread).
     claim_next_wait: () => dts.slice(dts.indexOf('export interface ClaimNextOptions')).includes('\n  waitSeconds?: '),
     // What `open` does when its options give no policy or limits.

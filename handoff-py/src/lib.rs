@@ -30,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Store>()?;
     m.add_class::<store::Claim>()?;
     m.add_class::<store::ClaimRef>()?;
+    m.add_class::<store::Capabilities>()?;
     m.add_class::<machine::Event>()?;
     m.add_class::<chain::Chain>()?;
     m.add_class::<chain::Hop>()?;

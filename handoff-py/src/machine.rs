@@ -48,8 +48,9 @@ impl Event {
     fn kind(&self) -> &'static str {
         self.inner.change.kind()
     }
-    /// The event's details in their JSON form (e.g. `{"agent": ..., "token": ...}` for a
-    /// claim, `{"record": {...}}` for a creation); `{}` when there are none.
+    /// The event's details in their JSON form, keys in snake_case (e.g. `{"agent": ...,
+    /// "token": ..., "lease_until": ...}` for a claim, `{"task_id": ..., "to_agent": ...}` for a
+    /// creation, whose record `get` reads); `{}` when there are none.
     #[getter]
     fn detail<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let value = serde_json::to_value(&self.inner.change)

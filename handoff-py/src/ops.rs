@@ -27,7 +27,7 @@ use crate::errors::{Failure, Result};
 use crate::machine::Event;
 use crate::record::Handoff;
 use crate::stats::PathStats;
-use crate::store::Claim;
+use crate::store::{Capabilities, Claim};
 
 /// A parameter as pyo3 hands it over: a Python value, or `None` when it is `None` or absent.
 pub(crate) type Arg<'a> = Option<&'a Bound<'a, PyAny>>;
@@ -308,6 +308,7 @@ wrapped! {
     core::Event => Event, Event::new;
     core::Chain => Chain, Chain::new;
     core::PathStats => PathStats, PathStats::new;
+    core::Capabilities => Capabilities, Capabilities::new;
     String => String, std::convert::identity;
     usize => usize, std::convert::identity;
     () => (), std::convert::identity;

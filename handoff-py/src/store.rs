@@ -9,12 +9,12 @@ use handoff_core as core;
 use handoff_core::DEFAULT_LEASE;
 use handoff_core::ops::{self, Operation};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 use serde_json::{Value, json};
 
 use crate::chain::{Chain, ChainPolicy};
 use crate::clock::ManualClock;
-use crate::convert::{Args, py_repr, seconds};
+use crate::convert::{Args, py_repr, seconds, to_py};
 use crate::errors::Result;
 use crate::machine::Event;
 use crate::ops::{Arg, Given, Kwargs, ToPython, given};
@@ -279,6 +279,78 @@ pub(crate) fn claim_reference(obj: &Bound<'_, PyAny>) -> Option<Value> {
     }))
 }
 
+/// What a store can do beyond what every store does (`Store.capabilities()`), so that a program
+/// can ask before relying on it: whether it outlives the process (`durable`), may be shared by
+/// processes on one machine (`shared_by_processes`) or by machines (`shared_by_machines`),
+/// writes consistent copies while in use (`backup`), and wakes a waiting `claim_next` when
+/// work arrives instead of looking again at short intervals (`wakes_waiters`).
+#[pyclass(module = "handoff_core", name = "Capabilities", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct Capabilities {
+    inner: core::Capabilities,
+}
+
+impl Capabilities {
+    pub(crate) fn new(inner: core::Capabilities) -> Capabilities {
+        Capabilities { inner }
+    }
+}
+
+#[pymethods]
+impl Capabilities {
+    /// The store outlives the process that opened it.
+    #[getter]
+    fn durable(&self) -> bool {
+        self.inner.durable
+    }
+    /// Several processes on one machine may share the store.
+    #[getter]
+    fn shared_by_processes(&self) -> bool {
+        self.inner.shared_by_processes
+    }
+    /// Processes on several machines may share the store.
+    #[getter]
+    fn shared_by_machines(&self) -> bool {
+        self.inner.shared_by_machines
+    }
+    /// `backup()` writes a consistent copy while the store stays in use.
+    #[getter]
+    fn backup(&self) -> bool {
+        self.inner.backup
+    }
+    /// A worker waiting in `claim_next(wait_seconds=...)` is woken when work arrives.
+    #[getter]
+    fn wakes_waiters(&self) -> bool {
+        self.inner.wakes_waiters
+    }
+
+    /// Every capability as a `dict` of `bool`s.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        Ok(to_py(py, &self.inner)?.cast_into::<PyDict>()?)
+    }
+
+    fn __repr__(&self) -> String {
+        // Destructured in full: a capability the core adds fails to compile here until shown.
+        let core::Capabilities {
+            durable,
+            shared_by_processes,
+            shared_by_machines,
+            backup,
+            wakes_waiters,
+        } = self.inner;
+        let b = |v: bool| if v { "True" } else { "False" };
+        format!(
+            "Capabilities(durable={}, shared_by_processes={}, shared_by_machines={}, backup={}, \
+             wakes_waiters={})",
+            b(durable),
+            b(shared_by_processes),
+            b(shared_by_machines),
+            b(backup),
+            b(wakes_waiters),
+        )
+    }
+}
+
 /// A handoff store. Use it as a context manager to close it when done; a closed store refuses
 /// every call with `StorageError`.
 #[pyclass(module = "handoff_core", name = "Store", frozen)]
@@ -336,6 +408,47 @@ fn configure(
     store
 }
 
+/// Reads the options of `open` and `connect` that say how a store is opened, reporting every
+/// bad one by its name; the defaults are the core's. `pool_size` and `connect_timeout_seconds`
+/// are `connect`'s only.
+struct OpenArgs<'a, 'py> {
+    synchronous: Option<&'a Bound<'py, PyAny>>,
+    lock_patience_seconds: Option<&'a Bound<'py, PyAny>>,
+    read_only: bool,
+    pool_size: Option<&'a Bound<'py, PyAny>>,
+    connect_timeout_seconds: Option<&'a Bound<'py, PyAny>>,
+}
+
+impl OpenArgs<'_, '_> {
+    fn read(&self, args: &mut Args) -> core::ConnectOptions {
+        let mut options = core::ConnectOptions {
+            read_only: self.read_only,
+            ..core::ConnectOptions::default()
+        };
+        if let Some(sync) = args.opt_parsed::<core::Synchronous>("synchronous", self.synchronous) {
+            options.synchronous = sync;
+        }
+        if let Some(patience) = self.lock_patience_seconds.filter(|p| !p.is_none()) {
+            options.lock_patience = args.duration("lock_patience_seconds", patience);
+        }
+        match args.opt_int::<usize>("pool_size", self.pool_size, "a whole number at least 1") {
+            Some(0) => args.problem("pool_size", "must be a whole number at least 1"),
+            Some(size) => options.pool_size = size,
+            None => {}
+        }
+        let timeout = args.opt_seconds("connect_timeout_seconds", self.connect_timeout_seconds);
+        if let Some(secs) = timeout {
+            // Not NaN, and long enough to be one (a zero timeout would fail every connect).
+            match Duration::try_from_secs_f64(secs) {
+                Ok(timeout) if !timeout.is_zero() => options.connect_timeout = timeout,
+                Err(_) if secs > 0.0 => options.connect_timeout = Duration::MAX,
+                _ => args.problem("connect_timeout_seconds", "must be more than 0 seconds"),
+            }
+        }
+        options
+    }
+}
+
 /// Opens (or creates) an SQLite store at `path`. `synchronous="normal"` trades the last
 /// commits before a power loss for speed; `":memory:"` opens a private in-memory database.
 /// `read_only=True` opens an existing store without creating or changing anything on disk
@@ -363,15 +476,22 @@ pub fn open(
             None
         }
     };
-    let mut options = core::SqliteOptions::default();
-    if let Some(sync) = args.opt_parsed::<core::Synchronous>("synchronous", synchronous) {
-        options.synchronous = sync;
+    let options = OpenArgs {
+        synchronous,
+        lock_patience_seconds,
+        read_only,
+        pool_size: None,
+        connect_timeout_seconds: None,
     }
-    if let Some(patience) = lock_patience_seconds.filter(|p| !p.is_none()) {
-        options.lock_patience = args.duration("lock_patience_seconds", patience);
-    }
+    .read(&mut args);
     args.finish()?;
+    // By path, not through `connect`: any path is a file name here (`memory:x`, `files:y`, one
+    // that is not UTF-8), where `connect` would read some of them as URLs.
     let path = path.unwrap_or_default();
+    let sqlite = core::SqliteOptions {
+        synchronous: options.synchronous,
+        lock_patience: options.lock_patience,
+    };
     let description = if read_only {
         format!("store {} (read-only)", path.display())
     } else {
@@ -379,9 +499,9 @@ pub fn open(
     };
     let store = py.detach(|| {
         if read_only {
-            core::Store::open_read_only(&path, &options)
+            core::Store::open_read_only(&path, &sqlite)
         } else {
-            core::Store::open_with(&path, &options)
+            core::Store::open_with(&path, &sqlite)
         }
     })?;
     Ok(Store::wrap(
@@ -390,17 +510,25 @@ pub fn open(
     ))
 }
 
-/// Opens the store `url` names: a path or `sqlite:PATH` (SQLite, as `open` with its
-/// defaults), `memory:`, `files:DIR` (a folder of JSON files) or `postgres://…` (add
-/// `?schema=NAME` to share one database between installations). Without `policy`/`limits`,
-/// the ones saved in the store apply. A URL that names no store is a `ValidationError` naming
-/// `url` (or the part that is wrong, `url.schema`); a store that cannot be reached is a
-/// `StorageError`.
+/// Opens the store `url` names: a path or `sqlite:PATH` (SQLite), `memory:`, `files:DIR` (a
+/// folder of JSON files) or `postgres://…` (add `?schema=NAME` to share one database between
+/// installations). Each store reads the options that concern it: `synchronous` and
+/// `lock_patience_seconds` (SQLite, files), `read_only` (SQLite only: any other URL is a
+/// `ValidationError` naming `read_only`), `pool_size` and `connect_timeout_seconds`
+/// (PostgreSQL). Without `policy`/`limits`, the ones saved in the store apply. A URL that names
+/// no store is a `ValidationError` naming `url` (or the part that is wrong, `url.schema`); a
+/// store that cannot be reached is a `StorageError`. Bad arguments leave nothing created.
 #[pyfunction]
-#[pyo3(signature = (url, *, clock=None, policy=None, limits=None))]
+#[pyo3(signature = (url, *, synchronous=None, lock_patience_seconds=None, read_only=false, pool_size=None, connect_timeout_seconds=None, clock=None, policy=None, limits=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn connect(
     py: Python<'_>,
     url: &Bound<'_, PyAny>,
+    synchronous: Option<&Bound<'_, PyAny>>,
+    lock_patience_seconds: Option<&Bound<'_, PyAny>>,
+    read_only: bool,
+    pool_size: Option<&Bound<'_, PyAny>>,
+    connect_timeout_seconds: Option<&Bound<'_, PyAny>>,
     clock: Option<&Bound<'_, ManualClock>>,
     policy: Option<&Bound<'_, ChainPolicy>>,
     limits: Option<&Bound<'_, Limits>>,
@@ -417,11 +545,25 @@ pub fn connect(
         },
         _ => args.text("url", url),
     };
+    let options = OpenArgs {
+        synchronous,
+        lock_patience_seconds,
+        read_only,
+        pool_size,
+        connect_timeout_seconds,
+    }
+    .read(&mut args);
     args.finish()?;
-    let store = py.detach(|| core::Store::connect(&url))?;
+    let store = py.detach(|| core::Store::connect_with(&url, &options))?;
+    let shown = core::store::display_url(&url);
+    let description = if read_only {
+        format!("store {shown} (read-only)")
+    } else {
+        format!("store {shown}")
+    };
     Ok(Store::wrap(
         configure(store, clock, policy, limits),
-        format!("store {}", core::store::display_url(&url)),
+        description,
     ))
 }
 
@@ -615,6 +757,13 @@ impl Store {
     #[pyo3(signature = (path, **kwargs))]
     fn backup(&self, py: Python<'_>, path: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
         self.call::<ops::Backup>(py, given!(kwargs; path))
+    }
+
+    /// What this store can do beyond what every store does: whether it is durable, shared by
+    /// processes or machines, writes backups, wakes waiting workers.
+    #[pyo3(signature = (**kwargs))]
+    fn capabilities(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Capabilities> {
+        self.call::<ops::Capabilities>(py, given!(kwargs;))
     }
 
     /// Applies every time-driven change that is due (lapsed leases, expiry); returns how many

@@ -1,4 +1,5 @@
-"""`connect(url)`: the store a URL names (`memory:`, `files:DIR`, a path, PostgreSQL), and a
+"""`connect(url)`: the store a URL names (`memory:`, `files:DIR`, a path, PostgreSQL), the
+options each store reads, what each store can do (`capabilities()`), and a
 `claim_next(wait_seconds=...)` woken by work that another thread creates.
 
 The PostgreSQL tests run when HANDOFF_TEST_POSTGRES names a server (CI sets it to
@@ -9,6 +10,7 @@ afterwards. Set but unreachable, they fail: a skip would hide a broken CI servic
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import secrets
 import signal
@@ -16,6 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Callable, Optional
@@ -199,6 +202,163 @@ def test_aio_connect_and_a_wait_leave_the_event_loop_running(tmp_path: Path) -> 
     assert claim is not None and claim.handoff_id == made and ticks == 10
 
 
+# What each store can do.
+
+MEMORY = {"durable": False, "shared_by_processes": False, "shared_by_machines": False,
+          "backup": False, "wakes_waiters": False}
+SQLITE = {**MEMORY, "durable": True, "shared_by_processes": True, "backup": True}
+FILES = {**MEMORY, "durable": True, "shared_by_processes": True}
+POSTGRES_CAN = {**MEMORY, "durable": True, "shared_by_processes": True, "shared_by_machines": True,
+                "wakes_waiters": True}
+
+
+def test_capabilities_of_each_local_store(tmp_path: Path) -> None:
+    cases = [
+        (hc.connect("memory:"), MEMORY),
+        (hc.Store.memory(), MEMORY),
+        (hc.connect(tmp_path / "a.db"), SQLITE),
+        (hc.open(tmp_path / "b.db"), SQLITE),
+        (hc.connect(f"files:{tmp_path / 'files'}"), FILES),
+    ]
+    for store, expected in cases:
+        with store:
+            got = store.capabilities()
+            assert isinstance(got, hc.Capabilities)
+            assert got.to_dict() == expected, store
+            assert {name: getattr(got, name) for name in expected} == expected
+            assert got == store.capabilities()
+            assert repr(got).startswith("Capabilities(durable=")
+    with hc.open(":memory:") as store:  # SQLite in memory: gone with the process, not shared
+        assert store.capabilities().to_dict() == {**SQLITE, "durable": False, "shared_by_processes": False}
+    with hc.Store.memory() as store, pytest.raises(TypeError):
+        store.capabilities(colour=1)  # type: ignore[call-arg]
+    store = hc.connect("memory:")
+    store.close()
+    with pytest.raises(hc.StorageError):
+        store.capabilities()
+
+
+def test_capabilities_as_a_coroutine(tmp_path: Path) -> None:
+    async def main() -> tuple[hc.Capabilities, hc.Capabilities]:
+        async with await hc.aio.connect(f"files:{tmp_path}") as files, hc.aio.Store.memory() as memory:
+            got = await files.capabilities(), await memory.capabilities()
+        return got
+
+    files, memory = asyncio.run(main())
+    assert files.to_dict() == FILES and memory.to_dict() == MEMORY
+
+
+# Connect options: each store reads those that concern it; bad ones are refused by name, before
+# anything is created.
+
+
+def fields_of(call: Callable[[], object]) -> list[str]:
+    return [field for field, _ in problems_of(call)]
+
+
+def test_read_only_opens_an_sqlite_store_that_refuses_writes(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    with hc.connect(f"sqlite:{db}") as store:
+        h = store.create("t", "g", to_agent="b")
+    for url in (str(db), f"sqlite:{db}"):
+        with hc.connect(url, read_only=True) as store:
+            assert "read-only" in repr(store)
+            assert store.get(h.id) == h and [e.kind for e in store.events(h.id)] == ["created"]
+            for write in (lambda: store.create("t", "more"), lambda: store.claim(h.id, "b"), store.reap):
+                with pytest.raises(hc.StorageError, match="read-only"):
+                    write()
+            assert store.list() == [h]
+    missing = tmp_path / "missing.db"
+    with pytest.raises(hc.StorageError):
+        hc.connect(missing, read_only=True)
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("url", ["memory:", "files:{tmp}/store", "postgres://u@127.0.0.1:1/db"])
+def test_read_only_elsewhere_is_a_validation_error_naming_read_only(url: str, tmp_path: Path) -> None:
+    url = url.format(tmp=tmp_path)
+    got = problems_of(lambda: hc.connect(url, read_only=True))
+    assert [f for f, _ in got] == ["read_only"] and "SQLite" in got[0][1], got
+    assert not (tmp_path / "store").exists()
+
+
+def test_bad_connect_options_are_named_and_create_nothing(tmp_path: Path) -> None:
+    db, folder = tmp_path / "x.db", tmp_path / "folder"
+    for url in (str(db), f"files:{folder}", "memory:"):
+        assert fields_of(lambda: hc.connect(url, synchronous="off")) == ["synchronous"]  # type: ignore[arg-type]
+        assert fields_of(lambda: hc.connect(url, synchronous=1)) == ["synchronous"]  # type: ignore[arg-type]
+        assert fields_of(lambda: hc.connect(url, lock_patience_seconds=-1)) == ["lock_patience_seconds"]
+        assert fields_of(lambda: hc.connect(url, lock_patience_seconds="1")) == ["lock_patience_seconds"]  # type: ignore[arg-type]
+        for size in (0, -3, 1.5, "8", True):
+            assert fields_of(lambda: hc.connect(url, pool_size=size)) == ["pool_size"], size  # type: ignore[arg-type]
+        for timeout in (0, -1, "10"):
+            assert fields_of(lambda: hc.connect(url, connect_timeout_seconds=timeout)) == [  # type: ignore[arg-type]
+                "connect_timeout_seconds"
+            ], timeout
+    assert sorted(tmp_path.iterdir()) == []
+    # Every problem at once, the URL's too.
+    got = fields_of(lambda: hc.connect(3, synchronous="off", pool_size=0))  # type: ignore[arg-type]
+    assert got == ["url", "synchronous", "pool_size"], got
+    with pytest.raises(TypeError):
+        hc.connect("memory:", colour=1)  # type: ignore[call-arg]
+
+
+def test_options_that_concern_another_store_are_accepted_and_left(tmp_path: Path) -> None:
+    # One set of options serves any URL: a store reads those that concern it.
+    options = dict(synchronous="normal", lock_patience_seconds=2.5, pool_size=2, connect_timeout_seconds=3)
+    for url in ("memory:", str(tmp_path / "a.db"), f"files:{tmp_path / 'f'}"):
+        with hc.connect(url, **options) as store:  # type: ignore[arg-type]
+            h = store.create("t", "g")
+            assert store.get(h.id) == h
+
+
+@contextmanager
+def lock_held(path: Path) -> Iterator[None]:
+    """Holds a store's writers' lock file as a stopped or stuck writer would."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "files"])
+def test_lock_patience_reaches_the_store(backend: str, tmp_path: Path) -> None:
+    url, lock = {
+        "sqlite": (str(tmp_path / "h.db"), tmp_path / "h.db-lock"),
+        "files": (f"files:{tmp_path}", tmp_path / ".lock"),
+    }[backend]
+    with deadlock_watchdog(60), hc.connect(url, lock_patience_seconds=0.3) as store:
+        store.create("t", "before")
+        with lock_held(lock):
+            started = time.monotonic()
+            with pytest.raises(hc.Busy):
+                store.create("t", "while stuck")
+            assert 0.25 <= time.monotonic() - started < 5
+        assert store.create("t", "after").goal == "after"
+
+
+def test_aio_connect_takes_the_same_options(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+
+    async def main() -> None:
+        async with await hc.aio.connect(db, synchronous="normal", lock_patience_seconds=1) as store:
+            h = await store.create("t", "g")
+        async with await hc.aio.connect(f"sqlite:{db}", read_only=True) as store:
+            assert await store.get(h.id) == h
+            with pytest.raises(hc.StorageError, match="read-only"):
+                await store.create("t", "g")
+        with pytest.raises(hc.ValidationError) as caught:
+            await hc.aio.connect("memory:", read_only=True)
+        assert [f for f, _ in caught.value.problems] == ["read_only"]
+        with pytest.raises(hc.ValidationError) as caught:
+            await hc.aio.connect("memory:", pool_size=0)
+        assert [f for f, _ in caught.value.problems] == ["pool_size"]
+
+    asyncio.run(main())
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """The test server's URL with a fresh schema, dropped afterwards."""
@@ -231,3 +391,19 @@ def test_postgres_wait_is_woken_by_a_create(postgres_url: str) -> None:
     with hc.connect(postgres_url) as waiter, hc.connect(postgres_url) as creator:
         wait_is_woken_by_a_create(waiter, creator)
         wait_is_woken_by_a_create(waiter, waiter)
+
+
+@needs_postgres
+def test_postgres_capabilities_and_options(postgres_url: str) -> None:
+    with hc.connect(postgres_url, pool_size=2, connect_timeout_seconds=5, synchronous="normal") as store:
+        assert store.capabilities().to_dict() == POSTGRES_CAN
+        lifecycle(store)
+
+    async def main() -> hc.Capabilities:
+        async with await hc.aio.connect(postgres_url, pool_size=1) as store:
+            got = await store.capabilities()
+        return got
+
+    assert asyncio.run(main()).to_dict() == POSTGRES_CAN
+    assert fields_of(lambda: hc.connect(postgres_url, read_only=True)) == ["read_only"]
+    assert fields_of(lambda: hc.connect(postgres_url, pool_size=0)) == ["pool_size"]

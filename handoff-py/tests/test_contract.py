@@ -264,7 +264,7 @@ def test_events(store: hc.Store, clock: hc.ManualClock) -> None:
     assert [e.actor for e in events] == ["a", "b", "b"]
     assert all(e.handoff_id == h.id and e.at == clock.now() for e in events)
     assert [e.seq for e in events] == sorted(e.seq for e in events)
-    assert events[0].detail["record"]["goal"] == "g"
+    assert events[0].detail == {"task_id": "t", "to_agent": None}
     assert events[1].detail == {
         "agent": "b",
         "token": 1,

@@ -104,12 +104,16 @@ def test_times_are_aware_utc_with_microseconds(store: hc.Store) -> None:
     assert h.expires_at.microsecond == 999999
 
 
-def test_events_carry_the_created_record(store: hc.Store, clock: hc.ManualClock) -> None:
+def test_the_created_event_names_the_task_and_the_addressee(store: hc.Store, clock: hc.ManualClock) -> None:
+    # The record itself is read with `get`: the event carries only where the work goes.
     h = full_record(store, clock)
     created = store.events(h.id)[0]
-    assert created.kind == "created"
-    record = created.detail["record"]
-    assert record["id"] == h.id and record["metadata"] == NESTED and record["status"] == "pending"
+    assert created.kind == "created" and created.handoff_id == h.id
+    assert created.detail == {"task_id": h.task_id, "to_agent": h.to_agent}
+    assert json.loads(created.to_json())["detail"] == {"task_id": h.task_id, "to_agent": h.to_agent}
+    assert created.to_dict()["detail"] == created.detail
+    anyone = store.create("t", "for whoever comes")
+    assert store.events(anyone.id)[0].detail == {"task_id": "t", "to_agent": None}
 
 
 def test_chain_json(store: hc.Store) -> None:

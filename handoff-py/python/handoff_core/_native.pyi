@@ -29,6 +29,7 @@ _MessageProvider = Literal["openai_chat", "openai_responses", "anthropic"]
 __all__ = [
     "Agent",
     "AgentRegistry",
+    "Capabilities",
     "Chain",
     "ChainPolicy",
     "Claim",
@@ -287,6 +288,23 @@ class PathStats:
     @property
     def median_complete_seconds(self) -> Optional[float]: ...
     def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class Capabilities:
+    """What a store can do beyond what every store does (``Store.capabilities()``)."""
+
+    @property
+    def durable(self) -> bool: ...
+    @property
+    def shared_by_processes(self) -> bool: ...
+    @property
+    def shared_by_machines(self) -> bool: ...
+    @property
+    def backup(self) -> bool: ...
+    @property
+    def wakes_waiters(self) -> bool: ...
+    def to_dict(self) -> dict[str, bool]: ...
     def __eq__(self, value: object, /) -> bool: ...
 
 @final
@@ -680,6 +698,10 @@ class Store:
         Args:
             path: Where the copy goes.
         """
+    def capabilities(self) -> Capabilities:
+        """What the store can do beyond what every store does: durable, shared by processes or by
+        machines, backups, waking waiting workers.
+        """
     # <<< GENERATED
     def now(self) -> datetime: ...
     def close(self) -> None: ...
@@ -705,10 +727,20 @@ def open(
 def connect(
     url: StrPath,
     *,
+    synchronous: Optional[Synchronous] = None,
+    lock_patience_seconds: Optional[_Seconds] = None,
+    read_only: bool = False,
+    pool_size: Optional[int] = None,
+    connect_timeout_seconds: Optional[_Seconds] = None,
     clock: Optional[ManualClock] = None,
     policy: Optional[ChainPolicy] = None,
     limits: Optional[Limits] = None,
 ) -> Store:
     """Opens the store ``url`` names: a path or ``sqlite:PATH``, ``memory:``, ``files:DIR`` or
     ``postgres://…`` (``?schema=NAME`` to share a database). ``ValidationError`` naming ``url``
-    (or ``url.schema``) for a URL that names no store."""
+    (or ``url.schema``) for a URL that names no store.
+
+    Each store reads the options that concern it: ``synchronous`` and
+    ``lock_patience_seconds`` (SQLite, files), ``read_only`` (SQLite only; any other URL is a
+    ``ValidationError`` naming ``read_only``), ``pool_size`` (at least 1) and
+    ``connect_timeout_seconds`` (PostgreSQL)."""

@@ -25,6 +25,7 @@ from typing import Any, Optional, Union
 
 from handoff_core import _native
 from handoff_core._native import (
+    Capabilities,
     Chain,
     ChainPolicy,
     Claim,
@@ -71,12 +72,28 @@ async def open(
 async def connect(
     url: StrPath,
     *,
+    synchronous: Optional[Synchronous] = None,
+    lock_patience_seconds: Optional[_Seconds] = None,
+    read_only: bool = False,
+    pool_size: Optional[int] = None,
+    connect_timeout_seconds: Optional[_Seconds] = None,
     clock: Optional[ManualClock] = None,
     policy: Optional[ChainPolicy] = None,
     limits: Optional[Limits] = None,
 ) -> Store:
-    """Opens the store ``url`` names; see :func:`handoff_core.connect`."""
-    store = await asyncio.to_thread(_native.connect, url, clock=clock, policy=policy, limits=limits)
+    """Opens the store ``url`` names, with the same options; see :func:`handoff_core.connect`."""
+    store = await asyncio.to_thread(
+        _native.connect,
+        url,
+        synchronous=synchronous,
+        lock_patience_seconds=lock_patience_seconds,
+        read_only=read_only,
+        pool_size=pool_size,
+        connect_timeout_seconds=connect_timeout_seconds,
+        clock=clock,
+        policy=policy,
+        limits=limits,
+    )
     return Store(store)
 
 
@@ -386,4 +403,10 @@ class Store:
         not exist yet.
         """
         await asyncio.to_thread(self._store.backup, path)
+
+    async def capabilities(self) -> Capabilities:
+        """What the store can do beyond what every store does: durable, shared by processes or by
+        machines, backups, waking waiting workers.
+        """
+        return await asyncio.to_thread(self._store.capabilities)
     # <<< GENERATED
