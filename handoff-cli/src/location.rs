@@ -3,20 +3,23 @@
 //! know with a problem named `url` before anything is opened or created.
 //!
 //! The CLI adds one rule of its own, that only commands that create records create a store,
-//! and so it must know where on disk a URL's store would be made ([`Location::on_disk`]): an
-//! SQLite file (which reads open read-only), or a `files:` folder (which reads must not lay
-//! out). That knowledge also keeps an export off the store's own files. `memory:`, a server,
-//! and a URL the core will refuse have no place on disk.
+//! and so it must know where on disk a URL's store would be made ([`Location::on_disk`], from
+//! the core's own reading of the URL, `store::Location`): an SQLite file (which reads open
+//! read-only), or a `files:` folder (which reads must not lay out). That knowledge also keeps
+//! an export off the store's own files. `memory:`, a server, and a URL the core will refuse
+//! have no place on disk.
 
 use std::path::Path;
 
-use handoff_core::store::{display_url, url_password};
+use handoff_core::store::{self, display_url, url_password};
 use handoff_core::{ConnectOptions, Error, Store};
 
 /// The store `--db` names, as given (a password included: never shown).
 #[derive(Clone, Debug)]
 pub(crate) struct Location {
     url: String,
+    /// The core's reading of it; `None` for a URL the core refuses when connecting.
+    parsed: Option<store::Location>,
 }
 
 /// Where on disk a store lives.
@@ -30,28 +33,19 @@ pub(crate) enum OnDisk<'a> {
 
 impl Location {
     pub(crate) fn new(url: impl Into<String>) -> Location {
-        Location { url: url.into() }
+        let url = url.into();
+        let parsed = store::Location::parse(&url).ok();
+        Location { url, parsed }
     }
 
     /// Where on disk the store is, or would be created; `None` for `memory:`, a server, and
-    /// a URL the core does not take (it refuses that one when connecting). The core's reading
-    /// of a URL, as far as a place on disk goes: `files:` is a folder, `memory:` and
-    /// `scheme://…` are not on disk (a file is named `sqlite:PATH` if its name has `://`), and
-    /// anything else is the path of an SQLite file.
+    /// a URL the core does not take (it refuses that one when connecting).
     pub(crate) fn on_disk(&self) -> Option<OnDisk<'_>> {
-        let url = self.url.as_str();
-        if url == "memory:" {
-            return None;
+        match self.parsed.as_ref()? {
+            store::Location::Sqlite(path) => Some(OnDisk::File(path)),
+            store::Location::Files(dir) => Some(OnDisk::Folder(dir)),
+            store::Location::Memory | store::Location::Postgres(_) => None,
         }
-        if let Some(dir) = url.strip_prefix("files:") {
-            return (!dir.is_empty()).then(|| OnDisk::Folder(Path::new(dir)));
-        }
-        let path = match url.strip_prefix("sqlite:") {
-            Some(path) => path,
-            None if url.contains("://") => return None,
-            None => url,
-        };
-        (!path.is_empty()).then(|| OnDisk::File(Path::new(path)))
     }
 
     /// The SQLite file, when the store is one.

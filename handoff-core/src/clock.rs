@@ -65,11 +65,13 @@ impl Clock for ManualClock {
 }
 
 /// How the stores keep a time: microseconds since the Unix epoch.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn micros(at: DateTime<Utc>) -> i64 {
     at.timestamp_micros()
 }
 
 /// [`micros`] of a time that may be absent.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn opt_micros(at: Option<DateTime<Utc>>) -> Option<i64> {
     at.map(micros)
 }

@@ -103,3 +103,24 @@ fn read_only_opens_an_sqlite_store_and_is_refused_by_name_elsewhere() {
     // Refused before anything was created.
     assert!(!dir.path().join("files").exists());
 }
+
+#[test]
+fn options_a_store_cannot_honour_are_all_named_before_anything_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("files");
+    let bad = ConnectOptions {
+        read_only: true,
+        pool_size: 0,
+        connect_timeout: Duration::ZERO,
+        ..ConnectOptions::default()
+    };
+    let err = Store::connect_with(&format!("files:{}", folder.display()), &bad).unwrap_err();
+    let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["read_only", "pool_size", "connect_timeout"]);
+    assert!(!folder.exists());
+
+    for url in ["", "files:", "mysql://db/agents"] {
+        let err = Store::connect(url).unwrap_err();
+        assert_eq!(err.problems()[0].field, "url", "{url:?}");
+    }
+}

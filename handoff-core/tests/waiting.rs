@@ -24,7 +24,10 @@ fn wakes_for_work_from_another_connection(url: &str) {
     // Let the worker find nothing and go to sleep first.
     std::thread::sleep(Duration::from_millis(300));
     let h = writer.create(NewHandoff::new("t", "wake up")).unwrap();
-    let claim = worker.join().unwrap().expect("the waiting worker got the work");
+    let claim = worker
+        .join()
+        .unwrap()
+        .expect("the waiting worker got the work");
     assert_eq!(claim.handoff.id, h.id);
 }
 

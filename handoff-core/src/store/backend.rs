@@ -335,6 +335,9 @@ mod tests {
         assert!(watch.seen, "woken by the change, not by the timeout");
         let before = reads.get();
         watch.wait(Duration::from_millis(60)).unwrap();
-        assert!(watch.seen && reads.get() > before, "looked again, found no change");
+        assert!(
+            watch.seen && reads.get() > before,
+            "looked again, found no change"
+        );
     }
 }

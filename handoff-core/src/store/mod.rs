@@ -11,7 +11,7 @@ use uuid::{ContextV7, Timestamp, Uuid};
 
 use crate::chain::{Chain, ChainPolicy, Hop, NewHop};
 use crate::clock::{Clock, SystemClock, lease_delta};
-use crate::error::{Error, Result};
+use crate::error::{Error, Problem, Result};
 use crate::machine::{Change, Command, Event, NewEvent, Transition, transition};
 use crate::record::{Handoff, Kind, NewHandoff, Status};
 use crate::validate::{self, Limits};
@@ -33,7 +33,7 @@ pub mod conformance;
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
-pub use url::{display_url, url_password};
+pub use url::{Location, display_url, url_password};
 
 /// How durable each commit is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,6 +76,42 @@ pub struct ConnectOptions {
     pub pool_size: usize,
     /// How long connecting may take (PostgreSQL). Default 10 s.
     pub connect_timeout: Duration,
+}
+
+impl ConnectOptions {
+    /// Refuses, naming the option, what the store at `location` cannot honour: every problem
+    /// at once, before anything is opened or created.
+    fn check(&self, location: &Location) -> Result<()> {
+        let mut problems = Vec::new();
+        if self.read_only {
+            let what = match location {
+                Location::Sqlite(_) => None,
+                Location::Memory => Some("an in-memory store"),
+                Location::Files(_) => Some("a files store"),
+                Location::Postgres(_) => Some("a PostgreSQL store"),
+            };
+            if let Some(what) = what {
+                problems.push(Problem::new(
+                    "read_only",
+                    format!("only an SQLite store opens read-only, and the url names {what}"),
+                ));
+            }
+        }
+        if self.pool_size == 0 {
+            problems.push(Problem::new("pool_size", "must be at least 1"));
+        }
+        if self.connect_timeout.is_zero() {
+            problems.push(Problem::new(
+                "connect_timeout",
+                "must be more than 0 seconds",
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Validation { problems })
+        }
+    }
 }
 
 impl Default for ConnectOptions {
@@ -189,72 +225,48 @@ impl Store {
     /// Opens the store `url` names with `options` (see [`ConnectOptions`] for which backend
     /// reads which option).
     pub fn connect_with(url: &str, options: &ConnectOptions) -> Result<Store> {
-        let only_sqlite = |what: &str| {
-            Err(Error::invalid(
-                "read_only",
-                format!("only an SQLite store opens read-only, and the url names {what}"),
-            ))
-        };
-        if url == "memory:" {
-            if options.read_only {
-                return only_sqlite("an in-memory store");
-            }
-            return Ok(Store::memory());
-        }
-        if let Some(dir) = url.strip_prefix("files:") {
-            if dir.is_empty() {
-                return Err(Error::invalid("url", "files: needs a folder (files:DIR)"));
-            }
-            if options.read_only {
-                return only_sqlite("a files store");
-            }
-            let backend =
-                files::FilesBackend::open_with(dir, options.synchronous, options.lock_patience)?;
-            return Store::new(backend).with_saved_policy();
-        }
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            if options.read_only {
-                return only_sqlite("a PostgreSQL store");
-            }
+        let location = Location::parse(url)?;
+        options.check(&location)?;
+        match location {
+            Location::Memory => Ok(Store::memory()),
+            Location::Files(dir) => Store::new(files::FilesBackend::open_with(
+                dir,
+                options.synchronous,
+                options.lock_patience,
+            )?)
+            .with_saved_policy(),
             #[cfg(feature = "postgres")]
-            return Store::new(postgres::PostgresBackend::connect(
-                url,
+            Location::Postgres(url) => Store::new(postgres::PostgresBackend::connect(
+                &url,
                 &postgres::PostgresOptions {
                     pool_size: options.pool_size,
                     connect_timeout: options.connect_timeout,
                 },
             )?)
-            .with_saved_policy();
+            .with_saved_policy(),
             #[cfg(not(feature = "postgres"))]
-            return Err(Error::invalid(
+            Location::Postgres(_) => Err(Error::invalid(
                 "url",
                 "names a PostgreSQL store, and this build has no `postgres` feature",
-            ));
-        }
-        let path = url.strip_prefix("sqlite:").unwrap_or(url);
-        if path.is_empty() || (path.contains("://") && !url.starts_with("sqlite:")) {
-            return Err(Error::invalid(
-                "url",
-                "must be a path, sqlite:PATH, files:DIR, memory: or postgres://…",
-            ));
-        }
-        #[cfg(feature = "sqlite")]
-        {
-            let sqlite = sqlite::SqliteOptions {
-                synchronous: options.synchronous,
-                lock_patience: options.lock_patience,
-            };
-            if options.read_only {
-                Store::open_read_only(path, &sqlite)
-            } else {
-                Store::open_with(path, &sqlite)
+            )),
+            #[cfg(feature = "sqlite")]
+            Location::Sqlite(path) => {
+                let sqlite = sqlite::SqliteOptions {
+                    synchronous: options.synchronous,
+                    lock_patience: options.lock_patience,
+                };
+                if options.read_only {
+                    Store::open_read_only(path, &sqlite)
+                } else {
+                    Store::open_with(path, &sqlite)
+                }
             }
+            #[cfg(not(feature = "sqlite"))]
+            Location::Sqlite(_) => Err(Error::invalid(
+                "url",
+                "names an SQLite store, and this build has no `sqlite` feature",
+            )),
         }
-        #[cfg(not(feature = "sqlite"))]
-        Err(Error::invalid(
-            "url",
-            "names an SQLite store, and this build has no `sqlite` feature",
-        ))
     }
 
     /// Uses `clock` for every decision that depends on time.

@@ -1,4 +1,55 @@
-//! Store URLs as messages may show them: never with their password.
+//! Store URLs: which store one names, and how messages show it (never with its password).
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+/// The store a URL names (DESIGN §10), read without opening anything.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// `memory:`: in the process.
+    Memory,
+    /// A path, or `sqlite:PATH` (a name with `://` in it must be written `sqlite:PATH`).
+    Sqlite(PathBuf),
+    /// `files:DIR`: a folder of JSON files.
+    Files(PathBuf),
+    /// `postgres://…` or `postgresql://…`, as given (a password included).
+    Postgres(String),
+}
+
+impl Location {
+    /// Reads `url`; a URL that names no store is refused with a problem on `url`.
+    ///
+    /// ```
+    /// use handoff_core::store::Location;
+    /// assert_eq!(Location::parse("files:.handoff")?, Location::Files(".handoff".into()));
+    /// assert_eq!(Location::parse("agents.db")?, Location::Sqlite("agents.db".into()));
+    /// assert!(Location::parse("mysql://db/agents").is_err());
+    /// # Ok::<(), handoff_core::Error>(())
+    /// ```
+    pub fn parse(url: &str) -> Result<Location> {
+        if url == "memory:" {
+            return Ok(Location::Memory);
+        }
+        if let Some(dir) = url.strip_prefix("files:") {
+            if dir.is_empty() {
+                return Err(Error::invalid("url", "files: needs a folder (files:DIR)"));
+            }
+            return Ok(Location::Files(dir.into()));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Location::Postgres(url.to_owned()));
+        }
+        let path = url.strip_prefix("sqlite:").unwrap_or(url);
+        if path.is_empty() || (path.contains("://") && !url.starts_with("sqlite:")) {
+            return Err(Error::invalid(
+                "url",
+                "must be a path, sqlite:PATH, files:DIR, memory: or postgres://…",
+            ));
+        }
+        Ok(Location::Sqlite(path.into()))
+    }
+}
 
 /// The password of `url` (`scheme://user:PASSWORD@host…`), if it has one.
 pub fn url_password(url: &str) -> Option<&str> {
