@@ -145,17 +145,9 @@ impl Handoff {
     /// This record as its create left it: the same content, pending, never claimed. A record's
     /// content never changes after its create, so this is what its `created` event stands for.
     pub fn as_created(&self) -> Handoff {
-        Handoff {
-            status: Status::Pending,
-            claimed_by: None,
-            claim_token: None,
-            lease_until: None,
-            heartbeat_at: None,
-            attempts: 0,
-            completed_at: None,
-            outcome: None,
-            ..self.clone()
-        }
+        let mut created = self.clone();
+        created.replace_lifecycle(Lifecycle::default());
+        created
     }
 
     /// Parses and validates a record from its JSON form, with the default [`Limits`] except

@@ -13,6 +13,10 @@ use std::time::Duration;
 
 use handoff_core::{ListFilter, NewHandoff, Status, Store};
 
+#[cfg(feature = "postgres")]
+#[path = "support/pg.rs"]
+mod pg;
+
 const WORKERS: usize = 8;
 const HANDOFFS: usize = 5_000;
 
@@ -36,23 +40,12 @@ fn processes_share_a_files_store() {
 #[cfg(feature = "postgres")]
 #[test]
 fn processes_share_a_postgres_schema() {
-    let Ok(server) = std::env::var("HANDOFF_TEST_POSTGRES") else {
-        eprintln!("HANDOFF_TEST_POSTGRES is not set: skipping the PostgreSQL race");
+    let Some(server) = pg::server("the PostgreSQL race") else {
         return;
     };
-    let schema = format!("hc_race_{:016x}", fastrand::u64(..));
-    let separator = if server.contains('?') { '&' } else { '?' };
+    let schema = pg::Schema::new(&server, "race");
     let dir = tempfile::tempdir().unwrap();
-    race(
-        &format!("{server}{separator}schema={schema}"),
-        dir.path(),
-        4,
-        2_000,
-    );
-    let mut client = postgres::Client::connect(&server, postgres::NoTls).unwrap();
-    client
-        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .unwrap();
+    race(&schema.url, dir.path(), 4, 2_000);
 }
 
 /// Seeds `handoffs` handoffs at `url`, lets `workers` processes claim until none is left, and

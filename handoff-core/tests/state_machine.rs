@@ -317,45 +317,23 @@ proptest! {
     }
 }
 
+#[cfg(feature = "postgres")]
+#[path = "support/pg.rs"]
+mod pg;
+
 /// On PostgreSQL when `HANDOFF_TEST_POSTGRES` names a server (CI sets it), a schema per case.
 #[cfg(feature = "postgres")]
 mod postgres {
     use super::*;
-
-    /// A schema of its own, dropped when the case ends, failed or not.
-    struct Schema {
-        server: String,
-        name: String,
-    }
-
-    impl Drop for Schema {
-        fn drop(&mut self) {
-            if let Ok(mut client) = ::postgres::Client::connect(&self.server, ::postgres::NoTls) {
-                let _ = client
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name));
-            }
-        }
-    }
-
-    fn store() -> Option<(Store, Schema)> {
-        let Ok(server) = std::env::var("HANDOFF_TEST_POSTGRES") else {
-            eprintln!("HANDOFF_TEST_POSTGRES is not set: skipping the PostgreSQL model test");
-            return None;
-        };
-        let name = format!("hc_model_{:016x}", fastrand::u64(..));
-        let separator = if server.contains('?') { '&' } else { '?' };
-        let store = Store::connect(&format!("{server}{separator}schema={name}"))
-            .unwrap_or_else(|e| panic!("HANDOFF_TEST_POSTGRES={server} is unreachable: {e}"));
-        Some((store, Schema { server, name }))
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
         #[test]
         fn postgres_store_matches_the_model(ops in proptest::collection::vec(op(), 1..60)) {
-            if let Some((store, _schema)) = store() {
-                run(store, ops)?;
+            if let Some(server) = pg::server("the PostgreSQL model test") {
+                let schema = pg::Schema::new(&server, "model");
+                run(schema.store(), ops)?;
             }
         }
     }

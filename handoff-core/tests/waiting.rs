@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use handoff_core::{NewHandoff, Store};
 
+#[cfg(feature = "postgres")]
+#[path = "support/pg.rs"]
+mod pg;
+
 /// A worker waits on one connection while another creates work; it gets the work, long before
 /// its wait runs out.
 fn wakes_for_work_from_another_connection(url: &str) {
@@ -48,15 +52,9 @@ fn files_folder() {
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_schema() {
-    let Ok(server) = std::env::var("HANDOFF_TEST_POSTGRES") else {
-        eprintln!("HANDOFF_TEST_POSTGRES is not set: skipping the PostgreSQL wait");
+    let Some(server) = pg::server("the PostgreSQL wait") else {
         return;
     };
-    let schema = format!("hc_wait_{:016x}", fastrand::u64(..));
-    let separator = if server.contains('?') { '&' } else { '?' };
-    wakes_for_work_from_another_connection(&format!("{server}{separator}schema={schema}"));
-    let mut client = postgres::Client::connect(&server, postgres::NoTls).unwrap();
-    client
-        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .unwrap();
+    let schema = pg::Schema::new(&server, "wait");
+    wakes_for_work_from_another_connection(&schema.url);
 }
