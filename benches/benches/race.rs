@@ -11,9 +11,9 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use handoff_benches::team::{self, Outcome, Team, micros_now};
 use handoff_core::{ChainPolicy, NewHandoff, SqliteOptions, Store, Synchronous};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,7 +36,7 @@ impl Contender {
 }
 
 fn main() {
-    if let Ok(role) = std::env::var("RACE_WORKER") {
+    if let Some(role) = team::worker_role() {
         return worker(&role);
     }
     // `cargo bench` passes `--bench`; `cargo test` does not, and gets a quick smoke run.
@@ -67,12 +67,7 @@ fn main() {
                     contender.label(),
                     result.rate,
                     result.rate / raw.rate,
-                    result
-                        .shares
-                        .iter()
-                        .map(|s| format!("{s:.0}"))
-                        .collect::<Vec<_>>()
-                        .join(" / "),
+                    result.shares_text(),
                     result.errors,
                 );
             }
@@ -93,12 +88,6 @@ fn process_counts() -> Vec<usize> {
         .collect()
 }
 
-struct Outcome {
-    rate: f64,
-    shares: Vec<f64>,
-    errors: u64,
-}
-
 fn race(contender: Contender, sync: Synchronous, processes: usize, handoffs: usize) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("race.db");
@@ -117,69 +106,27 @@ fn race(contender: Contender, sync: Synchronous, processes: usize, handoffs: usi
     }
     drop(store);
 
-    let go = dir.path().join("go");
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..processes)
-        .map(|n| {
-            Command::new(&exe)
-                .env("RACE_WORKER", format!("{contender:?}"))
-                .env("RACE_DB", &db)
-                .env("RACE_SYNC", format!("{sync:?}"))
-                .env("RACE_GO", &go)
-                .env("RACE_READY", dir.path().join(format!("ready-{n}")))
-                .env("RACE_OUT", dir.path().join(format!("out-{n}")))
-                .env("RACE_AGENT", format!("p{n}"))
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    while !(0..processes).all(|n| dir.path().join(format!("ready-{n}")).exists()) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::fs::write(&go, b"go").unwrap();
-    for mut child in children {
-        assert!(child.wait().unwrap().success());
-    }
-
-    let mut counts = Vec::new();
-    let (mut first, mut last, mut errors) = (u64::MAX, 0, 0);
-    for n in 0..processes {
-        let out = std::fs::read_to_string(dir.path().join(format!("out-{n}"))).unwrap();
-        let fields: Vec<u64> = out.split_whitespace().map(|f| f.parse().unwrap()).collect();
-        counts.push(fields[0]);
-        first = first.min(fields[1]);
-        last = last.max(fields[2]);
-        errors += fields[3];
-    }
-    let total: u64 = counts.iter().sum();
-    assert_eq!(total as usize, handoffs, "every handoff claimed once");
-    Outcome {
-        rate: total as f64 / ((last - first) as f64 / 1e6),
-        shares: counts
-            .iter()
-            .map(|c| *c as f64 * 100.0 / total as f64)
-            .collect(),
-        errors,
-    }
+    let team = Team::spawn(dir.path(), &format!("{contender:?}"), processes, |_| {
+        vec![
+            ("RACE_DB", db.clone().into_os_string()),
+            ("RACE_SYNC", format!("{sync:?}").into()),
+        ]
+    });
+    team.go();
+    let reports: Vec<_> = team.wait().into_iter().map(Option::unwrap).collect();
+    let outcome = Outcome::of(&reports);
+    assert_eq!(
+        outcome.total as usize, handoffs,
+        "every handoff claimed once"
+    );
+    outcome
 }
 
-fn micros_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64
-}
-
-fn env_path(name: &str) -> PathBuf {
-    PathBuf::from(std::env::var_os(name).unwrap())
-}
-
-/// One racing process: claims until nothing is left; writes `count start end errors`.
+/// One racing process: claims until nothing is left.
 fn worker(role: &str) {
-    let db = env_path("RACE_DB");
-    let agent = std::env::var("RACE_AGENT").unwrap();
-    let sync = if std::env::var("RACE_SYNC").unwrap() == "Full" {
+    let db = PathBuf::from(team::var("RACE_DB"));
+    let agent = team::var("TEAM_AGENT");
+    let sync = if team::var("RACE_SYNC") == "Full" {
         Synchronous::Full
     } else {
         Synchronous::Normal
@@ -203,26 +150,8 @@ fn worker(role: &str) {
                 .map_err(|e| e.to_string())
         })
     };
-    std::fs::write(env_path("RACE_READY"), b"").unwrap();
-    let go = env_path("RACE_GO");
-    while !go.exists() {
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    let (mut count, mut errors) = (0u64, 0u64);
-    let start = micros_now();
-    loop {
-        match claim() {
-            Ok(true) => count += 1,
-            Ok(false) => break,
-            Err(_) => errors += 1,
-        }
-    }
-    let end = micros_now();
-    std::fs::write(
-        env_path("RACE_OUT"),
-        format!("{count} {start} {end} {errors}"),
-    )
-    .unwrap();
+    // The ids are not needed here: an empty one keeps the report short.
+    team::work(|| claim().map(|claimed| claimed.then(String::new)));
 }
 
 /// A connection as a hand-written claimer would open it: WAL, rusqlite's default 5 s busy

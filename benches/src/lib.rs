@@ -1,6 +1,10 @@
-//! Shared pieces of the benches: a realistic ~2 KB handover record, and the baseline that runs
-//! the SQLite backend's own statements through raw rusqlite, so that every figure is a ratio.
+//! Shared pieces of the benches: a realistic ~2 KB handover record; two SQLite baselines, one
+//! running the SQLite backend's own statements through raw rusqlite and one doing the least a
+//! user could hand-write for the same lifecycle, so that every figure is a ratio; and the
+//! harness of the multi-process benches ([`team`]).
 #![allow(clippy::unwrap_used, missing_docs)] // Bench code: a failed unwrap is a failed run.
+
+pub mod team;
 
 use std::path::Path;
 
@@ -226,4 +230,128 @@ pub fn store_lifecycle(store: &Store, n: u64) {
         .claim(&h.id, "gemini", std::time::Duration::from_secs(300))
         .unwrap();
     store.complete(&claim, "done").unwrap();
+}
+
+/// The least a user could hand-write for create → claim → complete on SQLite: one table
+/// (`id TEXT PRIMARY KEY, status, claimed_by, token, body`) and a small event log
+/// (`seq INTEGER PRIMARY KEY, handoff_id, kind, at, detail`), three immediate transactions
+/// (insert the body and a `created` row; claim with `UPDATE … WHERE id = ? AND status =
+/// 'pending'` and a `claimed` row; complete with `UPDATE … WHERE id = ? AND status =
+/// 'claimed' AND token = ?` and a `completed` row), WAL, and the store's `synchronous`.
+///
+/// No validation, no chain, no claim secret, no lease columns, events a few bytes long: the
+/// floor under any store that keeps a record, a fenced claim and a log.
+pub struct MinimalRawLifecycle {
+    conn: Connection,
+    body: String,
+    next: u64,
+}
+
+impl MinimalRawLifecycle {
+    /// Opens (or creates) the tables in the database at `path`.
+    pub fn open(path: &Path, sync: Synchronous) -> MinimalRawLifecycle {
+        let conn = Connection::open(path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        let sync = match sync {
+            Synchronous::Full => "FULL",
+            _ => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", sync).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS handoffs (
+                 id TEXT PRIMARY KEY,
+                 status TEXT NOT NULL,
+                 claimed_by TEXT,
+                 token INTEGER NOT NULL DEFAULT 0,
+                 body TEXT NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS events (
+                 seq INTEGER PRIMARY KEY,
+                 handoff_id TEXT NOT NULL,
+                 kind TEXT NOT NULL,
+                 at INTEGER NOT NULL,
+                 detail TEXT
+             );",
+        )
+        .unwrap();
+        let body = record("task-000000")
+            .into_record("x".into(), chrono::Utc::now())
+            .to_json();
+        MinimalRawLifecycle {
+            conn,
+            body,
+            next: 0,
+        }
+    }
+
+    /// One create → claim → complete; panics if a conditional update finds its row changed.
+    pub fn lifecycle(&mut self) {
+        self.next += 1;
+        let id = format!("01900000-0000-7000-8000-{:012}", self.next);
+        let now = 1_767_225_600_000_000i64 + self.next as i64;
+
+        let tx = immediate(&mut self.conn);
+        tx.prepare_cached("INSERT INTO handoffs (id, status, body) VALUES (?1, 'pending', ?2)")
+            .unwrap()
+            .execute(params![id, self.body])
+            .unwrap();
+        small_event(&tx, &id, "created", now, r#"{"from":"claude"}"#);
+        tx.commit().unwrap();
+
+        let tx = immediate(&mut self.conn);
+        let token: i64 = tx
+            .prepare_cached(
+                "UPDATE handoffs SET status = 'claimed', claimed_by = ?2, token = token + 1 \
+                 WHERE id = ?1 AND status = 'pending' RETURNING token",
+            )
+            .unwrap()
+            .query_row(params![id, "gemini"], |row| row.get(0))
+            .unwrap();
+        small_event(&tx, &id, "claimed", now, r#"{"agent":"gemini"}"#);
+        tx.commit().unwrap();
+
+        let tx = immediate(&mut self.conn);
+        let changed = tx
+            .prepare_cached(
+                "UPDATE handoffs SET status = 'completed' \
+                 WHERE id = ?1 AND status = 'claimed' AND token = ?2",
+            )
+            .unwrap()
+            .execute(params![id, token])
+            .unwrap();
+        assert_eq!(changed, 1, "the claim was still ours");
+        small_event(&tx, &id, "completed", now, r#"{"outcome":"done"}"#);
+        tx.commit().unwrap();
+    }
+}
+
+fn immediate(conn: &mut Connection) -> rusqlite::Transaction<'_> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .unwrap()
+}
+
+fn small_event(tx: &Connection, id: &str, kind: &str, at: i64, detail: &str) {
+    tx.prepare_cached("INSERT INTO events (handoff_id, kind, at, detail) VALUES (?1, ?2, ?3, ?4)")
+        .unwrap()
+        .execute(params![id, kind, at, detail])
+        .unwrap();
+}
+
+/// The median time, in milliseconds, of a small append and `fsync` in a temporary folder: how
+/// fast the disk commits during a run. The figures of a run that waits for the disk (SQLite
+/// FULL, the files store, PostgreSQL's commits) are read with it.
+pub fn fsync_ms() -> f64 {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut file = std::fs::File::create(dir.path().join("probe")).unwrap();
+    let mut times: Vec<f64> = (0..50)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            file.write_all(&[b'x'; 100]).unwrap();
+            file.sync_all().unwrap();
+            started.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
 }
