@@ -115,6 +115,13 @@ impl ChainPolicy {
         }
     }
 
+    /// Whether this policy refuses nothing ([`ChainPolicy::unlimited`]).
+    pub fn is_unlimited(&self) -> bool {
+        self.max_handoffs == usize::MAX
+            && self.max_revisits == usize::MAX
+            && self.collaborators.is_none()
+    }
+
     /// Declares that `from` may hand off to each of `to`.
     pub fn allow<I, S>(mut self, from: impl Into<String>, to: I) -> Self
     where

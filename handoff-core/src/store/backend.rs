@@ -113,10 +113,14 @@ pub struct Capabilities {
 /// - Records come back exactly as written ([`Tx::update`] changes only the lifecycle fields
 ///   from `status` on; the content is written once, by [`Tx::insert`]).
 /// - Lists are ordered by insertion: records oldest first, events by `seq`.
-/// - Events get `seq` numbers that increase strictly in commit order across the whole store,
-///   so the order of one handoff's events and of one task's events is the order their changes
-///   were made in, and [`EventFilter::after`] is a cursor that reads the whole log
-///   incrementally without missing an event committed later with a smaller number.
+/// - Events get `seq` numbers that increase along every record's history and every task's
+///   path (a change made after another commits gets the larger number), so the order of one
+///   handoff's events and of one task's events is the order their changes were made in. Writes
+///   that touch neither the same record nor the same path may be numbered in either order.
+/// - [`Backend::events`] never returns an event while one with a smaller `seq` may still
+///   commit, so [`EventFilter::after`] is a cursor that reads the whole log incrementally
+///   without missing an event committed late. (A backend that serialises its writers gets this
+///   for free; PostgreSQL's readers wait out the writers in flight, see its module doc.)
 /// - What a backend lacks it says in [`Backend::capabilities`].
 pub trait Backend: Send + Sync + fmt::Debug {
     /// What this backend can do beyond the contract.
@@ -298,6 +302,30 @@ pub trait Tx {
     /// Up to `limit` records with a time-driven change due at `now`: claimed with
     /// `lease_until <= now`, or pending with `expires_at <= now`.
     fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>>;
+
+    /// What a `claim_next` reads first: [`Tx::lapsed`] (up to `limit`) and, when none is due,
+    /// [`Tx::next_claimable`] with no `after`. A backend that pays a round trip per statement
+    /// answers both in one. With `lock_open_path`, an open candidate's task path is also locked
+    /// as [`Tx::hops`] would lock it, because the caller will read it for the chain policy.
+    ///
+    /// When records are due, the candidate is `None` (it could be older than one of them): the
+    /// caller settles them and asks [`Tx::next_claimable`].
+    fn lapsed_or_next(
+        &mut self,
+        agent: &str,
+        task_id: Option<&str>,
+        now: DateTime<Utc>,
+        limit: usize,
+        lock_open_path: bool,
+    ) -> Result<(Vec<Handoff>, Option<Handoff>)> {
+        // Locking the path is an optimisation of `hops`, which locks it anyway.
+        let _ = lock_open_path;
+        let due = self.lapsed(now, limit)?;
+        if !due.is_empty() {
+            return Ok((due, None));
+        }
+        Ok((due, self.next_claimable(agent, task_id, now, None)?))
+    }
 }
 
 /// The light part of a record that chains are made of.

@@ -8,13 +8,19 @@
 //! a serialisation failure, a deadlock or a concurrent create of the same id runs again from
 //! the start (the store's write closure allows it).
 //!
-//! Event order: a transaction's events are written at its end, under a store-wide advisory
-//! lock held until commit, so `seq` increases in commit order and a reader following the log
-//! with `after = <last seq>` never skips an event that commits late.
+//! Event order: a transaction's events are written at its end, after the record locks that
+//! order one record's (and, under the chain policy, one task's) changes, so `seq` increases
+//! along every record's history and every task's path. Writers number their events while
+//! holding a store-wide advisory lock in *shared* mode until commit, so they never wait for one
+//! another (their commits are flushed together); a reader takes that lock in exclusive mode for
+//! an instant, which waits out the writers in flight, and reads no event above the highest `seq`
+//! it then sees. A reader following the log with `after = <last seq>` thus never skips an event
+//! that commits late with a smaller number.
 //!
 //! Records are stored as in SQLite: the creation-time JSON (`body`, written once) plus the
 //! lifecycle fields in columns.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -22,7 +28,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use postgres::error::{Severity, SqlState};
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, IsolationLevel, NoTls, Row};
+use postgres::{Client, IsolationLevel, NoTls, Row, Statement};
 
 use crate::chain::Hop;
 use crate::clock::{from_micros, micros, opt_micros};
@@ -32,7 +38,7 @@ use crate::record::{Handoff, Kind, Status};
 use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 2;
+pub const VERSION: i32 = 3;
 
 /// `MIGRATIONS[v]` upgrades a schema from version `v` to `v + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -79,6 +85,9 @@ const MIGRATIONS: [&str; VERSION as usize] = [
         'task_id', detail::json #>> '{detail,record,task_id}',
         'to_agent', detail::json #>> '{detail,record,to_agent}'))::text
     WHERE kind = 'created' AND detail::json #> '{detail,record}' IS NOT NULL;",
+    // 2 -> 3: the open work in insertion order, so that the next claim reads its first rows
+    // instead of walking past every record claimed before it.
+    "CREATE INDEX handoffs_pending ON handoffs (pos) WHERE status = 'pending';",
 ];
 
 /// Advisory lock keys (in the schema's own key space: see [`PostgresBackend::lock_key`]).
@@ -113,7 +122,7 @@ pub struct PostgresBackend {
     /// The schema's own advisory-lock namespace, so stores sharing a database never block
     /// one another.
     lock_base: i64,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Connection>>,
     options: PostgresOptions,
     /// The URL without its password, for messages.
     shown: String,
@@ -200,6 +209,13 @@ fn is_retryable(e: &postgres::Error) -> bool {
 
 const RECORD_COLUMNS: &str = "status, claimed_by, claim_token, lease_until, heartbeat_at, \
                               attempts, completed_at, outcome, body";
+/// The records `next_claimable` may return, for the agent `$1` at the time `$2`.
+const CLAIMABLE: &str = "status = 'pending' AND kind <> 'checkpoint' \
+                         AND (expires_at IS NULL OR expires_at > $2) \
+                         AND (to_agent IS NULL OR to_agent = $1)";
+/// The records with a time-driven change due at the time `$2`.
+const DUE: &str = "((status = 'claimed' AND lease_until <= $2) \
+                   OR (status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $2))";
 const HOP_COLUMNS: &str =
     "id, parent_id, from_agent, to_agent, claimed_by, kind, status, created_at";
 
@@ -250,33 +266,48 @@ fn event_from_row(row: &Row) -> Result<Event> {
     })
 }
 
+/// A connection and the statements prepared on it: a statement prepared once is sent as a
+/// name and its parameters afterwards, one round trip where the text costs two.
+struct Connection {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
 /// A pooled connection, returned to the pool when dropped unless it broke.
 struct Pooled<'a> {
-    client: Option<Client>,
+    conn: Option<Connection>,
     backend: &'a PostgresBackend,
+}
+
+impl Pooled<'_> {
+    /// The client and its prepared statements, to be borrowed side by side.
+    fn split(&mut self) -> (&mut Client, &mut HashMap<String, Statement>) {
+        let conn = self.conn.as_mut().expect("present until dropped");
+        (&mut conn.client, &mut conn.statements)
+    }
 }
 
 impl std::ops::Deref for Pooled<'_> {
     type Target = Client;
     fn deref(&self) -> &Client {
-        self.client.as_ref().expect("present until dropped")
+        &self.conn.as_ref().expect("present until dropped").client
     }
 }
 
 impl std::ops::DerefMut for Pooled<'_> {
     fn deref_mut(&mut self) -> &mut Client {
-        self.client.as_mut().expect("present until dropped")
+        &mut self.conn.as_mut().expect("present until dropped").client
     }
 }
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(client) = self.client.take()
-            && !client.is_closed()
+        if let Some(conn) = self.conn.take()
+            && !conn.client.is_closed()
             && let Ok(mut idle) = self.backend.idle.lock()
             && idle.len() < self.backend.options.pool_size
         {
-            idle.push(client);
+            idle.push(conn);
         }
     }
 }
@@ -307,13 +338,12 @@ impl PostgresBackend {
     /// A connection from the pool, or a new one with the schema on its search path.
     fn client(&self) -> Result<Pooled<'_>> {
         // A connection the server closed (a restart, an idle timeout) is left behind.
-        let idle = self
-            .idle
-            .lock()
-            .ok()
-            .and_then(|mut idle| std::iter::from_fn(|| idle.pop()).find(|c| !c.is_closed()));
-        let client = match idle {
-            Some(client) => client,
+        let idle =
+            self.idle.lock().ok().and_then(|mut idle| {
+                std::iter::from_fn(|| idle.pop()).find(|c| !c.client.is_closed())
+            });
+        let conn = match idle {
+            Some(conn) => conn,
             None => {
                 let mut client = self
                     .config
@@ -322,11 +352,14 @@ impl PostgresBackend {
                 client
                     .batch_execute(&format!("SET search_path TO \"{}\"", self.schema))
                     .map_err(|e| storage("cannot select the schema", e))?;
-                client
+                Connection {
+                    client,
+                    statements: HashMap::new(),
+                }
             }
         };
         Ok(Pooled {
-            client: Some(client),
+            conn: Some(conn),
             backend: self,
         })
     }
@@ -450,7 +483,7 @@ impl Drop for Listening<'_> {
     fn drop(&mut self) {
         // A connection going back to the pool must not keep collecting notifications.
         if self.client.batch_execute("UNLISTEN *").is_err() {
-            self.client.client = None;
+            self.client.conn = None;
         }
     }
 }
@@ -482,7 +515,8 @@ impl Backend for PostgresBackend {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let mut client = self.client()?;
+            let mut pooled = self.client()?;
+            let (client, statements) = pooled.split();
             let tx = match client
                 .build_transaction()
                 .isolation_level(IsolationLevel::ReadCommitted)
@@ -496,29 +530,40 @@ impl Backend for PostgresBackend {
                 }
                 Err(e) => return Err(storage("cannot begin", e)),
             };
-            let mut handle = PgTx {
-                tx,
-                error: None,
-                events: Vec::new(),
-                locked_tasks: Vec::new(),
-                event_lock: self.lock_key(EVENT_LOCK),
-                task_lock_base: self.lock_base,
-                channel: self.channel(),
-            };
-            let outcome = match work(&mut handle) {
-                Ok(()) => handle.finish(),
-                Err(e) => Err(match handle.error.take() {
-                    Some(pg) if is_retryable(&pg) => pg,
-                    _ => return Err(e),
-                }),
-            };
-            match outcome {
-                Ok(()) => return Ok(()),
-                Err(pg) if is_retryable(&pg) && attempt < MAX_ATTEMPTS => {
-                    std::thread::sleep(Duration::from_micros(fastrand::u64(100..2_000)));
+            // The driver's error, and the closure's when it was the closure that failed.
+            let outcome: std::result::Result<(), (Option<postgres::Error>, Option<Error>)> = {
+                let mut handle = PgTx {
+                    tx,
+                    statements,
+                    error: None,
+                    events: Vec::new(),
+                    unsent: None,
+                    locked_tasks: Vec::new(),
+                    event_lock: self.lock_key(EVENT_LOCK),
+                    task_lock_base: self.lock_base,
+                    channel: self.channel(),
+                };
+                match work(&mut handle) {
+                    Ok(()) => handle.finish().map_err(|pg| (Some(pg), None)),
+                    Err(e) => Err((handle.error.take(), Some(e))),
                 }
-                Err(pg) => return Err(storage("the write failed", pg)),
+            };
+            let (pg, refusal) = match outcome {
+                Ok(()) => return Ok(()),
+                Err((Some(pg), refusal)) => (pg, refusal),
+                // The closure refused (a rule, a missing record): the connection is fine.
+                Err((None, refusal)) => {
+                    return Err(refusal.unwrap_or_else(|| Error::storage("the write failed")));
+                }
+            };
+            // A statement prepared in a transaction that failed is not trusted again (a
+            // migration by another process may also have changed what it returns).
+            pooled.split().1.clear();
+            if is_retryable(&pg) && attempt < MAX_ATTEMPTS {
+                std::thread::sleep(Duration::from_micros(fastrand::u64(100..2_000)));
+                continue;
             }
+            return Err(refusal.unwrap_or_else(|| storage("the write failed", pg)));
         }
     }
 
@@ -580,18 +625,19 @@ impl Backend for PostgresBackend {
             .after
             .map_or(0, |seq| i64::try_from(seq).unwrap_or(i64::MAX));
         let mut sql = String::from(
-            "SELECT e.seq, e.handoff_id, e.at, e.actor, e.detail FROM events AS e WHERE e.seq > $1",
+            "SELECT e.seq, e.handoff_id, e.at, e.actor, e.detail FROM events AS e \
+             WHERE e.seq > $1 AND e.seq <= $2",
         );
         let mut texts: Vec<&str> = Vec::new();
         if let Some(id) = &filter.handoff_id {
             texts.push(id);
-            sql.push_str(&format!(" AND e.handoff_id = ${}", texts.len() + 1));
+            sql.push_str(&format!(" AND e.handoff_id = ${}", texts.len() + 2));
         }
         if let Some(task) = &filter.task_id {
             texts.push(task);
             sql.push_str(&format!(
                 " AND e.handoff_id IN (SELECT id FROM handoffs WHERE task_id = ${})",
-                texts.len() + 1
+                texts.len() + 2
             ));
         }
         sql.push_str(" ORDER BY e.seq");
@@ -601,8 +647,10 @@ impl Backend for PostgresBackend {
                 i64::try_from(limit).unwrap_or(i64::MAX)
             ));
         }
+        let event_lock = self.lock_key(EVENT_LOCK);
         self.reading(|client| {
-            let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&after];
+            let settled = settled_seq(client, event_lock)?;
+            let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&after, &settled];
             params.extend(
                 texts
                     .iter()
@@ -659,9 +707,133 @@ impl Backend for PostgresBackend {
     }
 }
 
+/// The highest event `seq` below which no transaction in flight can still commit an event: the
+/// event lock, taken exclusively, waits out the writers holding it shared (see the module doc).
+/// One round trip; the lock is held for the length of `max`.
+fn settled_seq(client: &mut Client, event_lock: i64) -> Result<i64> {
+    // A writer stopped between its events and its commit must not stall readers for good.
+    let sql = format!(
+        "BEGIN; SET LOCAL lock_timeout = '{READER_PATIENCE_MS}ms'; \
+         SELECT pg_advisory_xact_lock({event_lock}); \
+         SELECT COALESCE(max(seq), 0) FROM events; COMMIT"
+    );
+    let messages = match client.simple_query(&sql) {
+        Ok(messages) => messages,
+        Err(e) => {
+            // The failed batch leaves its transaction open on the connection.
+            let _ = client.batch_execute("ROLLBACK");
+            return Err(match e.as_db_error().map(|db| db.code()) {
+                Some(&SqlState::LOCK_NOT_AVAILABLE) => Error::Busy {
+                    message: format!(
+                        "a writer did not commit its events within {} s",
+                        READER_PATIENCE_MS / 1000
+                    ),
+                },
+                _ => storage("cannot read the event log's end", e),
+            });
+        }
+    };
+    // The last row is `max`'s (the lock's comes first).
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(row) => row.get(0),
+            _ => None,
+        })
+        .next_back()
+        .and_then(|max| max.parse().ok())
+        .ok_or_else(|| Error::storage("cannot read the event log's end"))
+}
+
+/// How long a reader of the log waits for the writers in flight to commit.
+const READER_PATIENCE_MS: u64 = 10_000;
+
+/// A record write held back by [`PgTx`]: its new lifecycle, the digest of its new claim secret,
+/// or both in one row version.
+#[derive(Default)]
+struct Unsent {
+    id: String,
+    record: Option<Handoff>,
+    secret: Option<Option<Vec<u8>>>,
+}
+
+/// The lifecycle columns [`Tx::update`] writes, numbered from `$first` (the id) on; the claim
+/// secret's digest follows when `with_secret`.
+fn update_sql(first: usize, with_secret: bool, record: bool) -> String {
+    let n = |i: usize| first + i;
+    let mut set: Vec<String> = Vec::new();
+    if record {
+        for (i, column) in [
+            "status",
+            "claimed_by",
+            "claim_token",
+            "lease_until",
+            "heartbeat_at",
+            "attempts",
+            "completed_at",
+            "outcome",
+        ]
+        .iter()
+        .enumerate()
+        {
+            set.push(format!("{column} = ${}", n(i + 1)));
+        }
+    }
+    if with_secret {
+        set.push(format!("claim_secret = ${}", n(set.len() + 1)));
+    }
+    format!("UPDATE handoffs SET {} WHERE id = ${first}", set.join(", "))
+}
+
+/// A record's lifecycle fields as PostgreSQL values, in [`update_sql`]'s order.
+struct Lifecycle<'a> {
+    status: &'static str,
+    claimed_by: &'a Option<String>,
+    claim_token: Option<i64>,
+    lease_until: Option<i64>,
+    heartbeat_at: Option<i64>,
+    attempts: i32,
+    completed_at: Option<i64>,
+    outcome: &'a Option<String>,
+}
+
+impl<'a> Lifecycle<'a> {
+    fn of(h: &'a Handoff) -> Lifecycle<'a> {
+        Lifecycle {
+            status: h.status.as_str(),
+            claimed_by: &h.claimed_by,
+            claim_token: h.claim_token.map(|t| t as i64),
+            lease_until: opt_micros(h.lease_until),
+            heartbeat_at: opt_micros(h.heartbeat_at),
+            attempts: h.attempts as i32,
+            completed_at: opt_micros(h.completed_at),
+            outcome: &h.outcome,
+        }
+    }
+
+    fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 8] {
+        [
+            &self.status,
+            self.claimed_by,
+            &self.claim_token,
+            &self.lease_until,
+            &self.heartbeat_at,
+            &self.attempts,
+            &self.completed_at,
+            self.outcome,
+        ]
+    }
+}
+
 /// One write transaction.
 struct PgTx<'c> {
     tx: postgres::Transaction<'c>,
+    /// The connection's prepared statements.
+    statements: &'c mut HashMap<String, Statement>,
+    /// The last record write not sent yet: held back so that it travels with the next
+    /// statement the transaction must send anyway (at best the events' insert at commit),
+    /// sent on its own before anything else reads or writes.
+    unsent: Option<Unsent>,
     /// The driver's error behind the last failed call, to tell a retryable failure apart.
     error: Option<postgres::Error>,
     /// Events, written at the end under the event lock (see the module doc).
@@ -675,6 +847,36 @@ struct PgTx<'c> {
 }
 
 impl PgTx<'_> {
+    /// The statement `sql`, prepared on this connection the first time it is used.
+    fn statement(&mut self, sql: &str) -> std::result::Result<Statement, postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.tx.prepare(sql)?;
+        self.statements.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    /// Runs `sql` as a prepared statement; the rows it returns.
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> std::result::Result<Vec<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.query(&statement, params)
+    }
+
+    /// Runs `sql` as a prepared statement; how many rows it changed.
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> std::result::Result<u64, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.execute(&statement, params)
+    }
+
     fn check<T>(
         &mut self,
         what: &str,
@@ -687,9 +889,14 @@ impl PgTx<'_> {
         })
     }
 
-    /// Writes the events in commit order, tells waiting workers when work became claimable
-    /// (PostgreSQL delivers the notification at commit), and commits.
+    /// Writes the events in commit order (one statement, under the event lock, with the record
+    /// write still unsent), tells waiting workers when work became claimable (PostgreSQL
+    /// delivers the notification at commit), and commits.
     fn finish(mut self) -> std::result::Result<(), postgres::Error> {
+        if self.events.is_empty() {
+            self.send_unsent()?;
+            return self.tx.commit();
+        }
         let new_work = self.events.iter().any(|e| {
             matches!(
                 e.change,
@@ -697,30 +904,84 @@ impl PgTx<'_> {
             )
         });
         if new_work {
-            self.tx
-                .execute("SELECT pg_notify($1, '')", &[&self.channel])?;
+            let channel = self.channel.clone();
+            self.execute("SELECT pg_notify($1, '')", &[&channel])?;
         }
-        if !self.events.is_empty() {
-            self.tx
-                .execute("SELECT pg_advisory_xact_lock($1)", &[&self.event_lock])?;
-            let insert = self.tx.prepare(
-                "INSERT INTO events (handoff_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)",
-            )?;
-            for event in std::mem::take(&mut self.events) {
-                let detail = serde_json::to_string(&event.change).unwrap_or_default();
-                self.tx.execute(
-                    &insert,
-                    &[
-                        &event.handoff_id,
-                        &micros(event.at),
-                        &event.actor,
-                        &event.change.kind(),
-                        &detail,
-                    ],
-                )?;
+        let events = std::mem::take(&mut self.events);
+        let ids: Vec<&str> = events.iter().map(|e| e.handoff_id.as_str()).collect();
+        let ats: Vec<i64> = events.iter().map(|e| micros(e.at)).collect();
+        let actors: Vec<Option<&str>> = events.iter().map(|e| e.actor.as_deref()).collect();
+        let kinds: Vec<&str> = events.iter().map(|e| e.change.kind()).collect();
+        let details: Vec<String> = events
+            .iter()
+            .map(|e| serde_json::to_string(&e.change).unwrap_or_default())
+            .collect();
+        let lock = self.event_lock;
+        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            vec![&lock, &ids, &ats, &actors, &kinds, &details];
+        let unsent = self.unsent.take();
+        let lifecycle = unsent
+            .as_ref()
+            .and_then(|u| u.record.as_ref())
+            .map(Lifecycle::of);
+        let mut sql = String::new();
+        if let Some(u) = &unsent {
+            params.push(&u.id);
+            if let Some(lifecycle) = &lifecycle {
+                params.extend(lifecycle.params());
             }
+            if let Some(secret) = &u.secret {
+                params.push(secret);
+            }
+            let update = update_sql(7, u.secret.is_some(), lifecycle.is_some());
+            sql = format!("WITH written AS ({update}), ");
         }
+        // Every row needs the lock's row, so the lock is held before the first `seq` is
+        // drawn; rows are numbered in the order of the array.
+        sql.push_str(if sql.is_empty() { "WITH " } else { "" });
+        sql.push_str(
+            "lock AS (SELECT pg_advisory_xact_lock_shared($1)) \
+             INSERT INTO events (handoff_id, at, actor, kind, detail) \
+             SELECT e.handoff_id, e.at, e.actor, e.kind, e.detail FROM lock, \
+             unnest($2::text[], $3::int8[], $4::text[], $5::text[], $6::text[]) \
+             WITH ORDINALITY AS e(handoff_id, at, actor, kind, detail, n) ORDER BY e.n",
+        );
+        self.execute(&sql, &params)?;
         self.tx.commit()
+    }
+
+    /// Sends the record write held back, if any.
+    fn send_unsent(&mut self) -> std::result::Result<(), postgres::Error> {
+        let Some(u) = self.unsent.take() else {
+            return Ok(());
+        };
+        let lifecycle = u.record.as_ref().map(Lifecycle::of);
+        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&u.id];
+        if let Some(lifecycle) = &lifecycle {
+            params.extend(lifecycle.params());
+        }
+        if let Some(secret) = &u.secret {
+            params.push(secret);
+        }
+        let sql = update_sql(1, u.secret.is_some(), lifecycle.is_some());
+        self.execute(&sql, &params).map(drop)
+    }
+
+    /// The held-back write of the record `id`, to add to: another record's is sent first.
+    fn hold(&mut self, id: &str) -> Result<&mut Unsent> {
+        if self.unsent.as_ref().is_some_and(|u| u.id != id) {
+            self.flush()?;
+        }
+        Ok(self.unsent.get_or_insert_with(|| Unsent {
+            id: id.to_owned(),
+            ..Unsent::default()
+        }))
+    }
+
+    /// [`PgTx::send_unsent`] before a statement that must see it.
+    fn flush(&mut self) -> Result<()> {
+        let result = self.send_unsent();
+        self.check("cannot update a record", result)
     }
 
     fn query_record(
@@ -728,15 +989,17 @@ impl PgTx<'_> {
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Option<Handoff>> {
-        let row = self.tx.query_opt(sql, params);
-        self.check("cannot read a record", row)?
-            .map(|row| record_from_row(&row))
+        let rows = self.query(sql, params);
+        self.check("cannot read a record", rows)?
+            .first()
+            .map(record_from_row)
             .transpose()
     }
 }
 
 impl Tx for PgTx<'_> {
     fn get(&mut self, id: &str) -> Result<Option<Handoff>> {
+        self.flush()?;
         // The transaction reads a record to change it: lock it until commit.
         self.query_record(
             &format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE id = $1 FOR UPDATE"),
@@ -745,10 +1008,11 @@ impl Tx for PgTx<'_> {
     }
 
     fn insert(&mut self, h: &Handoff) -> Result<()> {
+        self.flush()?;
         let body = serde_json::to_string(h).map_err(|e| Error::storage(e.to_string()))?;
         let claim_token = h.claim_token.map(|t| t as i64);
         let attempts = h.attempts as i32;
-        let result = self.tx.execute(
+        let result = self.execute(
             "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
              created_at, expires_at, status, claimed_by, claim_token, lease_until, \
              heartbeat_at, attempts, completed_at, outcome, body) \
@@ -777,25 +1041,9 @@ impl Tx for PgTx<'_> {
     }
 
     fn update(&mut self, h: &Handoff) -> Result<()> {
-        let claim_token = h.claim_token.map(|t| t as i64);
-        let attempts = h.attempts as i32;
-        let result = self.tx.execute(
-            "UPDATE handoffs SET status = $2, claimed_by = $3, claim_token = $4, \
-             lease_until = $5, heartbeat_at = $6, attempts = $7, completed_at = $8, \
-             outcome = $9 WHERE id = $1",
-            &[
-                &h.id,
-                &h.status.as_str(),
-                &h.claimed_by,
-                &claim_token,
-                &opt_micros(h.lease_until),
-                &opt_micros(h.heartbeat_at),
-                &attempts,
-                &opt_micros(h.completed_at),
-                &h.outcome,
-            ],
-        );
-        self.check("cannot update a record", result).map(drop)
+        let unsent = self.hold(&h.id)?;
+        unsent.record = Some(h.clone());
+        Ok(())
     }
 
     fn append(&mut self, event: NewEvent) -> Result<()> {
@@ -804,7 +1052,8 @@ impl Tx for PgTx<'_> {
     }
 
     fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
-        let result = self.tx.execute(
+        self.flush()?;
+        let result = self.execute(
             "INSERT INTO settings (key, value) VALUES ($1, $2) \
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             &[&key, &value],
@@ -813,37 +1062,43 @@ impl Tx for PgTx<'_> {
     }
 
     fn claim_secret(&mut self, id: &str) -> Result<Option<[u8; 32]>> {
-        let result = self
-            .tx
-            .query_opt("SELECT claim_secret FROM handoffs WHERE id = $1", &[&id]);
+        if let Some(Unsent {
+            id: unsent,
+            secret: Some(digest),
+            ..
+        }) = &self.unsent
+            && unsent == id
+        {
+            return Ok(digest.as_deref().and_then(|d| <[u8; 32]>::try_from(d).ok()));
+        }
+        let result = self.query("SELECT claim_secret FROM handoffs WHERE id = $1", &[&id]);
         Ok(self
             .check("cannot read a claim", result)?
+            .first()
             .and_then(|row| row.get::<_, Option<Vec<u8>>>(0))
             .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()))
     }
 
     fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
-        let digest = digest.map(|d| d.to_vec());
-        let result = self.tx.execute(
-            "UPDATE handoffs SET claim_secret = $2 WHERE id = $1",
-            &[&id, &digest],
-        );
-        self.check("cannot write a claim", result).map(drop)
+        let unsent = self.hold(id)?;
+        unsent.secret = Some(digest.map(|d| d.to_vec()));
+        Ok(())
     }
 
     fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>> {
+        self.flush()?;
         // The chain policy reads the path and then adds to it: one transaction per task at a
         // time, or two could both pass a limit that only one of them may.
         if !self.locked_tasks.iter().any(|t| t == task_id) {
             let key = self.task_lock_base;
-            let result = self.tx.execute(
+            let result = self.execute(
                 "SELECT pg_advisory_xact_lock($1, hashtext($2))",
                 &[&((key >> 8) as i32), &task_id],
             );
             self.check("cannot lock a task", result)?;
             self.locked_tasks.push(task_id.to_owned());
         }
-        let result = self.tx.query(
+        let result = self.query(
             &format!("SELECT {HOP_COLUMNS} FROM handoffs WHERE task_id = $1 ORDER BY pos"),
             &[&task_id],
         );
@@ -860,12 +1115,9 @@ impl Tx for PgTx<'_> {
         now: DateTime<Utc>,
         after: Option<&str>,
     ) -> Result<Option<Handoff>> {
+        self.flush()?;
         let now = micros(now);
-        let mut sql = format!(
-            "SELECT {RECORD_COLUMNS} FROM handoffs WHERE status = 'pending' \
-             AND kind <> 'checkpoint' AND (expires_at IS NULL OR expires_at > $2) \
-             AND (to_agent IS NULL OR to_agent = $1)"
-        );
+        let mut sql = format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE {CLAIMABLE}");
         let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&agent, &now];
         if let Some(task) = &task_id {
             params.push(task);
@@ -884,20 +1136,73 @@ impl Tx for PgTx<'_> {
     }
 
     fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>> {
+        self.flush()?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let result = self.tx.query(
+        let result = self.query(
             &format!(
-                "SELECT {RECORD_COLUMNS} FROM handoffs WHERE \
-                 (status = 'claimed' AND lease_until <= $1) \
-                 OR (status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1) \
-                 ORDER BY pos LIMIT $2 FOR UPDATE SKIP LOCKED"
+                "SELECT {RECORD_COLUMNS} FROM handoffs WHERE $1::text IS NULL AND {DUE} \
+                 ORDER BY pos LIMIT $3 FOR UPDATE SKIP LOCKED"
             ),
-            &[&micros(now), &limit],
+            // `$1` is there so that `DUE` reads the time from `$2`, as in `lapsed_or_next`.
+            &[&None::<&str>, &micros(now), &limit],
         );
         self.check("cannot read lapsed records", result)?
             .iter()
             .map(record_from_row)
             .collect()
+    }
+
+    /// One statement: the due records, or else the candidate, its task path locked when asked
+    /// (the lock is taken after the row is, so only for the row returned).
+    fn lapsed_or_next(
+        &mut self,
+        agent: &str,
+        task_id: Option<&str>,
+        now: DateTime<Utc>,
+        limit: usize,
+        lock_open_path: bool,
+    ) -> Result<(Vec<Handoff>, Option<Handoff>)> {
+        self.flush()?;
+        let now = micros(now);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let path_lock = (self.task_lock_base >> 8) as i32;
+        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            vec![&agent, &now, &limit, &lock_open_path, &path_lock];
+        let of_task = match &task_id {
+            Some(task) => {
+                params.push(task);
+                " AND task_id = $6"
+            }
+            None => "",
+        };
+        let sql = format!(
+            "WITH due AS MATERIALIZED (SELECT {RECORD_COLUMNS} FROM handoffs WHERE {DUE} \
+               ORDER BY pos LIMIT $3 FOR UPDATE SKIP LOCKED), \
+             next AS MATERIALIZED (SELECT {RECORD_COLUMNS}, to_agent, task_id FROM handoffs \
+               WHERE {CLAIMABLE}{of_task} AND NOT EXISTS (SELECT 1 FROM due) \
+               ORDER BY pos LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             SELECT {RECORD_COLUMNS}, true FROM due \
+             UNION ALL \
+             SELECT {RECORD_COLUMNS}, false FROM next, LATERAL (SELECT CASE \
+               WHEN $4 AND next.to_agent IS NULL \
+               THEN pg_advisory_xact_lock($5, hashtext(next.task_id))::text END) AS path(locked)"
+        );
+        let result = self.query(&sql, &params);
+        let rows = self.check("cannot read claimable records", result)?;
+        let mut due = Vec::new();
+        let mut next = None;
+        for row in &rows {
+            let record = record_from_row(row)?;
+            if row.get::<_, bool>(9) {
+                due.push(record);
+            } else {
+                if lock_open_path && record.to_agent.is_none() {
+                    self.locked_tasks.push(record.task_id.clone());
+                }
+                next = Some(record);
+            }
+        }
+        Ok((due, next))
     }
 }
 
@@ -971,6 +1276,62 @@ mod conformance {
     }
 
     crate::conformance_tests!(optional store());
+
+    /// Writers number their events without waiting for one another, so one can commit a
+    /// larger `seq` before another commits a smaller one: a reader following the log must
+    /// not hand out the larger one first (its cursor would then skip the smaller for good).
+    #[test]
+    fn a_cursor_never_skips_an_event_that_commits_late() {
+        let Ok(url) = std::env::var("HANDOFF_TEST_POSTGRES") else {
+            return;
+        };
+        let name = format!("hc_test_{:016x}", fastrand::u64(..));
+        let schema = Schema {
+            url: url.clone(),
+            name: name.clone(),
+        };
+        let separator = if url.contains('?') { '&' } else { '?' };
+        let backend = PostgresBackend::connect(
+            &format!("{url}{separator}schema={name}"),
+            &Default::default(),
+        )
+        .unwrap();
+        let event_lock = backend.lock_key(super::EVENT_LOCK);
+        let store = Store::new(backend);
+        let first = store.create(crate::NewHandoff::new("t", "first")).unwrap();
+        let cursor = store.events(Some(&first.id)).unwrap()[0].seq;
+
+        // A writer in flight: its event has its number and is not committed.
+        let mut late = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
+        let mut tx = late.transaction().unwrap();
+        tx.batch_execute(&format!("SET LOCAL search_path TO \"{name}\""))
+            .unwrap();
+        tx.execute("SELECT pg_advisory_xact_lock_shared($1)", &[&event_lock])
+            .unwrap();
+        tx.execute(
+            "INSERT INTO events (handoff_id, at, actor, kind, detail) \
+             SELECT handoff_id, at, actor, kind, detail FROM events WHERE handoff_id = $1",
+            &[&first.id],
+        )
+        .unwrap();
+        // Another commits after it, with a larger number.
+        let second = store.create(crate::NewHandoff::new("t", "second")).unwrap();
+
+        let page = std::thread::scope(|scope| {
+            let reader = scope.spawn(|| {
+                store.events_page(&crate::EventFilter {
+                    after: Some(cursor),
+                    ..Default::default()
+                })
+            });
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            tx.commit().unwrap();
+            reader.join().unwrap().unwrap()
+        });
+        let ids: Vec<&str> = page.iter().map(|e| e.handoff_id.as_str()).collect();
+        assert_eq!(ids, [first.id.as_str(), second.id.as_str()], "{page:?}");
+        assert!(page[0].seq < page[1].seq);
+    }
 
     #[test]
     fn schemas_keep_stores_apart_and_connect_reads_the_url() {
