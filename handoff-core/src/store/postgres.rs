@@ -38,7 +38,7 @@ use crate::record::{Handoff, Kind, Status};
 use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 3;
+pub const VERSION: i32 = 4;
 
 /// `MIGRATIONS[v]` upgrades a schema from version `v` to `v + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -88,6 +88,20 @@ const MIGRATIONS: [&str; VERSION as usize] = [
     // 2 -> 3: the open work in insertion order, so that the next claim reads its first rows
     // instead of walking past every record claimed before it.
     "CREATE INDEX handoffs_pending ON handoffs (pos) WHERE status = 'pending';",
+    // 3 -> 4: a task's path read after its lock is held, for a statement that finds the task
+    // only as it runs (`lapsed_or_next`). A volatile function's query takes its own snapshot,
+    // after the lock: the statement's snapshot, taken before, could miss the path's last
+    // change. PL/pgSQL keeps its plans for the session (an SQL function is planned on every
+    // call). `handoffs` is the one on the search path, the store's schema, as the function is.
+    // The hops are JSON arrays in `HOP_COLUMNS`' order.
+    "CREATE FUNCTION locked_path(lock_key integer, task text) RETURNS text
+        LANGUAGE plpgsql VOLATILE AS $$
+    BEGIN
+        PERFORM pg_advisory_xact_lock(lock_key, hashtext(task));
+        RETURN (SELECT COALESCE(json_agg(json_build_array(id, parent_id, from_agent, to_agent,
+            claimed_by, kind, status, created_at) ORDER BY pos), '[]')::text
+            FROM handoffs WHERE task_id = task);
+    END $$;",
 ];
 
 /// Advisory lock keys (in the schema's own key space: see [`PostgresBackend::lock_key`]).
@@ -253,6 +267,36 @@ fn hop_from_row(row: &Row) -> Result<Hop> {
         status: parsed::<Status>("status", row.get::<_, &str>(6))?,
         created_at: from_micros(row.get(7)),
     })
+}
+
+/// The hops `locked_path` returns.
+fn hops_from_json(json: &str) -> Result<Vec<Hop>> {
+    type Columns = (
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        String,
+        String,
+        i64,
+    );
+    let rows: Vec<Columns> = serde_json::from_str(json).map_err(|e| corrupt("task path", e))?;
+    rows.into_iter()
+        .map(
+            |(handoff_id, parent_id, from_agent, to_agent, claimed_by, kind, status, created)| {
+                Ok(Hop {
+                    handoff_id,
+                    parent_id,
+                    from_agent,
+                    to_agent: to_agent.or(claimed_by),
+                    kind: parsed::<Kind>("kind", &kind)?,
+                    status: parsed::<Status>("status", &status)?,
+                    created_at: from_micros(created),
+                })
+            },
+        )
+        .collect()
 }
 
 fn event_from_row(row: &Row) -> Result<Event> {
@@ -538,6 +582,7 @@ impl Backend for PostgresBackend {
                     error: None,
                     events: Vec::new(),
                     unsent: None,
+                    path: None,
                     locked_tasks: Vec::new(),
                     event_lock: self.lock_key(EVENT_LOCK),
                     task_lock_base: self.lock_base,
@@ -840,6 +885,8 @@ struct PgTx<'c> {
     events: Vec<NewEvent>,
     /// The tasks whose path this transaction has locked.
     locked_tasks: Vec<String>,
+    /// A locked task's path read ahead by `lapsed_or_next`, until this transaction writes.
+    path: Option<(String, Vec<Hop>)>,
     event_lock: i64,
     task_lock_base: i64,
     /// Where to tell waiting workers that work became claimable.
@@ -955,6 +1002,7 @@ impl PgTx<'_> {
         let Some(u) = self.unsent.take() else {
             return Ok(());
         };
+        self.path = None;
         let lifecycle = u.record.as_ref().map(Lifecycle::of);
         let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&u.id];
         if let Some(lifecycle) = &lifecycle {
@@ -1009,6 +1057,7 @@ impl Tx for PgTx<'_> {
 
     fn insert(&mut self, h: &Handoff) -> Result<()> {
         self.flush()?;
+        self.path = None;
         let body = serde_json::to_string(h).map_err(|e| Error::storage(e.to_string()))?;
         let claim_token = h.claim_token.map(|t| t as i64);
         let attempts = h.attempts as i32;
@@ -1087,6 +1136,11 @@ impl Tx for PgTx<'_> {
 
     fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>> {
         self.flush()?;
+        if let Some((task, hops)) = self.path.take()
+            && task == task_id
+        {
+            return Ok(hops);
+        }
         // The chain policy reads the path and then adds to it: one transaction per task at a
         // time, or two could both pass a limit that only one of them may.
         if !self.locked_tasks.iter().any(|t| t == task_id) {
@@ -1152,8 +1206,9 @@ impl Tx for PgTx<'_> {
             .collect()
     }
 
-    /// One statement: the due records, or else the candidate, its task path locked when asked
-    /// (the lock is taken after the row is, so only for the row returned).
+    /// One statement: the due records, or else the candidate, with its task's path locked and
+    /// read when asked (after the row is locked, so only for the row returned), kept for the
+    /// [`Tx::hops`] that follows.
     fn lapsed_or_next(
         &mut self,
         agent: &str,
@@ -1181,11 +1236,11 @@ impl Tx for PgTx<'_> {
              next AS MATERIALIZED (SELECT {RECORD_COLUMNS}, to_agent, task_id FROM handoffs \
                WHERE {CLAIMABLE}{of_task} AND NOT EXISTS (SELECT 1 FROM due) \
                ORDER BY pos LIMIT 1 FOR UPDATE SKIP LOCKED) \
-             SELECT {RECORD_COLUMNS}, true FROM due \
+             SELECT {RECORD_COLUMNS}, true, NULL FROM due \
              UNION ALL \
-             SELECT {RECORD_COLUMNS}, false FROM next, LATERAL (SELECT CASE \
-               WHEN $4 AND next.to_agent IS NULL \
-               THEN pg_advisory_xact_lock($5, hashtext(next.task_id))::text END) AS path(locked)"
+             SELECT {RECORD_COLUMNS}, false, path.hops FROM next, LATERAL (SELECT CASE \
+               WHEN $4 AND next.to_agent IS NULL THEN locked_path($5, next.task_id) END) \
+               AS path(hops)"
         );
         let result = self.query(&sql, &params);
         let rows = self.check("cannot read claimable records", result)?;
@@ -1196,8 +1251,9 @@ impl Tx for PgTx<'_> {
             if row.get::<_, bool>(9) {
                 due.push(record);
             } else {
-                if lock_open_path && record.to_agent.is_none() {
+                if let Some(hops) = row.get::<_, Option<&str>>(10) {
                     self.locked_tasks.push(record.task_id.clone());
+                    self.path = Some((record.task_id.clone(), hops_from_json(hops)?));
                 }
                 next = Some(record);
             }
@@ -1331,6 +1387,64 @@ mod conformance {
         let ids: Vec<&str> = page.iter().map(|e| e.handoff_id.as_str()).collect();
         assert_eq!(ids, [first.id.as_str(), second.id.as_str()], "{page:?}");
         assert!(page[0].seq < page[1].seq);
+    }
+
+    /// A claim reads the task's path after taking its lock, so a change another transaction
+    /// made to the path while holding the lock is seen: here the parent's claim by `w` makes
+    /// `w` taking the child a revisit, which the default policy refuses.
+    #[test]
+    fn a_claim_sees_the_path_as_the_lock_holder_left_it() {
+        let Some((store, schema)) = store() else {
+            return;
+        };
+        let parent = store
+            .create(crate::NewHandoff::new("t", "parent").from_agent("a"))
+            .unwrap();
+        let child = store
+            .create(
+                crate::NewHandoff::new("t", "child")
+                    .from_agent("b")
+                    .parent_id(&parent.id),
+            )
+            .unwrap();
+
+        // Another writer holds the path and gives the parent to `w`.
+        let mut other = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
+        let mut tx = other.transaction().unwrap();
+        tx.batch_execute(&format!("SET LOCAL search_path TO \"{}\"", schema.name))
+            .unwrap();
+        let path_lock = store_lock_base(&schema) >> 8;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, hashtext('t'))",
+            &[&(path_lock as i32)],
+        )
+        .unwrap();
+        tx.execute(
+            "UPDATE handoffs SET status = 'claimed', claimed_by = 'w' WHERE id = $1",
+            &[&parent.id],
+        )
+        .unwrap();
+
+        let claimed = std::thread::scope(|scope| {
+            let claimer =
+                scope.spawn(|| store.claim_next("w", None, std::time::Duration::from_secs(60)));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            tx.commit().unwrap();
+            claimer.join().unwrap().unwrap()
+        });
+        assert!(claimed.is_none(), "{claimed:?}");
+        assert_eq!(store.get(&child.id).unwrap().status, crate::Status::Pending);
+    }
+
+    /// The advisory-lock namespace of the store on `schema`.
+    fn store_lock_base(schema: &Schema) -> i64 {
+        let separator = if schema.url.contains('?') { '&' } else { '?' };
+        PostgresBackend::connect(
+            &format!("{}{separator}schema={}", schema.url, schema.name),
+            &Default::default(),
+        )
+        .unwrap()
+        .lock_base
     }
 
     #[test]
