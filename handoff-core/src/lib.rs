@@ -10,6 +10,7 @@ pub mod machine;
 mod markdown;
 pub mod messages;
 pub mod ops;
+pub mod plan;
 pub mod record;
 pub mod redact;
 pub mod schema;
