@@ -10,7 +10,7 @@ export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${numb
 /** A reason as `create` and `checkpoint` take it: the wire form, or the bare `'context_limit'` (percent in `contextPct`) or `'timeout'` (seconds in `timeoutSeconds`). */
 export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
-export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
+export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
 /** The codes of errors thrown or rejected by this package (`err.code`). */
@@ -134,6 +134,11 @@ export interface ClaimNextOptions {
 export interface ReleaseOptions {
   /** Why the holder gives it back. */
   reason: string
+}
+/** The options of `store.fail`. */
+export interface FailOptions {
+  /** What went wrong. */
+  error: string
 }
 /** The options of `store.complete`. */
 export interface CompleteOptions {

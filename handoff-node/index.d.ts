@@ -10,7 +10,7 @@ export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${numb
 /** A reason as `create` and `checkpoint` take it: the wire form, or the bare `'context_limit'` (percent in `contextPct`) or `'timeout'` (seconds in `timeoutSeconds`). */
 export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
-export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
+export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
 /** The codes of errors thrown or rejected by this package (`err.code`). */
@@ -134,6 +134,11 @@ export interface ClaimNextOptions {
 export interface ReleaseOptions {
   /** Why the holder gives it back. */
   reason: string
+}
+/** The options of `store.fail`. */
+export interface FailOptions {
+  /** What went wrong. */
+  error: string
 }
 /** The options of `store.complete`. */
 export interface CompleteOptions {
@@ -460,6 +465,20 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   releaseAsync(claim: Claim | ClaimReference, options: ReleaseOptions): Promise<Handoff>
+  /**
+   * Reports that the work failed: pending again with one more attempt counted, or `failed`
+   * (the error its outcome) after the last of its `maxAttempts`. `LEASE_LOST` when the token
+   * is no longer current.
+   */
+  fail(claim: Claim | ClaimReference, options: FailOptions): Handoff
+  /**
+   * Reports that the work failed: pending again with one more attempt counted, or `failed`
+   * (the error its outcome) after the last of its `maxAttempts`. `LEASE_LOST` when the token
+   * is no longer current.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  failAsync(claim: Claim | ClaimReference, options: FailOptions): Promise<Handoff>
   /** Finishes the handoff. `LEASE_LOST` when the token is no longer current. */
   complete(claim: Claim | ClaimReference, options?: CompleteOptions): Handoff
   /**
@@ -829,6 +848,8 @@ export interface EventDetail {
   reason?: string
   /** The holder's result (completed). */
   outcome?: string
+  /** What went wrong, as the holder said (attempt_failed, failed by `fail`). */
+  error?: string
 }
 
 /** A handover record: the work, what is known about it, and who holds it. */

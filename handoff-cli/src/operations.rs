@@ -27,6 +27,7 @@ fn entries() -> Vec<Op> {
         Op::writes::<ops::ClaimNext>(),
         Op::writes::<ops::Heartbeat>(),
         Op::writes::<ops::Release>(),
+        Op::writes::<ops::Fail>(),
         Op::writes::<ops::Complete>(),
         Op::writes::<ops::Reject>(),
         Op::writes::<ops::Cancel>(),

@@ -524,6 +524,29 @@ fn claim_next_release_reject_cancel() {
         .expect(OK)
         .json();
     assert_eq!(again["token"], 2, "fencing tokens grow with every claim");
+    let failed = env
+        .run(&[
+            "fail",
+            &first,
+            "--token",
+            "2",
+            "--secret",
+            again["claim_secret"].as_str().expect("secret"),
+            "--error",
+            "the API timed out",
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert_eq!(failed["status"], "pending");
+    assert_eq!(failed["attempts"], 2);
+    let events = env.run(&["events", &first, "--json"]).expect(OK).json();
+    assert!(
+        events.as_array().and_then(|e| e.last()).is_some_and(
+            |e| e["kind"] == "attempt_failed" && e["detail"]["error"] == "the API timed out"
+        ),
+        "{events}"
+    );
 
     // Only the addressee may reject.
     env.run(&[

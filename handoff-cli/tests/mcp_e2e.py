@@ -30,6 +30,7 @@ OPERATION_TOOLS = {
     "handoff_claim_next",
     "handoff_heartbeat",
     "handoff_release",
+    "handoff_fail",
     "handoff_complete",
     "handoff_reject",
     "handoff_cancel",
@@ -389,6 +390,14 @@ async def one_description(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert done["handoff"]["status"] == "completed"
     forged = await tool_error(server, "handoff_complete", {"claim": {**reference, "secret": "hcs_short"}})
     assert [p["field"] for p in forged["problems"]] == ["claim.secret"], forged
+    # A failure: retried while attempts remain, with the error in the log.
+    retried = await ok(server, "handoff_create", {"task_id": "t-fail", "goal": "g"})
+    claim = await ok(server, "handoff_claim", {"id": retried["handoff"]["id"], "agent": "a"})
+    reference = {"handoff_id": claim["handoff_id"], "token": claim["token"], "secret": claim["claim_secret"]}
+    failed = await ok(server, "handoff_fail", {"claim": reference, "error": "the API timed out"})
+    assert (failed["handoff"]["status"], failed["handoff"]["attempts"]) == ("pending", 1), failed
+    empty = await tool_error(server, "handoff_fail", {"claim": reference, "error": ""})
+    assert empty["code"] == "VALIDATION", empty
 
 
 async def waiting_on_files(stack: AsyncExitStack, binary: str, db: str) -> None:

@@ -90,10 +90,22 @@ pub enum Change {
         /// The token that lapsed.
         token: u64,
     },
-    /// The holder's lease ran out for the last allowed time.
-    Failed {
-        /// The token that lapsed.
+    /// The holder reported a failure (`fail`) with attempts left: the handoff is claimable
+    /// again, one more attempt counted.
+    AttemptFailed {
+        /// The token of the claim that failed.
         token: u64,
+        /// What went wrong, as the holder said.
+        error: String,
+    },
+    /// The last allowed attempt failed: the holder reported a failure (`fail`), or its lease
+    /// ran out.
+    Failed {
+        /// The token of the claim that failed (or lapsed).
+        token: u64,
+        /// What went wrong, as the holder said; `None` when the lease ran out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// The holder finished.
     Completed {
@@ -123,6 +135,7 @@ impl Change {
             Change::Heartbeat { .. } => "heartbeat",
             Change::Released { .. } => "released",
             Change::LeaseExpired { .. } => "lease_expired",
+            Change::AttemptFailed { .. } => "attempt_failed",
             Change::Failed { .. } => "failed",
             Change::Completed { .. } => "completed",
             Change::Rejected { .. } => "rejected",
@@ -155,6 +168,14 @@ pub enum Command {
         token: u64,
         /// Why.
         reason: String,
+    },
+    /// Report that the work failed: claimable again while attempts remain, `failed` after
+    /// the last (`max_attempts`).
+    Fail {
+        /// The holder's fencing token.
+        token: u64,
+        /// What went wrong.
+        error: String,
     },
     /// Finish the handoff.
     Complete {
@@ -190,6 +211,7 @@ impl Command {
             Command::Claim { .. } => "claim",
             Command::Heartbeat { .. } => "heartbeat",
             Command::Release { .. } => "release",
+            Command::Fail { .. } => "fail",
             Command::Complete { .. } => "complete",
             Command::Reject { .. } => "reject",
             Command::Cancel { .. } => "cancel",
@@ -279,6 +301,21 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
                 },
             )
         }
+        Command::Fail { token, error } => {
+            let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
+            let change = if h.attempts + 1 >= h.max_attempts {
+                Change::Failed {
+                    token: *token,
+                    error: Some(error.clone()),
+                }
+            } else {
+                Change::AttemptFailed {
+                    token: *token,
+                    error: error.clone(),
+                }
+            };
+            (Some(holder), change)
+        }
         Command::Complete { token, outcome } => {
             let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
             (
@@ -366,7 +403,7 @@ fn lapse(h: &Handoff, now: DateTime<Utc>) -> Option<(DateTime<Utc>, Change)> {
             }
             let token = h.claim_token.unwrap_or(0);
             let change = if h.attempts + 1 >= h.max_attempts {
-                Change::Failed { token }
+                Change::Failed { token, error: None }
             } else {
                 Change::LeaseExpired { token }
             };
@@ -417,14 +454,17 @@ pub fn apply(h: &mut Handoff, change: &Change, at: DateTime<Utc>) {
             h.lease_until = Some(*lease_until);
             h.heartbeat_at = Some(at);
         }
-        Change::Released { .. } | Change::LeaseExpired { .. } => {
+        Change::Released { .. } | Change::LeaseExpired { .. } | Change::AttemptFailed { .. } => {
             h.status = Status::Pending;
             h.lease_until = None;
             h.attempts += 1;
         }
-        Change::Failed { .. } => {
+        Change::Failed { error, .. } => {
             h.attempts += 1;
-            let outcome = format!("lease ran out {} times", h.attempts);
+            let outcome = match error {
+                Some(error) => error.clone(),
+                None => format!("lease ran out {} times", h.attempts),
+            };
             finish(h, Status::Failed, Some(outcome));
         }
         Change::Completed { outcome } => finish(h, Status::Completed, Some(outcome.clone())),

@@ -1,5 +1,5 @@
-//! Property test: random sequences of claims, heartbeats, releases, completions, rejections,
-//! cancellations and clock moves, run against a store and a small reference model.
+//! Property test: random sequences of claims, heartbeats, releases, failures, completions,
+//! rejections, cancellations and clock moves, run against a store and a small reference model.
 //!
 //! Checked after every step: the store agrees with the model; at most one live claimer per
 //! handoff; fencing tokens strictly increase; terminal records accept nothing; replaying a
@@ -27,6 +27,7 @@ enum Op {
     ClaimNext { agent: usize },
     Heartbeat { claim: usize },
     Release { claim: usize },
+    Fail { claim: usize },
     Complete { claim: usize },
     Reject { h: usize, agent: usize },
     Cancel { h: usize },
@@ -42,6 +43,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => agent.clone().prop_map(|agent| Op::ClaimNext { agent }),
         2 => claim.clone().prop_map(|claim| Op::Heartbeat { claim }),
         2 => claim.clone().prop_map(|claim| Op::Release { claim }),
+        2 => claim.clone().prop_map(|claim| Op::Fail { claim }),
         2 => claim.prop_map(|claim| Op::Complete { claim }),
         1 => (h.clone(), agent).prop_map(|(h, agent)| Op::Reject { h, agent }),
         1 => h.prop_map(|h| Op::Cancel { h }),
@@ -194,7 +196,10 @@ fn run(store: Store, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     Ok(None)
                 }
             }
-            Op::Heartbeat { claim } | Op::Release { claim } | Op::Complete { claim } => {
+            Op::Heartbeat { claim }
+            | Op::Release { claim }
+            | Op::Fail { claim }
+            | Op::Complete { claim } => {
                 let Some(c) = claims.get(*claim % claims.len().max(1)).cloned() else {
                     continue;
                 };
@@ -202,6 +207,7 @@ fn run(store: Store, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let res = match &op {
                     Op::Heartbeat { .. } => store.heartbeat(&c),
                     Op::Release { .. } => store.release(&c, "r"),
+                    Op::Fail { .. } => store.fail(&c, "broke"),
                     _ => store.complete(&c, "done"),
                 };
                 prop_assert_eq!(res.is_ok(), m.live_token(c.token), "{:?} {:?}", op, m);
@@ -215,6 +221,15 @@ fn run(store: Store, ops: Vec<Op>) -> Result<(), TestCaseError> {
                         Op::Release { .. } => {
                             m.status = Status::Pending;
                             m.attempts += 1;
+                            m.lease_until = None;
+                        }
+                        Op::Fail { .. } => {
+                            m.attempts += 1;
+                            m.status = if m.attempts >= m.max_attempts {
+                                Status::Failed
+                            } else {
+                                Status::Pending
+                            };
                             m.lease_until = None;
                         }
                         _ => {

@@ -56,10 +56,19 @@ pub enum Change {
         /// The token that lapsed.
         token: u64,
     },
-    /// The holder's lease ran out for the last allowed time.
-    Failed {
-        /// The token that lapsed.
+    /// The holder reported a failure with attempts left; claimable again.
+    AttemptFailed {
+        /// The token of the claim that failed.
         token: u64,
+        /// What went wrong, as the holder said.
+        error: String,
+    },
+    /// The last allowed attempt failed: reported by the holder, or its lease ran out.
+    Failed {
+        /// The token of the claim that failed (or lapsed).
+        token: u64,
+        /// What went wrong, as the holder said; `None` when the lease ran out.
+        error: Option<String>,
     },
     /// The holder finished.
     Completed {
@@ -123,7 +132,7 @@ pub struct PathStats {
     pub total: u64,
     /// Of which completed.
     pub completed: u64,
-    /// Of which failed (their leases ran out `max_attempts` times).
+    /// Of which failed (their last allowed attempt failed or lapsed).
     pub failed: u64,
     /// Of which rejected by the addressee.
     pub rejected: u64,
@@ -164,7 +173,8 @@ impl From<core::Change> for Change {
             },
             C::Released { reason } => Change::Released { reason },
             C::LeaseExpired { token } => Change::LeaseExpired { token },
-            C::Failed { token } => Change::Failed { token },
+            C::AttemptFailed { token, error } => Change::AttemptFailed { token, error },
+            C::Failed { token, error } => Change::Failed { token, error },
             C::Completed { outcome } => Change::Completed { outcome },
             C::Rejected { reason } => Change::Rejected { reason },
             C::Cancelled { reason } => Change::Cancelled { reason },

@@ -47,7 +47,7 @@ pub enum HandoffStatus {
     Cancelled,
     /// Nobody claimed it before `expires_at`.
     Expired,
-    /// Its claims lapsed `max_attempts` times.
+    /// Its last allowed attempt (`max_attempts`) failed or lapsed.
     Failed,
 }
 

@@ -317,6 +317,13 @@ impl Store {
             .into())
     }
 
+    /// Reports that the work failed with `error`: pending again with one more attempt counted,
+    /// or `failed` (the error its outcome) after the last of its `max_attempts`; `LeaseLost`
+    /// when the claim is no longer current or its secret does not match.
+    pub fn fail(&self, claim: ClaimRef, error: String) -> Result<Handoff> {
+        Ok(self.run::<ops::Fail>(arguments! { claim, error })?.into())
+    }
+
     /// Finishes the handoff with `outcome`; `LeaseLost` when the claim is no longer current
     /// or its secret does not match.
     #[uniffi::method(default(outcome = ""))]

@@ -64,6 +64,9 @@ pub struct EventDetail {
     /// The holder's result (completed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// What went wrong, as the holder said (attempt_failed, failed by `fail`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl Mirror for Event {
@@ -78,6 +81,7 @@ impl Mirror for Event {
             lease_until: None,
             reason: None,
             outcome: None,
+            error: None,
         };
         match self.change {
             Change::Created { task_id, to_agent } => {
@@ -98,8 +102,14 @@ impl Mirror for Event {
                 detail.reason = Some(reason)
             }
             Change::Cancelled { reason } => detail.reason = reason,
-            Change::LeaseExpired { token } | Change::Failed { token } => {
+            Change::LeaseExpired { token } => detail.token = Some(token as f64),
+            Change::AttemptFailed { token, error } => {
                 detail.token = Some(token as f64);
+                detail.error = Some(error);
+            }
+            Change::Failed { token, error } => {
+                detail.token = Some(token as f64);
+                detail.error = error;
             }
             Change::Completed { outcome } => detail.outcome = Some(outcome),
             // Listed in full: a new kind of event fails to compile here until it is mapped.

@@ -669,6 +669,12 @@ store_operations! {
         Release(claim: "Claim | ClaimReference"; options: "ReleaseOptions")
         -> "Handoff", "Promise<Handoff>";
 
+    "Reports that the work failed: pending again with one more attempt counted, or `failed`"
+    "(the error its outcome) after the last of its `maxAttempts`. `LEASE_LOST` when the token"
+    "is no longer current."
+    fail, fail_async = Fail(claim: "Claim | ClaimReference"; options: "FailOptions")
+        -> "Handoff", "Promise<Handoff>";
+
     "Finishes the handoff. `LEASE_LOST` when the token is no longer current."
     complete, complete_async =
         Complete(claim: "Claim | ClaimReference"; options?: "CompleteOptions")

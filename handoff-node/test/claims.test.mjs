@@ -97,6 +97,27 @@ test('settling reads only handoffId, token, secret and leaseSeconds, never the r
   assert.equal(store.complete(older, { outcome: 'ok' }).status, 'completed')
 })
 
+test('fail: pending again while attempts remain, then failed with the error; sync and Promise', async () => {
+  const store = Store.memory()
+  const h = store.create({ taskId: 't', goal: 'g', maxAttempts: 2 })
+  const first = store.claim(h.id, 'bob')
+  const before = snapshot(store, h.id)
+  const err = await bothFail(store, 'fail', [first, { error: ' ' }], 'VALIDATION')
+  assert.deepEqual(err.problems.map((p) => p.field), ['error'])
+  assert.deepEqual(snapshot(store, h.id), before)
+  const retried = store.fail(first, { error: 'the API timed out' })
+  assert.equal(retried.status, 'pending')
+  assert.equal(retried.attempts, 1)
+  await bothFail(store, 'fail', [first, { error: 'again' }], 'LEASE_LOST')
+  const failed = await store.failAsync(store.claim(h.id, 'carol'), { error: 'still timing out' })
+  assert.equal(failed.status, 'failed')
+  assert.equal(failed.outcome, 'still timing out')
+  const log = store.events({ handoffId: h.id })
+  assert.deepEqual(log.map((e) => e.kind), ['created', 'claimed', 'attempt_failed', 'claimed', 'failed'])
+  assert.deepEqual(log[2].detail, { token: 1, error: 'the API timed out' })
+  assert.deepEqual(log[4].detail, { token: 2, error: 'still timing out' })
+})
+
 test('a missing or malformed secret is VALIDATION naming secret, and changes nothing', async () => {
   const store = Store.memory()
   const h = store.create({ taskId: 't', goal: 'g' })
@@ -108,7 +129,7 @@ test('a missing or malformed secret is VALIDATION naming secret, and changes not
     { ...claim, secret: claim.secret.slice(0, -1) }, { ...claim, secret: `${claim.secret}0` },
     { ...claim, secret: claim.secret.slice(4) }, { ...claim, secret: `${claim.secret.slice(0, -1)}\ud800` }]
   for (const ref of bad) {
-    for (const [method, options] of [['heartbeat'], ['release', { reason: 'x' }], ['complete', {}], ['cancelClaim', {}]]) {
+    for (const [method, options] of [['heartbeat'], ['release', { reason: 'x' }], ['fail', { error: 'x' }], ['complete', {}], ['cancelClaim', {}]]) {
       const err = await bothFail(store, method, [ref, options], 'VALIDATION')
       assert.ok(err.problems.some((p) => p.field === 'secret'), JSON.stringify(err.problems))
     }

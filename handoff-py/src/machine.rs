@@ -42,8 +42,8 @@ impl Event {
     fn actor(&self) -> Option<&str> {
         self.inner.actor.as_deref()
     }
-    /// What happened: `created`, `claimed`, `heartbeat`, `released`, `lease_expired`, `failed`,
-    /// `completed`, `rejected`, `cancelled` or `expired`.
+    /// What happened: `created`, `claimed`, `heartbeat`, `released`, `lease_expired`,
+    /// `attempt_failed`, `failed`, `completed`, `rejected`, `cancelled` or `expired`.
     #[getter]
     fn kind(&self) -> &'static str {
         self.inner.change.kind()

@@ -701,6 +701,19 @@ impl Store {
         self.call::<ops::Release>(py, given!(kwargs; claim, reason))
     }
 
+    /// Reports that the work failed with `error`: pending again with one more attempt counted,
+    /// or `failed` (the error its outcome) after the last of its `max_attempts`.
+    #[pyo3(signature = (claim, error, **kwargs))]
+    fn fail(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        error: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::Fail>(py, given!(kwargs; claim, error))
+    }
+
     /// Finishes the handoff with `outcome`.
     #[pyo3(signature = (claim, outcome=None, **kwargs))]
     fn complete(

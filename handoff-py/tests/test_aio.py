@@ -23,9 +23,13 @@ def test_lifecycle_as_coroutines(tmp_path: Path) -> None:
             assert (await store.release(claim, "later")).status == "pending"
             claim2 = await store.claim_next("b")
             assert claim2 is not None
-            assert (await store.complete(claim2, "ok")).outcome == "ok"
+            assert (await store.fail(claim2, "broke")).status == "pending"
+            claim3 = await store.claim_next("b")
+            assert claim3 is not None
+            assert (await store.complete(claim3, "ok")).outcome == "ok"
             assert [e.kind for e in await store.events(h.id)] == [
-                "created", "claimed", "heartbeat", "released", "claimed", "completed"]
+                "created", "claimed", "heartbeat", "released", "claimed", "attempt_failed",
+                "claimed", "completed"]
             assert str(await store.chain("t")) == "a → b"
             assert len(await store.list(status="completed")) == 1
             other = await store.create("t2", "g2", to_agent="c")

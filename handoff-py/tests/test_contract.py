@@ -192,6 +192,24 @@ def test_release_makes_it_pending_again(store: hc.Store) -> None:
     assert again.token == 2
 
 
+def test_fail_retries_then_fails_with_the_error(store: hc.Store) -> None:
+    h = store.create("t", "g", max_attempts=2)
+    first = store.claim(h.id, "b")
+    with pytest.raises(hc.ValidationError) as bad:
+        store.fail(first, "  ")
+    assert bad.value.fields == ["error"]
+    retried = store.fail(first, "the API timed out")
+    assert (retried.status, retried.attempts) == ("pending", 1)
+    with pytest.raises(hc.LeaseLost):
+        store.fail(first, "again")
+    failed = store.fail(store.claim(h.id, "c"), error="still timing out")
+    assert (failed.status, failed.attempts, failed.outcome) == ("failed", 2, "still timing out")
+    log = store.events(h.id)
+    assert [e.kind for e in log] == ["created", "claimed", "attempt_failed", "claimed", "failed"]
+    assert log[2].detail == {"token": 1, "error": "the API timed out"}
+    assert log[4].detail == {"token": 2, "error": "still timing out"}
+
+
 def test_complete_with_and_without_outcome(store: hc.Store, clock: hc.ManualClock) -> None:
     done = store.complete(store.claim(store.create("t", "g").id, "b"), outcome="42")
     assert (done.status, done.outcome, done.completed_at) == ("completed", "42", clock.now())

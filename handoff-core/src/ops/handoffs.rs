@@ -630,6 +630,17 @@ claim_operation!(
 );
 
 claim_operation!(
+    /// Reports that the work failed: pending again with one more attempt counted, or
+    /// `failed` (the error its outcome) after the last of its `max_attempts`.
+    Fail, FailArgs, "fail", ["error"],
+    {
+        /// What went wrong.
+        error: String
+    },
+    |store, claim, args| store.fail(claim, &args.error)
+);
+
+claim_operation!(
     /// Finishes the handoff, with what came of it.
     Complete, CompleteArgs, "complete", ["outcome"],
     {

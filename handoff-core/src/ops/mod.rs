@@ -131,6 +131,7 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<ClaimNext>(),
         OperationInfo::of::<Heartbeat>(),
         OperationInfo::of::<Release>(),
+        OperationInfo::of::<Fail>(),
         OperationInfo::of::<Complete>(),
         OperationInfo::of::<Reject>(),
         OperationInfo::of::<Cancel>(),

@@ -32,7 +32,7 @@ macro_rules! conformance_tests {
             bad_ids_change_nothing, create_many_is_atomic, unknown_parent, path_stats,
             limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
             display_names_are_agent_names, events_are_paged, lists_are_paged, claims_need_their_secret,
-            cancel_rights, waiting_workers_get_new_work,
+            cancel_rights, waiting_workers_get_new_work, failures_are_retried_then_final,
         );
     };
     ($make:expr) => {
@@ -275,6 +275,54 @@ pub fn lapses_fail_after_max_attempts(store: Store) {
     assert_eq!((failed.status, failed.attempts), (Status::Failed, 2));
     assert!(failed.completed_at.is_some());
     assert_eq!(store.reap().unwrap(), 0);
+}
+
+pub fn failures_are_retried_then_final(store: Store) {
+    let h = store
+        .create(NewHandoff::new("t1", "goal").max_attempts(2))
+        .unwrap();
+    let first = store.claim(&h.id, "a1", MINUTE).unwrap();
+    let before = snapshot(&store);
+    for bad in ["", "   "] {
+        let err = store.fail(&first, bad).unwrap_err();
+        assert_eq!(err.problems()[0].field, "error", "{err}");
+    }
+    let forged = ClaimRef {
+        secret: ClaimSecret::generate().unwrap(),
+        ..ClaimRef::from(&first)
+    };
+    assert_eq!(
+        kind_of(&store.fail(&forged, "x").unwrap_err()),
+        ErrorKind::LeaseLost
+    );
+    assert_eq!(snapshot(&store), before, "refused failures change nothing");
+
+    let retried = store.fail(&first, "the API timed out").unwrap();
+    assert_eq!((retried.status, retried.attempts), (Status::Pending, 1));
+    assert_eq!(
+        kind_of(&store.fail(&first, "again").unwrap_err()),
+        ErrorKind::LeaseLost,
+        "a failed claim is over"
+    );
+    let second = store.claim_next("a2", None, MINUTE).unwrap().unwrap();
+    let failed = store.fail(&second, "still timing out").unwrap();
+    assert_eq!((failed.status, failed.attempts), (Status::Failed, 2));
+    assert_eq!(failed.outcome.as_deref(), Some("still timing out"));
+    assert!(failed.completed_at.is_some());
+    assert!(store.claim_next("a3", None, MINUTE).unwrap().is_none());
+
+    let log = store.events(Some(&h.id)).unwrap();
+    let kinds: Vec<&str> = log.iter().map(|e| e.change.kind()).collect();
+    assert_eq!(
+        kinds,
+        ["created", "claimed", "attempt_failed", "claimed", "failed"]
+    );
+    assert_eq!(log[2].actor.as_deref(), Some("a1"));
+    assert!(matches!(
+        &log[4].change,
+        Change::Failed { error: Some(e), .. } if e == "still timing out"
+    ));
+    assert_eq!(replay(&failed, &log).as_ref(), Some(&failed));
 }
 
 pub fn pending_expiry(store: Store) {

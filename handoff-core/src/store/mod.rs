@@ -597,6 +597,22 @@ impl Store {
         self.settle_claim(&claim, &command)
     }
 
+    /// Reports that the work failed with `error`: the handoff becomes pending again with one
+    /// more attempt counted, or, when that was its last allowed attempt (`max_attempts`),
+    /// `failed` with the error as its outcome. Each failure is an event carrying the error.
+    pub fn fail(&self, claim: impl Into<ClaimRef>, error: &str) -> Result<Handoff> {
+        let claim = claim.into();
+        if error.trim().is_empty() {
+            return Err(Error::invalid("error", "must say what went wrong"));
+        }
+        self.check_text("error", error)?;
+        let command = Command::Fail {
+            token: claim.token,
+            error: error.to_owned(),
+        };
+        self.settle_claim(&claim, &command)
+    }
+
     /// Finishes the handoff with `outcome`.
     pub fn complete(&self, claim: impl Into<ClaimRef>, outcome: &str) -> Result<Handoff> {
         let claim = claim.into();

@@ -947,7 +947,10 @@ impl PgTx<'_> {
         let new_work = self.events.iter().any(|e| {
             matches!(
                 e.change,
-                Change::Created { .. } | Change::Released { .. } | Change::LeaseExpired { .. }
+                Change::Created { .. }
+                    | Change::Released { .. }
+                    | Change::LeaseExpired { .. }
+                    | Change::AttemptFailed { .. }
             )
         });
         if new_work {

@@ -53,6 +53,20 @@ fun lifecycle() {
     }
 }
 
+// A failure is retried while attempts remain, then final, each with its error in the log.
+fun failures() {
+    Store.memory().use { store ->
+        val h = store.create(task().copy(maxAttempts = 2u))
+        val retried = store.fail(store.claim(h.id, "a").reference(), "the API timed out")
+        check(retried.status == HandoffStatus.PENDING && retried.attempts == 1u) { "$retried" }
+        val failed = store.fail(store.claim(h.id, "b").reference(), "still timing out")
+        check(failed.status == HandoffStatus.FAILED && failed.outcome == "still timing out") { "$failed" }
+        val changes = store.events(h.id).map { it.change }
+        check(changes[2] == Change.AttemptFailed(1uL, "the API timed out")) { "$changes" }
+        check(changes.last() == Change.Failed(2uL, "still timing out")) { "$changes" }
+    }
+}
+
 fun errors() {
     Store.memory().use { store ->
         val missing = raises<HandoffException.NotFound> { store.get("nope") }
@@ -102,6 +116,7 @@ fun claimSecrets() {
         raises<HandoffException.LeaseLost> { store.complete(forged, "forged") }
         raises<HandoffException.LeaseLost> { store.heartbeat(forged) }
         raises<HandoffException.LeaseLost> { store.release(forged, "mine") }
+        raises<HandoffException.LeaseLost> { store.fail(forged, "broke") }
         raises<HandoffException.LeaseLost> { store.cancelClaim(forged) }
         check((store.get(h.id) to store.events(h.id)) == before) { "a forged reference changes nothing" }
         val malformed = raises<HandoffException.Validation> { store.complete(forged.copy(secret = "guess")) }
@@ -319,6 +334,7 @@ fun main(args: Array<String>) {
     val tests = listOf<Pair<String, () -> Unit>>(
         "lifecycle" to ::lifecycle,
         "errors" to ::errors,
+        "failures" to ::failures,
         "fencing" to ::fencing,
         "claim secrets" to ::claimSecrets,
         "operators" to { operators(dir) },

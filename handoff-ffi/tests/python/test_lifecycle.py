@@ -122,6 +122,23 @@ def test_release_and_reclaim_raise_the_token(store: hf.Store) -> None:
     assert second.token > first.token
 
 
+def test_fail_retries_then_fails_with_the_error(store: hf.Store) -> None:
+    h = store.create(new(max_attempts=2))
+    first = store.claim(h.id, "a")
+    with pytest.raises(hf.HandoffError.Validation) as bad:
+        store.fail(first.reference(), " ")
+    assert [p.field for p in bad.value.problems] == ["error"]
+    retried = store.fail(first.reference(), "the API timed out")
+    assert (retried.status, retried.attempts) == (hf.HandoffStatus.PENDING, 1)
+    with pytest.raises(hf.HandoffError.LeaseLost):
+        store.fail(first.reference(), "again")
+    failed = store.fail(store.claim(h.id, "b").reference(), "still timing out")
+    assert (failed.status, failed.outcome) == (hf.HandoffStatus.FAILED, "still timing out")
+    changes = [e.change for e in store.events(h.id)]
+    assert changes[2] == hf.Change.ATTEMPT_FAILED(token=1, error="the API timed out")
+    assert changes[4] == hf.Change.FAILED(token=2, error="still timing out")
+
+
 def test_fencing_a_stale_claim_changes_nothing(store: hf.Store, clock: hf.ManualClock) -> None:
     h = store.create(new())
     stale = store.claim(h.id, "a", lease=dt.timedelta(seconds=10))

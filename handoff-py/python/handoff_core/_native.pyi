@@ -566,6 +566,14 @@ class Store:
             claim: The claim, as `claim` or `claim_next` returned it.
             reason: Why the holder gives it back.
         """
+    def fail(self, claim: _AnyClaim, error: str) -> Handoff:
+        """Reports that the work failed: pending again with one more attempt counted, or `failed`
+        (the error its outcome) after the last of its `max_attempts`.
+
+        Args:
+            claim: The claim, as `claim` or `claim_next` returned it.
+            error: What went wrong.
+        """
     def complete(self, claim: _AnyClaim, outcome: Optional[str] = None) -> Handoff:
         """Finishes the handoff, with what came of it.
 

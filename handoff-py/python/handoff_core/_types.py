@@ -22,6 +22,7 @@ EventKind = Literal[
     "heartbeat",
     "released",
     "lease_expired",
+    "attempt_failed",
     "failed",
     "completed",
     "rejected",

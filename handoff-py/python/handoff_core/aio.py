@@ -286,6 +286,12 @@ class Store:
         """Gives the handoff back to the queue, with why."""
         return await asyncio.to_thread(self._store.release, claim, reason)
 
+    async def fail(self, claim: _AnyClaim, error: str) -> Handoff:
+        """Reports that the work failed: pending again with one more attempt counted, or `failed`
+        (the error its outcome) after the last of its `max_attempts`.
+        """
+        return await asyncio.to_thread(self._store.fail, claim, error)
+
     async def complete(self, claim: _AnyClaim, outcome: Optional[str] = None) -> Handoff:
         """Finishes the handoff, with what came of it."""
         return await asyncio.to_thread(self._store.complete, claim, outcome)
