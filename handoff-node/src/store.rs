@@ -527,7 +527,7 @@ fn prepare_connect(
 /// in-memory store), `files:DIR` (a folder of JSON files that processes share), or
 /// `postgres://…` / `postgresql://…`, with `?schema=NAME` to keep several stores in one
 /// database (default `public`). Each store reads the options that concern it: `synchronous`
-/// and `lockPatienceSeconds` (SQLite, files), `readOnly` (SQLite only: every other URL is a
+/// (SQLite, files) and `lockPatienceSeconds` (also PostgreSQL), `readOnly` (SQLite only: every other URL is a
 /// `VALIDATION` error on `readOnly`), `poolSize` and `connectTimeoutSeconds` (PostgreSQL). A
 /// URL it cannot read is a `VALIDATION` error on `url` (or `url.schema`), a bad option one on
 /// the option; a server it cannot reach is `STORAGE`. The policy and limits saved in the store

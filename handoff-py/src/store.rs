@@ -512,8 +512,8 @@ pub fn open(
 
 /// Opens the store `url` names: a path or `sqlite:PATH` (SQLite), `memory:`, `files:DIR` (a
 /// folder of JSON files) or `postgres://…` (add `?schema=NAME` to share one database between
-/// installations). Each store reads the options that concern it: `synchronous` and
-/// `lock_patience_seconds` (SQLite, files), `read_only` (SQLite only: any other URL is a
+/// installations). Each store reads the options that concern it: `synchronous` (SQLite,
+/// files), `lock_patience_seconds` (SQLite, files, PostgreSQL), `read_only` (SQLite only: any other URL is a
 /// `ValidationError` naming `read_only`), `pool_size` and `connect_timeout_seconds`
 /// (PostgreSQL). Without `policy`/`limits`, the ones saved in the store apply. A URL that names
 /// no store is a `ValidationError` naming `url` (or the part that is wrong, `url.schema`); a

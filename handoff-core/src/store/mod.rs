@@ -66,8 +66,9 @@ impl std::str::FromStr for Synchronous {
 pub struct ConnectOptions {
     /// How durable each write is (SQLite, files). Default [`Synchronous::Full`].
     pub synchronous: Synchronous,
-    /// How long a write waits for another process's lock before it fails with
-    /// [`Error::Busy`] (SQLite, files). Default 60 s.
+    /// How long a call waits for another process's lock before it fails with
+    /// [`Error::Busy`] (SQLite, files, PostgreSQL; on PostgreSQL also how long a transaction
+    /// of this store may sit idle before the server ends it). Default 60 s.
     pub lock_patience: Duration,
     /// Opens an existing store for reading only; writes fail (SQLite; any other URL is
     /// refused). Default `false`.
@@ -241,6 +242,7 @@ impl Store {
                 &postgres::PostgresOptions {
                     pool_size: options.pool_size,
                     connect_timeout: options.connect_timeout,
+                    lock_patience: options.lock_patience,
                 },
             )?)
             .with_saved_policy(),

@@ -108,6 +108,9 @@ const MIGRATIONS: [&str; VERSION as usize] = [
 const MIGRATION_LOCK: i64 = 1;
 const EVENT_LOCK: i64 = 2;
 
+/// The shortest time the server lets one of our transactions sit idle before ending it.
+const IDLE_FLOOR: Duration = Duration::from_secs(10);
+
 /// How often one write runs again after serialisation failures before it gives up.
 const MAX_ATTEMPTS: usize = 16;
 
@@ -118,6 +121,11 @@ pub struct PostgresOptions {
     pub pool_size: usize,
     /// How long connecting may take (default 10 s).
     pub connect_timeout: Duration,
+    /// How long a statement waits for a lock another session holds (a record, a task's path,
+    /// the event log's end) before the call fails with [`Error::Busy`], and how long one of
+    /// this store's transactions may sit idle before the server ends it (at least 10 s), so
+    /// that a stopped process frees what it locked (default 60 s).
+    pub lock_patience: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -125,6 +133,7 @@ impl Default for PostgresOptions {
         PostgresOptions {
             pool_size: 8,
             connect_timeout: Duration::from_secs(10),
+            lock_patience: Duration::from_secs(60),
         }
     }
 }
@@ -187,10 +196,23 @@ fn is_schema_name(name: &str) -> bool {
 }
 
 fn storage(what: &str, e: postgres::Error) -> Error {
+    if let Some(busy) = busy(what, &e) {
+        return busy;
+    }
     Error::Storage {
         message: format!("PostgreSQL: {what}: {}", reason(&e)),
         source: Some(Box::new(e)),
     }
+}
+
+/// [`Error::Busy`] when `e` is the session's `lock_timeout` running out.
+fn busy(what: &str, e: &postgres::Error) -> Option<Error> {
+    (e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)).then(|| Error::Busy {
+        message: format!(
+            "PostgreSQL: {what}: another session held a lock for longer than the store's lock \
+             patience (it may be stopped or stuck); nothing was changed"
+        ),
+    })
 }
 
 /// What the server said, when it refused (the driver's own text is only "db error"), or the
@@ -393,9 +415,18 @@ impl PostgresBackend {
                     .config
                     .connect(NoTls)
                     .map_err(|e| storage(&format!("cannot connect to {}", self.shown), e))?;
+                // Session settings, so that no transaction pays a round trip for them. A
+                // lock_timeout of 0 would mean no limit; an idle timeout is never so short
+                // that a busy machine's scheduling delay between two statements trips it.
+                let patience = self.options.lock_patience.as_millis().max(1);
+                let idle = patience.max(IDLE_FLOOR.as_millis());
                 client
-                    .batch_execute(&format!("SET search_path TO \"{}\"", self.schema))
-                    .map_err(|e| storage("cannot select the schema", e))?;
+                    .batch_execute(&format!(
+                        "SET search_path TO \"{}\"; SET lock_timeout = {patience}; \
+                         SET idle_in_transaction_session_timeout = {idle}",
+                        self.schema
+                    ))
+                    .map_err(|e| storage("cannot set up the session", e))?;
                 Connection {
                     client,
                     statements: HashMap::new(),
@@ -754,12 +785,12 @@ impl Backend for PostgresBackend {
 
 /// The highest event `seq` below which no transaction in flight can still commit an event: the
 /// event lock, taken exclusively, waits out the writers holding it shared (see the module doc).
-/// One round trip; the lock is held for the length of `max`.
+/// One round trip; the lock is held for the length of `max`. A writer stopped between its
+/// events and its commit delays the reader at most the session's `lock_timeout` (then `Busy`),
+/// and the server ends the stopped writer's transaction after as long.
 fn settled_seq(client: &mut Client, event_lock: i64) -> Result<i64> {
-    // A writer stopped between its events and its commit must not stall readers for good.
     let sql = format!(
-        "BEGIN; SET LOCAL lock_timeout = '{READER_PATIENCE_MS}ms'; \
-         SELECT pg_advisory_xact_lock({event_lock}); \
+        "BEGIN; SELECT pg_advisory_xact_lock({event_lock}); \
          SELECT COALESCE(max(seq), 0) FROM events; COMMIT"
     );
     let messages = match client.simple_query(&sql) {
@@ -767,15 +798,7 @@ fn settled_seq(client: &mut Client, event_lock: i64) -> Result<i64> {
         Err(e) => {
             // The failed batch leaves its transaction open on the connection.
             let _ = client.batch_execute("ROLLBACK");
-            return Err(match e.as_db_error().map(|db| db.code()) {
-                Some(&SqlState::LOCK_NOT_AVAILABLE) => Error::Busy {
-                    message: format!(
-                        "a writer did not commit its events within {} s",
-                        READER_PATIENCE_MS / 1000
-                    ),
-                },
-                _ => storage("cannot read the event log's end", e),
-            });
+            return Err(storage("cannot read the event log's end", e));
         }
     };
     // The last row is `max`'s (the lock's comes first).
@@ -789,9 +812,6 @@ fn settled_seq(client: &mut Client, event_lock: i64) -> Result<i64> {
         .and_then(|max| max.parse().ok())
         .ok_or_else(|| Error::storage("cannot read the event log's end"))
 }
-
-/// How long a reader of the log waits for the writers in flight to commit.
-const READER_PATIENCE_MS: u64 = 10_000;
 
 /// A record write held back by [`PgTx`]: its new lifecycle, the digest of its new claim secret,
 /// or both in one row version.
@@ -930,7 +950,8 @@ impl PgTx<'_> {
         result: std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
         result.map_err(|e| {
-            let err = Error::storage(format!("PostgreSQL: {what}: {}", reason(&e)));
+            let err = busy(what, &e)
+                .unwrap_or_else(|| Error::storage(format!("PostgreSQL: {what}: {}", reason(&e))));
             self.error = Some(e);
             err
         })
@@ -1437,6 +1458,60 @@ mod conformance {
         });
         assert!(claimed.is_none(), "{claimed:?}");
         assert_eq!(store.get(&child.id).unwrap().status, crate::Status::Pending);
+    }
+
+    /// A session that holds a record's lock (a process stopped inside its transaction) delays
+    /// a writer of that record, and a reader of the log, at most the store's lock patience:
+    /// then `Busy`, with nothing changed; once the lock is gone the same calls succeed.
+    #[test]
+    fn a_stuck_session_makes_others_busy_not_hung() {
+        let Some((store, schema)) = store() else {
+            return;
+        };
+        let h = store.create(crate::NewHandoff::new("t", "g")).unwrap();
+        let separator = if schema.url.contains('?') { '&' } else { '?' };
+        let patient = crate::Store::connect_with(
+            &format!("{}{separator}schema={}", schema.url, schema.name),
+            &crate::ConnectOptions {
+                lock_patience: std::time::Duration::from_millis(300),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+
+        let mut stuck = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
+        let mut tx = stuck.transaction().unwrap();
+        tx.batch_execute(&format!(
+            "SET LOCAL search_path TO \"{}\"; \
+             SELECT 1 FROM handoffs FOR UPDATE; \
+             SELECT pg_advisory_xact_lock_shared({})",
+            schema.name,
+            store_lock_base(&schema) | super::EVENT_LOCK
+        ))
+        .unwrap();
+        let before = store.get(&h.id).unwrap();
+
+        let claim = patient.claim(&h.id, "w", std::time::Duration::from_secs(60));
+        assert_eq!(
+            claim.as_ref().map_err(crate::Error::kind).unwrap_err(),
+            crate::ErrorKind::Busy,
+            "{claim:?}"
+        );
+        let read = patient.events(None);
+        assert_eq!(
+            read.as_ref().map_err(crate::Error::kind).unwrap_err(),
+            crate::ErrorKind::Busy,
+            "{read:?}"
+        );
+        assert_eq!(store.get(&h.id).unwrap(), before);
+
+        tx.rollback().unwrap();
+        assert!(
+            patient
+                .claim(&h.id, "w", std::time::Duration::from_secs(60))
+                .is_ok()
+        );
+        assert_eq!(patient.events(None).unwrap().len(), 2);
     }
 
     /// The advisory-lock namespace of the store on `schema`.

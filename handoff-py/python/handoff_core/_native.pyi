@@ -748,7 +748,7 @@ def connect(
     ``postgres://…`` (``?schema=NAME`` to share a database). ``ValidationError`` naming ``url``
     (or ``url.schema``) for a URL that names no store.
 
-    Each store reads the options that concern it: ``synchronous`` and
-    ``lock_patience_seconds`` (SQLite, files), ``read_only`` (SQLite only; any other URL is a
+    Each store reads the options that concern it: ``synchronous`` (SQLite, files),
+    ``lock_patience_seconds`` (SQLite, files, PostgreSQL), ``read_only`` (SQLite only; any other URL is a
     ``ValidationError`` naming ``read_only``), ``pool_size`` (at least 1) and
     ``connect_timeout_seconds`` (PostgreSQL)."""
