@@ -16,6 +16,7 @@ pub mod redact;
 pub mod schema;
 pub mod stats;
 pub mod store;
+pub mod task;
 pub mod tools;
 pub mod validate;
 

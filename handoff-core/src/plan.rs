@@ -90,10 +90,13 @@ pub struct Plan {
 impl Plan {
     /// Checks `steps` (see [`check`]) and indexes them.
     pub fn new(steps: Vec<StepSpec>, limits: &Limits) -> Result<Plan> {
-        let mut c = Collector::default();
-        check_steps(&mut c, "steps", &steps, &[], limits);
-        c.finish()?;
+        check(&steps, limits)?;
         Ok(Plan::indexed(steps))
+    }
+
+    /// `steps` indexed, when [`check_into`] found no problem in them.
+    pub(crate) fn checked(steps: Vec<StepSpec>) -> Plan {
+        Plan::indexed(steps)
     }
 
     /// `steps` indexed, assuming they passed [`check_steps`].
@@ -121,6 +124,11 @@ impl Plan {
     /// The steps, in the order given.
     pub fn steps(&self) -> &[StepSpec] {
         &self.steps
+    }
+
+    /// The steps that depend on the step at `index`.
+    pub fn dependents(&self, index: usize) -> &[usize] {
+        self.dependents.get(index).map_or(&[], Vec::as_slice)
     }
 
     /// The index of the step with this id.
@@ -173,8 +181,13 @@ impl Plan {
 /// dependencies on unknown steps; cycles, named as the path that closes them (`a → b → a`).
 pub fn check(steps: &[StepSpec], limits: &Limits) -> Result<()> {
     let mut c = Collector::default();
-    check_steps(&mut c, "steps", steps, &[], limits);
+    check_into(&mut c, steps, limits);
     c.finish()
+}
+
+/// [`check`], adding the problems to those `c` has found already (a task's other fields).
+pub(crate) fn check_into(c: &mut Collector, steps: &[StepSpec], limits: &Limits) {
+    check_steps(c, "steps", steps, &[], limits);
 }
 
 /// Checks `steps` (named `field` in problems) as additions to `existing`, which passed before.

@@ -1,0 +1,887 @@
+//! Tasks (DESIGN §7): a goal and a plan whose steps run as handoffs. This module is the
+//! aggregate and its transitions, pure like the handoff machine ([`crate::machine`]): each
+//! takes what it changes and the time, and says what the store must do in the same
+//! transaction (offer steps as handoffs, escalate one) and what to write to the log.
+//!
+//! The aggregate is shaped for storage that keeps a task's header apart from its steps, so that
+//! starting a task and completing a step touch only the steps concerned, never the whole plan:
+//! each step counts the dependencies it still waits for (`waiting_on`) and names the steps that
+//! wait for it (`dependents`). Starting reads the steps that wait for nothing; completing a step
+//! reads it and its dependents.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::plan::{Plan, StepSpec};
+use crate::record::Metadata;
+use crate::validate::{Collector, Limits};
+
+/// Where a task stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Created, not started: no step is offered.
+    Pending,
+    /// Its ready steps are offered as handoffs.
+    InProgress,
+    /// Every step completed (or was skipped).
+    Completed,
+    /// Ended without reaching its goal.
+    Failed,
+    /// No step is offered until it resumes; claimed steps may finish.
+    Paused,
+    /// Withdrawn; claimed steps may finish, nothing else is offered.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Whether nothing more happens to the task.
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+/// Where a step stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Waiting for its dependencies, or for its task to start or resume.
+    Pending,
+    /// Offered: its handoff waits for a worker.
+    Ready,
+    /// A worker holds its handoff.
+    InProgress,
+    /// Done; its output is the handoff's outcome.
+    Completed,
+    /// Its last attempt failed, and it is not escalated (yet).
+    Failed,
+    /// Failed on every attempt; a human decides (`resolve`).
+    Escalated,
+    /// Passed over by a resolution; its dependents go on without it.
+    Skipped,
+    /// Its task was cancelled before it ran.
+    Cancelled,
+}
+
+impl StepStatus {
+    /// Whether the step lets its dependents go on.
+    pub fn is_done(self) -> bool {
+        matches!(self, StepStatus::Completed | StepStatus::Skipped)
+    }
+}
+
+/// What a caller gives to create a task.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTask {
+    /// What the task is called.
+    pub name: String,
+    /// What it must achieve.
+    pub goal: String,
+    /// The plan.
+    pub steps: Vec<StepSpec>,
+    /// How to tell that the goal is reached.
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    /// Shared context for every step (the seed's `user_request`, `constraints`, ...).
+    #[serde(default)]
+    pub context: Metadata,
+    /// Anything else the caller keeps with the task.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The agent that drives the task, if any.
+    #[serde(default)]
+    pub orchestrator: Option<String>,
+    /// Who gets a step that failed on every attempt (default `human`).
+    #[serde(default)]
+    pub escalate_to: Option<String>,
+}
+
+/// A task without its steps: what every transition reads and writes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskHeader {
+    /// The task's id.
+    pub id: String,
+    /// What it is called.
+    pub name: String,
+    /// Where it stands.
+    pub status: TaskStatus,
+    /// Grows by one with every change: the task's compare-and-swap token.
+    pub version: u64,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it was first started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+    /// When it finished.
+    pub completed_at: Option<DateTime<Utc>>,
+    /// The agent that drives it.
+    pub orchestrator: Option<String>,
+    /// Who gets an escalated step.
+    pub escalate_to: String,
+    /// What it must achieve.
+    pub goal: String,
+    /// How to tell that the goal is reached.
+    pub success_criteria: Vec<String>,
+    /// Shared context.
+    pub context: Metadata,
+    /// What it produced.
+    pub artifacts: Vec<Value>,
+    /// What went wrong along the way.
+    pub issues: Vec<Value>,
+    /// The caller's own data.
+    pub metadata: Metadata,
+    /// Steps in the plan.
+    pub steps_total: usize,
+    /// Steps neither completed nor skipped nor cancelled.
+    pub steps_open: usize,
+    /// Failed attempts of any step, retried or not.
+    pub retries: u32,
+}
+
+/// One step as stored: its place in the plan and where it stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StepState {
+    /// Its index in the plan.
+    pub position: usize,
+    /// What the caller gave.
+    #[serde(flatten)]
+    pub spec: StepSpec,
+    /// The steps that wait for this one.
+    pub dependents: Vec<String>,
+    /// How many of its dependencies are not done yet.
+    pub waiting_on: usize,
+    /// Where it stands.
+    pub status: StepStatus,
+    /// Failed attempts of its current offer.
+    pub attempts: u32,
+    /// The handoff that carries its current offer.
+    pub handoff_id: Option<String>,
+    /// When a worker first took it.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it was done.
+    pub completed_at: Option<DateTime<Utc>>,
+    /// What came of it.
+    pub output: Option<String>,
+    /// What went wrong last.
+    pub error: Option<String>,
+}
+
+/// What happened to a task, for its log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum TaskChange {
+    /// The task was created.
+    Created,
+    /// It started.
+    Started,
+    /// A step is offered as a handoff.
+    StepOffered {
+        /// The step.
+        step: String,
+    },
+    /// A worker took a step.
+    StepStarted {
+        /// The step.
+        step: String,
+        /// The worker.
+        agent: String,
+    },
+    /// A step is done.
+    StepCompleted {
+        /// The step.
+        step: String,
+    },
+    /// An attempt at a step failed.
+    StepFailed {
+        /// The step.
+        step: String,
+        /// What went wrong.
+        error: String,
+        /// Whether it was the last allowed attempt.
+        last: bool,
+    },
+    /// A step failed on every attempt and went to a human.
+    StepEscalated {
+        /// The step.
+        step: String,
+    },
+    /// A step was passed over.
+    StepSkipped {
+        /// The step.
+        step: String,
+    },
+    /// The task was paused.
+    Paused,
+    /// It resumed.
+    Resumed,
+    /// It was cancelled.
+    Cancelled {
+        /// Why, if given.
+        reason: Option<String>,
+    },
+    /// It finished with every step done.
+    Completed,
+}
+
+/// What a transition asks of the store, beyond writing what it changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// For the log, in order.
+    pub changes: Vec<TaskChange>,
+    /// Steps to offer as new handoffs (addressed to the step's agent).
+    pub offer: Vec<String>,
+    /// A step to escalate: an escalation handoff to the task's `escalate_to`.
+    pub escalate: Option<String>,
+    /// Steps whose offered handoffs are to be withdrawn (cancelled): nobody took them.
+    pub withdraw: Vec<String>,
+}
+
+/// A transition the task or step does not allow in the state it is in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskRefusal {
+    /// The task.
+    pub task_id: String,
+    /// What was refused (`start`, `complete_step`, ...).
+    pub event: &'static str,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl fmt::Display for TaskRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "task {}: cannot {}: {}",
+            self.task_id, self.event, self.reason
+        )
+    }
+}
+
+impl std::error::Error for TaskRefusal {}
+
+/// A transition's outcome.
+pub type Transition = std::result::Result<Effects, TaskRefusal>;
+
+/// A new task and its steps, checked whole (the plan, names, agents, sizes: every problem at
+/// once) before anything exists.
+pub fn create(
+    new: NewTask,
+    id: String,
+    now: DateTime<Utc>,
+    limits: &Limits,
+) -> Result<(TaskHeader, Vec<StepState>)> {
+    let mut c = Collector::default();
+    c.ident("id", &id);
+    if new.name.trim().is_empty() {
+        c.push("name", "must not be empty");
+    }
+    if new.goal.trim().is_empty() {
+        c.push("goal", "must not be empty");
+    }
+    for (field, value) in [("name", &new.name), ("goal", &new.goal)] {
+        if value.len() > limits.max_field_bytes {
+            c.push(
+                field,
+                format!("must be at most {} bytes", limits.max_field_bytes),
+            );
+        }
+    }
+    c.opt_agent("orchestrator", new.orchestrator.as_deref());
+    c.opt_agent("escalate_to", new.escalate_to.as_deref());
+    crate::plan::check_into(&mut c, &new.steps, limits);
+    c.finish()?;
+    let plan = Plan::checked(new.steps);
+    let steps: Vec<StepState> = plan
+        .steps()
+        .iter()
+        .enumerate()
+        .map(|(position, spec)| StepState {
+            position,
+            spec: spec.clone(),
+            dependents: plan
+                .dependents(position)
+                .iter()
+                .map(|&d| plan.steps()[d].id.clone())
+                .collect(),
+            waiting_on: spec.dependencies.len(),
+            status: StepStatus::Pending,
+            attempts: 0,
+            handoff_id: None,
+            started_at: None,
+            completed_at: None,
+            output: None,
+            error: None,
+        })
+        .collect();
+    let header = TaskHeader {
+        id,
+        name: new.name,
+        status: TaskStatus::Pending,
+        version: 1,
+        created_at: now,
+        started_at: None,
+        updated_at: now,
+        completed_at: None,
+        orchestrator: new.orchestrator,
+        escalate_to: new.escalate_to.unwrap_or_else(|| "human".to_owned()),
+        goal: new.goal,
+        success_criteria: new.success_criteria,
+        context: new.context,
+        artifacts: Vec::new(),
+        issues: Vec::new(),
+        metadata: new.metadata,
+        steps_total: steps.len(),
+        steps_open: steps.len(),
+        retries: 0,
+    };
+    Ok((header, steps))
+}
+
+impl TaskHeader {
+    fn refuse(&self, event: &'static str, reason: impl Into<String>) -> TaskRefusal {
+        TaskRefusal {
+            task_id: self.id.clone(),
+            event,
+            reason: reason.into(),
+        }
+    }
+
+    /// Marks the task changed at `now`.
+    fn touch(&mut self, now: DateTime<Utc>) {
+        self.version += 1;
+        self.updated_at = now;
+    }
+
+    /// Offers `step` (it waits for nothing) when the task is running; leaves it pending
+    /// otherwise, for `resume` to offer.
+    fn offer(&self, step: &mut StepState, effects: &mut Effects) {
+        if self.status == TaskStatus::InProgress && step.status == StepStatus::Pending {
+            step.status = StepStatus::Ready;
+            effects.offer.push(step.spec.id.clone());
+            effects.changes.push(TaskChange::StepOffered {
+                step: step.spec.id.clone(),
+            });
+        }
+    }
+
+    /// Starts the task: every step in `roots` (the steps that wait for nothing) is offered.
+    /// A plan with no steps completes at once.
+    pub fn start(&mut self, roots: &mut [StepState], now: DateTime<Utc>) -> Transition {
+        if self.status != TaskStatus::Pending {
+            return Err(self.refuse("start", format!("it is {:?}, not pending", self.status)));
+        }
+        self.status = TaskStatus::InProgress;
+        self.started_at = Some(now);
+        self.touch(now);
+        let mut effects = Effects {
+            changes: vec![TaskChange::Started],
+            ..Effects::default()
+        };
+        for step in roots.iter_mut().filter(|s| s.waiting_on == 0) {
+            self.offer(step, &mut effects);
+        }
+        self.finish_if_done(now, &mut effects);
+        Ok(effects)
+    }
+
+    /// A worker took the step's handoff.
+    pub fn step_claimed(
+        &mut self,
+        step: &mut StepState,
+        agent: &str,
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if step.status != StepStatus::Ready {
+            return Err(self.refuse(
+                "step_claimed",
+                format!("step {} is {:?}, not ready", step.spec.id, step.status),
+            ));
+        }
+        step.status = StepStatus::InProgress;
+        step.started_at.get_or_insert(now);
+        self.touch(now);
+        Ok(Effects {
+            changes: vec![TaskChange::StepStarted {
+                step: step.spec.id.clone(),
+                agent: agent.to_owned(),
+            }],
+            ..Effects::default()
+        })
+    }
+
+    /// The step is done with `output`; those of `dependents` (the step's) that wait for
+    /// nothing more are offered. The task completes with its last open step.
+    pub fn step_completed(
+        &mut self,
+        step: &mut StepState,
+        dependents: &mut [StepState],
+        output: &str,
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if step.status != StepStatus::InProgress {
+            return Err(self.refuse(
+                "step_completed",
+                format!(
+                    "step {} is {:?}, not in progress",
+                    step.spec.id, step.status
+                ),
+            ));
+        }
+        step.status = StepStatus::Completed;
+        step.completed_at = Some(now);
+        step.output = Some(output.to_owned());
+        step.error = None;
+        let mut effects = Effects {
+            changes: vec![TaskChange::StepCompleted {
+                step: step.spec.id.clone(),
+            }],
+            ..Effects::default()
+        };
+        self.release_dependents(step, dependents, &mut effects);
+        self.touch(now);
+        self.finish_if_done(now, &mut effects);
+        Ok(effects)
+    }
+
+    /// An attempt at the step failed with `error`. While attempts remain its handoff is
+    /// pending again (the step is ready); after the last, the step is escalated and the task
+    /// paused until a human resolves it.
+    pub fn step_failed(
+        &mut self,
+        step: &mut StepState,
+        error: &str,
+        last: bool,
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if !matches!(step.status, StepStatus::InProgress | StepStatus::Ready) {
+            return Err(self.refuse(
+                "step_failed",
+                format!("step {} is {:?}, not running", step.spec.id, step.status),
+            ));
+        }
+        step.attempts += 1;
+        step.error = Some(error.to_owned());
+        self.retries += 1;
+        let id = step.spec.id.clone();
+        let mut effects = Effects {
+            changes: vec![TaskChange::StepFailed {
+                step: id.clone(),
+                error: error.to_owned(),
+                last,
+            }],
+            ..Effects::default()
+        };
+        if last {
+            step.status = StepStatus::Escalated;
+            effects
+                .changes
+                .push(TaskChange::StepEscalated { step: id.clone() });
+            effects.escalate = Some(id);
+            if self.status == TaskStatus::InProgress {
+                self.status = TaskStatus::Paused;
+                effects.changes.push(TaskChange::Paused);
+            }
+        } else {
+            step.status = StepStatus::Ready;
+        }
+        self.touch(now);
+        Ok(effects)
+    }
+
+    /// A human's answer to an escalated step: offered again with its attempts reset
+    /// (`retry`), or skipped, its `dependents` going on without it. A task paused by the
+    /// escalation resumes.
+    pub fn resolve(
+        &mut self,
+        step: &mut StepState,
+        dependents: &mut [StepState],
+        retry: bool,
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if step.status != StepStatus::Escalated {
+            return Err(self.refuse(
+                "resolve",
+                format!("step {} is {:?}, not escalated", step.spec.id, step.status),
+            ));
+        }
+        if self.status.is_finished() {
+            return Err(self.refuse("resolve", format!("it is {:?}", self.status)));
+        }
+        let mut effects = Effects::default();
+        if self.status == TaskStatus::Paused {
+            self.status = TaskStatus::InProgress;
+            effects.changes.push(TaskChange::Resumed);
+        }
+        if retry {
+            step.status = StepStatus::Pending;
+            step.attempts = 0;
+            step.error = None;
+            self.offer(step, &mut effects);
+        } else {
+            step.status = StepStatus::Skipped;
+            step.completed_at = Some(now);
+            effects.changes.push(TaskChange::StepSkipped {
+                step: step.spec.id.clone(),
+            });
+            self.release_dependents(step, dependents, &mut effects);
+        }
+        self.touch(now);
+        self.finish_if_done(now, &mut effects);
+        Ok(effects)
+    }
+
+    /// Pauses the task: nothing more is offered; claimed steps may finish.
+    pub fn pause(&mut self, now: DateTime<Utc>) -> Transition {
+        if self.status != TaskStatus::InProgress {
+            return Err(self.refuse("pause", format!("it is {:?}, not in progress", self.status)));
+        }
+        self.status = TaskStatus::Paused;
+        self.touch(now);
+        Ok(Effects {
+            changes: vec![TaskChange::Paused],
+            ..Effects::default()
+        })
+    }
+
+    /// Resumes a paused task: the steps of `waiting` (pending steps that wait for nothing)
+    /// are offered. Escalated steps stay escalated until resolved.
+    pub fn resume(&mut self, waiting: &mut [StepState], now: DateTime<Utc>) -> Transition {
+        if self.status != TaskStatus::Paused {
+            return Err(self.refuse("resume", format!("it is {:?}, not paused", self.status)));
+        }
+        self.status = TaskStatus::InProgress;
+        self.touch(now);
+        let mut effects = Effects {
+            changes: vec![TaskChange::Resumed],
+            ..Effects::default()
+        };
+        for step in waiting.iter_mut().filter(|s| s.waiting_on == 0) {
+            self.offer(step, &mut effects);
+        }
+        Ok(effects)
+    }
+
+    /// Cancels the task. Of `open` (its steps not yet done), those not taken by a worker are
+    /// cancelled (the store withdraws the handoffs of the ready ones); claimed ones may finish.
+    pub fn cancel(
+        &mut self,
+        open: &mut [StepState],
+        reason: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if self.status.is_finished() {
+            return Err(self.refuse("cancel", format!("it is {:?}", self.status)));
+        }
+        self.status = TaskStatus::Cancelled;
+        self.completed_at = Some(now);
+        let mut effects = Effects {
+            changes: vec![TaskChange::Cancelled {
+                reason: reason.map(str::to_owned),
+            }],
+            ..Effects::default()
+        };
+        for step in open.iter_mut() {
+            if step.status == StepStatus::Ready {
+                effects.withdraw.push(step.spec.id.clone());
+            }
+            if matches!(
+                step.status,
+                StepStatus::Pending | StepStatus::Ready | StepStatus::Escalated
+            ) {
+                step.status = StepStatus::Cancelled;
+                self.steps_open = self.steps_open.saturating_sub(1);
+            }
+        }
+        self.touch(now);
+        Ok(effects)
+    }
+
+    /// Counts `step` done and offers those of `dependents` it was the last wait of.
+    fn release_dependents(
+        &mut self,
+        step: &StepState,
+        dependents: &mut [StepState],
+        effects: &mut Effects,
+    ) {
+        self.steps_open = self.steps_open.saturating_sub(1);
+        for dependent in dependents
+            .iter_mut()
+            .filter(|d| d.spec.dependencies.contains(&step.spec.id))
+        {
+            dependent.waiting_on = dependent.waiting_on.saturating_sub(1);
+            if dependent.waiting_on == 0 {
+                self.offer(dependent, effects);
+            }
+        }
+    }
+
+    /// Completes the task once no step is open.
+    fn finish_if_done(&mut self, now: DateTime<Utc>, effects: &mut Effects) {
+        if self.steps_open == 0 && self.status == TaskStatus::InProgress {
+            self.status = TaskStatus::Completed;
+            self.completed_at = Some(now);
+            effects.changes.push(TaskChange::Completed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::HashMap;
+
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn at(second: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, second).unwrap()
+    }
+
+    /// The store's part, in memory: steps by id, and the calls that read only what each
+    /// transition needs.
+    struct Run {
+        task: TaskHeader,
+        steps: HashMap<String, StepState>,
+    }
+
+    impl Run {
+        fn new(steps: Vec<StepSpec>) -> Run {
+            let new = NewTask {
+                name: "Write a post".into(),
+                goal: "A bilingual blog post".into(),
+                steps,
+                ..NewTask::default()
+            };
+            let (task, steps) = create(new, "t1".into(), at(0), &Limits::default()).unwrap();
+            Run {
+                task,
+                steps: steps.into_iter().map(|s| (s.spec.id.clone(), s)).collect(),
+            }
+        }
+
+        /// Runs `f` on the step `id` and its dependents, then stores them back.
+        fn with(
+            &mut self,
+            id: &str,
+            f: impl FnOnce(&mut TaskHeader, &mut StepState, &mut [StepState]) -> Transition,
+        ) -> Effects {
+            let mut step = self.steps[id].clone();
+            let mut dependents: Vec<StepState> = step
+                .dependents
+                .iter()
+                .map(|d| self.steps[d].clone())
+                .collect();
+            let effects = f(&mut self.task, &mut step, &mut dependents).unwrap();
+            for s in dependents.into_iter().chain([step]) {
+                self.steps.insert(s.spec.id.clone(), s);
+            }
+            effects
+        }
+
+        fn pending_roots(&self) -> Vec<StepState> {
+            self.steps
+                .values()
+                .filter(|s| s.status == StepStatus::Pending && s.waiting_on == 0)
+                .cloned()
+                .collect()
+        }
+
+        fn start(&mut self) -> Effects {
+            let mut roots = self.pending_roots();
+            let effects = self.task.start(&mut roots, at(1)).unwrap();
+            self.put(roots);
+            effects
+        }
+
+        fn put(&mut self, steps: Vec<StepState>) {
+            for s in steps {
+                self.steps.insert(s.spec.id.clone(), s);
+            }
+        }
+
+        fn status(&self, id: &str) -> StepStatus {
+            self.steps[id].status
+        }
+    }
+
+    fn blog() -> Vec<StepSpec> {
+        vec![
+            StepSpec::new("research", "Research", "researcher"),
+            StepSpec::new("draft-ko", "Draft (ko)", "writer").after(["research"]),
+            StepSpec::new("draft-en", "Draft (en)", "writer").after(["research"]),
+            StepSpec::new("review", "Review", "reviewer").after(["draft-ko", "draft-en"]),
+        ]
+    }
+
+    fn sorted(mut ids: Vec<String>) -> Vec<String> {
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn the_seeds_plan_runs_to_completion_offering_each_step_once_ready() {
+        let mut run = Run::new(blog());
+        assert_eq!(run.task.status, TaskStatus::Pending);
+        assert_eq!(run.start().offer, ["research"]);
+        run.with("research", |t, s, _| t.step_claimed(s, "researcher", at(2)));
+        let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", at(3)));
+        assert_eq!(sorted(done.offer), ["draft-en", "draft-ko"]);
+        for id in ["draft-ko", "draft-en"] {
+            run.with(id, |t, s, _| t.step_claimed(s, "writer", at(4)));
+        }
+        let one = run.with("draft-ko", |t, s, d| t.step_completed(s, d, "ko", at(5)));
+        assert!(one.offer.is_empty(), "review still waits for draft-en");
+        let both = run.with("draft-en", |t, s, d| t.step_completed(s, d, "en", at(6)));
+        assert_eq!(both.offer, ["review"]);
+        run.with("review", |t, s, _| t.step_claimed(s, "reviewer", at(7)));
+        let last = run.with("review", |t, s, d| t.step_completed(s, d, "ok", at(8)));
+        assert_eq!(last.changes.last(), Some(&TaskChange::Completed));
+        assert_eq!(run.task.status, TaskStatus::Completed);
+        assert_eq!(run.task.completed_at, Some(at(8)));
+        assert_eq!(run.steps["review"].output.as_deref(), Some("ok"));
+        assert!(run.task.version > 1);
+    }
+
+    #[test]
+    fn failures_retry_then_escalate_and_a_resolution_retries_or_skips() {
+        let mut run = Run::new(blog());
+        run.start();
+        run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
+        let retry = run.with("research", |t, s, _| {
+            t.step_failed(s, "timeout", false, at(3))
+        });
+        assert!(retry.escalate.is_none());
+        assert_eq!(run.status("research"), StepStatus::Ready);
+        run.with("research", |t, s, _| t.step_claimed(s, "r", at(4)));
+        let last = run.with("research", |t, s, _| {
+            t.step_failed(s, "timeout", true, at(5))
+        });
+        assert_eq!(last.escalate.as_deref(), Some("research"));
+        assert_eq!(run.status("research"), StepStatus::Escalated);
+        assert_eq!(run.task.status, TaskStatus::Paused);
+        assert_eq!(run.task.retries, 2);
+
+        let again = run.with("research", |t, s, d| t.resolve(s, d, true, at(6)));
+        assert_eq!(again.offer, ["research"]);
+        assert_eq!(run.task.status, TaskStatus::InProgress);
+        assert_eq!(run.steps["research"].attempts, 0);
+
+        run.with("research", |t, s, _| t.step_claimed(s, "r", at(7)));
+        run.with("research", |t, s, _| t.step_failed(s, "again", true, at(8)));
+        let skipped = run.with("research", |t, s, d| t.resolve(s, d, false, at(9)));
+        assert_eq!(sorted(skipped.offer), ["draft-en", "draft-ko"]);
+        assert_eq!(run.status("research"), StepStatus::Skipped);
+    }
+
+    #[test]
+    fn a_paused_task_offers_nothing_until_it_resumes() {
+        let mut run = Run::new(blog());
+        run.start();
+        run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
+        run.task.pause(at(3)).unwrap();
+        // A claimed step may finish; what it unblocks waits for the resume.
+        let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", at(4)));
+        assert!(done.offer.is_empty());
+        assert_eq!(run.status("draft-ko"), StepStatus::Pending);
+        let mut waiting = run.pending_roots();
+        let resumed = run.task.resume(&mut waiting, at(5)).unwrap();
+        run.put(waiting);
+        assert_eq!(sorted(resumed.offer), ["draft-en", "draft-ko"]);
+        assert_eq!(run.status("draft-en"), StepStatus::Ready);
+    }
+
+    #[test]
+    fn cancelling_withdraws_what_no_worker_holds() {
+        let mut run = Run::new(blog());
+        run.start();
+        run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
+        run.with("research", |t, s, d| t.step_completed(s, d, "notes", at(3)));
+        run.with("draft-ko", |t, s, _| t.step_claimed(s, "w", at(3)));
+        let mut open: Vec<StepState> = run.steps.values().cloned().collect();
+        let cancelled = run
+            .task
+            .cancel(&mut open, Some("plan changed"), at(3))
+            .unwrap();
+        run.put(open);
+        assert_eq!(cancelled.withdraw, ["draft-en"]);
+        assert_eq!(run.task.status, TaskStatus::Cancelled);
+        assert_eq!(run.status("draft-ko"), StepStatus::InProgress);
+        assert_eq!(run.status("review"), StepStatus::Cancelled);
+        let err = run.task.start(&mut [], at(4)).unwrap_err();
+        assert_eq!(err.event, "start");
+        assert!(run.task.cancel(&mut [], None, at(4)).is_err());
+    }
+
+    #[test]
+    fn transitions_refuse_steps_in_the_wrong_state() {
+        let mut run = Run::new(blog());
+        run.start();
+        let mut review = run.steps["review"].clone();
+        let err = run
+            .task
+            .step_completed(&mut review, &mut [], "x", at(2))
+            .unwrap_err();
+        assert!(err.to_string().contains("review is Pending"), "{err}");
+        assert!(run.task.step_claimed(&mut review, "w", at(2)).is_err());
+        assert!(run.task.resolve(&mut review, &mut [], true, at(2)).is_err());
+        assert!(run.task.resume(&mut [], at(2)).is_err());
+    }
+
+    #[test]
+    fn an_empty_plan_completes_when_started_and_bad_tasks_are_refused_whole() {
+        let mut run = Run::new(Vec::new());
+        run.start();
+        assert_eq!(run.task.status, TaskStatus::Completed);
+
+        let bad = NewTask {
+            name: " ".into(),
+            goal: String::new(),
+            steps: vec![StepSpec::new("a", "A", "w").after(["a"])],
+            escalate_to: Some("\n".into()),
+            ..NewTask::default()
+        };
+        let err = create(bad, "t/../x".into(), at(0), &Limits::default()).unwrap_err();
+        let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["id", "name", "goal", "escalate_to", "steps[0].dependencies"]
+        );
+    }
+
+    #[test]
+    fn a_completion_reads_only_its_dependents() {
+        // A wide plan: one root, a thousand steps after it, one step after all of those.
+        let mut specs = vec![StepSpec::new("root", "Root", "w")];
+        specs.extend((0..1000).map(|i| StepSpec::new(format!("s{i}"), "S", "w").after(["root"])));
+        specs.push(StepSpec::new("end", "End", "w").after((0..1000).map(|i| format!("s{i}"))));
+        let mut run = Run::new(specs);
+        run.start();
+        run.with("root", |t, s, _| t.step_claimed(s, "w", at(2)));
+        let fanned = run.with("root", |t, s, d| t.step_completed(s, d, "", at(3)));
+        assert_eq!(fanned.offer.len(), 1000);
+        for i in 0..1000 {
+            let id = format!("s{i}");
+            run.with(&id, |t, s, _| t.step_claimed(s, "w", at(4)));
+            // Each completion is given one dependent, `end`, whatever the plan's size.
+            let e = run.with(&id, |t, s, d| {
+                assert_eq!(d.len(), 1);
+                t.step_completed(s, d, "", at(5))
+            });
+            assert_eq!(e.offer.is_empty(), i < 999);
+        }
+        assert_eq!(run.steps["end"].waiting_on, 0);
+        assert_eq!(run.task.steps_open, 1);
+    }
+}
