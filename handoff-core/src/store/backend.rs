@@ -177,6 +177,19 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// A store-wide setting (such as the saved chain policy), as written.
     fn setting(&self, key: &str) -> Result<Option<String>>;
 
+    /// The document `key` of `kind`, as last committed.
+    fn doc(&self, kind: &str, key: &str) -> Result<Option<Doc>>;
+
+    /// Up to `limit` documents of `kind` whose keys start with `prefix` and come after
+    /// `after` (a cursor: the last key of the previous page), in key order.
+    fn docs(
+        &self,
+        kind: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Doc)>>;
+
     /// A signal that wakes a worker waiting for work ([`Store::claim_next_wait`]): subscribed
     /// before the first look, so that work created in between is not missed. The default
     /// sleeps a short while; a backend that can be told (PostgreSQL's NOTIFY) wakes at once,
@@ -261,6 +274,16 @@ impl<F: FnMut() -> Result<T>, T: PartialEq> WorkSignal for Watch<F, T> {
     }
 }
 
+/// A versioned JSON document the core keeps beside the records (a task, one of its steps, an
+/// agent's memory): the backend stores the body as given, under a kind and a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Doc {
+    /// Grows by one with every change the core makes (its compare-and-swap token).
+    pub version: u64,
+    /// The document, as JSON text.
+    pub body: String,
+}
+
 /// The operations available inside one write transaction.
 pub trait Tx {
     /// The record with this id, as the transaction sees it.
@@ -302,6 +325,17 @@ pub trait Tx {
     /// Up to `limit` records with a time-driven change due at `now`: claimed with
     /// `lease_until <= now`, or pending with `expires_at <= now`.
     fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>>;
+
+    /// The document `key` of `kind` as the transaction sees it, locked until it ends (like
+    /// [`Tx::get`]).
+    fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>>;
+
+    /// Stores a new document. The caller has checked that the key is free; a backend that
+    /// finds it taken by a concurrent transaction conflicts (and the closure runs again).
+    fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()>;
+
+    /// Replaces a document the transaction has read.
+    fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()>;
 
     /// What a `claim_next` reads first: [`Tx::lapsed`] (up to `limit`) and, when none is due,
     /// [`Tx::next_claimable`] with no `after`. A backend that pays a round trip per statement

@@ -13,7 +13,7 @@ use crate::clock::ManualClock;
 use crate::error::{Error, ErrorKind};
 use crate::machine::{Change, Event, replay};
 use crate::record::{Handoff, Kind, NewHandoff, Reason, Status};
-use crate::store::{ClaimRef, ClaimSecret, EventFilter, ListFilter, Store};
+use crate::store::{ClaimRef, ClaimSecret, Doc, EventFilter, ListFilter, Store};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -33,6 +33,7 @@ macro_rules! conformance_tests {
             limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
             display_names_are_agent_names, events_are_paged, lists_are_paged, claims_need_their_secret,
             cancel_rights, waiting_workers_get_new_work, failures_are_retried_then_final,
+            documents_are_kept_by_kind_and_key,
         );
     };
     ($make:expr) => {
@@ -323,6 +324,64 @@ pub fn failures_are_retried_then_final(store: Store) {
         Change::Failed { error: Some(e), .. } if e == "still timing out"
     ));
     assert_eq!(replay(&failed, &log).as_ref(), Some(&failed));
+}
+
+pub fn documents_are_kept_by_kind_and_key(store: Store) {
+    let backend = store.backend();
+    let doc = |version: u64, body: &str| Doc {
+        version,
+        body: body.to_owned(),
+    };
+    backend
+        .write(&mut |tx| {
+            assert_eq!(tx.doc("task", "t1")?, None);
+            tx.insert_doc("task", "t1", &doc(1, r#"{"name":"a"}"#))?;
+            for step in ["t1/b", "t1/a", "t10/a", "t2/a"] {
+                tx.insert_doc("step", step, &doc(1, r#"{"step":true}"#))?;
+            }
+            // A transaction sees its own writes.
+            assert_eq!(tx.doc("task", "t1")?, Some(doc(1, r#"{"name":"a"}"#)));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(backend.doc("task", "t1").unwrap().unwrap().version, 1);
+    assert_eq!(backend.doc("step", "t1").unwrap(), None, "kinds are apart");
+
+    let keys = |prefix: &str, after: Option<&str>, limit: usize| -> Vec<String> {
+        backend
+            .docs("step", prefix, after, limit)
+            .unwrap()
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect()
+    };
+    assert_eq!(keys("t1/", None, 10), ["t1/a", "t1/b"]);
+    assert_eq!(keys("t1", None, 10), ["t1/a", "t1/b", "t10/a"]);
+    assert_eq!(keys("", Some("t1/a"), 2), ["t1/b", "t10/a"]);
+    assert_eq!(keys("t1/", Some("t1/b"), 10), Vec::<String>::new());
+
+    // A failed write leaves every document as it was.
+    let err = backend
+        .write(&mut |tx| {
+            tx.update_doc("task", "t1", &doc(2, r#"{"name":"b"}"#))?;
+            tx.insert_doc("task", "t3", &doc(1, "{}"))?;
+            Err(Error::storage("refused"))
+        })
+        .unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::Storage);
+    assert_eq!(backend.doc("task", "t1").unwrap().unwrap().version, 1);
+    assert_eq!(backend.doc("task", "t3").unwrap(), None);
+
+    backend
+        .write(&mut |tx| {
+            let current = tx.doc("task", "t1")?.unwrap();
+            tx.update_doc("task", "t1", &doc(current.version + 1, r#"{"name":"b"}"#))
+        })
+        .unwrap();
+    assert_eq!(
+        backend.doc("task", "t1").unwrap(),
+        Some(doc(2, r#"{"name":"b"}"#))
+    );
 }
 
 pub fn pending_expiry(store: Store) {

@@ -8,6 +8,8 @@
 //!                          what claiming needs; and the next event's seq
 //! DIR/events.jsonl         the event log, one event per line
 //! DIR/settings.json        store-wide settings (the saved chain policy)
+//! DIR/docs/<kind>/<key>.json  versioned documents (a task, one of its steps); a key's `/`
+//!                          separates folders, and every part follows the id rule
 //! DIR/journal.json         only between the two steps of a write (see below)
 //! DIR/.lock                the cross-process lock (the same fair turnstile as SQLite's)
 //! ```
@@ -41,7 +43,7 @@ use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::backend::Watch;
 use crate::store::{
-    Backend, Capabilities, EventFilter, ListFilter, Synchronous, Tx, WorkSignal, hop_of,
+    Backend, Capabilities, Doc, EventFilter, ListFilter, Synchronous, Tx, WorkSignal, hop_of,
 };
 
 /// How long a call waits for another process's write before it fails with `Busy`.
@@ -61,6 +63,25 @@ struct OpenEntry {
     /// SHA-256 of the current claim's secret, in hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     claim_secret_sha256: Option<String>,
+}
+
+/// A document's file: its key, version and body (embedded as JSON, so that it reads as such).
+#[derive(Debug, Serialize, Deserialize)]
+struct DocFile {
+    key: String,
+    version: u64,
+    body: Box<RawValue>,
+}
+
+/// Where the document `key` of `kind` lives, relative to the store: refused unless every part
+/// follows the id rule, so that no key names a file outside `DIR/docs`.
+fn doc_path(kind: &str, key: &str) -> Result<String> {
+    if !crate::validate::is_ident(kind) || !key.split('/').all(crate::validate::is_ident) {
+        return Err(Error::storage(format!(
+            "a files store keeps no document named {kind}/{key}: each part must be an id"
+        )));
+    }
+    Ok(format!("docs/{kind}/{key}.json"))
 }
 
 /// `pending.json`.
@@ -251,6 +272,42 @@ impl FilesBackend {
         self.read_json(&format!("handoffs/{id}.json"))
     }
 
+    fn read_doc(&self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        Ok(self
+            .read_json::<DocFile>(&doc_path(kind, key)?)?
+            .map(|file| Doc {
+                version: file.version,
+                body: file.body.get().to_owned(),
+            }))
+    }
+
+    /// Every key of `kind` (the files under `docs/<kind>`, folders walked), in no order.
+    fn doc_keys(&self, kind: &str) -> Result<Vec<String>> {
+        let root = self.path(&format!("docs/{kind}"));
+        let mut keys = Vec::new();
+        let mut folders = vec![(root.clone(), String::new())];
+        while let Some((folder, prefix)) = folders.pop() {
+            let entries = match fs::read_dir(&folder) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io("cannot read", &folder, e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| io("cannot read", &folder, e))?;
+                let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                    continue;
+                };
+                let path = entry.path();
+                if path.is_dir() {
+                    folders.push((path, format!("{prefix}{name}/")));
+                } else if let Some(stem) = name.strip_suffix(".json") {
+                    keys.push(format!("{prefix}{stem}"));
+                }
+            }
+        }
+        Ok(keys)
+    }
+
     fn task(&self, task_id: &str) -> Result<Vec<Hop>> {
         Ok(self
             .read_json(&format!("tasks/{task_id}.json"))?
@@ -268,11 +325,21 @@ impl FilesBackend {
     /// The second step of a write: replace the files, append the events, drop the journal.
     /// Running it twice gives the same result.
     fn apply(&self, journal: &Journal) -> Result<()> {
+        let mut folders: std::collections::BTreeSet<PathBuf> = ["handoffs", "tasks"]
+            .iter()
+            .map(|sub| self.path(sub))
+            .collect();
         for (relative, content) in &journal.files {
-            replace(&self.path(relative), content.get(), self.sync)?;
+            let path = self.path(relative);
+            if let Some(folder) = path.parent()
+                && folders.insert(folder.to_path_buf())
+            {
+                fs::create_dir_all(folder).map_err(|e| io("cannot create", folder, e))?;
+            }
+            replace(&path, content.get(), self.sync)?;
         }
-        for sub in ["handoffs", "tasks"] {
-            sync_dir(&self.path(sub), self.sync)?;
+        for folder in &folders {
+            sync_dir(folder, self.sync)?;
         }
         if !journal.events.is_empty() {
             let path = self.path("events.jsonl");
@@ -366,6 +433,7 @@ impl Backend for FilesBackend {
                 events: Vec::new(),
                 settings: None,
                 changed_index: false,
+                docs: BTreeMap::new(),
             };
             work(&mut tx)?;
             let journal = tx.into_journal()?;
@@ -481,6 +549,38 @@ impl Backend for FilesBackend {
             Ok(settings.get(key).cloned())
         })
     }
+
+    fn doc(&self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        self.locked(|store| store.read_doc(kind, key))
+    }
+
+    fn docs(
+        &self,
+        kind: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Doc)>> {
+        self.locked(|store| {
+            if !crate::validate::is_ident(kind) {
+                return Ok(Vec::new());
+            }
+            let mut keys: Vec<String> = store
+                .doc_keys(kind)?
+                .into_iter()
+                .filter(|key| key.starts_with(prefix) && after.is_none_or(|a| key.as_str() > a))
+                .collect();
+            keys.sort();
+            keys.truncate(limit);
+            keys.into_iter()
+                .filter_map(|key| match store.read_doc(kind, &key) {
+                    Ok(Some(doc)) => Some(Ok((key, doc))),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect()
+        })
+    }
 }
 
 /// One write: reads go to the files (or to what this write changed), changes are kept here
@@ -495,6 +595,8 @@ struct FilesTx<'a> {
     events: Vec<Event>,
     settings: Option<BTreeMap<String, String>>,
     changed_index: bool,
+    /// Documents this write changed, by path.
+    docs: BTreeMap<String, DocFile>,
 }
 
 impl FilesTx<'_> {
@@ -510,6 +612,9 @@ impl FilesTx<'_> {
         }
         if let Some(settings) = &self.settings {
             files.push(("settings.json".to_owned(), pretty(settings)?));
+        }
+        for (path, doc) in &self.docs {
+            files.push((path.clone(), pretty(doc)?));
         }
         if self.changed_index || !self.events.is_empty() {
             files.push(("pending.json".to_owned(), compact(&self.index)?));
@@ -696,6 +801,35 @@ impl Tx for FilesTx<'_> {
             }
         }
         Ok(out)
+    }
+
+    fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        let path = doc_path(kind, key)?;
+        match self.docs.get(&path) {
+            Some(file) => Ok(Some(Doc {
+                version: file.version,
+                body: file.body.get().to_owned(),
+            })),
+            None => self.store.read_doc(kind, key),
+        }
+    }
+
+    fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        self.update_doc(kind, key, doc)
+    }
+
+    fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        let body = RawValue::from_string(doc.body.clone())
+            .map_err(|e| Error::storage(format!("a document's body is not JSON: {e}")))?;
+        self.docs.insert(
+            doc_path(kind, key)?,
+            DocFile {
+                key: key.to_owned(),
+                version: doc.version,
+                body,
+            },
+        );
+        Ok(())
     }
 }
 

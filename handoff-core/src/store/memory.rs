@@ -10,7 +10,7 @@ use crate::chain::Hop;
 use crate::error::Result;
 use crate::machine::{Event, NewEvent};
 use crate::record::{Handoff, Kind, Lifecycle, Status};
-use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx, hop_of};
+use crate::store::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, hop_of};
 
 /// Keeps handoffs and events in process memory.
 #[derive(Debug, Default)]
@@ -36,6 +36,12 @@ struct State {
     settings: HashMap<String, String>,
     /// Digests of the current claims' secrets, by record id.
     secrets: HashMap<String, [u8; 32]>,
+    /// Documents by kind and key, in key order within a kind.
+    docs: BTreeMap<(String, String), Doc>,
+}
+
+fn doc_key(kind: &str, key: &str) -> (String, String) {
+    (kind.to_owned(), key.to_owned())
 }
 
 impl MemoryBackend {
@@ -55,6 +61,7 @@ enum Undo {
     Append,
     Setting(String, Option<String>),
     Secret(String, Option<[u8; 32]>),
+    Doc((String, String), Option<Doc>),
 }
 
 struct MemoryTx<'a> {
@@ -149,6 +156,33 @@ impl Backend for MemoryBackend {
 
     fn setting(&self, key: &str) -> Result<Option<String>> {
         Ok(self.lock().settings.get(key).cloned())
+    }
+
+    fn doc(&self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        Ok(self.lock().docs.get(&doc_key(kind, key)).cloned())
+    }
+
+    fn docs(
+        &self,
+        kind: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Doc)>> {
+        let state = self.lock();
+        let start = match after {
+            Some(after) if after > prefix => after,
+            _ => prefix,
+        };
+        let from = doc_key(kind, start);
+        Ok(state
+            .docs
+            .range(from..)
+            .filter(|((_, key), _)| after.is_none_or(|after| key.as_str() > after))
+            .take_while(|((k, key), _)| k == kind && key.starts_with(prefix))
+            .take(limit)
+            .map(|((_, key), doc)| (key.clone(), doc.clone()))
+            .collect())
     }
 }
 
@@ -263,8 +297,24 @@ impl Drop for MemoryTx<'_> {
                         self.state.secrets.remove(&id);
                     }
                 },
+                Undo::Doc(key, previous) => match previous {
+                    Some(doc) => {
+                        self.state.docs.insert(key, doc);
+                    }
+                    None => {
+                        self.state.docs.remove(&key);
+                    }
+                },
             }
         }
+    }
+}
+
+impl MemoryTx<'_> {
+    fn put_doc(&mut self, kind: &str, key: &str, doc: &Doc) {
+        let key = doc_key(kind, key);
+        let previous = self.state.docs.insert(key.clone(), doc.clone());
+        self.undo.push(Undo::Doc(key, previous));
     }
 }
 
@@ -383,6 +433,20 @@ impl Tx for MemoryTx<'_> {
             .into_iter()
             .filter_map(|pos| state.by_position(pos).cloned())
             .collect())
+    }
+
+    fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        Ok(self.state.docs.get(&doc_key(kind, key)).cloned())
+    }
+
+    fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        self.put_doc(kind, key, doc);
+        Ok(())
+    }
+
+    fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        self.put_doc(kind, key, doc);
+        Ok(())
     }
 }
 

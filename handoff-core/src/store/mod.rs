@@ -31,7 +31,7 @@ mod url;
 pub mod conformance;
 
 pub(crate) use backend::hop_of;
-pub use backend::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
+pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
 pub use url::{Location, display_url, url_password};
 
@@ -175,6 +175,12 @@ pub struct Store {
 }
 
 impl Store {
+    /// The backend, for the conformance suite's cases that have no `Store` operation yet.
+    #[cfg(test)]
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+
     /// A store on `backend`, with the system clock, the default chain policy and limits.
     pub fn new(backend: impl Backend + 'static) -> Store {
         Store {

@@ -35,10 +35,10 @@ use crate::clock::{from_micros, micros, opt_micros};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
-use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
+use crate::store::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 4;
+pub const VERSION: i32 = 5;
 
 /// `MIGRATIONS[v]` upgrades a schema from version `v` to `v + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -102,6 +102,14 @@ const MIGRATIONS: [&str; VERSION as usize] = [
             claimed_by, kind, status, created_at) ORDER BY pos), '[]')::text
             FROM handoffs WHERE task_id = task);
     END $$;",
+    // 4 -> 5: versioned documents the core keeps beside the records (tasks and their steps).
+    "CREATE TABLE docs (
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (kind, key)
+    );",
 ];
 
 /// Advisory lock keys (in the schema's own key space: see [`PostgresBackend::lock_key`]).
@@ -781,6 +789,51 @@ impl Backend for PostgresBackend {
                 .map(|row| row.get(0)))
         })
     }
+
+    fn doc(&self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        self.reading(|client| {
+            client
+                .query_opt(
+                    "SELECT version, body FROM docs WHERE kind = $1 AND key = $2",
+                    &[&kind, &key],
+                )
+                .map_err(|e| storage("cannot read a document", e))?
+                .map(|row| doc_from_row(&row))
+                .transpose()
+        })
+    }
+
+    fn docs(
+        &self,
+        kind: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Doc)>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let after = after.unwrap_or("");
+        self.reading(|client| {
+            client
+                .query(
+                    "SELECT version, body, key FROM docs WHERE kind = $1 \
+                     AND left(key, length($2)) = $2 AND key COLLATE \"C\" > $3 \
+                     ORDER BY key COLLATE \"C\" LIMIT $4",
+                    &[&kind, &prefix, &after, &limit],
+                )
+                .map_err(|e| storage("cannot list documents", e))?
+                .iter()
+                .map(|row| Ok((row.get::<_, String>(2), doc_from_row(row)?)))
+                .collect()
+        })
+    }
+}
+
+fn doc_from_row(row: &Row) -> Result<Doc> {
+    let version: i64 = row.get(0);
+    Ok(Doc {
+        version: u64::try_from(version).map_err(|e| corrupt("document version", e))?,
+        body: row.get(1),
+    })
 }
 
 /// The highest event `seq` below which no transaction in flight can still commit an event: the
@@ -1283,6 +1336,38 @@ impl Tx for PgTx<'_> {
             }
         }
         Ok((due, next))
+    }
+
+    fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        self.flush()?;
+        let rows = self.query(
+            "SELECT version, body FROM docs WHERE kind = $1 AND key = $2 FOR UPDATE",
+            &[&kind, &key],
+        );
+        self.check("cannot read a document", rows)?
+            .first()
+            .map(doc_from_row)
+            .transpose()
+    }
+
+    fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        self.flush()?;
+        let version = doc.version as i64;
+        let result = self.execute(
+            "INSERT INTO docs (kind, key, version, body) VALUES ($1, $2, $3, $4)",
+            &[&kind, &key, &version, &doc.body],
+        );
+        self.check("cannot write a document", result).map(drop)
+    }
+
+    fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        self.flush()?;
+        let version = doc.version as i64;
+        let result = self.execute(
+            "UPDATE docs SET version = $3, body = $4 WHERE kind = $1 AND key = $2",
+            &[&kind, &key, &version, &doc.body],
+        );
+        self.check("cannot write a document", result).map(drop)
     }
 }
 

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::backend::Watch;
-use crate::store::{Backend, Capabilities, EventFilter, ListFilter, Tx, WorkSignal};
+use crate::store::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 
 mod schema;
 
@@ -635,6 +635,38 @@ impl Backend for SqliteBackend {
                 .optional()?)
         })
     }
+
+    fn doc(&self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        self.reading(|conn| Ok(read_doc(conn, kind, key)?))
+    }
+
+    fn docs(
+        &self,
+        kind: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Doc)>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // `substr` rather than LIKE: a key may hold `%` or `_`.
+        self.reading(|conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT key, version, body FROM docs WHERE kind = ?1 \
+                     AND substr(key, 1, length(?2)) = ?2 AND key > ?3 ORDER BY key LIMIT ?4",
+                )?
+                .query_map(params![kind, prefix, after.unwrap_or(""), limit], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        Doc {
+                            version: row.get::<_, i64>(1)? as u64,
+                            body: row.get(2)?,
+                        },
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
 }
 
 /// `BEGIN IMMEDIATE` … `COMMIT` through cached statements (rusqlite's `Transaction` parses
@@ -928,6 +960,40 @@ impl Tx for SqliteTx<'_> {
             });
         self.check(result)
     }
+
+    fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        let result = read_doc(self.conn, kind, key);
+        self.check(result)
+    }
+
+    fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        let result = self
+            .conn
+            .prepare_cached("INSERT INTO docs (kind, key, version, body) VALUES (?1, ?2, ?3, ?4)")
+            .and_then(|mut stmt| stmt.execute(params![kind, key, doc.version as i64, doc.body]));
+        self.check(result).map(drop)
+    }
+
+    fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        let result = self
+            .conn
+            .prepare_cached("UPDATE docs SET version = ?3, body = ?4 WHERE kind = ?1 AND key = ?2")
+            .and_then(|mut stmt| stmt.execute(params![kind, key, doc.version as i64, doc.body]));
+        self.check(result).map(drop)
+    }
+}
+
+fn read_doc(conn: &Connection, kind: &str, key: &str) -> rusqlite::Result<Option<Doc>> {
+    conn.prepare_cached("SELECT version, body FROM docs WHERE kind = ?1 AND key = ?2")?
+        .query_row(params![kind, key], doc_from_row)
+        .optional()
+}
+
+fn doc_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Doc> {
+    Ok(Doc {
+        version: row.get::<_, i64>(0)? as u64,
+        body: row.get(1)?,
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this build writes.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// "HOFF": marks a file as a handoff-core store.
 const APPLICATION_ID: i32 = 0x484F_4646;
@@ -65,6 +65,14 @@ const MIGRATIONS: [&str; VERSION as usize] = [
         'task_id', json_extract(detail, '$.detail.record.task_id'),
         'to_agent', json_extract(detail, '$.detail.record.to_agent')))
     WHERE kind = 'created' AND json_type(detail, '$.detail.record') IS NOT NULL;",
+    // 4 -> 5: versioned documents the core keeps beside the records (tasks and their steps).
+    "CREATE TABLE docs (
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (kind, key)
+    );",
 ];
 
 /// What a file says about itself, read without writing anything.
