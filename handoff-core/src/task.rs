@@ -146,6 +146,11 @@ pub struct TaskHeader {
     pub steps_open: usize,
     /// Failed attempts of any step, retried or not.
     pub retries: u32,
+    /// The steps that wait for nothing from the start: what `start` offers.
+    pub roots: Vec<String>,
+    /// Steps whose dependencies are done while the task could not offer them (paused):
+    /// what `resume` offers.
+    pub waiting: Vec<String>,
 }
 
 /// One step as stored: its place in the plan and where it stands.
@@ -343,6 +348,12 @@ pub fn create(
         steps_total: steps.len(),
         steps_open: steps.len(),
         retries: 0,
+        roots: steps
+            .iter()
+            .filter(|s| s.waiting_on == 0)
+            .map(|s| s.spec.id.clone())
+            .collect(),
+        waiting: Vec::new(),
     };
     Ok((header, steps))
 }
@@ -362,19 +373,25 @@ impl TaskHeader {
         self.updated_at = now;
     }
 
-    /// Offers `step` (it waits for nothing) when the task is running; leaves it pending
-    /// otherwise, for `resume` to offer.
-    fn offer(&self, step: &mut StepState, effects: &mut Effects) {
-        if self.status == TaskStatus::InProgress && step.status == StepStatus::Pending {
+    /// Offers `step` (it waits for nothing) when the task is running; otherwise keeps it in
+    /// `waiting`, for `resume` to offer.
+    fn offer(&mut self, step: &mut StepState, effects: &mut Effects) {
+        if step.status != StepStatus::Pending {
+            return;
+        }
+        if self.status == TaskStatus::InProgress {
             step.status = StepStatus::Ready;
             effects.offer.push(step.spec.id.clone());
             effects.changes.push(TaskChange::StepOffered {
                 step: step.spec.id.clone(),
             });
+        } else if !self.status.is_finished() && !self.waiting.contains(&step.spec.id) {
+            self.waiting.push(step.spec.id.clone());
         }
     }
 
-    /// Starts the task: every step in `roots` (the steps that wait for nothing) is offered.
+    /// Starts the task: every step in `roots` (the steps [`TaskHeader::roots`] names) is
+    /// offered.
     /// A plan with no steps completes at once.
     pub fn start(&mut self, roots: &mut [StepState], now: DateTime<Utc>) -> Transition {
         if self.status != TaskStatus::Pending {
@@ -553,13 +570,14 @@ impl TaskHeader {
         })
     }
 
-    /// Resumes a paused task: the steps of `waiting` (pending steps that wait for nothing)
-    /// are offered. Escalated steps stay escalated until resolved.
+    /// Resumes a paused task: the steps of `waiting` (the steps named by
+    /// [`TaskHeader::waiting`]) are offered. Escalated steps stay escalated until resolved.
     pub fn resume(&mut self, waiting: &mut [StepState], now: DateTime<Utc>) -> Transition {
         if self.status != TaskStatus::Paused {
             return Err(self.refuse("resume", format!("it is {:?}, not paused", self.status)));
         }
         self.status = TaskStatus::InProgress;
+        self.waiting.clear();
         self.touch(now);
         let mut effects = Effects {
             changes: vec![TaskChange::Resumed],
@@ -569,6 +587,22 @@ impl TaskHeader {
             self.offer(step, &mut effects);
         }
         Ok(effects)
+    }
+
+    /// The step's worker gave its handoff back: the step is ready again, nothing counted.
+    pub fn step_released(&mut self, step: &mut StepState, now: DateTime<Utc>) -> Transition {
+        if step.status != StepStatus::InProgress {
+            return Err(self.refuse(
+                "step_released",
+                format!(
+                    "step {} is {:?}, not in progress",
+                    step.spec.id, step.status
+                ),
+            ));
+        }
+        step.status = StepStatus::Ready;
+        self.touch(now);
+        Ok(Effects::default())
     }
 
     /// Cancels the task. Of `open` (its steps not yet done), those not taken by a worker are
@@ -690,16 +724,12 @@ mod tests {
             effects
         }
 
-        fn pending_roots(&self) -> Vec<StepState> {
-            self.steps
-                .values()
-                .filter(|s| s.status == StepStatus::Pending && s.waiting_on == 0)
-                .cloned()
-                .collect()
+        fn named(&self, ids: &[String]) -> Vec<StepState> {
+            ids.iter().map(|id| self.steps[id].clone()).collect()
         }
 
         fn start(&mut self) -> Effects {
-            let mut roots = self.pending_roots();
+            let mut roots = self.named(&self.task.roots);
             let effects = self.task.start(&mut roots, at(1)).unwrap();
             self.put(roots);
             effects
@@ -795,7 +825,8 @@ mod tests {
         let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", at(4)));
         assert!(done.offer.is_empty());
         assert_eq!(run.status("draft-ko"), StepStatus::Pending);
-        let mut waiting = run.pending_roots();
+        assert_eq!(sorted(run.task.waiting.clone()), ["draft-en", "draft-ko"]);
+        let mut waiting = run.named(&run.task.waiting);
         let resumed = run.task.resume(&mut waiting, at(5)).unwrap();
         run.put(waiting);
         assert_eq!(sorted(resumed.offer), ["draft-en", "draft-ko"]);

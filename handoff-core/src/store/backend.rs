@@ -337,6 +337,10 @@ pub trait Tx {
     /// Replaces a document the transaction has read.
     fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()>;
 
+    /// The documents of `kind` whose keys start with `prefix`, in key order, as the
+    /// transaction sees them (its own writes included).
+    fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>>;
+
     /// What a `claim_next` reads first: [`Tx::lapsed`] (up to `limit`) and, when none is due,
     /// [`Tx::next_claimable`] with no `after`. A backend that pays a round trip per statement
     /// answers both in one. With `lock_open_path`, an open candidate's task path is also locked

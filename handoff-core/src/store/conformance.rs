@@ -341,6 +341,12 @@ pub fn documents_are_kept_by_kind_and_key(store: Store) {
             }
             // A transaction sees its own writes.
             assert_eq!(tx.doc("task", "t1")?, Some(doc(1, r#"{"name":"a"}"#)));
+            let keys: Vec<String> = tx
+                .docs("step", "t1/")?
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
+            assert_eq!(keys, ["t1/a", "t1/b"]);
             Ok(())
         })
         .unwrap();

@@ -818,6 +818,29 @@ impl Tx for FilesTx<'_> {
         self.update_doc(kind, key, doc)
     }
 
+    fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
+        let mut keys: std::collections::BTreeSet<String> = self
+            .store
+            .doc_keys(kind)?
+            .into_iter()
+            .filter(|key| key.starts_with(prefix))
+            .collect();
+        let folder = format!("docs/{kind}/");
+        keys.extend(
+            self.docs
+                .iter()
+                .filter(|(path, file)| path.starts_with(&folder) && file.key.starts_with(prefix))
+                .map(|(_, file)| file.key.clone()),
+        );
+        keys.into_iter()
+            .filter_map(|key| match Tx::doc(self, kind, &key) {
+                Ok(Some(doc)) => Some(Ok((key, doc))),
+                Ok(None) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect()
+    }
+
     fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
         let body = RawValue::from_string(doc.body.clone())
             .map_err(|e| Error::storage(format!("a document's body is not JSON: {e}")))?;

@@ -169,20 +169,30 @@ impl Backend for MemoryBackend {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Doc)>> {
-        let state = self.lock();
+        Ok(self.lock().docs_of(kind, prefix, after, limit))
+    }
+}
+
+impl State {
+    /// See [`Backend::docs`].
+    fn docs_of(
+        &self,
+        kind: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Vec<(String, Doc)> {
         let start = match after {
             Some(after) if after > prefix => after,
             _ => prefix,
         };
-        let from = doc_key(kind, start);
-        Ok(state
-            .docs
-            .range(from..)
+        self.docs
+            .range(doc_key(kind, start)..)
             .filter(|((_, key), _)| after.is_none_or(|after| key.as_str() > after))
             .take_while(|((k, key), _)| k == kind && key.starts_with(prefix))
             .take(limit)
             .map(|((_, key), doc)| (key.clone(), doc.clone()))
-            .collect())
+            .collect()
     }
 }
 
@@ -447,6 +457,10 @@ impl Tx for MemoryTx<'_> {
     fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
         self.put_doc(kind, key, doc);
         Ok(())
+    }
+
+    fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
+        Ok(self.state.docs_of(kind, prefix, None, usize::MAX))
     }
 }
 

@@ -814,12 +814,7 @@ impl Backend for PostgresBackend {
         let after = after.unwrap_or("");
         self.reading(|client| {
             client
-                .query(
-                    "SELECT version, body, key FROM docs WHERE kind = $1 \
-                     AND left(key, length($2)) = $2 AND key COLLATE \"C\" > $3 \
-                     ORDER BY key COLLATE \"C\" LIMIT $4",
-                    &[&kind, &prefix, &after, &limit],
-                )
+                .query(DOCS_SQL, &[&kind, &prefix, &after, &limit])
                 .map_err(|e| storage("cannot list documents", e))?
                 .iter()
                 .map(|row| Ok((row.get::<_, String>(2), doc_from_row(row)?)))
@@ -827,6 +822,12 @@ impl Backend for PostgresBackend {
         })
     }
 }
+
+/// Documents of kind `$1` with keys that start with `$2`, after `$3`, at most `$4`, in byte
+/// order (as SQLite and the other stores order them).
+const DOCS_SQL: &str = "SELECT version, body, key FROM docs WHERE kind = $1 \
+                        AND left(key, length($2)) = $2 AND key COLLATE \"C\" > $3 \
+                        ORDER BY key COLLATE \"C\" LIMIT $4";
 
 fn doc_from_row(row: &Row) -> Result<Doc> {
     let version: i64 = row.get(0);
@@ -1368,6 +1369,15 @@ impl Tx for PgTx<'_> {
             &[&kind, &key, &version, &doc.body],
         );
         self.check("cannot write a document", result).map(drop)
+    }
+
+    fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
+        self.flush()?;
+        let rows = self.query(DOCS_SQL, &[&kind, &prefix, &"", &i64::MAX]);
+        self.check("cannot list documents", rows)?
+            .iter()
+            .map(|row| Ok((row.get::<_, String>(2), doc_from_row(row)?)))
+            .collect()
     }
 }
 

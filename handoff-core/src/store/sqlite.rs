@@ -647,25 +647,7 @@ impl Backend for SqliteBackend {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Doc)>> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        // `substr` rather than LIKE: a key may hold `%` or `_`.
-        self.reading(|conn| {
-            Ok(conn
-                .prepare_cached(
-                    "SELECT key, version, body FROM docs WHERE kind = ?1 \
-                     AND substr(key, 1, length(?2)) = ?2 AND key > ?3 ORDER BY key LIMIT ?4",
-                )?
-                .query_map(params![kind, prefix, after.unwrap_or(""), limit], |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        Doc {
-                            version: row.get::<_, i64>(1)? as u64,
-                            body: row.get(2)?,
-                        },
-                    ))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
-        })
+        self.reading(|conn| Ok(read_docs(conn, kind, prefix, after, limit)?))
     }
 }
 
@@ -981,6 +963,36 @@ impl Tx for SqliteTx<'_> {
             .and_then(|mut stmt| stmt.execute(params![kind, key, doc.version as i64, doc.body]));
         self.check(result).map(drop)
     }
+
+    fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
+        let result = read_docs(self.conn, kind, prefix, None, usize::MAX);
+        self.check(result)
+    }
+}
+
+fn read_docs(
+    conn: &Connection,
+    kind: &str,
+    prefix: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> rusqlite::Result<Vec<(String, Doc)>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // `substr` rather than LIKE: a key may hold `%` or `_`.
+    conn.prepare_cached(
+        "SELECT key, version, body FROM docs WHERE kind = ?1 \
+         AND substr(key, 1, length(?2)) = ?2 AND key > ?3 ORDER BY key LIMIT ?4",
+    )?
+    .query_map(params![kind, prefix, after.unwrap_or(""), limit], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            Doc {
+                version: row.get::<_, i64>(1)? as u64,
+                body: row.get(2)?,
+            },
+        ))
+    })?
+    .collect()
 }
 
 fn read_doc(conn: &Connection, kind: &str, key: &str) -> rusqlite::Result<Option<Doc>> {
