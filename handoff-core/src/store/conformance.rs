@@ -12,8 +12,10 @@ use crate::chain::{ChainPolicy, ChainRule};
 use crate::clock::ManualClock;
 use crate::error::{Error, ErrorKind};
 use crate::machine::{Change, Event, replay};
+use crate::plan::StepSpec;
 use crate::record::{Handoff, Kind, NewHandoff, Reason, Status};
 use crate::store::{ClaimRef, ClaimSecret, Doc, EventFilter, ListFilter, Store};
+use crate::task::{NewTask, StepStatus, TaskStatus};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -33,7 +35,8 @@ macro_rules! conformance_tests {
             limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
             display_names_are_agent_names, events_are_paged, lists_are_paged, claims_need_their_secret,
             cancel_rights, waiting_workers_get_new_work, failures_are_retried_then_final,
-            documents_are_kept_by_kind_and_key,
+            documents_are_kept_by_kind_and_key, tasks_run_their_plans_as_handoffs,
+            failed_steps_escalate_and_pause_their_task, tasks_pause_resume_and_cancel,
         );
     };
     ($make:expr) => {
@@ -387,6 +390,185 @@ pub fn documents_are_kept_by_kind_and_key(store: Store) {
     assert_eq!(
         backend.doc("task", "t1").unwrap(),
         Some(doc(2, r#"{"name":"b"}"#))
+    );
+}
+
+fn blog_task() -> NewTask {
+    NewTask {
+        name: "Write a post".into(),
+        goal: "A bilingual blog post".into(),
+        steps: vec![
+            StepSpec::new("research", "Research", "researcher"),
+            StepSpec::new("draft-ko", "Draft (ko)", "writer").after(["research"]),
+            StepSpec::new("draft-en", "Draft (en)", "writer").after(["research"]),
+            StepSpec::new("review", "Review", "reviewer").after(["draft-ko", "draft-en"]),
+        ],
+        ..NewTask::default()
+    }
+}
+
+fn step_status(store: &Store, task: &str, step: &str) -> StepStatus {
+    let task = store.get_task(task).unwrap();
+    task.steps
+        .iter()
+        .find(|s| s.spec.id == step)
+        .unwrap()
+        .status
+}
+
+pub fn tasks_run_their_plans_as_handoffs(store: Store) {
+    let task = store.create_task(blog_task()).unwrap();
+    let id = task.header.id.clone();
+    assert_eq!(task.header.status, TaskStatus::Pending);
+    assert!(
+        store
+            .claim_next("researcher", None, MINUTE)
+            .unwrap()
+            .is_none()
+    );
+    // A refused plan leaves nothing behind.
+    let mut bad = blog_task();
+    bad.steps[0].dependencies.push("review".into());
+    let err = store.create_task(bad).unwrap_err();
+    assert!(err.problems()[0].rule.contains("cycle"), "{err}");
+    assert_eq!(store.list_tasks(None, None).unwrap().len(), 1);
+
+    store.start_task(&id).unwrap();
+    let research = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    assert_eq!(research.handoff.kind, Kind::Initialization);
+    assert_eq!(research.handoff.task_id, id);
+    assert_eq!(research.handoff.metadata["step_id"], "research");
+    assert_eq!(step_status(&store, &id, "research"), StepStatus::InProgress);
+    assert!(store.claim_next("writer", None, MINUTE).unwrap().is_none());
+
+    store.complete(&research, "notes in research.md").unwrap();
+    let mut drafts = Vec::new();
+    while let Some(claim) = store.claim_next("writer", None, MINUTE).unwrap() {
+        drafts.push(claim);
+    }
+    assert_eq!(
+        drafts.len(),
+        2,
+        "both drafts are offered by the research's completion"
+    );
+    for claim in &drafts {
+        store.complete(claim, "drafted").unwrap();
+    }
+    let review = store.claim_next("reviewer", None, MINUTE).unwrap().unwrap();
+    store.complete(&review, "approved").unwrap();
+
+    let done = store.get_task(&id).unwrap();
+    assert_eq!(done.header.status, TaskStatus::Completed);
+    assert!(done.steps.iter().all(|s| s.status == StepStatus::Completed));
+    assert_eq!(
+        done.steps[0].output.as_deref(),
+        Some("notes in research.md")
+    );
+    let value = done.to_value();
+    assert_eq!(value["plan"]["goal"], "A bilingual blog post");
+    assert_eq!(value["plan"]["steps"][3]["dependencies"][1], "draft-en");
+    assert_eq!(
+        store
+            .list_tasks(Some(TaskStatus::Completed), None)
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+pub fn failed_steps_escalate_and_pause_their_task(store: Store) {
+    let mut new = blog_task();
+    new.steps[0].max_attempts = Some(2);
+    let id = store.create_task(new).unwrap().header.id;
+    store.start_task(&id).unwrap();
+    let first = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    store.fail(&first, "the API timed out").unwrap();
+    assert_eq!(step_status(&store, &id, "research"), StepStatus::Ready);
+    let second = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        second.handoff.id, first.handoff.id,
+        "the same offer, retried"
+    );
+    store.fail(&second, "still timing out").unwrap();
+
+    let task = store.get_task(&id).unwrap();
+    assert_eq!(task.header.status, TaskStatus::Paused);
+    assert_eq!(task.steps[0].status, StepStatus::Escalated);
+    assert_eq!(task.steps[0].error.as_deref(), Some("still timing out"));
+    let escalation = store.claim_next("human", None, MINUTE).unwrap().unwrap();
+    assert_eq!(escalation.handoff.kind, Kind::Escalation);
+    assert_eq!(escalation.handoff.unresolved_errors, ["still timing out"]);
+    // Completing the escalation is not completing the step.
+    store.complete(&escalation, "look at the proxy").unwrap();
+    assert_eq!(step_status(&store, &id, "research"), StepStatus::Escalated);
+}
+
+pub fn tasks_pause_resume_and_cancel(store: Store) {
+    let id = store.create_task(blog_task()).unwrap().header.id;
+    assert_eq!(
+        kind_of(&store.resume_task(&id).unwrap_err()),
+        ErrorKind::Validation
+    );
+    store.start_task(&id).unwrap();
+    let research = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    store.pause_task(&id).unwrap();
+    // A claimed step may finish; what it unblocks waits for the resume.
+    store.complete(&research, "notes").unwrap();
+    assert!(store.claim_next("writer", None, MINUTE).unwrap().is_none());
+    store.resume_task(&id).unwrap();
+    let draft = store.claim_next("writer", None, MINUTE).unwrap().unwrap();
+    let offered = store.get_task(&id).unwrap();
+    let ready: Vec<&str> = offered
+        .steps
+        .iter()
+        .filter(|s| s.status == StepStatus::Ready)
+        .map(|s| s.spec.id.as_str())
+        .collect();
+    assert_eq!(ready.len(), 1);
+
+    let cancelled = store.cancel_task(&id, Some("plan changed")).unwrap();
+    assert_eq!(cancelled.header.status, TaskStatus::Cancelled);
+    assert!(
+        store.claim_next("writer", None, MINUTE).unwrap().is_none(),
+        "withdrawn"
+    );
+    let withdrawn = cancelled
+        .steps
+        .iter()
+        .find(|s| s.spec.id == ready[0])
+        .unwrap();
+    assert_eq!(withdrawn.status, StepStatus::Cancelled);
+    let handoff = store.get(withdrawn.handoff_id.as_deref().unwrap()).unwrap();
+    assert_eq!(handoff.status, Status::Cancelled);
+    // The claimed draft may still finish.
+    store.complete(&draft, "drafted anyway").unwrap();
+    assert_eq!(
+        step_status(
+            &store,
+            &id,
+            draft.handoff.metadata["step_id"].as_str().unwrap()
+        ),
+        StepStatus::Completed
+    );
+    assert_eq!(
+        store.get_task(&id).unwrap().header.status,
+        TaskStatus::Cancelled
+    );
+    assert_eq!(
+        kind_of(&store.start_task("no-such-task").unwrap_err()),
+        ErrorKind::Validation
     );
 }
 

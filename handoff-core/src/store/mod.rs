@@ -24,6 +24,7 @@ pub mod memory;
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+mod tasks;
 mod turnstile;
 mod url;
 
@@ -33,6 +34,7 @@ pub mod conformance;
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
+pub use tasks::Task;
 pub use url::{Location, display_url, url_password};
 
 /// How durable each commit is.
@@ -925,10 +927,19 @@ fn take(
     Ok(claimed)
 }
 
-/// Writes a transition's record and events; returns the record.
+/// Writes a transition's record and events, and applies them to the task step the record
+/// carries, if any; returns the record.
 fn persist(tx: &mut dyn Tx, t: Transition) -> Result<Handoff> {
-    if !t.events.is_empty() {
-        tx.update(&t.record)?;
+    if t.events.is_empty() {
+        return Ok(t.record);
+    }
+    tx.update(&t.record)?;
+    if tasks::carries_step(&t.record) {
+        for event in &t.events {
+            tx.append(event.clone())?;
+        }
+        tasks::follow(tx, &t.record, &t.events)?;
+    } else {
         for event in t.events {
             tx.append(event)?;
         }

@@ -1,0 +1,463 @@
+//! Tasks in the store (DESIGN §7). A task's header and each of its steps are documents
+//! ([`Doc`]); a step runs as a handoff (kind `initialization`, addressed to the step's agent,
+//! `metadata.step_id` naming the step), so workers take steps with `claim_next`, leases,
+//! fencing and crash recovery like any handoff. What happens to a step's handoff happens to the
+//! step in the same transaction ([`follow`]): a completion offers the steps it unblocks, a
+//! failure is retried, the last one escalates the step to a human and pauses the task.
+//!
+//! The transitions themselves are [`crate::task`]'s; this module reads what each needs, makes
+//! the handoffs it asks for, and writes back what changed.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::{Doc, Store, Tx, new_id, persist};
+use crate::error::{Error, Result};
+use crate::machine::{Change, Command, NewEvent, transition};
+use crate::record::{Handoff, Kind, Metadata, NewHandoff};
+use crate::task::{self, Effects, NewTask, StepState, TaskHeader, TaskRefusal, TaskStatus};
+use crate::validate;
+
+/// The kind of a task's header document.
+const TASK: &str = "task";
+/// The kind of a step's document, keyed `<task id>/<step id>`.
+const STEP: &str = "step";
+
+fn step_key(task: &str, step: &str) -> String {
+    format!("{task}/{step}")
+}
+
+/// Steps read in a transaction, each with its document's version.
+type Versioned = Vec<(StepState, u64)>;
+
+/// What a task transition did: its effects, and the steps it changed.
+type Changed = (Effects, Versioned);
+
+/// A task as a caller reads it: its header and its steps, in plan order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Task {
+    /// Everything but the steps.
+    pub header: TaskHeader,
+    /// The steps, in plan order.
+    pub steps: Vec<StepState>,
+}
+
+impl Task {
+    /// The task in the seed's `task-state.json` form (`plan.goal`, `plan.steps[].dependencies`,
+    /// ...).
+    pub fn to_value(&self) -> Value {
+        let h = &self.header;
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.spec.id, "name": s.spec.name, "agent": s.spec.agent,
+                    "cluster": s.spec.cluster, "status": s.status,
+                    "dependencies": s.spec.dependencies, "attempts": s.attempts,
+                    "max_attempts": s.spec.attempts(), "handoff_id": s.handoff_id,
+                    "started_at": s.started_at, "completed_at": s.completed_at,
+                    "output": s.output, "error": s.error,
+                })
+            })
+            .collect();
+        let current: Vec<&str> = self
+            .steps
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.status,
+                    task::StepStatus::Ready | task::StepStatus::InProgress
+                )
+            })
+            .map(|s| s.spec.id.as_str())
+            .collect();
+        json!({
+            "id": h.id, "name": h.name, "status": h.status, "version": h.version,
+            "started_at": h.started_at, "updated_at": h.updated_at,
+            "completed_at": h.completed_at, "orchestrator": h.orchestrator,
+            "plan": {
+                "goal": h.goal, "success_criteria": h.success_criteria,
+                "steps": steps, "current_steps": current,
+            },
+            "context": h.context, "artifacts": h.artifacts, "issues": h.issues,
+            "metadata": h.metadata,
+        })
+    }
+}
+
+/// A refused task transition as the store reports it: a rule about the task's state.
+fn refused(refusal: TaskRefusal) -> Error {
+    Error::invalid("status", refusal.to_string())
+}
+
+fn no_task(id: &str) -> Error {
+    Error::invalid("id", format!("no task has id {id}"))
+}
+
+fn body<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::storage(e.to_string()))
+}
+
+fn parsed<T: DeserializeOwned>(what: &str, doc: &Doc) -> Result<T> {
+    serde_json::from_str(&doc.body)
+        .map_err(|e| Error::storage(format!("corrupt {what} document: {e}")))
+}
+
+/// A task's header and its document's version, locked for the transaction.
+fn header(tx: &mut dyn Tx, id: &str) -> Result<Option<(TaskHeader, u64)>> {
+    tx.doc(TASK, id)?
+        .map(|doc| Ok((parsed("task", &doc)?, doc.version)))
+        .transpose()
+}
+
+/// The steps named `ids` of task `task`, each with its document's version.
+fn steps(tx: &mut dyn Tx, task: &str, ids: &[String]) -> Result<Vec<(StepState, u64)>> {
+    ids.iter()
+        .map(|id| {
+            let doc = tx
+                .doc(STEP, &step_key(task, id))?
+                .ok_or_else(|| Error::storage(format!("task {task} has no step {id}")))?;
+            Ok((parsed("step", &doc)?, doc.version))
+        })
+        .collect()
+}
+
+fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
+    let doc = Doc {
+        version: version + 1,
+        body: body(header)?,
+    };
+    tx.update_doc(TASK, &header.id, &doc)
+}
+
+fn write_steps(tx: &mut dyn Tx, task: &str, steps: &[(StepState, u64)]) -> Result<()> {
+    for (step, version) in steps {
+        let doc = Doc {
+            version: version + 1,
+            body: body(step)?,
+        };
+        tx.update_doc(STEP, &step_key(task, &step.spec.id), &doc)?;
+    }
+    Ok(())
+}
+
+/// Inserts `new` as a handoff with its `created` event, by `actor`.
+fn insert_handoff(
+    tx: &mut dyn Tx,
+    new: NewHandoff,
+    actor: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<Handoff> {
+    let record = new.into_record(new_id(now), now);
+    record.validate(&validate::Limits::default())?;
+    tx.insert(&record)?;
+    tx.append(NewEvent {
+        handoff_id: record.id.clone(),
+        at: now,
+        actor,
+        change: Change::Created {
+            task_id: record.task_id.clone(),
+            to_agent: record.to_agent.clone(),
+        },
+    })?;
+    Ok(record)
+}
+
+fn step_metadata(step: &str) -> Metadata {
+    let mut metadata = Metadata::new();
+    metadata.insert("step_id".to_owned(), json!(step));
+    metadata
+}
+
+/// Makes the handoffs `effects` asks for: an offer per step to offer (found in `touched`),
+/// an escalation for the step to escalate, a withdrawal per offer nobody took.
+fn carry_out(
+    tx: &mut dyn Tx,
+    header: &TaskHeader,
+    touched: &mut [(StepState, u64)],
+    effects: &Effects,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let actor = header.orchestrator.clone();
+    for (step, _) in touched.iter_mut() {
+        let id = step.spec.id.clone();
+        if effects.offer.contains(&id) {
+            let mut new = NewHandoff::new(header.id.clone(), step.spec.name.clone())
+                .to_agent(step.spec.agent.clone())
+                .kind(Kind::Initialization)
+                .metadata(step_metadata(&id))
+                .max_attempts(step.spec.attempts());
+            if let Some(instructions) = &step.spec.instructions {
+                new = new.instructions(instructions.clone());
+            }
+            step.handoff_id = Some(insert_handoff(tx, new, actor.clone(), now)?.id);
+        }
+        if effects.escalate.as_ref() == Some(&id) {
+            let new = NewHandoff::new(
+                header.id.clone(),
+                format!(
+                    "Decide on step {id} ({}), which failed on every attempt",
+                    step.spec.name
+                ),
+            )
+            .to_agent(header.escalate_to.clone())
+            .kind(Kind::Escalation)
+            .errors(step.error.clone())
+            .metadata(step_metadata(&id));
+            insert_handoff(tx, new, actor.clone(), now)?;
+        }
+        if effects.withdraw.contains(&id)
+            && let Some(handoff) = step.handoff_id.as_deref()
+            && let Some(record) = tx.get(handoff)?
+            && !record.status.is_terminal()
+        {
+            let by = actor.clone().unwrap_or_else(|| "handoff-core".to_owned());
+            let command = Command::Cancel {
+                by: Some(record.from_agent.clone().unwrap_or(by)),
+                reason: Some(format!("task {} was cancelled", header.id)),
+                claim_token: None,
+            };
+            persist(tx, transition(record, &command, now)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `record` is a step's offer, whose changes [`follow`] applies to its step.
+pub(super) fn carries_step(record: &Handoff) -> bool {
+    step_of(record).is_some()
+}
+
+/// The step a handoff carries, when it is a step's offer.
+fn step_of(record: &Handoff) -> Option<&str> {
+    (record.kind == Kind::Initialization)
+        .then(|| record.metadata.get("step_id").and_then(Value::as_str))
+        .flatten()
+}
+
+/// Applies what happened to a handoff (`events`, just written) to the step it carries, if it
+/// carries one of a stored task's steps. A step whose state disagrees (its task was cancelled
+/// while it ran, an older offer) is left as it is: the handoff is what happened.
+pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> Result<()> {
+    let Some(step_id) = step_of(record) else {
+        return Ok(());
+    };
+    let Some((mut header, version)) = header(tx, &record.task_id)? else {
+        return Ok(());
+    };
+    let Some(doc) = tx.doc(STEP, &step_key(&header.id, step_id))? else {
+        return Ok(());
+    };
+    let mut step: StepState = parsed("step", &doc)?;
+    if step.handoff_id.as_deref() != Some(record.id.as_str()) {
+        return Ok(());
+    }
+    let mut touched = vec![(step.clone(), doc.version)];
+    let mut changed = false;
+    for event in events {
+        let now = event.at;
+        let mut dependents = Vec::new();
+        let outcome = match &event.change {
+            Change::Claimed { agent, .. } => header.step_claimed(&mut step, agent, now),
+            Change::Completed { outcome } => {
+                dependents = steps(tx, &header.id, &step.dependents)?;
+                let mut states: Vec<StepState> =
+                    dependents.iter().map(|(s, _)| s.clone()).collect();
+                let outcome = header.step_completed(&mut step, &mut states, outcome, now);
+                for ((stored, _), state) in dependents.iter_mut().zip(states) {
+                    *stored = state;
+                }
+                outcome
+            }
+            Change::AttemptFailed { error, .. } => header.step_failed(&mut step, error, false, now),
+            Change::LeaseExpired { .. } => {
+                header.step_failed(&mut step, "the worker's lease ran out", false, now)
+            }
+            Change::Failed { error, .. } => {
+                let error = error.as_deref().unwrap_or("the worker's lease ran out");
+                header.step_failed(&mut step, error, true, now)
+            }
+            Change::Released { .. } => header.step_released(&mut step, now),
+            Change::Rejected { reason } => {
+                header.step_failed(&mut step, &format!("rejected: {reason}"), true, now)
+            }
+            Change::Expired => {
+                header.step_failed(&mut step, "nobody claimed it in time", true, now)
+            }
+            Change::Created { .. } | Change::Heartbeat { .. } | Change::Cancelled { .. } => {
+                continue;
+            }
+        };
+        let Ok(effects) = outcome else {
+            continue;
+        };
+        changed = true;
+        touched[0].0 = step.clone();
+        touched.extend(dependents);
+        carry_out(tx, &header, &mut touched, &effects, now)?;
+        step = touched[0].0.clone();
+    }
+    if changed {
+        write_header(tx, &header, version)?;
+        write_steps(tx, &header.id, &touched)?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Creates a task (status `pending`) with its plan, checked whole: every problem at once,
+    /// nothing written when there is one.
+    pub fn create_task(&self, new: NewTask) -> Result<Task> {
+        let now = self.clock.now();
+        let (header, steps) = task::create(new, new_id(now), now, &self.limits)?;
+        self.backend.write(&mut |tx| {
+            tx.insert_doc(
+                TASK,
+                &header.id,
+                &Doc {
+                    version: 1,
+                    body: body(&header)?,
+                },
+            )?;
+            for step in &steps {
+                let doc = Doc {
+                    version: 1,
+                    body: body(step)?,
+                };
+                tx.insert_doc(STEP, &step_key(&header.id, &step.spec.id), &doc)?;
+            }
+            Ok(())
+        })?;
+        Ok(Task { header, steps })
+    }
+
+    /// The task with this id, with its steps.
+    pub fn get_task(&self, id: &str) -> Result<Task> {
+        validate::ident("id", id)?;
+        let doc = self.backend.doc(TASK, id)?.ok_or_else(|| no_task(id))?;
+        let header: TaskHeader = parsed("task", &doc)?;
+        let mut steps: Vec<StepState> = self
+            .backend
+            .docs(STEP, &format!("{id}/"), None, usize::MAX)?
+            .iter()
+            .map(|(_, doc)| parsed("step", doc))
+            .collect::<Result<_>>()?;
+        steps.sort_by_key(|s| s.position);
+        Ok(Task { header, steps })
+    }
+
+    /// Task headers, in id order (ids are time-ordered, so oldest first), optionally only
+    /// those in `status`, at most `limit`.
+    pub fn list_tasks(
+        &self,
+        status: Option<TaskStatus>,
+        limit: Option<usize>,
+    ) -> Result<Vec<TaskHeader>> {
+        let mut found = Vec::new();
+        let mut after: Option<String> = None;
+        let limit = limit.unwrap_or(usize::MAX);
+        loop {
+            let page = self.backend.docs(TASK, "", after.as_deref(), 1000)?;
+            let Some((last, _)) = page.last() else {
+                return Ok(found);
+            };
+            after = Some(last.clone());
+            for (_, doc) in &page {
+                let header: TaskHeader = parsed("task", doc)?;
+                if status.is_none_or(|s| header.status == s) {
+                    found.push(header);
+                    if found.len() == limit {
+                        return Ok(found);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts a pending task: the steps that wait for nothing are offered as handoffs, in
+    /// the same transaction.
+    pub fn start_task(&self, id: &str) -> Result<Task> {
+        self.change_task(id, &mut |tx, header| {
+            let mut roots = steps(tx, &header.id, &header.roots.clone())?;
+            let mut states: Vec<StepState> = roots.iter().map(|(s, _)| s.clone()).collect();
+            let effects = header
+                .start(&mut states, self.clock.now())
+                .map_err(refused)?;
+            for ((stored, _), state) in roots.iter_mut().zip(states) {
+                *stored = state;
+            }
+            Ok((effects, roots))
+        })
+    }
+
+    /// Pauses a task: no step is offered until it resumes; claimed steps may finish.
+    pub fn pause_task(&self, id: &str) -> Result<Task> {
+        self.change_task(id, &mut |_, header| {
+            let effects = header.pause(self.clock.now()).map_err(refused)?;
+            Ok((effects, Vec::new()))
+        })
+    }
+
+    /// Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+    pub fn resume_task(&self, id: &str) -> Result<Task> {
+        self.change_task(id, &mut |tx, header| {
+            let mut waiting = steps(tx, &header.id, &header.waiting.clone())?;
+            let mut states: Vec<StepState> = waiting.iter().map(|(s, _)| s.clone()).collect();
+            let effects = header
+                .resume(&mut states, self.clock.now())
+                .map_err(refused)?;
+            for ((stored, _), state) in waiting.iter_mut().zip(states) {
+                *stored = state;
+            }
+            Ok((effects, waiting))
+        })
+    }
+
+    /// Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
+    /// claimed steps may finish.
+    pub fn cancel_task(&self, id: &str, reason: Option<&str>) -> Result<Task> {
+        if let Some(reason) = reason {
+            self.check_text("reason", reason)?;
+        }
+        self.change_task(id, &mut |tx, header| {
+            let mut open: Vec<(StepState, u64)> = tx
+                .docs(STEP, &format!("{}/", header.id))?
+                .iter()
+                .map(|(_, doc)| Ok((parsed::<StepState>("step", doc)?, doc.version)))
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .filter(|(s, _)| !s.status.is_done())
+                .collect();
+            let mut states: Vec<StepState> = open.iter().map(|(s, _)| s.clone()).collect();
+            let effects = header
+                .cancel(&mut states, reason, self.clock.now())
+                .map_err(refused)?;
+            for ((stored, _), state) in open.iter_mut().zip(states) {
+                *stored = state;
+            }
+            Ok((effects, open))
+        })
+    }
+
+    /// Runs one task transition in a write: `change` reads what it needs and says what it
+    /// did; the header, the steps it returns and the handoffs its effects ask for are written
+    /// together.
+    fn change_task(
+        &self,
+        id: &str,
+        change: &mut dyn FnMut(&mut dyn Tx, &mut TaskHeader) -> Result<Changed>,
+    ) -> Result<Task> {
+        validate::ident("id", id)?;
+        self.backend.write(&mut |tx| {
+            let (mut header, version) = header(tx, id)?.ok_or_else(|| no_task(id))?;
+            let (effects, mut touched) = change(tx, &mut header)?;
+            carry_out(tx, &header, &mut touched, &effects, self.clock.now())?;
+            write_header(tx, &header, version)?;
+            write_steps(tx, &header.id, &touched)
+        })?;
+        self.get_task(id)
+    }
+}
