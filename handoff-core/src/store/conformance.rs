@@ -507,9 +507,47 @@ pub fn failed_steps_escalate_and_pause_their_task(store: Store) {
     let escalation = store.claim_next("human", None, MINUTE).unwrap().unwrap();
     assert_eq!(escalation.handoff.kind, Kind::Escalation);
     assert_eq!(escalation.handoff.unresolved_errors, ["still timing out"]);
-    // Completing the escalation is not completing the step.
-    store.complete(&escalation, "look at the proxy").unwrap();
-    assert_eq!(step_status(&store, &id, "research"), StepStatus::Escalated);
+    // Only an escalation's claim resolves; a refused resolution changes nothing.
+    let other = store.create(NewHandoff::new("elsewhere", "g")).unwrap();
+    let unrelated = store.claim(&other.id, "human", MINUTE).unwrap();
+    let err = store
+        .resolve_escalation(&unrelated, "no", true)
+        .unwrap_err();
+    assert_eq!(err.problems()[0].field, "claim");
+    assert_eq!(store.get(&other.id).unwrap().status, Status::Claimed);
+
+    // Retry: a new offer, attempts reset, the task running again.
+    let resolved = store
+        .resolve_escalation(&escalation, "look at the proxy", true)
+        .unwrap();
+    assert_eq!(resolved.header.status, TaskStatus::InProgress);
+    assert_eq!(
+        store.get(&escalation.handoff.id).unwrap().status,
+        Status::Completed
+    );
+    let third = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    assert_ne!(third.handoff.id, first.handoff.id, "a new offer");
+    store.fail(&third, "broken").unwrap();
+    let fourth = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    store.fail(&fourth, "broken again").unwrap();
+
+    // Skip: the dependents go on without it.
+    let again = store.claim_next("human", None, MINUTE).unwrap().unwrap();
+    let skipped = store
+        .resolve_escalation(&again, "go on without it", false)
+        .unwrap();
+    assert_eq!(skipped.steps[0].status, StepStatus::Skipped);
+    let mut drafts = 0;
+    while store.claim_next("writer", None, MINUTE).unwrap().is_some() {
+        drafts += 1;
+    }
+    assert_eq!(drafts, 2);
 }
 
 pub fn tasks_pause_resume_and_cancel(store: Store) {

@@ -655,6 +655,16 @@ impl Store {
 
     /// Applies a holder's `command` after checking the claim's secret, in one transaction.
     fn settle_claim(&self, claim: &ClaimRef, command: &Command) -> Result<Handoff> {
+        self.settle_claim_then(claim, command, &mut |_, _| Ok(()))
+    }
+
+    /// [`Store::settle_claim`], and `then` on the settled record in the same transaction.
+    fn settle_claim_then(
+        &self,
+        claim: &ClaimRef,
+        command: &Command,
+        then: &mut dyn FnMut(&mut dyn Tx, &Handoff) -> Result<()>,
+    ) -> Result<Handoff> {
         let id = claim.handoff_id.as_str();
         validate::ident("handoff_id", id)?;
         let now = self.clock.now();
@@ -675,7 +685,9 @@ impl Store {
                     });
                 }
             }
-            persist(tx, transition(h, command, now)?)
+            let settled = persist(tx, transition(h, command, now)?)?;
+            then(tx, &settled)?;
+            Ok(settled)
         })
     }
 

@@ -393,6 +393,61 @@ impl Store {
         })
     }
 
+    /// A human's answer to an escalated step, given with the escalation's claim: the
+    /// escalation is completed with `resolution` and, in the same transaction, the step is
+    /// offered again with its attempts reset (`retry`) or skipped, its dependents going on
+    /// without it; a task the escalation paused resumes.
+    pub fn resolve_escalation(
+        &self,
+        claim: impl Into<super::ClaimRef>,
+        resolution: &str,
+        retry: bool,
+    ) -> Result<Task> {
+        let claim = claim.into();
+        self.check_text("resolution", resolution)?;
+        let command = Command::Complete {
+            token: claim.token,
+            outcome: resolution.to_owned(),
+        };
+        let now = self.clock.now();
+        let mut task_id = String::new();
+        self.settle_claim_then(&claim, &command, &mut |tx, record| {
+            let step_id = match (record.kind, record.metadata.get("step_id")) {
+                (Kind::Escalation, Some(Value::String(step))) => step.clone(),
+                _ => {
+                    return Err(Error::invalid(
+                        "claim",
+                        "must be the claim of a step's escalation",
+                    ));
+                }
+            };
+            let (mut header, version) =
+                header(tx, &record.task_id)?.ok_or_else(|| no_task(&record.task_id))?;
+            let mut touched = steps(tx, &header.id, &[step_id])?;
+            let mut step = touched[0].0.clone();
+            let mut dependents = if retry {
+                Vec::new()
+            } else {
+                steps(tx, &header.id, &step.dependents)?
+            };
+            let mut states: Vec<StepState> = dependents.iter().map(|(s, _)| s.clone()).collect();
+            let effects = header
+                .resolve(&mut step, &mut states, retry, now)
+                .map_err(refused)?;
+            touched[0].0 = step;
+            for ((stored, _), state) in dependents.iter_mut().zip(states) {
+                *stored = state;
+            }
+            touched.extend(dependents);
+            carry_out(tx, &header, &mut touched, &effects, now)?;
+            write_header(tx, &header, version)?;
+            write_steps(tx, &header.id, &touched)?;
+            task_id = header.id.clone();
+            Ok(())
+        })?;
+        self.get_task(&task_id)
+    }
+
     /// Pauses a task: no step is offered until it resumes; claimed steps may finish.
     pub fn pause_task(&self, id: &str) -> Result<Task> {
         self.change_task(id, &mut |_, header| {
