@@ -146,6 +146,8 @@ pub struct TaskHeader {
     pub steps_open: usize,
     /// Failed attempts of any step, retried or not.
     pub retries: u32,
+    /// How many events the task's log holds: the next one's `seq` is this plus one.
+    pub events: u64,
     /// The steps that wait for nothing from the start: what `start` offers.
     pub roots: Vec<String>,
     /// Steps whose dependencies are done while the task could not offer them (paused):
@@ -236,6 +238,23 @@ pub enum TaskChange {
     },
     /// It finished with every step done.
     Completed,
+}
+
+/// One entry of a task's log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskEvent {
+    /// Its place in the task's log, from 1.
+    pub seq: u64,
+    /// The task.
+    pub task_id: String,
+    /// When it happened.
+    pub at: DateTime<Utc>,
+    /// Who caused it: the worker of a step's handoff, the holder of an escalation; `None`
+    /// for the caller of a task operation, and for the clock.
+    pub actor: Option<String>,
+    /// What happened.
+    #[serde(flatten)]
+    pub change: TaskChange,
 }
 
 /// What a transition asks of the store, beyond writing what it changed.
@@ -348,6 +367,7 @@ pub fn create(
         steps_total: steps.len(),
         steps_open: steps.len(),
         retries: 0,
+        events: 0,
         roots: steps
             .iter()
             .filter(|s| s.waiting_on == 0)

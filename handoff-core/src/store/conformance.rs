@@ -462,6 +462,38 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
 
     let done = store.get_task(&id).unwrap();
     assert_eq!(done.header.status, TaskStatus::Completed);
+    let log = store.task_events(&id).unwrap();
+    let kinds: Vec<String> = log
+        .iter()
+        .map(|e| {
+            serde_json::to_value(&e.change).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "created",
+            "started",
+            "step_offered",
+            "step_started",
+            "step_completed",
+            "step_offered",
+            "step_offered",
+            "step_started",
+            "step_started",
+            "step_completed",
+            "step_completed",
+            "step_offered",
+            "step_started",
+            "step_completed",
+            "completed",
+        ]
+    );
+    assert!(log.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
+    assert_eq!(log[3].actor.as_deref(), Some("researcher"));
     assert!(done.steps.iter().all(|s| s.status == StepStatus::Completed));
     assert_eq!(
         done.steps[0].output.as_deref(),

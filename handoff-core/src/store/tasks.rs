@@ -24,6 +24,8 @@ use crate::validate;
 const TASK: &str = "task";
 /// The kind of a step's document, keyed `<task id>/<step id>`.
 const STEP: &str = "step";
+/// The kind of an entry of a task's log, keyed `<task id>/<seq, 20 digits>`.
+const EVENT: &str = "task_event";
 
 fn step_key(task: &str, step: &str) -> String {
     format!("{task}/{step}")
@@ -140,6 +142,36 @@ fn write_steps(tx: &mut dyn Tx, task: &str, steps: &[(StepState, u64)]) -> Resul
             body: body(step)?,
         };
         tx.update_doc(STEP, &step_key(task, &step.spec.id), &doc)?;
+    }
+    Ok(())
+}
+
+/// Appends `changes` to the task's log (and counts them in its header).
+fn log(
+    tx: &mut dyn Tx,
+    header: &mut TaskHeader,
+    changes: Vec<task::TaskChange>,
+    actor: Option<&str>,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    for change in changes {
+        header.events += 1;
+        let event = task::TaskEvent {
+            seq: header.events,
+            task_id: header.id.clone(),
+            at,
+            actor: actor.map(str::to_owned),
+            change,
+        };
+        let key = format!("{}/{:020}", header.id, event.seq);
+        tx.insert_doc(
+            EVENT,
+            &key,
+            &Doc {
+                version: 1,
+                body: body(&event)?,
+            },
+        )?;
     }
     Ok(())
 }
@@ -299,6 +331,13 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
         touched.extend(dependents);
         carry_out(tx, &header, &mut touched, &effects, now)?;
         step = touched[0].0.clone();
+        log(
+            tx,
+            &mut header,
+            effects.changes,
+            event.actor.as_deref(),
+            now,
+        )?;
     }
     if changed {
         write_header(tx, &header, version)?;
@@ -312,14 +351,16 @@ impl Store {
     /// nothing written when there is one.
     pub fn create_task(&self, new: NewTask) -> Result<Task> {
         let now = self.clock.now();
-        let (header, steps) = task::create(new, new_id(now), now, &self.limits)?;
+        let (mut header, steps) = task::create(new, new_id(now), now, &self.limits)?;
         self.backend.write(&mut |tx| {
+            let mut logged = header.clone();
+            log(tx, &mut logged, vec![task::TaskChange::Created], None, now)?;
             tx.insert_doc(
                 TASK,
-                &header.id,
+                &logged.id,
                 &Doc {
                     version: 1,
-                    body: body(&header)?,
+                    body: body(&logged)?,
                 },
             )?;
             for step in &steps {
@@ -331,6 +372,7 @@ impl Store {
             }
             Ok(())
         })?;
+        header.events = 1;
         Ok(Task { header, steps })
     }
 
@@ -347,6 +389,17 @@ impl Store {
             .collect::<Result<_>>()?;
         steps.sort_by_key(|s| s.position);
         Ok(Task { header, steps })
+    }
+
+    /// The task's log, oldest first: created, started, each step offered, started, completed,
+    /// failed, escalated or skipped, paused, resumed, cancelled, completed.
+    pub fn task_events(&self, id: &str) -> Result<Vec<task::TaskEvent>> {
+        validate::ident("id", id)?;
+        self.backend
+            .docs(EVENT, &format!("{id}/"), None, usize::MAX)?
+            .iter()
+            .map(|(_, doc)| parsed("task event", doc))
+            .collect()
     }
 
     /// Task headers, in id order (ids are time-ordered, so oldest first), optionally only
@@ -440,6 +493,13 @@ impl Store {
             }
             touched.extend(dependents);
             carry_out(tx, &header, &mut touched, &effects, now)?;
+            log(
+                tx,
+                &mut header,
+                effects.changes,
+                record.claimed_by.as_deref(),
+                now,
+            )?;
             write_header(tx, &header, version)?;
             write_steps(tx, &header.id, &touched)?;
             task_id = header.id.clone();
@@ -509,7 +569,9 @@ impl Store {
         self.backend.write(&mut |tx| {
             let (mut header, version) = header(tx, id)?.ok_or_else(|| no_task(id))?;
             let (effects, mut touched) = change(tx, &mut header)?;
-            carry_out(tx, &header, &mut touched, &effects, self.clock.now())?;
+            let now = self.clock.now();
+            carry_out(tx, &header, &mut touched, &effects, now)?;
+            log(tx, &mut header, effects.changes, None, now)?;
             write_header(tx, &header, version)?;
             write_steps(tx, &header.id, &touched)
         })?;
