@@ -228,12 +228,11 @@ fn carry_out(
             step.handoff_id = Some(insert_handoff(tx, new, actor.clone(), now)?.id);
         }
         if effects.escalate.as_ref() == Some(&id) {
+            // The goal names the step by its id (at most 128 bytes), so that it stays within
+            // any limits whatever the step's name.
             let new = NewHandoff::new(
                 header.id.clone(),
-                format!(
-                    "Decide on step {id} ({}), which failed on every attempt",
-                    step.spec.name
-                ),
+                format!("Decide on step {id}, which failed on every attempt"),
             )
             .to_agent(header.escalate_to.clone())
             .kind(Kind::Escalation)
@@ -313,9 +312,8 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
                 header.step_failed(&mut step, error, true, now)
             }
             Change::Released { .. } => header.step_released(&mut step, now),
-            Change::Rejected { reason } => {
-                header.step_failed(&mut step, &format!("rejected: {reason}"), true, now)
-            }
+            // The reason as given: it passed the limits the escalation's record must meet.
+            Change::Rejected { reason } => header.step_failed(&mut step, reason, true, now),
             Change::Expired => {
                 header.step_failed(&mut step, "nobody claimed it in time", true, now)
             }
