@@ -31,11 +31,23 @@ fn step_key(task: &str, step: &str) -> String {
     format!("{task}/{step}")
 }
 
-/// Steps read in a transaction, each with its document's version.
-type Versioned = Vec<(StepState, u64)>;
+/// Steps read in a transaction, and their documents' versions (in the same order): the
+/// states go to the transitions, the versions to the writes.
+#[derive(Default)]
+struct Steps {
+    states: Vec<StepState>,
+    versions: Vec<u64>,
+}
 
-/// What a task transition did: its effects, and the steps it changed.
-type Changed = (Effects, Versioned);
+impl Steps {
+    fn extend(&mut self, other: Steps) {
+        self.states.extend(other.states);
+        self.versions.extend(other.versions);
+    }
+}
+
+/// What a task transition did: its effects, and the steps it read (and may have changed).
+type Changed = (Effects, Steps);
 
 /// A task as a caller reads it: its header and its steps, in plan order.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,16 +127,17 @@ fn header(tx: &mut dyn Tx, id: &str) -> Result<Option<(TaskHeader, u64)>> {
         .transpose()
 }
 
-/// The steps named `ids` of task `task`, each with its document's version.
-fn steps(tx: &mut dyn Tx, task: &str, ids: &[String]) -> Result<Vec<(StepState, u64)>> {
-    ids.iter()
-        .map(|id| {
-            let doc = tx
-                .doc(STEP, &step_key(task, id))?
-                .ok_or_else(|| Error::storage(format!("task {task} has no step {id}")))?;
-            Ok((parsed("step", &doc)?, doc.version))
-        })
-        .collect()
+/// The steps named `ids` of task `task`.
+fn steps(tx: &mut dyn Tx, task: &str, ids: &[String]) -> Result<Steps> {
+    let mut read = Steps::default();
+    for id in ids {
+        let doc = tx
+            .doc(STEP, &step_key(task, id))?
+            .ok_or_else(|| Error::storage(format!("task {task} has no step {id}")))?;
+        read.states.push(parsed("step", &doc)?);
+        read.versions.push(doc.version);
+    }
+    Ok(read)
 }
 
 fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
@@ -135,8 +148,8 @@ fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()
     tx.update_doc(TASK, &header.id, &doc)
 }
 
-fn write_steps(tx: &mut dyn Tx, task: &str, steps: &[(StepState, u64)]) -> Result<()> {
-    for (step, version) in steps {
+fn write_steps(tx: &mut dyn Tx, task: &str, steps: &Steps) -> Result<()> {
+    for (step, version) in steps.states.iter().zip(&steps.versions) {
         let doc = Doc {
             version: version + 1,
             body: body(step)?,
@@ -209,12 +222,12 @@ fn step_metadata(step: &str) -> Metadata {
 fn carry_out(
     tx: &mut dyn Tx,
     header: &TaskHeader,
-    touched: &mut [(StepState, u64)],
+    touched: &mut [StepState],
     effects: &Effects,
     now: DateTime<Utc>,
 ) -> Result<()> {
     let actor = header.orchestrator.clone();
-    for (step, _) in touched.iter_mut() {
+    for step in touched.iter_mut() {
         let id = step.spec.id.clone();
         if effects.offer.contains(&id) {
             let mut new = NewHandoff::new(header.id.clone(), step.spec.name.clone())
@@ -282,41 +295,40 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
     let Some(doc) = tx.doc(STEP, &step_key(&header.id, step_id))? else {
         return Ok(());
     };
-    let mut step: StepState = parsed("step", &doc)?;
+    let step: StepState = parsed("step", &doc)?;
     if step.handoff_id.as_deref() != Some(record.id.as_str()) {
         return Ok(());
     }
-    let mut touched = vec![(step.clone(), doc.version)];
+    // The step first, then (for a completion) its dependents.
+    let mut touched = Steps {
+        states: vec![step],
+        versions: vec![doc.version],
+    };
     let mut changed = false;
     for event in events {
         let now = event.at;
-        let mut dependents = Vec::new();
+        if matches!(event.change, Change::Completed { .. }) && touched.states.len() == 1 {
+            let dependents = touched.states[0].dependents.clone();
+            touched.extend(steps(tx, &header.id, &dependents)?);
+        }
+        let Some((step, dependents)) = touched.states.split_first_mut() else {
+            return Ok(());
+        };
         let outcome = match &event.change {
-            Change::Claimed { agent, .. } => header.step_claimed(&mut step, agent, now),
-            Change::Completed { outcome } => {
-                dependents = steps(tx, &header.id, &step.dependents)?;
-                let mut states: Vec<StepState> =
-                    dependents.iter().map(|(s, _)| s.clone()).collect();
-                let outcome = header.step_completed(&mut step, &mut states, outcome, now);
-                for ((stored, _), state) in dependents.iter_mut().zip(states) {
-                    *stored = state;
-                }
-                outcome
-            }
-            Change::AttemptFailed { error, .. } => header.step_failed(&mut step, error, false, now),
+            Change::Claimed { agent, .. } => header.step_claimed(step, agent, now),
+            Change::Completed { outcome } => header.step_completed(step, dependents, outcome, now),
+            Change::AttemptFailed { error, .. } => header.step_failed(step, error, false, now),
             Change::LeaseExpired { .. } => {
-                header.step_failed(&mut step, "the worker's lease ran out", false, now)
+                header.step_failed(step, "the worker's lease ran out", false, now)
             }
             Change::Failed { error, .. } => {
                 let error = error.as_deref().unwrap_or("the worker's lease ran out");
-                header.step_failed(&mut step, error, true, now)
+                header.step_failed(step, error, true, now)
             }
-            Change::Released { .. } => header.step_released(&mut step, now),
+            Change::Released { .. } => header.step_released(step, now),
             // The reason as given: it passed the limits the escalation's record must meet.
-            Change::Rejected { reason } => header.step_failed(&mut step, reason, true, now),
-            Change::Expired => {
-                header.step_failed(&mut step, "nobody claimed it in time", true, now)
-            }
+            Change::Rejected { reason } => header.step_failed(step, reason, true, now),
+            Change::Expired => header.step_failed(step, "nobody claimed it in time", true, now),
             Change::Created { .. } | Change::Heartbeat { .. } | Change::Cancelled { .. } => {
                 continue;
             }
@@ -325,10 +337,7 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
             continue;
         };
         changed = true;
-        touched[0].0 = step.clone();
-        touched.extend(dependents);
-        carry_out(tx, &header, &mut touched, &effects, now)?;
-        step = touched[0].0.clone();
+        carry_out(tx, &header, &mut touched.states, &effects, now)?;
         log(
             tx,
             &mut header,
@@ -433,13 +442,9 @@ impl Store {
     pub fn start_task(&self, id: &str) -> Result<Task> {
         self.change_task(id, &mut |tx, header| {
             let mut roots = steps(tx, &header.id, &header.roots.clone())?;
-            let mut states: Vec<StepState> = roots.iter().map(|(s, _)| s.clone()).collect();
             let effects = header
-                .start(&mut states, self.clock.now())
+                .start(&mut roots.states, self.clock.now())
                 .map_err(refused)?;
-            for ((stored, _), state) in roots.iter_mut().zip(states) {
-                *stored = state;
-            }
             Ok((effects, roots))
         })
     }
@@ -474,23 +479,19 @@ impl Store {
             };
             let (mut header, version) =
                 header(tx, &record.task_id)?.ok_or_else(|| no_task(&record.task_id))?;
+            // The step first, then (for a skip) its dependents.
             let mut touched = steps(tx, &header.id, &[step_id])?;
-            let mut step = touched[0].0.clone();
-            let mut dependents = if retry {
-                Vec::new()
-            } else {
-                steps(tx, &header.id, &step.dependents)?
-            };
-            let mut states: Vec<StepState> = dependents.iter().map(|(s, _)| s.clone()).collect();
-            let effects = header
-                .resolve(&mut step, &mut states, retry, now)
-                .map_err(refused)?;
-            touched[0].0 = step;
-            for ((stored, _), state) in dependents.iter_mut().zip(states) {
-                *stored = state;
+            if !retry {
+                let dependents = touched.states[0].dependents.clone();
+                touched.extend(steps(tx, &header.id, &dependents)?);
             }
-            touched.extend(dependents);
-            carry_out(tx, &header, &mut touched, &effects, now)?;
+            let Some((step, dependents)) = touched.states.split_first_mut() else {
+                return Err(Error::storage("a task step vanished"));
+            };
+            let effects = header
+                .resolve(step, dependents, retry, now)
+                .map_err(refused)?;
+            carry_out(tx, &header, &mut touched.states, &effects, now)?;
             log(
                 tx,
                 &mut header,
@@ -510,7 +511,7 @@ impl Store {
     pub fn pause_task(&self, id: &str) -> Result<Task> {
         self.change_task(id, &mut |_, header| {
             let effects = header.pause(self.clock.now()).map_err(refused)?;
-            Ok((effects, Vec::new()))
+            Ok((effects, Steps::default()))
         })
     }
 
@@ -518,13 +519,9 @@ impl Store {
     pub fn resume_task(&self, id: &str) -> Result<Task> {
         self.change_task(id, &mut |tx, header| {
             let mut waiting = steps(tx, &header.id, &header.waiting.clone())?;
-            let mut states: Vec<StepState> = waiting.iter().map(|(s, _)| s.clone()).collect();
             let effects = header
-                .resume(&mut states, self.clock.now())
+                .resume(&mut waiting.states, self.clock.now())
                 .map_err(refused)?;
-            for ((stored, _), state) in waiting.iter_mut().zip(states) {
-                *stored = state;
-            }
             Ok((effects, waiting))
         })
     }
@@ -536,21 +533,17 @@ impl Store {
             self.check_text("reason", reason)?;
         }
         self.change_task(id, &mut |tx, header| {
-            let mut open: Vec<(StepState, u64)> = tx
-                .docs(STEP, &format!("{}/", header.id))?
-                .iter()
-                .map(|(_, doc)| Ok((parsed::<StepState>("step", doc)?, doc.version)))
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .filter(|(s, _)| !s.status.is_done())
-                .collect();
-            let mut states: Vec<StepState> = open.iter().map(|(s, _)| s.clone()).collect();
-            let effects = header
-                .cancel(&mut states, reason, self.clock.now())
-                .map_err(refused)?;
-            for ((stored, _), state) in open.iter_mut().zip(states) {
-                *stored = state;
+            let mut open = Steps::default();
+            for (_, doc) in tx.docs(STEP, &format!("{}/", header.id))? {
+                let step: StepState = parsed("step", &doc)?;
+                if !step.status.is_done() {
+                    open.states.push(step);
+                    open.versions.push(doc.version);
+                }
             }
+            let effects = header
+                .cancel(&mut open.states, reason, self.clock.now())
+                .map_err(refused)?;
             Ok((effects, open))
         })
     }
@@ -568,7 +561,7 @@ impl Store {
             let (mut header, version) = header(tx, id)?.ok_or_else(|| no_task(id))?;
             let (effects, mut touched) = change(tx, &mut header)?;
             let now = self.clock.now();
-            carry_out(tx, &header, &mut touched, &effects, now)?;
+            carry_out(tx, &header, &mut touched.states, &effects, now)?;
             log(tx, &mut header, effects.changes, None, now)?;
             write_header(tx, &header, version)?;
             write_steps(tx, &header.id, &touched)
