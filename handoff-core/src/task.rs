@@ -144,6 +144,10 @@ pub struct TaskHeader {
     pub steps_total: usize,
     /// Steps neither completed nor skipped nor cancelled.
     pub steps_open: usize,
+    /// Steps completed or skipped.
+    pub steps_done: usize,
+    /// Steps skipped.
+    pub skipped: usize,
     /// Failed attempts of any step, retried or not.
     pub retries: u32,
     /// How many events the task's log holds: the next one's `seq` is this plus one.
@@ -257,6 +261,131 @@ pub struct TaskEvent {
     pub change: TaskChange,
 }
 
+/// How a finished task ended, for its history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskResult {
+    /// Every step completed.
+    Success,
+    /// It completed with steps skipped.
+    Partial,
+    /// It was cancelled or failed.
+    Failure,
+}
+
+/// A finished task in the seed's `task-history.json` form.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryEntry {
+    /// The task.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// How it ended.
+    pub result: TaskResult,
+    /// When it started (`None`: cancelled before it started).
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it finished.
+    pub completed_at: DateTime<Utc>,
+    /// From start to finish.
+    pub duration_seconds: Option<f64>,
+    /// Its goal.
+    pub summary: String,
+    /// What it produced.
+    pub artifacts: Vec<Value>,
+    /// Its steps and retries.
+    pub metrics: HistoryMetrics,
+    /// What it taught (the task's `metadata.lessons`, when it has a list of them).
+    pub lessons: Vec<Value>,
+}
+
+/// The numbers of a [`HistoryEntry`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryMetrics {
+    /// Steps in the plan.
+    pub steps_total: usize,
+    /// Steps done (completed or skipped).
+    pub steps_completed: usize,
+    /// Failed attempts of any step.
+    pub retries: u32,
+}
+
+impl TaskHeader {
+    /// The task's history entry, once it is finished.
+    pub fn history(&self) -> Option<HistoryEntry> {
+        let completed_at = self.completed_at.filter(|_| self.status.is_finished())?;
+        let result = match self.status {
+            TaskStatus::Completed if self.skipped == 0 => TaskResult::Success,
+            TaskStatus::Completed => TaskResult::Partial,
+            _ => TaskResult::Failure,
+        };
+        let lessons = match self.metadata.get("lessons") {
+            Some(Value::Array(lessons)) => lessons.clone(),
+            _ => Vec::new(),
+        };
+        Some(HistoryEntry {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            result,
+            started_at: self.started_at,
+            completed_at,
+            duration_seconds: self
+                .started_at
+                .map(|start| (completed_at - start).as_seconds_f64()),
+            summary: self.goal.clone(),
+            artifacts: self.artifacts.clone(),
+            metrics: HistoryMetrics {
+                steps_total: self.steps_total,
+                steps_completed: self.steps_done,
+                retries: self.retries,
+            },
+            lessons,
+        })
+    }
+}
+
+/// Statistics over finished tasks (the seed's `task_statistics`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskStatistics {
+    /// Finished tasks.
+    pub total_tasks: usize,
+    /// The share of them that succeeded (0 when there are none).
+    pub success_rate: f64,
+    /// The mean time from start to finish of those that started.
+    pub avg_duration_seconds: Option<f64>,
+    /// How many ended each way.
+    pub by_result: std::collections::BTreeMap<String, usize>,
+}
+
+impl TaskStatistics {
+    /// The statistics of `history`.
+    pub fn of(history: &[HistoryEntry]) -> TaskStatistics {
+        let mut by_result = std::collections::BTreeMap::new();
+        for entry in history {
+            let key = serde_json::to_value(entry.result)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            *by_result.entry(key).or_insert(0) += 1;
+        }
+        let durations: Vec<f64> = history.iter().filter_map(|e| e.duration_seconds).collect();
+        let successes = history
+            .iter()
+            .filter(|e| e.result == TaskResult::Success)
+            .count();
+        TaskStatistics {
+            total_tasks: history.len(),
+            success_rate: if history.is_empty() {
+                0.0
+            } else {
+                successes as f64 / history.len() as f64
+            },
+            avg_duration_seconds: (!durations.is_empty())
+                .then(|| durations.iter().sum::<f64>() / durations.len() as f64),
+            by_result,
+        }
+    }
+}
+
 /// What a transition asks of the store, beyond writing what it changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Effects {
@@ -366,6 +495,8 @@ pub fn create(
         metadata: new.metadata,
         steps_total: steps.len(),
         steps_open: steps.len(),
+        steps_done: 0,
+        skipped: 0,
         retries: 0,
         events: 0,
         roots: steps
@@ -567,6 +698,7 @@ impl TaskHeader {
         } else {
             step.status = StepStatus::Skipped;
             step.completed_at = Some(now);
+            self.skipped += 1;
             effects.changes.push(TaskChange::StepSkipped {
                 step: step.spec.id.clone(),
             });
@@ -668,6 +800,7 @@ impl TaskHeader {
         effects: &mut Effects,
     ) {
         self.steps_open = self.steps_open.saturating_sub(1);
+        self.steps_done += 1;
         for dependent in dependents
             .iter_mut()
             .filter(|d| d.spec.dependencies.contains(&step.spec.id))

@@ -15,7 +15,7 @@ use crate::machine::{Change, Event, replay};
 use crate::plan::StepSpec;
 use crate::record::{Handoff, Kind, NewHandoff, Reason, Status};
 use crate::store::{ClaimRef, ClaimSecret, Doc, EventFilter, ListFilter, Store};
-use crate::task::{NewTask, StepStatus, TaskStatus};
+use crate::task::{NewTask, StepStatus, TaskResult, TaskStatus};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -494,6 +494,25 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
     );
     assert!(log.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
     assert_eq!(log[3].actor.as_deref(), Some("researcher"));
+
+    // Finished tasks are history: this one succeeded; one cancelled before it started failed.
+    let other = store.create_task(blog_task()).unwrap().header.id;
+    assert!(
+        store.task_history(None).unwrap().len() == 1,
+        "only finished tasks"
+    );
+    store.cancel_task(&other, None).unwrap();
+    let history = store.task_history(None).unwrap();
+    assert_eq!(history.len(), 2);
+    let ours = history.iter().find(|e| e.id == id).unwrap();
+    assert_eq!(ours.result, TaskResult::Success);
+    assert_eq!(ours.metrics.steps_completed, 4);
+    assert!(ours.duration_seconds.is_some());
+    let stats = store.task_statistics().unwrap();
+    assert_eq!(stats.total_tasks, 2);
+    assert!((stats.success_rate - 0.5).abs() < 1e-9);
+    assert_eq!(stats.by_result["failure"], 1);
+    assert_eq!(store.task_history(Some(1)).unwrap().len(), 1);
     assert!(done.steps.iter().all(|s| s.status == StepStatus::Completed));
     assert_eq!(
         done.steps[0].output.as_deref(),
@@ -575,6 +594,8 @@ pub fn failed_steps_escalate_and_pause_their_task(store: Store) {
         .resolve_escalation(&again, "go on without it", false)
         .unwrap();
     assert_eq!(skipped.steps[0].status, StepStatus::Skipped);
+    assert_eq!(skipped.header.retries, 4);
+    assert_eq!(skipped.header.skipped, 1);
     let mut drafts = 0;
     while store.claim_next("writer", None, MINUTE).unwrap().is_some() {
         drafts += 1;

@@ -409,6 +409,26 @@ impl Store {
             .collect()
     }
 
+    /// Finished tasks, newest first, in the seed's `task-history.json` form: how each ended
+    /// (`success`, `partial` with skipped steps, `failure` when cancelled), its duration, steps
+    /// and retries. At most `limit`.
+    pub fn task_history(&self, limit: Option<usize>) -> Result<Vec<task::HistoryEntry>> {
+        let mut history: Vec<task::HistoryEntry> = self
+            .list_tasks(None, None)?
+            .iter()
+            .filter_map(TaskHeader::history)
+            .collect();
+        history.sort_by(|a, b| b.completed_at.cmp(&a.completed_at).then(b.id.cmp(&a.id)));
+        history.truncate(limit.unwrap_or(usize::MAX));
+        Ok(history)
+    }
+
+    /// Statistics over every finished task: how many, the share that succeeded, the mean
+    /// duration, and how many ended each way.
+    pub fn task_statistics(&self) -> Result<task::TaskStatistics> {
+        Ok(task::TaskStatistics::of(&self.task_history(None)?))
+    }
+
     /// Task headers, in id order (ids are time-ordered, so oldest first), optionally only
     /// those in `status`, at most `limit`.
     pub fn list_tasks(
