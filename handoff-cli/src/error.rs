@@ -85,7 +85,9 @@ impl CliError {
             CliError::Core(Error::Validation { problems }) => {
                 error["problems"] = serde_json::to_value(problems).unwrap_or_default();
             }
-            CliError::Core(Error::NotFound { id } | Error::Conflict { id }) => {
+            CliError::Core(
+                Error::NotFound { id } | Error::Conflict { id } | Error::VersionConflict { id, .. },
+            ) => {
                 error["id"] = json!(id);
             }
             CliError::Core(Error::AlreadyClaimed { id, holder }) => {

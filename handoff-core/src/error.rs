@@ -71,6 +71,18 @@ pub enum Error {
         id: String,
     },
 
+    /// A compare-and-swap found `id` (a task) changed since the caller read it: it is at
+    /// version `actual`, not `expected`. Nothing was changed.
+    #[error("{id} is at version {actual}, not {expected}: it changed since it was read")]
+    VersionConflict {
+        /// What was to be changed.
+        id: String,
+        /// The version the caller read.
+        expected: u64,
+        /// The version it is at.
+        actual: u64,
+    },
+
     /// The new hop would break the task's [`ChainPolicy`](crate::ChainPolicy).
     #[error(transparent)]
     ChainViolation(#[from] ChainViolation),
@@ -126,7 +138,7 @@ impl Error {
             Error::LeaseLost { .. } => ErrorKind::LeaseLost,
             Error::InvalidTransition { .. } => ErrorKind::InvalidTransition,
             Error::Validation { .. } => ErrorKind::Validation,
-            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::Conflict { .. } | Error::VersionConflict { .. } => ErrorKind::Conflict,
             Error::ChainViolation(_) => ErrorKind::ChainViolation,
             Error::Busy { .. } => ErrorKind::Busy,
             Error::Storage { .. } => ErrorKind::Storage,

@@ -168,7 +168,7 @@ impl Plan {
     /// an old step).
     pub fn extended(&self, added: Vec<StepSpec>, limits: &Limits) -> Result<Plan> {
         let mut c = Collector::default();
-        check_steps(&mut c, "add_steps", &added, &self.steps, limits);
+        check_added(&mut c, &added, &self.steps, limits);
         c.finish()?;
         let mut steps = self.steps.clone();
         steps.extend(added);
@@ -183,6 +183,17 @@ pub fn check(steps: &[StepSpec], limits: &Limits) -> Result<()> {
     let mut c = Collector::default();
     check_into(&mut c, steps, limits);
     c.finish()
+}
+
+/// Checks `added` as steps appended to a plan of `existing` steps (named `add_steps` in
+/// problems), adding the problems to `c`'s.
+pub(crate) fn check_added(
+    c: &mut Collector,
+    added: &[StepSpec],
+    existing: &[StepSpec],
+    limits: &Limits,
+) {
+    check_steps(c, "add_steps", added, existing, limits);
 }
 
 /// [`check`], adding the problems to those `c` has found already (a task's other fields).

@@ -105,6 +105,34 @@ pub struct NewTask {
     pub escalate_to: Option<String>,
 }
 
+/// What `update_task` changes: each field given replaces the task's (`add_steps` appends to
+/// the plan).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskUpdate {
+    /// A new goal.
+    #[serde(default)]
+    pub goal: Option<String>,
+    /// New success criteria.
+    #[serde(default)]
+    pub success_criteria: Option<Vec<String>>,
+    /// New shared context.
+    #[serde(default)]
+    pub context: Option<Metadata>,
+    /// New metadata.
+    #[serde(default)]
+    pub metadata: Option<Metadata>,
+    /// Steps to add; they may depend on the plan's steps and on each other.
+    #[serde(default)]
+    pub add_steps: Vec<StepSpec>,
+    /// New artifacts.
+    #[serde(default)]
+    pub artifacts: Option<Vec<Value>>,
+    /// New issues.
+    #[serde(default)]
+    pub issues: Option<Vec<Value>>,
+}
+
 /// A task without its steps: what every transition reads and writes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskHeader {
@@ -235,6 +263,12 @@ pub enum TaskChange {
     Paused,
     /// It resumed.
     Resumed,
+    /// Its goal, criteria, context, metadata, artifacts or issues changed, or steps were
+    /// added.
+    Updated {
+        /// Its version after the change.
+        version: u64,
+    },
     /// It was cancelled.
     Cancelled {
         /// Why, if given.
@@ -424,6 +458,72 @@ impl std::error::Error for TaskRefusal {}
 
 /// A transition's outcome.
 pub type Transition = std::result::Result<Effects, TaskRefusal>;
+
+/// Checks `update` against the task's `existing` steps (every problem at once) and makes
+/// the states of the steps it adds: each waits for its dependencies that are not done, and
+/// the existing steps they depend on list them as dependents (changed in place; their indexes
+/// are returned).
+pub fn check_update(
+    update: &TaskUpdate,
+    existing: &mut [StepState],
+    limits: &Limits,
+) -> Result<(Vec<StepState>, Vec<usize>)> {
+    let mut c = Collector::default();
+    if let Some(goal) = &update.goal {
+        if goal.trim().is_empty() {
+            c.push("goal", "must not be empty");
+        }
+        if goal.len() > limits.max_field_bytes {
+            c.push(
+                "goal",
+                format!("must be at most {} bytes", limits.max_field_bytes),
+            );
+        }
+    }
+    let specs: Vec<StepSpec> = existing.iter().map(|s| s.spec.clone()).collect();
+    crate::plan::check_added(&mut c, &update.add_steps, &specs, limits);
+    c.finish()?;
+    let plan = Plan::checked(specs);
+    let mut added: Vec<StepState> = update
+        .add_steps
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| StepState {
+            position: existing.len() + i,
+            spec: spec.clone(),
+            dependents: Vec::new(),
+            waiting_on: spec
+                .dependencies
+                .iter()
+                .filter(|d| {
+                    plan.position(d)
+                        .is_none_or(|at| !existing[at].status.is_done())
+                })
+                .count(),
+            status: StepStatus::Pending,
+            attempts: 0,
+            handoff_id: None,
+            started_at: None,
+            completed_at: None,
+            output: None,
+            error: None,
+        })
+        .collect();
+    let mut changed = Vec::new();
+    for spec in &update.add_steps {
+        for dependency in &spec.dependencies {
+            if let Some(at) = plan.position(dependency) {
+                existing[at].dependents.push(spec.id.clone());
+                if !changed.contains(&at) {
+                    changed.push(at);
+                }
+            } else if let Some(new) = added.iter_mut().find(|s| s.spec.id == *dependency) {
+                new.dependents.push(spec.id.clone());
+            }
+        }
+    }
+    Ok((added, changed))
+}
 
 /// A new task and its steps, checked whole (the plan, names, agents, sizes: every problem at
 /// once) before anything exists.
@@ -738,6 +838,64 @@ impl TaskHeader {
         for step in waiting.iter_mut().filter(|s| s.waiting_on == 0) {
             self.offer(step, &mut effects);
         }
+        Ok(effects)
+    }
+
+    /// Applies `update` (checked whole before: see [`check_update`]). `added` are the new
+    /// steps, made by [`check_update`]; those that wait for nothing are offered (or kept for
+    /// the start or a resume).
+    pub fn update(
+        &mut self,
+        update: TaskUpdate,
+        added: &mut [StepState],
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if self.status.is_finished() {
+            return Err(self.refuse("update", format!("it is {:?}", self.status)));
+        }
+        let TaskUpdate {
+            goal,
+            success_criteria,
+            context,
+            metadata,
+            add_steps: _,
+            artifacts,
+            issues,
+        } = update;
+        if let Some(goal) = goal {
+            self.goal = goal;
+        }
+        if let Some(criteria) = success_criteria {
+            self.success_criteria = criteria;
+        }
+        if let Some(context) = context {
+            self.context = context;
+        }
+        if let Some(metadata) = metadata {
+            self.metadata = metadata;
+        }
+        if let Some(artifacts) = artifacts {
+            self.artifacts = artifacts;
+        }
+        if let Some(issues) = issues {
+            self.issues = issues;
+        }
+        let mut effects = Effects {
+            changes: vec![TaskChange::Updated {
+                version: self.version + 1,
+            }],
+            ..Effects::default()
+        };
+        self.steps_total += added.len();
+        self.steps_open += added.len();
+        for step in added.iter_mut().filter(|s| s.waiting_on == 0) {
+            if self.status == TaskStatus::Pending {
+                self.roots.push(step.spec.id.clone());
+            } else {
+                self.offer(step, &mut effects);
+            }
+        }
+        self.touch(now);
         Ok(effects)
     }
 

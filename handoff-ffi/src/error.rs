@@ -196,7 +196,9 @@ impl From<core::Error> for HandoffError {
                     })
                     .collect(),
             },
-            core::Error::Conflict { id } => HandoffError::Conflict { description, id },
+            core::Error::Conflict { id } | core::Error::VersionConflict { id, .. } => {
+                HandoffError::Conflict { description, id }
+            }
             core::Error::Busy { .. } => HandoffError::Busy { description },
             core::Error::ChainViolation(violation) => HandoffError::ChainViolation {
                 description,

@@ -115,7 +115,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
             fields.set_item("problems", list)?;
             "ValidationError"
         }
-        Error::Conflict { id } => {
+        Error::Conflict { id } | Error::VersionConflict { id, .. } => {
             fields.set_item("id", id)?;
             "Conflict"
         }

@@ -15,7 +15,7 @@ use crate::machine::{Change, Event, replay};
 use crate::plan::StepSpec;
 use crate::record::{Handoff, Kind, NewHandoff, Reason, Status};
 use crate::store::{ClaimRef, ClaimSecret, Doc, EventFilter, ListFilter, Store};
-use crate::task::{NewTask, StepStatus, TaskResult, TaskStatus};
+use crate::task::{NewTask, StepStatus, TaskResult, TaskStatus, TaskUpdate};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -37,6 +37,7 @@ macro_rules! conformance_tests {
             cancel_rights, waiting_workers_get_new_work, failures_are_retried_then_final,
             documents_are_kept_by_kind_and_key, tasks_run_their_plans_as_handoffs,
             failed_steps_escalate_and_pause_their_task, tasks_pause_resume_and_cancel,
+            tasks_update_by_compare_and_swap,
         );
     };
     ($make:expr) => {
@@ -601,6 +602,71 @@ pub fn failed_steps_escalate_and_pause_their_task(store: Store) {
         drafts += 1;
     }
     assert_eq!(drafts, 2);
+}
+
+pub fn tasks_update_by_compare_and_swap(store: Store) {
+    let task = store.create_task(blog_task()).unwrap();
+    let id = task.header.id.clone();
+    store.start_task(&id).unwrap();
+    let research = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    let seen = store.get_task(&id).unwrap().header.version;
+    store.complete(&research, "notes").unwrap();
+
+    // The task moved since it was read: refused, naming both versions, nothing changed.
+    let stale = TaskUpdate {
+        goal: Some("A trilingual post".into()),
+        ..TaskUpdate::default()
+    };
+    let before = store.get_task(&id).unwrap();
+    match store.update_task(&id, seen, stale.clone()) {
+        Err(Error::VersionConflict {
+            expected, actual, ..
+        }) => assert_eq!((expected, actual), (seen, before.header.version)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.get_task(&id).unwrap(), before);
+
+    // Every problem at once, nothing written.
+    let bad = TaskUpdate {
+        goal: Some(" ".into()),
+        add_steps: vec![
+            StepSpec::new("draft-ko", "again", "writer"),
+            StepSpec::new("draft-ja", "Draft (ja)", "writer").after(["nowhere"]),
+        ],
+        ..TaskUpdate::default()
+    };
+    let err = store
+        .update_task(&id, before.header.version, bad)
+        .unwrap_err();
+    let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        ["goal", "add_steps[0].id", "add_steps[1].dependencies[0]"]
+    );
+    assert_eq!(store.get_task(&id).unwrap(), before);
+
+    // A step added after a done one is offered at once.
+    let update = TaskUpdate {
+        goal: Some("A trilingual post".into()),
+        add_steps: vec![StepSpec::new("draft-ja", "Draft (ja)", "writer").after(["research"])],
+        ..TaskUpdate::default()
+    };
+    let updated = store
+        .update_task(&id, before.header.version, update)
+        .unwrap();
+    assert_eq!(updated.header.version, before.header.version + 1);
+    assert_eq!(updated.header.goal, "A trilingual post");
+    assert_eq!(updated.steps.len(), 5);
+    assert_eq!(updated.steps[4].status, StepStatus::Ready);
+    assert_eq!(updated.steps[0].dependents.len(), 3);
+    let mut drafts = 0;
+    while store.claim_next("writer", None, MINUTE).unwrap().is_some() {
+        drafts += 1;
+    }
+    assert_eq!(drafts, 3);
 }
 
 pub fn tasks_pause_resume_and_cancel(store: Store) {

@@ -527,6 +527,63 @@ impl Store {
         self.get_task(&task_id)
     }
 
+    /// Changes a task if it is still at `expected_version` (compare-and-swap): its goal,
+    /// criteria, context, metadata, artifacts or issues, and steps added to its plan (checked
+    /// with the plan's, every problem at once). A task that moved meanwhile gives
+    /// [`Error::VersionConflict`] naming both versions; a refused update changes nothing.
+    pub fn update_task(
+        &self,
+        id: &str,
+        expected_version: u64,
+        update: task::TaskUpdate,
+    ) -> Result<Task> {
+        validate::ident("id", id)?;
+        let now = self.clock.now();
+        self.backend.write(&mut |tx| {
+            let (mut header, version) = header(tx, id)?.ok_or_else(|| no_task(id))?;
+            if header.version != expected_version {
+                return Err(Error::VersionConflict {
+                    id: id.to_owned(),
+                    expected: expected_version,
+                    actual: header.version,
+                });
+            }
+            // The plan is read only to add to it.
+            let mut existing = Steps::default();
+            if !update.add_steps.is_empty() {
+                for (_, doc) in tx.docs(STEP, &format!("{id}/"))? {
+                    existing.states.push(parsed("step", &doc)?);
+                    existing.versions.push(doc.version);
+                }
+            }
+            let (mut added, changed) =
+                task::check_update(&update, &mut existing.states, &self.limits)?;
+            let effects = header
+                .update(update.clone(), &mut added, now)
+                .map_err(refused)?;
+            carry_out(tx, &header, &mut added, &effects, now)?;
+            log(tx, &mut header, effects.changes, None, now)?;
+            write_header(tx, &header, version)?;
+            let dependencies = Steps {
+                states: changed
+                    .iter()
+                    .map(|&i| existing.states[i].clone())
+                    .collect(),
+                versions: changed.iter().map(|&i| existing.versions[i]).collect(),
+            };
+            write_steps(tx, id, &dependencies)?;
+            for step in &added {
+                let doc = Doc {
+                    version: 1,
+                    body: body(step)?,
+                };
+                tx.insert_doc(STEP, &step_key(id, &step.spec.id), &doc)?;
+            }
+            Ok(())
+        })?;
+        self.get_task(id)
+    }
+
     /// Pauses a task: no step is offered until it resumes; claimed steps may finish.
     pub fn pause_task(&self, id: &str) -> Result<Task> {
         self.change_task(id, &mut |_, header| {
