@@ -480,6 +480,16 @@ pub fn check_update(
             );
         }
     }
+    for (field, map) in [("context", &update.context), ("metadata", &update.metadata)] {
+        if let Some(map) = map {
+            c.json(field, &map.values().collect::<Vec<_>>(), limits);
+        }
+    }
+    for (field, list) in [("artifacts", &update.artifacts), ("issues", &update.issues)] {
+        if let Some(list) = list {
+            c.json(field, &list.iter().collect::<Vec<_>>(), limits);
+        }
+    }
     let specs: Vec<StepSpec> = existing.iter().map(|s| s.spec.clone()).collect();
     crate::plan::check_added(&mut c, &update.add_steps, &specs, limits);
     c.finish()?;
@@ -551,6 +561,20 @@ pub fn create(
     }
     c.opt_agent("orchestrator", new.orchestrator.as_deref());
     c.opt_agent("escalate_to", new.escalate_to.as_deref());
+    c.json("context", &new.context.values().collect::<Vec<_>>(), limits);
+    c.json(
+        "metadata",
+        &new.metadata.values().collect::<Vec<_>>(),
+        limits,
+    );
+    for (i, criterion) in new.success_criteria.iter().enumerate() {
+        if criterion.len() > limits.max_field_bytes {
+            c.push(
+                format!("success_criteria[{i}]"),
+                format!("must be at most {} bytes", limits.max_field_bytes),
+            );
+        }
+    }
     crate::plan::check_into(&mut c, &new.steps, limits);
     c.finish()?;
     let plan = Plan::checked(new.steps);
@@ -1200,6 +1224,31 @@ mod tests {
             fields,
             ["id", "name", "goal", "escalate_to", "steps[0].dependencies"]
         );
+
+        // JSON nested deeper than any reader reads back, or too large, is refused.
+        let mut deep = serde_json::json!(1);
+        for _ in 0..200 {
+            deep = serde_json::json!([deep]);
+        }
+        let mut context = Metadata::new();
+        context.insert("deep".into(), deep);
+        let mut metadata = Metadata::new();
+        metadata.insert("big".into(), Value::String("x".repeat(300 * 1024)));
+        let err = create(
+            NewTask {
+                name: "n".into(),
+                goal: "g".into(),
+                context,
+                metadata,
+                ..NewTask::default()
+            },
+            "t2".into(),
+            at(0),
+            &Limits::default(),
+        )
+        .unwrap_err();
+        let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["context", "metadata"]);
     }
 
     #[test]

@@ -355,6 +355,39 @@ fn deeper_than(metadata: &serde_json::Map<String, Value>, max: usize) -> Option<
     None
 }
 
+impl Collector {
+    /// Checks JSON a caller gives beside a record (a task's context, metadata, artifacts,
+    /// issues): nested at most `max_depth` levels (counted as a record's `metadata` is) and at
+    /// most `max_record_bytes` as JSON, so that every reader can read it back.
+    pub(crate) fn json(&mut self, field: &str, values: &[&Value], limits: &Limits) {
+        let mut stack: Vec<(&Value, usize)> = values.iter().map(|v| (*v, 1)).collect();
+        while let Some((value, depth)) = stack.pop() {
+            if depth > limits.max_depth {
+                self.push(
+                    field,
+                    format!("must nest at most {} levels", limits.max_depth),
+                );
+                return;
+            }
+            match value {
+                Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+                Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+                _ => {}
+            }
+        }
+        let size: usize = values.iter().map(json_size).sum();
+        if size > limits.max_record_bytes {
+            self.push(
+                field,
+                format!(
+                    "must be at most {} bytes as JSON, is {size}",
+                    limits.max_record_bytes
+                ),
+            );
+        }
+    }
+}
+
 /// Where a field of a parsed document is named from: the document's own fields as they are
 /// (`goal`, `metadata.x`), or under the document's name (`policy.max_handoffs`).
 #[derive(Clone, Copy)]
