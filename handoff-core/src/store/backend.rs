@@ -337,6 +337,9 @@ pub trait Tx {
     /// Replaces a document the transaction has read.
     fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()>;
 
+    /// Removes a document the transaction has read.
+    fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()>;
+
     /// The documents of `kind` whose keys start with `prefix`, in key order, as the
     /// transaction sees them (its own writes included).
     fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>>;

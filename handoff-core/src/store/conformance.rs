@@ -37,7 +37,7 @@ macro_rules! conformance_tests {
             cancel_rights, waiting_workers_get_new_work, failures_are_retried_then_final,
             documents_are_kept_by_kind_and_key, tasks_run_their_plans_as_handoffs,
             failed_steps_escalate_and_pause_their_task, tasks_pause_resume_and_cancel,
-            tasks_update_by_compare_and_swap,
+            tasks_update_by_compare_and_swap, memory_is_versioned_by_scope,
         );
     };
     ($make:expr) => {
@@ -667,6 +667,73 @@ pub fn tasks_update_by_compare_and_swap(store: Store) {
         drafts += 1;
     }
     assert_eq!(drafts, 3);
+}
+
+pub fn memory_is_versioned_by_scope(store: Store) {
+    let value = |n: i64| {
+        let mut map = crate::record::Metadata::new();
+        map.insert("count".into(), serde_json::json!(n));
+        map
+    };
+    assert_eq!(store.memory_get("agent:writer").unwrap(), None);
+    let first = store.memory_put("agent:writer", value(1), Some(0)).unwrap();
+    assert_eq!(first.version, 1);
+    match store.memory_put("agent:writer", value(9), Some(0)) {
+        Err(Error::VersionConflict {
+            expected, actual, ..
+        }) => assert_eq!((expected, actual), (0, 1)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        store.memory_get("agent:writer").unwrap(),
+        Some(first.clone())
+    );
+    let err = store.memory_put("../x", value(1), None).unwrap_err();
+    assert_eq!(err.problems()[0].field, "scope");
+
+    // A failing change writes nothing and comes back as it was.
+    let failed: std::result::Result<_, Error> =
+        store.memory_update("agent:writer", |_| Err(Error::invalid("mine", "no")));
+    assert_eq!(failed.unwrap_err().problems()[0].field, "mine");
+    assert_eq!(
+        store.memory_get("agent:writer").unwrap().unwrap().version,
+        1
+    );
+
+    // Concurrent increments: none lost.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            let store = store.clone();
+            scope.spawn(move || {
+                for _ in 0..25 {
+                    store
+                        .memory_update("shared", |mut v| {
+                            let n = v.get("count").and_then(|c| c.as_i64()).unwrap_or(0);
+                            v.insert("count".into(), serde_json::json!(n + 1));
+                            Ok::<_, Error>(v)
+                        })
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let shared = store.memory_get("shared").unwrap().unwrap();
+    assert_eq!(shared.value["count"], 100);
+    assert_eq!(shared.version, 100);
+
+    store.memory_put("session:s1", value(1), None).unwrap();
+    let scopes: Vec<String> = store
+        .memory_list(None)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.scope)
+        .collect();
+    assert_eq!(scopes, ["agent:writer", "session:s1", "shared"]);
+    assert_eq!(store.memory_list(Some("session:")).unwrap().len(), 1);
+    assert!(store.memory_delete("session:s1", Some(7)).is_err());
+    assert!(store.memory_delete("session:s1", Some(1)).unwrap());
+    assert!(!store.memory_delete("session:s1", None).unwrap());
+    assert_eq!(store.memory_get("session:s1").unwrap(), None);
 }
 
 pub fn tasks_pause_resume_and_cancel(store: Store) {

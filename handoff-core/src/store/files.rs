@@ -99,6 +99,9 @@ struct Index {
 #[derive(Debug, Serialize, Deserialize)]
 struct Journal {
     files: Vec<(String, Box<RawValue>)>,
+    /// Files the write removes (relative paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    removed: Vec<String>,
     events_len: u64,
     events: Vec<Box<RawValue>>,
 }
@@ -338,6 +341,18 @@ impl FilesBackend {
             }
             replace(&path, content.get(), self.sync)?;
         }
+        for relative in &journal.removed {
+            let path = self.path(relative);
+            match fs::remove_file(&path) {
+                Ok(()) => {
+                    if let Some(folder) = path.parent() {
+                        folders.insert(folder.to_path_buf());
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io("cannot remove", &path, e)),
+            }
+        }
         for folder in &folders {
             sync_dir(folder, self.sync)?;
         }
@@ -437,7 +452,7 @@ impl Backend for FilesBackend {
             };
             work(&mut tx)?;
             let journal = tx.into_journal()?;
-            if journal.files.is_empty() && journal.events.is_empty() {
+            if journal.files.is_empty() && journal.removed.is_empty() && journal.events.is_empty() {
                 return Ok(());
             }
             let text =
@@ -595,8 +610,8 @@ struct FilesTx<'a> {
     events: Vec<Event>,
     settings: Option<BTreeMap<String, String>>,
     changed_index: bool,
-    /// Documents this write changed, by path.
-    docs: BTreeMap<String, DocFile>,
+    /// Documents this write changed, by path (`None`: removed).
+    docs: BTreeMap<String, Option<DocFile>>,
 }
 
 impl FilesTx<'_> {
@@ -613,8 +628,12 @@ impl FilesTx<'_> {
         if let Some(settings) = &self.settings {
             files.push(("settings.json".to_owned(), pretty(settings)?));
         }
+        let mut removed = Vec::new();
         for (path, doc) in &self.docs {
-            files.push((path.clone(), pretty(doc)?));
+            match doc {
+                Some(doc) => files.push((path.clone(), pretty(doc)?)),
+                None => removed.push(path.clone()),
+            }
         }
         if self.changed_index || !self.events.is_empty() {
             files.push(("pending.json".to_owned(), compact(&self.index)?));
@@ -626,6 +645,7 @@ impl FilesTx<'_> {
             .collect::<Result<Vec<_>>>()?;
         Ok(Journal {
             files,
+            removed,
             events_len: self.store.events_len()?,
             events,
         })
@@ -806,10 +826,11 @@ impl Tx for FilesTx<'_> {
     fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
         let path = doc_path(kind, key)?;
         match self.docs.get(&path) {
-            Some(file) => Ok(Some(Doc {
+            Some(Some(file)) => Ok(Some(Doc {
                 version: file.version,
                 body: file.body.get().to_owned(),
             })),
+            Some(None) => Ok(None),
             None => self.store.read_doc(kind, key),
         }
     }
@@ -826,12 +847,12 @@ impl Tx for FilesTx<'_> {
             .filter(|key| key.starts_with(prefix))
             .collect();
         let folder = format!("docs/{kind}/");
-        keys.extend(
-            self.docs
-                .iter()
-                .filter(|(path, file)| path.starts_with(&folder) && file.key.starts_with(prefix))
-                .map(|(_, file)| file.key.clone()),
-        );
+        keys.extend(self.docs.iter().filter_map(|(path, file)| match file {
+            Some(file) if path.starts_with(&folder) && file.key.starts_with(prefix) => {
+                Some(file.key.clone())
+            }
+            _ => None,
+        }));
         keys.into_iter()
             .filter_map(|key| match Tx::doc(self, kind, &key) {
                 Ok(Some(doc)) => Some(Ok((key, doc))),
@@ -846,12 +867,17 @@ impl Tx for FilesTx<'_> {
             .map_err(|e| Error::storage(format!("a document's body is not JSON: {e}")))?;
         self.docs.insert(
             doc_path(kind, key)?,
-            DocFile {
+            Some(DocFile {
                 key: key.to_owned(),
                 version: doc.version,
                 body,
-            },
+            }),
         );
+        Ok(())
+    }
+
+    fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {
+        self.docs.insert(doc_path(kind, key)?, None);
         Ok(())
     }
 }
@@ -897,6 +923,7 @@ mod tests {
                 (format!("handoffs/{}.json", h.id), pretty(&claimed).unwrap()),
                 ("pending.json".into(), compact(&after).unwrap()),
             ],
+            removed: Vec::new(),
             events_len: backend.events_len().unwrap(),
             events: vec![RawValue::from_string("{\"line\":\"the whole line\"}".into()).unwrap()],
         };

@@ -462,6 +462,13 @@ impl Tx for MemoryTx<'_> {
     fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
         Ok(self.state.docs_of(kind, prefix, None, usize::MAX))
     }
+
+    fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {
+        let key = doc_key(kind, key);
+        let previous = self.state.docs.remove(&key);
+        self.undo.push(Undo::Doc(key, previous));
+        Ok(())
+    }
 }
 
 #[cfg(test)]

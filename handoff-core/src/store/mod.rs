@@ -16,6 +16,7 @@ use crate::machine::{Change, Command, Event, NewEvent, Transition, transition};
 use crate::record::{Handoff, Kind, NewHandoff, Status};
 use crate::validate::{self, Limits};
 
+mod agent_memory;
 mod backend;
 mod claim;
 pub mod files;
@@ -31,6 +32,7 @@ mod url;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 
+pub use agent_memory::Memory;
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};

@@ -1371,6 +1371,15 @@ impl Tx for PgTx<'_> {
         self.check("cannot write a document", result).map(drop)
     }
 
+    fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {
+        self.flush()?;
+        let result = self.execute(
+            "DELETE FROM docs WHERE kind = $1 AND key = $2",
+            &[&kind, &key],
+        );
+        self.check("cannot remove a document", result).map(drop)
+    }
+
     fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
         self.flush()?;
         let rows = self.query(DOCS_SQL, &[&kind, &prefix, &"", &i64::MAX]);

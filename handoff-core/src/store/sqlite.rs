@@ -968,6 +968,14 @@ impl Tx for SqliteTx<'_> {
         let result = read_docs(self.conn, kind, prefix, None, usize::MAX);
         self.check(result)
     }
+
+    fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {
+        let result = self
+            .conn
+            .prepare_cached("DELETE FROM docs WHERE kind = ?1 AND key = ?2")
+            .and_then(|mut stmt| stmt.execute(params![kind, key]));
+        self.check(result).map(drop)
+    }
 }
 
 fn read_docs(

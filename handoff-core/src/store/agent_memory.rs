@@ -1,0 +1,171 @@
+//! Memory (DESIGN §7): versioned JSON documents by scope — an agent's memory
+//! (`agent:writer`), a session's state (`session:s1`), the context a swarm shares (`shared`) —
+//! with optimistic concurrency: a write names the version it read, and `memory_update` reads,
+//! applies the caller's function and writes, again when another writer came first. The
+//! function runs outside any transaction, so a slow one (a model call) holds no lock.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{Doc, Store};
+use crate::error::{Error, Result};
+use crate::record::Metadata;
+use crate::validate::{self, Collector};
+
+/// The kind of a memory document, keyed by its scope.
+const MEMORY: &str = "memory";
+
+/// How often `memory_update` reads and writes again after other writers came first before it
+/// gives up with `Busy`.
+const MAX_UPDATE_ROUNDS: usize = 10_000;
+
+/// One scope's memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    /// The scope (`agent:writer`, `session:s1`, `shared`, ...).
+    pub scope: String,
+    /// The document.
+    pub value: Metadata,
+    /// Grows by one with every write, from 1.
+    pub version: u64,
+    /// When it was last written.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A memory document as stored.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    value: Metadata,
+    updated_at: DateTime<Utc>,
+}
+
+fn memory_of(scope: &str, doc: &Doc) -> Result<Memory> {
+    let stored: Stored = serde_json::from_str(&doc.body)
+        .map_err(|e| Error::storage(format!("corrupt memory document {scope}: {e}")))?;
+    Ok(Memory {
+        scope: scope.to_owned(),
+        value: stored.value,
+        version: doc.version,
+        updated_at: stored.updated_at,
+    })
+}
+
+fn conflict(scope: &str, expected: u64, actual: u64) -> Error {
+    Error::VersionConflict {
+        id: scope.to_owned(),
+        expected,
+        actual,
+    }
+}
+
+impl Store {
+    /// The memory of `scope`, or `None` when nothing was written there.
+    pub fn memory_get(&self, scope: &str) -> Result<Option<Memory>> {
+        validate::ident("scope", scope)?;
+        self.backend
+            .doc(MEMORY, scope)?
+            .map(|doc| memory_of(scope, &doc))
+            .transpose()
+    }
+
+    /// Writes the memory of `scope`. With `expected_version` (0: nothing written yet), the
+    /// write happens only if the scope is still at that version, and otherwise fails with
+    /// [`Error::VersionConflict`] naming both versions.
+    pub fn memory_put(
+        &self,
+        scope: &str,
+        value: Metadata,
+        expected_version: Option<u64>,
+    ) -> Result<Memory> {
+        let mut c = Collector::default();
+        c.ident("scope", scope);
+        c.json("value", &value.values().collect::<Vec<_>>(), &self.limits);
+        c.finish()?;
+        let now = self.clock.now();
+        let body = serde_json::to_string(&Stored {
+            value: value.clone(),
+            updated_at: now,
+        })
+        .map_err(|e| Error::storage(e.to_string()))?;
+        let mut version = 0;
+        self.backend.write(&mut |tx| {
+            let current = tx.doc(MEMORY, scope)?;
+            let actual = current.as_ref().map_or(0, |doc| doc.version);
+            if let Some(expected) = expected_version
+                && expected != actual
+            {
+                return Err(conflict(scope, expected, actual));
+            }
+            version = actual + 1;
+            let doc = Doc {
+                version,
+                body: body.clone(),
+            };
+            match current {
+                Some(_) => tx.update_doc(MEMORY, scope, &doc),
+                None => tx.insert_doc(MEMORY, scope, &doc),
+            }
+        })?;
+        Ok(Memory {
+            scope: scope.to_owned(),
+            value,
+            version,
+            updated_at: now,
+        })
+    }
+
+    /// Reads the memory of `scope` (empty when nothing was written), applies `change` and
+    /// writes the result if nobody wrote meanwhile; otherwise reads and applies again. When
+    /// `change` fails, nothing is written and its error is returned as it is.
+    pub fn memory_update<E: From<Error>>(
+        &self,
+        scope: &str,
+        mut change: impl FnMut(Metadata) -> std::result::Result<Metadata, E>,
+    ) -> std::result::Result<Memory, E> {
+        for _ in 0..MAX_UPDATE_ROUNDS {
+            let current = self.memory_get(scope)?;
+            let (value, version) = current.map_or((Metadata::new(), 0), |m| (m.value, m.version));
+            let changed = change(value)?;
+            match self.memory_put(scope, changed, Some(version)) {
+                Err(Error::VersionConflict { .. }) => continue,
+                other => return other.map_err(E::from),
+            }
+        }
+        Err(E::from(Error::Busy {
+            message: format!(
+                "memory {scope} changed under every one of {MAX_UPDATE_ROUNDS} updates"
+            ),
+        }))
+    }
+
+    /// Every scope's memory whose scope starts with `prefix` (all without one), in scope
+    /// order.
+    pub fn memory_list(&self, prefix: Option<&str>) -> Result<Vec<Memory>> {
+        self.backend
+            .docs(MEMORY, prefix.unwrap_or(""), None, usize::MAX)?
+            .iter()
+            .map(|(scope, doc)| memory_of(scope, doc))
+            .collect()
+    }
+
+    /// Forgets the memory of `scope`; with `expected_version`, only if it is still at it
+    /// ([`Error::VersionConflict`] otherwise). Whether there was anything to forget.
+    pub fn memory_delete(&self, scope: &str, expected_version: Option<u64>) -> Result<bool> {
+        validate::ident("scope", scope)?;
+        let mut found = false;
+        self.backend.write(&mut |tx| {
+            let actual = tx.doc(MEMORY, scope)?.map_or(0, |doc| doc.version);
+            if let Some(expected) = expected_version
+                && expected != actual
+            {
+                return Err(conflict(scope, expected, actual));
+            }
+            found = actual > 0;
+            if found {
+                tx.delete_doc(MEMORY, scope)?;
+            }
+            Ok(())
+        })?;
+        Ok(found)
+    }
+}
