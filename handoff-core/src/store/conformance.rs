@@ -38,6 +38,7 @@ macro_rules! conformance_tests {
             documents_are_kept_by_kind_and_key, tasks_run_their_plans_as_handoffs,
             failed_steps_escalate_and_pause_their_task, tasks_pause_resume_and_cancel,
             tasks_update_by_compare_and_swap, memory_is_versioned_by_scope,
+            sessions_say_who_owns_a_conversation,
         );
     };
     ($make:expr) => {
@@ -734,6 +735,49 @@ pub fn memory_is_versioned_by_scope(store: Store) {
     assert!(store.memory_delete("session:s1", Some(1)).unwrap());
     assert!(!store.memory_delete("session:s1", None).unwrap());
     assert_eq!(store.memory_get("session:s1").unwrap(), None);
+}
+
+pub fn sessions_say_who_owns_a_conversation(store: Store) {
+    let empty = store.session("s1").unwrap();
+    assert_eq!((empty.current_agent, empty.handoff_chain.len()), (None, 0));
+    let first = store
+        .create(
+            NewHandoff::new("t1", "triage")
+                .from_agent("triage")
+                .to_agent("billing")
+                .session_id("s1"),
+        )
+        .unwrap();
+    store
+        .create(NewHandoff::new("t9", "elsewhere").session_id("s2"))
+        .unwrap();
+    // Handed over but not taken yet: still the sender's.
+    assert_eq!(
+        store.session("s1").unwrap().current_agent.as_deref(),
+        Some("triage")
+    );
+    let claim = store.claim(&first.id, "billing", MINUTE).unwrap();
+    assert_eq!(
+        store.session("s1").unwrap().current_agent.as_deref(),
+        Some("billing")
+    );
+    store.complete(&claim, "refunded").unwrap();
+    let mut context = crate::record::Metadata::new();
+    context.insert("customer".into(), serde_json::json!("c-42"));
+    store.memory_put("session:s1", context, None).unwrap();
+
+    let session = store.session("s1").unwrap();
+    assert_eq!(session.current_agent.as_deref(), Some("billing"));
+    assert_eq!(session.handoff_chain.len(), 1);
+    assert_eq!(
+        session.handoff_chain[0].to_agent.as_deref(),
+        Some("billing")
+    );
+    assert_eq!(session.context["customer"], "c-42");
+    assert_eq!(
+        store.session("bad session").unwrap_err().problems()[0].field,
+        "session_id"
+    );
 }
 
 pub fn tasks_pause_resume_and_cancel(store: Store) {

@@ -23,6 +23,7 @@ pub mod files;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod sessions;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod tasks;
@@ -36,6 +37,7 @@ pub use agent_memory::Memory;
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
+pub use sessions::Session;
 pub use tasks::Task;
 pub use url::{Location, display_url, url_password};
 
@@ -422,6 +424,7 @@ impl Store {
             self.check_hop(tx, record, record.to_agent.as_deref())?;
         }
         tx.insert(record)?;
+        sessions::note(tx, record)?;
         tx.append(NewEvent {
             handoff_id: record.id.clone(),
             at: record.created_at,
