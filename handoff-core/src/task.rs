@@ -180,6 +180,9 @@ pub struct TaskHeader {
     pub retries: u32,
     /// How many events the task's log holds: the next one's `seq` is this plus one.
     pub events: u64,
+    /// Its steps and log were pruned: only this header (its history) is left.
+    #[serde(default)]
+    pub pruned: bool,
     /// The steps that wait for nothing from the start: what `start` offers.
     pub roots: Vec<String>,
     /// Steps whose dependencies are done while the task could not offer them (paused):
@@ -623,6 +626,7 @@ pub fn create(
         skipped: 0,
         retries: 0,
         events: 0,
+        pruned: false,
         roots: steps
             .iter()
             .filter(|s| s.waiting_on == 0)

@@ -515,6 +515,20 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
     assert!((stats.success_rate - 0.5).abs() < 1e-9);
     assert_eq!(stats.by_result["failure"], 1);
     assert_eq!(store.task_history(Some(1)).unwrap().len(), 1);
+
+    // Pruning keeps the newest finished task's details and the other's history only; an
+    // unfinished task is never touched.
+    let running = store.create_task(blog_task()).unwrap().header.id;
+    assert_eq!(store.prune(1, 30).unwrap(), 1);
+    let newest = &store.task_history(Some(1)).unwrap()[0].id;
+    assert!(!store.get_task(newest).unwrap().steps.is_empty());
+    let older = if *newest == id { &other } else { &id };
+    let pruned = store.get_task(older).unwrap();
+    assert!(pruned.header.pruned && pruned.steps.is_empty());
+    assert!(store.task_events(older).unwrap().is_empty());
+    assert_eq!(store.task_history(None).unwrap().len(), 2, "history stays");
+    assert_eq!(store.get_task(&running).unwrap().steps.len(), 4);
+    assert_eq!(store.prune(1, 30).unwrap(), 0, "pruned once");
     assert!(done.steps.iter().all(|s| s.status == StepStatus::Completed));
     assert_eq!(
         done.steps[0].output.as_deref(),

@@ -423,6 +423,39 @@ impl Store {
         Ok(history)
     }
 
+    /// Keeps the details (steps and log) of the newest `keep_last` finished tasks finished
+    /// less than `keep_details_days` ago; older finished tasks keep only their header, which
+    /// their history reads. Unfinished tasks are never touched. How many tasks were pruned.
+    pub fn prune(&self, keep_last: usize, keep_details_days: u32) -> Result<usize> {
+        let cut = self.clock.now() - chrono::TimeDelta::days(i64::from(keep_details_days));
+        let mut finished: Vec<TaskHeader> = self
+            .list_tasks(None, None)?
+            .into_iter()
+            .filter(|h| h.status.is_finished() && !h.pruned)
+            .collect();
+        finished.sort_by(|a, b| b.completed_at.cmp(&a.completed_at).then(b.id.cmp(&a.id)));
+        let mut pruned = 0;
+        for (rank, stale) in finished.iter().enumerate() {
+            if rank < keep_last && stale.completed_at.is_some_and(|at| at >= cut) {
+                continue;
+            }
+            self.backend.write(&mut |tx| {
+                let Some((mut header, version)) = header(tx, &stale.id)? else {
+                    return Ok(());
+                };
+                for kind in [STEP, EVENT] {
+                    for (key, _) in tx.docs(kind, &format!("{}/", header.id))? {
+                        tx.delete_doc(kind, &key)?;
+                    }
+                }
+                header.pruned = true;
+                write_header(tx, &header, version)
+            })?;
+            pruned += 1;
+        }
+        Ok(pruned)
+    }
+
     /// Statistics over every finished task: how many, the share that succeeded, the mean
     /// duration, and how many ended each way.
     pub fn task_statistics(&self) -> Result<task::TaskStatistics> {
