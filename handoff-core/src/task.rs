@@ -281,6 +281,27 @@ pub enum TaskChange {
     Completed,
 }
 
+impl TaskChange {
+    /// The change's kind as it appears on the wire (`created`, `step_offered`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TaskChange::Created => "created",
+            TaskChange::Started => "started",
+            TaskChange::StepOffered { .. } => "step_offered",
+            TaskChange::StepStarted { .. } => "step_started",
+            TaskChange::StepCompleted { .. } => "step_completed",
+            TaskChange::StepFailed { .. } => "step_failed",
+            TaskChange::StepEscalated { .. } => "step_escalated",
+            TaskChange::StepSkipped { .. } => "step_skipped",
+            TaskChange::Paused => "paused",
+            TaskChange::Resumed => "resumed",
+            TaskChange::Updated { .. } => "updated",
+            TaskChange::Cancelled { .. } => "cancelled",
+            TaskChange::Completed => "completed",
+        }
+    }
+}
+
 /// One entry of a task's log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskEvent {

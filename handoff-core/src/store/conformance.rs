@@ -465,15 +465,7 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
     let done = store.get_task(&id).unwrap();
     assert_eq!(done.header.status, TaskStatus::Completed);
     let log = store.task_events(&id).unwrap();
-    let kinds: Vec<String> = log
-        .iter()
-        .map(|e| {
-            serde_json::to_value(&e.change).unwrap()["kind"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let kinds: Vec<&str> = log.iter().map(|e| e.change.kind()).collect();
     assert_eq!(
         kinds,
         [
