@@ -11,10 +11,18 @@
 //! exactly one step. SQLite with `synchronous=NORMAL` (so that the disk's fsync does not
 //! drown the difference) and the in-memory store. `TASK_STEPS` (default `100,10000`) sets the
 //! plan sizes; the plain lifecycles run as many times as the largest plan has steps.
+//!
+//! Then 4 worker processes on one SQLite NORMAL file drive a 1,000-step DAG (10 layers of
+//! 100, each step waiting for two of the layer before) to completion, beside 4 processes
+//! running 1,000 plain lifecycles (create, `claim_next`, complete) on another file: time per
+//! step and per lifecycle from the first start to the last finish. The bench re-runs its own
+//! binary as the workers (see `handoff_benches::team`).
 #![allow(clippy::unwrap_used, missing_docs)]
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use handoff_benches::team::{self, Outcome, Team};
 use handoff_core::plan::StepSpec;
 use handoff_core::task::{NewTask, TaskStatus};
 use handoff_core::{NewHandoff, SqliteOptions, Store, Synchronous};
@@ -22,6 +30,9 @@ use handoff_core::{NewHandoff, SqliteOptions, Store, Synchronous};
 const LEASE: Duration = Duration::from_secs(300);
 
 fn main() {
+    if let Some(role) = team::worker_role() {
+        return worker(&role);
+    }
     let full = std::env::args().any(|arg| arg == "--bench");
     let sizes: Vec<usize> = if full {
         std::env::var("TASK_STEPS")
@@ -65,6 +76,119 @@ fn main() {
             steps.last().copied().unwrap_or(0.0) / plain
         );
     }
+    let (layers, width) = if full { (10, 100) } else { (3, 4) };
+    let dir = tempfile::tempdir().unwrap();
+    let plain = team_us(dir.path(), "plain", layers * width, || None);
+    let dag = team_us(dir.path(), "dag", layers * width, || {
+        let store = sqlite(&dir, "dag.db");
+        let task = store.create_task(dag(layers, width)).unwrap();
+        store.start_task(&task.header.id).unwrap();
+        Some(task.header.id)
+    });
+    println!(
+        "\n4 processes, SQLite NORMAL: {} plain lifecycles {plain:.0} µs each, {}-step DAG {dag:.0} µs \
+         per step: {:.2}×",
+        layers * width,
+        layers * width,
+        dag / plain
+    );
+}
+
+/// `layers` layers of `width` steps, each waiting for two steps of the layer before.
+fn dag(layers: usize, width: usize) -> NewTask {
+    let id = |layer: usize, i: usize| format!("l{layer}-{i}");
+    let steps = (0..layers)
+        .flat_map(|layer| {
+            (0..width).map(move |i| {
+                let spec = StepSpec::new(id(layer, i), "step", "w");
+                if layer == 0 {
+                    spec
+                } else {
+                    spec.after([id(layer - 1, i), id(layer - 1, (i + 1) % width)])
+                }
+            })
+        })
+        .collect();
+    NewTask {
+        name: "dag".into(),
+        goal: "every step once".into(),
+        steps,
+        ..NewTask::default()
+    }
+}
+
+/// Microseconds per unit for 4 processes doing `units` units on the store at `dir/<role>.db`
+/// (`seed` prepares it and names the task for a DAG run).
+fn team_us(dir: &Path, role: &str, units: usize, seed: impl FnOnce() -> Option<String>) -> f64 {
+    let task = seed();
+    let db = dir.join(format!("{role}.db"));
+    let team = Team::spawn(dir, role, 4, |n| {
+        vec![
+            ("TASKS_DB", db.clone().into_os_string()),
+            ("TASKS_TASK", task.clone().unwrap_or_default().into()),
+            (
+                "TASKS_UNITS",
+                (units / 4 + usize::from(n < units % 4)).to_string().into(),
+            ),
+        ]
+    });
+    team.go();
+    let reports: Vec<_> = team.wait().into_iter().map(Option::unwrap).collect();
+    let outcome = Outcome::of(&reports);
+    assert_eq!(outcome.total as usize, units, "every unit done once");
+    1e6 / outcome.rate
+}
+
+/// A worker: plain lifecycles, or steps of the DAG until the task is done.
+fn worker(role: &str) {
+    let store = Store::open_with(
+        team::var("TASKS_DB"),
+        &SqliteOptions {
+            synchronous: Synchronous::Normal,
+            ..SqliteOptions::default()
+        },
+    )
+    .unwrap();
+    let agent = team::var("TEAM_AGENT");
+    if role == "plain" {
+        let mut left: usize = team::var("TASKS_UNITS").parse().unwrap();
+        return team::work(|| {
+            if left == 0 {
+                return Ok(None);
+            }
+            left -= 1;
+            let h = store
+                .create(NewHandoff::new(format!("t-{agent}-{left}"), "step").to_agent(&agent))
+                .map_err(|e| e.to_string())?;
+            let claim = store
+                .claim(&h.id, &agent, LEASE)
+                .map_err(|e| e.to_string())?;
+            store.complete(&claim, "done").map_err(|e| e.to_string())?;
+            Ok(Some(h.id))
+        });
+    }
+    let task = team::var("TASKS_TASK");
+    team::work(|| {
+        loop {
+            match store.claim_next_wait("w", None, LEASE, Duration::from_millis(100)) {
+                Ok(Some(claim)) => {
+                    store.complete(&claim, "done").map_err(|e| e.to_string())?;
+                    return Ok(Some(claim.handoff.id));
+                }
+                Ok(None) => {
+                    let status = store
+                        .get_task(&task)
+                        .map_err(|e| e.to_string())?
+                        .header
+                        .status;
+                    if status == TaskStatus::Completed {
+                        return Ok(None);
+                    }
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    });
 }
 
 fn sqlite(dir: &tempfile::TempDir, name: &str) -> Store {

@@ -183,7 +183,7 @@ pub struct TaskHeader {
     /// Its steps and log were pruned: only this header (its history) is left.
     #[serde(default)]
     pub pruned: bool,
-    /// The steps that wait for nothing from the start: what `start` offers.
+    /// The steps that wait for nothing from the start: what `start` offers (emptied then).
     pub roots: Vec<String>,
     /// Steps whose dependencies are done while the task could not offer them (paused):
     /// what `resume` offers.
@@ -707,6 +707,8 @@ impl TaskHeader {
         for step in roots.iter_mut().filter(|s| s.waiting_on == 0) {
             self.offer(step, &mut effects);
         }
+        // Only a start reads them; the header, written at every change, is smaller without.
+        self.roots.clear();
         self.finish_if_done(now, &mut effects);
         Ok(effects)
     }
