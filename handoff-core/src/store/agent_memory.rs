@@ -32,22 +32,35 @@ pub struct Memory {
     pub updated_at: DateTime<Utc>,
 }
 
-/// A memory document as stored.
+/// A memory document as stored. A deleted scope keeps its document, marked, so that its
+/// version never goes back: a writer that read the scope before the delete conflicts with
+/// one written after it.
 #[derive(Serialize, Deserialize)]
 struct Stored {
     value: Metadata,
     updated_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    deleted: bool,
 }
 
-fn memory_of(scope: &str, doc: &Doc) -> Result<Memory> {
+/// The scope's memory, `None` when it was deleted.
+fn memory_of(scope: &str, doc: &Doc) -> Result<Option<Memory>> {
     let stored: Stored = serde_json::from_str(&doc.body)
         .map_err(|e| Error::storage(format!("corrupt memory document {scope}: {e}")))?;
-    Ok(Memory {
+    Ok((!stored.deleted).then(|| Memory {
         scope: scope.to_owned(),
         value: stored.value,
         version: doc.version,
         updated_at: stored.updated_at,
-    })
+    }))
+}
+
+/// The version a caller sees of the stored `doc`: 0 when there is none or it was deleted.
+fn live_version(scope: &str, doc: Option<&Doc>) -> Result<u64> {
+    match doc {
+        Some(doc) => Ok(memory_of(scope, doc)?.map_or(0, |m| m.version)),
+        None => Ok(0),
+    }
 }
 
 fn conflict(scope: &str, expected: u64, actual: u64) -> Error {
@@ -62,10 +75,10 @@ impl Store {
     /// The memory of `scope`, or `None` when nothing was written there.
     pub fn memory_get(&self, scope: &str) -> Result<Option<Memory>> {
         validate::ident("scope", scope)?;
-        self.backend
-            .doc(MEMORY, scope)?
-            .map(|doc| memory_of(scope, &doc))
-            .transpose()
+        match self.backend.doc(MEMORY, scope)? {
+            Some(doc) => memory_of(scope, &doc),
+            None => Ok(None),
+        }
     }
 
     /// Writes the memory of `scope`. With `expected_version` (0: nothing written yet), the
@@ -85,18 +98,20 @@ impl Store {
         let body = serde_json::to_string(&Stored {
             value: value.clone(),
             updated_at: now,
+            deleted: false,
         })
         .map_err(|e| Error::storage(e.to_string()))?;
         let mut version = 0;
         self.backend.write(&mut |tx| {
             let current = tx.doc(MEMORY, scope)?;
-            let actual = current.as_ref().map_or(0, |doc| doc.version);
+            let actual = live_version(scope, current.as_ref())?;
             if let Some(expected) = expected_version
                 && expected != actual
             {
                 return Err(conflict(scope, expected, actual));
             }
-            version = actual + 1;
+            // After a delete, the count goes on from the deleted document's.
+            version = current.as_ref().map_or(0, |doc| doc.version) + 1;
             let doc = Doc {
                 version,
                 body: body.clone(),
@@ -141,28 +156,43 @@ impl Store {
     /// Every scope's memory whose scope starts with `prefix` (all without one), in scope
     /// order.
     pub fn memory_list(&self, prefix: Option<&str>) -> Result<Vec<Memory>> {
-        self.backend
+        let mut found = Vec::new();
+        for (scope, doc) in self
+            .backend
             .docs(MEMORY, prefix.unwrap_or(""), None, usize::MAX)?
-            .iter()
-            .map(|(scope, doc)| memory_of(scope, doc))
-            .collect()
+        {
+            found.extend(memory_of(&scope, &doc)?);
+        }
+        Ok(found)
     }
 
     /// Forgets the memory of `scope`; with `expected_version`, only if it is still at it
     /// ([`Error::VersionConflict`] otherwise). Whether there was anything to forget.
     pub fn memory_delete(&self, scope: &str, expected_version: Option<u64>) -> Result<bool> {
         validate::ident("scope", scope)?;
+        let now = self.clock.now();
         let mut found = false;
         self.backend.write(&mut |tx| {
-            let actual = tx.doc(MEMORY, scope)?.map_or(0, |doc| doc.version);
+            let current = tx.doc(MEMORY, scope)?;
+            let actual = live_version(scope, current.as_ref())?;
             if let Some(expected) = expected_version
                 && expected != actual
             {
                 return Err(conflict(scope, expected, actual));
             }
             found = actual > 0;
-            if found {
-                tx.delete_doc(MEMORY, scope)?;
+            if let (true, Some(doc)) = (found, &current) {
+                let body = serde_json::to_string(&Stored {
+                    value: Metadata::new(),
+                    updated_at: now,
+                    deleted: true,
+                })
+                .map_err(|e| Error::storage(e.to_string()))?;
+                let tombstone = Doc {
+                    version: doc.version + 1,
+                    body,
+                };
+                tx.update_doc(MEMORY, scope, &tombstone)?;
             }
             Ok(())
         })?;

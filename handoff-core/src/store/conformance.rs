@@ -741,6 +741,11 @@ pub fn memory_is_versioned_by_scope(store: Store) {
     assert!(store.memory_delete("session:s1", Some(1)).unwrap());
     assert!(!store.memory_delete("session:s1", None).unwrap());
     assert_eq!(store.memory_get("session:s1").unwrap(), None);
+    assert_eq!(store.memory_list(Some("session:")).unwrap(), []);
+    // A writer that read version 1 before the delete does not overwrite what comes after it.
+    let again = store.memory_put("session:s1", value(2), Some(0)).unwrap();
+    assert_eq!(again.version, 3, "versions go on after a delete");
+    assert!(store.memory_put("session:s1", value(3), Some(1)).is_err());
 }
 
 pub fn sessions_say_who_owns_a_conversation(store: Store) {
