@@ -91,16 +91,11 @@ impl Plan {
     /// Checks `steps` (see [`check`]) and indexes them.
     pub fn new(steps: Vec<StepSpec>, limits: &Limits) -> Result<Plan> {
         check(&steps, limits)?;
-        Ok(Plan::indexed(steps))
+        Ok(Plan::checked(steps))
     }
 
-    /// `steps` indexed, when [`check_into`] found no problem in them.
+    /// `steps` indexed, when the checks ([`check`], [`check_into`]) found no problem in them.
     pub(crate) fn checked(steps: Vec<StepSpec>) -> Plan {
-        Plan::indexed(steps)
-    }
-
-    /// `steps` indexed, assuming they passed [`check_steps`].
-    fn indexed(steps: Vec<StepSpec>) -> Plan {
         let index: HashMap<String, usize> = steps
             .iter()
             .enumerate()
@@ -172,7 +167,7 @@ impl Plan {
         c.finish()?;
         let mut steps = self.steps.clone();
         steps.extend(added);
-        Ok(Plan::indexed(steps))
+        Ok(Plan::checked(steps))
     }
 }
 

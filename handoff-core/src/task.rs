@@ -667,6 +667,24 @@ impl TaskHeader {
         }
     }
 
+    /// Refuses `event` unless `step` is in one of the `allowed` states (`expected`, in
+    /// words).
+    fn require(
+        &self,
+        event: &'static str,
+        step: &StepState,
+        allowed: &[StepStatus],
+        expected: &str,
+    ) -> std::result::Result<(), TaskRefusal> {
+        if allowed.contains(&step.status) {
+            return Ok(());
+        }
+        Err(self.refuse(
+            event,
+            format!("step {} is {:?}, not {expected}", step.spec.id, step.status),
+        ))
+    }
+
     /// Marks the task changed at `now`.
     fn touch(&mut self, now: DateTime<Utc>) {
         self.version += 1;
@@ -720,12 +738,7 @@ impl TaskHeader {
         agent: &str,
         now: DateTime<Utc>,
     ) -> Transition {
-        if step.status != StepStatus::Ready {
-            return Err(self.refuse(
-                "step_claimed",
-                format!("step {} is {:?}, not ready", step.spec.id, step.status),
-            ));
-        }
+        self.require("step_claimed", step, &[StepStatus::Ready], "ready")?;
         step.status = StepStatus::InProgress;
         step.started_at.get_or_insert(now);
         self.touch(now);
@@ -747,15 +760,12 @@ impl TaskHeader {
         output: &str,
         now: DateTime<Utc>,
     ) -> Transition {
-        if step.status != StepStatus::InProgress {
-            return Err(self.refuse(
-                "step_completed",
-                format!(
-                    "step {} is {:?}, not in progress",
-                    step.spec.id, step.status
-                ),
-            ));
-        }
+        self.require(
+            "step_completed",
+            step,
+            &[StepStatus::InProgress],
+            "in progress",
+        )?;
         step.status = StepStatus::Completed;
         step.completed_at = Some(now);
         step.output = Some(output.to_owned());
@@ -782,12 +792,8 @@ impl TaskHeader {
         last: bool,
         now: DateTime<Utc>,
     ) -> Transition {
-        if !matches!(step.status, StepStatus::InProgress | StepStatus::Ready) {
-            return Err(self.refuse(
-                "step_failed",
-                format!("step {} is {:?}, not running", step.spec.id, step.status),
-            ));
-        }
+        let running = [StepStatus::InProgress, StepStatus::Ready];
+        self.require("step_failed", step, &running, "running")?;
         step.attempts += 1;
         step.error = Some(error.to_owned());
         self.retries += 1;
@@ -827,12 +833,7 @@ impl TaskHeader {
         retry: bool,
         now: DateTime<Utc>,
     ) -> Transition {
-        if step.status != StepStatus::Escalated {
-            return Err(self.refuse(
-                "resolve",
-                format!("step {} is {:?}, not escalated", step.spec.id, step.status),
-            ));
-        }
+        self.require("resolve", step, &[StepStatus::Escalated], "escalated")?;
         if self.status.is_finished() {
             return Err(self.refuse("resolve", format!("it is {:?}", self.status)));
         }
@@ -952,15 +953,12 @@ impl TaskHeader {
 
     /// The step's worker gave its handoff back: the step is ready again, nothing counted.
     pub fn step_released(&mut self, step: &mut StepState, now: DateTime<Utc>) -> Transition {
-        if step.status != StepStatus::InProgress {
-            return Err(self.refuse(
-                "step_released",
-                format!(
-                    "step {} is {:?}, not in progress",
-                    step.spec.id, step.status
-                ),
-            ));
-        }
+        self.require(
+            "step_released",
+            step,
+            &[StepStatus::InProgress],
+            "in progress",
+        )?;
         step.status = StepStatus::Ready;
         self.touch(now);
         Ok(Effects::default())

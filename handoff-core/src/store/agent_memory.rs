@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{Doc, Store};
+use super::{Doc, Store, Tx};
 use crate::error::{Error, Result};
 use crate::record::Metadata;
 use crate::validate::{self, Collector};
@@ -55,19 +55,32 @@ fn memory_of(scope: &str, doc: &Doc) -> Result<Option<Memory>> {
     }))
 }
 
-/// The version a caller sees of the stored `doc`: 0 when there is none or it was deleted.
-fn live_version(scope: &str, doc: Option<&Doc>) -> Result<u64> {
-    match doc {
-        Some(doc) => Ok(memory_of(scope, doc)?.map_or(0, |m| m.version)),
-        None => Ok(0),
-    }
+/// The body of a memory document.
+fn stored_body(value: Metadata, updated_at: DateTime<Utc>, deleted: bool) -> Result<String> {
+    serde_json::to_string(&Stored {
+        value,
+        updated_at,
+        deleted,
+    })
+    .map_err(|e| Error::storage(e.to_string()))
 }
 
-fn conflict(scope: &str, expected: u64, actual: u64) -> Error {
-    Error::VersionConflict {
-        id: scope.to_owned(),
-        expected,
-        actual,
+/// The scope's stored document, locked for the transaction, and the version callers see (0
+/// when there is none or it was deleted); [`Error::VersionConflict`] unless that version is
+/// `expected`, when one is given.
+fn locked_at(tx: &mut dyn Tx, scope: &str, expected: Option<u64>) -> Result<(Option<Doc>, u64)> {
+    let current = tx.doc(MEMORY, scope)?;
+    let actual = match &current {
+        Some(doc) => memory_of(scope, doc)?.map_or(0, |m| m.version),
+        None => 0,
+    };
+    match expected {
+        Some(expected) if expected != actual => Err(Error::VersionConflict {
+            id: scope.to_owned(),
+            expected,
+            actual,
+        }),
+        _ => Ok((current, actual)),
     }
 }
 
@@ -95,21 +108,10 @@ impl Store {
         c.json("value", &value.values().collect::<Vec<_>>(), &self.limits);
         c.finish()?;
         let now = self.clock.now();
-        let body = serde_json::to_string(&Stored {
-            value: value.clone(),
-            updated_at: now,
-            deleted: false,
-        })
-        .map_err(|e| Error::storage(e.to_string()))?;
+        let body = stored_body(value.clone(), now, false)?;
         let mut version = 0;
         self.backend.write(&mut |tx| {
-            let current = tx.doc(MEMORY, scope)?;
-            let actual = live_version(scope, current.as_ref())?;
-            if let Some(expected) = expected_version
-                && expected != actual
-            {
-                return Err(conflict(scope, expected, actual));
-            }
+            let (current, _) = locked_at(tx, scope, expected_version)?;
             // After a delete, the count goes on from the deleted document's.
             version = current.as_ref().map_or(0, |doc| doc.version) + 1;
             let doc = Doc {
@@ -173,24 +175,12 @@ impl Store {
         let now = self.clock.now();
         let mut found = false;
         self.backend.write(&mut |tx| {
-            let current = tx.doc(MEMORY, scope)?;
-            let actual = live_version(scope, current.as_ref())?;
-            if let Some(expected) = expected_version
-                && expected != actual
-            {
-                return Err(conflict(scope, expected, actual));
-            }
+            let (current, actual) = locked_at(tx, scope, expected_version)?;
             found = actual > 0;
             if let (true, Some(doc)) = (found, &current) {
-                let body = serde_json::to_string(&Stored {
-                    value: Metadata::new(),
-                    updated_at: now,
-                    deleted: true,
-                })
-                .map_err(|e| Error::storage(e.to_string()))?;
                 let tombstone = Doc {
                     version: doc.version + 1,
-                    body,
+                    body: stored_body(Metadata::new(), now, true)?,
                 };
                 tx.update_doc(MEMORY, scope, &tombstone)?;
             }

@@ -34,17 +34,22 @@ pub struct Session {
     pub context: Metadata,
 }
 
+/// The session's stored document, read (an empty one when there is none).
+fn stored(session: &str, doc: Option<&Doc>) -> Result<Stored> {
+    match doc {
+        Some(doc) => serde_json::from_str(&doc.body)
+            .map_err(|e| Error::storage(format!("corrupt session document {session}: {e}"))),
+        None => Ok(Stored::default()),
+    }
+}
+
 /// Lists `record` in its session, if it has one (in the transaction that creates it).
 pub(super) fn note(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
     let Some(session) = &record.session_id else {
         return Ok(());
     };
     let current = tx.doc(SESSION, session)?;
-    let mut stored: Stored = match &current {
-        Some(doc) => serde_json::from_str(&doc.body)
-            .map_err(|e| Error::storage(format!("corrupt session document {session}: {e}")))?,
-        None => Stored::default(),
-    };
+    let mut stored = stored(session, current.as_ref())?;
     stored.handoffs.push(record.id.clone());
     let doc = Doc {
         version: current.as_ref().map_or(1, |doc| doc.version + 1),
@@ -60,12 +65,7 @@ impl Store {
     /// The session `session_id`: who owns the conversation now, its hops, and its context.
     pub fn session(&self, session_id: &str) -> Result<Session> {
         validate::ident("session_id", session_id)?;
-        let stored: Stored = match self.backend.doc(SESSION, session_id)? {
-            Some(doc) => serde_json::from_str(&doc.body).map_err(|e| {
-                Error::storage(format!("corrupt session document {session_id}: {e}"))
-            })?,
-            None => Stored::default(),
-        };
+        let stored = stored(session_id, self.backend.doc(SESSION, session_id)?.as_ref())?;
         let records: Vec<Handoff> = stored
             .handoffs
             .iter()
