@@ -78,7 +78,12 @@ fn main() {
     }
     let (layers, width) = if full { (10, 100) } else { (3, 4) };
     let dir = tempfile::tempdir().unwrap();
-    let plain = team_us(dir.path(), "plain", layers * width, || None);
+    // Each store exists before its workers open it: processes that all find no file would
+    // race to create it.
+    let plain = team_us(dir.path(), "plain", layers * width, || {
+        sqlite(&dir, "plain.db");
+        None
+    });
     let dag = team_us(dir.path(), "dag", layers * width, || {
         let store = sqlite(&dir, "dag.db");
         let task = store.create_task(dag(layers, width)).unwrap();
