@@ -86,7 +86,7 @@ impl CliError {
                 error["problems"] = serde_json::to_value(problems).unwrap_or_default();
             }
             CliError::Core(
-                Error::NotFound { id } | Error::Conflict { id } | Error::VersionConflict { id, .. },
+                Error::NotFound { id, .. } | Error::Conflict { id } | Error::VersionConflict { id, .. },
             ) => {
                 error["id"] = json!(id);
             }
@@ -193,7 +193,10 @@ mod tests {
     fn every_kind_has_its_exit_code() {
         let cases = [
             (Error::invalid("goal", "must not be empty"), code::INVALID),
-            (Error::NotFound { id: "x".into() }, code::NOT_FOUND),
+            (Error::NotFound {
+                    what: "handoff",
+                    id: "x".into(),
+                }, code::NOT_FOUND),
             (
                 Error::AlreadyClaimed {
                     id: "x".into(),

@@ -16,9 +16,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// No handoff has this id.
-    #[error("handoff {id} not found")]
+    /// Nothing of this kind has this id.
+    #[error("{what} {id} not found")]
     NotFound {
+        /// What was looked up: `handoff`, `task`.
+        what: &'static str,
         /// The id that was looked up.
         id: String,
     },

@@ -111,6 +111,9 @@ pub enum Change {
     Completed {
         /// The holder's result.
         outcome: String,
+        /// The model tokens the work took, as the holder reported them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_used: Option<u64>,
     },
     /// The addressed agent refused the handoff.
     Rejected {
@@ -183,6 +186,8 @@ pub enum Command {
         token: u64,
         /// The result.
         outcome: String,
+        /// The model tokens the work took, if the holder counts them.
+        tokens_used: Option<u64>,
     },
     /// Refuse the handoff, as the addressed agent.
     Reject {
@@ -316,12 +321,17 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
             };
             (Some(holder), change)
         }
-        Command::Complete { token, outcome } => {
+        Command::Complete {
+            token,
+            outcome,
+            tokens_used,
+        } => {
             let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
             (
                 Some(holder),
                 Change::Completed {
                     outcome: outcome.clone(),
+                    tokens_used: *tokens_used,
                 },
             )
         }
@@ -467,7 +477,7 @@ pub fn apply(h: &mut Handoff, change: &Change, at: DateTime<Utc>) {
             };
             finish(h, Status::Failed, Some(outcome));
         }
-        Change::Completed { outcome } => finish(h, Status::Completed, Some(outcome.clone())),
+        Change::Completed { outcome, .. } => finish(h, Status::Completed, Some(outcome.clone())),
         Change::Rejected { reason } => finish(h, Status::Rejected, Some(reason.clone())),
         Change::Cancelled { reason } => finish(h, Status::Cancelled, reason.clone()),
         Change::Expired => finish(h, Status::Expired, None),

@@ -178,6 +178,10 @@ pub struct TaskHeader {
     pub skipped: usize,
     /// Failed attempts of any step, retried or not.
     pub retries: u32,
+    /// The model tokens its steps took, as their workers reported them on completion (`None`
+    /// when none did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_used: Option<u64>,
     /// How many events the task's log holds: the next one's `seq` is this plus one.
     pub events: u64,
     /// Its steps and log were pruned: only this header (its history) is left.
@@ -216,6 +220,9 @@ pub struct StepState {
     pub output: Option<String>,
     /// What went wrong last.
     pub error: Option<String>,
+    /// The model tokens it took, as its worker reported them on completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_used: Option<u64>,
 }
 
 /// What happened to a task, for its log.
@@ -365,6 +372,8 @@ pub struct HistoryMetrics {
     pub steps_completed: usize,
     /// Failed attempts of any step.
     pub retries: u32,
+    /// The model tokens its steps took, as their workers reported them (`None` when none did).
+    pub tokens_used: Option<u64>,
 }
 
 impl TaskHeader {
@@ -395,6 +404,7 @@ impl TaskHeader {
                 steps_total: self.steps_total,
                 steps_completed: self.steps_done,
                 retries: self.retries,
+                tokens_used: self.tokens_used,
             },
             lessons,
         })
@@ -541,6 +551,7 @@ pub fn check_update(
             completed_at: None,
             output: None,
             error: None,
+            tokens_used: None,
         })
         .collect();
     let mut changed = Vec::new();
@@ -622,6 +633,7 @@ pub fn create(
             completed_at: None,
             output: None,
             error: None,
+            tokens_used: None,
         })
         .collect();
     let header = TaskHeader {
@@ -646,6 +658,7 @@ pub fn create(
         steps_done: 0,
         skipped: 0,
         retries: 0,
+        tokens_used: None,
         events: 0,
         pruned: false,
         roots: steps
@@ -758,6 +771,7 @@ impl TaskHeader {
         step: &mut StepState,
         dependents: &mut [StepState],
         output: &str,
+        tokens_used: Option<u64>,
         now: DateTime<Utc>,
     ) -> Transition {
         self.require(
@@ -770,6 +784,10 @@ impl TaskHeader {
         step.completed_at = Some(now);
         step.output = Some(output.to_owned());
         step.error = None;
+        if let Some(tokens) = tokens_used {
+            step.tokens_used = Some(step.tokens_used.unwrap_or(0).saturating_add(tokens));
+            self.tokens_used = Some(self.tokens_used.unwrap_or(0).saturating_add(tokens));
+        }
         let mut effects = Effects {
             changes: vec![TaskChange::StepCompleted {
                 step: step.spec.id.clone(),
@@ -1126,17 +1144,17 @@ mod tests {
         assert_eq!(run.task.status, TaskStatus::Pending);
         assert_eq!(run.start().offer, ["research"]);
         run.with("research", |t, s, _| t.step_claimed(s, "researcher", at(2)));
-        let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", at(3)));
+        let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", None, at(3)));
         assert_eq!(sorted(done.offer), ["draft-en", "draft-ko"]);
         for id in ["draft-ko", "draft-en"] {
             run.with(id, |t, s, _| t.step_claimed(s, "writer", at(4)));
         }
-        let one = run.with("draft-ko", |t, s, d| t.step_completed(s, d, "ko", at(5)));
+        let one = run.with("draft-ko", |t, s, d| t.step_completed(s, d, "ko", None, at(5)));
         assert!(one.offer.is_empty(), "review still waits for draft-en");
-        let both = run.with("draft-en", |t, s, d| t.step_completed(s, d, "en", at(6)));
+        let both = run.with("draft-en", |t, s, d| t.step_completed(s, d, "en", None, at(6)));
         assert_eq!(both.offer, ["review"]);
         run.with("review", |t, s, _| t.step_claimed(s, "reviewer", at(7)));
-        let last = run.with("review", |t, s, d| t.step_completed(s, d, "ok", at(8)));
+        let last = run.with("review", |t, s, d| t.step_completed(s, d, "ok", None, at(8)));
         assert_eq!(last.changes.last(), Some(&TaskChange::Completed));
         assert_eq!(run.task.status, TaskStatus::Completed);
         assert_eq!(run.task.completed_at, Some(at(8)));
@@ -1182,7 +1200,7 @@ mod tests {
         run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
         run.task.pause(at(3)).unwrap();
         // A claimed step may finish; what it unblocks waits for the resume.
-        let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", at(4)));
+        let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", None, at(4)));
         assert!(done.offer.is_empty());
         assert_eq!(run.status("draft-ko"), StepStatus::Pending);
         assert_eq!(sorted(run.task.waiting.clone()), ["draft-en", "draft-ko"]);
@@ -1198,7 +1216,7 @@ mod tests {
         let mut run = Run::new(blog());
         run.start();
         run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
-        run.with("research", |t, s, d| t.step_completed(s, d, "notes", at(3)));
+        run.with("research", |t, s, d| t.step_completed(s, d, "notes", None, at(3)));
         run.with("draft-ko", |t, s, _| t.step_claimed(s, "w", at(3)));
         let mut open: Vec<StepState> = run.steps.values().cloned().collect();
         let cancelled = run
@@ -1222,7 +1240,7 @@ mod tests {
         let mut review = run.steps["review"].clone();
         let err = run
             .task
-            .step_completed(&mut review, &mut [], "x", at(2))
+            .step_completed(&mut review, &mut [], "x", None, at(2))
             .unwrap_err();
         assert!(err.to_string().contains("review is Pending"), "{err}");
         assert!(run.task.step_claimed(&mut review, "w", at(2)).is_err());
@@ -1285,7 +1303,7 @@ mod tests {
         let mut run = Run::new(specs);
         run.start();
         run.with("root", |t, s, _| t.step_claimed(s, "w", at(2)));
-        let fanned = run.with("root", |t, s, d| t.step_completed(s, d, "", at(3)));
+        let fanned = run.with("root", |t, s, d| t.step_completed(s, d, "", None, at(3)));
         assert_eq!(fanned.offer.len(), 1000);
         for i in 0..1000 {
             let id = format!("s{i}");
@@ -1293,7 +1311,7 @@ mod tests {
             // Each completion is given one dependent, `end`, whatever the plan's size.
             let e = run.with(&id, |t, s, d| {
                 assert_eq!(d.len(), 1);
-                t.step_completed(s, d, "", at(5))
+                t.step_completed(s, d, "", None, at(5))
             });
             assert_eq!(e.offer.is_empty(), i < 999);
         }

@@ -162,7 +162,7 @@ impl From<core::Error> for HandoffError {
     fn from(error: core::Error) -> Self {
         let description = error.to_string();
         match error {
-            core::Error::NotFound { id } => HandoffError::NotFound { description, id },
+            core::Error::NotFound { id, .. } => HandoffError::NotFound { description, id },
             core::Error::AlreadyClaimed { id, holder } => HandoffError::AlreadyClaimed {
                 description,
                 id,
@@ -223,7 +223,10 @@ mod tests {
     #[test]
     fn every_core_kind_keeps_its_name_and_details() {
         let cases: Vec<(core::Error, &str)> = vec![
-            (core::Error::NotFound { id: "h".into() }, "NotFound"),
+            (core::Error::NotFound {
+                    what: "handoff",
+                    id: "h".into(),
+                }, "NotFound"),
             (
                 core::Error::AlreadyClaimed {
                     id: "h".into(),

@@ -144,7 +144,7 @@ fn build(env: &Env, err: &Error, message: &str, naming: Naming) -> napi::Result<
         env.create_error(napi::Error::new(Status::GenericFailure, message.to_owned()))?;
     obj.set_named_property("code", err.kind().code())?;
     match err {
-        Error::NotFound { id } | Error::Conflict { id } | Error::VersionConflict { id, .. } => {
+        Error::NotFound { id, .. } | Error::Conflict { id } | Error::VersionConflict { id, .. } => {
             obj.set_named_property("id", id.as_str())?;
         }
         Error::AlreadyClaimed { id, holder } => {

@@ -80,7 +80,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
     let fields = PyDict::new(py);
     let mut cause = None;
     let name = match err {
-        Error::NotFound { id } => {
+        Error::NotFound { id, .. } => {
             fields.set_item("id", id)?;
             "NotFound"
         }

@@ -546,7 +546,7 @@ pub struct ClaimInput {
 }
 
 impl ClaimInput {
-    fn problems(&self, out: &mut Vec<Problem>) {
+    pub(super) fn problems(&self, out: &mut Vec<Problem>) {
         if let Err(err) = ClaimSecret::parse(&self.secret) {
             out.extend(
                 err.problems()
@@ -645,9 +645,15 @@ claim_operation!(
     Complete, CompleteArgs, "complete", ["outcome"],
     {
         /// What came of the work.
-        outcome: Option<String> = default
+        outcome: Option<String> = default,
+        /// The model tokens the work took, if you count them: a task step adds them to its
+        /// task's metrics.
+        tokens_used: Option<u64> = default
     },
-    |store, claim, args| store.complete(claim, args.outcome.as_deref().unwrap_or_default())
+    |store, claim, args| {
+        let outcome = args.outcome.as_deref().unwrap_or_default();
+        store.complete_counting(claim, outcome, args.tokens_used)
+    }
 );
 
 claim_operation!(

@@ -39,9 +39,11 @@ use crate::validate::Limits;
 
 mod handoffs;
 mod parse;
+mod tasks;
 mod tools;
 
 pub use handoffs::*;
+pub use tasks::*;
 pub use tools::{
     AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
 };
@@ -68,6 +70,10 @@ pub trait Operation {
     /// The name: Python's method, Node's (in camelCase), the CLI's subcommand (in kebab-case)
     /// and the MCP tool's (`handoff_<name>`).
     const NAME: &'static str;
+    /// For an operation on something other than handoffs (a task, memory): its group and
+    /// verb, which name the CLI's subcommand (`handoff task create`) and the MCP tool
+    /// (`task_create`). `None`: a handoff operation, `handoff <name>` and `handoff_<name>`.
+    const COMMAND: Option<(&'static str, &'static str)> = None;
     /// The arguments a face may take by position, in order; the others go by name.
     const POSITIONAL: &'static [&'static str];
     /// What it returns, in the catalog's type language: `Handoff`, `Claim?` (or nothing),
@@ -92,6 +98,8 @@ pub trait Operation {
 pub struct OperationInfo {
     /// [`Operation::NAME`].
     pub name: &'static str,
+    /// [`Operation::COMMAND`].
+    pub command: Option<(&'static str, &'static str)>,
     /// [`Operation::POSITIONAL`].
     pub positional: &'static [&'static str],
     /// [`Operation::RETURNS`].
@@ -105,9 +113,18 @@ impl OperationInfo {
     pub fn of<O: Operation>() -> OperationInfo {
         OperationInfo {
             name: O::NAME,
+            command: O::COMMAND,
             positional: O::POSITIONAL,
             returns: O::RETURNS,
             arguments: parse::schema_of::<O::Args>().as_value().clone(),
+        }
+    }
+
+    /// The MCP tool's name: `<group>_<verb>`, or `handoff_<name>` for a handoff operation.
+    pub fn tool(&self) -> String {
+        match self.command {
+            Some((group, verb)) => format!("{group}_{verb}"),
+            None => format!("handoff_{}", self.name),
         }
     }
 
@@ -144,6 +161,25 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<Reap>(),
         OperationInfo::of::<Backup>(),
         OperationInfo::of::<Capabilities>(),
+        OperationInfo::of::<CreateTask>(),
+        OperationInfo::of::<StartTask>(),
+        OperationInfo::of::<GetTask>(),
+        OperationInfo::of::<ListTasks>(),
+        OperationInfo::of::<UpdateTask>(),
+        OperationInfo::of::<PauseTask>(),
+        OperationInfo::of::<ResumeTask>(),
+        OperationInfo::of::<CancelTask>(),
+        OperationInfo::of::<FailStep>(),
+        OperationInfo::of::<ResolveEscalation>(),
+        OperationInfo::of::<TaskEvents>(),
+        OperationInfo::of::<TaskHistory>(),
+        OperationInfo::of::<TaskStatistics>(),
+        OperationInfo::of::<Prune>(),
+        OperationInfo::of::<MemoryGet>(),
+        OperationInfo::of::<MemoryPut>(),
+        OperationInfo::of::<MemoryList>(),
+        OperationInfo::of::<MemoryDelete>(),
+        OperationInfo::of::<Session>(),
     ]
 }
 

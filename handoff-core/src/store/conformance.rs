@@ -433,7 +433,7 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
     bad.steps[0].dependencies.push("review".into());
     let err = store.create_task(bad).unwrap_err();
     assert!(err.problems()[0].rule.contains("cycle"), "{err}");
-    assert_eq!(store.list_tasks(None, None).unwrap().len(), 1);
+    assert_eq!(store.list_tasks(None, None, None).unwrap().len(), 1);
 
     store.start_task(&id).unwrap();
     let research = store
@@ -531,7 +531,7 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
     assert_eq!(value["plan"]["steps"][3]["dependencies"][1], "draft-en");
     assert_eq!(
         store
-            .list_tasks(Some(TaskStatus::Completed), None)
+            .list_tasks(Some(TaskStatus::Completed), None, None)
             .unwrap()
             .len(),
         1
@@ -847,7 +847,7 @@ pub fn tasks_pause_resume_and_cancel(store: Store) {
     );
     assert_eq!(
         kind_of(&store.start_task("no-such-task").unwrap_err()),
-        ErrorKind::Validation
+        ErrorKind::NotFound
     );
 }
 

@@ -472,7 +472,10 @@ impl Store {
         validate::ident("id", id)?;
         self.backend
             .get(id)?
-            .ok_or_else(|| Error::NotFound { id: id.to_owned() })
+            .ok_or_else(|| Error::NotFound {
+                what: "handoff",
+                id: id.to_owned(),
+            })
     }
 
     /// Handoffs matching `filter`, oldest first, as stored (see [`Store::reap`]).
@@ -630,11 +633,24 @@ impl Store {
 
     /// Finishes the handoff with `outcome`.
     pub fn complete(&self, claim: impl Into<ClaimRef>, outcome: &str) -> Result<Handoff> {
+        self.complete_counting(claim, outcome, None)
+    }
+
+    /// Finishes the handoff with `outcome`, reporting the model tokens the work took: the
+    /// `completed` event carries them, and a task step adds them to its task's total (its
+    /// history's `metrics.tokens_used`).
+    pub fn complete_counting(
+        &self,
+        claim: impl Into<ClaimRef>,
+        outcome: &str,
+        tokens_used: Option<u64>,
+    ) -> Result<Handoff> {
         let claim = claim.into();
         self.check_text("outcome", outcome)?;
         let command = Command::Complete {
             token: claim.token,
             outcome: outcome.to_owned(),
+            tokens_used,
         };
         self.settle_claim(&claim, &command)
     }
@@ -741,7 +757,10 @@ impl Store {
         self.backend.write(&mut |tx| {
             let h = tx
                 .get(id)?
-                .ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+                .ok_or_else(|| Error::NotFound {
+                what: "handoff",
+                id: id.to_owned(),
+            })?;
             updated = Some(change(tx, h)?);
             Ok(())
         })?;

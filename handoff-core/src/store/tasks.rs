@@ -73,7 +73,7 @@ impl Task {
                     "dependencies": s.spec.dependencies, "attempts": s.attempts,
                     "max_attempts": s.spec.attempts(), "handoff_id": s.handoff_id,
                     "started_at": s.started_at, "completed_at": s.completed_at,
-                    "output": s.output, "error": s.error,
+                    "output": s.output, "error": s.error, "tokens_used": s.tokens_used,
                 })
             })
             .collect();
@@ -97,7 +97,7 @@ impl Task {
                 "steps": steps, "current_steps": current,
             },
             "context": h.context, "artifacts": h.artifacts, "issues": h.issues,
-            "metadata": h.metadata,
+            "metadata": h.metadata, "tokens_used": h.tokens_used,
         })
     }
 }
@@ -108,7 +108,10 @@ fn refused(refusal: TaskRefusal) -> Error {
 }
 
 fn no_task(id: &str) -> Error {
-    Error::invalid("id", format!("no task has id {id}"))
+    Error::NotFound {
+        what: "task",
+        id: id.to_owned(),
+    }
 }
 
 fn body<T: Serialize>(value: &T) -> Result<String> {
@@ -316,7 +319,10 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
         };
         let outcome = match &event.change {
             Change::Claimed { agent, .. } => header.step_claimed(step, agent, now),
-            Change::Completed { outcome } => header.step_completed(step, dependents, outcome, now),
+            Change::Completed {
+                outcome,
+                tokens_used,
+            } => header.step_completed(step, dependents, outcome, *tokens_used, now),
             Change::AttemptFailed { error, .. } => header.step_failed(step, error, false, now),
             Change::LeaseExpired { .. } => {
                 header.step_failed(step, "the worker's lease ran out", false, now)
@@ -414,7 +420,7 @@ impl Store {
     /// and retries. At most `limit`.
     pub fn task_history(&self, limit: Option<usize>) -> Result<Vec<task::HistoryEntry>> {
         let mut history: Vec<task::HistoryEntry> = self
-            .list_tasks(None, None)?
+            .list_tasks(None, None, None)?
             .iter()
             .filter_map(TaskHeader::history)
             .collect();
@@ -429,7 +435,7 @@ impl Store {
     pub fn prune(&self, keep_last: usize, keep_details_days: u32) -> Result<usize> {
         let cut = self.clock.now() - chrono::TimeDelta::days(i64::from(keep_details_days));
         let mut finished: Vec<TaskHeader> = self
-            .list_tasks(None, None)?
+            .list_tasks(None, None, None)?
             .into_iter()
             .filter(|h| h.status.is_finished() && !h.pruned)
             .collect();
@@ -463,16 +469,17 @@ impl Store {
     }
 
     /// Task headers, in id order (ids are time-ordered, so oldest first), optionally only
-    /// those in `status`, at most `limit`.
+    /// those in `status`, at most `limit`, after the task `after` (a page's last id).
     pub fn list_tasks(
         &self,
         status: Option<TaskStatus>,
         limit: Option<usize>,
+        after: Option<&str>,
     ) -> Result<Vec<TaskHeader>> {
         let mut found = Vec::new();
-        let mut after: Option<String> = None;
+        let mut after: Option<String> = after.map(str::to_owned);
         let limit = limit.unwrap_or(usize::MAX);
-        loop {
+        while found.len() < limit {
             let page = self.backend.docs(TASK, "", after.as_deref(), 1000)?;
             let Some((last, _)) = page.last() else {
                 return Ok(found);
@@ -483,11 +490,12 @@ impl Store {
                 if status.is_none_or(|s| header.status == s) {
                     found.push(header);
                     if found.len() == limit {
-                        return Ok(found);
+                        break;
                     }
                 }
             }
         }
+        Ok(found)
     }
 
     /// Starts a pending task: the steps that wait for nothing are offered as handoffs, in
@@ -517,6 +525,7 @@ impl Store {
         let command = Command::Complete {
             token: claim.token,
             outcome: resolution.to_owned(),
+            tokens_used: None,
         };
         let now = self.clock.now();
         let mut task_id = String::new();
@@ -558,6 +567,24 @@ impl Store {
             Ok(())
         })?;
         self.get_task(&task_id)
+    }
+
+    /// Reports that a step's work failed, with its claim: [`Store::fail`], refused with
+    /// [`Error::InvalidTransition`] when the handoff carries no step.
+    pub fn fail_step(&self, claim: impl Into<super::ClaimRef>, error: &str) -> Result<Handoff> {
+        let claim = claim.into();
+        // A handoff's kind and metadata never change, so reading them first is as good as
+        // reading them in the failure's transaction.
+        let record = self.get(&claim.handoff_id)?;
+        if !carries_step(&record) {
+            return Err(Error::InvalidTransition {
+                id: record.id,
+                status: record.status,
+                event: "fail_step",
+                reason: "it carries no task step".to_owned(),
+            });
+        }
+        self.fail(claim, error)
     }
 
     /// Changes a task if it is still at `expected_version` (compare-and-swap): its goal,

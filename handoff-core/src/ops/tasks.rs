@@ -1,0 +1,661 @@
+//! The operations on tasks, steps, memory and sessions (DESIGN §7), under the names every face
+//! shows: Python's `create_task`, the CLI's `handoff task create`, the MCP tool `task_create`.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Arguments, ClaimInput, Operation};
+use crate::error::{Problem, Result};
+use crate::plan::StepSpec;
+use crate::record::{Handoff, Metadata};
+use crate::store::{self, Store};
+use crate::task::{self, HistoryEntry, NewTask, TaskEvent, TaskHeader, TaskStatus, TaskUpdate};
+use crate::validate::Limits;
+
+/// Creates a task (status `pending`) with its plan, checked whole: every problem at once
+/// (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes);
+/// nothing is written when there is one. `start_task` offers its first steps.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTaskArgs {
+    /// What the task is called.
+    pub name: String,
+    /// What it must achieve.
+    pub goal: String,
+    /// The plan: steps with an `id`, a `name`, the `agent` that works on it and the ids of
+    /// the steps it waits for (`dependencies`); optionally `instructions`, `max_attempts`
+    /// (default 3) and `cluster`.
+    #[serde(default)]
+    pub steps: Vec<StepSpec>,
+    /// How to tell that the goal is reached.
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    /// Context every step shares (the seed's `user_request`, `constraints`, ...).
+    #[serde(default)]
+    pub context: Option<Metadata>,
+    /// Free-form JSON object kept with the task (`lessons`, a list, goes to its history).
+    #[serde(default)]
+    pub metadata: Option<Metadata>,
+    /// The agent that drives the task, if any: it is the sender of the steps' handoffs.
+    #[serde(default)]
+    pub orchestrator: Option<String>,
+    /// Who gets a step that failed on every attempt (default `human`).
+    #[serde(default)]
+    pub escalate_to: Option<String>,
+}
+
+impl Arguments for CreateTaskArgs {}
+
+/// The `create_task` operation.
+pub struct CreateTask;
+
+impl Operation for CreateTask {
+    const NAME: &'static str = "create_task";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "create"));
+    const POSITIONAL: &'static [&'static str] = &["name", "goal", "steps"];
+    const RETURNS: &'static str = "Task";
+    type Args = CreateTaskArgs;
+    type Output = store::Task;
+
+    fn run(store: &Store, args: CreateTaskArgs) -> Result<store::Task> {
+        store.create_task(NewTask {
+            name: args.name,
+            goal: args.goal,
+            steps: args.steps,
+            success_criteria: args.success_criteria,
+            context: args.context.unwrap_or_default(),
+            metadata: args.metadata.unwrap_or_default(),
+            orchestrator: args.orchestrator,
+            escalate_to: args.escalate_to,
+        })
+    }
+}
+
+/// Declares an operation on one task named by its `id`: its argument struct and its
+/// `Operation` impl.
+macro_rules! task_operation {
+    (
+        $(#[$doc:meta])*
+        $op:ident, $args:ident, $name:literal, $verb:literal,
+        { $($(#[$field_doc:meta])* $field:ident : $ty:ty),* },
+        |$store:ident, $a:ident| $body:expr
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $args {
+            /// The task.
+            pub id: String,
+            $($(#[$field_doc])* #[serde(default)] pub $field: $ty,)*
+        }
+
+        impl Arguments for $args {}
+
+        #[doc = concat!("The `", $name, "` operation.")]
+        pub struct $op;
+
+        impl Operation for $op {
+            const NAME: &'static str = $name;
+            const COMMAND: Option<(&'static str, &'static str)> = Some(("task", $verb));
+            const POSITIONAL: &'static [&'static str] = &["id" $(, stringify!($field))*];
+            const RETURNS: &'static str = "Task";
+            type Args = $args;
+            type Output = store::Task;
+
+            fn run($store: &Store, $a: $args) -> Result<store::Task> {
+                $body
+            }
+        }
+    };
+}
+
+task_operation!(
+    /// Starts a pending task: the steps that wait for nothing are offered as handoffs to their
+    /// agents, who take them with `claim_next`.
+    StartTask, StartTaskArgs, "start_task", "start", {},
+    |store, args| store.start_task(&args.id)
+);
+
+task_operation!(
+    /// The task with this id, with its plan and each step's status; `NOT_FOUND` if there is
+    /// none.
+    GetTask, GetTaskArgs, "get_task", "get", {},
+    |store, args| store.get_task(&args.id)
+);
+
+task_operation!(
+    /// Pauses a task: no step is offered until it resumes; steps already claimed may finish.
+    PauseTask, PauseTaskArgs, "pause_task", "pause", {},
+    |store, args| store.pause_task(&args.id)
+);
+
+task_operation!(
+    /// Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+    ResumeTask, ResumeTaskArgs, "resume_task", "resume", {},
+    |store, args| store.resume_task(&args.id)
+);
+
+task_operation!(
+    /// Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
+    /// steps already claimed may finish.
+    CancelTask, CancelTaskArgs, "cancel_task", "cancel",
+    {
+        /// Why.
+        reason: Option<String>
+    },
+    |store, args| store.cancel_task(&args.id, args.reason.as_deref())
+);
+
+/// Changes a task if it is still at `expected_version` (compare-and-swap), else
+/// `VERSION_CONFLICT` naming both versions: each field given replaces the task's, and
+/// `add_steps` extends its plan (checked with the plan, every problem at once).
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTaskArgs {
+    /// The task.
+    pub id: String,
+    /// The version the caller read (the task's `version`).
+    pub expected_version: u64,
+    /// A new goal.
+    #[serde(default)]
+    pub goal: Option<String>,
+    /// New success criteria.
+    #[serde(default)]
+    pub success_criteria: Option<Vec<String>>,
+    /// New shared context.
+    #[serde(default)]
+    pub context: Option<Metadata>,
+    /// New metadata.
+    #[serde(default)]
+    pub metadata: Option<Metadata>,
+    /// Steps to add; they may depend on the plan's steps and on each other.
+    #[serde(default)]
+    pub add_steps: Vec<StepSpec>,
+    /// New artifacts (what the task produced).
+    #[serde(default)]
+    pub artifacts: Option<Vec<Value>>,
+    /// New issues (what went wrong along the way).
+    #[serde(default)]
+    pub issues: Option<Vec<Value>>,
+}
+
+impl Arguments for UpdateTaskArgs {}
+
+/// The `update_task` operation.
+pub struct UpdateTask;
+
+impl Operation for UpdateTask {
+    const NAME: &'static str = "update_task";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "update"));
+    const POSITIONAL: &'static [&'static str] = &["id", "expected_version"];
+    const RETURNS: &'static str = "Task";
+    type Args = UpdateTaskArgs;
+    type Output = store::Task;
+
+    fn run(store: &Store, args: UpdateTaskArgs) -> Result<store::Task> {
+        let update = TaskUpdate {
+            goal: args.goal,
+            success_criteria: args.success_criteria,
+            context: args.context,
+            metadata: args.metadata,
+            add_steps: args.add_steps,
+            artifacts: args.artifacts,
+            issues: args.issues,
+        };
+        store.update_task(&args.id, args.expected_version, update)
+    }
+}
+
+/// Task summaries (no steps), oldest first, a page at a time.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListTasksArgs {
+    /// Only tasks in this status.
+    #[serde(default)]
+    pub status: Option<TaskStatus>,
+    /// At most this many (a page).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Only tasks after this one: the id of the last task of the previous page.
+    #[serde(default)]
+    pub after: Option<String>,
+}
+
+impl Arguments for ListTasksArgs {}
+
+/// The `list_tasks` operation.
+pub struct ListTasks;
+
+impl Operation for ListTasks {
+    const NAME: &'static str = "list_tasks";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "list"));
+    const POSITIONAL: &'static [&'static str] = &["status", "limit"];
+    const RETURNS: &'static str = "[TaskSummary]";
+    type Args = ListTasksArgs;
+    type Output = Vec<TaskHeader>;
+
+    fn run(store: &Store, args: ListTasksArgs) -> Result<Vec<TaskHeader>> {
+        store.list_tasks(args.status, args.limit, args.after.as_deref())
+    }
+}
+
+/// Reports that a step's work failed, with its claim: the step is offered again while
+/// attempts remain, then escalated (the task paused until `resolve_escalation`).
+/// `INVALID_TRANSITION` for a handoff that carries no step.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailStepArgs {
+    /// The step's claim, as `claim` or `claim_next` returned it.
+    pub claim: ClaimInput,
+    /// What went wrong.
+    pub error: String,
+}
+
+impl Arguments for FailStepArgs {
+    fn problems(&self, _: &Limits) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        self.claim.problems(&mut problems);
+        problems
+    }
+}
+
+/// The `fail_step` operation.
+pub struct FailStep;
+
+impl Operation for FailStep {
+    const NAME: &'static str = "fail_step";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("step", "fail"));
+    const POSITIONAL: &'static [&'static str] = &["claim", "error"];
+    const RETURNS: &'static str = "Handoff";
+    type Args = FailStepArgs;
+    type Output = Handoff;
+
+    fn run(store: &Store, args: FailStepArgs) -> Result<Handoff> {
+        store.fail_step(args.claim.into_ref()?, &args.error)
+    }
+}
+
+/// A human's answer to a step that failed on every attempt, given with the escalation's
+/// claim: the escalation completes with `resolution` and the step is offered again with its
+/// attempts reset (`retry`) or skipped, its dependents going on without it; a task the
+/// escalation paused resumes.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveEscalationArgs {
+    /// The escalation's claim, as `claim` or `claim_next` returned it.
+    pub claim: ClaimInput,
+    /// What the human decided, in words.
+    pub resolution: String,
+    /// Try the step again (true) or skip it (false, the default).
+    #[serde(default)]
+    pub retry: bool,
+}
+
+impl Arguments for ResolveEscalationArgs {
+    fn problems(&self, _: &Limits) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        self.claim.problems(&mut problems);
+        problems
+    }
+}
+
+/// The `resolve_escalation` operation.
+pub struct ResolveEscalation;
+
+impl Operation for ResolveEscalation {
+    const NAME: &'static str = "resolve_escalation";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "resolve"));
+    const POSITIONAL: &'static [&'static str] = &["claim", "resolution", "retry"];
+    const RETURNS: &'static str = "Task";
+    type Args = ResolveEscalationArgs;
+    type Output = store::Task;
+
+    fn run(store: &Store, args: ResolveEscalationArgs) -> Result<store::Task> {
+        store.resolve_escalation(args.claim.into_ref()?, &args.resolution, args.retry)
+    }
+}
+
+/// The task's log, oldest first: created, started, each step offered, started, completed,
+/// failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskEventsArgs {
+    /// The task.
+    pub id: String,
+}
+
+impl Arguments for TaskEventsArgs {}
+
+/// The `task_events` operation.
+pub struct TaskEvents;
+
+impl Operation for TaskEvents {
+    const NAME: &'static str = "task_events";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "events"));
+    const POSITIONAL: &'static [&'static str] = &["id"];
+    const RETURNS: &'static str = "[TaskEvent]";
+    type Args = TaskEventsArgs;
+    type Output = Vec<TaskEvent>;
+
+    fn run(store: &Store, args: TaskEventsArgs) -> Result<Vec<TaskEvent>> {
+        store.task_events(&args.id)
+    }
+}
+
+/// Finished tasks, newest first, in the seed's `task-history.json` form: how each ended
+/// (`success`, `partial` with skipped steps, `failure`), its duration, steps, retries and the
+/// tokens its workers reported.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskHistoryArgs {
+    /// At most this many.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+impl Arguments for TaskHistoryArgs {}
+
+/// The `task_history` operation.
+pub struct TaskHistory;
+
+impl Operation for TaskHistory {
+    const NAME: &'static str = "task_history";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "history"));
+    const POSITIONAL: &'static [&'static str] = &["limit"];
+    const RETURNS: &'static str = "[HistoryEntry]";
+    type Args = TaskHistoryArgs;
+    type Output = Vec<HistoryEntry>;
+
+    fn run(store: &Store, args: TaskHistoryArgs) -> Result<Vec<HistoryEntry>> {
+        store.task_history(args.limit)
+    }
+}
+
+/// Statistics over every finished task: how many, the share that succeeded, the mean
+/// duration, and how many ended each way.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskStatisticsArgs {}
+
+impl Arguments for TaskStatisticsArgs {}
+
+/// The `task_statistics` operation.
+pub struct TaskStatistics;
+
+impl Operation for TaskStatistics {
+    const NAME: &'static str = "task_statistics";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "statistics"));
+    const POSITIONAL: &'static [&'static str] = &[];
+    const RETURNS: &'static str = "TaskStatistics";
+    type Args = TaskStatisticsArgs;
+    type Output = task::TaskStatistics;
+
+    fn run(store: &Store, _: TaskStatisticsArgs) -> Result<task::TaskStatistics> {
+        store.task_statistics()
+    }
+}
+
+/// Keeps the details (steps and log) of the newest `keep_last` finished tasks finished less
+/// than `keep_details_days` ago; older finished tasks keep only their history entry.
+/// Unfinished tasks are never touched. Returns how many tasks were pruned.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PruneArgs {
+    /// How many finished tasks keep their details.
+    pub keep_last: usize,
+    /// How many days a finished task keeps its details (default 30).
+    #[serde(default)]
+    pub keep_details_days: Option<u32>,
+}
+
+impl Arguments for PruneArgs {}
+
+/// The `prune` operation.
+pub struct Prune;
+
+impl Operation for Prune {
+    const NAME: &'static str = "prune";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "prune"));
+    const POSITIONAL: &'static [&'static str] = &["keep_last", "keep_details_days"];
+    const RETURNS: &'static str = "integer";
+    type Args = PruneArgs;
+    type Output = usize;
+
+    fn run(store: &Store, args: PruneArgs) -> Result<usize> {
+        store.prune(args.keep_last, args.keep_details_days.unwrap_or(30))
+    }
+}
+
+/// The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
+/// nothing when none was written.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryGetArgs {
+    /// The scope (an id: `[A-Za-z0-9._:@-]{1,128}`).
+    pub scope: String,
+}
+
+impl Arguments for MemoryGetArgs {}
+
+/// The `memory_get` operation.
+pub struct MemoryGet;
+
+impl Operation for MemoryGet {
+    const NAME: &'static str = "memory_get";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "get"));
+    const POSITIONAL: &'static [&'static str] = &["scope"];
+    const RETURNS: &'static str = "Memory?";
+    type Args = MemoryGetArgs;
+    type Output = Option<store::Memory>;
+
+    fn run(store: &Store, args: MemoryGetArgs) -> Result<Option<store::Memory>> {
+        store.memory_get(&args.scope)
+    }
+}
+
+/// Writes the memory of `scope`. With `expected_version` (0: nothing written yet) the write
+/// happens only if the scope is still at that version, else `VERSION_CONFLICT` naming both.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryPutArgs {
+    /// The scope (an id: `[A-Za-z0-9._:@-]{1,128}`).
+    pub scope: String,
+    /// The document: a JSON object, within the record limits' size and depth.
+    pub value: Metadata,
+    /// The version the caller read (0: nothing written yet).
+    #[serde(default)]
+    pub expected_version: Option<u64>,
+}
+
+impl Arguments for MemoryPutArgs {}
+
+/// The `memory_put` operation.
+pub struct MemoryPut;
+
+impl Operation for MemoryPut {
+    const NAME: &'static str = "memory_put";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "put"));
+    const POSITIONAL: &'static [&'static str] = &["scope", "value", "expected_version"];
+    const RETURNS: &'static str = "Memory";
+    type Args = MemoryPutArgs;
+    type Output = store::Memory;
+
+    fn run(store: &Store, args: MemoryPutArgs) -> Result<store::Memory> {
+        store.memory_put(&args.scope, args.value, args.expected_version)
+    }
+}
+
+/// Every scope's memory whose scope starts with `prefix` (all without one), in scope order.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryListArgs {
+    /// Only scopes that start with this (`agent:`).
+    #[serde(default)]
+    pub prefix: Option<String>,
+}
+
+impl Arguments for MemoryListArgs {}
+
+/// The `memory_list` operation.
+pub struct MemoryList;
+
+impl Operation for MemoryList {
+    const NAME: &'static str = "memory_list";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "list"));
+    const POSITIONAL: &'static [&'static str] = &["prefix"];
+    const RETURNS: &'static str = "[Memory]";
+    type Args = MemoryListArgs;
+    type Output = Vec<store::Memory>;
+
+    fn run(store: &Store, args: MemoryListArgs) -> Result<Vec<store::Memory>> {
+        store.memory_list(args.prefix.as_deref())
+    }
+}
+
+/// Forgets the memory of `scope`; with `expected_version`, only if it is still at it
+/// (`VERSION_CONFLICT` otherwise). Whether there was anything to forget.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryDeleteArgs {
+    /// The scope.
+    pub scope: String,
+    /// The version the caller read.
+    #[serde(default)]
+    pub expected_version: Option<u64>,
+}
+
+impl Arguments for MemoryDeleteArgs {}
+
+/// The `memory_delete` operation.
+pub struct MemoryDelete;
+
+impl Operation for MemoryDelete {
+    const NAME: &'static str = "memory_delete";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "delete"));
+    const POSITIONAL: &'static [&'static str] = &["scope", "expected_version"];
+    const RETURNS: &'static str = "boolean";
+    type Args = MemoryDeleteArgs;
+    type Output = bool;
+
+    fn run(store: &Store, args: MemoryDeleteArgs) -> Result<bool> {
+        store.memory_delete(&args.scope, args.expected_version)
+    }
+}
+
+/// Who currently owns a conversation (the holder of its latest handoff once taken, else its
+/// sender), its handoffs as hops, and its shared context (the memory `session:<id>`).
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionArgs {
+    /// The session, as handoffs name it in `session_id`.
+    pub session_id: String,
+}
+
+impl Arguments for SessionArgs {}
+
+/// The `session` operation.
+pub struct Session;
+
+impl Operation for Session {
+    const NAME: &'static str = "session";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("session", "get"));
+    const POSITIONAL: &'static [&'static str] = &["session_id"];
+    const RETURNS: &'static str = "Session";
+    type Args = SessionArgs;
+    type Output = store::Session;
+
+    fn run(store: &Store, args: SessionArgs) -> Result<store::Session> {
+        store.session(&args.session_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::ops::{self, catalog};
+
+    #[test]
+    fn a_plan_runs_through_the_operations() {
+        let store = Store::memory();
+        let task = CreateTask::call(
+            &store,
+            json!({"name": "Write a post", "goal": "A bilingual blog post", "steps": [
+                {"id": "research", "name": "Research", "agent": "researcher"},
+                {"id": "draft", "name": "Draft", "agent": "writer", "dependencies": ["research"]},
+            ]}),
+        )
+        .unwrap();
+        let id = task.header.id.clone();
+        StartTask::call(&store, json!({ "id": id })).unwrap();
+        let claim = ops::ClaimNext::call(&store, json!({"agent": "researcher"}))
+            .unwrap()
+            .unwrap();
+        let reference = json!({"handoff_id": claim.handoff.id, "token": claim.token,
+                               "secret": claim.secret.expose()});
+        ops::Complete::call(
+            &store,
+            json!({"claim": reference, "outcome": "notes", "tokens_used": 1200}),
+        )
+        .unwrap();
+        let task = GetTask::call(&store, json!({ "id": id })).unwrap();
+        assert_eq!(task.steps[0].tokens_used, Some(1200));
+        assert_eq!(task.header.tokens_used, Some(1200));
+        let draft = ops::ClaimNext::call(&store, json!({"agent": "writer"}))
+            .unwrap()
+            .unwrap();
+        let reference = json!({"handoff_id": draft.handoff.id, "token": draft.token,
+                               "secret": draft.secret.expose()});
+        let failed = FailStep::call(&store, json!({"claim": reference, "error": "no model"}));
+        assert_eq!(failed.unwrap().attempts, 1);
+        let listed = ListTasks::call(&store, json!({"status": "in_progress"})).unwrap();
+        assert_eq!(listed.len(), 1);
+    }
+
+    #[test]
+    fn a_handoff_that_carries_no_step_cannot_fail_as_one() {
+        let store = Store::memory();
+        store
+            .create(crate::NewHandoff::new("t1", "Fix the login bug"))
+            .unwrap();
+        let claim = store.claim_next("a", None, store::DEFAULT_LEASE).unwrap();
+        let claim = claim.unwrap();
+        let reference = json!({"handoff_id": claim.handoff.id, "token": claim.token,
+                               "secret": claim.secret.expose()});
+        let err = FailStep::call(&store, json!({"claim": reference, "error": "x"})).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidTransition);
+        assert_eq!(store.get(&claim.handoff.id).unwrap().attempts, 0);
+    }
+
+    #[test]
+    fn memory_compare_and_swap_through_the_operations() {
+        let store = Store::memory();
+        let put = json!({"scope": "shared", "value": {"n": 1}, "expected_version": 0});
+        assert_eq!(MemoryPut::call(&store, put.clone()).unwrap().version, 1);
+        let err = MemoryPut::call(&store, put).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Conflict);
+        let bad = MemoryPut::call(&store, json!({"scope": "bad scope", "value": []})).unwrap_err();
+        let fields: Vec<_> = bad.problems().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["value"]);
+        assert!(MemoryDelete::call(&store, json!({"scope": "shared"})).unwrap());
+        assert!(
+            MemoryGet::call(&store, json!({"scope": "shared"}))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn task_operations_are_named_by_group_and_verb() {
+        let tools: Vec<String> = catalog().iter().map(|op| op.tool()).collect();
+        for tool in ["task_create", "task_get", "task_list", "task_start", "step_fail"] {
+            assert!(tools.iter().any(|t| t == tool), "{tool}");
+        }
+        assert!(tools.iter().any(|t| t == "memory_get"));
+        assert!(tools.iter().any(|t| t == "handoff_claim_next"));
+        let unique: std::collections::BTreeSet<_> = tools.iter().collect();
+        assert_eq!(unique.len(), tools.len());
+    }
+}
