@@ -85,10 +85,17 @@ impl CliError {
             CliError::Core(Error::Validation { problems }) => {
                 error["problems"] = serde_json::to_value(problems).unwrap_or_default();
             }
-            CliError::Core(
-                Error::NotFound { id, .. } | Error::Conflict { id } | Error::VersionConflict { id, .. },
-            ) => {
+            CliError::Core(Error::NotFound { id, .. } | Error::Conflict { id }) => {
                 error["id"] = json!(id);
+            }
+            CliError::Core(Error::VersionConflict {
+                id,
+                expected,
+                actual,
+            }) => {
+                error["id"] = json!(id);
+                error["expected_version"] = json!(expected);
+                error["actual_version"] = json!(actual);
             }
             CliError::Core(Error::AlreadyClaimed { id, holder }) => {
                 error["id"] = json!(id);
@@ -193,10 +200,13 @@ mod tests {
     fn every_kind_has_its_exit_code() {
         let cases = [
             (Error::invalid("goal", "must not be empty"), code::INVALID),
-            (Error::NotFound {
+            (
+                Error::NotFound {
                     what: "handoff",
                     id: "x".into(),
-                }, code::NOT_FOUND),
+                },
+                code::NOT_FOUND,
+            ),
             (
                 Error::AlreadyClaimed {
                     id: "x".into(),

@@ -18,6 +18,7 @@ mod policy;
 mod results;
 mod spawn;
 mod subcommands;
+mod task_results;
 
 use args::{Cli, Command};
 use error::CliError;

@@ -1,6 +1,7 @@
 //! `handoff mcp`: the store as MCP tools over stdio, on the official Rust SDK (`rmcp`).
 //!
-//! Every store operation of the core's catalog is a tool, `handoff_<operation>`, whose input
+//! Every store operation of the core's catalog is a tool (`handoff_<operation>` for a handoff's,
+//! `<group>_<verb>` for the others': `task_create`, `memory_get`), whose input
 //! schema is the operation's argument schema and whose arguments the core reads, so that a
 //! model sees the same names, docs and problems as every other face (DESIGN §15). Each answers
 //! with readable text and `structuredContent`, and reports failure as a tool error (`isError`)
@@ -91,7 +92,12 @@ handoff_cancel withdraws your own (handoff_cancel_claim one you hold). handoff_c
 progress without handing over; handoff_stalled finds tasks gone quiet. handoff_chain, \
 handoff_events and handoff_stats show who passed what to whom; handoff_capabilities says what \
 the store can do (durable, shared by processes or machines, backups, waking waiting claims). \
-Lists come a page at a time: \
+Tasks: task_create with a plan of steps (id, name, agent, dependencies), task_start offers the \
+steps that wait for nothing as handoffs to their agents, who take them with handoff_claim_next \
+and finish with handoff_complete (step_fail when the work failed: retried, then escalated to a \
+human who answers with task_resolve); task_get, task_list, task_events and task_history show \
+how it goes. memory_get and memory_put (with expected_version) keep versioned JSON per scope; \
+session_get says who owns a conversation. Lists come a page at a time: \
 next_after, when present, is the after of the next page. Secrets in records are shown as \
 [REDACTED:<rule>].";
 
@@ -100,10 +106,6 @@ fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     // Every argument type is a struct, so the check that the root is an object cannot fail;
     // the fallback keeps the full schema rather than panicking if it ever did.
     schema_for_input::<T>().unwrap_or_else(|_| schema_for_type::<T>())
-}
-
-fn tool_name(op: &Op) -> String {
-    format!("handoff_{}", op.name())
 }
 
 /// The operation's tool: its arguments' schema, and its doc on one line per paragraph.
@@ -128,7 +130,7 @@ fn operation_tool(op: &Op) -> Tool {
     } else {
         description
     };
-    let tool = Tool::new(tool_name(op), description, Arc::new(schema));
+    let tool = Tool::new(op.info.tool(), description, Arc::new(schema));
     if op.reads_only() {
         tool.with_annotations(ToolAnnotations::new().read_only(true))
     } else {
@@ -264,7 +266,7 @@ impl Server {
         match name {
             "handoff_claim_and_spawn" => self.claim_and_spawn(arguments),
             "handoff_policy" => self.policy(arguments),
-            _ => match name.strip_prefix("handoff_").and_then(operations::find) {
+            _ => match operations::all().iter().find(|op| op.info.tool() == name) {
                 Some(op) => self.operation(op, arguments, cancelled),
                 None => Err(Error::invalid("name", format!("no tool is named {name:?}")).into()),
             },

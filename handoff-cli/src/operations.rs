@@ -1,6 +1,7 @@
 //! The store operations as the CLI and the MCP server expose them (DESIGN §15): one entry per
 //! operation of the core's catalog ([`handoff_core::ops`]), from which both `handoff
-//! <operation>` and the `handoff_<operation>` tool are derived. The entry says only what the
+//! <operation>` (`handoff <group> <verb>`) and the `handoff_<operation>` (`<group>_<verb>`)
+//! tool are derived. The entry says only what the
 //! core's description does not: how the operation uses the store.
 
 use std::sync::OnceLock;
@@ -39,6 +40,25 @@ fn entries() -> Vec<Op> {
         Op::reads::<ops::Stats>(),
         Op::writes::<ops::Reap>(),
         Op::reads::<ops::Capabilities>(),
+        Op::creates::<ops::CreateTask>(),
+        Op::writes::<ops::StartTask>(),
+        Op::reads::<ops::GetTask>(),
+        Op::reads::<ops::ListTasks>(),
+        Op::writes::<ops::UpdateTask>(),
+        Op::writes::<ops::PauseTask>(),
+        Op::writes::<ops::ResumeTask>(),
+        Op::writes::<ops::CancelTask>(),
+        Op::writes::<ops::FailStep>(),
+        Op::writes::<ops::ResolveEscalation>(),
+        Op::reads::<ops::TaskEvents>(),
+        Op::reads::<ops::TaskHistory>(),
+        Op::reads::<ops::TaskStatistics>(),
+        Op::writes::<ops::Prune>(),
+        Op::reads::<ops::MemoryGet>(),
+        Op::creates::<ops::MemoryPut>(),
+        Op::reads::<ops::MemoryList>(),
+        Op::writes::<ops::MemoryDelete>(),
+        Op::reads::<ops::Session>(),
     ]
 }
 

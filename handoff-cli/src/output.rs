@@ -130,7 +130,7 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-fn time(at: DateTime<Utc>) -> String {
+pub(crate) fn time(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
@@ -139,7 +139,7 @@ fn agent(name: Option<&str>) -> &str {
 }
 
 /// At most `max` characters of `text` on one line, with an ellipsis when cut.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
     if line.chars().count() <= max && line.len() == text.trim_end().len() {
         return line.to_owned();
@@ -356,7 +356,7 @@ impl Output {
             Change::Released { reason } | Change::Rejected { reason } => {
                 *reason = self.text(reason).into_owned();
             }
-            Change::Completed { outcome } => *outcome = self.text(outcome).into_owned(),
+            Change::Completed { outcome, .. } => *outcome = self.text(outcome).into_owned(),
             Change::Cancelled {
                 reason: Some(reason),
             } => *reason = self.text(reason).into_owned(),

@@ -20,7 +20,7 @@ use crate::output::{Reply, Sink, Table};
 use crate::spawn::{self, SpawnConfig};
 
 /// Subcommands' names from before they were derived, kept as aliases: (operation, name).
-const OLD_NAMES: &[(&str, &str)] = &[("get", "show")];
+const OLD_NAMES: &[(&str, &str)] = &[("get", "show"), ("get_task", "show")];
 
 /// Flags from before the subcommands were derived, kept as aliases: (argument, flag).
 const OLD_FLAGS: &[(&str, &str)] = &[
@@ -43,9 +43,42 @@ const ENV: &[(&str, &str, &str)] = &[(
      line is visible to other users.",
 )];
 
-/// The global command line with a subcommand for every operation.
+/// The groups of operations on something other than handoffs, and what each is about:
+/// `handoff task create`, `handoff memory get`.
+const GROUPS: &[(&str, &str)] = &[
+    (
+        "task",
+        "Tasks: a goal and a plan whose steps run as handoffs",
+    ),
+    ("step", "A task's steps, as the workers holding them report"),
+    (
+        "memory",
+        "Memory: versioned JSON documents by scope, with compare-and-swap",
+    ),
+    (
+        "session",
+        "Sessions: who owns a conversation now, and its hops",
+    ),
+];
+
+/// The global command line with a subcommand for every operation: a handoff operation's at
+/// the top, the others' under their group.
 pub(crate) fn augment(cli: Command) -> Command {
-    cli.subcommands(operations::all().iter().map(subcommand))
+    let handoffs = operations::all()
+        .iter()
+        .filter(|op| op.info.command.is_none());
+    let groups = GROUPS.iter().map(|(group, about)| {
+        let verbs = operations::all()
+            .iter()
+            .filter(|op| op.info.command.is_some_and(|(g, _)| g == *group));
+        Command::new(*group)
+            .about(*about)
+            .subcommands(verbs.map(subcommand))
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+    });
+    cli.subcommands(handoffs.map(subcommand))
+        .subcommands(groups)
         .subcommand_required(true)
         .arg_required_else_help(true)
 }
@@ -241,7 +274,8 @@ fn about(op: &Op) -> (String, String) {
 }
 
 fn subcommand(op: &Op) -> Command {
-    let mut cmd = Command::new(kebab(op.name()));
+    let name = op.info.command.map_or(op.name(), |(_, verb)| verb);
+    let mut cmd = Command::new(kebab(name));
     for param in cli_params(op) {
         cmd = cmd.args(clap_args(op, &param));
     }
@@ -493,9 +527,28 @@ fn arguments(op: &'static Op, matches: &ArgMatches) -> CliResult<(&'static Op, V
     Ok((op, Value::Object(args)))
 }
 
+/// The operation of the subcommand `name` (or of the group `name`'s subcommand), and its
+/// matches.
+fn operation<'m>(name: &str, matches: &'m ArgMatches) -> Option<(&'static Op, &'m ArgMatches)> {
+    let all = operations::all();
+    if GROUPS.iter().any(|(group, _)| *group == name) {
+        let (verb, matches) = matches.subcommand()?;
+        let op = all.iter().find(|op| {
+            op.info
+                .command
+                .is_some_and(|(g, v)| g == name && kebab(v) == verb)
+        })?;
+        return Some((op, matches));
+    }
+    let op = all
+        .iter()
+        .find(|op| op.info.command.is_none() && kebab(op.name()) == name)?;
+    Some((op, matches))
+}
+
 /// Runs the subcommand `name` of a store operation.
 pub(crate) fn run(ctx: &Ctx, name: &str, matches: &ArgMatches, as_json: bool) -> CliResult<Done> {
-    let Some(op) = operations::all().iter().find(|op| kebab(op.name()) == name) else {
+    let Some((op, matches)) = operation(name, matches) else {
         return Err(Error::invalid("command", format!("no command is named {name:?}")).into());
     };
     let (op, args) = arguments(op, matches)?;

@@ -42,6 +42,25 @@ OPERATION_TOOLS = {
     "handoff_stats",
     "handoff_reap",
     "handoff_capabilities",
+    "task_create",
+    "task_start",
+    "task_get",
+    "task_list",
+    "task_update",
+    "task_pause",
+    "task_resume",
+    "task_cancel",
+    "step_fail",
+    "task_resolve",
+    "task_events",
+    "task_history",
+    "task_statistics",
+    "task_prune",
+    "memory_get",
+    "memory_put",
+    "memory_list",
+    "memory_delete",
+    "session_get",
 }
 TOOLS = OPERATION_TOOLS | {"handoff_claim_and_spawn", "handoff_policy"}
 
@@ -270,6 +289,108 @@ async def new_tools(stack: AsyncExitStack, binary: str, db: str) -> None:
     await asyncio.sleep(1.1)
     stalled = await ok(server, "handoff_stalled", {"older_than_seconds": 1})
     assert "tools-c" in stalled["task_ids"], stalled
+
+
+async def tasks_and_memory(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """A plan run through the task tools by two servers, a step that fails into an escalation a
+    human resolves, memory by compare-and-swap, and a session."""
+    server = await connect(stack, binary, db)
+    worker = await connect(stack, binary, db)
+    bad = await tool_error(
+        server,
+        "task_create",
+        {
+            "name": "Broken",
+            "goal": "g",
+            "steps": [
+                {"id": "a", "name": "A", "agent": "x", "dependencies": ["b"]},
+                {"id": "b", "name": "B", "agent": "x", "dependencies": ["a"]},
+                {"id": "b", "name": "B again", "agent": "x", "dependencies": ["nowhere"]},
+            ],
+        },
+    )
+    assert bad["code"] == "VALIDATION", bad
+    assert len(bad["problems"]) >= 3, bad["problems"]
+    assert (await ok(server, "task_list", {}))["count"] == 0, "a refused plan leaves nothing"
+
+    created = await ok(
+        server,
+        "task_create",
+        {
+            "name": "Write a post",
+            "goal": "A bilingual blog post",
+            "escalate_to": "editor",
+            "steps": [
+                {"id": "research", "name": "Research", "agent": "researcher"},
+                {"id": "draft-ko", "name": "Draft (ko)", "agent": "writer", "dependencies": ["research"],
+                 "max_attempts": 1},
+                {"id": "review", "name": "Review", "agent": "reviewer", "dependencies": ["draft-ko"]},
+            ],
+        },
+    )
+    task = created["task"]
+    assert [s["dependencies"] for s in task["plan"]["steps"]] == [[], ["research"], ["draft-ko"]]
+    started = await ok(server, "task_start", {"id": task["id"]})
+    assert started["task"]["plan"]["current_steps"] == ["research"]
+
+    step = await ok(worker, "handoff_claim_next", {"agent": "researcher"})
+    claim = {"handoff_id": step["handoff"]["id"], "token": step["token"], "secret": step["claim_secret"]}
+    await ok(worker, "handoff_complete", {"claim": claim, "outcome": "notes", "tokens_used": 900})
+    draft = await ok(worker, "handoff_claim_next", {"agent": "writer"})
+    assert draft["handoff"]["metadata"]["step_id"] == "draft-ko"
+    failed = await ok(
+        worker,
+        "step_fail",
+        {"handoff_id": draft["handoff"]["id"], "token": draft["token"], "claim_secret": draft["claim_secret"],
+         "error": "the model refused"},
+    )
+    assert failed["handoff"]["status"] == "failed", failed
+    paused = await ok(server, "task_get", {"id": task["id"]})
+    assert paused["task"]["status"] == "paused"
+    assert paused["task"]["plan"]["steps"][1]["status"] == "escalated"
+
+    escalation = await ok(worker, "handoff_claim_next", {"agent": "editor"})
+    resolved = await ok(
+        worker,
+        "task_resolve",
+        {"claim": {"handoff_id": escalation["handoff"]["id"], "token": escalation["token"],
+                   "secret": escalation["claim_secret"]},
+         "resolution": "skip the Korean draft", "retry": False},
+    )
+    assert resolved["task"]["status"] == "in_progress"
+    review = await ok(worker, "handoff_claim_next", {"agent": "reviewer"})
+    await ok(
+        worker,
+        "handoff_complete",
+        {"claim": {"handoff_id": review["handoff"]["id"], "token": review["token"], "secret": review["claim_secret"]}},
+    )
+    history = await ok(server, "task_history", {})
+    assert history["history"][0]["result"] == "partial", history
+    assert history["history"][0]["metrics"]["tokens_used"] == 900
+    kinds = [e["kind"] for e in (await ok(server, "task_events", {"id": task["id"]}))["events"]]
+    assert "step_escalated" in kinds and "step_skipped" in kinds and kinds[-1] == "completed", kinds
+    stats = await ok(server, "task_statistics", {})
+    assert stats["total_tasks"] == 1
+    missing = await tool_error(server, "task_get", {"id": "no-such-task"})
+    assert missing["code"] == "NOT_FOUND"
+
+    # A secret written into memory is redacted on the way out.
+    put = await ok(server, "memory_put", {"scope": "shared", "value": {"key": OPENAI_KEY}, "expected_version": 0})
+    assert put["memory"]["version"] == 1
+    assert OPENAI_KEY not in json.dumps(put)
+    stale = await tool_error(worker, "memory_put", {"scope": "shared", "value": {"n": 2}, "expected_version": 0})
+    assert stale["code"] == "CONFLICT", stale
+    assert (stale["expected_version"], stale["actual_version"]) == (0, 1), stale
+    got = await ok(worker, "memory_get", {"scope": "shared"})
+    assert got["memory"]["version"] == 1
+    assert (await ok(worker, "memory_delete", {"scope": "shared", "expected_version": 1}))["deleted"] is True
+    assert (await ok(worker, "memory_get", {"scope": "shared"}))["memory"] is None
+
+    await ok(server, "handoff_create", {"task_id": "chat", "goal": "Answer", "from_agent": "triage",
+                                        "to_agent": "billing", "session_id": "s1"})
+    session = await ok(server, "session_get", {"session_id": "s1"})
+    assert session["session"]["current_agent"] == "triage"
+    assert len(session["session"]["handoff_chain"]) == 1
 
 
 async def spawn_options(stack: AsyncExitStack, binary: str, db: str) -> None:
@@ -583,6 +704,7 @@ async def main(binary: str) -> None:
         redaction,
         seed_and_policy,
         new_tools,
+        tasks_and_memory,
         spawn_options,
         hostile_lines,
         waiting_on_files,

@@ -75,7 +75,7 @@ fn every_operation_is_a_tool_with_its_argument_schema_and_a_subcommand() {
     let mut mcp = Mcp::start(&env, &[]);
     let tools = mcp.tools();
     for op in ops::catalog() {
-        let name = format!("handoff_{}", op.name);
+        let name = op.tool();
         let tool = tools.iter().find(|t| t["name"] == name.as_str());
         if NOT_TOOLS.contains(&op.name) {
             assert!(tool.is_none(), "{name} is a tool");
@@ -90,9 +90,14 @@ fn every_operation_is_a_tool_with_its_argument_schema_and_a_subcommand() {
                 "{name}: {tool}"
             );
         }
-        let subcommand = op.name.replace('_', "-");
-        let help = env.run(&[&subcommand, "--help"]).expect(OK);
-        assert!(help.stdout.contains("Usage: handoff"), "{subcommand}");
+        let subcommand: Vec<String> = match op.command {
+            Some((group, verb)) => vec![group.to_owned(), verb.replace('_', "-")],
+            None => vec![op.name.replace('_', "-")],
+        };
+        let mut args: Vec<&str> = subcommand.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = env.run(&args).expect(OK);
+        assert!(help.stdout.contains("Usage: handoff"), "{subcommand:?}");
     }
 }
 
@@ -221,4 +226,101 @@ fn tools_take_the_core_names_and_their_first_spelling() {
     let rest = mcp.ok("handoff_list", json!({"after": first["next_after"]}));
     assert_eq!(rest["count"], 2);
     assert!(rest.get("next_after").is_none(), "{rest}");
+}
+
+#[test]
+fn a_plan_runs_from_the_command_line() {
+    let env = Env::new();
+    // A bad plan: every problem at once, and no store left behind.
+    let bad = env
+        .run(&[
+            "task",
+            "create",
+            "Broken",
+            "g",
+            "--steps",
+            r#"{"id": "a", "name": "A", "agent": "x", "dependencies": ["a", "nowhere"]}"#,
+            "--json",
+        ])
+        .expect(INVALID);
+    assert!(bad.error()["problems"].as_array().expect("problems").len() >= 2);
+    assert!(env.files().is_empty(), "{:?}", env.files());
+
+    let created = env
+        .run(&[
+            "task",
+            "create",
+            "Write a post",
+            "A bilingual blog post",
+            "--steps",
+            r#"{"id": "research", "name": "Research", "agent": "researcher"}"#,
+            "--steps",
+            r#"{"id": "draft-ko", "name": "Draft", "agent": "writer", "dependencies": ["research"]}"#,
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert_eq!(
+        created["plan"]["steps"][1]["dependencies"],
+        json!(["research"])
+    );
+    let id = created["id"].as_str().expect("id").to_owned();
+    env.run(&["task", "start", &id]).expect(OK);
+    let claim = env
+        .run(&["claim-next", "researcher", "--json"])
+        .expect(OK)
+        .json();
+    let handoff = claim["handoff_id"].as_str().expect("handoff id");
+    let token = claim["token"].to_string();
+    let secret = claim["claim_secret"].as_str().expect("secret");
+    env.run(&[
+        "complete",
+        handoff,
+        "--token",
+        &token,
+        "--secret",
+        secret,
+        "--tokens-used",
+        "700",
+    ])
+    .expect(OK);
+    // `show` is `get`.
+    let task = env.run(&["task", "show", &id, "--json"]).expect(OK).json();
+    assert_eq!(task["plan"]["current_steps"], json!(["draft-ko"]));
+    assert_eq!(task["tokens_used"], 700);
+    let listed = env.run(&["task", "list", "--json"]).expect(OK).json();
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert!(listed[0].get("roots").is_none());
+    let stale = env
+        .run(&["task", "update", &id, "1", "--goal", "Another", "--json"])
+        .expect(4);
+    assert_eq!(stale.error()["code"], "CONFLICT");
+    env.run(&["task", "get", "no-such-task"]).expect(3);
+
+    env.run(&[
+        "memory",
+        "put",
+        "shared",
+        r#"{"n": 1}"#,
+        "--expected-version",
+        "0",
+    ])
+    .expect(OK);
+    env.run(&[
+        "memory",
+        "put",
+        "shared",
+        r#"{"n": 2}"#,
+        "--expected-version",
+        "0",
+    ])
+    .expect(4);
+    let memory = env
+        .run(&["memory", "get", "shared", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(
+        (memory["version"].clone(), memory["value"]["n"].clone()),
+        (json!(1), json!(1))
+    );
 }

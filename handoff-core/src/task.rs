@@ -1144,17 +1144,25 @@ mod tests {
         assert_eq!(run.task.status, TaskStatus::Pending);
         assert_eq!(run.start().offer, ["research"]);
         run.with("research", |t, s, _| t.step_claimed(s, "researcher", at(2)));
-        let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", None, at(3)));
+        let done = run.with("research", |t, s, d| {
+            t.step_completed(s, d, "notes", None, at(3))
+        });
         assert_eq!(sorted(done.offer), ["draft-en", "draft-ko"]);
         for id in ["draft-ko", "draft-en"] {
             run.with(id, |t, s, _| t.step_claimed(s, "writer", at(4)));
         }
-        let one = run.with("draft-ko", |t, s, d| t.step_completed(s, d, "ko", None, at(5)));
+        let one = run.with("draft-ko", |t, s, d| {
+            t.step_completed(s, d, "ko", None, at(5))
+        });
         assert!(one.offer.is_empty(), "review still waits for draft-en");
-        let both = run.with("draft-en", |t, s, d| t.step_completed(s, d, "en", None, at(6)));
+        let both = run.with("draft-en", |t, s, d| {
+            t.step_completed(s, d, "en", None, at(6))
+        });
         assert_eq!(both.offer, ["review"]);
         run.with("review", |t, s, _| t.step_claimed(s, "reviewer", at(7)));
-        let last = run.with("review", |t, s, d| t.step_completed(s, d, "ok", None, at(8)));
+        let last = run.with("review", |t, s, d| {
+            t.step_completed(s, d, "ok", None, at(8))
+        });
         assert_eq!(last.changes.last(), Some(&TaskChange::Completed));
         assert_eq!(run.task.status, TaskStatus::Completed);
         assert_eq!(run.task.completed_at, Some(at(8)));
@@ -1200,7 +1208,9 @@ mod tests {
         run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
         run.task.pause(at(3)).unwrap();
         // A claimed step may finish; what it unblocks waits for the resume.
-        let done = run.with("research", |t, s, d| t.step_completed(s, d, "notes", None, at(4)));
+        let done = run.with("research", |t, s, d| {
+            t.step_completed(s, d, "notes", None, at(4))
+        });
         assert!(done.offer.is_empty());
         assert_eq!(run.status("draft-ko"), StepStatus::Pending);
         assert_eq!(sorted(run.task.waiting.clone()), ["draft-en", "draft-ko"]);
@@ -1216,7 +1226,9 @@ mod tests {
         let mut run = Run::new(blog());
         run.start();
         run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
-        run.with("research", |t, s, d| t.step_completed(s, d, "notes", None, at(3)));
+        run.with("research", |t, s, d| {
+            t.step_completed(s, d, "notes", None, at(3))
+        });
         run.with("draft-ko", |t, s, _| t.step_claimed(s, "w", at(3)));
         let mut open: Vec<StepState> = run.steps.values().cloned().collect();
         let cancelled = run

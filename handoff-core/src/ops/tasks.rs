@@ -45,7 +45,37 @@ pub struct CreateTaskArgs {
     pub escalate_to: Option<String>,
 }
 
-impl Arguments for CreateTaskArgs {}
+impl CreateTaskArgs {
+    fn into_new(self) -> NewTask {
+        NewTask {
+            name: self.name,
+            goal: self.goal,
+            steps: self.steps,
+            success_criteria: self.success_criteria,
+            context: self.context.unwrap_or_default(),
+            metadata: self.metadata.unwrap_or_default(),
+            orchestrator: self.orchestrator,
+            escalate_to: self.escalate_to,
+        }
+    }
+}
+
+impl Arguments for CreateTaskArgs {
+    /// The plan's problems, found before anything is opened or written (the CLI creates no
+    /// store for a refused plan); the store checks the plan again as it creates the task.
+    fn problems(&self, limits: &Limits) -> Vec<Problem> {
+        let checked = task::create(
+            self.clone().into_new(),
+            "task".to_owned(),
+            chrono::DateTime::UNIX_EPOCH,
+            limits,
+        );
+        match checked {
+            Ok(_) => Vec::new(),
+            Err(err) => err.problems().to_vec(),
+        }
+    }
+}
 
 /// The `create_task` operation.
 pub struct CreateTask;
@@ -59,16 +89,7 @@ impl Operation for CreateTask {
     type Output = store::Task;
 
     fn run(store: &Store, args: CreateTaskArgs) -> Result<store::Task> {
-        store.create_task(NewTask {
-            name: args.name,
-            goal: args.goal,
-            steps: args.steps,
-            success_criteria: args.success_criteria,
-            context: args.context.unwrap_or_default(),
-            metadata: args.metadata.unwrap_or_default(),
-            orchestrator: args.orchestrator,
-            escalate_to: args.escalate_to,
-        })
+        store.create_task(args.into_new())
     }
 }
 
@@ -650,7 +671,13 @@ mod tests {
     #[test]
     fn task_operations_are_named_by_group_and_verb() {
         let tools: Vec<String> = catalog().iter().map(|op| op.tool()).collect();
-        for tool in ["task_create", "task_get", "task_list", "task_start", "step_fail"] {
+        for tool in [
+            "task_create",
+            "task_get",
+            "task_list",
+            "task_start",
+            "step_fail",
+        ] {
             assert!(tools.iter().any(|t| t == tool), "{tool}");
         }
         assert!(tools.iter().any(|t| t == "memory_get"));

@@ -470,12 +470,10 @@ impl Store {
     /// The handoff with this id.
     pub fn get(&self, id: &str) -> Result<Handoff> {
         validate::ident("id", id)?;
-        self.backend
-            .get(id)?
-            .ok_or_else(|| Error::NotFound {
-                what: "handoff",
-                id: id.to_owned(),
-            })
+        self.backend.get(id)?.ok_or_else(|| Error::NotFound {
+            what: "handoff",
+            id: id.to_owned(),
+        })
     }
 
     /// Handoffs matching `filter`, oldest first, as stored (see [`Store::reap`]).
@@ -755,9 +753,7 @@ impl Store {
     ) -> Result<Handoff> {
         let mut updated = None;
         self.backend.write(&mut |tx| {
-            let h = tx
-                .get(id)?
-                .ok_or_else(|| Error::NotFound {
+            let h = tx.get(id)?.ok_or_else(|| Error::NotFound {
                 what: "handoff",
                 id: id.to_owned(),
             })?;
