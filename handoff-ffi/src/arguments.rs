@@ -175,6 +175,36 @@ pub(crate) fn json_texts<S: Serializer>(
     serializer.collect_seq(texts.iter().map(|text| JsonText(text)))
 }
 
+/// JSON object text (a task's context, a memory's value), serialized as the object it holds.
+pub(crate) struct ObjectText<'a>(pub(crate) &'a str);
+
+impl Serialize for ObjectText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        object(self.0)
+            .map_err(S::Error::custom)?
+            .serialize(serializer)
+    }
+}
+
+/// JSON texts (a task's artifacts and issues), serialized as the list of values they hold.
+pub(crate) struct JsonTexts<'a>(pub(crate) &'a [String]);
+
+impl Serialize for JsonTexts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        json_texts(self.0, serializer)
+    }
+}
+
+/// A JSON value as text, as this binding hands JSON to the foreign languages.
+pub(crate) fn text(value: Value) -> String {
+    value.to_string()
+}
+
+/// A JSON object as text.
+pub(crate) fn object_to_text(map: Map<String, Value>) -> String {
+    Value::Object(map).to_string()
+}
+
 struct JsonText<'a>(&'a str);
 
 impl Serialize for JsonText<'_> {

@@ -12,11 +12,13 @@ use crate::record::HandoffStatus;
 #[derive(Debug, thiserror::Error, uniffi::Error)]
 #[uniffi::export(Display)]
 pub enum HandoffError {
-    /// No handoff has this id.
+    /// Nothing of this kind has this id.
     #[error("{description}")]
     NotFound {
         /// What went wrong, in words.
         description: String,
+        /// What was looked up: `handoff`, `task`.
+        what: String,
         /// The id that was looked up.
         id: String,
     },
@@ -65,13 +67,19 @@ pub enum HandoffError {
         /// Each broken rule, with the field it concerns.
         problems: Vec<ValidationProblem>,
     },
-    /// A handoff with this id exists already with different content.
+    /// A handoff with this id exists already with different content; or a compare-and-swap
+    /// (`update_task`, `memory_put` with `expected_version`) found what it was to change at
+    /// another version than the caller read: nothing was changed.
     #[error("{description}")]
     Conflict {
         /// What went wrong, in words.
         description: String,
-        /// The caller-supplied id.
+        /// The caller-supplied id; the task or memory scope of a compare-and-swap.
         id: String,
+        /// The version the caller read, for a compare-and-swap.
+        expected_version: Option<u64>,
+        /// The version it is at, for a compare-and-swap.
+        actual_version: Option<u64>,
     },
     /// The new hop would break the task's chain policy.
     #[error("{description}")]
@@ -96,6 +104,13 @@ pub enum HandoffError {
     #[error("{description}")]
     Storage {
         /// What went wrong, in words.
+        description: String,
+    },
+    /// Code of the caller's that this binding called (a `MemoryUpdater`) threw something
+    /// other than a `HandoffError`. Nothing was written.
+    #[error("{description}")]
+    Foreign {
+        /// What was thrown, as text.
         description: String,
     },
 }
@@ -162,7 +177,11 @@ impl From<core::Error> for HandoffError {
     fn from(error: core::Error) -> Self {
         let description = error.to_string();
         match error {
-            core::Error::NotFound { id, .. } => HandoffError::NotFound { description, id },
+            core::Error::NotFound { what, id } => HandoffError::NotFound {
+                description,
+                what: what.to_owned(),
+                id,
+            },
             core::Error::AlreadyClaimed { id, holder } => HandoffError::AlreadyClaimed {
                 description,
                 id,
@@ -196,9 +215,22 @@ impl From<core::Error> for HandoffError {
                     })
                     .collect(),
             },
-            core::Error::Conflict { id } | core::Error::VersionConflict { id, .. } => {
-                HandoffError::Conflict { description, id }
-            }
+            core::Error::Conflict { id } => HandoffError::Conflict {
+                description,
+                id,
+                expected_version: None,
+                actual_version: None,
+            },
+            core::Error::VersionConflict {
+                id,
+                expected,
+                actual,
+            } => HandoffError::Conflict {
+                description,
+                id,
+                expected_version: Some(expected),
+                actual_version: Some(actual),
+            },
             core::Error::Busy { .. } => HandoffError::Busy { description },
             core::Error::ChainViolation(violation) => HandoffError::ChainViolation {
                 description,
@@ -213,6 +245,16 @@ impl From<core::Error> for HandoffError {
     }
 }
 
+/// What a foreign implementation of a trait (a `MemoryUpdater`) threw when it is not a
+/// `HandoffError`: uniffi hands it over as text.
+impl From<uniffi::UnexpectedUniFFICallbackError> for HandoffError {
+    fn from(error: uniffi::UnexpectedUniFFICallbackError) -> Self {
+        HandoffError::Foreign {
+            description: error.reason,
+        }
+    }
+}
+
 /// `Result` with [`HandoffError`].
 pub(crate) type Result<T, E = HandoffError> = std::result::Result<T, E>;
 
@@ -223,10 +265,13 @@ mod tests {
     #[test]
     fn every_core_kind_keeps_its_name_and_details() {
         let cases: Vec<(core::Error, &str)> = vec![
-            (core::Error::NotFound {
+            (
+                core::Error::NotFound {
                     what: "handoff",
                     id: "h".into(),
-                }, "NotFound"),
+                },
+                "NotFound",
+            ),
             (
                 core::Error::AlreadyClaimed {
                     id: "h".into(),
@@ -256,6 +301,14 @@ mod tests {
                 "Validation",
             ),
             (core::Error::Conflict { id: "h".into() }, "Conflict"),
+            (
+                core::Error::VersionConflict {
+                    id: "t".into(),
+                    expected: 1,
+                    actual: 2,
+                },
+                "Conflict",
+            ),
             (
                 core::Error::ChainViolation(core::ChainViolation {
                     task_id: "t".into(),

@@ -74,6 +74,9 @@ pub enum Change {
     Completed {
         /// The holder's result.
         outcome: String,
+        /// The model tokens the work took, as the holder reported them; none when it did not
+        /// count them.
+        tokens_used: Option<u64>,
     },
     /// The addressed agent refused the handoff.
     Rejected {
@@ -175,7 +178,13 @@ impl From<core::Change> for Change {
             C::LeaseExpired { token } => Change::LeaseExpired { token },
             C::AttemptFailed { token, error } => Change::AttemptFailed { token, error },
             C::Failed { token, error } => Change::Failed { token, error },
-            C::Completed { outcome } => Change::Completed { outcome },
+            C::Completed {
+                outcome,
+                tokens_used,
+            } => Change::Completed {
+                outcome,
+                tokens_used,
+            },
             C::Rejected { reason } => Change::Rejected { reason },
             C::Cancelled { reason } => Change::Cancelled { reason },
             C::Expired => Change::Expired,
@@ -189,21 +198,23 @@ impl From<core::Chain> for Chain {
         let text = chain.to_string();
         Chain {
             task_id: chain.task_id,
-            hops: chain
-                .hops
-                .into_iter()
-                .map(|hop| Hop {
-                    handoff_id: hop.handoff_id,
-                    parent_id: hop.parent_id,
-                    from_agent: hop.from_agent,
-                    to_agent: hop.to_agent,
-                    kind: hop.kind.into(),
-                    status: hop.status.into(),
-                    created_at: time(hop.created_at),
-                })
-                .collect(),
+            hops: chain.hops.into_iter().map(Hop::from).collect(),
             path,
             text,
+        }
+    }
+}
+
+impl From<core::Hop> for Hop {
+    fn from(hop: core::Hop) -> Self {
+        Hop {
+            handoff_id: hop.handoff_id,
+            parent_id: hop.parent_id,
+            from_agent: hop.from_agent,
+            to_agent: hop.to_agent,
+            kind: hop.kind.into(),
+            status: hop.status.into(),
+            created_at: time(hop.created_at),
         }
     }
 }

@@ -19,8 +19,10 @@ mod clock;
 mod context;
 mod error;
 mod events;
+mod memory;
 mod record;
 mod store;
+mod tasks;
 mod tools;
 
 pub use claim::{Claim, ClaimRef};
@@ -32,10 +34,15 @@ pub use context::{
 };
 pub use error::{ChainRule, HandoffError, ValidationProblem};
 pub use events::{Chain, Change, Event, Hop, PathStats};
+pub use memory::{Memory, MemoryUpdater, Session};
 pub use record::{
     CreateOptions, Handoff, HandoffKind, HandoffReason, HandoffStatus, handoff_from_json,
 };
 pub use store::{
     Capabilities, ChainPolicy, Limits, ListFilter, OpenOptions, SavedPolicy, Store, Synchronous,
+};
+pub use tasks::{
+    HistoryEntry, HistoryMetrics, StepSpec, StepStatus, Task, TaskEvent, TaskResult,
+    TaskStatistics, TaskStatus, TaskStep, TaskSummary,
 };
 pub use tools::{Agent, AgentRegistry, HandoffIntent, Multiple, Provider};

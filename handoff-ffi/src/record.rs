@@ -428,6 +428,8 @@ macro_rules! same_enum {
     };
 }
 
+pub(crate) use same_enum;
+
 same_enum!(HandoffKind <=> core::Kind {
     Full, Partial, Escalation, Checkpoint, Initialization, Progress, ErrorRecovery,
 });

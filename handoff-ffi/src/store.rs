@@ -8,12 +8,16 @@ use handoff_core as core;
 use handoff_core::ops;
 use serde::Serialize;
 
-use crate::arguments::{self, arguments};
+use crate::arguments::{self, JsonTexts, ObjectText, arguments};
 use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
 use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats};
+use crate::memory::{self, Memory, MemoryUpdater, Session};
 use crate::record::{CreateOptions, Handoff, HandoffKind, HandoffStatus};
+use crate::tasks::{
+    HistoryEntry, StepSpec, Task, TaskEvent, TaskStatistics, TaskStatus, TaskSummary,
+};
 
 /// How durable each write is, on SQLite and on a folder of JSON files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
@@ -325,11 +329,17 @@ impl Store {
     }
 
     /// Finishes the handoff with `outcome`; `LeaseLost` when the claim is no longer current
-    /// or its secret does not match.
-    #[uniffi::method(default(outcome = ""))]
-    pub fn complete(&self, claim: ClaimRef, outcome: String) -> Result<Handoff> {
+    /// or its secret does not match. `tokens_used`, the model tokens the work took if you count
+    /// them, goes to the event log and, for a task's step, to the step's and task's metrics.
+    #[uniffi::method(default(outcome = "", tokens_used = None))]
+    pub fn complete(
+        &self,
+        claim: ClaimRef,
+        outcome: String,
+        tokens_used: Option<u64>,
+    ) -> Result<Handoff> {
         Ok(self
-            .run::<ops::Complete>(arguments! { claim, outcome })?
+            .run::<ops::Complete>(arguments! { claim, outcome, tokens_used })?
             .into())
     }
 
@@ -412,6 +422,230 @@ impl Store {
     pub fn stats(&self) -> Result<Vec<PathStats>> {
         let stats = self.run::<ops::Stats>(arguments! {})?;
         Ok(stats.into_iter().map(PathStats::from).collect())
+    }
+
+    /// Creates a task (status `Pending`) named `name`, to achieve `goal`, with its plan of
+    /// `steps`, checked whole: `Validation` lists every problem at once (duplicate step ids,
+    /// unknown dependencies, cycles named as a path, agent names, sizes), and nothing is
+    /// written when there is one. `context` (shared by every step) and `metadata` are JSON
+    /// objects, as text; `orchestrator` is the sender of the steps' handoffs; a step that fails
+    /// on every attempt goes to `escalate_to` (none is `human`). `start_task` offers its first
+    /// steps.
+    #[uniffi::method(default(
+        success_criteria = [],
+        context = None,
+        metadata = None,
+        orchestrator = None,
+        escalate_to = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_task(
+        &self,
+        name: String,
+        goal: String,
+        steps: Vec<StepSpec>,
+        success_criteria: Vec<String>,
+        context: Option<String>,
+        metadata: Option<String>,
+        orchestrator: Option<String>,
+        escalate_to: Option<String>,
+    ) -> Result<Task> {
+        let arguments = arguments! {
+            name, goal, steps, success_criteria,
+            context: context.as_deref().map(ObjectText),
+            metadata: metadata.as_deref().map(ObjectText),
+            orchestrator, escalate_to,
+        };
+        Ok(self.run::<ops::CreateTask>(arguments)?.into())
+    }
+
+    /// Starts a pending task: the steps that wait for nothing are offered as handoffs to their
+    /// agents, who take them with `claim_next`.
+    pub fn start_task(&self, id: String) -> Result<Task> {
+        Ok(self.run::<ops::StartTask>(arguments! { id })?.into())
+    }
+
+    /// The task with this id, with its plan and each step's status; `NotFound` if there is
+    /// none.
+    pub fn get_task(&self, id: String) -> Result<Task> {
+        Ok(self.run::<ops::GetTask>(arguments! { id })?.into())
+    }
+
+    /// Task summaries (no steps), oldest first, optionally only those in `status`; page with
+    /// `limit` and `after` (the id of the last task of the previous page).
+    #[uniffi::method(default(status = None, limit = None, after = None))]
+    pub fn list_tasks(
+        &self,
+        status: Option<TaskStatus>,
+        limit: Option<u64>,
+        after: Option<String>,
+    ) -> Result<Vec<TaskSummary>> {
+        let tasks = self.run::<ops::ListTasks>(arguments! { status, limit, after })?;
+        Ok(tasks.into_iter().map(TaskSummary::from).collect())
+    }
+
+    /// Changes the task if it is still at `expected_version` (compare-and-swap), else
+    /// `Conflict` naming both versions, and nothing changes: each field given replaces the
+    /// task's (`context` and `metadata` JSON objects as text, `artifacts` and `issues` JSON
+    /// values as text), and `add_steps` extends its plan, checked with it (every problem at
+    /// once).
+    #[uniffi::method(default(
+        goal = None,
+        success_criteria = None,
+        context = None,
+        metadata = None,
+        add_steps = [],
+        artifacts = None,
+        issues = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_task(
+        &self,
+        id: String,
+        expected_version: u64,
+        goal: Option<String>,
+        success_criteria: Option<Vec<String>>,
+        context: Option<String>,
+        metadata: Option<String>,
+        add_steps: Vec<StepSpec>,
+        artifacts: Option<Vec<String>>,
+        issues: Option<Vec<String>>,
+    ) -> Result<Task> {
+        let arguments = arguments! {
+            id, expected_version, goal, success_criteria,
+            context: context.as_deref().map(ObjectText),
+            metadata: metadata.as_deref().map(ObjectText),
+            add_steps,
+            artifacts: artifacts.as_deref().map(JsonTexts),
+            issues: issues.as_deref().map(JsonTexts),
+        };
+        Ok(self.run::<ops::UpdateTask>(arguments)?.into())
+    }
+
+    /// Pauses a task: no step is offered until it resumes; steps already claimed may finish.
+    pub fn pause_task(&self, id: String) -> Result<Task> {
+        Ok(self.run::<ops::PauseTask>(arguments! { id })?.into())
+    }
+
+    /// Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+    pub fn resume_task(&self, id: String) -> Result<Task> {
+        Ok(self.run::<ops::ResumeTask>(arguments! { id })?.into())
+    }
+
+    /// Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
+    /// steps already claimed may finish.
+    #[uniffi::method(default(reason = None))]
+    pub fn cancel_task(&self, id: String, reason: Option<String>) -> Result<Task> {
+        Ok(self
+            .run::<ops::CancelTask>(arguments! { id, reason })?
+            .into())
+    }
+
+    /// Reports that a step's work failed with `error`, with the step's claim: the step is
+    /// offered again while attempts remain, then escalated (the task paused until
+    /// `resolve_escalation`). `InvalidTransition` for a handoff that carries no step.
+    pub fn fail_step(&self, claim: ClaimRef, error: String) -> Result<Handoff> {
+        Ok(self
+            .run::<ops::FailStep>(arguments! { claim, error })?
+            .into())
+    }
+
+    /// A human's answer to a step that failed on every attempt, with the escalation's claim:
+    /// the escalation completes with `resolution`, and the step is offered again with its
+    /// attempts reset (`retry`) or skipped, its dependents going on without it; a task the
+    /// escalation paused resumes.
+    #[uniffi::method(default(retry = false))]
+    pub fn resolve_escalation(
+        &self,
+        claim: ClaimRef,
+        resolution: String,
+        retry: bool,
+    ) -> Result<Task> {
+        let arguments = arguments! { claim, resolution, retry };
+        Ok(self.run::<ops::ResolveEscalation>(arguments)?.into())
+    }
+
+    /// The task's log, oldest first: created, started, each step offered, started, completed,
+    /// failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+    pub fn task_events(&self, id: String) -> Result<Vec<TaskEvent>> {
+        let events = self.run::<ops::TaskEvents>(arguments! { id })?;
+        Ok(events.into_iter().map(TaskEvent::from).collect())
+    }
+
+    /// Finished tasks, newest first, at most `limit`, in the seed's `task-history.json` form.
+    #[uniffi::method(default(limit = None))]
+    pub fn task_history(&self, limit: Option<u64>) -> Result<Vec<HistoryEntry>> {
+        let history = self.run::<ops::TaskHistory>(arguments! { limit })?;
+        Ok(history.into_iter().map(HistoryEntry::from).collect())
+    }
+
+    /// Statistics over every finished task: how many, the share that succeeded, the mean
+    /// duration, and how many ended each way.
+    pub fn task_statistics(&self) -> Result<TaskStatistics> {
+        Ok(self.run::<ops::TaskStatistics>(arguments! {})?.into())
+    }
+
+    /// Keeps the steps and log of the newest `keep_last` finished tasks finished less than
+    /// `keep_details_days` ago (none is 30); older finished tasks keep only their history
+    /// entry. Unfinished tasks are never touched. Returns how many tasks were pruned.
+    #[uniffi::method(default(keep_details_days = None))]
+    pub fn prune(&self, keep_last: u64, keep_details_days: Option<u32>) -> Result<u64> {
+        let pruned = self.run::<ops::Prune>(arguments! { keep_last, keep_details_days })?;
+        Ok(pruned as u64)
+    }
+
+    /// The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
+    /// none when nothing was written there.
+    pub fn memory_get(&self, scope: String) -> Result<Option<Memory>> {
+        let memory = self.run::<ops::MemoryGet>(arguments! { scope })?;
+        Ok(memory.map(Memory::from))
+    }
+
+    /// Writes `value`, a JSON object as text, as the memory of `scope`. With
+    /// `expected_version` (0: nothing written yet) the write happens only if the scope is
+    /// still at that version, else `Conflict` naming both versions.
+    #[uniffi::method(default(expected_version = None))]
+    pub fn memory_put(
+        &self,
+        scope: String,
+        value: String,
+        expected_version: Option<u64>,
+    ) -> Result<Memory> {
+        let arguments = arguments! { scope, value: ObjectText(&value), expected_version };
+        Ok(self.run::<ops::MemoryPut>(arguments)?.into())
+    }
+
+    /// Reads the memory of `scope` (`{}` when nothing was written), gives it to `updater` and
+    /// writes what it returns if nobody wrote meanwhile; otherwise reads and gives it again.
+    /// When `updater` throws, nothing is written: a `HandoffError` comes out as thrown,
+    /// anything else as `Foreign`.
+    pub fn memory_update(&self, scope: String, updater: Arc<dyn MemoryUpdater>) -> Result<Memory> {
+        let memory = self
+            .inner
+            .memory_update(&scope, memory::change(updater.as_ref()))?;
+        Ok(memory.into())
+    }
+
+    /// Every scope's memory whose scope starts with `prefix` (all without one), in scope
+    /// order.
+    #[uniffi::method(default(prefix = None))]
+    pub fn memory_list(&self, prefix: Option<String>) -> Result<Vec<Memory>> {
+        let memories = self.run::<ops::MemoryList>(arguments! { prefix })?;
+        Ok(memories.into_iter().map(Memory::from).collect())
+    }
+
+    /// Forgets the memory of `scope`; with `expected_version`, only if it is still at it
+    /// (`Conflict` otherwise). Whether there was anything to forget.
+    #[uniffi::method(default(expected_version = None))]
+    pub fn memory_delete(&self, scope: String, expected_version: Option<u64>) -> Result<bool> {
+        self.run::<ops::MemoryDelete>(arguments! { scope, expected_version })
+    }
+
+    /// Who currently owns the conversation `session_id` (the holder of its latest handoff
+    /// once taken, else its sender), its handoffs as hops, and its shared context (the memory
+    /// `session:<id>`).
+    pub fn session(&self, session_id: String) -> Result<Session> {
+        Ok(self.run::<ops::Session>(arguments! { session_id })?.into())
     }
 }
 
