@@ -1,8 +1,9 @@
 // The generated Kotlin, compiled and run against libhandoff_ffi: the lifecycle, errors,
 // fencing, claim secrets and cancel rights, what an operator meets (a stuck writer, read-only
 // opens, a saved policy, depth limits, paged events), racing threads, a Kotlin tokenizer, swarm
-// tools, stores opened by URL with options and their capabilities, and a panic that must
-// arrive as an exception.
+// tools, stores opened by URL with options and their capabilities, tasks whose steps go to
+// their agents, versioned memory with a Kotlin updater, sessions, and a panic that must arrive
+// as an exception.
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
@@ -46,7 +47,7 @@ fun lifecycle() {
         check(done.status == HandoffStatus.COMPLETED && done.outcome == "merged") { "completed" }
         val changes = store.events(h.id).map { it.change }
         // The created event names the task and the addressee (none: open); the record is get's.
-        check(changes.first() == Change.Created("task-1", null) && changes.last() == Change.Completed("merged")) { "$changes" }
+        check(changes.first() == Change.Created("task-1", null) && changes.last() == Change.Completed("merged", null)) { "$changes" }
         check(store.chain("task-1").text == "claude → gemini") { "chain" }
         check(h.toMarkdown(redact = true).contains("Write the parser")) { "markdown" }
         check(handoffFromJson(h.toJson()) == h) { "JSON round trip" }
@@ -329,6 +330,118 @@ fun connect(dir: String) {
     raises<HandoffException.Validation> { Store.memory(OpenOptions(readOnly = true)) }
 }
 
+fun plan() = listOf(
+    StepSpec(id = "research", name = "Research", agent = "researcher"),
+    StepSpec(id = "draft-ko", name = "Draft in Korean", agent = "writer", dependencies = listOf("research")),
+    StepSpec(id = "review", name = "Review", agent = "reviewer", dependencies = listOf("draft-ko")),
+)
+
+// A 3-step plan: each step goes to its agent once the steps it waits for are done; a step's
+// tokens count for the step and the task; the seed's task-state.json form is there too.
+fun tasks() {
+    Store.memory().use { store ->
+        val created = store.createTask("Blog post", "A bilingual post", plan(), context = """{"user_request":"write it"}""")
+        check(created.status == TaskStatus.PENDING && created.context == """{"user_request":"write it"}""") { "$created" }
+        val started = store.startTask(created.id)
+        check(started.steps.map { it.status } == listOf(StepStatus.READY, StepStatus.PENDING, StepStatus.PENDING)) { "$started" }
+        check(store.claimNext("writer") == null) { "the draft waits for the research" }
+        val research = store.claimNext("researcher") ?: throw AssertionError("no research step offered")
+        check(research.handoff.id == started.steps[0].handoffId) { "the step's handoff" }
+        val done = store.complete(research.reference(), "three sources", tokensUsed = 1200uL)
+        check(store.events(done.id).last().change == Change.Completed("three sources", 1200uL)) { "tokens in the log" }
+        val task = store.getTask(created.id)
+        check(task.steps[0].status == StepStatus.COMPLETED && task.steps[0].tokensUsed == 1200uL) { "${task.steps[0]}" }
+        check(task.tokensUsed == 1200uL && task.steps[1].status == StepStatus.READY) { "$task" }
+        val draft = store.claimNext("writer") ?: throw AssertionError("no draft step offered")
+        check(draft.handoff.id == task.steps[1].handoffId) { "the writer gets draft-ko" }
+        check(task.taskJson.contains("\"current_steps\":[\"draft-ko\"]")) { task.taskJson }
+        val kinds = store.taskEvents(task.id).map { it.kind }
+        check(kinds.take(3) == listOf("created", "started", "step_offered")) { "$kinds" }
+        check(store.listTasks(status = TaskStatus.IN_PROGRESS).map { it.id } == listOf(task.id)) { "listed" }
+        check(store.pauseTask(task.id).status == TaskStatus.PAUSED) { "paused" }
+        check(store.resumeTask(task.id).status == TaskStatus.IN_PROGRESS) { "resumed" }
+        check(store.cancelTask(task.id, "enough").status == TaskStatus.CANCELLED) { "cancelled" }
+        check(store.taskHistory().single().result == TaskResult.FAILURE) { "history" }
+        check(store.taskStatistics().byResult == mapOf("failure" to 1uL)) { "statistics" }
+    }
+}
+
+// A bad plan reports every problem at once, by the path of the step concerned, and writes
+// nothing; a stale update is a conflict naming both versions and changes nothing.
+fun badPlansAndStaleUpdates() {
+    Store.memory().use { store ->
+        val bad = listOf(
+            StepSpec(id = "a", name = "A", agent = "researcher", dependencies = listOf("c")),
+            StepSpec(id = "a", name = "A again", agent = "writer"),
+            StepSpec(id = "b", name = "B", agent = "writer", dependencies = listOf("ghost")),
+            StepSpec(id = "c", name = "C", agent = "reviewer", dependencies = listOf("a")),
+        )
+        val invalid = raises<HandoffException.Validation> { store.createTask("Bad", "goal", bad) }
+        val fields = invalid.problems.map { it.field }
+        check(fields == listOf("steps[1].id", "steps[2].dependencies[0]", "steps[0].dependencies")) { "$fields" }
+        check(store.listTasks().isEmpty()) { "nothing written" }
+
+        val task = store.createTask("Blog post", "A bilingual post", plan())
+        val stale = raises<HandoffException.Conflict> { store.updateTask(task.id, task.version + 1uL, goal = "Another") }
+        check(stale.expectedVersion == task.version + 1uL && stale.actualVersion == task.version) { "$stale" }
+        check(store.getTask(task.id) == task) { "a stale update changes nothing" }
+        val updated = store.updateTask(task.id, task.version, goal = "Another")
+        check(updated.goal == "Another" && updated.version > task.version) { "$updated" }
+        val missing = raises<HandoffException.NotFound> { store.getTask("nope") }
+        check(missing.what == "task" && missing.id == "nope") { "$missing" }
+    }
+}
+
+// Adds one to "n"; counts its calls.
+class Increment : MemoryUpdater {
+    val calls = AtomicInteger()
+    override fun update(current: String): String {
+        calls.incrementAndGet()
+        val n = Regex("\"n\":(\\d+)").find(current)?.groupValues?.get(1)?.toInt() ?: 0
+        return """{"n":${n + 1}}"""
+    }
+}
+
+// Versions, compare-and-swap, an update through a Kotlin updater, and an updater that throws
+// and writes nothing.
+fun memory() {
+    Store.memory().use { store ->
+        check(store.memoryGet("agent:writer") == null) { "nothing yet" }
+        val first = store.memoryPut("agent:writer", """{"tone":"warm"}""", expectedVersion = 0uL)
+        check(first.version == 1uL && first.value == """{"tone":"warm"}""") { "$first" }
+        val stale = raises<HandoffException.Conflict> { store.memoryPut("agent:writer", "{}", expectedVersion = 0uL) }
+        check(stale.expectedVersion == 0uL && stale.actualVersion == 1uL) { "$stale" }
+        check(store.memoryGet("agent:writer") == first) { "a stale write changes nothing" }
+        check(store.memoryList(prefix = "agent:").map { it.scope } == listOf("agent:writer")) { "listed" }
+        check(store.memoryDelete("agent:writer", expectedVersion = 1uL)) { "deleted" }
+
+        val increment = Increment()
+        store.memoryUpdate("shared", increment)
+        val updated = store.memoryUpdate("shared", increment)
+        check(updated.version == 2uL && updated.value == """{"n":2}""" && increment.calls.get() == 2) { "$updated" }
+        val refused = raises<HandoffException.Foreign> {
+            store.memoryUpdate("shared", object : MemoryUpdater {
+                override fun update(current: String): String = throw IllegalStateException("the model said no")
+            })
+        }
+        check(refused.description.contains("the model said no")) { refused.description }
+        check(store.memoryGet("shared") == updated) { "a refused update writes nothing" }
+    }
+}
+
+// Who owns a conversation: the sender until the work is taken, then its holder.
+fun sessions() {
+    Store.memory().use { store ->
+        store.create(task().copy(fromAgent = "triage", toAgent = "billing", sessionId = "s1"))
+        store.memoryPut("session:s1", """{"lang":"ko"}""")
+        check(store.session("s1").currentAgent == "triage") { "the sender owns it" }
+        store.claimNext("billing")
+        val session = store.session("s1")
+        check(session.currentAgent == "billing" && session.handoffChain.size == 1) { "$session" }
+        check(session.context == """{"lang":"ko"}""") { session.context }
+    }
+}
+
 fun main(args: Array<String>) {
     val dir = kotlin.io.path.createTempDirectory("handoff-ffi-kotlin").toString()
     val tests = listOf<Pair<String, () -> Unit>>(
@@ -343,6 +456,10 @@ fun main(args: Array<String>) {
         "swarm tools" to ::swarmTools,
         "first use" to { firstUse(dir) },
         "connect" to { connect(dir) },
+        "tasks" to ::tasks,
+        "bad plans and stale updates" to ::badPlansAndStaleUpdates,
+        "memory" to ::memory,
+        "sessions" to ::sessions,
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0

@@ -71,7 +71,7 @@ def test_full_lifecycle_and_events(store: hf.Store, clock: hf.ManualClock) -> No
     assert changes[0] == hf.Change.CREATED(task_id="task-1", to_agent=None)
     assert changes[1] == hf.Change.CLAIMED(agent="gemini", token=1, lease_until=claim.handoff.lease_until)
     assert changes[2].is_HEARTBEAT()
-    assert changes[3] == hf.Change.COMPLETED(outcome="parser merged")
+    assert changes[3] == hf.Change.COMPLETED(outcome="parser merged", tokens_used=None)
     assert [e.actor for e in events] == ["claude", "gemini", "gemini", "gemini"]
 
     chain = store.chain("task-1")
