@@ -110,7 +110,7 @@ pub enum HandoffError {
     /// other than a `HandoffError`. Nothing was written.
     #[error("{description}")]
     Foreign {
-        /// What was thrown, as text.
+        /// What was thrown, as text (Kotlin adds its stack trace).
         description: String,
     },
 }
