@@ -26,10 +26,10 @@ END = "# <<< GENERATED"
 WIDTH = 100
 
 #: Enumerations the stubs already name (``handoff_core._types``).
-NAMED_ENUMS = {"Kind", "Status", "EventKind", "Provider", "Multiple", "Synchronous"}
+NAMED_ENUMS = {"Kind", "Status", "EventKind", "Provider", "Multiple", "Synchronous", "TaskStatus"}
 
 #: The catalog's return types (`Handoff`, `[Event]`, `Claim?`, ...) in Python.
-RETURNS = {"string": "str", "integer": "int", "unit": "None"}
+RETURNS = {"string": "str", "integer": "int", "boolean": "bool", "unit": "None"}
 
 #: The core's error codes, which its docs name, as the exceptions Python raises.
 EXCEPTIONS = {

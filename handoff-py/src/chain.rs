@@ -15,6 +15,12 @@ pub struct Hop {
     inner: core::Hop,
 }
 
+impl Hop {
+    pub(crate) fn new(inner: core::Hop) -> Hop {
+        Hop { inner }
+    }
+}
+
 #[pymethods]
 impl Hop {
     #[getter]

@@ -115,8 +115,18 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
             fields.set_item("problems", list)?;
             "ValidationError"
         }
-        Error::Conflict { id } | Error::VersionConflict { id, .. } => {
+        Error::Conflict { id } => {
             fields.set_item("id", id)?;
+            "Conflict"
+        }
+        Error::VersionConflict {
+            id,
+            expected,
+            actual,
+        } => {
+            fields.set_item("id", id)?;
+            fields.set_item("expected_version", expected)?;
+            fields.set_item("actual_version", actual)?;
             "Conflict"
         }
         Error::ChainViolation(violation) => {

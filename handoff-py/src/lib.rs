@@ -20,6 +20,7 @@ mod record;
 mod redact;
 mod stats;
 mod store;
+mod tasks;
 mod tools;
 mod validate;
 
@@ -38,6 +39,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<clock::ManualClock>()?;
     m.add_class::<validate::Limits>()?;
     m.add_class::<stats::PathStats>()?;
+    m.add_class::<tasks::Task>()?;
+    m.add_class::<tasks::TaskSummary>()?;
+    m.add_class::<tasks::TaskEvent>()?;
+    m.add_class::<tasks::HistoryEntry>()?;
+    m.add_class::<tasks::TaskStatistics>()?;
+    m.add_class::<tasks::Memory>()?;
+    m.add_class::<tasks::Session>()?;
     m.add_class::<redact::Redaction>()?;
     m.add_class::<redact::Redactor>()?;
     m.add_function(wrap_pyfunction!(redact::redact, m)?)?;

@@ -28,6 +28,7 @@ use crate::machine::Event;
 use crate::record::Handoff;
 use crate::stats::PathStats;
 use crate::store::{Capabilities, Claim};
+use crate::tasks::{HistoryEntry, Memory, Session, Task, TaskEvent, TaskStatistics, TaskSummary};
 
 /// A parameter as pyo3 hands it over: a Python value, or `None` when it is `None` or absent.
 pub(crate) type Arg<'a> = Option<&'a Bound<'a, PyAny>>;
@@ -309,6 +310,14 @@ wrapped! {
     core::Chain => Chain, Chain::new;
     core::PathStats => PathStats, PathStats::new;
     core::Capabilities => Capabilities, Capabilities::new;
+    core::store::Task => Task, Task::new;
+    core::task::TaskHeader => TaskSummary, TaskSummary::new;
+    core::task::TaskEvent => TaskEvent, TaskEvent::new;
+    core::task::HistoryEntry => HistoryEntry, HistoryEntry::new;
+    core::task::TaskStatistics => TaskStatistics, TaskStatistics::new;
+    core::store::Memory => Memory, Memory::new;
+    core::store::Session => Session, Session::new;
+    bool => bool, std::convert::identity;
     String => String, std::convert::identity;
     usize => usize, std::convert::identity;
     () => (), std::convert::identity;

@@ -20,6 +20,7 @@ use crate::machine::Event;
 use crate::ops::{Arg, Given, Kwargs, ToPython, given};
 use crate::record::Handoff;
 use crate::stats::PathStats;
+use crate::tasks::{HistoryEntry, Memory, Session, Task, TaskEvent, TaskStatistics, TaskSummary};
 use crate::validate::Limits;
 
 /// How long a waiting `claim_next` goes without running Python's signal handlers.
@@ -867,6 +868,240 @@ impl Store {
     #[pyo3(signature = (**kwargs))]
     fn stats(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<PathStats>> {
         self.call::<ops::Stats>(py, given!(kwargs;))
+    }
+
+    /// Creates a task (status `pending`) with its plan, checked whole: every problem at once,
+    /// nothing written when there is one.
+    #[pyo3(signature = (name, goal, steps=None, **kwargs))]
+    fn create_task(
+        &self,
+        py: Python<'_>,
+        name: Arg<'_>,
+        goal: Arg<'_>,
+        steps: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Task> {
+        self.call::<ops::CreateTask>(py, given!(kwargs; name, goal, steps))
+    }
+
+    /// Starts a pending task: the steps that wait for nothing are offered as handoffs.
+    #[pyo3(signature = (id, **kwargs))]
+    fn start_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
+        self.call::<ops::StartTask>(py, given!(kwargs; id))
+    }
+
+    /// The task with this id, with its plan; `NotFound` if there is none.
+    #[pyo3(signature = (id, **kwargs))]
+    fn get_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
+        self.call::<ops::GetTask>(py, given!(kwargs; id))
+    }
+
+    /// Task summaries, oldest first, a page at a time.
+    #[pyo3(signature = (status=None, limit=None, **kwargs))]
+    fn list_tasks(
+        &self,
+        py: Python<'_>,
+        status: Arg<'_>,
+        limit: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<TaskSummary>> {
+        self.call::<ops::ListTasks>(py, given!(kwargs; status, limit))
+    }
+
+    /// Changes a task if it is still at `expected_version` (compare-and-swap).
+    #[pyo3(signature = (id, expected_version, **kwargs))]
+    fn update_task(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        expected_version: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Task> {
+        self.call::<ops::UpdateTask>(py, given!(kwargs; id, expected_version))
+    }
+
+    /// Pauses a task: no step is offered until it resumes.
+    #[pyo3(signature = (id, **kwargs))]
+    fn pause_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
+        self.call::<ops::PauseTask>(py, given!(kwargs; id))
+    }
+
+    /// Resumes a paused task.
+    #[pyo3(signature = (id, **kwargs))]
+    fn resume_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
+        self.call::<ops::ResumeTask>(py, given!(kwargs; id))
+    }
+
+    /// Cancels a task; steps already claimed may finish.
+    #[pyo3(signature = (id, reason=None, **kwargs))]
+    fn cancel_task(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        reason: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Task> {
+        self.call::<ops::CancelTask>(py, given!(kwargs; id, reason))
+    }
+
+    /// Reports that a step's work failed, with its claim.
+    #[pyo3(signature = (claim, error, **kwargs))]
+    fn fail_step(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        error: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::FailStep>(py, given!(kwargs; claim, error))
+    }
+
+    /// A human's answer to an escalated step, with the escalation's claim.
+    #[pyo3(signature = (claim, resolution, retry=None, **kwargs))]
+    fn resolve_escalation(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        resolution: Arg<'_>,
+        retry: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Task> {
+        self.call::<ops::ResolveEscalation>(py, given!(kwargs; claim, resolution, retry))
+    }
+
+    /// The task's log, oldest first.
+    #[pyo3(signature = (id, **kwargs))]
+    fn task_events(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<TaskEvent>> {
+        self.call::<ops::TaskEvents>(py, given!(kwargs; id))
+    }
+
+    /// Finished tasks, newest first, in the seed's `task-history.json` form.
+    #[pyo3(signature = (limit=None, **kwargs))]
+    fn task_history(
+        &self,
+        py: Python<'_>,
+        limit: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<HistoryEntry>> {
+        self.call::<ops::TaskHistory>(py, given!(kwargs; limit))
+    }
+
+    /// Statistics over every finished task.
+    #[pyo3(signature = (**kwargs))]
+    fn task_statistics(
+        &self,
+        py: Python<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<TaskStatistics> {
+        self.call::<ops::TaskStatistics>(py, given!(kwargs; ))
+    }
+
+    /// Summarises old finished tasks: only their history entries stay.
+    #[pyo3(signature = (keep_last, keep_details_days=None, **kwargs))]
+    fn prune(
+        &self,
+        py: Python<'_>,
+        keep_last: Arg<'_>,
+        keep_details_days: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<usize> {
+        self.call::<ops::Prune>(py, given!(kwargs; keep_last, keep_details_days))
+    }
+
+    /// The memory of `scope`, `None` when nothing was written there.
+    #[pyo3(signature = (scope, **kwargs))]
+    fn memory_get(
+        &self,
+        py: Python<'_>,
+        scope: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Option<Memory>> {
+        self.call::<ops::MemoryGet>(py, given!(kwargs; scope))
+    }
+
+    /// Writes the memory of `scope`, with `expected_version` only if it is still at it.
+    #[pyo3(signature = (scope, value, expected_version=None, **kwargs))]
+    fn memory_put(
+        &self,
+        py: Python<'_>,
+        scope: Arg<'_>,
+        value: Arg<'_>,
+        expected_version: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Memory> {
+        self.call::<ops::MemoryPut>(py, given!(kwargs; scope, value, expected_version))
+    }
+
+    /// Every scope's memory whose scope starts with `prefix`, in scope order.
+    #[pyo3(signature = (prefix=None, **kwargs))]
+    fn memory_list(
+        &self,
+        py: Python<'_>,
+        prefix: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Memory>> {
+        self.call::<ops::MemoryList>(py, given!(kwargs; prefix))
+    }
+
+    /// Forgets the memory of `scope`; whether there was anything to forget.
+    #[pyo3(signature = (scope, expected_version=None, **kwargs))]
+    fn memory_delete(
+        &self,
+        py: Python<'_>,
+        scope: Arg<'_>,
+        expected_version: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<bool> {
+        self.call::<ops::MemoryDelete>(py, given!(kwargs; scope, expected_version))
+    }
+
+    /// Who owns the conversation `session_id` now, and its hops.
+    #[pyo3(signature = (session_id, **kwargs))]
+    fn session(
+        &self,
+        py: Python<'_>,
+        session_id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Session> {
+        self.call::<ops::Session>(py, given!(kwargs; session_id))
+    }
+
+    /// Reads the memory of `scope` (`{}` when none), calls `change` with it and writes what it
+    /// returns, if nobody wrote meanwhile; otherwise reads and calls it again. When `change`
+    /// raises, nothing is written and the exception propagates as it is.
+    fn memory_update(
+        &self,
+        py: Python<'_>,
+        scope: &str,
+        change: &Bound<'_, PyAny>,
+    ) -> Result<Memory> {
+        let store = self.store()?;
+        let change = change.clone().unbind();
+        let max_depth = store.limits().max_depth;
+        let memory = py.detach(|| {
+            store.memory_update(scope, |value| -> Result<core::Metadata> {
+                Python::attach(|py| {
+                    let current = crate::convert::object_to_py(py, &value)?;
+                    let changed = change.bind(py).call1((current,))?;
+                    let mut convert = crate::convert::ToJson::untyped(max_depth);
+                    let json = convert.json("value", &changed);
+                    let problems = convert.into_problems();
+                    match json {
+                        _ if !problems.is_empty() => {
+                            Err(core::Error::Validation { problems }.into())
+                        }
+                        serde_json::Value::Object(map) => Ok(map),
+                        _ => Err(core::Error::invalid("value", "must be a dict").into()),
+                    }
+                })
+            })
+        })?;
+        Ok(Memory::new(memory))
     }
 
     /// The store clock's current time.

@@ -169,7 +169,7 @@ task_operation!(
 );
 
 /// Changes a task if it is still at `expected_version` (compare-and-swap), else
-/// `VERSION_CONFLICT` naming both versions: each field given replaces the task's, and
+/// `CONFLICT` naming both versions: each field given replaces the task's, and
 /// `add_steps` extends its plan (checked with the plan, every problem at once).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -476,7 +476,7 @@ impl Operation for MemoryGet {
 }
 
 /// Writes the memory of `scope`. With `expected_version` (0: nothing written yet) the write
-/// happens only if the scope is still at that version, else `VERSION_CONFLICT` naming both.
+/// happens only if the scope is still at that version, else `CONFLICT` naming both versions.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryPutArgs {
@@ -535,7 +535,7 @@ impl Operation for MemoryList {
 }
 
 /// Forgets the memory of `scope`; with `expected_version`, only if it is still at it
-/// (`VERSION_CONFLICT` otherwise). Whether there was anything to forget.
+/// (`CONFLICT` otherwise). Whether there was anything to forget.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryDeleteArgs {
@@ -593,6 +593,8 @@ impl Operation for Session {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use serde_json::json;
 
     use super::*;

@@ -115,13 +115,24 @@ class ValidationError(HandoffError, ValueError):
 class Conflict(HandoffError):
     """A handoff with the caller-supplied ``id`` exists already with different content.
     (Creating again with the *same* content returns the stored record: ids are idempotency
-    keys.)"""
+    keys.) Or a compare-and-swap (``update_task``, ``memory_put``) found ``id`` (a task, a memory
+    scope) changed since it was read: it is at ``actual_version``, not ``expected_version``;
+    nothing was changed. Both versions are ``None`` for a handoff."""
 
     code = "CONFLICT"
 
-    def __init__(self, message: str, *, id: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        id: str,
+        expected_version: Optional[int] = None,
+        actual_version: Optional[int] = None,
+    ) -> None:
         super().__init__(message)
         self.id = id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
 
 
 class ChainViolation(HandoffError):

@@ -1,11 +1,20 @@
 # Stubs of the compiled module. Checked against the built module by `mypy.stubtest` in
 # `make test`, so that they cannot drift from the Rust code.
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal, Optional, Protocol, Union, final
 
-from handoff_core._types import EventKind, Kind, Multiple, Provider, Status, StrPath, Synchronous
+from handoff_core._types import (
+    EventKind,
+    Kind,
+    Multiple,
+    Provider,
+    Status,
+    StrPath,
+    Synchronous,
+    TaskStatus,
+)
 
 _Seconds = Union[int, float]
 #: A span of time a store operation takes: seconds, or a timedelta.
@@ -38,17 +47,24 @@ __all__ = [
     "Event",
     "Handoff",
     "HandoffIntent",
+    "HistoryEntry",
     "Hop",
     "Limits",
     "MAX_DEPTH",
     "Manifest",
     "ManualClock",
+    "Memory",
     "Packet",
     "PathStats",
     "Redaction",
     "Redactor",
     "SCHEMA_VERSION",
+    "Session",
     "Store",
+    "Task",
+    "TaskEvent",
+    "TaskStatistics",
+    "TaskSummary",
     "__version__",
     "connect",
     "open",
@@ -413,6 +429,189 @@ class Packet:
     def __eq__(self, value: object, /) -> bool: ...
 
 @final
+class Task:
+    """A task: its goal, its plan's steps and where each stands. ``to_dict()`` is the seed's
+    ``task-state.json`` form (``plan.goal``, ``plan.steps[].dependencies``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> TaskStatus: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def goal(self) -> str: ...
+    @property
+    def success_criteria(self) -> list[str]: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def started_at(self) -> Optional[datetime]: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def completed_at(self) -> Optional[datetime]: ...
+    @property
+    def orchestrator(self) -> Optional[str]: ...
+    @property
+    def escalate_to(self) -> str: ...
+    @property
+    def steps_total(self) -> int: ...
+    @property
+    def steps_done(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
+    @property
+    def tokens_used(self) -> Optional[int]: ...
+    @property
+    def context(self) -> dict[str, Any]: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def artifacts(self) -> list[Any]: ...
+    @property
+    def issues(self) -> list[Any]: ...
+    @property
+    def steps(self) -> list[dict[str, Any]]: ...
+    @property
+    def current_steps(self) -> list[str]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class TaskSummary:
+    """A task without its steps, as ``list_tasks`` returns it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> TaskStatus: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def goal(self) -> str: ...
+    @property
+    def success_criteria(self) -> list[str]: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def started_at(self) -> Optional[datetime]: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def completed_at(self) -> Optional[datetime]: ...
+    @property
+    def orchestrator(self) -> Optional[str]: ...
+    @property
+    def escalate_to(self) -> str: ...
+    @property
+    def steps_total(self) -> int: ...
+    @property
+    def steps_done(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
+    @property
+    def tokens_used(self) -> Optional[int]: ...
+    @property
+    def context(self) -> dict[str, Any]: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def artifacts(self) -> list[Any]: ...
+    @property
+    def issues(self) -> list[Any]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class TaskEvent:
+    """One entry of a task's log."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def at(self) -> datetime: ...
+    @property
+    def actor(self) -> Optional[str]: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def detail(self) -> Optional[dict[str, Any]]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class HistoryEntry:
+    """A finished task in the seed's ``task-history.json`` form."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def result(self) -> Literal["success", "partial", "failure"]: ...
+    @property
+    def started_at(self) -> Optional[datetime]: ...
+    @property
+    def completed_at(self) -> datetime: ...
+    @property
+    def duration_seconds(self) -> Optional[float]: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def artifacts(self) -> list[Any]: ...
+    @property
+    def metrics(self) -> dict[str, Any]: ...
+    @property
+    def lessons(self) -> list[Any]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class TaskStatistics:
+    """Statistics over finished tasks."""
+
+    @property
+    def total_tasks(self) -> int: ...
+    @property
+    def success_rate(self) -> float: ...
+    @property
+    def avg_duration_seconds(self) -> Optional[float]: ...
+    @property
+    def by_result(self) -> dict[str, int]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Memory:
+    """One scope's memory: a JSON document and its version."""
+
+    @property
+    def scope(self) -> str: ...
+    @property
+    def value(self) -> dict[str, Any]: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Session:
+    """A conversation as the store knows it: who owns it now, and its handoffs as hops."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def current_agent(self) -> Optional[str]: ...
+    @property
+    def handoff_chain(self) -> list[Hop]: ...
+    @property
+    def context(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
 class Store:
     @staticmethod
     def memory(
@@ -574,12 +773,20 @@ class Store:
             claim: The claim, as `claim` or `claim_next` returned it.
             error: What went wrong.
         """
-    def complete(self, claim: _AnyClaim, outcome: Optional[str] = None) -> Handoff:
+    def complete(
+        self,
+        claim: _AnyClaim,
+        outcome: Optional[str] = None,
+        *,
+        tokens_used: Optional[int] = None,
+    ) -> Handoff:
         """Finishes the handoff, with what came of it.
 
         Args:
             claim: The claim, as `claim` or `claim_next` returned it.
             outcome: What came of the work.
+            tokens_used: The model tokens the work took, if you count them: a task step adds them to
+                its task's metrics.
         """
     def reject(self, id: str, agent: str, reason: str) -> Handoff:
         """Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder).
@@ -710,8 +917,212 @@ class Store:
         """What the store can do beyond what every store does: durable, shared by processes or by
         machines, backups, waking waiting workers.
         """
+    def create_task(
+        self,
+        name: str,
+        goal: str,
+        steps: Optional[Sequence[Mapping[str, Any]]] = None,
+        *,
+        success_criteria: Optional[Sequence[str]] = None,
+        context: Optional[Mapping[str, Any]] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        orchestrator: Optional[str] = None,
+        escalate_to: Optional[str] = None,
+    ) -> Task:
+        """Creates a task (status `pending`) with its plan, checked whole: every problem at once
+        (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes);
+        nothing is written when there is one. `start_task` offers its first steps.
+
+        Args:
+            name: What the task is called.
+            goal: What it must achieve.
+            steps: The plan: steps with an `id`, a `name`, the `agent` that works on it and the ids
+                of the steps it waits for (`dependencies`); optionally `instructions`,
+                `max_attempts` (default 3) and `cluster`.
+            success_criteria: How to tell that the goal is reached.
+            context: Context every step shares (the seed's `user_request`, `constraints`, ...).
+            metadata: Free-form JSON object kept with the task (`lessons`, a list, goes to its
+                history).
+            orchestrator: The agent that drives the task, if any: it is the sender of the steps'
+                handoffs.
+            escalate_to: Who gets a step that failed on every attempt (default `human`).
+        """
+    def start_task(self, id: str) -> Task:
+        """Starts a pending task: the steps that wait for nothing are offered as handoffs to their
+        agents, who take them with `claim_next`.
+
+        Args:
+            id: The task.
+        """
+    def get_task(self, id: str) -> Task:
+        """The task with this id, with its plan and each step's status; `NotFound` if there is none.
+
+        Args:
+            id: The task.
+        """
+    def list_tasks(
+        self,
+        status: Optional[TaskStatus] = None,
+        limit: Optional[int] = None,
+        *,
+        after: Optional[str] = None,
+    ) -> builtins.list[TaskSummary]:
+        """Task summaries (no steps), oldest first, a page at a time.
+
+        Args:
+            status: Only tasks in this status.
+            limit: At most this many (a page).
+            after: Only tasks after this one: the id of the last task of the previous page.
+        """
+    def update_task(
+        self,
+        id: str,
+        expected_version: int,
+        *,
+        goal: Optional[str] = None,
+        success_criteria: Optional[Sequence[str]] = None,
+        context: Optional[Mapping[str, Any]] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        add_steps: Optional[Sequence[Mapping[str, Any]]] = None,
+        artifacts: Optional[Sequence[Any]] = None,
+        issues: Optional[Sequence[Any]] = None,
+    ) -> Task:
+        """Changes a task if it is still at `expected_version` (compare-and-swap), else `Conflict`
+        naming both versions: each field given replaces the task's, and `add_steps` extends its plan
+        (checked with the plan, every problem at once).
+
+        Args:
+            id: The task.
+            expected_version: The version the caller read (the task's `version`).
+            goal: A new goal.
+            success_criteria: New success criteria.
+            context: New shared context.
+            metadata: New metadata.
+            add_steps: Steps to add; they may depend on the plan's steps and on each other.
+            artifacts: New artifacts (what the task produced).
+            issues: New issues (what went wrong along the way).
+        """
+    def pause_task(self, id: str) -> Task:
+        """Pauses a task: no step is offered until it resumes; steps already claimed may finish.
+
+        Args:
+            id: The task.
+        """
+    def resume_task(self, id: str) -> Task:
+        """Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+
+        Args:
+            id: The task.
+        """
+    def cancel_task(self, id: str, reason: Optional[str] = None) -> Task:
+        """Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
+        steps already claimed may finish.
+
+        Args:
+            id: The task.
+            reason: Why.
+        """
+    def fail_step(self, claim: _AnyClaim, error: str) -> Handoff:
+        """Reports that a step's work failed, with its claim: the step is offered again while
+        attempts remain, then escalated (the task paused until `resolve_escalation`).
+        `InvalidTransition` for a handoff that carries no step.
+
+        Args:
+            claim: The step's claim, as `claim` or `claim_next` returned it.
+            error: What went wrong.
+        """
+    def resolve_escalation(
+        self,
+        claim: _AnyClaim,
+        resolution: str,
+        retry: Optional[bool] = None,
+    ) -> Task:
+        """A human's answer to a step that failed on every attempt, given with the escalation's
+        claim: the escalation completes with `resolution` and the step is offered again with its
+        attempts reset (`retry`) or skipped, its dependents going on without it; a task the
+        escalation paused resumes.
+
+        Args:
+            claim: The escalation's claim, as `claim` or `claim_next` returned it.
+            resolution: What the human decided, in words.
+            retry: Try the step again (true) or skip it (false, the default).
+        """
+    def task_events(self, id: str) -> builtins.list[TaskEvent]:
+        """The task's log, oldest first: created, started, each step offered, started, completed,
+        failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+
+        Args:
+            id: The task.
+        """
+    def task_history(self, limit: Optional[int] = None) -> builtins.list[HistoryEntry]:
+        """Finished tasks, newest first, in the seed's `task-history.json` form: how each ended
+        (`success`, `partial` with skipped steps, `failure`), its duration, steps, retries and the
+        tokens its workers reported.
+
+        Args:
+            limit: At most this many.
+        """
+    def task_statistics(self) -> TaskStatistics:
+        """Statistics over every finished task: how many, the share that succeeded, the mean
+        duration, and how many ended each way.
+        """
+    def prune(self, keep_last: int, keep_details_days: Optional[int] = None) -> int:
+        """Keeps the details (steps and log) of the newest `keep_last` finished tasks finished less
+        than `keep_details_days` ago; older finished tasks keep only their history entry. Unfinished
+        tasks are never touched. Returns how many tasks were pruned.
+
+        Args:
+            keep_last: How many finished tasks keep their details.
+            keep_details_days: How many days a finished task keeps its details (default 30).
+        """
+    def memory_get(self, scope: str) -> Optional[Memory]:
+        """The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
+        nothing when none was written.
+
+        Args:
+            scope: The scope (an id: `[A-Za-z0-9._:@-]{1,128}`).
+        """
+    def memory_put(
+        self,
+        scope: str,
+        value: Mapping[str, Any],
+        expected_version: Optional[int] = None,
+    ) -> Memory:
+        """Writes the memory of `scope`. With `expected_version` (0: nothing written yet) the write
+        happens only if the scope is still at that version, else `Conflict` naming both versions.
+
+        Args:
+            scope: The scope (an id: `[A-Za-z0-9._:@-]{1,128}`).
+            value: The document: a JSON object, within the record limits' size and depth.
+            expected_version: The version the caller read (0: nothing written yet).
+        """
+    def memory_list(self, prefix: Optional[str] = None) -> builtins.list[Memory]:
+        """Every scope's memory whose scope starts with `prefix` (all without one), in scope order.
+
+        Args:
+            prefix: Only scopes that start with this (`agent:`).
+        """
+    def memory_delete(self, scope: str, expected_version: Optional[int] = None) -> bool:
+        """Forgets the memory of `scope`; with `expected_version`, only if it is still at it
+        (`Conflict` otherwise). Whether there was anything to forget.
+
+        Args:
+            scope: The scope.
+            expected_version: The version the caller read.
+        """
+    def session(self, session_id: str) -> Session:
+        """Who currently owns a conversation (the holder of its latest handoff once taken, else its
+        sender), its handoffs as hops, and its shared context (the memory `session:<id>`).
+
+        Args:
+            session_id: The session, as handoffs name it in `session_id`.
+        """
     # <<< GENERATED
     def now(self) -> datetime: ...
+    def memory_update(self, scope: str, change: Callable[[dict[str, Any]], Mapping[str, Any]]) -> Memory:
+        """Reads the memory of ``scope`` (``{}`` when none), calls ``change`` with it and writes
+        what it returns if nobody wrote meanwhile; otherwise reads and calls it again. When
+        ``change`` raises, nothing is written and the exception propagates as it is."""
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...

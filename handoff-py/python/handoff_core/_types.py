@@ -5,7 +5,16 @@ from __future__ import annotations
 import os
 from typing import Literal, Union
 
-__all__ = ["Kind", "Status", "EventKind", "Synchronous", "Provider", "Multiple", "StrPath"]
+__all__ = [
+    "Kind",
+    "Status",
+    "EventKind",
+    "Synchronous",
+    "Provider",
+    "Multiple",
+    "StrPath",
+    "TaskStatus",
+]
 
 #: What kind of handoff a record is.
 Kind = Literal[
@@ -29,6 +38,8 @@ EventKind = Literal[
     "cancelled",
     "expired",
 ]
+#: Where a task stands.
+TaskStatus = Literal["pending", "in_progress", "completed", "failed", "paused", "cancelled"]
 #: How durable each SQLite commit is.
 Synchronous = Literal["full", "normal"]
 #: An LLM API whose tool format the agent registry speaks.

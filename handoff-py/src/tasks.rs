@@ -1,0 +1,521 @@
+//! `handoff_core.Task`, `TaskSummary`, `TaskEvent`, `HistoryEntry`, `TaskStatistics`, `Memory`
+//! and `Session`: what the task, memory and session operations return. Each is a read-only view
+//! of the core's value with one property per field and `to_dict()` (a task's in the seed's
+//! `task-state.json` form).
+
+use chrono::{DateTime, Utc};
+use handoff_core as core;
+use handoff_core::task::{self, TaskHeader};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use serde_json::Value;
+
+use crate::chain::Hop;
+use crate::convert::{json_to_py, object_to_py, opt_repr, py_repr, to_py};
+
+/// A serialisable value's JSON word (`in_progress`, `success`).
+fn word<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// A list of JSON values as a Python `list`.
+fn values_to_py<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for value in values {
+        list.append(json_to_py(py, value)?)?;
+    }
+    Ok(list)
+}
+
+/// A task summary's fields as JSON: the header without the store's own bookkeeping.
+fn summary_json(header: &TaskHeader) -> Value {
+    let mut value = serde_json::to_value(header).unwrap_or_default();
+    if let Value::Object(fields) = &mut value {
+        for internal in ["roots", "waiting", "events"] {
+            fields.remove(internal);
+        }
+    }
+    value
+}
+
+/// The methods of `Task` and `TaskSummary`: the getters of the `TaskHeader` reached by
+/// `$header`, and `$own` (pyo3 takes one `#[pymethods]` block per class).
+macro_rules! task_methods {
+    ($ty:ident, |$this:ident| $header:expr, { $($own:tt)* }) => {
+        #[pymethods]
+        impl $ty {
+            $($own)*
+
+            #[getter]
+            fn id(&self) -> &str {
+                let $this = self;
+                &$header.id
+            }
+            #[getter]
+            fn name(&self) -> &str {
+                let $this = self;
+                &$header.name
+            }
+            /// `pending`, `in_progress`, `paused`, `completed`, `failed` or `cancelled`.
+            #[getter]
+            fn status(&self) -> String {
+                let $this = self;
+                word(&$header.status)
+            }
+            /// Grows by one with every change: what `update_task` compares.
+            #[getter]
+            fn version(&self) -> u64 {
+                let $this = self;
+                $header.version
+            }
+            #[getter]
+            fn goal(&self) -> &str {
+                let $this = self;
+                &$header.goal
+            }
+            #[getter]
+            fn success_criteria(&self) -> Vec<String> {
+                let $this = self;
+                $header.success_criteria.clone()
+            }
+            #[getter]
+            fn created_at(&self) -> DateTime<Utc> {
+                let $this = self;
+                $header.created_at
+            }
+            #[getter]
+            fn started_at(&self) -> Option<DateTime<Utc>> {
+                let $this = self;
+                $header.started_at
+            }
+            #[getter]
+            fn updated_at(&self) -> DateTime<Utc> {
+                let $this = self;
+                $header.updated_at
+            }
+            #[getter]
+            fn completed_at(&self) -> Option<DateTime<Utc>> {
+                let $this = self;
+                $header.completed_at
+            }
+            #[getter]
+            fn orchestrator(&self) -> Option<&str> {
+                let $this = self;
+                $header.orchestrator.as_deref()
+            }
+            #[getter]
+            fn escalate_to(&self) -> &str {
+                let $this = self;
+                &$header.escalate_to
+            }
+            #[getter]
+            fn steps_total(&self) -> usize {
+                let $this = self;
+                $header.steps_total
+            }
+            /// Steps completed or skipped.
+            #[getter]
+            fn steps_done(&self) -> usize {
+                let $this = self;
+                $header.steps_done
+            }
+            /// Failed attempts of any step.
+            #[getter]
+            fn retries(&self) -> u32 {
+                let $this = self;
+                $header.retries
+            }
+            /// The model tokens its steps' workers reported on completion.
+            #[getter]
+            fn tokens_used(&self) -> Option<u64> {
+                let $this = self;
+                $header.tokens_used
+            }
+            #[getter]
+            fn context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                let $this = self;
+                object_to_py(py, &$header.context)
+            }
+            #[getter]
+            fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                let $this = self;
+                object_to_py(py, &$header.metadata)
+            }
+            #[getter]
+            fn artifacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+                let $this = self;
+                values_to_py(py, &$header.artifacts)
+            }
+            #[getter]
+            fn issues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+                let $this = self;
+                values_to_py(py, &$header.issues)
+            }
+
+            fn __repr__(&self) -> String {
+                let $this = self;
+                format!(
+                    "{}(id={}, name={}, status={}, version={}, steps_done={}, steps_total={})",
+                    stringify!($ty),
+                    py_repr(&$header.id),
+                    py_repr(&$header.name),
+                    py_repr(&word(&$header.status)),
+                    $header.version,
+                    $header.steps_done,
+                    $header.steps_total,
+                )
+            }
+        }
+    };
+}
+
+/// A task: its goal, its plan's steps and where each stands. `to_dict()` is the seed's
+/// `task-state.json` form (`plan.goal`, `plan.steps[].dependencies`, `plan.current_steps`).
+#[pyclass(module = "handoff_core", name = "Task", frozen)]
+pub struct Task {
+    inner: core::store::Task,
+}
+
+impl Task {
+    pub(crate) fn new(inner: core::store::Task) -> Task {
+        Task { inner }
+    }
+}
+
+task_methods!(Task, |this| this.inner.header, {
+    /// The steps in plan order, each a `dict` with the seed's names (`id`, `name`, `agent`,
+    /// `dependencies`, `status`, `attempts`, `max_attempts`, `handoff_id`, `output`, `error`,
+    /// ...).
+    #[getter]
+    fn steps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.inner.to_value()["plan"]["steps"])
+    }
+
+    /// The ids of the steps offered or in progress.
+    #[getter]
+    fn current_steps(&self) -> Vec<String> {
+        self.inner
+            .steps
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.status,
+                    task::StepStatus::Ready | task::StepStatus::InProgress
+                )
+            })
+            .map(|s| s.spec.id.clone())
+            .collect()
+    }
+
+    /// The task in the seed's `task-state.json` form.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.inner.to_value())
+    }
+});
+
+/// A task without its steps, as `list_tasks` returns it.
+#[pyclass(module = "handoff_core", name = "TaskSummary", frozen)]
+pub struct TaskSummary {
+    inner: TaskHeader,
+}
+
+impl TaskSummary {
+    pub(crate) fn new(inner: TaskHeader) -> TaskSummary {
+        TaskSummary { inner }
+    }
+}
+
+task_methods!(TaskSummary, |this| this.inner, {
+    /// Every field as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &summary_json(&self.inner))
+    }
+});
+
+/// One entry of a task's log.
+#[pyclass(module = "handoff_core", name = "TaskEvent", frozen)]
+pub struct TaskEvent {
+    inner: task::TaskEvent,
+}
+
+impl TaskEvent {
+    pub(crate) fn new(inner: task::TaskEvent) -> TaskEvent {
+        TaskEvent { inner }
+    }
+}
+
+#[pymethods]
+impl TaskEvent {
+    /// Its place in the task's log, from 1.
+    #[getter]
+    fn seq(&self) -> u64 {
+        self.inner.seq
+    }
+    #[getter]
+    fn task_id(&self) -> &str {
+        &self.inner.task_id
+    }
+    #[getter]
+    fn at(&self) -> DateTime<Utc> {
+        self.inner.at
+    }
+    /// Who caused it: a step's worker, an escalation's holder; `None` for a task operation's
+    /// caller and for the clock.
+    #[getter]
+    fn actor(&self) -> Option<&str> {
+        self.inner.actor.as_deref()
+    }
+    /// `created`, `started`, `step_offered`, `step_started`, `step_completed`, `step_failed`,
+    /// `step_escalated`, `step_skipped`, `paused`, `resumed`, `updated`, `cancelled` or
+    /// `completed`.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.inner.change.kind()
+    }
+    /// What else it says (`{"step": "research"}`), `None` for a bare change.
+    #[getter]
+    fn detail<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let change = serde_json::to_value(&self.inner.change).unwrap_or_default();
+        json_to_py(py, change.get("detail").unwrap_or(&Value::Null))
+    }
+
+    /// Every field as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TaskEvent(seq={}, task_id={}, kind={}, actor={})",
+            self.inner.seq,
+            py_repr(&self.inner.task_id),
+            py_repr(self.inner.change.kind()),
+            opt_repr(self.inner.actor.as_deref()),
+        )
+    }
+}
+
+/// A finished task in the seed's `task-history.json` form.
+#[pyclass(module = "handoff_core", name = "HistoryEntry", frozen)]
+pub struct HistoryEntry {
+    inner: task::HistoryEntry,
+}
+
+impl HistoryEntry {
+    pub(crate) fn new(inner: task::HistoryEntry) -> HistoryEntry {
+        HistoryEntry { inner }
+    }
+}
+
+#[pymethods]
+impl HistoryEntry {
+    #[getter]
+    fn id(&self) -> &str {
+        &self.inner.id
+    }
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+    /// `success`, `partial` (steps skipped) or `failure`.
+    #[getter]
+    fn result(&self) -> String {
+        word(&self.inner.result)
+    }
+    #[getter]
+    fn started_at(&self) -> Option<DateTime<Utc>> {
+        self.inner.started_at
+    }
+    #[getter]
+    fn completed_at(&self) -> DateTime<Utc> {
+        self.inner.completed_at
+    }
+    #[getter]
+    fn duration_seconds(&self) -> Option<f64> {
+        self.inner.duration_seconds
+    }
+    /// Its goal.
+    #[getter]
+    fn summary(&self) -> &str {
+        &self.inner.summary
+    }
+    #[getter]
+    fn artifacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        values_to_py(py, &self.inner.artifacts)
+    }
+    /// `steps_total`, `steps_completed`, `retries` and `tokens_used`.
+    #[getter]
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.metrics)
+    }
+    /// The task's `metadata["lessons"]`, when it is a list.
+    #[getter]
+    fn lessons<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        values_to_py(py, &self.inner.lessons)
+    }
+
+    /// Every field as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "HistoryEntry(id={}, name={}, result={})",
+            py_repr(&self.inner.id),
+            py_repr(&self.inner.name),
+            py_repr(&word(&self.inner.result)),
+        )
+    }
+}
+
+/// Statistics over finished tasks (the seed's `task_statistics`).
+#[pyclass(module = "handoff_core", name = "TaskStatistics", frozen)]
+pub struct TaskStatistics {
+    inner: task::TaskStatistics,
+}
+
+impl TaskStatistics {
+    pub(crate) fn new(inner: task::TaskStatistics) -> TaskStatistics {
+        TaskStatistics { inner }
+    }
+}
+
+#[pymethods]
+impl TaskStatistics {
+    #[getter]
+    fn total_tasks(&self) -> usize {
+        self.inner.total_tasks
+    }
+    /// The share that succeeded, from 0 to 1.
+    #[getter]
+    fn success_rate(&self) -> f64 {
+        self.inner.success_rate
+    }
+    #[getter]
+    fn avg_duration_seconds(&self) -> Option<f64> {
+        self.inner.avg_duration_seconds
+    }
+    /// How many ended each way, by result.
+    #[getter]
+    fn by_result(&self) -> std::collections::BTreeMap<String, usize> {
+        self.inner.by_result.clone()
+    }
+
+    /// Every field as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TaskStatistics(total_tasks={}, success_rate={})",
+            self.inner.total_tasks, self.inner.success_rate
+        )
+    }
+}
+
+/// One scope's memory: a JSON document and its version.
+#[pyclass(module = "handoff_core", name = "Memory", frozen)]
+pub struct Memory {
+    inner: core::store::Memory,
+}
+
+impl Memory {
+    pub(crate) fn new(inner: core::store::Memory) -> Memory {
+        Memory { inner }
+    }
+}
+
+#[pymethods]
+impl Memory {
+    #[getter]
+    fn scope(&self) -> &str {
+        &self.inner.scope
+    }
+    /// The document.
+    #[getter]
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        object_to_py(py, &self.inner.value)
+    }
+    /// Grows by one with every write, from 1: what `memory_put`'s `expected_version` compares.
+    #[getter]
+    fn version(&self) -> u64 {
+        self.inner.version
+    }
+    #[getter]
+    fn updated_at(&self) -> DateTime<Utc> {
+        self.inner.updated_at
+    }
+
+    /// Every field as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Memory(scope={}, version={})",
+            py_repr(&self.inner.scope),
+            self.inner.version
+        )
+    }
+}
+
+/// A conversation as the store knows it: who owns it now, and its handoffs as hops.
+#[pyclass(module = "handoff_core", name = "Session", frozen)]
+pub struct Session {
+    inner: core::store::Session,
+}
+
+impl Session {
+    pub(crate) fn new(inner: core::store::Session) -> Session {
+        Session { inner }
+    }
+}
+
+#[pymethods]
+impl Session {
+    #[getter]
+    fn session_id(&self) -> &str {
+        &self.inner.session_id
+    }
+    /// The holder of its latest handoff once taken, else that handoff's sender; `None`
+    /// before its first handoff.
+    #[getter]
+    fn current_agent(&self) -> Option<&str> {
+        self.inner.current_agent.as_deref()
+    }
+    /// Its handoffs as hops, oldest first.
+    #[getter]
+    fn handoff_chain(&self) -> Vec<Hop> {
+        self.inner
+            .handoff_chain
+            .iter()
+            .cloned()
+            .map(Hop::new)
+            .collect()
+    }
+    /// The session's shared context: the memory of scope `session:<id>`.
+    #[getter]
+    fn context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        object_to_py(py, &self.inner.context)
+    }
+
+    /// Every field as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Session(session_id={}, current_agent={}, hops={})",
+            py_repr(&self.inner.session_id),
+            opt_repr(self.inner.current_agent.as_deref()),
+            self.inner.handoff_chain.len()
+        )
+    }
+}
