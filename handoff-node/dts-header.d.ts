@@ -11,6 +11,10 @@ export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${numb
 export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
+/** What a task event did. */
+export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed'
+/** Where a step of a task stands: `pending` (waiting for its dependencies, or its task to start or resume), `ready` (offered), `in_progress` (a worker holds it), `completed`, `failed` (its last attempt failed, not escalated yet), `escalated` (a human decides), `skipped`, `cancelled`. */
+export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'failed' | 'escalated' | 'skipped' | 'cancelled'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
 /** The codes of errors thrown or rejected by this package (`err.code`). */
@@ -20,8 +24,13 @@ export interface HandoffError extends Error {
   code: ErrorCode
   /** VALIDATION: every broken rule. */
   problems?: ValidationProblem[]
-  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff. */
+  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task; CONFLICT: or task or memory scope). */
   id?: string
+  /** NOT_FOUND: what was looked up. */
+  what?: 'handoff' | 'task'
+  /** CONFLICT of a compare-and-swap (`updateTask`, `memoryPut`, `memoryDelete`): the version the caller expected, and the one it is at. */
+  expected?: number
+  actual?: number
   /** ALREADY_CLAIMED: the agent holding the claim. */
   holder?: string
   /** LEASE_LOST: the token presented. */
@@ -144,6 +153,11 @@ export interface FailOptions {
 export interface CompleteOptions {
   /** What came of the work. */
   outcome?: string
+  /**
+   * The model tokens the work took, if you count them: a task step adds them to its
+   * task's metrics.
+   */
+  tokensUsed?: number
 }
 /** The options of `store.reject`. */
 export interface RejectOptions {
@@ -229,6 +243,97 @@ export interface CheckpointFields {
   /** How many claims may lapse before the handoff fails (default 3). */
   maxAttempts?: number
 }
+/** The options of `store.createTask`. */
+export interface CreateTaskOptions {
+  /** What the task is called. */
+  name: string
+  /** What it must achieve. */
+  goal: string
+  /**
+   * The plan: steps with an `id`, a `name`, the `agent` that works on it and the ids of
+   * the steps it waits for (`dependencies`); optionally `instructions`, `maxAttempts`
+   * (default 3) and `cluster`.
+   */
+  steps?: StepSpec[]
+  /** How to tell that the goal is reached. */
+  successCriteria?: string[]
+  /** Context every step shares (the seed's `user_request`, `constraints`, ...). */
+  context?: JsonObject
+  /** Free-form JSON object kept with the task (`lessons`, a list, goes to its history). */
+  metadata?: JsonObject
+  /** The agent that drives the task, if any: it is the sender of the steps' handoffs. */
+  orchestrator?: string
+  /** Who gets a step that failed on every attempt (default `human`). */
+  escalateTo?: string
+}
+/** The options of `store.listTasks`. */
+export interface ListTasksOptions {
+  /** Only tasks in this status. */
+  status?: TaskStatus
+  /** At most this many (a page). */
+  limit?: number
+  /** Only tasks after this one: the id of the last task of the previous page. */
+  after?: string
+}
+/** The changes of `store.updateTask`. */
+export interface TaskChanges {
+  /** A new goal. */
+  goal?: string
+  /** New success criteria. */
+  successCriteria?: string[]
+  /** New shared context. */
+  context?: JsonObject
+  /** New metadata. */
+  metadata?: JsonObject
+  /** Steps to add; they may depend on the plan's steps and on each other. */
+  addSteps?: StepSpec[]
+  /** New artifacts (what the task produced). */
+  artifacts?: JsonValue[]
+  /** New issues (what went wrong along the way). */
+  issues?: JsonValue[]
+}
+/** The options of `store.cancelTask`. */
+export interface CancelTaskOptions {
+  /** Why. */
+  reason?: string
+}
+/** The options of `store.failStep`. */
+export interface FailStepOptions {
+  /** What went wrong. */
+  error: string
+}
+/** The options of `store.resolveEscalation`. */
+export interface ResolveEscalationOptions {
+  /** What the human decided, in words. */
+  resolution: string
+  /** Try the step again (true) or skip it (false, the default). */
+  retry?: boolean
+}
+/** The options of `store.taskHistory`. */
+export interface TaskHistoryOptions {
+  /** At most this many. */
+  limit?: number
+}
+/** The options of `store.prune`. */
+export interface PruneOptions {
+  /** How many days a finished task keeps its details (default 30). */
+  keepDetailsDays?: number
+}
+/** The options of `store.memoryPut`. */
+export interface MemoryPutOptions {
+  /** The version the caller read (0: nothing written yet). */
+  expectedVersion?: number
+}
+/** The options of `store.memoryList`. */
+export interface MemoryListOptions {
+  /** Only scopes that start with this (`agent:`). */
+  prefix?: string
+}
+/** The options of `store.memoryDelete`. */
+export interface MemoryDeleteOptions {
+  /** The version the caller read. */
+  expectedVersion?: number
+}
 /**
  * What kind of handoff a record is.
  * - `full`: The whole task passes to the successor.
@@ -265,4 +370,31 @@ export interface ClaimReference {
   /** The lease length in seconds, renewed by each heartbeat (default 300). */
   leaseSeconds?: number
 }
+/** One step of a plan as the caller gives it (the seed's `task-state.json` names). */
+export interface StepSpec {
+  /** The step's id, unique in its plan (an id: `[A-Za-z0-9._:@-]{1,128}`). */
+  id: string
+  /** What the step is, in words. */
+  name: string
+  /** The agent that works on it: its handoff is addressed to this agent. */
+  agent: string
+  /** The ids of the steps that must be completed before this one is offered. */
+  dependencies?: string[]
+  /** What the agent is to do, carried by the step's handoff. */
+  instructions?: string
+  /** How often the step is tried before it is escalated (default 3, at most 100). */
+  maxAttempts?: number
+  /** The group of agents the step belongs to, as the seed's plans name it. */
+  cluster?: string
+}
+/**
+ * Where a task stands.
+ * - `pending`: Created, not started: no step is offered.
+ * - `in_progress`: Its ready steps are offered as handoffs.
+ * - `completed`: Every step completed (or was skipped).
+ * - `failed`: Ended without reaching its goal.
+ * - `paused`: No step is offered until it resumes; claimed steps may finish.
+ * - `cancelled`: Withdrawn; claimed steps may finish, nothing else is offered.
+ */
+export type TaskStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'paused' | 'cancelled'
 // >>> end of generated types

@@ -11,6 +11,10 @@ export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${numb
 export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
+/** What a task event did. */
+export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed'
+/** Where a step of a task stands: `pending` (waiting for its dependencies, or its task to start or resume), `ready` (offered), `in_progress` (a worker holds it), `completed`, `failed` (its last attempt failed, not escalated yet), `escalated` (a human decides), `skipped`, `cancelled`. */
+export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'failed' | 'escalated' | 'skipped' | 'cancelled'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
 /** The codes of errors thrown or rejected by this package (`err.code`). */
@@ -20,8 +24,13 @@ export interface HandoffError extends Error {
   code: ErrorCode
   /** VALIDATION: every broken rule. */
   problems?: ValidationProblem[]
-  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff. */
+  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task; CONFLICT: or task or memory scope). */
   id?: string
+  /** NOT_FOUND: what was looked up. */
+  what?: 'handoff' | 'task'
+  /** CONFLICT of a compare-and-swap (`updateTask`, `memoryPut`, `memoryDelete`): the version the caller expected, and the one it is at. */
+  expected?: number
+  actual?: number
   /** ALREADY_CLAIMED: the agent holding the claim. */
   holder?: string
   /** LEASE_LOST: the token presented. */
@@ -144,6 +153,11 @@ export interface FailOptions {
 export interface CompleteOptions {
   /** What came of the work. */
   outcome?: string
+  /**
+   * The model tokens the work took, if you count them: a task step adds them to its
+   * task's metrics.
+   */
+  tokensUsed?: number
 }
 /** The options of `store.reject`. */
 export interface RejectOptions {
@@ -229,6 +243,97 @@ export interface CheckpointFields {
   /** How many claims may lapse before the handoff fails (default 3). */
   maxAttempts?: number
 }
+/** The options of `store.createTask`. */
+export interface CreateTaskOptions {
+  /** What the task is called. */
+  name: string
+  /** What it must achieve. */
+  goal: string
+  /**
+   * The plan: steps with an `id`, a `name`, the `agent` that works on it and the ids of
+   * the steps it waits for (`dependencies`); optionally `instructions`, `maxAttempts`
+   * (default 3) and `cluster`.
+   */
+  steps?: StepSpec[]
+  /** How to tell that the goal is reached. */
+  successCriteria?: string[]
+  /** Context every step shares (the seed's `user_request`, `constraints`, ...). */
+  context?: JsonObject
+  /** Free-form JSON object kept with the task (`lessons`, a list, goes to its history). */
+  metadata?: JsonObject
+  /** The agent that drives the task, if any: it is the sender of the steps' handoffs. */
+  orchestrator?: string
+  /** Who gets a step that failed on every attempt (default `human`). */
+  escalateTo?: string
+}
+/** The options of `store.listTasks`. */
+export interface ListTasksOptions {
+  /** Only tasks in this status. */
+  status?: TaskStatus
+  /** At most this many (a page). */
+  limit?: number
+  /** Only tasks after this one: the id of the last task of the previous page. */
+  after?: string
+}
+/** The changes of `store.updateTask`. */
+export interface TaskChanges {
+  /** A new goal. */
+  goal?: string
+  /** New success criteria. */
+  successCriteria?: string[]
+  /** New shared context. */
+  context?: JsonObject
+  /** New metadata. */
+  metadata?: JsonObject
+  /** Steps to add; they may depend on the plan's steps and on each other. */
+  addSteps?: StepSpec[]
+  /** New artifacts (what the task produced). */
+  artifacts?: JsonValue[]
+  /** New issues (what went wrong along the way). */
+  issues?: JsonValue[]
+}
+/** The options of `store.cancelTask`. */
+export interface CancelTaskOptions {
+  /** Why. */
+  reason?: string
+}
+/** The options of `store.failStep`. */
+export interface FailStepOptions {
+  /** What went wrong. */
+  error: string
+}
+/** The options of `store.resolveEscalation`. */
+export interface ResolveEscalationOptions {
+  /** What the human decided, in words. */
+  resolution: string
+  /** Try the step again (true) or skip it (false, the default). */
+  retry?: boolean
+}
+/** The options of `store.taskHistory`. */
+export interface TaskHistoryOptions {
+  /** At most this many. */
+  limit?: number
+}
+/** The options of `store.prune`. */
+export interface PruneOptions {
+  /** How many days a finished task keeps its details (default 30). */
+  keepDetailsDays?: number
+}
+/** The options of `store.memoryPut`. */
+export interface MemoryPutOptions {
+  /** The version the caller read (0: nothing written yet). */
+  expectedVersion?: number
+}
+/** The options of `store.memoryList`. */
+export interface MemoryListOptions {
+  /** Only scopes that start with this (`agent:`). */
+  prefix?: string
+}
+/** The options of `store.memoryDelete`. */
+export interface MemoryDeleteOptions {
+  /** The version the caller read. */
+  expectedVersion?: number
+}
 /**
  * What kind of handoff a record is.
  * - `full`: The whole task passes to the successor.
@@ -265,6 +370,33 @@ export interface ClaimReference {
   /** The lease length in seconds, renewed by each heartbeat (default 300). */
   leaseSeconds?: number
 }
+/** One step of a plan as the caller gives it (the seed's `task-state.json` names). */
+export interface StepSpec {
+  /** The step's id, unique in its plan (an id: `[A-Za-z0-9._:@-]{1,128}`). */
+  id: string
+  /** What the step is, in words. */
+  name: string
+  /** The agent that works on it: its handoff is addressed to this agent. */
+  agent: string
+  /** The ids of the steps that must be completed before this one is offered. */
+  dependencies?: string[]
+  /** What the agent is to do, carried by the step's handoff. */
+  instructions?: string
+  /** How often the step is tried before it is escalated (default 3, at most 100). */
+  maxAttempts?: number
+  /** The group of agents the step belongs to, as the seed's plans name it. */
+  cluster?: string
+}
+/**
+ * Where a task stands.
+ * - `pending`: Created, not started: no step is offered.
+ * - `in_progress`: Its ready steps are offered as handoffs.
+ * - `completed`: Every step completed (or was skipped).
+ * - `failed`: Ended without reaching its goal.
+ * - `paused`: No step is offered until it resumes; claimed steps may finish.
+ * - `cancelled`: Withdrawn; claimed steps may finish, nothing else is offered.
+ */
+export type TaskStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'paused' | 'cancelled'
 // >>> end of generated types
 
 /**
@@ -360,6 +492,30 @@ export declare class ManualClock {
  * chains. Get one with `open(path)` or `Store.memory()`.
  */
 export declare class Store {
+  /**
+   * Changes the memory of `scope` with `change`, safely against other writers: reads the
+   * document (`{}` when none was written), calls `change` with it, and writes what it
+   * returns if nobody wrote meanwhile; otherwise reads and calls `change` again (so
+   * `change` should only compute the new document from the one it gets). When `change`
+   * throws, nothing is written and its error is thrown as it is. What `change` returns is
+   * read as `memoryPut` reads its `value`. After 10,000 rounds lost to other writers:
+   * `BUSY`.
+   *
+   * `change` runs on this thread and must return the document itself, not a Promise: use
+   * `memoryUpdateAsync` for an asynchronous `change`.
+   */
+  memoryUpdate(scope: string, change: (value: JsonObject) => JsonObject): Memory
+  /**
+   * Changes the memory of `scope` with `change`, safely against other writers, as a
+   * Promise: reads the document (`{}` when none was written) with `memoryGetAsync`, calls
+   * `change` with it on this thread (awaiting it when it returns a Promise), and writes
+   * what it gives with `memoryPutAsync` at the version it read; when another writer came
+   * first, reads and calls `change` again (so `change` should only compute the new document
+   * from the one it gets). When `change` throws or rejects, nothing is written and the
+   * Promise rejects with its error as it is. After 10,000 rounds lost to other writers:
+   * `BUSY`.
+   */
+  memoryUpdateAsync(scope: string, change: (value: JsonObject) => JsonObject | Promise<JsonObject>): Promise<Memory>
   /**
    * An in-memory store, for tests and ephemeral swarms. Takes the same policy and limits
    * as `open`.
@@ -617,6 +773,240 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   capabilitiesAsync(): Promise<Capabilities>
+  /**
+   * Creates a task (status `pending`) with its plan, checked whole: every problem at once
+   * (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes),
+   * each named by its place (`steps[2].dependencies[0]`); nothing is written when there is
+   * one. `startTask` offers its first steps.
+   */
+  createTask(options: CreateTaskOptions): Task
+  /**
+   * Creates a task (status `pending`) with its plan, checked whole: every problem at once
+   * (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes),
+   * each named by its place (`steps[2].dependencies[0]`); nothing is written when there is
+   * one. `startTask` offers its first steps.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  createTaskAsync(options: CreateTaskOptions): Promise<Task>
+  /**
+   * Starts a pending task: the steps that wait for nothing are offered as handoffs to their
+   * agents, who take them with `claimNext`.
+   */
+  startTask(id: string): Task
+  /**
+   * Starts a pending task: the steps that wait for nothing are offered as handoffs to their
+   * agents, who take them with `claimNext`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  startTaskAsync(id: string): Promise<Task>
+  /**
+   * The task with this id, with its plan and each step's status; `NOT_FOUND` if there is
+   * none.
+   */
+  getTask(id: string): Task
+  /**
+   * The task with this id, with its plan and each step's status; `NOT_FOUND` if there is
+   * none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  getTaskAsync(id: string): Promise<Task>
+  /**
+   * Task summaries (no steps), oldest first. Read many in pages: pass the last one's `id` as
+   * `after` and a `limit`, until a page comes back empty.
+   */
+  listTasks(options?: ListTasksOptions): TaskSummary[]
+  /**
+   * Task summaries (no steps), oldest first. Read many in pages: pass the last one's `id` as
+   * `after` and a `limit`, until a page comes back empty.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  listTasksAsync(options?: ListTasksOptions): Promise<TaskSummary[]>
+  /**
+   * Changes a task if it is still at `expectedVersion` (its `version` when read), else
+   * `CONFLICT` with the error's `expected` and `actual` versions, nothing changed. Each field
+   * of `changes` replaces the task's; `addSteps` extends its plan (checked with the plan,
+   * every problem at once).
+   */
+  updateTask(id: string, expectedVersion: number, changes?: TaskChanges): Task
+  /**
+   * Changes a task if it is still at `expectedVersion` (its `version` when read), else
+   * `CONFLICT` with the error's `expected` and `actual` versions, nothing changed. Each field
+   * of `changes` replaces the task's; `addSteps` extends its plan (checked with the plan,
+   * every problem at once).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  updateTaskAsync(id: string, expectedVersion: number, changes?: TaskChanges): Promise<Task>
+  /** Pauses a task: no step is offered until it resumes; steps already claimed may finish. */
+  pauseTask(id: string): Task
+  /**
+   * Pauses a task: no step is offered until it resumes; steps already claimed may finish.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  pauseTaskAsync(id: string): Promise<Task>
+  /** Resumes a paused task: the steps whose dependencies finished meanwhile are offered. */
+  resumeTask(id: string): Task
+  /**
+   * Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  resumeTaskAsync(id: string): Promise<Task>
+  /**
+   * Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
+   * steps already claimed may finish.
+   */
+  cancelTask(id: string, options?: CancelTaskOptions): Task
+  /**
+   * Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
+   * steps already claimed may finish.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cancelTaskAsync(id: string, options?: CancelTaskOptions): Promise<Task>
+  /**
+   * Reports that a step's work failed, with its claim: the step is offered again while
+   * attempts remain, then escalated to the task's `escalateTo` (the task paused until
+   * `resolveEscalation`). `INVALID_TRANSITION` for a handoff that carries no step.
+   */
+  failStep(claim: Claim | ClaimReference, options: FailStepOptions): Handoff
+  /**
+   * Reports that a step's work failed, with its claim: the step is offered again while
+   * attempts remain, then escalated to the task's `escalateTo` (the task paused until
+   * `resolveEscalation`). `INVALID_TRANSITION` for a handoff that carries no step.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  failStepAsync(claim: Claim | ClaimReference, options: FailStepOptions): Promise<Handoff>
+  /**
+   * A human's answer to a step that failed on every attempt, given with the escalation's
+   * claim: the escalation completes with `resolution`, and the step is offered again with
+   * its attempts reset (`retry: true`) or skipped (the default), its dependents going on
+   * without it; a task the escalation paused resumes.
+   */
+  resolveEscalation(claim: Claim | ClaimReference, options: ResolveEscalationOptions): Task
+  /**
+   * A human's answer to a step that failed on every attempt, given with the escalation's
+   * claim: the escalation completes with `resolution`, and the step is offered again with
+   * its attempts reset (`retry: true`) or skipped (the default), its dependents going on
+   * without it; a task the escalation paused resumes.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  resolveEscalationAsync(claim: Claim | ClaimReference, options: ResolveEscalationOptions): Promise<Task>
+  /**
+   * The task's log, oldest first: created, started, each step offered, started, completed,
+   * failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+   */
+  taskEvents(id: string): TaskEvent[]
+  /**
+   * The task's log, oldest first: created, started, each step offered, started, completed,
+   * failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  taskEventsAsync(id: string): Promise<TaskEvent[]>
+  /**
+   * Finished tasks, newest first: how each ended (`success`, `partial` with skipped steps,
+   * `failure`), its duration, steps, retries and the tokens its workers reported.
+   */
+  taskHistory(options?: TaskHistoryOptions): HistoryEntry[]
+  /**
+   * Finished tasks, newest first: how each ended (`success`, `partial` with skipped steps,
+   * `failure`), its duration, steps, retries and the tokens its workers reported.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  taskHistoryAsync(options?: TaskHistoryOptions): Promise<HistoryEntry[]>
+  /**
+   * Statistics over every finished task: how many, the share that succeeded, the mean
+   * duration, and how many ended each way.
+   */
+  taskStatistics(): TaskStatistics
+  /**
+   * Statistics over every finished task: how many, the share that succeeded, the mean
+   * duration, and how many ended each way.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  taskStatisticsAsync(): Promise<TaskStatistics>
+  /**
+   * Keeps the steps and log of the newest `keepLast` finished tasks finished less than
+   * `keepDetailsDays` ago (default 30); older finished tasks keep only their summary, their
+   * history. Unfinished tasks are never touched. Returns how many tasks were pruned.
+   */
+  prune(keepLast: number, options?: PruneOptions): number
+  /**
+   * Keeps the steps and log of the newest `keepLast` finished tasks finished less than
+   * `keepDetailsDays` ago (default 30); older finished tasks keep only their summary, their
+   * history. Unfinished tasks are never touched. Returns how many tasks were pruned.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  pruneAsync(keepLast: number, options?: PruneOptions): Promise<number>
+  /**
+   * The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
+   * `null` when none was written.
+   */
+  memoryGet(scope: string): Memory | null
+  /**
+   * The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
+   * `null` when none was written.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  memoryGetAsync(scope: string): Promise<Memory | null>
+  /**
+   * Writes the memory of `scope`. With `expectedVersion` (0: nothing written yet) the write
+   * happens only if the scope is still at that version, else `CONFLICT` with the error's
+   * `expected` and `actual` versions. `memoryUpdate` does the read-change-write for you.
+   */
+  memoryPut(scope: string, value: JsonObject, options?: MemoryPutOptions): Memory
+  /**
+   * Writes the memory of `scope`. With `expectedVersion` (0: nothing written yet) the write
+   * happens only if the scope is still at that version, else `CONFLICT` with the error's
+   * `expected` and `actual` versions. `memoryUpdate` does the read-change-write for you.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  memoryPutAsync(scope: string, value: JsonObject, options?: MemoryPutOptions): Promise<Memory>
+  /** Every scope's memory whose scope starts with `prefix` (all without one), in scope order. */
+  memoryList(options?: MemoryListOptions): Memory[]
+  /**
+   * Every scope's memory whose scope starts with `prefix` (all without one), in scope order.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  memoryListAsync(options?: MemoryListOptions): Promise<Memory[]>
+  /**
+   * Forgets the memory of `scope`; with `expectedVersion`, only if it is still at it
+   * (`CONFLICT` otherwise). Whether there was anything to forget.
+   */
+  memoryDelete(scope: string, options?: MemoryDeleteOptions): boolean
+  /**
+   * Forgets the memory of `scope`; with `expectedVersion`, only if it is still at it
+   * (`CONFLICT` otherwise). Whether there was anything to forget.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  memoryDeleteAsync(scope: string, options?: MemoryDeleteOptions): Promise<boolean>
+  /**
+   * Who currently owns a conversation (the holder of its latest handoff once taken, else its
+   * sender), its handoffs as hops, and its shared context (the memory `session:<sessionId>`).
+   */
+  session(sessionId: string): Session
+  /**
+   * Who currently owns a conversation (the holder of its latest handoff once taken, else its
+   * sender), its handoffs as hops, and its shared context (the memory `session:<sessionId>`).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  sessionAsync(sessionId: string): Promise<Session>
 }
 
 /** A registered agent. */
@@ -828,7 +1218,7 @@ export interface Event {
  * Details of an event. `created`: `taskId`, `toAgent` (the record itself is read with
  * `get`); `claimed`: `agent`, `token`, `leaseUntil`; `heartbeat`: `leaseUntil`; `released`,
  * `rejected`, `cancelled`: `reason`; `lease_expired`, `failed`: `token`; `completed`:
- * `outcome`; `expired`: nothing.
+ * `outcome` and, when the holder counted them, `tokensUsed`; `expired`: nothing.
  */
 export interface EventDetail {
   /** The task the created handoff belongs to (created). */
@@ -850,6 +1240,8 @@ export interface EventDetail {
   outcome?: string
   /** What went wrong, as the holder said (attempt_failed, failed by `fail`). */
   error?: string
+  /** The model tokens the work took, as the holder reported them (completed, when given). */
+  tokensUsed?: number
 }
 
 /** A handover record: the work, what is known about it, and who holds it. */
@@ -960,6 +1352,42 @@ export declare function handoffJsonSchema(): string
  */
 export declare function handoffToJson(handoff: Handoff): string
 
+/** A finished task, as `taskHistory` lists it. */
+export interface HistoryEntry {
+  /** The task. */
+  id: string
+  /** Its name. */
+  name: string
+  /** How it ended: `success`, `partial` (steps skipped) or `failure` (cancelled or failed). */
+  result: 'success' | 'partial' | 'failure'
+  /** When it started (ISO 8601); `null` when it was cancelled before it started. */
+  startedAt: string | null
+  /** When it finished (ISO 8601). */
+  completedAt: string
+  /** From start to finish, in seconds. */
+  durationSeconds: number | null
+  /** Its goal. */
+  summary: string
+  /** What it produced. */
+  artifacts: JsonValue[]
+  /** Its steps, retries and tokens. */
+  metrics: HistoryMetrics
+  /** What it taught: the task's `metadata.lessons`, when it holds a list. */
+  lessons: JsonValue[]
+}
+
+/** The numbers of a finished task. */
+export interface HistoryMetrics {
+  /** Steps in the plan. */
+  stepsTotal: number
+  /** Steps done (completed or skipped). */
+  stepsCompleted: number
+  /** Failed attempts, over all its steps. */
+  retries: number
+  /** The model tokens its steps took, as their workers reported them; `null` when none did. */
+  tokensUsed: number | null
+}
+
 /** One hop of a chain: a handoff from one agent to the next. */
 export interface Hop {
   /** The handoff making this hop. */
@@ -1017,6 +1445,18 @@ export interface MarkdownOptions {
    * `true`). The Markdown goes to an LLM or a terminal; `false` is the owner's opt-out.
    */
   redact?: boolean
+}
+
+/** One scope's memory. */
+export interface Memory {
+  /** The scope (`agent:writer`, `session:s1`, `shared`, ...). */
+  scope: string
+  /** The document. */
+  value: JsonObject
+  /** Grows by one with every write, from 1: what `memoryPut`'s `expectedVersion` compares. */
+  version: number
+  /** When it was last written (ISO 8601). */
+  updatedAt: string
 }
 
 /**
@@ -1225,6 +1665,219 @@ export interface SavedPolicy {
   policy: ChainPolicy
   /** The size limits. */
   limits: Limits
+}
+
+/** A conversation as the store knows it: what `session(sessionId)` returns. */
+export interface Session {
+  /** The session, as handoffs name it in `sessionId`. */
+  sessionId: string
+  /**
+   * Who owns it now: the holder of its latest handoff once taken (claimed or completed),
+   * else that handoff's sender; `null` before its first handoff.
+   */
+  currentAgent: string | null
+  /** Its handoffs as hops, oldest first. */
+  handoffChain: Array<Hop>
+  /** Its shared context: the memory of scope `session:<sessionId>` (`{}` when none). */
+  context: JsonObject
+}
+
+/** A task: its summary, its steps in plan order, and the steps offered or under way. */
+export interface Task {
+  /** The task's id. */
+  id: string
+  /** What it is called. */
+  name: string
+  /** Where it stands. */
+  status: TaskStatus
+  /** Grows by one with every change: what `updateTask` compares (`expectedVersion`). */
+  version: number
+  /** What it must achieve. */
+  goal: string
+  /** How to tell that the goal is reached. */
+  successCriteria: Array<string>
+  /** The plan's steps, in plan order. */
+  steps: Array<TaskStep>
+  /** The ids of the steps offered or under way (`ready` or `in_progress`), in plan order. */
+  currentSteps: Array<string>
+  /** When it was created (ISO 8601). */
+  createdAt: string
+  /** When it was first started (ISO 8601). */
+  startedAt: string | null
+  /** When it last changed (ISO 8601). */
+  updatedAt: string
+  /** When it finished (ISO 8601). */
+  completedAt: string | null
+  /** The agent that drives it: the sender of its steps' handoffs. */
+  orchestrator: string | null
+  /** Who gets a step that failed on every attempt. */
+  escalateTo: string
+  /** Context every step shares. */
+  context: JsonObject
+  /** What it produced. */
+  artifacts: JsonValue[]
+  /** What went wrong along the way. */
+  issues: JsonValue[]
+  /** The caller's own data (`lessons`, a list, goes to its history). */
+  metadata: JsonObject
+  /** Steps in the plan. */
+  stepsTotal: number
+  /** Steps neither completed nor skipped nor cancelled. */
+  stepsOpen: number
+  /** Steps completed or skipped. */
+  stepsDone: number
+  /** Steps skipped. */
+  skipped: number
+  /** Failed attempts, over all its steps, retried or not. */
+  retries: number
+  /**
+   * The model tokens its steps took, as their workers reported them to `complete`
+   * (`tokensUsed`); `null` when none did.
+   */
+  tokensUsed: number | null
+  /** Its steps and log were pruned (`prune`): only its summary, its history, is left. */
+  pruned: boolean
+}
+
+/** One entry of a task's log. */
+export interface TaskEvent {
+  /** Its place in the task's log, from 1. */
+  seq: number
+  /** The task. */
+  taskId: string
+  /** When it happened (ISO 8601). */
+  at: string
+  /**
+   * Who caused it: the worker of a step's handoff, the holder of an escalation; `null` for
+   * the caller of a task operation, and for the clock.
+   */
+  actor: string | null
+  /** What happened. */
+  kind: TaskEventKind
+  /** The event's details; which keys are present depends on `kind`. */
+  detail: TaskEventDetail
+}
+
+/**
+ * Details of a task event. `step_offered`, `step_completed`, `step_escalated`,
+ * `step_skipped`: `step`; `step_started`: `step`, `agent`; `step_failed`: `step`, `error`,
+ * `last`; `updated`: `version`; `cancelled`: `reason` (when given); the others: nothing.
+ */
+export interface TaskEventDetail {
+  /** The step it concerns. */
+  step?: string
+  /** The worker who took the step (step_started). */
+  agent?: string
+  /** What went wrong (step_failed). */
+  error?: string
+  /** Whether it was the step's last allowed attempt (step_failed). */
+  last?: boolean
+  /** The task's version after the change (updated). */
+  version?: number
+  /** Why (cancelled). */
+  reason?: string
+}
+
+/** Statistics over every finished task. */
+export interface TaskStatistics {
+  /** Finished tasks. */
+  totalTasks: number
+  /** The share of them that succeeded, from 0 to 1 (0 when there are none). */
+  successRate: number
+  /** The mean seconds from start to finish of those that started; `null` when none did. */
+  avgDurationSeconds: number | null
+  /**
+   * How many ended each way (`success`, `partial`, `failure`); a way no task ended is left
+   * out.
+   */
+  byResult: Partial<Record<'success' | 'partial' | 'failure', number>>
+}
+
+/** One step of a task's plan and where it stands. */
+export interface TaskStep {
+  /** The step's id, unique in its plan. */
+  id: string
+  /** What the step is, in words. */
+  name: string
+  /** The agent that works on it: its handoff is addressed to this agent. */
+  agent: string
+  /** The ids of the steps that must be done before this one is offered. */
+  dependencies: Array<string>
+  /** Where it stands. */
+  status: StepStatus
+  /** Failed attempts of its current offer. */
+  attempts: number
+  /** How often it is tried before it is escalated. */
+  maxAttempts: number
+  /** The handoff that carries its current offer: what a worker claims. */
+  handoffId: string | null
+  /** When a worker first took it (ISO 8601). */
+  startedAt: string | null
+  /** When it was done (ISO 8601). */
+  completedAt: string | null
+  /** What came of it: its handoff's outcome. */
+  output: string | null
+  /** What went wrong last. */
+  error: string | null
+  /** The model tokens it took, as its worker reported them to `complete`. */
+  tokensUsed: number | null
+  /** The group of agents it belongs to. */
+  cluster: string | null
+  /** What the agent is to do, carried by the step's handoff. */
+  instructions: string | null
+}
+
+/** A task without its steps, as `listTasks` returns it. */
+export interface TaskSummary {
+  /** The task's id. */
+  id: string
+  /** What it is called. */
+  name: string
+  /** Where it stands. */
+  status: TaskStatus
+  /** Grows by one with every change: what `updateTask` compares (`expectedVersion`). */
+  version: number
+  /** What it must achieve. */
+  goal: string
+  /** How to tell that the goal is reached. */
+  successCriteria: Array<string>
+  /** When it was created (ISO 8601). */
+  createdAt: string
+  /** When it was first started (ISO 8601). */
+  startedAt: string | null
+  /** When it last changed (ISO 8601). */
+  updatedAt: string
+  /** When it finished (ISO 8601). */
+  completedAt: string | null
+  /** The agent that drives it: the sender of its steps' handoffs. */
+  orchestrator: string | null
+  /** Who gets a step that failed on every attempt. */
+  escalateTo: string
+  /** Context every step shares. */
+  context: JsonObject
+  /** What it produced. */
+  artifacts: JsonValue[]
+  /** What went wrong along the way. */
+  issues: JsonValue[]
+  /** The caller's own data (`lessons`, a list, goes to its history). */
+  metadata: JsonObject
+  /** Steps in the plan. */
+  stepsTotal: number
+  /** Steps neither completed nor skipped nor cancelled. */
+  stepsOpen: number
+  /** Steps completed or skipped. */
+  stepsDone: number
+  /** Steps skipped. */
+  skipped: number
+  /** Failed attempts, over all its steps, retried or not. */
+  retries: number
+  /**
+   * The model tokens its steps took, as their workers reported them to `complete`
+   * (`tokensUsed`); `null` when none did.
+   */
+  tokensUsed: number | null
+  /** Its steps and log were pruned (`prune`): only this summary, its history, is left. */
+  pruned: boolean
 }
 
 /**

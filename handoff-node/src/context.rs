@@ -141,7 +141,7 @@ impl ContextBuilder {
                 positional: &[],
                 options: Some(("options", Some(&options))),
             };
-            let mut args = JsArguments::read(&given, &[], false)?;
+            let mut args = JsArguments::read(&given, &[], &[], false)?;
             // `rules` is this face's own option: the core's builder takes a `Redactor`.
             let rules = match args.take("rules") {
                 Value::Null => Ok(None),
@@ -230,7 +230,7 @@ impl ContextBuilder {
                 positional: &[("text", &text)],
                 options: Some(("options", Some(&options))),
             };
-            let mut args = JsArguments::read(&given, &[], false)?;
+            let mut args = JsArguments::read(&given, &[], &[], false)?;
             args.default("priority", Value::from(50));
             let item = args.then(&Limits::default(), |a: ops::ContextItemArgs| Ok(a))?;
             self.inner.add_item(item.text, item.priority, item.at);

@@ -3,7 +3,9 @@
 //! Every failure of a call, sync or `*Async`, goes through [`to_js`]: a core [`Error`] becomes
 //! an `Error` whose `code` is the core's stable code (`NOT_FOUND`, `ALREADY_CLAIMED`,
 //! `LEASE_LOST`, `INVALID_TRANSITION`, `VALIDATION`, `CONFLICT`, `CHAIN_VIOLATION`, `BUSY`, `STORAGE`)
-//! and which carries the core's details as properties (`problems`, `id`, `holder`, `token`, ...).
+//! and which carries the core's details as properties (`problems`, `id`, `holder`, `token`, ...):
+//! a compare-and-swap that found a task or a memory scope at another version is a `CONFLICT`
+//! with `expected` and `actual`.
 //! Field names in `problems` are the names the caller used.
 
 use handoff_core::{Error, Problem};
@@ -144,8 +146,21 @@ fn build(env: &Env, err: &Error, message: &str, naming: Naming) -> napi::Result<
         env.create_error(napi::Error::new(Status::GenericFailure, message.to_owned()))?;
     obj.set_named_property("code", err.kind().code())?;
     match err {
-        Error::NotFound { id, .. } | Error::Conflict { id } | Error::VersionConflict { id, .. } => {
+        Error::NotFound { what, id } => {
             obj.set_named_property("id", id.as_str())?;
+            obj.set_named_property("what", *what)?;
+        }
+        Error::Conflict { id } => {
+            obj.set_named_property("id", id.as_str())?;
+        }
+        Error::VersionConflict {
+            id,
+            expected,
+            actual,
+        } => {
+            obj.set_named_property("id", id.as_str())?;
+            obj.set_named_property("expected", *expected as f64)?;
+            obj.set_named_property("actual", *actual as f64)?;
         }
         Error::AlreadyClaimed { id, holder } => {
             obj.set_named_property("id", id.as_str())?;

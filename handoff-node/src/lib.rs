@@ -10,11 +10,14 @@ pub mod context;
 pub mod convert;
 pub mod errors;
 pub mod machine;
+pub mod memory;
 pub mod ops;
 pub mod record;
+pub mod session;
 pub mod stats;
 pub mod store;
 pub mod task;
+pub mod tasks;
 pub mod tools;
 
 /// Node's process leaves glibc's allocator slow for the many short-lived allocations a call

@@ -36,7 +36,7 @@ pub struct JsEvent {
 /// Details of an event. `created`: `taskId`, `toAgent` (the record itself is read with
 /// `get`); `claimed`: `agent`, `token`, `leaseUntil`; `heartbeat`: `leaseUntil`; `released`,
 /// `rejected`, `cancelled`: `reason`; `lease_expired`, `failed`: `token`; `completed`:
-/// `outcome`; `expired`: nothing.
+/// `outcome` and, when the holder counted them, `tokensUsed`; `expired`: nothing.
 #[napi(object, object_from_js = false, object_to_js = false)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -67,6 +67,9 @@ pub struct EventDetail {
     /// What went wrong, as the holder said (attempt_failed, failed by `fail`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The model tokens the work took, as the holder reported them (completed, when given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_used: Option<f64>,
 }
 
 impl Mirror for Event {
@@ -82,6 +85,7 @@ impl Mirror for Event {
             reason: None,
             outcome: None,
             error: None,
+            tokens_used: None,
         };
         match self.change {
             Change::Created { task_id, to_agent } => {
@@ -111,7 +115,13 @@ impl Mirror for Event {
                 detail.token = Some(token as f64);
                 detail.error = error;
             }
-            Change::Completed { outcome } => detail.outcome = Some(outcome),
+            Change::Completed {
+                outcome,
+                tokens_used,
+            } => {
+                detail.outcome = Some(outcome);
+                detail.tokens_used = tokens_used.map(|n| n as f64);
+            }
             // Listed in full: a new kind of event fails to compile here until it is mapped.
             Change::Expired => {}
         }

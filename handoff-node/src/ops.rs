@@ -2,7 +2,7 @@
 //!
 //! A call's JavaScript arguments become the JSON object of named arguments the core reads: the
 //! positional arguments under their core names, the options object's camelCase keys in
-//! snake_case, integral numbers as integers, `Date`s as RFC 3339 text, a claim as its four
+//! snake_case (and those of the records a list option holds: a plan's `steps`), integral numbers as integers, `Date`s as RFC 3339 text, a claim as its four
 //! reference keys. The core reads that object, reporting every problem at once, and runs the
 //! operation. Problems come back in the caller's words, each named relative to the JavaScript
 //! argument holding it: `taskId`, `completed[1]`, a claim's `token`, `createMany`'s `[2].goal`.
@@ -82,35 +82,65 @@ impl Method {
     }
 }
 
-/// Operation `operation`'s older spellings of arguments, as (alias, argument), from the
-/// `x-aliases` of its schema's properties: the core accepts them, and the face names a problem
-/// in the spelling the caller used.
-fn aliases_of(operation: &str) -> &'static [(String, String)] {
-    /// (alias, argument) pairs.
-    type Aliases = Vec<(String, String)>;
-    static ALIASES: OnceLock<Vec<(&'static str, Aliases)>> = OnceLock::new();
-    let all = ALIASES.get_or_init(|| {
+/// What a face reads from an operation's argument schema beyond the argument names.
+#[derive(Default)]
+struct Shape {
+    /// Older spellings of arguments, as (alias, argument): the core's `x-aliases`.
+    aliases: Vec<(String, String)>,
+    /// The arguments that are lists of records (`create_task`'s `steps`): objects with
+    /// arguments of their own, whose keys a caller writes in camelCase as the options' keys.
+    records: Vec<String>,
+}
+
+/// Operation `operation`'s [`Shape`], read from the catalog once.
+fn shape_of(operation: &str) -> &'static Shape {
+    static SHAPES: OnceLock<Vec<(&'static str, Shape)>> = OnceLock::new();
+    static NONE: Shape = Shape {
+        aliases: Vec::new(),
+        records: Vec::new(),
+    };
+    let all = SHAPES.get_or_init(|| {
         ops::catalog()
             .into_iter()
             .map(|info| {
-                let properties = info.arguments["properties"].as_object().cloned();
-                let aliases = properties
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|(name, property)| {
-                        let aliases = property["x-aliases"].as_array().cloned();
-                        aliases.into_iter().flatten().filter_map(move |alias| {
-                            Some((alias.as_str()?.to_owned(), name.clone()))
-                        })
-                    })
-                    .collect();
-                (info.name, aliases)
+                let schema = &info.arguments;
+                let mut shape = Shape::default();
+                for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+                    let aliases = property["x-aliases"].as_array().into_iter().flatten();
+                    shape.aliases.extend(
+                        aliases
+                            .filter_map(|alias| Some((alias.as_str()?.to_owned(), name.clone()))),
+                    );
+                    if lists_records(schema, property) {
+                        shape.records.push(name.clone());
+                    }
+                }
+                (info.name, shape)
             })
             .collect()
     });
     all.iter()
         .find(|(name, _)| *name == operation)
-        .map_or(&[], |(_, aliases)| aliases.as_slice())
+        .map_or(&NONE, |(_, shape)| shape)
+}
+
+/// Whether `property` of `schema` is a list (or an optional list) of objects with properties
+/// of their own: records, not free-form JSON objects like `metadata`.
+fn lists_records(schema: &Value, property: &Value) -> bool {
+    let alternatives = property["anyOf"].as_array().into_iter().flatten();
+    std::iter::once(property).chain(alternatives).any(|p| {
+        p["items"]["$ref"]
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            .is_some_and(|def| schema["$defs"][def]["properties"].is_object())
+    })
+}
+
+/// Operation `operation`'s older spellings of arguments, as (alias, argument), from the
+/// `x-aliases` of its schema's properties: the core accepts them, and the face names a problem
+/// in the spelling the caller used.
+fn aliases_of(operation: &str) -> &'static [(String, String)] {
+    &shape_of(operation).aliases
 }
 
 /// The core's catalog and this face's methods over it, as JSON: what `scripts/gen-types.mjs`
@@ -224,7 +254,8 @@ struct Call<O> {
 
 impl<O: Operation> Call<O> {
     fn read(store: CoreStore, given: &Given<'_, '_>) -> Outcome<Call<O>> {
-        let arguments = JsArguments::read(given, aliases_of(O::NAME), true)?;
+        let shape = shape_of(O::NAME);
+        let arguments = JsArguments::read(given, &shape.aliases, &shape.records, true)?;
         Ok(Call {
             store,
             arguments,
@@ -264,6 +295,8 @@ struct Names {
     positional: Vec<&'static str>,
     /// Older spellings, as (alias, argument).
     aliases: &'static [(String, String)],
+    /// Options that are lists of records, whose keys are read from camelCase too.
+    records: &'static [String],
     /// Whether a problem inside a positional argument is named relative to it (the store's
     /// methods) or in full (`collaborators[1]`).
     relative: bool,
@@ -289,6 +322,10 @@ impl Names {
             if rest.starts_with('[') {
                 return camel_head(rest);
             }
+        }
+        if rest.starts_with('[') && self.records.iter().any(|r| r == head) {
+            // A record's keys are camelCase too: `steps[1].maxAttempts`.
+            return format!("{}{}", camel_case(head), camel_head(rest));
         }
         match self.spelled.iter().find(|(argument, _)| argument == head) {
             Some((_, written)) => format!("{written}{rest}"),
@@ -350,15 +387,18 @@ pub(crate) struct JsArguments {
 
 impl JsArguments {
     /// Reads the call's JavaScript arguments: `aliases` are the older spellings the core
-    /// accepts; `relative` names a problem inside a positional argument relative to it.
+    /// accepts; `records` the options that are lists of records (their items' keys are
+    /// camelCase too); `relative` names a problem inside a positional argument relative to it.
     pub(crate) fn read(
         given: &Given<'_, '_>,
         aliases: &'static [(String, String)],
+        records: &'static [String],
         relative: bool,
     ) -> Outcome<JsArguments> {
         let names = Names {
             positional: given.positional.iter().map(|(name, _)| *name).collect(),
             aliases,
+            records,
             relative,
             spelled: Vec::new(),
         };
@@ -565,7 +605,12 @@ impl JsArguments {
             } else {
                 format!("{path}.{argument}")
             };
-            let value = self.reader.value(&item, &mut at, 1)?;
+            let value =
+                if path.is_empty() && self.names.records.contains(&argument) && item.is_array()? {
+                    self.list(&at, &item)?
+                } else {
+                    self.reader.value(&item, &mut at, 1)?
+                };
             map.insert(argument, value);
         }
         Ok(map)

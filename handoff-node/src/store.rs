@@ -564,7 +564,8 @@ pub fn connect_async(
 
 #[napi]
 impl Store {
-    fn core(&self) -> CoreStore {
+    /// The core's store (a cheap handle: shared data behind `Arc`s).
+    pub(crate) fn core(&self) -> CoreStore {
         CoreStore::clone(&self.inner)
     }
 
@@ -732,4 +733,105 @@ store_operations! {
     "What this store can do beyond what every store does: whether it outlives the process,"
     "can be shared by processes or machines, writes backups, wakes waiting workers."
     capabilities, capabilities_async = Capabilities() -> "Capabilities", "Promise<Capabilities>";
+
+    "Creates a task (status `pending`) with its plan, checked whole: every problem at once"
+    "(duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes),"
+    "each named by its place (`steps[2].dependencies[0]`); nothing is written when there is"
+    "one. `startTask` offers its first steps."
+    create_task, create_task_async = CreateTask(; options: "CreateTaskOptions")
+        -> "Task", "Promise<Task>";
+
+    "Starts a pending task: the steps that wait for nothing are offered as handoffs to their"
+    "agents, who take them with `claimNext`."
+    start_task, start_task_async = StartTask(id: "string") -> "Task", "Promise<Task>";
+
+    "The task with this id, with its plan and each step's status; `NOT_FOUND` if there is"
+    "none."
+    get_task, get_task_async = GetTask(id: "string") -> "Task", "Promise<Task>";
+
+    "Task summaries (no steps), oldest first. Read many in pages: pass the last one's `id` as"
+    "`after` and a `limit`, until a page comes back empty."
+    list_tasks, list_tasks_async = ListTasks(; options?: "ListTasksOptions")
+        -> "TaskSummary[]", "Promise<TaskSummary[]>";
+
+    "Changes a task if it is still at `expectedVersion` (its `version` when read), else"
+    "`CONFLICT` with the error's `expected` and `actual` versions, nothing changed. Each field"
+    "of `changes` replaces the task's; `addSteps` extends its plan (checked with the plan,"
+    "every problem at once)."
+    update_task, update_task_async =
+        UpdateTask(id: "string", expected_version: "number"; changes?: "TaskChanges")
+        -> "Task", "Promise<Task>";
+
+    "Pauses a task: no step is offered until it resumes; steps already claimed may finish."
+    pause_task, pause_task_async = PauseTask(id: "string") -> "Task", "Promise<Task>";
+
+    "Resumes a paused task: the steps whose dependencies finished meanwhile are offered."
+    resume_task, resume_task_async = ResumeTask(id: "string") -> "Task", "Promise<Task>";
+
+    "Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;"
+    "steps already claimed may finish."
+    cancel_task, cancel_task_async = CancelTask(id: "string"; options?: "CancelTaskOptions")
+        -> "Task", "Promise<Task>";
+
+    "Reports that a step's work failed, with its claim: the step is offered again while"
+    "attempts remain, then escalated to the task's `escalateTo` (the task paused until"
+    "`resolveEscalation`). `INVALID_TRANSITION` for a handoff that carries no step."
+    fail_step, fail_step_async =
+        FailStep(claim: "Claim | ClaimReference"; options: "FailStepOptions")
+        -> "Handoff", "Promise<Handoff>";
+
+    "A human's answer to a step that failed on every attempt, given with the escalation's"
+    "claim: the escalation completes with `resolution`, and the step is offered again with"
+    "its attempts reset (`retry: true`) or skipped (the default), its dependents going on"
+    "without it; a task the escalation paused resumes."
+    resolve_escalation, resolve_escalation_async =
+        ResolveEscalation(claim: "Claim | ClaimReference"; options: "ResolveEscalationOptions")
+        -> "Task", "Promise<Task>";
+
+    "The task's log, oldest first: created, started, each step offered, started, completed,"
+    "failed, escalated or skipped, paused, resumed, updated, cancelled, completed."
+    task_events, task_events_async = TaskEvents(id: "string")
+        -> "TaskEvent[]", "Promise<TaskEvent[]>";
+
+    "Finished tasks, newest first: how each ended (`success`, `partial` with skipped steps,"
+    "`failure`), its duration, steps, retries and the tokens its workers reported."
+    task_history, task_history_async = TaskHistory(; options?: "TaskHistoryOptions")
+        -> "HistoryEntry[]", "Promise<HistoryEntry[]>";
+
+    "Statistics over every finished task: how many, the share that succeeded, the mean"
+    "duration, and how many ended each way."
+    task_statistics, task_statistics_async = TaskStatistics()
+        -> "TaskStatistics", "Promise<TaskStatistics>";
+
+    "Keeps the steps and log of the newest `keepLast` finished tasks finished less than"
+    "`keepDetailsDays` ago (default 30); older finished tasks keep only their summary, their"
+    "history. Unfinished tasks are never touched. Returns how many tasks were pruned."
+    prune, prune_async = Prune(keep_last: "number"; options?: "PruneOptions")
+        -> "number", "Promise<number>";
+
+    "The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;"
+    "`null` when none was written."
+    memory_get, memory_get_async = MemoryGet(scope: "string")
+        -> "Memory | null", "Promise<Memory | null>";
+
+    "Writes the memory of `scope`. With `expectedVersion` (0: nothing written yet) the write"
+    "happens only if the scope is still at that version, else `CONFLICT` with the error's"
+    "`expected` and `actual` versions. `memoryUpdate` does the read-change-write for you."
+    memory_put, memory_put_async =
+        MemoryPut(scope: "string", value: "JsonObject"; options?: "MemoryPutOptions")
+        -> "Memory", "Promise<Memory>";
+
+    "Every scope's memory whose scope starts with `prefix` (all without one), in scope order."
+    memory_list, memory_list_async = MemoryList(; options?: "MemoryListOptions")
+        -> "Memory[]", "Promise<Memory[]>";
+
+    "Forgets the memory of `scope`; with `expectedVersion`, only if it is still at it"
+    "(`CONFLICT` otherwise). Whether there was anything to forget."
+    memory_delete, memory_delete_async =
+        MemoryDelete(scope: "string"; options?: "MemoryDeleteOptions")
+        -> "boolean", "Promise<boolean>";
+
+    "Who currently owns a conversation (the holder of its latest handoff once taken, else its"
+    "sender), its handoffs as hops, and its shared context (the memory `session:<sessionId>`)."
+    session, session_async = Session(session_id: "string") -> "Session", "Promise<Session>";
 }

@@ -50,6 +50,13 @@ impl Mirror for String {
     }
 }
 
+impl Mirror for bool {
+    type Out = bool;
+    fn mirror(self) -> bool {
+        self
+    }
+}
+
 impl Mirror for usize {
     type Out = usize;
     fn mirror(self) -> usize {

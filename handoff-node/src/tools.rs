@@ -218,7 +218,7 @@ impl AgentRegistry {
                 ],
                 options: None,
             };
-            let mut args = JsArguments::read(&given, &[], false)?;
+            let mut args = JsArguments::read(&given, &[], &[], false)?;
             args.default("description", Value::String(String::new()));
             let registry = &mut self.inner;
             Ok(args.then(&Limits::default(), |a: ops::AgentArgs| a.add_to(registry))?)
@@ -249,7 +249,7 @@ impl AgentRegistry {
                 positional: &[("agent", &agent), ("provider", &provider)],
                 options: None,
             };
-            let args = JsArguments::read(&given, &[], false)?;
+            let args = JsArguments::read(&given, &[], &[], false)?;
             let tools = args.then(&Limits::default(), |a: ops::ToolsArgs| a.tools(&self.inner))?;
             Ok(Json(tools))
         })
@@ -311,7 +311,7 @@ fn detect(
         positional: &[("from_agent", from_agent)],
         options: Some(("options", Some(options))),
     };
-    let mut args = JsArguments::read(&given, &[], false)?;
+    let mut args = JsArguments::read(&given, &[], &[], false)?;
     // An object, a list of Responses items / Anthropic blocks, or JSON text: read as written.
     args.raw("response", response)?;
     Ok(args.then(&Limits::default(), |a: ops::DetectArgs| {
