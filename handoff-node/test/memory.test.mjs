@@ -194,3 +194,18 @@ test('session(sessionId): who owns the conversation after its handoffs, its hops
   const bad = await bothFail(() => store.session('bad id'), () => store.sessionAsync('bad id'))
   assert.deepEqual(bad.problems.map((p) => p.field), ['sessionId'])
 })
+
+test('an update that loses every round to another writer gives up with BUSY', async () => {
+  const store = Store.memory()
+  // The change writes the scope itself each time: the update's own write always comes second.
+  const rival = (value) => {
+    store.memoryPut('contended', { n: (value.n ?? 0) + 1 })
+    return { mine: true }
+  }
+  const err = await bothFail(() => store.memoryUpdate('contended', rival), () => store.memoryUpdateAsync('contended', rival))
+  assert.equal(err.code, 'BUSY')
+  assert.equal(err.message, 'store busy: memory contended changed under every one of 10000 updates')
+  const left = store.memoryGet('contended')
+  assert.equal(left.value.mine, undefined, 'the update never wrote')
+  assert.equal(left.version, 20000)
+})
