@@ -78,6 +78,7 @@ test-node:
 	cd handoff-node && node --test test/*.test.mjs
 	mkdir -p examples/node/node_modules && ln -sfn ../../../handoff-node examples/node/node_modules/handoff-core
 	node examples/node/swarm.mjs --db "$$(mktemp -d)/handoff.db"
+	node examples/node/tasks.mjs --db "$$(mktemp -d)/tasks.db"
 
 bench-node:
 	cd handoff-node && npm install --no-audit --no-fund && npm run build

@@ -121,9 +121,10 @@ impl Row for TaskEvent {
     const NONE: &'static str = "no events\n";
 
     fn row(&self, out: &Output) -> Vec<String> {
-        let detail = to_json(&self.change)
-            .get("detail")
-            .map(|d| out.json(d.clone()).to_string())
+        let detail = self
+            .change
+            .detail()
+            .map(|d| out.json(d).to_string())
             .unwrap_or_default();
         vec![
             self.seq.to_string(),

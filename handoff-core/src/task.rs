@@ -289,6 +289,14 @@ pub enum TaskChange {
 }
 
 impl TaskChange {
+    /// What the change says beyond its kind, as it appears on the wire (`{"step":
+    /// "research"}`); `None` for a bare change (`created`, `paused`).
+    pub fn detail(&self) -> Option<Value> {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|mut v| v.get_mut("detail").map(Value::take))
+    }
+
     /// The change's kind as it appears on the wire (`created`, `step_offered`, ...).
     pub fn kind(&self) -> &'static str {
         match self {

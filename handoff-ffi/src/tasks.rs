@@ -406,12 +406,7 @@ impl From<task::StepState> for TaskStep {
 impl From<task::TaskEvent> for TaskEvent {
     fn from(event: task::TaskEvent) -> Self {
         let kind = event.change.kind().to_owned();
-        // The change's wire form is `{"kind": …, "detail": {…}}`, without `detail` when it
-        // carries nothing.
-        let detail = match serde_json::to_value(&event.change) {
-            Ok(Value::Object(mut fields)) => fields.remove("detail"),
-            _ => None,
-        };
+        let detail = event.change.detail();
         TaskEvent {
             seq: event.seq,
             task_id: event.task_id,

@@ -27,7 +27,7 @@ use crate::task::{Mirror, guarded, json_to_js, sync};
 
 /// How often an update reads and writes again after other writers came first before it gives
 /// up with `BUSY`: the core's bound for `memory_update`.
-const MAX_UPDATE_ROUNDS: u32 = 10_000;
+const MAX_UPDATE_ROUNDS: u32 = handoff_core::store::MAX_MEMORY_UPDATE_ROUNDS as u32;
 
 /// `memoryUpdateAsync`'s loop, called with the store, the scope, the change, the bound on
 /// rounds and the `BUSY` error to reject with past it. Only a version conflict of the write is

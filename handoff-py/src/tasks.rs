@@ -278,8 +278,7 @@ impl TaskEvent {
     /// What else it says (`{"step": "research"}`), `None` for a bare change.
     #[getter]
     fn detail<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let change = serde_json::to_value(&self.inner.change).unwrap_or_default();
-        json_to_py(py, change.get("detail").unwrap_or(&Value::Null))
+        json_to_py(py, &self.inner.change.detail().unwrap_or_default())
     }
 
     /// Every field as a `dict`.

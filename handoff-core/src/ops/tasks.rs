@@ -37,7 +37,8 @@ pub struct CreateTaskArgs {
     /// Free-form JSON object kept with the task (`lessons`, a list, goes to its history).
     #[serde(default)]
     pub metadata: Option<Metadata>,
-    /// The agent that drives the task, if any: it is the sender of the steps' handoffs.
+    /// The agent that drives the task, if any: the task's log and its steps' `created` events
+    /// name it as who offered them.
     #[serde(default)]
     pub orchestrator: Option<String>,
     /// Who gets a step that failed on every attempt (default `human`).

@@ -16,8 +16,9 @@ use crate::validate::{self, Collector};
 const MEMORY: &str = "memory";
 
 /// How often `memory_update` reads and writes again after other writers came first before it
-/// gives up with `Busy`.
-const MAX_UPDATE_ROUNDS: usize = 10_000;
+/// gives up with `Busy` (the faces that run the loop themselves, for an async function, use it
+/// too).
+pub const MAX_MEMORY_UPDATE_ROUNDS: usize = 10_000;
 
 /// One scope's memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -139,7 +140,7 @@ impl Store {
         scope: &str,
         mut change: impl FnMut(Metadata) -> std::result::Result<Metadata, E>,
     ) -> std::result::Result<Memory, E> {
-        for _ in 0..MAX_UPDATE_ROUNDS {
+        for _ in 0..MAX_MEMORY_UPDATE_ROUNDS {
             let current = self.memory_get(scope)?;
             let (value, version) = current.map_or((Metadata::new(), 0), |m| (m.value, m.version));
             let changed = change(value)?;
@@ -150,7 +151,7 @@ impl Store {
         }
         Err(E::from(Error::Busy {
             message: format!(
-                "memory {scope} changed under every one of {MAX_UPDATE_ROUNDS} updates"
+                "memory {scope} changed under every one of {MAX_MEMORY_UPDATE_ROUNDS} updates"
             ),
         }))
     }

@@ -849,6 +849,10 @@ pub fn tasks_pause_resume_and_cancel(store: Store) {
         kind_of(&store.start_task("no-such-task").unwrap_err()),
         ErrorKind::NotFound
     );
+    assert_eq!(
+        kind_of(&store.task_events("no-such-task").unwrap_err()),
+        ErrorKind::NotFound
+    );
 }
 
 pub fn pending_expiry(store: Store) {

@@ -33,7 +33,7 @@ mod url;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 
-pub use agent_memory::Memory;
+pub use agent_memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};

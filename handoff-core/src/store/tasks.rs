@@ -408,6 +408,9 @@ impl Store {
     /// failed, escalated or skipped, paused, resumed, cancelled, completed.
     pub fn task_events(&self, id: &str) -> Result<Vec<task::TaskEvent>> {
         validate::ident("id", id)?;
+        if self.backend.doc(TASK, id)?.is_none() {
+            return Err(no_task(id));
+        }
         self.backend
             .docs(EVENT, &format!("{id}/"), None, usize::MAX)?
             .iter()

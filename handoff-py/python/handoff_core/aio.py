@@ -56,7 +56,7 @@ _AnyClaim = Union[Claim, ClaimRef]
 _Change = Callable[[dict[str, Any]], Union[Mapping[str, Any], Awaitable[Mapping[str, Any]]]]
 
 #: How often ``memory_update`` reads and writes again after other writers came first (the
-#: synchronous store's bound too).
+#: synchronous store's bound too: the core's `MAX_MEMORY_UPDATE_ROUNDS`).
 _MAX_UPDATE_ROUNDS = 10_000
 
 
