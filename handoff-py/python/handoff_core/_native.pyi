@@ -943,8 +943,8 @@ class Store:
             context: Context every step shares (the seed's `user_request`, `constraints`, ...).
             metadata: Free-form JSON object kept with the task (`lessons`, a list, goes to its
                 history).
-            orchestrator: The agent that drives the task, if any: it is the sender of the steps'
-                handoffs.
+            orchestrator: The agent that drives the task, if any: the task's log and its steps'
+                `created` events name it as who offered them.
             escalate_to: Who gets a step that failed on every attempt (default `human`).
         """
     def start_task(self, id: str) -> Task:
