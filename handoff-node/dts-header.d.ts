@@ -261,7 +261,10 @@ export interface CreateTaskOptions {
   context?: JsonObject
   /** Free-form JSON object kept with the task (`lessons`, a list, goes to its history). */
   metadata?: JsonObject
-  /** The agent that drives the task, if any: it is the sender of the steps' handoffs. */
+  /**
+   * The agent that drives the task, if any: the task's log and its steps' `created` events
+   * name it as who offered them.
+   */
   orchestrator?: string
   /** Who gets a step that failed on every attempt (default `human`). */
   escalateTo?: string
