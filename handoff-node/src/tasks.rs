@@ -4,8 +4,7 @@
 use handoff_core::Metadata;
 use handoff_core::store::Task;
 use handoff_core::task::{
-    HistoryEntry, HistoryMetrics, StepState, StepStatus, TaskChange, TaskEvent, TaskHeader,
-    TaskStatistics,
+    HistoryEntry, HistoryMetrics, StepState, TaskChange, TaskEvent, TaskHeader, TaskStatistics,
 };
 use napi_derive::napi;
 use serde::Serialize;
@@ -310,10 +309,9 @@ impl Mirror for Task {
     type Out = JsTask;
     fn mirror(self) -> JsTask {
         let current_steps = self
-            .steps
-            .iter()
-            .filter(|s| matches!(s.status, StepStatus::Ready | StepStatus::InProgress))
-            .map(|s| s.spec.id.clone())
+            .current_steps()
+            .into_iter()
+            .map(str::to_owned)
             .collect();
         let summary = self.header.mirror();
         JsTask {

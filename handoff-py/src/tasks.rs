@@ -196,18 +196,8 @@ task_methods!(Task, |this| this.inner.header, {
 
     /// The ids of the steps offered or in progress.
     #[getter]
-    fn current_steps(&self) -> Vec<String> {
-        self.inner
-            .steps
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s.status,
-                    task::StepStatus::Ready | task::StepStatus::InProgress
-                )
-            })
-            .map(|s| s.spec.id.clone())
-            .collect()
+    fn current_steps(&self) -> Vec<&str> {
+        self.inner.current_steps()
     }
 
     /// The task in the seed's `task-state.json` form.

@@ -59,6 +59,20 @@ pub struct Task {
 }
 
 impl Task {
+    /// The ids of the steps offered or in progress, in plan order.
+    pub fn current_steps(&self) -> Vec<&str> {
+        self.steps
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.status,
+                    task::StepStatus::Ready | task::StepStatus::InProgress
+                )
+            })
+            .map(|s| s.spec.id.as_str())
+            .collect()
+    }
+
     /// The task in the seed's `task-state.json` form (`plan.goal`, `plan.steps[].dependencies`,
     /// ...).
     pub fn to_value(&self) -> Value {
@@ -77,17 +91,7 @@ impl Task {
                 })
             })
             .collect();
-        let current: Vec<&str> = self
-            .steps
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s.status,
-                    task::StepStatus::Ready | task::StepStatus::InProgress
-                )
-            })
-            .map(|s| s.spec.id.as_str())
-            .collect();
+        let current = self.current_steps();
         json!({
             "id": h.id, "name": h.name, "status": h.status, "version": h.version,
             "started_at": h.started_at, "updated_at": h.updated_at,
