@@ -106,7 +106,7 @@ impl SqliteBackend {
         };
         let header = backend
             .retrying(|conn| {
-                let header = schema::Header::read(conn)?;
+                let header = schema::Header::read_settled(conn)?;
                 header.check()?;
                 Ok(header)
             })

@@ -86,8 +86,18 @@ pub(super) struct Header {
 }
 
 impl Header {
+    /// Reads the file's header in one read transaction, so that a store another process is
+    /// creating meanwhile is seen whole or not at all (read field by field, a file caught
+    /// between its tables and its `application_id` looked like another application's).
+    pub(super) fn read_settled(conn: &Connection) -> rusqlite::Result<Header> {
+        let tx = conn.unchecked_transaction()?;
+        let header = Header::read(&tx)?;
+        tx.commit()?;
+        Ok(header)
+    }
+
     /// Reads the file's header: a read, which never waits for a writer in WAL mode.
-    pub(super) fn read(conn: &Connection) -> rusqlite::Result<Header> {
+    fn read(conn: &Connection) -> rusqlite::Result<Header> {
         Ok(Header {
             version: conn.pragma_query_value(None, "user_version", |row| row.get(0))?,
             application: conn.pragma_query_value(None, "application_id", |row| row.get(0))?,
