@@ -11,6 +11,7 @@ mod markdown;
 pub mod messages;
 pub mod ops;
 pub mod plan;
+pub mod protocol;
 pub mod record;
 pub mod redact;
 pub mod schema;

@@ -132,6 +132,11 @@ impl Collector {
         }
     }
 
+    /// The problems found, for a caller that reports them with others.
+    pub(crate) fn into_problems(self) -> Vec<Problem> {
+        self.problems
+    }
+
     pub(crate) fn finish(self) -> Result<()> {
         if self.problems.is_empty() {
             Ok(())
