@@ -100,14 +100,7 @@ impl Row for TaskHeader {
     }
 
     fn item(&self, out: &Output) -> Value {
-        let mut summary = to_json(self);
-        if let Value::Object(fields) = &mut summary {
-            // The store's own bookkeeping, not the caller's business.
-            for internal in ["roots", "waiting", "events"] {
-                fields.remove(internal);
-            }
-        }
-        out.json(summary)
+        out.json(self.summary_value())
     }
 
     fn cursor(&self) -> Option<Value> {

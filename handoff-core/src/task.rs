@@ -385,6 +385,18 @@ pub struct HistoryMetrics {
 }
 
 impl TaskHeader {
+    /// The header as a caller sees a task without its steps: every field but the store's own
+    /// bookkeeping (`roots`, `waiting`, `events`).
+    pub fn summary_value(&self) -> Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Value::Object(fields) = &mut value {
+            for internal in ["roots", "waiting", "events"] {
+                fields.remove(internal);
+            }
+        }
+        value
+    }
+
     /// The task's history entry, once it is finished.
     pub fn history(&self) -> Option<HistoryEntry> {
         let completed_at = self.completed_at.filter(|_| self.status.is_finished())?;

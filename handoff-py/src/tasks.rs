@@ -30,17 +30,6 @@ fn values_to_py<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, P
     Ok(list)
 }
 
-/// A task summary's fields as JSON: the header without the store's own bookkeeping.
-fn summary_json(header: &TaskHeader) -> Value {
-    let mut value = serde_json::to_value(header).unwrap_or_default();
-    if let Value::Object(fields) = &mut value {
-        for internal in ["roots", "waiting", "events"] {
-            fields.remove(internal);
-        }
-    }
-    value
-}
-
 /// The methods of `Task` and `TaskSummary`: the getters of the `TaskHeader` reached by
 /// `$header`, and `$own` (pyo3 takes one `#[pymethods]` block per class).
 macro_rules! task_methods {
@@ -190,8 +179,8 @@ task_methods!(Task, |this| this.inner.header, {
     /// `dependencies`, `status`, `attempts`, `max_attempts`, `handoff_id`, `output`, `error`,
     /// ...).
     #[getter]
-    fn steps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json_to_py(py, &self.inner.to_value()["plan"]["steps"])
+    fn steps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        values_to_py(py, &self.inner.steps_values())
     }
 
     /// The ids of the steps offered or in progress.
@@ -221,7 +210,7 @@ impl TaskSummary {
 task_methods!(TaskSummary, |this| this.inner, {
     /// Every field as a `dict`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        json_to_py(py, &summary_json(&self.inner))
+        json_to_py(py, &self.inner.summary_value())
     }
 });
 

@@ -73,12 +73,10 @@ impl Task {
             .collect()
     }
 
-    /// The task in the seed's `task-state.json` form (`plan.goal`, `plan.steps[].dependencies`,
-    /// ...).
-    pub fn to_value(&self) -> Value {
-        let h = &self.header;
-        let steps: Vec<Value> = self
-            .steps
+    /// The steps in plan order, each in the seed's form (`id`, `name`, `agent`,
+    /// `dependencies`, `status`, `attempts`, `max_attempts`, ...): the task's `plan.steps`.
+    pub fn steps_values(&self) -> Vec<Value> {
+        self.steps
             .iter()
             .map(|s| {
                 json!({
@@ -90,7 +88,14 @@ impl Task {
                     "output": s.output, "error": s.error, "tokens_used": s.tokens_used,
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    /// The task in the seed's `task-state.json` form (`plan.goal`, `plan.steps[].dependencies`,
+    /// ...).
+    pub fn to_value(&self) -> Value {
+        let h = &self.header;
+        let steps = self.steps_values();
         let current = self.current_steps();
         json!({
             "id": h.id, "name": h.name, "status": h.status, "version": h.version,
