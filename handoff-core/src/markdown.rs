@@ -2,14 +2,16 @@
 
 use std::fmt::Write;
 
+use crate::protocol::{ProtocolBody, wire_name};
 use crate::record::Handoff;
 
 impl Handoff {
     /// The record as Markdown, with secrets redacted ([`Handoff::redacted`]): Meta, Current
     /// Goal, Progress, Completed, Pending, Key Decisions, Assumptions, Warnings, Unresolved
-    /// Errors, Blockers, Files, Instructions, and the priorities and success criteria when
-    /// there are any. The Markdown goes to an LLM or a terminal, so it is redacted by default;
-    /// [`Handoff::to_markdown_unredacted`] is the owner's opt-out.
+    /// Errors, Blockers, Files, Instructions, the priorities and success criteria when there
+    /// are any, and a protocol message's body as sections (report, decision, error, recovery,
+    /// escalation, history, how to resume). The Markdown goes to an LLM or a terminal, so it
+    /// is redacted by default; [`Handoff::to_markdown_unredacted`] is the owner's opt-out.
     ///
     /// ```
     /// use handoff_core::NewHandoff;
@@ -89,8 +91,134 @@ impl Handoff {
         {
             writeln!(md, "\n## Instructions\n\n{instructions}")?;
         }
+        if let Some(body) = &self.protocol {
+            write_protocol(md, body)?;
+        }
         Ok(())
     }
+}
+
+/// A protocol message's body as sections a model or a person reads in order: what was
+/// reported or decided, then what to do.
+fn write_protocol(md: &mut String, p: &ProtocolBody) -> std::fmt::Result {
+    writeln!(
+        md,
+        "\n## Protocol: {} · iteration {}\n",
+        wire_name(&p.handoff_type),
+        p.iteration
+    )?;
+    writeln!(md, "- Sent: {}", p.timestamp.to_rfc3339())?;
+    if let (Some(retries), Some(max)) = (p.retry_count, p.max_retries) {
+        writeln!(md, "- Recoveries: {retries} of {max}")?;
+    }
+    if let Some(context) = &p.context {
+        if let Some(root) = &context.project_root {
+            writeln!(md, "- Project root: `{root}`")?;
+        }
+        bullets(md, "Relevant Files", &context.relevant_files)?;
+        bullets(md, "Patterns", &context.patterns)?;
+        bullets(md, "Constraints", &context.constraints)?;
+    }
+    bullets(md, "Quality Gates", &p.quality_gates)?;
+    if let Some(r) = &p.worker_report {
+        writeln!(md, "\n## Worker Report: {}\n", wire_name(&r.status))?;
+        writeln!(
+            md,
+            "- Tests: {} added, {} passing{}",
+            r.tests.added,
+            r.tests.passing,
+            r.tests
+                .coverage
+                .as_deref()
+                .map(|c| format!(", coverage {}", one_line(c)))
+                .unwrap_or_default()
+        )?;
+        checklist(md, "Accomplished", &r.accomplished, "[x] ")?;
+        if !r.files_modified.is_empty() {
+            writeln!(md, "\n## Files Modified\n")?;
+            for file in &r.files_modified {
+                writeln!(md, "- `{}`: {}", file.path, one_line(&file.description))?;
+            }
+        }
+        bullets(md, "Issues", &r.issues)?;
+        bullets(md, "Validation", &r.validation)?;
+    }
+    if let Some(decision) = &p.manager_decision {
+        writeln!(md, "\n## Manager Decision: {}", wire_name(decision))?;
+    }
+    if let Some(text) = &p.continuation_instructions {
+        writeln!(md, "\n## Continuation Instructions\n\n{}", text.trim())?;
+    }
+    if let Some(updates) = &p.context_updates {
+        bullets(md, "New Patterns", &updates.new_patterns)?;
+        bullets(md, "Architecture Changes", &updates.architecture_changes)?;
+        bullets(md, "Dependencies Added", &updates.dependencies_added)?;
+    }
+    if let Some(e) = &p.error_report {
+        writeln!(
+            md,
+            "\n## Error Report: {} · {}\n\n{}",
+            wire_name(&e.error_type),
+            wire_name(&e.severity),
+            e.description.trim()
+        )?;
+        if !e.context.trim().is_empty() {
+            writeln!(md, "\nContext: {}", one_line(&e.context))?;
+        }
+        bullets(md, "Attempted Solutions", &e.attempted_solutions)?;
+        bullets(md, "Error Messages", &e.error_messages)?;
+        bullets(md, "Affected Files", &e.affected_files)?;
+    }
+    if let Some(r) = &p.recovery_instructions {
+        writeln!(md, "\n## Recovery: {}\n", one_line(&r.strategy))?;
+        for (i, step) in r.steps.iter().enumerate() {
+            writeln!(md, "{}. {}", i + 1, one_line(step))?;
+        }
+        bullets(md, "Alternatives", &r.alternatives)?;
+        bullets(md, "Success Indicators", &r.success_indicators)?;
+        if let Some(trigger) = &r.escalation_trigger {
+            writeln!(md, "\nEscalate when: {}", one_line(trigger))?;
+        }
+    }
+    if let Some(d) = &p.escalation_details {
+        writeln!(
+            md,
+            "\n## Escalation: {} · severity {} · urgency {} · blocked by {}\n",
+            wire_name(&d.category),
+            wire_name(&d.severity),
+            wire_name(&d.urgency),
+            wire_name(&d.blocker_type)
+        )?;
+        writeln!(md, "- Description: {}", one_line(&d.description))?;
+        writeln!(md, "- Impact: {}", one_line(&d.impact))?;
+        writeln!(md, "- Recommendation: {}", one_line(&d.recommendation))?;
+    }
+    if !p.complete_history.is_empty() {
+        writeln!(md, "\n## Complete History\n")?;
+        for item in &p.complete_history {
+            writeln!(
+                md,
+                "- Iteration {} ({}): {}",
+                item.iteration,
+                item.outcome,
+                one_line(&item.manager_instructions)
+            )?;
+        }
+    }
+    if let Some(state) = &p.current_state {
+        writeln!(
+            md,
+            "\n## Current State\n\n{}",
+            one_line(&state.project_status)
+        )?;
+        for file in &state.files_modified {
+            writeln!(md, "- modified: `{file}`")?;
+        }
+    }
+    if let Some(text) = &p.resume_instructions {
+        writeln!(md, "\n## Resume Instructions\n\n{}", text.trim())?;
+    }
+    Ok(())
 }
 
 fn checklist(md: &mut String, title: &str, items: &[String], mark: &str) -> std::fmt::Result {

@@ -147,8 +147,9 @@ pub enum BlockerType {
     Dependency,
 }
 
-/// The initialization's context (the seed's keys; others are kept as given).
+/// The initialization's context (the seed's keys).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct InitContext {
     /// Where the project lives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -292,6 +293,7 @@ pub struct EscalationDetails {
 
 /// One iteration as an escalation recounts it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct HistoryItem {
     /// The iteration.
     pub iteration: u32,
@@ -307,6 +309,7 @@ pub struct HistoryItem {
 
 /// Where the work stands when a run is escalated.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CurrentState {
     /// Every file the worker reported changing, in the order first reported.
     pub files_modified: Vec<String>,
@@ -317,6 +320,7 @@ pub struct CurrentState {
 /// A protocol message's body, with the seed's field names (`handoff_type`, `worker_report`,
 /// `manager_decision`, ...): which fields a message carries depends on its type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ProtocolBody {
     /// Which message this is.
     pub handoff_type: HandoffType,
@@ -453,6 +457,23 @@ pub struct Run {
     pub worker: String,
     /// Who gets an escalation.
     pub escalate_to: String,
+    /// What the run is for: the initialization's instructions (every message's `goal`).
+    pub goal: String,
+    /// How success is judged, as the initialization gave it.
+    pub success_criteria: Vec<String>,
+    /// The handoff whose holder makes the next call; `None` before the first message is
+    /// stored and once the run is completed (the store keeps it).
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// When the run was initialized.
+    pub started_at: DateTime<Utc>,
+    /// When the last call changed it.
+    pub updated_at: DateTime<Utc>,
+    /// When the iteration under way (or its last recovery) started.
+    pub iteration_started_at: DateTime<Utc>,
+    /// How long each closed entry of `history` took, in seconds, in order.
+    #[serde(default)]
+    pub iteration_seconds: Vec<f64>,
     /// The iteration under way, from 1.
     pub iteration: u32,
     /// Iterations allowed before a CONTINUE or REFINE escalates instead.
@@ -612,6 +633,92 @@ pub fn check_escalation(details: &EscalationDetails) -> Vec<Problem> {
     c.into_problems()
 }
 
+/// Every problem of a stored message's body (a record's `protocol`, named `protocol.…`): it
+/// matches the record's `kind` and `task_id`, carries what its type needs, passes the checks
+/// of its direction, and keeps to `limits` (each text, each list, the nesting).
+pub(crate) fn check_body(
+    body: &ProtocolBody,
+    kind: Kind,
+    task_id: &str,
+    limits: &validate::Limits,
+) -> Vec<Problem> {
+    let mut c = Collector::default();
+    if body.handoff_type.kind() != kind {
+        c.push(
+            "protocol.handoff_type",
+            format!("must match the record's kind ({kind})"),
+        );
+    }
+    if body.task_id != task_id {
+        c.push("protocol.task_id", "must be the record's task_id");
+    }
+    if body.iteration == 0 {
+        c.push("protocol.iteration", "must be at least 1");
+    }
+    let needs = match body.handoff_type {
+        HandoffType::Initialization => {
+            text_given(
+                &mut c,
+                "protocol.instructions",
+                body.instructions.as_deref().unwrap_or_default(),
+            );
+            if body.success_criteria.is_empty() {
+                c.push(
+                    "protocol.success_criteria",
+                    "must define at least one criterion",
+                );
+            }
+            None
+        }
+        HandoffType::Progress => (body.worker_report.is_none()
+            && body.continuation_instructions.is_none()
+            && body.resume_instructions.is_none())
+        .then_some((
+            "protocol.worker_report",
+            "a progress message carries a worker_report, continuation_instructions or \
+             resume_instructions",
+        )),
+        HandoffType::ErrorRecovery => {
+            (body.error_report.is_none() && body.recovery_instructions.is_none()).then_some((
+                "protocol.error_report",
+                "an error_recovery message carries an error_report or recovery_instructions",
+            ))
+        }
+        HandoffType::Escalation => body.escalation_details.is_none().then_some((
+            "protocol.escalation_details",
+            "an escalation must say why a human is needed",
+        )),
+    };
+    if let Some((field, rule)) = needs {
+        c.push(field, rule);
+    }
+    let mut problems = c.into_problems();
+    let mut part = |name: &str, found: Vec<Problem>| {
+        problems.extend(
+            found
+                .into_iter()
+                .map(|p| Problem::new(format!("protocol.{name}.{}", p.field), p.rule)),
+        );
+    };
+    if let Some(report) = &body.worker_report {
+        part("worker_report", check_report(report));
+    }
+    if let Some(report) = &body.error_report {
+        part("error_report", check_error_report(report));
+    }
+    if let Some(recovery) = &body.recovery_instructions {
+        part("recovery_instructions", check_recovery(recovery));
+    }
+    if let Some(details) = &body.escalation_details {
+        part("escalation_details", check_escalation(details));
+    }
+    match serde_json::to_value(body) {
+        Ok(value) => problems.extend(validate::sizes("protocol", &value, limits)),
+        Err(err) => problems.push(Problem::new("protocol", err.to_string())),
+    }
+    problems
+}
+
 impl Run {
     fn expect(
         &self,
@@ -658,6 +765,13 @@ impl Run {
             manager: new.manager,
             worker: new.worker,
             escalate_to: new.escalate_to.unwrap_or_else(|| "human".to_owned()),
+            goal: new.instructions.clone(),
+            success_criteria: new.success_criteria.clone(),
+            message_id: None,
+            started_at: now,
+            updated_at: now,
+            iteration_started_at: now,
+            iteration_seconds: Vec::new(),
             iteration: 1,
             max_iterations: new.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             retry_count: 0,
@@ -668,7 +782,7 @@ impl Run {
             files_modified: Vec::new(),
             project_status: "initialized".to_owned(),
         };
-        run.open_iteration(&new.instructions);
+        run.open_iteration(&new.instructions, now);
         let mut body = ProtocolBody::new(HandoffType::Initialization, &run, now);
         body.instructions = Some(new.instructions);
         body.context = new.context;
@@ -683,7 +797,8 @@ impl Run {
         ))
     }
 
-    fn open_iteration(&mut self, instructions: &str) {
+    fn open_iteration(&mut self, instructions: &str, now: DateTime<Utc>) {
+        self.iteration_started_at = now;
         self.history.push(HistoryItem {
             iteration: self.iteration,
             manager_instructions: instructions.to_owned(),
@@ -692,9 +807,15 @@ impl Run {
         });
     }
 
-    fn close_iteration(&mut self, outcome: &str) {
-        if let Some(last) = self.history.last_mut() {
+    fn close_iteration(&mut self, outcome: &str, now: DateTime<Utc>) {
+        if let Some(last) = self.history.last_mut()
+            && last.outcome == "open"
+        {
             last.outcome = outcome.to_owned();
+            let took = (now - self.iteration_started_at).num_milliseconds().max(0);
+            // Milliseconds as seconds: exact enough for any iteration a person waits for.
+            let seconds = took as f64 / 1000.0;
+            self.iteration_seconds.push(seconds);
         }
     }
 
@@ -751,7 +872,7 @@ impl Run {
         )?;
         match decision {
             Decision::Complete => {
-                self.close_iteration("complete");
+                self.close_iteration("complete", now);
                 self.phase = Phase::Completed;
                 Ok(None)
             }
@@ -772,14 +893,14 @@ impl Run {
                     invalid(check_escalation(details))?;
                 }
                 if self.iteration >= self.max_iterations {
-                    self.close_iteration(outcome);
+                    self.close_iteration(outcome, now);
                     let details = details.unwrap_or_else(|| self.limit_details("max_iterations"));
                     return self.escalate_now(details, now).map(Some);
                 }
-                self.close_iteration(outcome);
+                self.close_iteration(outcome, now);
                 self.iteration += 1;
                 let instructions = instructions.unwrap_or_default();
-                self.open_iteration(&instructions);
+                self.open_iteration(&instructions, now);
                 self.phase = Phase::Working;
                 let mut body = ProtocolBody::new(HandoffType::Progress, self, now);
                 body.manager_decision = Some(decision);
@@ -814,7 +935,7 @@ impl Run {
         if let Some(last) = self.history.last_mut() {
             last.worker_report = serde_json::to_value(&report).ok();
         }
-        self.close_iteration("error");
+        self.close_iteration("error", now);
         self.phase = Phase::Recovering;
         let mut body = ProtocolBody::new(HandoffType::ErrorRecovery, self, now);
         body.error_report = Some(report);
@@ -844,7 +965,7 @@ impl Run {
             return self.escalate_now(details, now);
         }
         self.retry_count += 1;
-        self.open_iteration(&recovery.strategy);
+        self.open_iteration(&recovery.strategy, now);
         self.phase = Phase::Working;
         let mut body = ProtocolBody::new(HandoffType::ErrorRecovery, self, now);
         body.recovery_instructions = Some(recovery);
@@ -865,7 +986,7 @@ impl Run {
             "the manager must hold a report, an error report or a resolution",
         )?;
         invalid(check_escalation(&details))?;
-        self.close_iteration("escalate");
+        self.close_iteration("escalate", now);
         self.escalate_now(details, now)
     }
 
@@ -927,6 +1048,109 @@ impl Run {
             to: Recipient::Manager,
             body,
         })
+    }
+}
+
+/// One run as [`ProtocolStats`] counts it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunSummary {
+    /// The run's task.
+    pub task_id: String,
+    /// Who holds its latest message.
+    pub phase: Phase,
+    /// Iterations so far.
+    pub iterations: u32,
+    /// Recoveries so far.
+    pub retries: u32,
+    /// Escalations so far.
+    pub escalations: u32,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// How the store's protocol runs went: per run and over all of them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProtocolStats {
+    /// Runs started.
+    pub runs: u64,
+    /// Runs the manager completed.
+    pub completed: u64,
+    /// Completed runs that needed one iteration, no recovery and no human.
+    pub first_try_completions: u64,
+    /// `first_try_completions / completed` (0 when none completed).
+    pub first_try_completion_rate: f64,
+    /// Runs escalated to a human at least once.
+    pub escalated: u64,
+    /// `escalated / runs` (0 when there are none).
+    pub escalation_rate: f64,
+    /// Recoveries over every run.
+    pub retries: u64,
+    /// Iterations per run, on average.
+    pub mean_iterations: f64,
+    /// The median time an iteration (or a recovery) took, from its instructions to the
+    /// manager's answer, in seconds; `None` before any closed.
+    pub median_iteration_seconds: Option<f64>,
+    /// Every run, oldest first.
+    pub per_run: Vec<RunSummary>,
+}
+
+impl ProtocolStats {
+    /// Counts `runs`.
+    pub fn of<'a>(runs: impl IntoIterator<Item = &'a Run>) -> ProtocolStats {
+        let mut stats = ProtocolStats::default();
+        let mut seconds = Vec::new();
+        let mut iterations = 0u64;
+        for run in runs {
+            stats.runs += 1;
+            let completed = run.phase == Phase::Completed;
+            stats.completed += u64::from(completed);
+            stats.first_try_completions += u64::from(
+                completed && run.iteration == 1 && run.retry_count == 0 && run.escalations == 0,
+            );
+            stats.escalated += u64::from(run.escalations > 0);
+            stats.retries += u64::from(run.retry_count);
+            iterations += u64::from(run.iteration);
+            seconds.extend_from_slice(&run.iteration_seconds);
+            stats.per_run.push(RunSummary {
+                task_id: run.task_id.clone(),
+                phase: run.phase,
+                iterations: run.iteration,
+                retries: run.retry_count,
+                escalations: run.escalations,
+                started_at: run.started_at,
+                updated_at: run.updated_at,
+            });
+        }
+        stats.per_run.sort_by_key(|r| r.started_at);
+        stats.first_try_completion_rate = ratio(stats.first_try_completions, stats.completed);
+        stats.escalation_rate = ratio(stats.escalated, stats.runs);
+        stats.mean_iterations = ratio(iterations, stats.runs);
+        seconds.sort_by(f64::total_cmp);
+        stats.median_iteration_seconds = match seconds.len() {
+            0 => None,
+            n if n % 2 == 1 => Some(seconds[n / 2]),
+            n => Some((seconds[n / 2 - 1] + seconds[n / 2]) / 2.0),
+        };
+        stats
+    }
+}
+
+/// `part / whole`, 0 for an empty whole.
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// An enum's wire name, as the JSON form spells it (`PARTIAL`, `error_recovery`).
+pub(crate) fn wire_name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        _ => String::new(),
     }
 }
 
@@ -1233,5 +1457,73 @@ mod tests {
                          "blocker_type": "skill", "description": "d", "impact": "i",
                          "recommendation": "r"});
         assert!(serde_json::from_value::<EscalationDetails>(bad).is_err());
+    }
+
+    /// A record carrying `message`'s body, as the store would make it.
+    fn carrying(message: &Message) -> crate::Handoff {
+        let mut new = crate::NewHandoff::new("task_12345", "Add token refresh")
+            .kind(message.body.handoff_type.kind());
+        new.protocol = Some(message.body.clone());
+        new.into_record("h1".into(), at(0))
+    }
+
+    #[test]
+    fn a_record_checks_its_body_against_its_kind_task_and_limits() {
+        let (mut run, init) = start();
+        let limits = crate::Limits::default();
+        assert!(carrying(&init).validate(&limits).is_ok());
+        let mut progress = run.report(partial(), at(1)).unwrap();
+        progress.body.task_id = "other".into();
+        progress.body.worker_report.as_mut().unwrap().accomplished[0] =
+            "x".repeat(limits.max_field_bytes + 1);
+        let mut record = carrying(&progress);
+        record.kind = Kind::Escalation;
+        let err = record.validate(&limits).unwrap_err();
+        let fields: Vec<_> = err.problems().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "protocol.handoff_type",
+                "protocol.task_id",
+                "protocol.worker_report.accomplished[0]"
+            ]
+        );
+        // What each type must carry, and its direction's checks.
+        let mut empty = init.clone();
+        empty.body.handoff_type = HandoffType::Escalation;
+        let err = carrying(&empty).validate(&limits).unwrap_err();
+        assert_eq!(err.problems()[0].field, "protocol.escalation_details");
+        let mut vague = run
+            .decide(Decision::Refine, Some("backoff".into()), None, None, at(2))
+            .unwrap()
+            .unwrap();
+        vague.body.worker_report = Some(WorkerReport {
+            issues: Vec::new(),
+            ..partial()
+        });
+        let err = carrying(&vague).validate(&limits).unwrap_err();
+        assert_eq!(err.problems()[0].field, "protocol.worker_report.issues");
+    }
+
+    #[test]
+    fn a_body_is_redacted_and_rendered_as_sections() {
+        let (mut run, _) = start();
+        let mut report = partial();
+        report.issues = vec!["the key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 leaked".into()];
+        let progress = run.report(report, at(1)).unwrap();
+        let record = carrying(&progress);
+        let md = record.to_markdown();
+        assert!(md.contains("## Protocol: progress · iteration 1"), "{md}");
+        assert!(md.contains("## Worker Report: PARTIAL"), "{md}");
+        assert!(md.contains("- `src/auth.js`: refresh on 401"), "{md}");
+        assert!(md.contains("5 added, 5 passing, coverage 85%"), "{md}");
+        assert!(!md.contains("sk-proj-abcdef"), "{md}");
+        let redacted = record.redacted();
+        let issues = &redacted.protocol.unwrap().worker_report.unwrap().issues;
+        assert!(!issues[0].contains("sk-proj-abcdef"), "{issues:?}");
+        assert!(
+            record.to_json().contains("sk-proj-abcdef"),
+            "stored as written"
+        );
     }
 }

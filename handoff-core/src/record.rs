@@ -102,6 +102,10 @@ pub struct Handoff {
     /// Free-form JSON, preserved unchanged.
     #[serde(default)]
     pub metadata: Metadata,
+    /// A manager/worker protocol message's body (DESIGN §8), with the seed's field names; only
+    /// the protocol's calls (`initialize`, `report`, `decide`, ...) write it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<crate::protocol::ProtocolBody>,
     /// When the handoff was created.
     pub created_at: DateTime<Utc>,
     /// When an unclaimed handoff expires; `None` is never.
@@ -310,6 +314,10 @@ pub struct NewHandoff {
     pub context_usage_percent: Option<u8>,
     #[serde(default)]
     pub metadata: Metadata,
+    /// A protocol message's body: the protocol's calls write it; a record made by hand with
+    /// one (or imported) is checked like theirs but answers no run.
+    #[serde(default)]
+    pub protocol: Option<crate::protocol::ProtocolBody>,
     #[serde(default)]
     pub expires_at: Option<DateTime<Utc>>,
     /// Defaults to [`DEFAULT_MAX_ATTEMPTS`].
@@ -469,6 +477,7 @@ impl NewHandoff {
             success_criteria: self.success_criteria,
             context_usage_percent: self.context_usage_percent,
             metadata: self.metadata,
+            protocol: self.protocol,
             created_at: now,
             expires_at: self.expires_at,
             max_attempts: self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
@@ -513,6 +522,7 @@ impl From<Handoff> for NewHandoff {
             success_criteria: h.success_criteria,
             context_usage_percent: h.context_usage_percent,
             metadata: h.metadata,
+            protocol: h.protocol,
             expires_at: h.expires_at,
             max_attempts: Some(h.max_attempts),
         }

@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::protocol::ProtocolBody;
 use crate::record::{Handoff, Reason};
 
 /// One secret found and replaced.
@@ -248,11 +249,22 @@ impl Redactor {
     }
 }
 
+impl Redactor {
+    /// A protocol body with every text redacted (enum values and times hold no secret and
+    /// come back as they were). A body that would not read back is left out rather than
+    /// let through unredacted.
+    fn clean_protocol(&self, body: &ProtocolBody) -> Option<ProtocolBody> {
+        let mut value = serde_json::to_value(body).ok()?;
+        self.clean_json(&mut value);
+        serde_json::from_value(value).ok()
+    }
+}
+
 impl Handoff {
     /// A copy with secrets redacted by the built-in rules in every field a person or a model
     /// reads: the goal and progress, every list item, the instructions, the outcome, the
-    /// message of an `error:` reason, agent names and every string inside `metadata`. Ids are
-    /// kept, so the copy still names the record.
+    /// message of an `error:` reason, agent names and every string inside `metadata` and the
+    /// `protocol` body. Ids are kept, so the copy still names the record.
     ///
     /// This is what leaves the library for an LLM or a terminal (DESIGN §2); stored records,
     /// [`Handoff::to_json`] and exports keep what the caller wrote.
@@ -298,6 +310,9 @@ impl Handoff {
         }
         for value in h.metadata.values_mut() {
             redactor.clean_json(value);
+        }
+        if let Some(body) = h.protocol.take() {
+            h.protocol = redactor.clean_protocol(&body);
         }
         h
     }

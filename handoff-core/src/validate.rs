@@ -254,6 +254,11 @@ pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
     if h.max_attempts == 0 {
         c.push("max_attempts", "must be at least 1");
     }
+    if let Some(body) = &h.protocol {
+        for problem in crate::protocol::check_body(body, h.kind, &h.task_id, limits) {
+            c.push(problem.field, problem.rule);
+        }
+    }
     // Serialising to measure is a tenth of a create: only do it when a cheap upper bound
     // cannot already show the record is small enough. Metadata nested too deep is never
     // serialised (that recursion could exhaust the stack): it is refused already.
@@ -287,8 +292,10 @@ fn json_size_bound(h: &Handoff) -> usize {
     } else {
         json_size(&h.metadata)
     };
+    let protocol = h.protocol.as_ref().map_or(0, json_size);
     FIXED
         + metadata
+        + protocol
         + [&h.id, &h.task_id, &h.goal, &h.progress_summary]
             .map(|s| text(s))
             .iter()
@@ -345,6 +352,69 @@ pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
 
 /// The depth at which `metadata` first exceeds `max`, walking iteratively so that a hostile
 /// value cannot exhaust the stack.
+/// Every text and list inside `value` that breaks `limits`, named by its path under `prefix`
+/// (`protocol.worker_report.accomplished[2]`; with an empty prefix, `accomplished[2]`), and
+/// the nesting when it is too deep. For typed bodies whose every text a person writes: each
+/// string is a field.
+pub(crate) fn sizes(prefix: &str, value: &Value, limits: &Limits) -> Vec<Problem> {
+    let mut c = Collector::default();
+    let mut stack: Vec<(String, &Value, usize)> = vec![(prefix.to_owned(), value, 0)];
+    let mut too_deep = false;
+    while let Some((path, value, depth)) = stack.pop() {
+        if depth > limits.max_depth {
+            too_deep = true;
+            continue;
+        }
+        match value {
+            Value::String(text) => text_named(&mut c, limits, || path.clone(), text),
+            Value::Array(items) => {
+                if items.len() > limits.max_list_items {
+                    c.push(
+                        path.clone(),
+                        format!(
+                            "must have at most {} items, has {}",
+                            limits.max_list_items,
+                            items.len()
+                        ),
+                    );
+                }
+                stack.extend(
+                    items
+                        .iter()
+                        .enumerate()
+                        .rev()
+                        .map(|(i, item)| (format!("{path}[{i}]"), item, depth + 1)),
+                );
+            }
+            Value::Object(map) => stack.extend(
+                map.iter()
+                    .rev()
+                    .map(|(key, item)| (joined(&path, key), item, depth + 1)),
+            ),
+            _ => {}
+        }
+    }
+    if too_deep {
+        c.push(
+            if prefix.is_empty() {
+                "(arguments)"
+            } else {
+                prefix
+            },
+            format!("must nest at most {} levels", limits.max_depth),
+        );
+    }
+    c.into_problems()
+}
+
+fn joined(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
 fn deeper_than(metadata: &serde_json::Map<String, Value>, max: usize) -> Option<usize> {
     let mut stack: Vec<(&Value, usize)> = metadata.values().map(|v| (v, 1)).collect();
     while let Some((value, depth)) = stack.pop() {

@@ -244,6 +244,7 @@ impl Content {
             success_criteria: self.success_criteria,
             context_usage_percent: self.context_pct,
             metadata: self.metadata.unwrap_or_default(),
+            protocol: None,
             expires_at: self.expires_at,
             max_attempts: self.max_attempts,
         };

@@ -39,10 +39,12 @@ use crate::validate::Limits;
 
 mod handoffs;
 mod parse;
+mod protocol;
 mod tasks;
 mod tools;
 
 pub use handoffs::*;
+pub use protocol::*;
 pub use tasks::*;
 pub use tools::{
     AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
@@ -120,10 +122,11 @@ impl OperationInfo {
         }
     }
 
-    /// The MCP tool's name: `<group>_<verb>`, or `handoff_<name>` for a handoff operation.
+    /// The MCP tool's name: `<group>_<verb>` (a kebab-case verb in snake case), or
+    /// `handoff_<name>` for a handoff operation.
     pub fn tool(&self) -> String {
         match self.command {
-            Some((group, verb)) => format!("{group}_{verb}"),
+            Some((group, verb)) => format!("{group}_{}", verb.replace('-', "_")),
             None => format!("handoff_{}", self.name),
         }
     }
@@ -180,6 +183,16 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<MemoryList>(),
         OperationInfo::of::<MemoryDelete>(),
         OperationInfo::of::<Session>(),
+        OperationInfo::of::<Initialize>(),
+        OperationInfo::of::<Report>(),
+        OperationInfo::of::<Decide>(),
+        OperationInfo::of::<ReportError>(),
+        OperationInfo::of::<Recover>(),
+        OperationInfo::of::<Escalate>(),
+        OperationInfo::of::<Resolve>(),
+        OperationInfo::of::<ProtocolRun>(),
+        OperationInfo::of::<ProtocolHistory>(),
+        OperationInfo::of::<ProtocolStats>(),
     ]
 }
 

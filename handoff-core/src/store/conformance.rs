@@ -38,7 +38,7 @@ macro_rules! conformance_tests {
             documents_are_kept_by_kind_and_key, tasks_run_their_plans_as_handoffs,
             failed_steps_escalate_and_pause_their_task, tasks_pause_resume_and_cancel,
             tasks_update_by_compare_and_swap, memory_is_versioned_by_scope,
-            sessions_say_who_owns_a_conversation,
+            sessions_say_who_owns_a_conversation, protocol_runs_answer_each_message_once,
         );
     };
     ($make:expr) => {
@@ -1668,4 +1668,211 @@ pub fn waiting_workers_get_new_work(store: Store) {
         .expect("the waiting worker gets the new work");
     assert_eq!(claim.handoff.id, h.id);
     assert_eq!(store.get(&h.id).unwrap().claimed_by.as_deref(), Some("w"));
+}
+
+/// A manager/worker run (DESIGN §8): each call settles the caller's claim and sends the next
+/// message in one transaction; a call out of turn or with bad input changes nothing; a limit
+/// escalates by itself; history and statistics read back what happened.
+pub fn protocol_runs_answer_each_message_once(store: Store) {
+    use crate::protocol::{Decision, Initialize, Phase};
+    use serde_json::{from_value, json};
+
+    let (store, clock) = timed(store);
+    let take = |agent: &str| {
+        store
+            .claim_next(agent, None, MINUTE)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{agent} has a message"))
+    };
+    let init = store
+        .initialize(Initialize {
+            task_id: "task_12345".into(),
+            manager: "manager".into(),
+            worker: "worker".into(),
+            instructions: "Add token refresh to src/auth.js".into(),
+            success_criteria: vec!["refresh retried with backoff".into()],
+            max_retries: Some(1),
+            ..Initialize::default()
+        })
+        .unwrap();
+    assert_eq!(
+        (init.kind, init.to_agent.as_deref()),
+        (Kind::Initialization, Some("worker"))
+    );
+    let body = init.protocol.as_ref().unwrap();
+    assert_eq!((body.iteration, body.task_id.as_str()), (1, "task_12345"));
+    // A task runs the protocol once.
+    let again = store.initialize(Initialize {
+        task_id: "task_12345".into(),
+        manager: "m".into(),
+        worker: "w".into(),
+        instructions: "again".into(),
+        success_criteria: vec!["x".into()],
+        ..Initialize::default()
+    });
+    assert_eq!(again.unwrap_err().problems()[0].field, "task_id");
+
+    let work = take("worker");
+    clock.advance(Duration::from_secs(30));
+    // Bad input and calls out of turn: typed errors, nothing written.
+    let before = (snapshot(&store), store.protocol_run("task_12345").unwrap());
+    let undocumented = from_value(json!({"status": "PARTIAL",
+        "files_modified": [{"path": "src/auth.js", "description": ""}]}))
+    .unwrap();
+    let err = store.report(&work, undocumented).unwrap_err();
+    let fields: Vec<_> = err.problems().iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["files_modified[0].description", "issues"]);
+    let err = store
+        .decide(&work, Decision::Complete, None, None, None)
+        .unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
+    let plain = store.create(NewHandoff::new("t9", "no protocol")).unwrap();
+    let plain = store.claim(&plain.id, "worker", MINUTE).unwrap();
+    let report = from_value(json!({"status": "COMPLETED"})).unwrap();
+    let err = store.report(&plain, report).unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
+    store.cancel_claim(&plain, None).unwrap();
+    let after = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(
+        (after.len(), store.protocol_run("task_12345").unwrap()),
+        (before.0.0.len() + 1, before.1.clone())
+    );
+
+    // Report → REFINE → an error, a recovery, a second error → past max_retries, a human.
+    let partial = from_value(
+        json!({"status": "PARTIAL", "accomplished": ["refresh call"],
+        "files_modified": [{"path": "src/auth.js", "description": "refresh on 401"}],
+        "tests": {"added": 5, "passing": 5, "coverage": "85%"}, "issues": ["no backoff"]}),
+    )
+    .unwrap();
+    let review = store.report(&work, partial).unwrap();
+    let settled = store.get(&work.handoff.id).unwrap();
+    assert_eq!(
+        (settled.status, settled.outcome.as_deref()),
+        (Status::Completed, Some("reported PARTIAL"))
+    );
+    assert_eq!(
+        (
+            review.kind,
+            review.to_agent.as_deref(),
+            review.parent_id.as_deref()
+        ),
+        (
+            Kind::Progress,
+            Some("manager"),
+            Some(work.handoff.id.as_str())
+        )
+    );
+    assert_eq!(review.modified_files, ["src/auth.js"]);
+    // The settled message answers nothing any more.
+    let err = store
+        .report(&work, from_value(json!({"status": "COMPLETED"})).unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(
+            kind_of(&err),
+            ErrorKind::InvalidTransition | ErrorKind::LeaseLost
+        ),
+        "{err}"
+    );
+    let decision = take("manager");
+    let refine = store
+        .decide(
+            &decision,
+            Decision::Refine,
+            Some("Add exponential backoff".into()),
+            None,
+            None,
+        )
+        .unwrap()
+        .unwrap();
+    let body = refine.protocol.as_ref().unwrap();
+    assert_eq!(
+        (
+            body.iteration,
+            body.manager_decision,
+            refine.to_agent.as_deref()
+        ),
+        (2, Some(Decision::Refine), Some("worker"))
+    );
+    let error = || {
+        from_value(json!({"error_type": "configuration", "severity": "high",
+            "description": "the sandbox rejects the client id"}))
+        .unwrap()
+    };
+    let work = take("worker");
+    clock.advance(Duration::from_secs(50));
+    let failed = store.report_error(&work, error()).unwrap();
+    assert_eq!(failed.kind, Kind::ErrorRecovery);
+    let recovery = || {
+        from_value(json!({"strategy": "use the staging client id",
+            "steps": ["read STAGING_CLIENT_ID", "retry"]}))
+        .unwrap()
+    };
+    let retry = store.recover(&take("manager"), recovery()).unwrap();
+    assert_eq!(retry.protocol.as_ref().unwrap().retry_count, Some(1));
+    store.report_error(&take("worker"), error()).unwrap();
+    let escalation = store.recover(&take("manager"), recovery()).unwrap();
+    let body = escalation.protocol.as_ref().unwrap();
+    assert_eq!(
+        (escalation.kind, escalation.to_agent.as_deref()),
+        (Kind::Escalation, Some("human"))
+    );
+    assert_eq!(body.complete_history.len(), 3);
+    assert_eq!(
+        body.current_state.as_ref().unwrap().files_modified,
+        ["src/auth.js"]
+    );
+    assert!(escalation.to_markdown().contains("## Complete History"));
+
+    let resumed = store
+        .resolve(&take("human"), "Registered the client id; go on", None)
+        .unwrap();
+    assert_eq!(
+        resumed
+            .protocol
+            .as_ref()
+            .unwrap()
+            .resume_instructions
+            .as_deref(),
+        Some("Registered the client id; go on")
+    );
+    let done = store
+        .decide(&take("manager"), Decision::Complete, None, None, None)
+        .unwrap();
+    assert!(done.is_none(), "COMPLETE sends nothing");
+    let run = store.protocol_run("task_12345").unwrap();
+    assert_eq!(
+        (run.phase, run.retry_count, run.escalations, run.message_id),
+        (Phase::Completed, 1, 1, None)
+    );
+
+    let history = store.protocol_history("task_12345").unwrap();
+    let kinds: Vec<_> = history.iter().map(|h| h.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "initialization",
+            "progress",
+            "progress",
+            "error_recovery",
+            "error_recovery",
+            "error_recovery",
+            "escalation",
+            "progress"
+        ]
+    );
+    assert!(history.iter().all(|h| h.status == Status::Completed));
+    let stats = store.protocol_stats().unwrap();
+    assert_eq!(
+        (stats.runs, stats.completed, stats.escalated, stats.retries),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(stats.first_try_completion_rate, 0.0);
+    assert_eq!(stats.per_run[0].iterations, 2);
+    assert_eq!(stats.median_iteration_seconds, Some(30.0));
+    assert_eq!(
+        kind_of(&store.protocol_history("nope").unwrap_err()),
+        ErrorKind::NotFound
+    );
 }

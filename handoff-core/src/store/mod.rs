@@ -23,6 +23,7 @@ pub mod files;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod protocol_runs;
 mod sessions;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -182,7 +183,7 @@ pub struct Store {
 
 impl Store {
     /// The backend, for the conformance suite's cases that have no `Store` operation yet.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn backend(&self) -> &dyn Backend {
         &*self.backend
     }
@@ -688,22 +689,7 @@ impl Store {
         validate::ident("handoff_id", id)?;
         let now = self.clock.now();
         self.change_one(id, &mut |tx, h| {
-            // A stale token is the state machine's to refuse; a current token must come with
-            // the secret that its claim handed out.
-            if h.status == Status::Claimed && h.claim_token == Some(claim.token) {
-                let proven = tx
-                    .claim_secret(id)?
-                    .is_some_and(|digest| claim.secret.matches(&digest));
-                if !proven {
-                    return Err(Error::LeaseLost {
-                        id: id.to_owned(),
-                        token: claim.token,
-                        reason:
-                            "the claim secret does not match: only the claimer can settle a claim"
-                                .to_owned(),
-                    });
-                }
-            }
+            prove_claim(tx, &h, claim)?;
             let settled = persist(tx, transition(h, command, now)?)?;
             then(tx, &settled)?;
             Ok(settled)
@@ -944,6 +930,25 @@ fn claim_of(handoff: Handoff, secret: ClaimSecret, lease: Duration) -> Claim {
         secret,
         lease,
     }
+}
+
+/// Refuses `claim` on `h` when it presents `h`'s current token without the secret that its
+/// claim handed out. A stale token is the state machine's to refuse.
+fn prove_claim(tx: &mut dyn Tx, h: &Handoff, claim: &ClaimRef) -> Result<()> {
+    if h.status == Status::Claimed && h.claim_token == Some(claim.token) {
+        let proven = tx
+            .claim_secret(&h.id)?
+            .is_some_and(|digest| claim.secret.matches(&digest));
+        if !proven {
+            return Err(Error::LeaseLost {
+                id: h.id.clone(),
+                token: claim.token,
+                reason: "the claim secret does not match: only the claimer can settle a claim"
+                    .to_owned(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Claims `h` and keeps the digest of the claim's secret beside it.

@@ -123,11 +123,11 @@ fn no_task(id: &str) -> Error {
     }
 }
 
-fn body<T: Serialize>(value: &T) -> Result<String> {
+pub(super) fn body<T: Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::storage(e.to_string()))
 }
 
-fn parsed<T: DeserializeOwned>(what: &str, doc: &Doc) -> Result<T> {
+pub(super) fn parsed<T: DeserializeOwned>(what: &str, doc: &Doc) -> Result<T> {
     serde_json::from_str(&doc.body)
         .map_err(|e| Error::storage(format!("corrupt {what} document: {e}")))
 }
@@ -201,15 +201,18 @@ fn log(
     Ok(())
 }
 
-/// Inserts `new` as a handoff with its `created` event, by `actor`.
-fn insert_handoff(
+/// Inserts `new` as a handoff with its `created` event, by `actor`. The chain policy, which
+/// guards free-form hand-offs, is not applied: a plan's steps and a protocol run's messages
+/// are bounded by their own rules (a plan's shape, a run's iterations and retries).
+pub(super) fn insert_handoff(
     tx: &mut dyn Tx,
     new: NewHandoff,
     actor: Option<String>,
+    limits: &validate::Limits,
     now: DateTime<Utc>,
 ) -> Result<Handoff> {
     let record = new.into_record(new_id(now), now);
-    record.validate(&validate::Limits::default())?;
+    record.validate(limits)?;
     tx.insert(&record)?;
     tx.append(NewEvent {
         handoff_id: record.id.clone(),
@@ -250,7 +253,8 @@ fn carry_out(
             if let Some(instructions) = &step.spec.instructions {
                 new = new.instructions(instructions.clone());
             }
-            step.handoff_id = Some(insert_handoff(tx, new, actor.clone(), now)?.id);
+            step.handoff_id =
+                Some(insert_handoff(tx, new, actor.clone(), &validate::Limits::default(), now)?.id);
         }
         if effects.escalate.as_ref() == Some(&id) {
             // The goal names the step by its id (at most 128 bytes), so that it stays within
@@ -263,7 +267,7 @@ fn carry_out(
             .kind(Kind::Escalation)
             .errors(step.error.clone())
             .metadata(step_metadata(&id));
-            insert_handoff(tx, new, actor.clone(), now)?;
+            insert_handoff(tx, new, actor.clone(), &validate::Limits::default(), now)?;
         }
         if effects.withdraw.contains(&id)
             && let Some(handoff) = step.handoff_id.as_deref()
