@@ -15,6 +15,7 @@ mod mcp;
 mod operations;
 mod output;
 mod policy;
+mod protocol_results;
 mod results;
 mod spawn;
 mod subcommands;

@@ -59,6 +59,16 @@ fn entries() -> Vec<Op> {
         Op::reads::<ops::MemoryList>(),
         Op::writes::<ops::MemoryDelete>(),
         Op::reads::<ops::Session>(),
+        Op::creates::<ops::Initialize>(),
+        Op::writes::<ops::Report>(),
+        Op::writes::<ops::Decide>(),
+        Op::writes::<ops::ReportError>(),
+        Op::writes::<ops::Recover>(),
+        Op::writes::<ops::Escalate>(),
+        Op::writes::<ops::Resolve>(),
+        Op::reads::<ops::ProtocolRun>(),
+        Op::reads::<ops::ProtocolHistory>(),
+        Op::reads::<ops::ProtocolStats>(),
     ]
 }
 

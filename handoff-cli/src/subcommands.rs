@@ -59,6 +59,10 @@ const GROUPS: &[(&str, &str)] = &[
         "session",
         "Sessions: who owns a conversation now, and its hops",
     ),
+    (
+        "protocol",
+        "The manager/worker protocol: initialize, report, decide, recover, escalate, resolve",
+    ),
 ];
 
 /// The global command line with a subcommand for every operation: a handoff operation's at

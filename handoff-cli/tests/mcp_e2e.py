@@ -61,6 +61,16 @@ OPERATION_TOOLS = {
     "memory_list",
     "memory_delete",
     "session_get",
+    "protocol_initialize",
+    "protocol_report",
+    "protocol_decide",
+    "protocol_report_error",
+    "protocol_recover",
+    "protocol_escalate",
+    "protocol_resolve",
+    "protocol_show",
+    "protocol_history",
+    "protocol_stats",
 }
 TOOLS = OPERATION_TOOLS | {"handoff_claim_and_spawn", "handoff_policy"}
 
@@ -393,6 +403,75 @@ async def tasks_and_memory(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert len(session["session"]["handoff_chain"]) == 1
 
 
+async def protocol_loop(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """Two agents run the manager/worker loop over MCP with tool calls only: a report, a
+    REFINE, an error and its recovery, an escalation a human resolves, COMPLETE; bad bodies are
+    refused by name and change nothing; secrets in a report are redacted on the way out."""
+    manager = await connect(stack, binary, db)
+    worker = await connect(stack, binary, db)
+
+    async def take(session: ClientSession, agent: str) -> dict[str, Any]:
+        got = await ok(session, "handoff_claim_next", {"agent": agent})
+        assert got["claimed"], f"{agent} has no message"
+        assert "## Protocol:" in got["markdown"], got["markdown"]
+        return {"handoff_id": got["handoff"]["id"], "token": got["token"], "secret": got["claim_secret"]}
+
+    bad = await tool_error(manager, "protocol_initialize", {"task_id": "oauth", "manager": "lead",
+                                                             "worker": "dev", "instructions": " ",
+                                                             "success_criteria": []})
+    assert bad["code"] == "VALIDATION" and {p["field"] for p in bad["problems"]} == {
+        "instructions", "success_criteria"}, bad
+    init = await ok(manager, "protocol_initialize", {
+        "task_id": "oauth", "manager": "lead", "worker": "dev", "max_retries": 1,
+        "instructions": "Add token refresh to src/auth.js", "success_criteria": ["401 triggers one refresh"],
+        "context": {"project_root": "/app", "relevant_files": ["src/auth.js"]}})
+    assert init["handoff"]["protocol"]["handoff_type"] == "initialization", init
+
+    work = await take(worker, "dev")
+    before = await ok(manager, "protocol_show", {"task_id": "oauth"})
+    bad = await tool_error(worker, "protocol_report", {"claim": work, "status": "DONE",
+                                                       "files_modified": [{"path": "src/auth.js"}]})
+    assert {p["field"] for p in bad["problems"]} == {"status", "files_modified[0].description"}, bad
+    out_of_turn = await tool_error(worker, "protocol_decide", {"claim": work, "decision": "COMPLETE"})
+    assert out_of_turn["code"] == "INVALID_TRANSITION", out_of_turn
+    assert await ok(manager, "protocol_show", {"task_id": "oauth"}) == before, "refusals change nothing"
+    report = await ok(worker, "protocol_report", {
+        "claim": work, "status": "PARTIAL", "accomplished": ["refresh on 401"],
+        "files_modified": [{"path": "src/auth.js", "description": "refresh call"}],
+        "tests": {"added": 2, "passing": 2, "coverage": "81%"},
+        "issues": [f"hard-coded key {OPENAI_KEY} in the test fixture"]})
+    assert OPENAI_KEY not in json.dumps(report), "a report is redacted on the way out"
+    assert report["handoff"]["to_agent"] == "lead"
+
+    review = await take(manager, "lead")
+    refine = await ok(manager, "protocol_decide", {"claim": review, "decision": "REFINE",
+                                                   "instructions": "Add exponential backoff"})
+    assert refine["handoff"]["protocol"]["iteration"] == 2
+    error = {"error_type": "configuration", "severity": "high",
+             "description": "the sandbox rejects the client id"}
+    await ok(worker, "protocol_report_error", {"claim": await take(worker, "dev"), **error})
+    await ok(manager, "protocol_recover", {"claim": await take(manager, "lead"),
+                                           "strategy": "use the staging client", "steps": ["retry"]})
+    await ok(worker, "protocol_report_error", {"claim": await take(worker, "dev"), **error})
+    forced = await ok(manager, "protocol_recover", {"claim": await take(manager, "lead"),
+                                                    "strategy": "again", "steps": ["retry"]})
+    escalation = forced["handoff"]
+    assert (escalation["kind"], escalation["to_agent"]) == ("escalation", "human"), escalation
+    assert len(escalation["protocol"]["complete_history"]) == 3
+
+    resumed = await ok(worker, "protocol_resolve", {"claim": await take(worker, "human"),
+                                                    "resolution": "Registered the staging client"})
+    assert resumed["handoff"]["protocol"]["resume_instructions"] == "Registered the staging client"
+    done = await ok(manager, "protocol_decide", {"claim": await take(manager, "lead"), "decision": "COMPLETE"})
+    assert done["run_completed"] is True, done
+    run = await ok(manager, "protocol_show", {"task_id": "oauth"})
+    assert run["run"]["phase"] == "completed"
+    history = await ok(manager, "protocol_history", {"task_id": "oauth"})
+    assert [h["kind"] for h in history["handoffs"]][-2:] == ["escalation", "progress"], history
+    stats = await ok(manager, "protocol_stats", {})
+    assert (stats["runs"], stats["completed"], stats["escalated"], stats["retries"]) == (1, 1, 1, 1), stats
+
+
 async def spawn_options(stack: AsyncExitStack, binary: str, db: str) -> None:
     """claim_and_spawn's per-call additional_instructions and timeout_seconds."""
     server = await connect(stack, binary, db, "--spawn", "cat; sleep 30")
@@ -705,6 +784,7 @@ async def main(binary: str) -> None:
         seed_and_policy,
         new_tools,
         tasks_and_memory,
+        protocol_loop,
         spawn_options,
         hostile_lines,
         waiting_on_files,

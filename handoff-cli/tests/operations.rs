@@ -324,3 +324,135 @@ fn a_plan_runs_from_the_command_line() {
         (json!(1), json!(1))
     );
 }
+
+#[test]
+fn a_protocol_run_goes_round_from_the_command_line() {
+    let env = Env::new();
+    let bad = env
+        .run(&[
+            "protocol",
+            "initialize",
+            "oauth",
+            "--manager",
+            "lead",
+            "--worker",
+            "dev",
+            "--instructions",
+            " ",
+            "--success-criteria",
+            "",
+            "--max-iterations",
+            "0",
+            "--json",
+        ])
+        .expect(INVALID);
+    let fields: Vec<_> = bad.error()["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .map(|p| p["field"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        fields,
+        ["instructions", "success_criteria[0]", "max_iterations"],
+        "{fields:?}"
+    );
+    assert!(env.files().is_empty(), "{:?}", env.files());
+    env.run(&[
+        "protocol",
+        "initialize",
+        "oauth",
+        "--manager",
+        "lead",
+        "--worker",
+        "dev",
+        "--instructions",
+        "Add token refresh",
+        "--success-criteria",
+        "401 triggers one refresh",
+    ])
+    .expect(OK);
+    let take = |agent: &str| -> [String; 3] {
+        let claim = env.run(&["claim-next", agent, "--json"]).expect(OK).json();
+        [
+            claim["handoff_id"].as_str().expect("handoff id").to_owned(),
+            claim["token"].to_string(),
+            claim["claim_secret"].as_str().expect("secret").to_owned(),
+        ]
+    };
+    let [id, token, secret] = take("dev");
+    let claim = ["--token", &token, "--secret", &secret];
+    // A wrong enum value and nesting far past any limit: refused by name, nothing written.
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let before = env
+        .run(&["protocol", "show", "oauth", "--json"])
+        .expect(OK)
+        .json();
+    let bad = env
+        .run(&[&["protocol", "report", &id, "DONE", "--json"][..], &claim].concat())
+        .expect(INVALID);
+    assert_eq!(bad.error()["problems"][0]["field"], "status");
+    let bad = env
+        .run(
+            &[
+                &[
+                    "protocol",
+                    "report",
+                    &id,
+                    "PARTIAL",
+                    "--files-modified",
+                    &deep,
+                    "--json",
+                ][..],
+                &claim,
+            ]
+            .concat(),
+        )
+        .expect(INVALID);
+    assert!(
+        bad.error()["problems"][0]["field"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("files_modified")),
+        "{}",
+        bad.error()
+    );
+    let after = env
+        .run(&["protocol", "show", "oauth", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(before, after);
+    let sent = env
+        .run(
+            &[
+                &[
+                    "protocol",
+                    "report",
+                    &id,
+                    "COMPLETED",
+                    "--files-modified",
+                    r#"{"path": "src/auth.js", "description": "refresh on 401"}"#,
+                    "--json",
+                ][..],
+                &claim,
+            ]
+            .concat(),
+        )
+        .expect(OK)
+        .json();
+    assert_eq!(sent["protocol"]["worker_report"]["status"], "COMPLETED");
+    let [id, token, secret] = take("lead");
+    let done = env
+        .run(&[
+            "protocol", "decide", &id, "COMPLETE", "--token", &token, "--secret", &secret, "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert!(done.is_null(), "{done}");
+    let run = env
+        .run(&["protocol", "show", "oauth", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(run["phase"], "completed");
+    let text = env.run(&["protocol", "stats"]).expect(OK).stdout;
+    assert!(text.contains("first-try completions  100%"), "{text}");
+}

@@ -833,8 +833,8 @@ impl Run {
             }
         }
         self.project_status = format!(
-            "{:?}: {}",
-            report.status,
+            "{}: {}",
+            wire_name(&report.status),
             if report.accomplished.is_empty() {
                 "nothing reported accomplished".to_owned()
             } else {

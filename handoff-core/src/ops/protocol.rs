@@ -96,7 +96,15 @@ impl Arguments for InitializeArgs {
             context: &self.context,
             quality_gates: &self.quality_gates,
         };
-        problems_of(None, &texts, limits)
+        // The manager → worker checks too, before anything is opened or written (the CLI
+        // creates no store for a refused run); the store checks them again as it starts it.
+        let checked = Run::initialize(self.clone().into_new(), chrono::DateTime::UNIX_EPOCH);
+        let mut problems = checked
+            .err()
+            .map(|err| err.problems().to_vec())
+            .unwrap_or_default();
+        problems.extend(problems_of(None, &texts, limits));
+        problems
     }
 }
 
@@ -124,7 +132,7 @@ impl Operation for Initialize {
 pub struct ReportArgs {
     /// The claim of the instructions, as `claim` or `claim_next` returned it.
     pub claim: ClaimInput,
-    /// How far the work got: COMPLETED, PARTIAL or FAILED.
+    /// How far the work got.
     pub status: WorkerStatus,
     /// What was done.
     #[serde(default)]
@@ -188,7 +196,7 @@ impl Operation for Report {
 pub struct DecideArgs {
     /// The claim of the report, as `claim` or `claim_next` returned it.
     pub claim: ClaimInput,
-    /// COMPLETE, CONTINUE, REFINE or ESCALATE.
+    /// The decision.
     pub decision: Decision,
     /// What the worker is to do next (required for CONTINUE and REFINE; the message's
     /// `continuation_instructions`).
@@ -248,9 +256,9 @@ impl Operation for Decide {
 pub struct ReportErrorArgs {
     /// The claim of the instructions, as `claim` or `claim_next` returned it.
     pub claim: ClaimInput,
-    /// implementation, configuration, dependency or integration.
+    /// What kind of error.
     pub error_type: ErrorType,
-    /// low, medium, high or critical.
+    /// How bad it is.
     pub severity: Severity,
     /// What went wrong.
     pub description: String,
@@ -369,13 +377,13 @@ impl Operation for Recover {
 pub struct EscalateArgs {
     /// The claim of the report or error report, as `claim` or `claim_next` returned it.
     pub claim: ClaimInput,
-    /// technical, requirements, resource or external.
+    /// What the escalation is about.
     pub category: Category,
-    /// medium, high or critical.
+    /// How bad it is (at least medium).
     pub severity: Severity,
-    /// low, medium, high or immediate.
+    /// How soon a human must act.
     pub urgency: Urgency,
-    /// knowledge, access, decision, skill or resource.
+    /// What blocks the run.
     pub blocker_type: BlockerType,
     /// What blocks the run.
     pub description: String,
@@ -597,7 +605,11 @@ mod tests {
         assert_eq!(history.len(), 2);
         let stats = ProtocolStats::call(&store, json!({})).unwrap();
         assert_eq!(
-            (stats.runs, stats.first_try_completions, stats.first_try_completion_rate),
+            (
+                stats.runs,
+                stats.first_try_completions,
+                stats.first_try_completion_rate
+            ),
             (1, 1, 1.0)
         );
         let tools: Vec<String> = catalog()
@@ -659,8 +671,11 @@ mod tests {
         for _ in 0..1_000 {
             deep = json!([deep]);
         }
-        let err = Report::call(&store, json!({"claim": claim, "status": "PARTIAL",
-                                              "accomplished": deep}))
+        let err = Report::call(
+            &store,
+            json!({"claim": claim, "status": "PARTIAL",
+                                              "accomplished": deep}),
+        )
         .unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::Validation, "{err}");
         // The checks of the direction, with the call's own names.
