@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::arguments::{self, object_text, rfc3339, wire_form};
 use crate::error::{HandoffError, Result};
+use crate::protocol::ProtocolBody;
 
 /// What kind of handoff a record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
@@ -131,6 +132,10 @@ pub struct Handoff {
     pub context_usage_percent: Option<u8>,
     /// Free-form metadata: a JSON object, as text.
     pub metadata: String,
+    /// A manager/worker protocol message's body (DESIGN §8), typed, with the seed's field
+    /// names (`handoff_type`, `worker_report`, `manager_decision`, …); none for any other
+    /// handoff. Only the protocol's calls (`initialize`, `report`, `decide`, …) write it.
+    pub protocol: Option<ProtocolBody>,
     /// When the handoff was created.
     pub created_at: SystemTime,
     /// When an unclaimed handoff expires; none is never.
@@ -372,6 +377,7 @@ impl From<core::Handoff> for Handoff {
                 reason: h.reason.into(),
                 status: h.status.into(),
                 metadata: serde_json::Value::Object(h.metadata).to_string(),
+                protocol: h.protocol.map(ProtocolBody::from),
                 created_at: time(h.created_at),
                 expires_at: h.expires_at.map(time),
                 lease_until: h.lease_until.map(time),
@@ -386,7 +392,8 @@ impl TryFrom<Handoff> for core::Handoff {
     type Error = HandoffError;
 
     /// The core's record; refused only when a caller edited `metadata` into something that is
-    /// not a JSON object, or a time beyond what a record can hold.
+    /// not a JSON object, a time beyond what a record can hold, or a protocol history's report
+    /// into text that is not JSON.
     fn try_from(h: Handoff) -> Result<Self> {
         Ok(handoff!(
             CoreHandoff,
@@ -395,6 +402,7 @@ impl TryFrom<Handoff> for core::Handoff {
                 reason: h.reason.into(),
                 status: h.status.into(),
                 metadata: metadata(&h.metadata)?,
+                protocol: h.protocol.map(ProtocolBody::core).transpose()?,
                 created_at: utc("created_at", h.created_at)?,
                 expires_at: opt_utc("expires_at", h.expires_at)?,
                 lease_until: opt_utc("lease_until", h.lease_until)?,

@@ -14,6 +14,10 @@ use crate::clock::ManualClock;
 use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats};
 use crate::memory::{self, Memory, MemoryUpdater, Session};
+use crate::protocol::{
+    BlockerType, Category, ContextUpdates, Decision, ErrorType, EscalationDetails, FileChange,
+    InitContext, ProtocolRun, ProtocolStats, Severity, Tests, Urgency, WorkerStatus,
+};
 use crate::record::{CreateOptions, Handoff, HandoffKind, HandoffStatus};
 use crate::tasks::{
     HistoryEntry, StepSpec, Task, TaskEvent, TaskStatistics, TaskStatus, TaskSummary,
@@ -646,6 +650,201 @@ impl Store {
     /// `session:<id>`).
     pub fn session(&self, session_id: String) -> Result<Session> {
         Ok(self.run::<ops::Session>(arguments! { session_id })?.into())
+    }
+
+    /// Starts a manager/worker run on task `task_id` (DESIGN §8): the initialization
+    /// (iteration 1, returned) goes to `worker`, who takes it with `claim_next` and answers
+    /// with `report` or `report_error`. The manager → worker checks run first (instructions
+    /// given, at least one success criterion), every problem at once; a task runs the protocol
+    /// once. `max_iterations` (none is 10) and `max_retries` (none is 3) bound the run before it
+    /// escalates by itself to `escalate_to` (none is `human`).
+    #[uniffi::method(default(
+        context = None,
+        quality_gates = [],
+        max_iterations = None,
+        max_retries = None,
+        escalate_to = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn initialize(
+        &self,
+        task_id: String,
+        manager: String,
+        worker: String,
+        instructions: String,
+        success_criteria: Vec<String>,
+        context: Option<InitContext>,
+        quality_gates: Vec<String>,
+        max_iterations: Option<u32>,
+        max_retries: Option<u32>,
+        escalate_to: Option<String>,
+    ) -> Result<Handoff> {
+        let arguments = arguments! {
+            task_id, manager, worker, instructions, success_criteria, context, quality_gates,
+            max_iterations, max_retries, escalate_to,
+        };
+        Ok(self.run::<ops::Initialize>(arguments)?.into())
+    }
+
+    /// The worker's report on the instructions it holds, with their claim: a `Progress`
+    /// message goes to the manager (returned). The worker → manager checks run first: every
+    /// changed file described, `issues` given unless the status is `Completed`.
+    #[uniffi::method(default(
+        accomplished = [],
+        files_modified = [],
+        tests = None,
+        issues = [],
+        validation = []
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn report(
+        &self,
+        claim: ClaimRef,
+        status: WorkerStatus,
+        accomplished: Vec<String>,
+        files_modified: Vec<FileChange>,
+        tests: Option<Tests>,
+        issues: Vec<String>,
+        validation: Vec<String>,
+    ) -> Result<Handoff> {
+        let arguments = arguments! {
+            claim, status, accomplished, files_modified, tests, issues, validation,
+        };
+        Ok(self.run::<ops::Report>(arguments)?.into())
+    }
+
+    /// The manager's decision on the report (or the human's resolution) it holds, with its
+    /// claim. `Continue` and `Refine` send `instructions` to the worker for the next iteration
+    /// (or, past `max_iterations`, an escalation), returned; `Complete` ends the run and
+    /// returns none; `Escalate` sends `escalation_details` to whoever the run escalates to.
+    #[uniffi::method(default(
+        instructions = None,
+        context_updates = None,
+        escalation_details = None
+    ))]
+    pub fn decide(
+        &self,
+        claim: ClaimRef,
+        decision: Decision,
+        instructions: Option<String>,
+        context_updates: Option<ContextUpdates>,
+        escalation_details: Option<EscalationDetails>,
+    ) -> Result<Option<Handoff>> {
+        let arguments = arguments! {
+            claim, decision, instructions, context_updates, escalation_details,
+        };
+        Ok(self.run::<ops::Decide>(arguments)?.map(Handoff::from))
+    }
+
+    /// The worker's error report on the instructions it holds, with their claim: an
+    /// `ErrorRecovery` message goes to the manager (returned), who answers with `recover` or
+    /// `escalate`.
+    #[uniffi::method(default(
+        context = "",
+        attempted_solutions = [],
+        error_messages = [],
+        affected_files = []
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn report_error(
+        &self,
+        claim: ClaimRef,
+        error_type: ErrorType,
+        severity: Severity,
+        description: String,
+        context: String,
+        attempted_solutions: Vec<String>,
+        error_messages: Vec<String>,
+        affected_files: Vec<String>,
+    ) -> Result<Handoff> {
+        let arguments = arguments! {
+            claim, error_type, severity, description, context, attempted_solutions,
+            error_messages, affected_files,
+        };
+        Ok(self.run::<ops::ReportError>(arguments)?.into())
+    }
+
+    /// The manager's recovery steps for the error report it holds, with its claim: an
+    /// `ErrorRecovery` message goes to the worker with one retry more (returned); past
+    /// `max_retries` the run escalates instead.
+    #[uniffi::method(default(
+        alternatives = [],
+        success_indicators = [],
+        escalation_trigger = None
+    ))]
+    pub fn recover(
+        &self,
+        claim: ClaimRef,
+        strategy: String,
+        steps: Vec<String>,
+        alternatives: Vec<String>,
+        success_indicators: Vec<String>,
+        escalation_trigger: Option<String>,
+    ) -> Result<Handoff> {
+        let arguments = arguments! {
+            claim, strategy, steps, alternatives, success_indicators, escalation_trigger,
+        };
+        Ok(self.run::<ops::Recover>(arguments)?.into())
+    }
+
+    /// The manager hands the run to a human, with the claim of the report, error report or
+    /// resolution it holds: an `Escalation` goes to whoever the run escalates to (returned),
+    /// with the whole history (`complete_history`) and where the work stands
+    /// (`current_state`). The severity is at least `Medium`; each text must say something.
+    #[allow(clippy::too_many_arguments)]
+    pub fn escalate(
+        &self,
+        claim: ClaimRef,
+        category: Category,
+        severity: Severity,
+        urgency: Urgency,
+        blocker_type: BlockerType,
+        description: String,
+        impact: String,
+        recommendation: String,
+    ) -> Result<Handoff> {
+        let arguments = arguments! {
+            claim, category, severity, urgency, blocker_type, description, impact,
+            recommendation,
+        };
+        Ok(self.run::<ops::Escalate>(arguments)?.into())
+    }
+
+    /// A human's answer to the escalation they hold, with its claim: a `Progress` message
+    /// carrying `resolution` (and `resume_instructions`, if given) as its
+    /// `resume_instructions` goes to the manager (returned), who decides how the worker goes
+    /// on; the run's iteration and retry allowances start afresh.
+    #[uniffi::method(default(resume_instructions = None))]
+    pub fn resolve(
+        &self,
+        claim: ClaimRef,
+        resolution: String,
+        resume_instructions: Option<String>,
+    ) -> Result<Handoff> {
+        let arguments = arguments! { claim, resolution, resume_instructions };
+        Ok(self.run::<ops::Resolve>(arguments)?.into())
+    }
+
+    /// The protocol run of task `task_id` as it stands: its phase (who holds the latest
+    /// message), the iteration, retries, escalations, history and the id of the message in
+    /// flight; `NotFound` if the task has none.
+    pub fn protocol_run(&self, task_id: String) -> Result<ProtocolRun> {
+        Ok(self.run::<ops::ProtocolRun>(arguments! { task_id })?.into())
+    }
+
+    /// The messages of task `task_id`'s run, oldest first, each a handoff with its `protocol`
+    /// body.
+    pub fn protocol_history(&self, task_id: String) -> Result<Vec<Handoff>> {
+        Ok(handoffs(
+            self.run::<ops::ProtocolHistory>(arguments! { task_id })?,
+        ))
+    }
+
+    /// How the store's protocol runs went: runs, completions, the first-try completion rate,
+    /// the escalation rate, retries, iterations per run, the median time per iteration, and
+    /// each run.
+    pub fn protocol_stats(&self) -> Result<ProtocolStats> {
+        Ok(self.run::<ops::ProtocolStats>(arguments! {})?.into())
     }
 }
 
