@@ -2,8 +2,8 @@
 // fencing, claim secrets and cancel rights, what an operator meets (a stuck writer, read-only
 // opens, a saved policy, depth limits, paged events), racing threads, a Kotlin tokenizer, swarm
 // tools, stores opened by URL with options and their capabilities, tasks whose steps go to
-// their agents, versioned memory with a Kotlin updater, sessions, and a panic that must arrive
-// as an exception.
+// their agents, versioned memory with a Kotlin updater, sessions, a manager/worker protocol run,
+// and a panic that must arrive as an exception.
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
@@ -442,6 +442,52 @@ fun sessions() {
     }
 }
 
+// A short manager/worker run: the worker reports, the manager refines, the worker reports an
+// error and the manager recovers, then escalates; a human resolves and the manager completes.
+// Each message carries its typed body; a malformed report is refused by its field's name.
+fun protocolRun() {
+    Store.memory().use { store ->
+        fun take(agent: String) = (store.claimNext(agent) ?: throw AssertionError("nothing for $agent")).reference()
+        val init = store.initialize("task_12345", "manager", "worker", "Add token refresh",
+            listOf("expired tokens are refreshed"), context = InitContext(relevantFiles = listOf("src/auth.js")))
+        check(init.protocol?.handoffType == HandoffType.INITIALIZATION && init.toAgent == "worker") { "$init" }
+
+        val worker = take("worker")
+        val bad = raises<HandoffException.Validation> {
+            store.report(worker, WorkerStatus.FAILED, filesModified = listOf(FileChange("src/auth.js", "")))
+        }
+        check(bad.problems.map { it.field } == listOf("files_modified[0].description", "issues")) { "${bad.problems}" }
+        val review = store.report(worker, WorkerStatus.PARTIAL, accomplished = listOf("refresh on 401"),
+            filesModified = listOf(FileChange("src/auth.js", "refresh on 401")),
+            tests = Tests(added = 2u, passing = 2u), issues = listOf("no retries yet"))
+        check(review.toAgent == "manager" && review.protocol?.workerReport?.status == WorkerStatus.PARTIAL) { "$review" }
+
+        val refine = store.decide(take("manager"), Decision.REFINE, instructions = "Add retries")
+        check(refine?.protocol?.iteration == 2u && refine?.protocol?.managerDecision == Decision.REFINE) { "$refine" }
+        val error = store.reportError(take("worker"), ErrorType.DEPENDENCY, Severity.HIGH, "No retry hook")
+        check(error.kind == HandoffKind.ERROR_RECOVERY && error.protocol?.errorReport?.severity == Severity.HIGH) { "$error" }
+        val recovery = store.recover(take("manager"), "Wrap the client", listOf("write a wrapper"))
+        check(recovery.protocol?.retryCount == 1u && recovery.toAgent == "worker") { "$recovery" }
+        store.report(take("worker"), WorkerStatus.PARTIAL, issues = listOf("CI is flaky"))
+        val escalation = store.escalate(take("manager"), Category.TECHNICAL, Severity.HIGH, Urgency.HIGH,
+            BlockerType.ENVIRONMENT, "CI fails at random", "Nothing can be merged", "Fix the runners")
+        check(escalation.toAgent == "human" && escalation.protocol?.escalationDetails?.blockerType == BlockerType.ENVIRONMENT) { "$escalation" }
+        val outcomes = escalation.protocol?.completeHistory?.map { it.outcome }
+        check(outcomes == listOf("refine", "error", "escalate")) { "$outcomes" }
+
+        val resolved = store.resolve(take("human"), "Runners fixed")
+        check(resolved.toAgent == "manager" && resolved.protocol?.resumeInstructions == "Runners fixed") { "$resolved" }
+        check(store.decide(take("manager"), Decision.COMPLETE) == null) { "COMPLETE sends nothing" }
+
+        val run = store.protocolRun("task_12345")
+        check(run.phase == ProtocolPhase.COMPLETED && run.retryCount == 1u && run.escalations == 1u) { "$run" }
+        val messages = store.protocolHistory("task_12345")
+        check(messages.size == 8 && messages.all { handoffFromJson(it.toJson()) == it }) { "$messages" }
+        val stats = store.protocolStats()
+        check(stats.runs == 1uL && stats.completed == 1uL && stats.escalationRate == 1.0) { "$stats" }
+    }
+}
+
 fun main(args: Array<String>) {
     val dir = kotlin.io.path.createTempDirectory("handoff-ffi-kotlin").toString()
     val tests = listOf<Pair<String, () -> Unit>>(
@@ -460,6 +506,7 @@ fun main(args: Array<String>) {
         "bad plans and stale updates" to ::badPlansAndStaleUpdates,
         "memory" to ::memory,
         "sessions" to ::sessions,
+        "protocol run" to ::protocolRun,
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0
