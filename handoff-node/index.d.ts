@@ -15,6 +15,8 @@ export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'leas
 export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed'
 /** Where a step of a task stands: `pending` (waiting for its dependencies, or its task to start or resume), `ready` (offered), `in_progress` (a worker holds it), `completed`, `failed` (its last attempt failed, not escalated yet), `escalated` (a human decides), `skipped`, `cancelled`. */
 export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'failed' | 'escalated' | 'skipped' | 'cancelled'
+/** Who holds a protocol run's latest message, and so which calls are valid: `working` (the worker: `report` or `reportError`), `reviewing` (the manager holds a report: `decide` or `escalate`), `recovering` (the manager holds an error report: `recover` or `escalate`), `escalated` (a human: `resolve`), `resuming` (the manager holds a resolution: `decide` or `escalate`), `completed` (nothing more happens). */
+export type ProtocolPhase = 'working' | 'reviewing' | 'recovering' | 'escalated' | 'resuming' | 'completed'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
 /** The codes of errors thrown or rejected by this package (`err.code`). */
@@ -24,10 +26,10 @@ export interface HandoffError extends Error {
   code: ErrorCode
   /** VALIDATION: every broken rule. */
   problems?: ValidationProblem[]
-  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task; CONFLICT: or task or memory scope). */
+  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task, or the task of a protocol run; CONFLICT: or task or memory scope). */
   id?: string
   /** NOT_FOUND: what was looked up. */
-  what?: 'handoff' | 'task'
+  what?: 'handoff' | 'task' | 'protocol run'
   /** CONFLICT of a compare-and-swap (`updateTask`, `memoryPut`, `memoryDelete`): the version the caller expected, and the one it is at. */
   expected?: number
   actual?: number
@@ -337,6 +339,104 @@ export interface MemoryDeleteOptions {
   /** The version the caller read. */
   expectedVersion?: number
 }
+/** The options of `store.initialize`. */
+export interface InitializeOptions {
+  /** The agent that reviews and decides. */
+  manager: string
+  /** The agent that does the work. */
+  worker: string
+  /** What the worker is to do. */
+  instructions: string
+  /** How success is judged: at least one criterion. */
+  successCriteria: string[]
+  /** The context: `project_root`, `relevant_files`, `patterns`, `constraints`. */
+  context?: InitContext
+  /** Standards the work must meet. */
+  qualityGates?: string[]
+  /** Iterations allowed before a CONTINUE or REFINE escalates instead (default 10). */
+  maxIterations?: number
+  /** Recoveries allowed before the run escalates by itself (default 3). */
+  maxRetries?: number
+  /** Who gets an escalation (default `human`). */
+  escalateTo?: string
+}
+/** The options of `store.report`. */
+export interface ReportOptions {
+  /** What was done. */
+  accomplished?: string[]
+  /** The files changed, each with `path` and `description`. */
+  filesModified?: FileChange[]
+  /** Tests: `added`, `passing`, `coverage`. */
+  tests?: Tests
+  /** Problems met (required unless the status is COMPLETED). */
+  issues?: string[]
+  /** How the work was verified. */
+  validation?: string[]
+}
+/** The options of `store.decide`. */
+export interface DecideOptions {
+  /**
+   * What the worker is to do next (required for CONTINUE and REFINE; the message's
+   * `continuation_instructions`).
+   */
+  instructions?: string
+  /** What the manager learnt: `new_patterns`, `architecture_changes`, `dependencies_added`. */
+  contextUpdates?: ContextUpdates
+  /** Why a human is needed (required for ESCALATE). */
+  escalationDetails?: EscalationDetails
+}
+/** The options of `store.reportError`. */
+export interface ReportErrorOptions {
+  /** What kind of error. */
+  errorType: ErrorType
+  /** How bad it is. */
+  severity: Severity
+  /** What went wrong. */
+  description: string
+  /** Where it happened. */
+  context?: string
+  /** What was tried. */
+  attemptedSolutions?: string[]
+  /** The messages seen. */
+  errorMessages?: string[]
+  /** The files involved. */
+  affectedFiles?: string[]
+}
+/** The options of `store.recover`. */
+export interface RecoverOptions {
+  /** The approach, in a sentence. */
+  strategy: string
+  /** What the worker is to do, in order (at least one step). */
+  steps: string[]
+  /** Other approaches if this one fails. */
+  alternatives?: string[]
+  /** How to tell the recovery worked. */
+  successIndicators?: string[]
+  /** When the worker should give up and report an error again. */
+  escalationTrigger?: string
+}
+/** The options of `store.escalate`. */
+export interface EscalateOptions {
+  /** What the escalation is about. */
+  category: Category
+  /** How bad it is (at least medium). */
+  severity: Severity
+  /** How soon a human must act. */
+  urgency: Urgency
+  /** What blocks the run. */
+  blockerType: BlockerType
+  /** What blocks the run. */
+  description: string
+  /** What happens if nobody acts. */
+  impact: string
+  /** What the manager suggests. */
+  recommendation: string
+}
+/** The options of `store.resolve`. */
+export interface ResolveOptions {
+  /** How the run is to go on, when it is not plain from the resolution. */
+  resumeInstructions?: string
+}
 /**
  * What kind of handoff a record is.
  * - `full`: The whole task passes to the successor.
@@ -400,6 +500,237 @@ export interface StepSpec {
  * - `cancelled`: Withdrawn; claimed steps may finish, nothing else is offered.
  */
 export type TaskStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'paused' | 'cancelled'
+/** The initialization's context (the seed's keys). */
+export interface InitContext {
+  /** Where the project lives. */
+  project_root?: string
+  /** Files the worker should read first. */
+  relevant_files?: string[]
+  /** Code patterns to follow. */
+  patterns?: string[]
+  /** Technical limits and requirements. */
+  constraints?: string[]
+}
+/**
+ * How far the worker got (the seed's `worker_report.status`).
+ * - `COMPLETED`: Everything asked for is done.
+ * - `PARTIAL`: Some of it is done.
+ * - `FAILED`: None of it could be done.
+ */
+export type WorkerStatus = 'COMPLETED' | 'PARTIAL' | 'FAILED'
+/** A file the worker changed, and how. */
+export interface FileChange {
+  /** The file. */
+  path: string
+  /** What changed in it. */
+  description: string
+}
+/** The worker's tests. */
+export interface Tests {
+  /** Tests added. */
+  added?: number
+  /** Tests passing. */
+  passing?: number
+  /** Coverage as the worker's tool reports it (`"85%"`). */
+  coverage?: string
+}
+/**
+ * The manager's decision on a report (the seed's `manager_decision`).
+ * - `COMPLETE`: The task is finished: the run ends.
+ * - `CONTINUE`: More work is needed: the worker gets the next instructions.
+ * - `ESCALATE`: A human must step in.
+ * - `REFINE`: The work needs quality improvements: the worker gets what to improve.
+ */
+export type Decision = 'COMPLETE' | 'CONTINUE' | 'ESCALATE' | 'REFINE'
+/** What the manager learnt for the next iterations. */
+export interface ContextUpdates {
+  /** Patterns now established. */
+  new_patterns?: string[]
+  /** Structural changes. */
+  architecture_changes?: string[]
+  /** Dependencies added. */
+  dependencies_added?: string[]
+}
+/** Why a run needs a human. */
+export interface EscalationDetails {
+  /** What it is about. */
+  category: Category
+  /** How bad (medium, high or critical). */
+  severity: Severity
+  /** How soon a human must act. */
+  urgency: Urgency
+  /** What blocks the run. */
+  blocker_type: BlockerType
+  /** The issue, for a human. */
+  description: string
+  /** What it costs: delay, functionality affected, risk. */
+  impact: string
+  /** What the human should do. */
+  recommendation: string
+}
+/**
+ * What kind of error the worker met.
+ * - `implementation`: In the code being written.
+ * - `configuration`: In settings or the environment's configuration.
+ * - `dependency`: In a library or tool the work depends on.
+ * - `integration`: Between components.
+ */
+export type ErrorType = 'implementation' | 'configuration' | 'dependency' | 'integration'
+/**
+ * How bad an error or a blocker is.
+ * - `low`: Low (errors only).
+ * - `medium`: Medium.
+ * - `high`: High.
+ * - `critical`: Critical.
+ */
+export type Severity = 'low' | 'medium' | 'high' | 'critical'
+/**
+ * What an escalation is about.
+ * - `technical`: A technical problem beyond the agents.
+ * - `configuration`: Configuration only a human can change.
+ * - `architectural`: A design decision.
+ * - `resource`: Missing resources (time, money, machines).
+ * - `security`: A security concern.
+ */
+export type Category = 'technical' | 'configuration' | 'architectural' | 'resource' | 'security'
+/**
+ * How soon a human must act on an escalation.
+ * - `low`: When convenient.
+ * - `medium`: Soon.
+ * - `high`: Today.
+ * - `immediate`: Now.
+ */
+export type Urgency = 'low' | 'medium' | 'high' | 'immediate'
+/**
+ * What blocks the run.
+ * - `skill`: A skill the agents lack.
+ * - `access`: Access they do not have.
+ * - `design`: A design question.
+ * - `environment`: The environment.
+ * - `dependency`: Something the work depends on.
+ */
+export type BlockerType = 'skill' | 'access' | 'design' | 'environment' | 'dependency'
+/**
+ * A protocol message's body, with the seed's field names (`handoff_type`, `worker_report`,
+ * `manager_decision`, ...): which fields a message carries depends on its type.
+ */
+export interface ProtocolBody {
+  /** Which message this is. */
+  handoff_type: HandoffType
+  /** When it was sent. */
+  timestamp: string
+  /** The task the run works on. */
+  task_id: string
+  /** The iteration it belongs to, from 1. */
+  iteration: number
+  /** An initialization's instructions. */
+  instructions?: string
+  /** An initialization's context. */
+  context?: InitContext
+  /** How success is judged. */
+  success_criteria?: string[]
+  /** Standards the work must meet. */
+  quality_gates?: string[]
+  /** A worker's report. */
+  worker_report?: WorkerReport
+  /** The manager's decision on it. */
+  manager_decision?: Decision
+  /** What the worker is to do next. */
+  continuation_instructions?: string
+  /** What the manager learnt. */
+  context_updates?: ContextUpdates
+  /** A worker's error report. */
+  error_report?: ErrorReport
+  /** The manager's recovery steps. */
+  recovery_instructions?: RecoveryInstructions
+  /** Recoveries so far in this run. */
+  retry_count?: number
+  /** Recoveries allowed before the run escalates by itself. */
+  max_retries?: number
+  /** Why a human is needed. */
+  escalation_details?: EscalationDetails
+  /** Every iteration so far (an escalation's). */
+  complete_history?: HistoryItem[]
+  /** Where the work stands (an escalation's). */
+  current_state?: CurrentState
+  /** How to go on once resolved: an escalation's suggestion, a resolution's answer. */
+  resume_instructions?: string
+}
+/**
+ * Which of the protocol's four messages a body is (the seed's `handoff_type`).
+ * - `initialization`: Manager → worker: the task, its context and how success is judged.
+ * - `progress`: A report (worker → manager), a decision to go on (manager → worker), or a human's
+ * resolution (human → manager).
+ * - `error_recovery`: An error report (worker → manager) or recovery steps (manager → worker).
+ * - `escalation`: Manager → human: what blocks the run, its whole history and how to resume.
+ */
+export type HandoffType = 'initialization' | 'progress' | 'error_recovery' | 'escalation'
+/** The worker's structured report (the seed's `worker_report`). */
+export interface WorkerReport {
+  /** How far it got. */
+  status: WorkerStatus
+  /** What it completed. */
+  accomplished?: string[]
+  /** The files it changed. */
+  files_modified?: FileChange[]
+  /** Its tests. */
+  tests?: Tests
+  /** Problems it met. */
+  issues?: string[]
+  /** How it verified the work. */
+  validation?: string[]
+}
+/** The worker's account of an error. */
+export interface ErrorReport {
+  /** What kind of error. */
+  error_type: ErrorType
+  /** How bad. */
+  severity: Severity
+  /** What went wrong, in detail. */
+  description: string
+  /** What was being attempted. */
+  context?: string
+  /** What it tried. */
+  attempted_solutions?: string[]
+  /** The errors' own text. */
+  error_messages?: string[]
+  /** The files involved. */
+  affected_files?: string[]
+}
+/** The manager's answer to an error report. */
+export interface RecoveryInstructions {
+  /** The approach to take. */
+  strategy: string
+  /** Its steps, in order. */
+  steps: string[]
+  /** Other approaches, should it fail. */
+  alternatives?: string[]
+  /** How to know it is fixed. */
+  success_indicators?: string[]
+  /** When to give up and escalate. */
+  escalation_trigger?: string
+}
+/** One iteration as an escalation recounts it. */
+export interface HistoryItem {
+  /** The iteration. */
+  iteration: number
+  /** What the manager asked for. */
+  manager_instructions: string
+  /** What the worker reported (its report, or its error report), if it answered. */
+  worker_report?: JsonValue
+  /**
+   * How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `recover`, or
+   * `open` while it runs.
+   */
+  outcome: string
+}
+/** Where the work stands when a run is escalated. */
+export interface CurrentState {
+  /** Every file the worker reported changing, in the order first reported. */
+  files_modified: string[]
+  /** The last report's status and what it accomplished, in words. */
+  project_status: string
+}
 // >>> end of generated types
 
 /**
@@ -1010,6 +1341,140 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   sessionAsync(sessionId: string): Promise<Session>
+  /**
+   * Starts a manager/worker run on `taskId` (DESIGN §8): the initialization (iteration 1) goes
+   * to `worker`, who takes it with `claimNext` and answers with `report` or `reportError`. The
+   * manager → worker checks run first (instructions given, at least one success criterion),
+   * every problem at once; a task runs the protocol once. `context` and the bodies the run's
+   * messages carry keep the seed's snake_case names.
+   */
+  initialize(taskId: string, options: InitializeOptions): Handoff
+  /**
+   * Starts a manager/worker run on `taskId` (DESIGN §8): the initialization (iteration 1) goes
+   * to `worker`, who takes it with `claimNext` and answers with `report` or `reportError`. The
+   * manager → worker checks run first (instructions given, at least one success criterion),
+   * every problem at once; a task runs the protocol once. `context` and the bodies the run's
+   * messages carry keep the seed's snake_case names.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  initializeAsync(taskId: string, options: InitializeOptions): Promise<Handoff>
+  /**
+   * The worker's report on the instructions it holds (its claim): a `progress` message goes to
+   * the manager. The worker → manager checks run first: every changed file described, issues
+   * given unless the status is COMPLETED.
+   */
+  report(claim: Claim | ClaimReference, status: WorkerStatus, options?: ReportOptions): Handoff
+  /**
+   * The worker's report on the instructions it holds (its claim): a `progress` message goes to
+   * the manager. The worker → manager checks run first: every changed file described, issues
+   * given unless the status is COMPLETED.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  reportAsync(claim: Claim | ClaimReference, status: WorkerStatus, options?: ReportOptions): Promise<Handoff>
+  /**
+   * The manager's decision on the report (or the human's resolution) it holds: CONTINUE and
+   * REFINE send `instructions` to the worker for the next iteration (past `maxIterations`, an
+   * escalation instead); ESCALATE sends `escalationDetails` to whoever the run escalates to;
+   * COMPLETE ends the run and returns `null`.
+   */
+  decide(claim: Claim | ClaimReference, decision: Decision, options?: DecideOptions): Handoff | null
+  /**
+   * The manager's decision on the report (or the human's resolution) it holds: CONTINUE and
+   * REFINE send `instructions` to the worker for the next iteration (past `maxIterations`, an
+   * escalation instead); ESCALATE sends `escalationDetails` to whoever the run escalates to;
+   * COMPLETE ends the run and returns `null`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  decideAsync(claim: Claim | ClaimReference, decision: Decision, options?: DecideOptions): Promise<Handoff | null>
+  /**
+   * The worker's error report on the instructions it holds: an `error_recovery` message goes
+   * to the manager, who answers with `recover` or `escalate`.
+   */
+  reportError(claim: Claim | ClaimReference, options: ReportErrorOptions): Handoff
+  /**
+   * The worker's error report on the instructions it holds: an `error_recovery` message goes
+   * to the manager, who answers with `recover` or `escalate`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  reportErrorAsync(claim: Claim | ClaimReference, options: ReportErrorOptions): Promise<Handoff>
+  /**
+   * The manager's recovery steps for the error report it holds: an `error_recovery` message
+   * goes to the worker with one retry more; past `maxRetries` the run escalates instead.
+   */
+  recover(claim: Claim | ClaimReference, options: RecoverOptions): Handoff
+  /**
+   * The manager's recovery steps for the error report it holds: an `error_recovery` message
+   * goes to the worker with one retry more; past `maxRetries` the run escalates instead.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  recoverAsync(claim: Claim | ClaimReference, options: RecoverOptions): Promise<Handoff>
+  /**
+   * The manager hands the run to a human: an `escalation` goes to whoever the run escalates
+   * to, with the whole history (`complete_history`) and where the work stands
+   * (`current_state`).
+   */
+  escalate(claim: Claim | ClaimReference, options: EscalateOptions): Handoff
+  /**
+   * The manager hands the run to a human: an `escalation` goes to whoever the run escalates
+   * to, with the whole history (`complete_history`) and where the work stands
+   * (`current_state`).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  escalateAsync(claim: Claim | ClaimReference, options: EscalateOptions): Promise<Handoff>
+  /**
+   * A human's answer to the escalation they hold: a `progress` message carrying it goes to the
+   * manager, who decides how the worker goes on; the run's iteration and retry allowances
+   * start afresh.
+   */
+  resolve(claim: Claim | ClaimReference, resolution: string, options?: ResolveOptions): Handoff
+  /**
+   * A human's answer to the escalation they hold: a `progress` message carrying it goes to the
+   * manager, who decides how the worker goes on; the run's iteration and retry allowances
+   * start afresh.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  resolveAsync(claim: Claim | ClaimReference, resolution: string, options?: ResolveOptions): Promise<Handoff>
+  /**
+   * A task's protocol run as it stands: its phase (who holds the latest message), iteration,
+   * retries, escalations, history and the id of the message in flight; `NOT_FOUND` if the
+   * task has no run.
+   */
+  protocolRun(taskId: string): ProtocolRun
+  /**
+   * A task's protocol run as it stands: its phase (who holds the latest message), iteration,
+   * retries, escalations, history and the id of the message in flight; `NOT_FOUND` if the
+   * task has no run.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  protocolRunAsync(taskId: string): Promise<ProtocolRun>
+  /** The messages of a task's run, oldest first: each a handoff with its `protocol` body. */
+  protocolHistory(taskId: string): Handoff[]
+  /**
+   * The messages of a task's run, oldest first: each a handoff with its `protocol` body.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  protocolHistoryAsync(taskId: string): Promise<Handoff[]>
+  /**
+   * How the store's protocol runs went: runs, completions, the first-try completion rate, the
+   * escalation rate, retries, iterations per run, the median time per iteration, and each run.
+   */
+  protocolStats(): ProtocolStats
+  /**
+   * How the store's protocol runs went: runs, completions, the first-try completion rate, the
+   * escalation rate, retries, iterations per run, the median time per iteration, and each run.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  protocolStatsAsync(): Promise<ProtocolStats>
 }
 
 /** A registered agent. */
@@ -1299,6 +1764,12 @@ export interface Handoff {
   contextUsagePercent: number | null
   /** Free-form JSON, preserved unchanged. */
   metadata: JsonObject
+  /**
+   * A manager/worker protocol message's body (`initialize`, `report`, `decide`, ...), in
+   * the seed's form as stored: snake_case keys, a key left out when its value is absent or
+   * empty. `null` on a record the protocol did not write.
+   */
+  protocol: ProtocolBody | null
   /** When the handoff was created (ISO 8601). */
   createdAt: string
   /** When an unclaimed handoff expires (ISO 8601); `null` is never. */
@@ -1602,6 +2073,80 @@ export interface PolicyOptions {
   collaborators?: Record<string, Array<string>> | null
 }
 
+/** A task's manager/worker run as it stands: what `protocolRun(taskId)` returns. */
+export interface ProtocolRun {
+  /** The task it works on. */
+  taskId: string
+  /** The agent that reviews and decides. */
+  manager: string
+  /** The agent that does the work. */
+  worker: string
+  /** Who gets an escalation. */
+  escalateTo: string
+  /** What the run is for: the initialization's instructions (every message's `goal`). */
+  goal: string
+  /** How success is judged, as the initialization gave it. */
+  successCriteria: Array<string>
+  /** The handoff whose holder makes the next call; `null` once the run is completed. */
+  messageId: string | null
+  /** Who holds the latest message, and so which calls are valid. */
+  phase: ProtocolPhase
+  /** The iteration under way, from 1. */
+  iteration: number
+  /** Iterations allowed before a CONTINUE or REFINE escalates instead. */
+  maxIterations: number
+  /** Recoveries so far. */
+  retryCount: number
+  /** Recoveries allowed before the run escalates by itself. */
+  maxRetries: number
+  /** Escalations so far. */
+  escalations: number
+  /**
+   * Every iteration, the current one last, in the seed's form (as an escalation's
+   * `complete_history` recounts them).
+   */
+  history: HistoryItem[]
+  /** How long each closed entry of `history` took, in seconds, in order. */
+  iterationSeconds: Array<number>
+  /** Every file the worker reported changing, in the order first reported. */
+  filesModified: Array<string>
+  /** The last report's status and what it accomplished, in words. */
+  projectStatus: string
+  /** When the run was initialized (ISO 8601). */
+  startedAt: string
+  /** When the last call changed it (ISO 8601). */
+  updatedAt: string
+  /** When the iteration under way (or its last recovery) started (ISO 8601). */
+  iterationStartedAt: string
+}
+
+/** How the store's protocol runs went: what `protocolStats()` returns. */
+export interface ProtocolStats {
+  /** Runs started. */
+  runs: number
+  /** Runs the manager completed. */
+  completed: number
+  /** Completed runs that needed one iteration, no recovery and no human. */
+  firstTryCompletions: number
+  /** `firstTryCompletions / completed`, from 0 to 1 (0 when none completed). */
+  firstTryCompletionRate: number
+  /** Runs escalated to a human at least once. */
+  escalated: number
+  /** `escalated / runs`, from 0 to 1 (0 when there are none). */
+  escalationRate: number
+  /** Recoveries over every run. */
+  retries: number
+  /** Iterations per run, on average. */
+  meanIterations: number
+  /**
+   * The median time an iteration (or a recovery) took, from its instructions to the
+   * manager's answer, in seconds; `null` before any closed.
+   */
+  medianIterationSeconds: number | null
+  /** Every run, oldest first. */
+  perRun: Array<RunSummary>
+}
+
 /**
  * Replaces secrets (API keys of the major providers, cloud keys, tokens, JWTs, PEM private
  * keys, `password=`-style pairs) with `[REDACTED:<rule>]`.
@@ -1657,6 +2202,24 @@ export interface RedactionRule {
 export interface RedactOptions {
   /** Rules to redact with besides the built-in ones. */
   rules?: Array<RedactionRule>
+}
+
+/** One run as `protocolStats` counts it. */
+export interface RunSummary {
+  /** The run's task. */
+  taskId: string
+  /** Who holds its latest message (`completed` once the manager completed it). */
+  phase: ProtocolPhase
+  /** Iterations so far. */
+  iterations: number
+  /** Recoveries so far. */
+  retries: number
+  /** Escalations so far. */
+  escalations: number
+  /** When it started (ISO 8601). */
+  startedAt: string
+  /** When it last changed (ISO 8601). */
+  updatedAt: string
 }
 
 /**

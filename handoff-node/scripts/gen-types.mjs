@@ -1,6 +1,10 @@
 // Writes the TypeScript types of the store methods' options from the core's catalog (DESIGN
 // §15): each method's options interface (camelCase keys, JSDoc from the argument docs, optional
-// unless the core requires it), the enums as string-literal unions, the claim reference. Run by
+// unless the core requires it), the enums as string-literal unions, the claim reference; and,
+// from the record's JSON Schema, the types of a protocol message's body (`Handoff.protocol`,
+// in the seed's snake_case names, as stored). An object's keys are written as the binding reads
+// them: camelCase in an options object, a claim and the records a list argument holds (a
+// plan's steps), as written everywhere else (a protocol body's `context`, `metadata`). Run by
 // `npm run build` after `napi build`: it reads the catalog from the addon just built, writes the
 // generated part of dts-header.d.ts (which napi prepends to index.d.ts) and the same part of
 // index.d.ts, so that both are current without building twice.
@@ -32,8 +36,9 @@ const RETURNS = { integer: 'number', unit: 'void', string: 'string' }
 
 const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 
-const { _catalogJson } = createRequire(import.meta.url)('../index.js')
+const { _catalogJson, handoffJsonSchema } = createRequire(import.meta.url)('../index.js')
 const { operations, methods } = JSON.parse(_catalogJson())
+const record = JSON.parse(handoffJsonSchema())
 
 const problems = []
 const byName = new Map(methods.map((m) => [m.operation, m]))
@@ -50,37 +55,55 @@ for (const m of methods) {
   if (op && m.positional.length === 0 && m.options) optionsOf.set(op.arguments.title, m.options.ts)
 }
 
-// Every argument name, to write the docs' `snake_case` references as the camelCase a caller uses.
+// Every name a caller writes in camelCase (the arguments, a claim's keys, the keys of the records
+// a list argument holds), to write the docs' `snake_case` references to them as the caller does;
+// the keys of other objects (a protocol body's `project_root`) are written as they are.
 const argumentNames = new Set()
 for (const op of operations) {
-  for (const schema of [op.arguments, ...Object.values(op.arguments.$defs ?? {})]) {
-    for (const name of Object.keys(schema.properties ?? {})) argumentNames.add(name)
+  const { properties = {}, $defs = {} } = op.arguments
+  for (const [name, property] of Object.entries(properties)) {
+    argumentNames.add(name)
+    for (const p of [property, ...(property.anyOf ?? [])]) {
+      const ref = (name === 'claim' ? p.$ref : p.items?.$ref)?.replace('#/$defs/', '')
+      for (const key of Object.keys($defs[ref]?.properties ?? {})) argumentNames.add(key)
+    }
   }
 }
 const prose = (text) => (text ?? '').replace(/`([a-z0-9_]+)`/g, (all, name) => (argumentNames.has(name) ? `\`${camel(name)}\`` : all))
 
-/** JSDoc for `text` at `indent`, in napi-rs's layout. */
-function jsdoc(text, indent = '') {
-  const lines = prose(text).split('\n').map((l) => l.trim())
+/** JSDoc for `text` at `indent`, in napi-rs's layout; `asWritten` keeps its names as the core writes them. */
+function jsdoc(text, indent = '', asWritten = false) {
+  const lines = (asWritten ? (text ?? '') : prose(text)).split('\n').map((l) => l.trim())
   if (lines.length === 1) return `${indent}/** ${lines[0]} */\n`
   return `${indent}/**\n${lines.map((l) => `${indent} *${l ? ` ${l}` : ''}`).join('\n')}\n${indent} */\n`
 }
 
-const defs = new Map() // def name → [schema, TypeScript name], in order of first use
+/**
+ * The types the options and the record refer to, in order of first use: def name → { def, name,
+ * root, ways }, `ways` being each way it is met (`camel`, `output`, as JSON → that way).
+ */
+const defs = new Map()
 
-/** The TypeScript type of `schema`, found in `root`; `accepting` for a parameter's type. */
-function tsType(schema, root, accepting = false) {
+/**
+ * The TypeScript type of `schema`, found in `root`. `how` says where it is met: `accepting` for
+ * a parameter's type (a claim or its reference), `output` for a result's (times are strings),
+ * `camel` when an object met right here is read with camelCase keys, `camelItems` when the
+ * objects of a list met here are.
+ */
+function tsType(schema, root, how = {}) {
   const ref = schema.$ref?.replace('#/$defs/', '')
   if (ref) {
     const def = root.$defs[ref]
     if (optionsOf.has(def.title ?? ref)) return optionsOf.get(def.title ?? ref)
     const name = NAMES[ref] ?? ref
-    if (!defs.has(ref)) defs.set(ref, [def, name])
-    return accepting && ACCEPTS[ref] ? ACCEPTS[ref] : name
+    if (!defs.has(ref)) defs.set(ref, { def, name, root, ways: new Map() })
+    const way = { camel: Boolean(how.camel), output: Boolean(how.output) }
+    defs.get(ref).ways.set(JSON.stringify(way), way)
+    return how.accepting && ACCEPTS[ref] ? ACCEPTS[ref] : name
   }
   const alternatives = schema.anyOf ?? schema.oneOf
   if (alternatives) {
-    const types = alternatives.filter((a) => a.type !== 'null').map((a) => tsType(a, root, accepting))
+    const types = alternatives.filter((a) => a.type !== 'null').map((a) => tsType(a, root, how))
     return types.join(' | ')
   }
   if (schema.const !== undefined) return `'${schema.const}'`
@@ -88,12 +111,12 @@ function tsType(schema, root, accepting = false) {
   const types = [schema.type ?? []].flat().filter((t) => t !== 'null')
   if (types.length !== 1) return 'JsonValue'
   switch (types[0]) {
-    case 'string': return schema.format === 'date-time' ? 'string | Date' : 'string'
+    case 'string': return schema.format === 'date-time' && !how.output ? 'string | Date' : 'string'
     case 'integer':
     case 'number': return 'number'
     case 'boolean': return 'boolean'
     case 'array': {
-      const item = tsType(schema.items ?? {}, root, accepting)
+      const item = tsType(schema.items ?? {}, root, { ...how, camel: how.camelItems, camelItems: false })
       return item.includes(' ') ? `Array<${item}>` : `${item}[]`
     }
     case 'object': return 'JsonObject'
@@ -101,21 +124,37 @@ function tsType(schema, root, accepting = false) {
   }
 }
 
-/** An interface of `properties` (less `skip`), with `aliases` as deprecated older names. */
-function interfaceOf(name, doc, schema, root, skip = [], aliases = []) {
+/**
+ * An interface of `properties` (less `skip`), with `aliases` as deprecated older names: its keys
+ * in camelCase when `camel` (else as the core writes them, docs too), its properties' types met
+ * the way `inner` says.
+ */
+function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner = {}, skip = [], aliases = [] } = {}) {
+  const key = camelKeys ? camel : (k) => k
   const required = new Set(schema.required ?? [])
-  let out = jsdoc(doc) + `export interface ${name} {\n`
-  for (const [key, property] of Object.entries(schema.properties ?? {})) {
-    if (skip.includes(key)) continue
-    const type = OVERRIDES[`${schema.title}.${key}`] ?? tsType(property, root)
-    const optional = required.has(key) ? '' : '?'
-    out += jsdoc(property.description, '  ') + `  ${camel(key)}${optional}: ${type}\n`
-    for (const [alias, target] of aliases.filter(([, t]) => t === key)) {
+  let out = jsdoc(doc, '', !camelKeys) + `export interface ${name} {\n`
+  for (const [k, property] of Object.entries(schema.properties ?? {})) {
+    if (skip.includes(k)) continue
+    const type = OVERRIDES[`${schema.title}.${k}`] ?? tsType(property, root, inner)
+    const optional = required.has(k) ? '' : '?'
+    out += jsdoc(property.description, '  ', !camelKeys) + `  ${key(k)}${optional}: ${type}\n`
+    for (const [alias, target] of aliases.filter(([, t]) => t === k)) {
       const text = `The same as \`${camel(target)}\` (its older name); give one or the other.\n@deprecated Use \`${camel(target)}\`.`
       out += jsdoc(text, '  ') + `  ${camel(alias)}?: ${type}\n`
     }
   }
   return `${out}}\n`
+}
+
+/** The declaration of a def met `way`: an object's keys as the binding reads them there. */
+function declaration({ def, name, root }, way) {
+  if (def.properties) {
+    // Below an object read with camelCase keys (or as written), every object is read as written.
+    return interfaceOf(name, def.description, def, root, { camel: way.camel, inner: { output: way.output } })
+  }
+  const variants = def.oneOf ?? def.anyOf ?? []
+  const docs = variants.filter((v) => v.description).map((v) => `- \`${v.const}\`: ${v.description}`)
+  return jsdoc([def.description, ...docs].join('\n')) + `export type ${name} = ${tsType(def, root, way)}\n`
 }
 
 let generated = ''
@@ -129,7 +168,9 @@ for (const op of operations) {
       problems.push(`${where}: ${p.name} is no argument of the core's ${op.name}`)
       continue
     }
-    const expected = tsType(root.properties[p.name], root, true)
+    // The binding reads a claim's keys, and those of a list's objects, in camelCase.
+    const how = { accepting: true, camel: p.name === 'claim', camelItems: true }
+    const expected = tsType(root.properties[p.name], root, how)
     if (p.ts !== expected) problems.push(`${where}: ${p.name} should be typed "${expected}", not "${p.ts}"`)
   }
   const result = op.returns.endsWith('?') ? `${op.returns.slice(0, -1)} | null` : op.returns
@@ -141,22 +182,37 @@ for (const op of operations) {
   if (method.options) {
     const skip = method.positional.map((p) => p.name)
     const doc = `The ${method.options.name} of \`store.${camel(op.name)}\`.`
-    generated += interfaceOf(method.options.ts, doc, root, root, skip, method.aliases)
+    const inner = { camelItems: true }
+    generated += interfaceOf(method.options.ts, doc, root, root, { inner, skip, aliases: method.aliases })
   } else if (Object.keys(root.properties ?? {}).some((k) => !method.positional.some((p) => p.name === k))) {
     problems.push(`${where}: the core's arguments beyond ${method.positional.map((p) => p.name).join(', ') || 'none'} need an options object`)
   }
 }
-// The types the options refer to, each once (a Map's iteration also visits the types that
-// writing one of them adds).
-for (const [ref, [def, name]] of defs) {
-  const root = operations.find((o) => o.arguments.$defs?.[ref]).arguments
-  if (def.properties) {
-    generated += interfaceOf(name, def.description, def, root)
-  } else {
-    const variants = def.oneOf ?? def.anyOf ?? []
-    const docs = variants.filter((v) => v.description).map((v) => `- \`${v.const}\`: ${v.description}`)
-    generated += jsdoc([def.description, ...docs].join('\n')) + `export type ${name} = ${tsType(def, root)}\n`
+// A protocol message's body, as records carry it: the seed's names, as stored.
+const body = tsType(record.properties.protocol, record, { output: true })
+if (body !== 'ProtocolBody') problems.push(`the record's protocol is typed "${body}", not "ProtocolBody"`)
+
+// The types the options and the record refer to, each once, declared every way it is met (a
+// Map's iteration also visits what declaring one adds) so that a type met two ways with two
+// shapes (camelCase keys in one, snake_case in the other) is found, not half declared.
+const declared = new Map() // def name → way (as JSON) → declaration
+for (let more = true; more;) {
+  more = false
+  for (const [ref, entry] of defs) {
+    if (!declared.has(ref)) declared.set(ref, new Map())
+    for (const [key, way] of entry.ways) {
+      if (declared.get(ref).has(key)) continue
+      declared.get(ref).set(key, declaration(entry, way))
+      more = true
+    }
   }
+}
+for (const [ref, { name }] of defs) {
+  const shapes = new Set(declared.get(ref).values())
+  if (shapes.size > 1) {
+    problems.push(`${name} is met in two ways (keys in camelCase or as written, an argument or a result) that give it two shapes: give one of them a type of its own`)
+  }
+  generated += [...shapes][0]
 }
 
 if (problems.length > 0) {

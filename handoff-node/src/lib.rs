@@ -12,6 +12,7 @@ pub mod errors;
 pub mod machine;
 pub mod memory;
 pub mod ops;
+pub mod protocol;
 pub mod record;
 pub mod session;
 pub mod stats;

@@ -2,9 +2,11 @@
 //!
 //! A record in JavaScript is a plain object whose keys are the core's field names in camelCase
 //! (`task_id` → `taskId`), times are ISO 8601 strings exactly as in the JSON wire form, `null`
-//! stands for an absent optional value, and `metadata` is the JSON object as stored.
+//! stands for an absent optional value, and `metadata` is the JSON object as stored, as is a
+//! protocol message's `protocol` body (the seed's snake_case names).
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use handoff_core::protocol::ProtocolBody;
 use handoff_core::{Handoff, Metadata};
 use napi::{Env, Unknown};
 use napi_derive::napi;
@@ -84,6 +86,11 @@ pub struct JsHandoff {
     /// Free-form JSON, preserved unchanged.
     #[napi(ts_type = "JsonObject")]
     pub metadata: Metadata,
+    /// A manager/worker protocol message's body (`initialize`, `report`, `decide`, ...), in
+    /// the seed's form as stored: snake_case keys, a key left out when its value is absent or
+    /// empty. `null` on a record the protocol did not write.
+    #[napi(ts_type = "ProtocolBody")]
+    pub protocol: Option<ProtocolBody>,
     /// When the handoff was created (ISO 8601).
     pub created_at: String,
     /// When an unclaimed handoff expires (ISO 8601); `null` is never.
@@ -139,6 +146,7 @@ impl From<Handoff> for JsHandoff {
             success_criteria,
             context_usage_percent,
             metadata,
+            protocol,
             created_at,
             expires_at,
             max_attempts,
@@ -177,6 +185,7 @@ impl From<Handoff> for JsHandoff {
             success_criteria,
             context_usage_percent: context_usage_percent.map(u32::from),
             metadata,
+            protocol,
             created_at: iso(created_at),
             expires_at: expires_at.map(iso),
             max_attempts,

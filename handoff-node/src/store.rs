@@ -834,4 +834,67 @@ store_operations! {
     "Who currently owns a conversation (the holder of its latest handoff once taken, else its"
     "sender), its handoffs as hops, and its shared context (the memory `session:<sessionId>`)."
     session, session_async = Session(session_id: "string") -> "Session", "Promise<Session>";
+
+    "Starts a manager/worker run on `taskId` (DESIGN §8): the initialization (iteration 1) goes"
+    "to `worker`, who takes it with `claimNext` and answers with `report` or `reportError`. The"
+    "manager → worker checks run first (instructions given, at least one success criterion),"
+    "every problem at once; a task runs the protocol once. `context` and the bodies the run's"
+    "messages carry keep the seed's snake_case names."
+    initialize, initialize_async = Initialize(task_id: "string"; options: "InitializeOptions")
+        -> "Handoff", "Promise<Handoff>";
+
+    "The worker's report on the instructions it holds (its claim): a `progress` message goes to"
+    "the manager. The worker → manager checks run first: every changed file described, issues"
+    "given unless the status is COMPLETED."
+    report, report_async =
+        Report(claim: "Claim | ClaimReference", status: "WorkerStatus"; options?: "ReportOptions")
+        -> "Handoff", "Promise<Handoff>";
+
+    "The manager's decision on the report (or the human's resolution) it holds: CONTINUE and"
+    "REFINE send `instructions` to the worker for the next iteration (past `maxIterations`, an"
+    "escalation instead); ESCALATE sends `escalationDetails` to whoever the run escalates to;"
+    "COMPLETE ends the run and returns `null`."
+    decide, decide_async =
+        Decide(claim: "Claim | ClaimReference", decision: "Decision"; options?: "DecideOptions")
+        -> "Handoff | null", "Promise<Handoff | null>";
+
+    "The worker's error report on the instructions it holds: an `error_recovery` message goes"
+    "to the manager, who answers with `recover` or `escalate`."
+    report_error, report_error_async =
+        ReportError(claim: "Claim | ClaimReference"; options: "ReportErrorOptions")
+        -> "Handoff", "Promise<Handoff>";
+
+    "The manager's recovery steps for the error report it holds: an `error_recovery` message"
+    "goes to the worker with one retry more; past `maxRetries` the run escalates instead."
+    recover, recover_async = Recover(claim: "Claim | ClaimReference"; options: "RecoverOptions")
+        -> "Handoff", "Promise<Handoff>";
+
+    "The manager hands the run to a human: an `escalation` goes to whoever the run escalates"
+    "to, with the whole history (`complete_history`) and where the work stands"
+    "(`current_state`)."
+    escalate, escalate_async =
+        Escalate(claim: "Claim | ClaimReference"; options: "EscalateOptions")
+        -> "Handoff", "Promise<Handoff>";
+
+    "A human's answer to the escalation they hold: a `progress` message carrying it goes to the"
+    "manager, who decides how the worker goes on; the run's iteration and retry allowances"
+    "start afresh."
+    resolve, resolve_async =
+        Resolve(claim: "Claim | ClaimReference", resolution: "string"; options?: "ResolveOptions")
+        -> "Handoff", "Promise<Handoff>";
+
+    "A task's protocol run as it stands: its phase (who holds the latest message), iteration,"
+    "retries, escalations, history and the id of the message in flight; `NOT_FOUND` if the"
+    "task has no run."
+    protocol_run, protocol_run_async = ProtocolRun(task_id: "string")
+        -> "ProtocolRun", "Promise<ProtocolRun>";
+
+    "The messages of a task's run, oldest first: each a handoff with its `protocol` body."
+    protocol_history, protocol_history_async = ProtocolHistory(task_id: "string")
+        -> "Handoff[]", "Promise<Handoff[]>";
+
+    "How the store's protocol runs went: runs, completions, the first-try completion rate, the"
+    "escalation rate, retries, iterations per run, the median time per iteration, and each run."
+    protocol_stats, protocol_stats_async = ProtocolStats()
+        -> "ProtocolStats", "Promise<ProtocolStats>";
 }

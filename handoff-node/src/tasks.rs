@@ -15,13 +15,13 @@ use crate::record::iso;
 use crate::task::Mirror;
 
 /// A count or version as a JavaScript number (exact below 2^53, far beyond any real count).
-fn number(n: impl TryInto<u64>) -> f64 {
+pub(crate) fn number(n: impl TryInto<u64>) -> f64 {
     n.try_into()
         .map_or(MAX_SAFE_INTEGER, |n: u64| (n as f64).min(MAX_SAFE_INTEGER))
 }
 
 /// A serialisable enum's JSON word (`in_progress`, `step_offered`, `success`).
-fn word<T: Serialize>(value: &T) -> String {
+pub(crate) fn word<T: Serialize>(value: &T) -> String {
     serde_json::to_value(value)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
