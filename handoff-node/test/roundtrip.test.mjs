@@ -29,15 +29,29 @@ test('JS → JSON → JS gives the same record, for every lifecycle state', () =
   const claim = store.claim(created.id, 'c')
   const beat = store.heartbeat(claim)
   const done = store.complete(claim, { outcome: 'done ✓' })
-  for (const h of [created, claim.handoff, beat, done]) {
+  // Protocol messages: their `protocol` body in the seed's form, every key of it kept.
+  const init = store.initialize('rt-protocol', {
+    manager: 'm', worker: 'w', instructions: 'Do it — ✓', successCriteria: ['done'],
+    context: { project_root: '/app', relevant_files: ['a.js'], patterns: ['p'], constraints: ['c'] }, qualityGates: ['q'],
+  })
+  const held = store.claimNext('w')
+  const report = store.report(held, 'PARTIAL', {
+    accomplished: ['x'], filesModified: [{ path: 'a.js', description: 'd' }], tests: { added: 1, passing: 1, coverage: '9%' },
+    issues: ['i'], validation: ['v'],
+  })
+  const answered = store.get(init.id)
+  assert.equal(created.protocol, null)
+  for (const h of [created, claim.handoff, beat, done, init, held.handoff, answered, report]) {
     const json = handoffToJson(h)
     assert.deepEqual(handoffFromJson(json), h)
     // Through JSON.stringify/parse (what an app would store or send) too.
     assert.deepEqual(handoffFromJson(handoffToJson(JSON.parse(JSON.stringify(h)))), h)
-    // The wire JSON carries every field under its snake_case name with the same value.
+    // The wire JSON carries every field under its snake_case name with the same value; it
+    // leaves `protocol` out when a record has none (`null` here).
     const wire = JSON.parse(json)
-    assert.deepEqual(Object.keys(wire), Object.keys(h).map(snake))
-    for (const [key, value] of Object.entries(h)) assert.deepEqual(wire[snake(key)], value, key)
+    const keys = Object.keys(h).filter((key) => !(key === 'protocol' && h.protocol === null))
+    assert.deepEqual(Object.keys(wire), keys.map(snake))
+    for (const key of keys) assert.deepEqual(wire[snake(key)], h[key], key)
   }
 })
 
