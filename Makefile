@@ -25,6 +25,7 @@ test-rust:
 	$(CARGO) test --quiet -p handoff-core --features postgres --test postgres_restart -- --include-ignored
 	$(CARGO) run --quiet --example quickstart -- --db "$$(mktemp -d)/quickstart.db"
 	$(CARGO) run --quiet --example tasks -- --db "$$(mktemp -d)/tasks.db"
+	$(CARGO) run --quiet --example protocol -- --db "$$(mktemp -d)/protocol.db"
 
 # >>> python (owned by handoff-py)
 # A venv of its own under target/ (gitignored, shares the workspace's cargo target dir). VIRTUAL_ENV

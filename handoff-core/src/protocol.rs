@@ -694,11 +694,7 @@ pub(crate) fn check_body(
     }
     let mut problems = c.into_problems();
     let mut part = |name: &str, found: Vec<Problem>| {
-        problems.extend(
-            found
-                .into_iter()
-                .map(|p| Problem::new(format!("protocol.{name}.{}", p.field), p.rule)),
-        );
+        problems.extend(within(&format!("protocol.{name}"), found));
     };
     if let Some(report) = &body.worker_report {
         part("worker_report", check_report(report));
@@ -890,7 +886,7 @@ impl Run {
                     "refine"
                 };
                 if let Some(details) = &details {
-                    invalid(check_escalation(details))?;
+                    invalid(within("escalation_details", check_escalation(details)))?;
                 }
                 if self.iteration >= self.max_iterations {
                     self.close_iteration(outcome, now);
@@ -919,6 +915,7 @@ impl Run {
                     )
                     .into());
                 };
+                invalid(within("escalation_details", check_escalation(&details)))?;
                 self.escalate(details, now).map(Some)
             }
         }
@@ -1152,6 +1149,14 @@ pub(crate) fn wire_name(value: &impl Serialize) -> String {
         Ok(Value::String(name)) => name,
         _ => String::new(),
     }
+}
+
+/// `problems` of a part given whole, named under it (`escalation_details.severity`).
+fn within(part: &str, problems: Vec<Problem>) -> Vec<Problem> {
+    problems
+        .into_iter()
+        .map(|p| Problem::new(format!("{part}.{}", p.field), p.rule))
+        .collect()
 }
 
 fn invalid(problems: Vec<Problem>) -> Result<()> {
@@ -1525,5 +1530,20 @@ mod tests {
             record.to_json().contains("sk-proj-abcdef"),
             "stored as written"
         );
+    }
+
+    #[test]
+    fn details_given_with_a_decision_are_named_under_it() {
+        let (mut run, _) = start();
+        run.report(partial(), at(1)).unwrap();
+        let low = EscalationDetails {
+            severity: Severity::Low,
+            ..details()
+        };
+        let err = run
+            .decide(Decision::Escalate, None, None, Some(low), at(2))
+            .unwrap_err();
+        assert_eq!(err.problems()[0].field, "escalation_details.severity");
+        assert_eq!(run.phase, Phase::Reviewing);
     }
 }

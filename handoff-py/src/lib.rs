@@ -16,6 +16,7 @@ mod convert;
 mod errors;
 mod machine;
 mod ops;
+mod protocol;
 mod record;
 mod redact;
 mod stats;
@@ -46,6 +47,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tasks::TaskStatistics>()?;
     m.add_class::<tasks::Memory>()?;
     m.add_class::<tasks::Session>()?;
+    m.add_class::<protocol::ProtocolRun>()?;
+    m.add_class::<protocol::ProtocolStats>()?;
     m.add_class::<redact::Redaction>()?;
     m.add_class::<redact::Redactor>()?;
     m.add_function(wrap_pyfunction!(redact::redact, m)?)?;

@@ -317,6 +317,8 @@ wrapped! {
     core::task::TaskStatistics => TaskStatistics, TaskStatistics::new;
     core::store::Memory => Memory, Memory::new;
     core::store::Session => Session, Session::new;
+    core::protocol::Run => crate::protocol::ProtocolRun, crate::protocol::ProtocolRun::new;
+    core::protocol::ProtocolStats => crate::protocol::ProtocolStats, crate::protocol::ProtocolStats::new;
     bool => bool, std::convert::identity;
     String => String, std::convert::identity;
     usize => usize, std::convert::identity;

@@ -218,6 +218,16 @@ impl Handoff {
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         object_to_py(py, &self.inner.metadata)
     }
+    /// A manager/worker protocol message's body (the seed's field names), or `None`. A fresh
+    /// `dict` on every access.
+    #[getter]
+    fn protocol<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .protocol
+            .as_ref()
+            .map(|body| to_py(py, body))
+            .transpose()
+    }
     #[getter]
     fn created_at(&self) -> DateTime<Utc> {
         self.inner.created_at

@@ -18,6 +18,7 @@ use crate::convert::{Args, py_repr, seconds, to_py};
 use crate::errors::Result;
 use crate::machine::Event;
 use crate::ops::{Arg, Given, Kwargs, ToPython, given};
+use crate::protocol::{ProtocolRun, ProtocolStats};
 use crate::record::Handoff;
 use crate::stats::PathStats;
 use crate::tasks::{HistoryEntry, Memory, Session, Task, TaskEvent, TaskStatistics, TaskSummary};
@@ -1069,6 +1070,119 @@ impl Store {
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Session> {
         self.call::<ops::Session>(py, given!(kwargs; session_id))
+    }
+
+    /// Starts a manager/worker run on a task: the initialization goes to the worker.
+    #[pyo3(signature = (task_id, **kwargs))]
+    fn initialize(
+        &self,
+        py: Python<'_>,
+        task_id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::Initialize>(py, given!(kwargs; task_id))
+    }
+
+    /// The worker's report on the instructions it holds, with their claim.
+    #[pyo3(signature = (claim, status, **kwargs))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        status: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::Report>(py, given!(kwargs; claim, status))
+    }
+
+    /// The manager's decision on the report it holds, with its claim.
+    #[pyo3(signature = (claim, decision, **kwargs))]
+    fn decide(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        decision: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Option<Handoff>> {
+        self.call::<ops::Decide>(py, given!(kwargs; claim, decision))
+    }
+
+    /// The worker's error report on the instructions it holds, with their claim.
+    #[pyo3(signature = (claim, error_type, severity, description, **kwargs))]
+    fn report_error(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        error_type: Arg<'_>,
+        severity: Arg<'_>,
+        description: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::ReportError>(py, given!(kwargs; claim, error_type, severity, description))
+    }
+
+    /// The manager's recovery steps for the error report it holds, with its claim.
+    #[pyo3(signature = (claim, strategy, steps, **kwargs))]
+    fn recover(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        strategy: Arg<'_>,
+        steps: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::Recover>(py, given!(kwargs; claim, strategy, steps))
+    }
+
+    /// The manager hands the run to a human, with the claim of what it holds.
+    #[pyo3(signature = (claim, **kwargs))]
+    fn escalate(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::Escalate>(py, given!(kwargs; claim))
+    }
+
+    /// A human's answer to the escalation they hold, with its claim.
+    #[pyo3(signature = (claim, resolution, **kwargs))]
+    fn resolve(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        resolution: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::Resolve>(py, given!(kwargs; claim, resolution))
+    }
+
+    /// A task's manager/worker run as it stands.
+    #[pyo3(signature = (task_id, **kwargs))]
+    fn protocol_run(
+        &self,
+        py: Python<'_>,
+        task_id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<ProtocolRun> {
+        self.call::<ops::ProtocolRun>(py, given!(kwargs; task_id))
+    }
+
+    /// The messages of a task's run, oldest first.
+    #[pyo3(signature = (task_id, **kwargs))]
+    fn protocol_history(
+        &self,
+        py: Python<'_>,
+        task_id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Handoff>> {
+        self.call::<ops::ProtocolHistory>(py, given!(kwargs; task_id))
+    }
+
+    /// How the store's protocol runs went.
+    #[pyo3(signature = (**kwargs))]
+    fn protocol_stats(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<ProtocolStats> {
+        self.call::<ops::ProtocolStats>(py, given!(kwargs;))
     }
 
     /// Reads the memory of `scope` (`{}` when none), calls `change` with it and writes what it

@@ -56,6 +56,8 @@ __all__ = [
     "Memory",
     "Packet",
     "PathStats",
+    "ProtocolRun",
+    "ProtocolStats",
     "Redaction",
     "Redactor",
     "SCHEMA_VERSION",
@@ -134,6 +136,10 @@ class Handoff:
     def context_usage_percent(self) -> Optional[int]: ...
     @property
     def metadata(self) -> dict[str, Any]: ...
+    @property
+    def protocol(self) -> Optional[dict[str, Any]]:
+        """A manager/worker protocol message's body (the seed's field names), or None."""
+        ...
     @property
     def created_at(self) -> datetime: ...
     @property
@@ -581,6 +587,74 @@ class TaskStatistics:
     def avg_duration_seconds(self) -> Optional[float]: ...
     @property
     def by_result(self) -> dict[str, int]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class ProtocolRun:
+    """A task's manager/worker run as it stands."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def manager(self) -> str: ...
+    @property
+    def worker(self) -> str: ...
+    @property
+    def escalate_to(self) -> str: ...
+    @property
+    def goal(self) -> str: ...
+    @property
+    def success_criteria(self) -> list[str]: ...
+    @property
+    def phase(self) -> Literal["working", "reviewing", "recovering", "escalated", "resuming", "completed"]: ...
+    @property
+    def message_id(self) -> Optional[str]: ...
+    @property
+    def iteration(self) -> int: ...
+    @property
+    def max_iterations(self) -> int: ...
+    @property
+    def retry_count(self) -> int: ...
+    @property
+    def max_retries(self) -> int: ...
+    @property
+    def escalations(self) -> int: ...
+    @property
+    def history(self) -> list[dict[str, Any]]: ...
+    @property
+    def files_modified(self) -> list[str]: ...
+    @property
+    def project_status(self) -> str: ...
+    @property
+    def started_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class ProtocolStats:
+    """How the store's protocol runs went."""
+
+    @property
+    def runs(self) -> int: ...
+    @property
+    def completed(self) -> int: ...
+    @property
+    def first_try_completions(self) -> int: ...
+    @property
+    def first_try_completion_rate(self) -> float: ...
+    @property
+    def escalated(self) -> int: ...
+    @property
+    def escalation_rate(self) -> float: ...
+    @property
+    def retries(self) -> int: ...
+    @property
+    def mean_iterations(self) -> float: ...
+    @property
+    def median_iteration_seconds(self) -> Optional[float]: ...
+    @property
+    def per_run(self) -> list[dict[str, Any]]: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -1116,6 +1190,189 @@ class Store:
 
         Args:
             session_id: The session, as handoffs name it in `session_id`.
+        """
+    def initialize(
+        self,
+        task_id: str,
+        *,
+        manager: str,
+        worker: str,
+        instructions: str,
+        success_criteria: Sequence[str],
+        context: Optional[Mapping[str, Any]] = None,
+        quality_gates: Optional[Sequence[str]] = None,
+        max_iterations: Optional[int] = None,
+        max_retries: Optional[int] = None,
+        escalate_to: Optional[str] = None,
+    ) -> Handoff:
+        """Starts a manager/worker run on a task: the initialization (iteration 1) goes to the
+        worker, who takes it with `claim_next` and answers with `report` or `report_error`. The
+        manager → worker checks run first (instructions given, at least one success criterion),
+        every problem at once; a task runs the protocol once.
+
+        Args:
+            task_id: The task the run works on (an id).
+            manager: The agent that reviews and decides.
+            worker: The agent that does the work.
+            instructions: What the worker is to do.
+            success_criteria: How success is judged: at least one criterion.
+            context: The context: `project_root`, `relevant_files`, `patterns`, `constraints`.
+            quality_gates: Standards the work must meet.
+            max_iterations: Iterations allowed before a CONTINUE or REFINE escalates instead
+                (default 10).
+            max_retries: Recoveries allowed before the run escalates by itself (default 3).
+            escalate_to: Who gets an escalation (default `human`).
+        """
+    def report(
+        self,
+        claim: _AnyClaim,
+        status: Literal["COMPLETED", "PARTIAL", "FAILED"],
+        *,
+        accomplished: Optional[Sequence[str]] = None,
+        files_modified: Optional[Sequence[Mapping[str, Any]]] = None,
+        tests: Optional[Mapping[str, Any]] = None,
+        issues: Optional[Sequence[str]] = None,
+        validation: Optional[Sequence[str]] = None,
+    ) -> Handoff:
+        """The worker's report on the instructions it holds: a `progress` message goes to the
+        manager. The worker → manager checks run first: every changed file described, issues given
+        unless the status is COMPLETED.
+
+        Args:
+            claim: The claim of the instructions, as `claim` or `claim_next` returned it.
+            status: How far the work got.
+            accomplished: What was done.
+            files_modified: The files changed, each with `path` and `description`.
+            tests: Tests: `added`, `passing`, `coverage`.
+            issues: Problems met (required unless the status is COMPLETED).
+            validation: How the work was verified.
+        """
+    def decide(
+        self,
+        claim: _AnyClaim,
+        decision: Literal["COMPLETE", "CONTINUE", "ESCALATE", "REFINE"],
+        *,
+        instructions: Optional[str] = None,
+        context_updates: Optional[Mapping[str, Any]] = None,
+        escalation_details: Optional[Mapping[str, Any]] = None,
+    ) -> Optional[Handoff]:
+        """The manager's decision on the report (or the human's resolution) it holds. CONTINUE and
+        REFINE send `instructions` to the worker for the next iteration (or, past `max_iterations`,
+        an escalation); COMPLETE ends the run and returns nothing; ESCALATE sends
+        `escalation_details` to whoever the run escalates to.
+
+        Args:
+            claim: The claim of the report, as `claim` or `claim_next` returned it.
+            decision: The decision.
+            instructions: What the worker is to do next (required for CONTINUE and REFINE; the
+                message's `continuation_instructions`).
+            context_updates: What the manager learnt: `new_patterns`, `architecture_changes`,
+                `dependencies_added`.
+            escalation_details: Why a human is needed (required for ESCALATE).
+        """
+    def report_error(
+        self,
+        claim: _AnyClaim,
+        error_type: Literal["implementation", "configuration", "dependency", "integration"],
+        severity: Literal["low", "medium", "high", "critical"],
+        description: str,
+        *,
+        context: Optional[str] = None,
+        attempted_solutions: Optional[Sequence[str]] = None,
+        error_messages: Optional[Sequence[str]] = None,
+        affected_files: Optional[Sequence[str]] = None,
+    ) -> Handoff:
+        """The worker's error report on the instructions it holds: an `error_recovery` message goes
+        to the manager, who answers with `recover` or `escalate`.
+
+        Args:
+            claim: The claim of the instructions, as `claim` or `claim_next` returned it.
+            error_type: What kind of error.
+            severity: How bad it is.
+            description: What went wrong.
+            context: Where it happened.
+            attempted_solutions: What was tried.
+            error_messages: The messages seen.
+            affected_files: The files involved.
+        """
+    def recover(
+        self,
+        claim: _AnyClaim,
+        strategy: str,
+        steps: Sequence[str],
+        *,
+        alternatives: Optional[Sequence[str]] = None,
+        success_indicators: Optional[Sequence[str]] = None,
+        escalation_trigger: Optional[str] = None,
+    ) -> Handoff:
+        """The manager's recovery steps for the error report it holds: an `error_recovery` message
+        goes to the worker with one retry more; past `max_retries` the run escalates instead.
+
+        Args:
+            claim: The claim of the error report, as `claim` or `claim_next` returned it.
+            strategy: The approach, in a sentence.
+            steps: What the worker is to do, in order (at least one step).
+            alternatives: Other approaches if this one fails.
+            success_indicators: How to tell the recovery worked.
+            escalation_trigger: When the worker should give up and report an error again.
+        """
+    def escalate(
+        self,
+        claim: _AnyClaim,
+        *,
+        category: Literal["technical", "configuration", "architectural", "resource", "security"],
+        severity: Literal["low", "medium", "high", "critical"],
+        urgency: Literal["low", "medium", "high", "immediate"],
+        blocker_type: Literal["skill", "access", "design", "environment", "dependency"],
+        description: str,
+        impact: str,
+        recommendation: str,
+    ) -> Handoff:
+        """The manager hands the run to a human: an `escalation` goes to whoever the run escalates
+        to, with the whole history and where the work stands.
+
+        Args:
+            claim: The claim of the report or error report, as `claim` or `claim_next` returned it.
+            category: What the escalation is about.
+            severity: How bad it is (at least medium).
+            urgency: How soon a human must act.
+            blocker_type: What blocks the run.
+            description: What blocks the run.
+            impact: What happens if nobody acts.
+            recommendation: What the manager suggests.
+        """
+    def resolve(
+        self,
+        claim: _AnyClaim,
+        resolution: str,
+        *,
+        resume_instructions: Optional[str] = None,
+    ) -> Handoff:
+        """A human's answer to the escalation they hold: a `progress` message carrying it goes to
+        the manager, who decides how the worker goes on; the run's iteration and retry allowances
+        start afresh.
+
+        Args:
+            claim: The claim of the escalation, as `claim` or `claim_next` returned it.
+            resolution: What the human decided or did.
+            resume_instructions: How the run is to go on, when it is not plain from the resolution.
+        """
+    def protocol_run(self, task_id: str) -> ProtocolRun:
+        """A task's protocol run as it stands: its phase (who holds the latest message), the
+        iteration, retries, escalations, history and the id of the message in flight.
+
+        Args:
+            task_id: The run's task.
+        """
+    def protocol_history(self, task_id: str) -> builtins.list[Handoff]:
+        """The messages of a task's run, oldest first, each a handoff with its `protocol` body.
+
+        Args:
+            task_id: The run's task.
+        """
+    def protocol_stats(self) -> ProtocolStats:
+        """How the store's protocol runs went: runs, completions, the first-try completion rate, the
+        escalation rate, retries, iterations per run and the median time per iteration.
         """
     # <<< GENERATED
     def now(self) -> datetime: ...

@@ -631,4 +631,197 @@ class Store:
         sender), its handoffs as hops, and its shared context (the memory `session:<id>`).
         """
         return await asyncio.to_thread(self._store.session, session_id)
+
+    async def initialize(
+        self,
+        task_id: str,
+        *,
+        manager: str,
+        worker: str,
+        instructions: str,
+        success_criteria: Sequence[str],
+        context: Optional[Mapping[str, Any]] = None,
+        quality_gates: Optional[Sequence[str]] = None,
+        max_iterations: Optional[int] = None,
+        max_retries: Optional[int] = None,
+        escalate_to: Optional[str] = None,
+    ) -> Handoff:
+        """Starts a manager/worker run on a task: the initialization (iteration 1) goes to the
+        worker, who takes it with `claim_next` and answers with `report` or `report_error`. The
+        manager → worker checks run first (instructions given, at least one success criterion),
+        every problem at once; a task runs the protocol once.
+        """
+        return await asyncio.to_thread(
+            self._store.initialize,
+            task_id,
+            manager=manager,
+            worker=worker,
+            instructions=instructions,
+            success_criteria=success_criteria,
+            context=context,
+            quality_gates=quality_gates,
+            max_iterations=max_iterations,
+            max_retries=max_retries,
+            escalate_to=escalate_to,
+        )
+
+    async def report(
+        self,
+        claim: _AnyClaim,
+        status: Literal["COMPLETED", "PARTIAL", "FAILED"],
+        *,
+        accomplished: Optional[Sequence[str]] = None,
+        files_modified: Optional[Sequence[Mapping[str, Any]]] = None,
+        tests: Optional[Mapping[str, Any]] = None,
+        issues: Optional[Sequence[str]] = None,
+        validation: Optional[Sequence[str]] = None,
+    ) -> Handoff:
+        """The worker's report on the instructions it holds: a `progress` message goes to the
+        manager. The worker → manager checks run first: every changed file described, issues given
+        unless the status is COMPLETED.
+        """
+        return await asyncio.to_thread(
+            self._store.report,
+            claim,
+            status,
+            accomplished=accomplished,
+            files_modified=files_modified,
+            tests=tests,
+            issues=issues,
+            validation=validation,
+        )
+
+    async def decide(
+        self,
+        claim: _AnyClaim,
+        decision: Literal["COMPLETE", "CONTINUE", "ESCALATE", "REFINE"],
+        *,
+        instructions: Optional[str] = None,
+        context_updates: Optional[Mapping[str, Any]] = None,
+        escalation_details: Optional[Mapping[str, Any]] = None,
+    ) -> Optional[Handoff]:
+        """The manager's decision on the report (or the human's resolution) it holds. CONTINUE and
+        REFINE send `instructions` to the worker for the next iteration (or, past `max_iterations`,
+        an escalation); COMPLETE ends the run and returns nothing; ESCALATE sends
+        `escalation_details` to whoever the run escalates to.
+        """
+        return await asyncio.to_thread(
+            self._store.decide,
+            claim,
+            decision,
+            instructions=instructions,
+            context_updates=context_updates,
+            escalation_details=escalation_details,
+        )
+
+    async def report_error(
+        self,
+        claim: _AnyClaim,
+        error_type: Literal["implementation", "configuration", "dependency", "integration"],
+        severity: Literal["low", "medium", "high", "critical"],
+        description: str,
+        *,
+        context: Optional[str] = None,
+        attempted_solutions: Optional[Sequence[str]] = None,
+        error_messages: Optional[Sequence[str]] = None,
+        affected_files: Optional[Sequence[str]] = None,
+    ) -> Handoff:
+        """The worker's error report on the instructions it holds: an `error_recovery` message goes
+        to the manager, who answers with `recover` or `escalate`.
+        """
+        return await asyncio.to_thread(
+            self._store.report_error,
+            claim,
+            error_type,
+            severity,
+            description,
+            context=context,
+            attempted_solutions=attempted_solutions,
+            error_messages=error_messages,
+            affected_files=affected_files,
+        )
+
+    async def recover(
+        self,
+        claim: _AnyClaim,
+        strategy: str,
+        steps: Sequence[str],
+        *,
+        alternatives: Optional[Sequence[str]] = None,
+        success_indicators: Optional[Sequence[str]] = None,
+        escalation_trigger: Optional[str] = None,
+    ) -> Handoff:
+        """The manager's recovery steps for the error report it holds: an `error_recovery` message
+        goes to the worker with one retry more; past `max_retries` the run escalates instead.
+        """
+        return await asyncio.to_thread(
+            self._store.recover,
+            claim,
+            strategy,
+            steps,
+            alternatives=alternatives,
+            success_indicators=success_indicators,
+            escalation_trigger=escalation_trigger,
+        )
+
+    async def escalate(
+        self,
+        claim: _AnyClaim,
+        *,
+        category: Literal["technical", "configuration", "architectural", "resource", "security"],
+        severity: Literal["low", "medium", "high", "critical"],
+        urgency: Literal["low", "medium", "high", "immediate"],
+        blocker_type: Literal["skill", "access", "design", "environment", "dependency"],
+        description: str,
+        impact: str,
+        recommendation: str,
+    ) -> Handoff:
+        """The manager hands the run to a human: an `escalation` goes to whoever the run escalates
+        to, with the whole history and where the work stands.
+        """
+        return await asyncio.to_thread(
+            self._store.escalate,
+            claim,
+            category=category,
+            severity=severity,
+            urgency=urgency,
+            blocker_type=blocker_type,
+            description=description,
+            impact=impact,
+            recommendation=recommendation,
+        )
+
+    async def resolve(
+        self,
+        claim: _AnyClaim,
+        resolution: str,
+        *,
+        resume_instructions: Optional[str] = None,
+    ) -> Handoff:
+        """A human's answer to the escalation they hold: a `progress` message carrying it goes to
+        the manager, who decides how the worker goes on; the run's iteration and retry allowances
+        start afresh.
+        """
+        return await asyncio.to_thread(
+            self._store.resolve,
+            claim,
+            resolution,
+            resume_instructions=resume_instructions,
+        )
+
+    async def protocol_run(self, task_id: str) -> ProtocolRun:
+        """A task's protocol run as it stands: its phase (who holds the latest message), the
+        iteration, retries, escalations, history and the id of the message in flight.
+        """
+        return await asyncio.to_thread(self._store.protocol_run, task_id)
+
+    async def protocol_history(self, task_id: str) -> builtins.list[Handoff]:
+        """The messages of a task's run, oldest first, each a handoff with its `protocol` body."""
+        return await asyncio.to_thread(self._store.protocol_history, task_id)
+
+    async def protocol_stats(self) -> ProtocolStats:
+        """How the store's protocol runs went: runs, completions, the first-try completion rate, the
+        escalation rate, retries, iterations per run and the median time per iteration.
+        """
+        return await asyncio.to_thread(self._store.protocol_stats)
     # <<< GENERATED
