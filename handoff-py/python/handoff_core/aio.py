@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from handoff_core import _native
 from handoff_core._native import (
@@ -39,6 +39,8 @@ from handoff_core._native import (
     ManualClock,
     Memory,
     PathStats,
+    ProtocolRun,
+    ProtocolStats,
     Session,
     Task,
     TaskEvent,
