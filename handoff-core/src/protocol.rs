@@ -299,7 +299,9 @@ pub struct HistoryItem {
     pub iteration: u32,
     /// What the manager asked for.
     pub manager_instructions: String,
-    /// What the worker reported (its report, or its error report), if it answered.
+    /// What the worker answered (its report, or its error report). An escalation's
+    /// `complete_history` carries it, read back from the run's messages; a run's own history
+    /// leaves it out (each report is in its message), so that the run stays small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_report: Option<Value>,
     /// How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `recover`, or
@@ -708,11 +710,207 @@ pub(crate) fn check_body(
     if let Some(details) = &body.escalation_details {
         part("escalation_details", check_escalation(details));
     }
-    match serde_json::to_value(body) {
-        Ok(value) => problems.extend(validate::sizes("protocol", &value, limits)),
-        Err(err) => problems.push(Problem::new("protocol", err.to_string())),
-    }
+    let mut sizes = Collector::default();
+    check_sizes(body, limits, &mut sizes);
+    problems.extend(sizes.into_problems());
     problems
+}
+
+/// Every text and list of `body` that breaks `limits`, named by its path. Walked field by
+/// field: turning the body into a JSON value to walk it cost a third of a protocol call.
+fn check_sizes(b: &ProtocolBody, limits: &validate::Limits, c: &mut Collector) {
+    use validate::{count, list, text, text_named};
+    let opt = |c: &mut Collector, field: &str, value: &Option<String>| {
+        if let Some(value) = value {
+            text(c, limits, field, value);
+        }
+    };
+    opt(c, "protocol.instructions", &b.instructions);
+    if let Some(context) = &b.context {
+        opt(c, "protocol.context.project_root", &context.project_root);
+        list(
+            c,
+            limits,
+            "protocol.context.relevant_files",
+            &context.relevant_files,
+        );
+        list(c, limits, "protocol.context.patterns", &context.patterns);
+        list(
+            c,
+            limits,
+            "protocol.context.constraints",
+            &context.constraints,
+        );
+    }
+    list(c, limits, "protocol.success_criteria", &b.success_criteria);
+    list(c, limits, "protocol.quality_gates", &b.quality_gates);
+    if let Some(r) = &b.worker_report {
+        list(
+            c,
+            limits,
+            "protocol.worker_report.accomplished",
+            &r.accomplished,
+        );
+        let files = "protocol.worker_report.files_modified";
+        count(c, limits, files, r.files_modified.len());
+        for (i, file) in r.files_modified.iter().enumerate() {
+            text_named(c, limits, || format!("{files}[{i}].path"), &file.path);
+            text_named(
+                c,
+                limits,
+                || format!("{files}[{i}].description"),
+                &file.description,
+            );
+        }
+        opt(
+            c,
+            "protocol.worker_report.tests.coverage",
+            &r.tests.coverage,
+        );
+        list(c, limits, "protocol.worker_report.issues", &r.issues);
+        list(
+            c,
+            limits,
+            "protocol.worker_report.validation",
+            &r.validation,
+        );
+    }
+    opt(
+        c,
+        "protocol.continuation_instructions",
+        &b.continuation_instructions,
+    );
+    if let Some(u) = &b.context_updates {
+        list(
+            c,
+            limits,
+            "protocol.context_updates.new_patterns",
+            &u.new_patterns,
+        );
+        let changes = &u.architecture_changes;
+        list(
+            c,
+            limits,
+            "protocol.context_updates.architecture_changes",
+            changes,
+        );
+        let added = &u.dependencies_added;
+        list(
+            c,
+            limits,
+            "protocol.context_updates.dependencies_added",
+            added,
+        );
+    }
+    if let Some(e) = &b.error_report {
+        text(
+            c,
+            limits,
+            "protocol.error_report.description",
+            &e.description,
+        );
+        text(c, limits, "protocol.error_report.context", &e.context);
+        let tried = &e.attempted_solutions;
+        list(
+            c,
+            limits,
+            "protocol.error_report.attempted_solutions",
+            tried,
+        );
+        list(
+            c,
+            limits,
+            "protocol.error_report.error_messages",
+            &e.error_messages,
+        );
+        list(
+            c,
+            limits,
+            "protocol.error_report.affected_files",
+            &e.affected_files,
+        );
+    }
+    if let Some(r) = &b.recovery_instructions {
+        text(
+            c,
+            limits,
+            "protocol.recovery_instructions.strategy",
+            &r.strategy,
+        );
+        list(c, limits, "protocol.recovery_instructions.steps", &r.steps);
+        list(
+            c,
+            limits,
+            "protocol.recovery_instructions.alternatives",
+            &r.alternatives,
+        );
+        let indicators = &r.success_indicators;
+        list(
+            c,
+            limits,
+            "protocol.recovery_instructions.success_indicators",
+            indicators,
+        );
+        let trigger = &r.escalation_trigger;
+        opt(
+            c,
+            "protocol.recovery_instructions.escalation_trigger",
+            trigger,
+        );
+    }
+    if let Some(d) = &b.escalation_details {
+        text(
+            c,
+            limits,
+            "protocol.escalation_details.description",
+            &d.description,
+        );
+        text(c, limits, "protocol.escalation_details.impact", &d.impact);
+        text(
+            c,
+            limits,
+            "protocol.escalation_details.recommendation",
+            &d.recommendation,
+        );
+    }
+    let history = "protocol.complete_history";
+    count(c, limits, history, b.complete_history.len());
+    for (i, item) in b.complete_history.iter().enumerate() {
+        let instructions = &item.manager_instructions;
+        text_named(
+            c,
+            limits,
+            || format!("{history}[{i}].manager_instructions"),
+            instructions,
+        );
+        text_named(
+            c,
+            limits,
+            || format!("{history}[{i}].outcome"),
+            &item.outcome,
+        );
+        if let Some(report) = &item.worker_report {
+            let field = format!("{history}[{i}].worker_report");
+            validate::sizes(&field, report, limits)
+                .into_iter()
+                .for_each(|p| c.push(p.field, p.rule));
+        }
+    }
+    if let Some(state) = &b.current_state {
+        list(
+            c,
+            limits,
+            "protocol.current_state.files_modified",
+            &state.files_modified,
+        );
+        text(
+            c,
+            limits,
+            "protocol.current_state.project_status",
+            &state.project_status,
+        );
+    }
+    opt(c, "protocol.resume_instructions", &b.resume_instructions);
 }
 
 impl Run {
@@ -837,9 +1035,6 @@ impl Run {
                 report.accomplished.join("; ")
             }
         );
-        if let Some(last) = self.history.last_mut() {
-            last.worker_report = serde_json::to_value(&report).ok();
-        }
         self.phase = Phase::Reviewing;
         let mut body = ProtocolBody::new(HandoffType::Progress, self, now);
         body.worker_report = Some(report);
@@ -929,9 +1124,6 @@ impl Run {
             "the worker must hold instructions",
         )?;
         invalid(check_error_report(&report))?;
-        if let Some(last) = self.history.last_mut() {
-            last.worker_report = serde_json::to_value(&report).ok();
-        }
         self.close_iteration("error", now);
         self.phase = Phase::Recovering;
         let mut body = ProtocolBody::new(HandoffType::ErrorRecovery, self, now);

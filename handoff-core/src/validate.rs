@@ -148,12 +148,17 @@ impl Collector {
     }
 }
 
-fn text(c: &mut Collector, limits: &Limits, field: &str, value: &str) {
+pub(crate) fn text(c: &mut Collector, limits: &Limits, field: &str, value: &str) {
     text_named(c, limits, || field.to_owned(), value);
 }
 
 /// Names the field only when it breaks the rule, so that valid lists cost no formatting.
-fn text_named(c: &mut Collector, limits: &Limits, field: impl FnOnce() -> String, value: &str) {
+pub(crate) fn text_named(
+    c: &mut Collector,
+    limits: &Limits,
+    field: impl FnOnce() -> String,
+    value: &str,
+) {
     if value.len() > limits.max_field_bytes {
         c.push(
             field(),
@@ -166,17 +171,21 @@ fn text_named(c: &mut Collector, limits: &Limits, field: impl FnOnce() -> String
     }
 }
 
-fn list(c: &mut Collector, limits: &Limits, field: &str, items: &[String]) {
-    if items.len() > limits.max_list_items {
+/// A list of `len` items against `limits`.
+pub(crate) fn count(c: &mut Collector, limits: &Limits, field: &str, len: usize) {
+    if len > limits.max_list_items {
         c.push(
             field,
             format!(
-                "must have at most {} items, has {}",
-                limits.max_list_items,
-                items.len()
+                "must have at most {} items, has {len}",
+                limits.max_list_items
             ),
         );
     }
+}
+
+pub(crate) fn list(c: &mut Collector, limits: &Limits, field: &str, items: &[String]) {
+    count(c, limits, field, items.len());
     for (i, item) in items.iter().enumerate() {
         text_named(c, limits, || format!("{field}[{i}]"), item);
     }

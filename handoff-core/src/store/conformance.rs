@@ -1819,6 +1819,23 @@ pub fn protocol_runs_answer_each_message_once(store: Store) {
         (Kind::Escalation, Some("human"))
     );
     assert_eq!(body.complete_history.len(), 3);
+    // Each iteration with the worker's answer, read back from the messages.
+    let answers: Vec<_> = body
+        .complete_history
+        .iter()
+        .map(|item| {
+            let answer = item.worker_report.as_ref().unwrap();
+            answer
+                .get("status")
+                .or_else(|| answer.get("error_type"))
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [json!("PARTIAL"), json!("configuration"), json!("configuration")]
+    );
     assert_eq!(
         body.current_state.as_ref().unwrap().files_modified,
         ["src/auth.js"]

@@ -91,6 +91,30 @@ fn what_to_do(message: &Message) -> String {
     }
 }
 
+/// The worker's answers (reports and error reports) in the run that the message `last`
+/// continues, oldest first, read back along the messages' parent links: the k-th answers the
+/// k-th entry of the run's history. Only an escalation reads them.
+fn answers(tx: &mut dyn Tx, last: Option<&str>) -> Result<Vec<serde_json::Value>> {
+    let mut found = Vec::new();
+    let mut next = last.map(str::to_owned);
+    while let Some(id) = next {
+        let Some(h) = tx.get(&id)? else { break };
+        if let Some(body) = &h.protocol {
+            let answer = match (&body.worker_report, &body.error_report) {
+                (Some(report), _) => Some(serde_json::to_value(report)),
+                (None, Some(report)) => Some(serde_json::to_value(report)),
+                (None, None) => None,
+            };
+            if let Some(answer) = answer {
+                found.push(answer.map_err(|e| Error::storage(e.to_string()))?);
+            }
+        }
+        next = h.parent_id;
+    }
+    found.reverse();
+    Ok(found)
+}
+
 impl Store {
     /// Starts a protocol run on a task: the initialization, iteration 1, goes to the worker
     /// (returned). The manager → worker checks run first, every problem at once; a task runs
@@ -367,7 +391,14 @@ impl Store {
         if let Some(parent) = parent {
             new = new.parent_id(parent);
         }
-        new.protocol = Some(message.body.clone());
+        let mut body = message.body.clone();
+        if body.handoff_type == HandoffType::Escalation {
+            let answers = answers(tx, parent)?;
+            for (item, answer) in body.complete_history.iter_mut().zip(answers) {
+                item.worker_report = Some(answer);
+            }
+        }
+        new.protocol = Some(body);
         let actor = (!from.is_empty()).then(|| from.to_owned());
         let record = insert_handoff(tx, new, actor, &self.limits, now)?;
         run.message_id = Some(record.id.clone());
