@@ -7,10 +7,15 @@
 //! ```sh
 //! cargo bench -p handoff-benches --bench protocol            # prints a Markdown table
 //! cargo bench -p handoff-benches --bench protocol -- SQLite  # only the stores named so
+//! cargo bench -p handoff-benches --features postgres --bench protocol   # and PostgreSQL
 //! ```
 //!
+//! PostgreSQL: `HANDOFF_BENCH_POSTGRES` (default `postgres://postgres@127.0.0.1:5432/test`),
+//! two schemas of its own, dropped at the end.
+//!
 //! Runs last 10 iterations (the default `max_iterations`), each started by `initialize`,
-//! whose cost is counted in the iterations (so the ratio is an upper bound).
+//! whose cost is counted in the iterations (so the ratio is an upper bound). Both sides take
+//! their work with `claim_next(agent)`, as a worker serving any task does.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::time::{Duration, Instant};
@@ -23,15 +28,19 @@ const ITERATIONS: u32 = 10;
 
 fn main() {
     let full = std::env::args().any(|arg| arg == "--bench");
+    #[allow(unused_mut)]
+    let mut stores = vec![
+        ("in-memory", memory as fn(&tempfile::TempDir, &str) -> Store),
+        ("SQLite NORMAL", sqlite_normal),
+        ("SQLite FULL", sqlite_full),
+    ];
+    #[cfg(feature = "postgres")]
+    stores.push(("PostgreSQL", pg::store));
     let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     let (rounds, runs) = if full { (9, 20) } else { (1, 1) };
     println!("| store | plain lifecycle µs | protocol iteration µs | iteration ÷ lifecycle |");
     println!("|---|---|---|---|");
-    for (name, make) in [
-        ("in-memory", memory as fn(&tempfile::TempDir, &str) -> Store),
-        ("SQLite NORMAL", sqlite_normal),
-        ("SQLite FULL", sqlite_full),
-    ] {
+    for (name, make) in stores {
         if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
             continue;
         }
@@ -65,6 +74,44 @@ fn main() {
             "| {name} | {plain:.0} | {protocol:.0} | {:.2}× |",
             protocol / plain
         );
+    }
+    #[cfg(feature = "postgres")]
+    pg::drop_schemas();
+}
+
+#[cfg(feature = "postgres")]
+mod pg {
+    use handoff_core::Store;
+
+    const SCHEMAS: [&str; 2] = ["hc_bench_protocol_plain", "hc_bench_protocol_run"];
+
+    fn url() -> String {
+        std::env::var("HANDOFF_BENCH_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    }
+
+    /// A store in a schema of this bench's own, emptied first (a run may have been stopped).
+    pub(super) fn store(_: &tempfile::TempDir, file: &str) -> Store {
+        let schema = if file.starts_with("plain") {
+            SCHEMAS[0]
+        } else {
+            SCHEMAS[1]
+        };
+        drop_schema(schema);
+        let url = url();
+        let separator = if url.contains('?') { '&' } else { '?' };
+        Store::connect(&format!("{url}{separator}schema={schema}")).unwrap()
+    }
+
+    fn drop_schema(schema: &str) {
+        let mut client = postgres::Client::connect(&url(), postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .unwrap();
+    }
+
+    pub(super) fn drop_schemas() {
+        SCHEMAS.iter().for_each(|schema| drop_schema(schema));
     }
 }
 
@@ -113,7 +160,7 @@ fn run(store: &Store, n: u64) {
         })
         .unwrap();
     for i in 1..=ITERATIONS {
-        let work = store.claim_next("w", Some(&task), LEASE).unwrap().unwrap();
+        let work = store.claim_next("w", None, LEASE).unwrap().unwrap();
         let report = WorkerReport {
             status: WorkerStatus::Partial,
             accomplished: vec![format!("step {i}")],
@@ -130,7 +177,7 @@ fn run(store: &Store, n: u64) {
             validation: Vec::new(),
         };
         store.report(&work, report).unwrap();
-        let review = store.claim_next("m", Some(&task), LEASE).unwrap().unwrap();
+        let review = store.claim_next("m", None, LEASE).unwrap().unwrap();
         let (decision, next) = if i == ITERATIONS {
             (Decision::Complete, None)
         } else {

@@ -432,6 +432,15 @@ async def protocol_loop(stack: AsyncExitStack, binary: str, db: str) -> None:
     bad = await tool_error(worker, "protocol_report", {"claim": work, "status": "DONE",
                                                        "files_modified": [{"path": "src/auth.js"}]})
     assert {p["field"] for p in bad["problems"]} == {"status", "files_modified[0].description"}, bad
+    deep: Any = "leaf"
+    for _ in range(500):  # past every nesting limit (the client's JSON encoder stops near 1,000)
+        deep = [deep]
+    bad = await tool_error(worker, "protocol_report", {"claim": work, "status": "PARTIAL",
+                                                       "issues": ["i"], "accomplished": deep})
+    assert bad["code"] == "VALIDATION", bad
+    huge = await tool_error(worker, "protocol_report", {"claim": work, "status": "PARTIAL",
+                                                        "issues": ["x" * 70_000]})
+    assert [p["field"] for p in huge["problems"]] == ["issues[0]"], huge
     out_of_turn = await tool_error(worker, "protocol_decide", {"claim": work, "decision": "COMPLETE"})
     assert out_of_turn["code"] == "INVALID_TRANSITION", out_of_turn
     assert await ok(manager, "protocol_show", {"task_id": "oauth"}) == before, "refusals change nothing"

@@ -861,7 +861,7 @@ impl Tx for SqliteTx<'_> {
                     " FROM handoffs INDEXED BY handoffs_task \
                      WHERE task_id = CAST(?3 AS TEXT) AND ",
                     claimable!(),
-                    " AND (to_agent IS NULL OR to_agent = ?1)",
+                    " AND (to_agent IS NULL OR to_agent = CAST(?1 AS TEXT))",
                     $extra,
                     " ORDER BY pos LIMIT 1"
                 )
