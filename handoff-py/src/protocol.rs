@@ -8,14 +8,7 @@ use handoff_core::protocol::{self, Run};
 use pyo3::prelude::*;
 
 use crate::convert::to_py;
-
-/// A serialisable value's JSON word (`reviewing`).
-fn word<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
+use crate::tasks::word;
 
 /// A task's manager/worker run as it stands.
 #[pyclass(module = "handoff_core", name = "ProtocolRun", frozen)]

@@ -1135,14 +1135,29 @@ impl Store {
     }
 
     /// The manager hands the run to a human, with the claim of what it holds.
-    #[pyo3(signature = (claim, **kwargs))]
+    #[pyo3(signature = (
+        claim, category, severity, urgency, blocker_type, description, impact, recommendation,
+        **kwargs
+    ))]
+    #[allow(clippy::too_many_arguments)] // The seed's escalation, field by field.
     fn escalate(
         &self,
         py: Python<'_>,
         claim: Arg<'_>,
+        category: Arg<'_>,
+        severity: Arg<'_>,
+        urgency: Arg<'_>,
+        blocker_type: Arg<'_>,
+        description: Arg<'_>,
+        impact: Arg<'_>,
+        recommendation: Arg<'_>,
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Handoff> {
-        self.call::<ops::Escalate>(py, given!(kwargs; claim))
+        self.call::<ops::Escalate>(
+            py,
+            given!(kwargs; claim, category, severity, urgency, blocker_type, description,
+                   impact, recommendation),
+        )
     }
 
     /// A human's answer to the escalation they hold, with its claim.

@@ -14,7 +14,7 @@ use crate::chain::Hop;
 use crate::convert::{json_to_py, object_to_py, opt_repr, py_repr, to_py};
 
 /// A serialisable value's JSON word (`in_progress`, `success`).
-fn word<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn word<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

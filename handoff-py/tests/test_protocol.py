@@ -77,7 +77,9 @@ def test_the_issue_example_runs_through_refine_recovery_and_escalation() -> None
                                 resume_instructions="finish the backoff")
         assert resumed.protocol is not None
         assert "finish the backoff" in resumed.protocol["resume_instructions"]
-        assert store.decide(take(store, "manager"), "COMPLETE") is None
+        last = take(store, "manager")
+        assert store.decide(last, "COMPLETE", summary="refresh and backoff done") is None
+        assert store.get(last.handoff.id).outcome == "COMPLETE: refresh and backoff done"
 
         run = store.protocol_run("task_12345")
         assert (run.phase, run.retry_count, run.escalations, run.message_id) == ("completed", 1, 1, None)
@@ -96,16 +98,9 @@ def test_an_explicit_escalation_and_a_call_out_of_turn() -> None:
         with pytest.raises(hc.InvalidTransition):
             store.decide(work, "COMPLETE")
         store.report(work, "COMPLETED")
-        escalation = store.escalate(
-            take(store, "manager"),
-            category="security",
-            severity="critical",
-            urgency="immediate",
-            blocker_type="access",
-            description="the client secret is in the repo",
-            impact="anyone can mint tokens",
-            recommendation="rotate it",
-        )
+        # DESIGN §8's signature: every detail by position.
+        escalation = store.escalate(take(store, "manager"), "security", "critical", "immediate", "access",
+                                    "the client secret is in the repo", "anyone can mint tokens", "rotate it")
         assert escalation.protocol is not None
         assert escalation.protocol["escalation_details"]["urgency"] == "immediate"
         with pytest.raises(hc.NotFound):

@@ -1255,6 +1255,7 @@ class Store:
         instructions: Optional[str] = None,
         context_updates: Optional[Mapping[str, Any]] = None,
         escalation_details: Optional[Mapping[str, Any]] = None,
+        summary: Optional[str] = None,
     ) -> Optional[Handoff]:
         """The manager's decision on the report (or the human's resolution) it holds. CONTINUE and
         REFINE send `instructions` to the worker for the next iteration (or, past `max_iterations`,
@@ -1269,6 +1270,8 @@ class Store:
             context_updates: What the manager learnt: `new_patterns`, `architecture_changes`,
                 `dependencies_added`.
             escalation_details: Why a human is needed (required for ESCALATE).
+            summary: The manager's words on the report: the answered message's outcome, beside the
+                decision.
         """
     def report_error(
         self,
@@ -1319,7 +1322,6 @@ class Store:
     def escalate(
         self,
         claim: _AnyClaim,
-        *,
         category: Literal["technical", "configuration", "architectural", "resource", "security"],
         severity: Literal["low", "medium", "high", "critical"],
         urgency: Literal["low", "medium", "high", "immediate"],

@@ -701,6 +701,7 @@ class Store:
         instructions: Optional[str] = None,
         context_updates: Optional[Mapping[str, Any]] = None,
         escalation_details: Optional[Mapping[str, Any]] = None,
+        summary: Optional[str] = None,
     ) -> Optional[Handoff]:
         """The manager's decision on the report (or the human's resolution) it holds. CONTINUE and
         REFINE send `instructions` to the worker for the next iteration (or, past `max_iterations`,
@@ -714,6 +715,7 @@ class Store:
             instructions=instructions,
             context_updates=context_updates,
             escalation_details=escalation_details,
+            summary=summary,
         )
 
     async def report_error(
@@ -769,7 +771,6 @@ class Store:
     async def escalate(
         self,
         claim: _AnyClaim,
-        *,
         category: Literal["technical", "configuration", "architectural", "resource", "security"],
         severity: Literal["low", "medium", "high", "critical"],
         urgency: Literal["low", "medium", "high", "immediate"],
@@ -784,13 +785,13 @@ class Store:
         return await asyncio.to_thread(
             self._store.escalate,
             claim,
-            category=category,
-            severity=severity,
-            urgency=urgency,
-            blocker_type=blocker_type,
-            description=description,
-            impact=impact,
-            recommendation=recommendation,
+            category,
+            severity,
+            urgency,
+            blocker_type,
+            description,
+            impact,
+            recommendation,
         )
 
     async def resolve(
