@@ -230,6 +230,7 @@ fn manager(store: &Store) -> Outcome {
                 Some("Rerun the refresh tests, then finish the backoff".into()),
                 None,
                 None,
+                None,
             )?;
         } else if body
             .worker_report
@@ -237,7 +238,7 @@ fn manager(store: &Store) -> Outcome {
             .is_some_and(|r| r.status == WorkerStatus::Completed)
         {
             println!("manager  reviews the report: COMPLETE");
-            store.decide(&message, Decision::Complete, None, None, None)?;
+            store.decide(&message, Decision::Complete, None, None, None, None)?;
             return Ok(());
         } else {
             println!("manager  reviews the report: REFINE");
@@ -245,6 +246,7 @@ fn manager(store: &Store) -> Outcome {
                 &message,
                 Decision::Refine,
                 Some("Add exponential backoff between refresh retries".into()),
+                None,
                 None,
                 None,
             )?;

@@ -384,6 +384,11 @@ export interface DecideOptions {
   contextUpdates?: ContextUpdates
   /** Why a human is needed (required for ESCALATE). */
   escalationDetails?: EscalationDetails
+  /**
+   * The manager's words on the report: the answered message's outcome, beside the
+   * decision.
+   */
+  summary?: string
 }
 /** The options of `store.reportError`. */
 export interface ReportErrorOptions {
@@ -716,7 +721,11 @@ export interface HistoryItem {
   iteration: number
   /** What the manager asked for. */
   manager_instructions: string
-  /** What the worker reported (its report, or its error report), if it answered. */
+  /**
+   * What the worker answered (its report, or its error report). An escalation's
+   * `complete_history` carries it, read back from the run's messages; a run's own history
+   * leaves it out (each report is in its message), so that the run stays small.
+   */
   worker_report?: JsonValue
   /**
    * How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `recover`, or

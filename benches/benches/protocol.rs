@@ -186,7 +186,9 @@ fn run(store: &Store, n: u64) {
                 Some("Go on with the next step".to_owned()),
             )
         };
-        store.decide(&review, decision, next, None, None).unwrap();
+        store
+            .decide(&review, decision, next, None, None, None)
+            .unwrap();
     }
 }
 

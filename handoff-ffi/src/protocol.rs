@@ -854,6 +854,7 @@ mod tests {
                 Some("Add retries with backoff".into()),
                 Some(updates.clone()),
                 None,
+                Some("the refresh works; the backoff is missing".into()),
             )
             .unwrap()
             .unwrap();
@@ -971,6 +972,7 @@ mod tests {
                 None,
                 None,
                 None,
+                None,
             )
             .unwrap();
         assert!(done.is_none());
@@ -1030,8 +1032,16 @@ mod tests {
         initialize(&store, "t1");
         partial(&store, &take(&store, "worker"), "stuck");
         let manager = take(&store, "manager");
-        let decide =
-            |details| store.decide(manager.reference(), Decision::Escalate, None, None, details);
+        let decide = |details| {
+            store.decide(
+                manager.reference(),
+                Decision::Escalate,
+                None,
+                None,
+                details,
+                None,
+            )
+        };
         let Err(HandoffError::Validation { problems, .. }) = decide(None) else {
             panic!("an escalation without details went through");
         };

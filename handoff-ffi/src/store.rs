@@ -720,7 +720,8 @@ impl Store {
     #[uniffi::method(default(
         instructions = None,
         context_updates = None,
-        escalation_details = None
+        escalation_details = None,
+        summary = None
     ))]
     pub fn decide(
         &self,
@@ -729,9 +730,10 @@ impl Store {
         instructions: Option<String>,
         context_updates: Option<ContextUpdates>,
         escalation_details: Option<EscalationDetails>,
+        summary: Option<String>,
     ) -> Result<Option<Handoff>> {
         let arguments = arguments! {
-            claim, decision, instructions, context_updates, escalation_details,
+            claim, decision, instructions, context_updates, escalation_details, summary,
         };
         Ok(self.run::<ops::Decide>(arguments)?.map(Handoff::from))
     }

@@ -208,6 +208,10 @@ pub struct DecideArgs {
     /// Why a human is needed (required for ESCALATE).
     #[serde(default)]
     pub escalation_details: Option<EscalationDetails>,
+    /// The manager's words on the report: the answered message's outcome, beside the
+    /// decision.
+    #[serde(default)]
+    pub summary: Option<String>,
 }
 
 impl Arguments for DecideArgs {
@@ -217,11 +221,13 @@ impl Arguments for DecideArgs {
             instructions: &'a Option<String>,
             context_updates: &'a Option<ContextUpdates>,
             escalation_details: &'a Option<EscalationDetails>,
+            summary: &'a Option<String>,
         }
         let texts = Texts {
             instructions: &self.instructions,
             context_updates: &self.context_updates,
             escalation_details: &self.escalation_details,
+            summary: &self.summary,
         };
         problems_of(Some(&self.claim), &texts, limits)
     }
@@ -245,6 +251,7 @@ impl Operation for Decide {
             args.instructions,
             args.context_updates,
             args.escalation_details,
+            args.summary.as_deref(),
         )
     }
 }
@@ -419,7 +426,16 @@ pub struct Escalate;
 impl Operation for Escalate {
     const NAME: &'static str = "escalate";
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "escalate"));
-    const POSITIONAL: &'static [&'static str] = &["claim"];
+    const POSITIONAL: &'static [&'static str] = &[
+        "claim",
+        "category",
+        "severity",
+        "urgency",
+        "blocker_type",
+        "description",
+        "impact",
+        "recommendation",
+    ];
     const RETURNS: &'static str = "Handoff";
     type Args = EscalateArgs;
     type Output = Handoff;

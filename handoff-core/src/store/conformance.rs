@@ -1723,7 +1723,7 @@ pub fn protocol_runs_answer_each_message_once(store: Store) {
     let fields: Vec<_> = err.problems().iter().map(|p| p.field.as_str()).collect();
     assert_eq!(fields, ["files_modified[0].description", "issues"]);
     let err = store
-        .decide(&work, Decision::Complete, None, None, None)
+        .decide(&work, Decision::Complete, None, None, None, None)
         .unwrap_err();
     assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
     let plain = store.create(NewHandoff::new("t9", "no protocol")).unwrap();
@@ -1783,9 +1783,14 @@ pub fn protocol_runs_answer_each_message_once(store: Store) {
             Some("Add exponential backoff".into()),
             None,
             None,
+            Some("the refresh works; no backoff yet"),
         )
         .unwrap()
         .unwrap();
+    assert_eq!(
+        store.get(&decision.handoff.id).unwrap().outcome.as_deref(),
+        Some("REFINE: the refresh works; no backoff yet")
+    );
     let body = refine.protocol.as_ref().unwrap();
     assert_eq!(
         (
@@ -1834,7 +1839,11 @@ pub fn protocol_runs_answer_each_message_once(store: Store) {
         .collect();
     assert_eq!(
         answers,
-        [json!("PARTIAL"), json!("configuration"), json!("configuration")]
+        [
+            json!("PARTIAL"),
+            json!("configuration"),
+            json!("configuration")
+        ]
     );
     assert_eq!(
         body.current_state.as_ref().unwrap().files_modified,
@@ -1855,7 +1864,7 @@ pub fn protocol_runs_answer_each_message_once(store: Store) {
         Some("Registered the client id; go on")
     );
     let done = store
-        .decide(&take("manager"), Decision::Complete, None, None, None)
+        .decide(&take("manager"), Decision::Complete, None, None, None, None)
         .unwrap();
     assert!(done.is_none(), "COMPLETE sends nothing");
     let run = store.protocol_run("task_12345").unwrap();

@@ -163,7 +163,9 @@ impl Store {
     /// The manager's decision on the report (or the human's resolution) it holds. CONTINUE
     /// and REFINE send `instructions` to the worker for the next iteration (returned), or an
     /// escalation once the run has had `max_iterations`; COMPLETE ends the run (nothing
-    /// returned); ESCALATE sends `details` to whoever the run escalates to.
+    /// returned); ESCALATE sends `details` to whoever the run escalates to. `summary`, the
+    /// manager's words on the report, becomes the answered message's outcome beside the
+    /// decision.
     pub fn decide(
         &self,
         claim: impl Into<ClaimRef>,
@@ -171,8 +173,14 @@ impl Store {
         instructions: Option<String>,
         context_updates: Option<ContextUpdates>,
         details: Option<EscalationDetails>,
+        summary: Option<&str>,
     ) -> Result<Option<Handoff>> {
-        let outcome = wire_name(&decision);
+        let outcome = match summary.map(str::trim) {
+            Some(summary) if !summary.is_empty() => {
+                format!("{}: {summary}", wire_name(&decision))
+            }
+            _ => wire_name(&decision),
+        };
         self.answer(claim.into(), "decide", outcome, &mut |run, now| {
             run.decide(
                 decision,
