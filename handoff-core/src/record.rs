@@ -316,7 +316,7 @@ pub struct NewHandoff {
     pub metadata: Metadata,
     /// A protocol message's body: the protocol's calls write it; a record made by hand with
     /// one (or imported) is checked like theirs but answers no run.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<crate::protocol::ProtocolBody>,
     #[serde(default)]
     pub expires_at: Option<DateTime<Utc>>,
