@@ -304,8 +304,8 @@ pub struct HistoryItem {
     /// leaves it out (each report is in its message), so that the run stays small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_report: Option<Value>,
-    /// How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `recover`, or
-    /// `open` while it runs.
+    /// How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `lost` (its
+    /// message went unanswered), or `open` while it runs.
     pub outcome: String,
 }
 
@@ -1086,7 +1086,7 @@ impl Run {
                 if self.iteration >= self.max_iterations {
                     self.close_iteration(outcome, now);
                     let details = details.unwrap_or_else(|| self.limit_details("max_iterations"));
-                    return self.escalate_now(details, now).map(Some);
+                    return Ok(Some(self.escalate_now(details, now)));
                 }
                 self.close_iteration(outcome, now);
                 self.iteration += 1;
@@ -1151,7 +1151,7 @@ impl Run {
         invalid(check_recovery(&recovery))?;
         if self.retry_count >= self.max_retries {
             let details = self.limit_details("max_retries");
-            return self.escalate_now(details, now);
+            return Ok(self.escalate_now(details, now));
         }
         self.retry_count += 1;
         self.open_iteration(&recovery.strategy, now);
@@ -1176,10 +1176,10 @@ impl Run {
         )?;
         invalid(check_escalation(&details))?;
         self.close_iteration("escalate", now);
-        self.escalate_now(details, now)
+        Ok(self.escalate_now(details, now))
     }
 
-    fn escalate_now(&mut self, details: EscalationDetails, now: DateTime<Utc>) -> Outcome<Message> {
+    fn escalate_now(&mut self, details: EscalationDetails, now: DateTime<Utc>) -> Message {
         self.escalations += 1;
         self.phase = Phase::Escalated;
         let mut body = ProtocolBody::new(HandoffType::Escalation, self, now);
@@ -1195,10 +1195,33 @@ impl Run {
         );
         body.retry_count = Some(self.retry_count);
         body.max_retries = Some(self.max_retries);
-        Ok(Message {
+        Message {
             to: Recipient::Human,
             body,
-        })
+        }
+    }
+
+    /// The run's current message ended unanswered (`what` says how: its claims lapsed on
+    /// every attempt, its addressee rejected it, it was cancelled): the run escalates to a
+    /// human, who resolves it like any escalation. Nothing happens to a completed run, nor to
+    /// one a human already holds (its escalation is what was lost: the human must look).
+    pub fn message_lost(&mut self, what: &str, now: DateTime<Utc>) -> Option<Message> {
+        if matches!(self.phase, Phase::Completed | Phase::Escalated) {
+            return None;
+        }
+        self.close_iteration("lost", now);
+        let details = EscalationDetails {
+            category: Category::Technical,
+            severity: Severity::High,
+            urgency: Urgency::High,
+            blocker_type: BlockerType::Environment,
+            description: format!("The run's latest message {what}, so nobody will answer it."),
+            impact: "The run is stopped until someone decides how it goes on.".to_owned(),
+            recommendation: "Check the agent that should have answered, then resolve with how \
+                             to go on."
+                .to_owned(),
+        };
+        Some(self.escalate_now(details, now))
     }
 
     /// The escalation a limit forces.

@@ -39,6 +39,7 @@ macro_rules! conformance_tests {
             failed_steps_escalate_and_pause_their_task, tasks_pause_resume_and_cancel,
             tasks_update_by_compare_and_swap, memory_is_versioned_by_scope,
             sessions_say_who_owns_a_conversation, protocol_runs_answer_each_message_once,
+            lost_protocol_messages_escalate_their_run,
         );
     };
     ($make:expr) => {
@@ -1901,4 +1902,71 @@ pub fn protocol_runs_answer_each_message_once(store: Store) {
         kind_of(&store.protocol_history("nope").unwrap_err()),
         ErrorKind::NotFound
     );
+}
+
+/// A run's message that goes unanswered (its addressee rejects it, or its claims lapse on
+/// every attempt) escalates the run to a human in the same transaction; the human's answer
+/// hands it back to the manager.
+pub fn lost_protocol_messages_escalate_their_run(store: Store) {
+    use crate::protocol::{Initialize, Phase};
+
+    let (store, clock) = timed(store);
+    let start = |task: &str| {
+        store
+            .initialize(Initialize {
+                task_id: task.into(),
+                manager: "lead".into(),
+                worker: "dev".into(),
+                instructions: "Add token refresh".into(),
+                success_criteria: vec!["a 401 refreshes once".into()],
+                ..Initialize::default()
+            })
+            .unwrap()
+    };
+    let init = start("rejected");
+    store.reject(&init.id, "dev", "not my repository").unwrap();
+    let run = store.protocol_run("rejected").unwrap();
+    assert_eq!((run.phase, run.escalations), (Phase::Escalated, 1));
+    let escalation = store
+        .claim_next("human", Some("rejected"), MINUTE)
+        .unwrap()
+        .unwrap();
+    let details = escalation
+        .handoff
+        .protocol
+        .as_ref()
+        .and_then(|p| p.escalation_details.as_ref())
+        .unwrap();
+    assert!(
+        details.description.contains("rejected: not my repository"),
+        "{}",
+        details.description
+    );
+    assert_eq!(
+        escalation.handoff.parent_id.as_deref(),
+        Some(init.id.as_str())
+    );
+    store
+        .resolve(&escalation, "Assigned the right repository", None)
+        .unwrap();
+    assert_eq!(
+        store.protocol_run("rejected").unwrap().phase,
+        Phase::Resuming
+    );
+
+    // A worker that dies holding the message, on every attempt.
+    let init = start("lapsed");
+    for _ in 0..init.max_attempts {
+        store.claim(&init.id, "dev", MINUTE).unwrap();
+        clock.advance(MINUTE + Duration::from_secs(1));
+        store.reap().unwrap();
+    }
+    assert_eq!(store.get(&init.id).unwrap().status, Status::Failed);
+    let run = store.protocol_run("lapsed").unwrap();
+    assert_eq!(run.phase, Phase::Escalated);
+    assert_eq!(run.history[0].outcome, "lost");
+    // A message that is not the run's current one changes nothing when it ends.
+    let history = store.protocol_history("lapsed").unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[1].kind, Kind::Escalation);
 }

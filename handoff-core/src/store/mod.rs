@@ -964,8 +964,8 @@ fn take(
     Ok(claimed)
 }
 
-/// Writes a transition's record and events, and applies them to the task step the record
-/// carries, if any; returns the record.
+/// Writes a transition's record and events, and applies them to the task step or the protocol
+/// run the record carries, if any; returns the record.
 fn persist(tx: &mut dyn Tx, t: Transition) -> Result<Handoff> {
     if t.events.is_empty() {
         return Ok(t.record);
@@ -980,6 +980,9 @@ fn persist(tx: &mut dyn Tx, t: Transition) -> Result<Handoff> {
         for event in t.events {
             tx.append(event)?;
         }
+    }
+    if t.record.protocol.is_some() {
+        protocol_runs::follow(tx, &t.record)?;
     }
     Ok(t.record)
 }

@@ -19,8 +19,9 @@ use crate::protocol::{
     Outcome, ProtocolError, ProtocolStats, Recipient, RecoveryInstructions, Run, WorkerReport,
     wire_name,
 };
+use crate::record::Status;
 use crate::record::{Handoff, NewHandoff};
-use crate::validate;
+use crate::validate::{self, Limits};
 
 /// A call's transition of the run: the message it sends, if any.
 type Step<'a> = dyn FnMut(&mut Run, DateTime<Utc>) -> Outcome<Option<Message>> + 'a;
@@ -137,7 +138,7 @@ impl Store {
             }
             let mut run = run.clone();
             let manager = run.manager.clone();
-            let record = self.send(tx, &mut run, &message, &manager, None, now)?;
+            let record = send(tx, &self.limits, &mut run, &message, &manager, None, now)?;
             let doc = Doc {
                 version: 1,
                 body: body(&run)?,
@@ -357,7 +358,15 @@ impl Store {
             sent = match &message {
                 Some(message) => {
                     let from = settled.claimed_by.clone().unwrap_or_default();
-                    Some(self.send(tx, &mut run, message, &from, Some(&settled.id), now)?)
+                    Some(send(
+                        tx,
+                        &self.limits,
+                        &mut run,
+                        message,
+                        &from,
+                        Some(&settled.id),
+                        now,
+                    )?)
                 }
                 None => None,
             };
@@ -370,46 +379,98 @@ impl Store {
         })?;
         Ok(sent)
     }
+}
 
-    /// Creates `message` as a handoff from `from` (continuing `parent`), and makes it the
-    /// run's current message.
-    fn send(
-        &self,
-        tx: &mut dyn Tx,
-        run: &mut Run,
-        message: &Message,
-        from: &str,
-        parent: Option<&str>,
-        now: DateTime<Utc>,
-    ) -> Result<Handoff> {
-        let to = match message.to {
-            Recipient::Manager => &run.manager,
-            Recipient::Worker => &run.worker,
-            Recipient::Human => &run.escalate_to,
-        };
-        let mut new = NewHandoff::new(run.task_id.clone(), run.goal.clone())
-            .kind(message.body.handoff_type.kind())
-            .to_agent(to.clone())
-            .instructions(what_to_do(message))
-            .files(run.files_modified.clone());
-        new.success_criteria.clone_from(&run.success_criteria);
-        if !from.is_empty() {
-            new = new.from_agent(from);
-        }
-        if let Some(parent) = parent {
-            new = new.parent_id(parent);
-        }
-        let mut body = message.body.clone();
-        if body.handoff_type == HandoffType::Escalation {
-            let answers = answers(tx, parent)?;
-            for (item, answer) in body.complete_history.iter_mut().zip(answers) {
-                item.worker_report = Some(answer);
-            }
-        }
-        new.protocol = Some(body);
-        let actor = (!from.is_empty()).then(|| from.to_owned());
-        let record = insert_handoff(tx, new, actor, &self.limits, now)?;
-        run.message_id = Some(record.id.clone());
-        Ok(record)
+/// Creates `message` as a handoff from `from` (continuing `parent`), and makes it the
+/// run's current message.
+fn send(
+    tx: &mut dyn Tx,
+    limits: &Limits,
+    run: &mut Run,
+    message: &Message,
+    from: &str,
+    parent: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Handoff> {
+    let to = match message.to {
+        Recipient::Manager => &run.manager,
+        Recipient::Worker => &run.worker,
+        Recipient::Human => &run.escalate_to,
+    };
+    let mut new = NewHandoff::new(run.task_id.clone(), run.goal.clone())
+        .kind(message.body.handoff_type.kind())
+        .to_agent(to.clone())
+        .instructions(what_to_do(message))
+        .files(run.files_modified.clone());
+    new.success_criteria.clone_from(&run.success_criteria);
+    if !from.is_empty() {
+        new = new.from_agent(from);
     }
+    if let Some(parent) = parent {
+        new = new.parent_id(parent);
+    }
+    let mut body = message.body.clone();
+    if body.handoff_type == HandoffType::Escalation {
+        let answers = answers(tx, parent)?;
+        for (item, answer) in body.complete_history.iter_mut().zip(answers) {
+            item.worker_report = Some(answer);
+        }
+    }
+    new.protocol = Some(body);
+    let actor = (!from.is_empty()).then(|| from.to_owned());
+    let record = insert_handoff(tx, new, actor, limits, now)?;
+    run.message_id = Some(record.id.clone());
+    Ok(record)
+}
+
+/// Applies what happened to a protocol message (`record`, just written) to its run: a current
+/// message that ended unanswered (failed after its last lapse, rejected, cancelled) escalates
+/// the run to a human in the same transaction ([`Run::message_lost`]). Other changes, and
+/// messages that are not their run's current one, change nothing.
+pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
+    if !matches!(
+        record.status,
+        Status::Failed | Status::Rejected | Status::Cancelled
+    ) {
+        return Ok(());
+    }
+    let Some((mut run, version)) = read_run(tx, &record.task_id)? else {
+        return Ok(());
+    };
+    if run.message_id.as_deref() != Some(record.id.as_str()) {
+        return Ok(());
+    }
+    let now = record.completed_at.unwrap_or(record.created_at);
+    let what = format!(
+        "({}, to {}) was {}{}",
+        record.kind,
+        record.to_agent.as_deref().unwrap_or("anyone"),
+        record.status,
+        record
+            .outcome
+            .as_deref()
+            .map(|why| format!(": {why}"))
+            .unwrap_or_default()
+    );
+    let Some(message) = run.message_lost(&what, now) else {
+        return Ok(());
+    };
+    run.updated_at = now;
+    run.message_id = None;
+    // Handoffs changed by time or by name carry no store's limits: the defaults, as for a
+    // task's step.
+    send(
+        tx,
+        &Limits::default(),
+        &mut run,
+        &message,
+        "",
+        Some(&record.id),
+        now,
+    )?;
+    let doc = Doc {
+        version: version + 1,
+        body: body(&run)?,
+    };
+    tx.update_doc(RUN, &run.task_id, &doc)
 }
