@@ -728,8 +728,8 @@ export interface HistoryItem {
    */
   worker_report?: JsonValue
   /**
-   * How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `recover`, or
-   * `open` while it runs.
+   * How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `lost` (its
+   * message went unanswered), or `open` while it runs.
    */
   outcome: string
 }
