@@ -1683,7 +1683,7 @@ mod tests {
     fn carrying(message: &Message) -> crate::Handoff {
         let mut new = crate::NewHandoff::new("task_12345", "Add token refresh")
             .kind(message.body.handoff_type.kind());
-        new.protocol = Some(message.body.clone());
+        new.protocol = Some(Box::new(message.body.clone()));
         new.into_record("h1".into(), at(0))
     }
 

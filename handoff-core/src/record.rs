@@ -104,8 +104,9 @@ pub struct Handoff {
     pub metadata: Metadata,
     /// A manager/worker protocol message's body (DESIGN §8), with the seed's field names; only
     /// the protocol's calls (`initialize`, `report`, `decide`, ...) write it.
+    // Boxed: inline, it doubled the size of every record, most of which carry none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol: Option<crate::protocol::ProtocolBody>,
+    pub protocol: Option<Box<crate::protocol::ProtocolBody>>,
     /// When the handoff was created.
     pub created_at: DateTime<Utc>,
     /// When an unclaimed handoff expires; `None` is never.
@@ -317,7 +318,7 @@ pub struct NewHandoff {
     /// A protocol message's body: the protocol's calls write it; a record made by hand with
     /// one (or imported) is checked like theirs but answers no run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol: Option<crate::protocol::ProtocolBody>,
+    pub protocol: Option<Box<crate::protocol::ProtocolBody>>,
     #[serde(default)]
     pub expires_at: Option<DateTime<Utc>>,
     /// Defaults to [`DEFAULT_MAX_ATTEMPTS`].

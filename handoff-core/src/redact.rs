@@ -312,7 +312,7 @@ impl Handoff {
             redactor.clean_json(value);
         }
         if let Some(body) = h.protocol.take() {
-            h.protocol = redactor.clean_protocol(&body);
+            h.protocol = redactor.clean_protocol(&body).map(Box::new);
         }
         h
     }

@@ -377,7 +377,7 @@ impl From<core::Handoff> for Handoff {
                 reason: h.reason.into(),
                 status: h.status.into(),
                 metadata: serde_json::Value::Object(h.metadata).to_string(),
-                protocol: h.protocol.map(ProtocolBody::from),
+                protocol: h.protocol.map(|body| ProtocolBody::from(*body)),
                 created_at: time(h.created_at),
                 expires_at: h.expires_at.map(time),
                 lease_until: h.lease_until.map(time),
@@ -402,7 +402,11 @@ impl TryFrom<Handoff> for core::Handoff {
                 reason: h.reason.into(),
                 status: h.status.into(),
                 metadata: metadata(&h.metadata)?,
-                protocol: h.protocol.map(ProtocolBody::core).transpose()?,
+                protocol: h
+                    .protocol
+                    .map(ProtocolBody::core)
+                    .transpose()?
+                    .map(Box::new),
                 created_at: utc("created_at", h.created_at)?,
                 expires_at: opt_utc("expires_at", h.expires_at)?,
                 lease_until: opt_utc("lease_until", h.lease_until)?,

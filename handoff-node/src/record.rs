@@ -185,7 +185,7 @@ impl From<Handoff> for JsHandoff {
             success_criteria,
             context_usage_percent: context_usage_percent.map(u32::from),
             metadata,
-            protocol,
+            protocol: protocol.map(|body| *body),
             created_at: iso(created_at),
             expires_at: expires_at.map(iso),
             max_attempts,

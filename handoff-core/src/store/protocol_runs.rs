@@ -416,7 +416,7 @@ fn send(
             item.worker_report = Some(answer);
         }
     }
-    new.protocol = Some(body);
+    new.protocol = Some(Box::new(body));
     let actor = (!from.is_empty()).then(|| from.to_owned());
     let record = insert_handoff(tx, new, actor, limits, now)?;
     run.message_id = Some(record.id.clone());
