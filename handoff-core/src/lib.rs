@@ -5,6 +5,7 @@ mod agent_files;
 pub mod chain;
 pub mod clock;
 pub mod context;
+pub mod curation;
 mod error;
 pub mod machine;
 mod markdown;

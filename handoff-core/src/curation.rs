@@ -1,0 +1,765 @@
+//! Curation of agent memory (DESIGN §9, seed: Day1 Phase 5), the pure part: branch names and
+//! their parents, which messages of a conversation each kind of cherry-pick takes (a range, the
+//! decision points by the seed's heuristics or a judge, the tool-call sequences), the
+//! verification gate's thresholds and verdicts, and what a merge moves up. Like the handoff and
+//! task machines, nothing here reads or writes a store: the store calls these and keeps what
+//! they decide.
+//!
+//! Messages are the context builder's [`Message`]s, so a conversation can be given in any
+//! provider's shape ([`crate::messages::normalize`]).
+
+use std::collections::HashSet;
+use std::ops::RangeInclusive;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::context::Message;
+use crate::error::{Error, Result};
+use crate::validate::{Collector, is_ident};
+
+/// The rule for branch names.
+pub const BRANCH_RULE: &str = "must be `main`, `task/<task id>` or `task/<task id>/<agent>`, \
+     the task id and the agent each 1 to 128 characters from A-Z a-z 0-9 . _ : @ -";
+
+/// A branch of curated memory: `main`, a task's `task/<task id>`, or an agent's
+/// `task/<task id>/<agent>`. A branch's parent is its name minus the last segment; `main` has
+/// none.
+///
+/// ```
+/// use handoff_core::curation::Branch;
+///
+/// let agent = Branch::parse("task/fix-oauth/agent-b")?;
+/// assert_eq!(agent.task_id(), Some("fix-oauth"));
+/// assert_eq!(agent.parent().unwrap().as_str(), "task/fix-oauth");
+/// assert_eq!(agent.parent().unwrap().parent().unwrap().as_str(), "main");
+/// assert!(Branch::parse("feature/x").is_err());
+/// # Ok::<(), handoff_core::Error>(())
+/// ```
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(try_from = "String", into = "String")]
+pub struct Branch(String);
+
+impl Branch {
+    /// The `main` branch.
+    pub fn main() -> Branch {
+        Branch("main".to_owned())
+    }
+
+    /// Reads a branch name; anything but the three forms is a validation error naming
+    /// `branch`.
+    pub fn parse(name: &str) -> Result<Branch> {
+        Branch::named("branch", name)
+    }
+
+    /// [`Branch::parse`], naming `field` in the error.
+    pub fn named(field: &str, name: &str) -> Result<Branch> {
+        let valid = name == "main"
+            || name.strip_prefix("task/").is_some_and(|rest| {
+                let mut parts = rest.split('/');
+                let task_ok = parts.next().is_some_and(is_ident);
+                let agent_ok = parts.next().is_none_or(is_ident);
+                task_ok && agent_ok && parts.next().is_none()
+            });
+        if valid {
+            Ok(Branch(name.to_owned()))
+        } else {
+            Err(Error::invalid(field, BRANCH_RULE))
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The branch this one merges into: its name minus the last segment (`main` for a task's
+    /// branch); `None` for `main`.
+    pub fn parent(&self) -> Option<Branch> {
+        let (parent, _) = self.0.rsplit_once('/')?;
+        Some(if parent == "task" {
+            Branch::main()
+        } else {
+            Branch(parent.to_owned())
+        })
+    }
+
+    /// The task a `task/...` branch belongs to.
+    pub fn task_id(&self) -> Option<&str> {
+        self.0.strip_prefix("task/")?.split('/').next()
+    }
+
+    /// The branch of a task's shared knowledge.
+    pub fn of_task(task_id: &str) -> Result<Branch> {
+        Branch::named("task_id", &format!("task/{task_id}"))
+    }
+}
+
+impl TryFrom<String> for Branch {
+    type Error = Error;
+    fn try_from(name: String) -> Result<Branch> {
+        Branch::parse(&name)
+    }
+}
+
+impl From<Branch> for String {
+    fn from(branch: Branch) -> String {
+        branch.0
+    }
+}
+
+impl std::fmt::Display for Branch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The messages `from..=to` (1-based `seq`s) of a conversation of `len` messages; either end
+/// may be left out (the first, the last). Every problem at once, named `from_seq` / `to_seq`.
+pub fn seq_range(len: usize, from: Option<u64>, to: Option<u64>) -> Result<RangeInclusive<u64>> {
+    let last = len as u64;
+    if len == 0 {
+        return Err(Error::invalid("conversation", "has no messages to pick"));
+    }
+    let mut c = Collector::default();
+    let (from, to) = (from.unwrap_or(1), to.unwrap_or(last));
+    if from == 0 || from > last {
+        c.push("from_seq", format!("must be between 1 and {last}"));
+    }
+    if to == 0 || to > last {
+        c.push("to_seq", format!("must be between 1 and {last}"));
+    }
+    if from > to {
+        c.push("to_seq", "must not be before from_seq");
+    }
+    c.finish()?;
+    Ok(from..=to)
+}
+
+/// Phrases by which an assistant states an approach (the seed's "I'll", "let me", "the
+/// approach", "decided"), matched case-insensitively.
+const APPROACH_PHRASES: &[&str] = &[
+    "i'll ",
+    "i will ",
+    "let me ",
+    "the approach",
+    "my approach",
+    "i decided",
+    "decided to",
+    "the decision",
+    "i'm going to",
+    "the plan is",
+];
+
+/// Words that say a tool failed, for results whose shape carries no error flag (an OpenAI
+/// `tool` message): matched case-insensitively at the start of the result or as a traceback.
+const FAILURE_MARKS: &[&str] = &["error", "failed", "failure", "exception", "fatal"];
+
+/// Whether a tool result says its tool failed: the provider's flag, or an error at its start
+/// or a traceback in it.
+pub fn tool_failed(result: &Message) -> bool {
+    if result.is_error {
+        return true;
+    }
+    let text = result.content.trim_start().to_lowercase();
+    FAILURE_MARKS.iter().any(|mark| text.starts_with(mark))
+        || text.contains("traceback (most recent call last)")
+}
+
+/// Whether an assistant message states an approach.
+fn states_an_approach(message: &Message) -> bool {
+    let text = message.content.to_lowercase();
+    APPROACH_PHRASES.iter().any(|phrase| text.contains(phrase))
+}
+
+fn is_assistant(message: &Message) -> bool {
+    message.role == "assistant"
+}
+
+fn has_text(message: &Message) -> bool {
+    !message.content.trim().is_empty()
+}
+
+/// Decides whether a message is a decision point, in place of the heuristics (an LLM judge):
+/// `Ok(true)` takes it. An error stops the pick, which then writes nothing.
+pub trait Judge {
+    /// Whether `message` (the `index`-th of its conversation, from 0) is a decision point.
+    fn is_decision(&mut self, index: usize, message: &Message) -> Result<bool>;
+}
+
+impl<F: FnMut(usize, &Message) -> Result<bool>> Judge for F {
+    fn is_decision(&mut self, index: usize, message: &Message) -> Result<bool> {
+        self(index, message)
+    }
+}
+
+/// The indexes (from 0, in order) of a conversation's decision points. Without a judge, the
+/// seed's heuristics pick assistant messages with text that
+///
+/// - state an approach ("I'll", "let me", "the approach", "decided", ...);
+/// - come right after a tool that failed (the recovery decision: the first assistant message
+///   with text after the failed result);
+/// - lead to a tool call that succeeded (the right strategy): the message that made the call
+///   when it has text, else the assistant message with text just before it, with no user turn
+///   between.
+///
+/// With a judge, the judge decides for every message.
+///
+/// ```
+/// use handoff_core::curation::decision_points;
+/// use handoff_core::context::Message;
+/// use serde_json::json;
+///
+/// let messages: Vec<Message> = serde_json::from_value(json!([
+///     {"role": "user", "content": "fix the auth bug"},
+///     {"role": "assistant", "content": "let me investigate the token check"},
+///     {"role": "assistant", "content": "done"},
+/// ]))?;
+/// assert_eq!(decision_points(&messages, None)?, [1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn decision_points(messages: &[Message], judge: Option<&mut dyn Judge>) -> Result<Vec<usize>> {
+    if let Some(judge) = judge {
+        let mut picked = Vec::new();
+        for (i, message) in messages.iter().enumerate() {
+            if judge.is_decision(i, message)? {
+                picked.push(i);
+            }
+        }
+        return Ok(picked);
+    }
+    let mut picked = vec![false; messages.len()];
+    let results = results_by_call(messages);
+    let mut after_failure = false;
+    let mut last_assistant_text: Option<usize> = None;
+    for (i, message) in messages.iter().enumerate() {
+        match message.role.as_str() {
+            "tool" => after_failure |= tool_failed(message),
+            "assistant" => {
+                if has_text(message) && (states_an_approach(message) || after_failure) {
+                    picked[i] = true;
+                }
+                if has_text(message) {
+                    after_failure = false;
+                }
+                let succeeded = message.tool_calls.iter().any(|call| {
+                    results
+                        .iter()
+                        .find(|(id, _)| !call.id.is_empty() && *id == call.id.as_str())
+                        .is_some_and(|(_, result)| !tool_failed(&messages[*result]))
+                });
+                if succeeded {
+                    if has_text(message) {
+                        picked[i] = true;
+                    } else if let Some(before) = last_assistant_text {
+                        picked[before] = true;
+                    }
+                }
+                last_assistant_text = has_text(message).then_some(i);
+            }
+            // A user turn starts a new exchange: what came before leads to no later call.
+            _ => last_assistant_text = None,
+        }
+    }
+    Ok(picked
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &p)| p.then_some(i))
+        .collect())
+}
+
+/// Each tool result's call id and its index.
+fn results_by_call(messages: &[Message]) -> Vec<(&str, usize)> {
+    messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            (m.role == "tool")
+                .then(|| m.tool_call_id.as_deref().map(|id| (id, i)))
+                .flatten()
+        })
+        .collect()
+}
+
+/// The tool-call sequences of a conversation: for each assistant message that made tool
+/// calls, its index and the indexes of the results answering them (by call id), in order. A
+/// call whose result never came stays alone; a result nothing called is left out.
+pub fn tool_sequences(messages: &[Message]) -> Vec<Vec<usize>> {
+    let results = results_by_call(messages);
+    let mut taken = HashSet::new();
+    messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| is_assistant(m) && !m.tool_calls.is_empty())
+        .map(|(i, m)| {
+            let mut sequence = vec![i];
+            for call in m.tool_calls.iter().filter(|call| !call.id.is_empty()) {
+                for (id, result) in &results {
+                    if *id == call.id && *result > i && taken.insert(*result) {
+                        sequence.push(*result);
+                    }
+                }
+            }
+            sequence
+        })
+        .collect()
+}
+
+/// The verification gate's thresholds (the seed's defaults: a fact is verified at 0.7 and
+/// invalidated below 0.4; a conversation is verified at 0.6).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Thresholds {
+    /// A fact scoring at least this is verified.
+    pub fact_threshold: f64,
+    /// A fact or a conversation scoring below this is invalidated.
+    pub invalidate_below: f64,
+    /// A conversation scoring at least this is verified.
+    pub conversation_threshold: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            fact_threshold: 0.7,
+            invalidate_below: 0.4,
+            conversation_threshold: 0.6,
+        }
+    }
+}
+
+/// The score every item gets when there is no verifier: neither verified nor invalidated.
+pub const NEUTRAL_SCORE: f64 = 0.5;
+
+impl Thresholds {
+    /// Every problem at once: each between 0 and 1, and nothing invalidated that would also
+    /// be verified.
+    pub fn check(&self) -> Result<()> {
+        let mut c = Collector::default();
+        for (field, value) in [
+            ("fact_threshold", self.fact_threshold),
+            ("invalidate_below", self.invalidate_below),
+            ("conversation_threshold", self.conversation_threshold),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                c.push(field, "must be a number from 0 to 1");
+            }
+        }
+        if self.invalidate_below > self.fact_threshold
+            || self.invalidate_below > self.conversation_threshold
+        {
+            c.push(
+                "invalidate_below",
+                "must not be above fact_threshold nor conversation_threshold",
+            );
+        }
+        c.finish()
+    }
+
+    /// What a fact's score makes of it.
+    pub fn fact_verdict(&self, score: f64) -> Verdict {
+        self.verdict(score, self.fact_threshold)
+    }
+
+    /// What a conversation's score makes of it.
+    pub fn conversation_verdict(&self, score: f64) -> Verdict {
+        self.verdict(score, self.conversation_threshold)
+    }
+
+    fn verdict(&self, score: f64, verified_at: f64) -> Verdict {
+        if score >= verified_at {
+            Verdict::Verified
+        } else if score < self.invalidate_below {
+            Verdict::Invalidated
+        } else {
+            Verdict::Unverified
+        }
+    }
+}
+
+/// Reads a verifier's score: a number from 0 to 1 (NaN, infinities and anything outside are
+/// refused, and the item is reported, not changed).
+pub fn check_score(score: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&score) {
+        Ok(score)
+    } else {
+        Err(Error::invalid(
+            "score",
+            format!("must be a number from 0 to 1, is {score}"),
+        ))
+    }
+}
+
+/// What the gate made of an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Scored at least the threshold: it may merge upward.
+    Verified,
+    /// Scored in between: it stays where it is, and may be verified again.
+    Unverified,
+    /// Scored below `invalidate_below`: it stays, marked wrong.
+    Invalidated,
+}
+
+/// Where a fact stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FactStatus {
+    /// Written, not verified yet (or scored in between).
+    #[default]
+    Active,
+    /// Passed the gate.
+    Verified,
+    /// Failed the gate.
+    Invalidated,
+    /// Copied to the parent branch by a merge: the copy is what counts now.
+    Promoted,
+    /// Replaced by a newer fact.
+    Superseded,
+}
+
+impl FactStatus {
+    /// The status a verdict gives a fact that is still open to verification (active,
+    /// verified or invalidated); promoted and superseded facts keep theirs.
+    pub fn after(self, verdict: Verdict) -> FactStatus {
+        match self {
+            FactStatus::Promoted | FactStatus::Superseded => self,
+            _ => match verdict {
+                Verdict::Verified => FactStatus::Verified,
+                Verdict::Invalidated => FactStatus::Invalidated,
+                Verdict::Unverified => FactStatus::Active,
+            },
+        }
+    }
+}
+
+/// A fact as a caller gives it: its text, and optionally how sure its author was and where
+/// it came from (a plain string is a fact with only a text).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewFact {
+    /// What is known.
+    pub text: String,
+    /// How sure its author was, from 0 to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// Where it came from (a file, a conversation, a URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl NewFact {
+    /// Every problem of `facts` at once, named `facts[i].text`, ...
+    pub fn check_all(facts: &[NewFact], limits: &crate::Limits) -> Result<()> {
+        let mut c = Collector::default();
+        if facts.len() > limits.max_list_items {
+            c.push(
+                "facts",
+                format!("must have at most {} items", limits.max_list_items),
+            );
+        }
+        for (i, fact) in facts.iter().enumerate() {
+            if fact.text.trim().is_empty() {
+                c.push(format!("facts[{i}].text"), "must not be empty");
+            }
+            crate::validate::text_named(&mut c, limits, || format!("facts[{i}].text"), &fact.text);
+            if let Some(source) = &fact.source {
+                crate::validate::text_named(
+                    &mut c,
+                    limits,
+                    || format!("facts[{i}].source"),
+                    source,
+                );
+            }
+            if fact
+                .confidence
+                .is_some_and(|confidence| !(0.0..=1.0).contains(&confidence))
+            {
+                c.push(
+                    format!("facts[{i}].confidence"),
+                    "must be a number from 0 to 1",
+                );
+            }
+        }
+        c.finish()
+    }
+}
+
+/// A fact on a branch, with what the gate made of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Fact {
+    /// Its id.
+    pub id: String,
+    /// The branch it lies on.
+    pub branch: Branch,
+    /// What is known.
+    pub text: String,
+    /// How sure its author was.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// Where it came from.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Where it stands.
+    pub status: FactStatus,
+    /// The last verification's score.
+    #[serde(default)]
+    pub score: Option<f64>,
+    /// Why, in the verifier's words.
+    #[serde(default)]
+    pub explanation: Option<String>,
+    /// Who verified it (the verifier's name, or `neutral` without one).
+    #[serde(default)]
+    pub verified_by: Option<String>,
+    /// When it was last verified.
+    #[serde(default)]
+    pub verified_at: Option<DateTime<Utc>>,
+    /// The fact a merge copied it from, for a copy.
+    #[serde(default)]
+    pub origin: Option<String>,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+}
+
+/// What a merge of a branch into its parent does: the facts and conversations it copies up
+/// (by id, in order) and the facts that become `promoted`. Merging twice copies nothing the
+/// second time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MergePlan {
+    /// Verified facts to copy up (their sources become `promoted`).
+    pub facts: Vec<String>,
+    /// Verified or cherry-picked conversations to copy up.
+    pub conversations: Vec<String>,
+    /// Facts and conversations left where they are (unverified, invalidated), by id.
+    pub kept: Vec<String>,
+}
+
+/// A conversation as a merge sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConversationState {
+    /// Its id.
+    pub id: String,
+    /// What the gate made of it, if it was verified.
+    pub verdict: Option<Verdict>,
+    /// Whether it is a cherry-pick's result.
+    pub cherry_picked: bool,
+}
+
+/// What merging a branch (`facts` and `conversations` on it) into a parent that already holds
+/// `parent_origins` (the `origin`s of the copies a merge made before) does.
+pub fn merge_plan(
+    facts: &[Fact],
+    conversations: &[ConversationState],
+    parent_origins: &HashSet<String>,
+) -> MergePlan {
+    let mut plan = MergePlan::default();
+    for fact in facts {
+        match fact.status {
+            FactStatus::Verified if !parent_origins.contains(&fact.id) => {
+                plan.facts.push(fact.id.clone());
+            }
+            FactStatus::Active | FactStatus::Invalidated => plan.kept.push(fact.id.clone()),
+            _ => {}
+        }
+    }
+    for conversation in conversations {
+        let goes_up = conversation.verdict == Some(Verdict::Verified)
+            || (conversation.cherry_picked && conversation.verdict != Some(Verdict::Invalidated));
+        if !goes_up {
+            plan.kept.push(conversation.id.clone());
+        } else if !parent_origins.contains(&conversation.id) {
+            plan.conversations.push(conversation.id.clone());
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// The seed's example conversation (Day1 Phase 5, §4.1): a bug fixed in ten messages.
+    fn seed_conversation() -> Vec<Message> {
+        serde_json::from_value(json!([
+            {"role": "user", "content": "fix the auth bug"},
+            {"role": "assistant", "content": "let me investigate..."},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "name": "Read", "arguments": {"path": "auth.py"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "def check_token(t): ..."},
+            {"role": "assistant", "content": "found the issue: the expiry is compared in seconds"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c2", "name": "Edit", "arguments": {"path": "auth.py"}}]},
+            {"role": "tool", "tool_call_id": "c2", "content": "edited"},
+            {"role": "assistant", "content": "fixed, let me test", "tool_calls": [
+                {"id": "c3", "name": "Bash", "arguments": {"cmd": "pytest"}}]},
+            {"role": "tool", "tool_call_id": "c3", "content": "12 passed"},
+            {"role": "assistant", "content": "all tests pass"},
+            {"role": "user", "content": "thanks"}
+        ]))
+        .unwrap()
+    }
+
+    #[test]
+    fn branches_have_three_forms_and_parents() {
+        for bad in [
+            "",
+            "Main",
+            "task",
+            "task/",
+            "task/a/b/c",
+            "task/../x",
+            "task/a b",
+            "feature/x",
+        ] {
+            let err = Branch::parse(bad).unwrap_err();
+            assert_eq!(err.problems()[0].field, "branch", "{bad}");
+        }
+        let task = Branch::parse("task/fix-oauth").unwrap();
+        assert_eq!(task.parent(), Some(Branch::main()));
+        assert_eq!(Branch::main().parent(), None);
+        let json = serde_json::to_string(&task).unwrap();
+        assert_eq!(json, "\"task/fix-oauth\"");
+        assert!(serde_json::from_str::<Branch>("\"nope/x\"").is_err());
+    }
+
+    #[test]
+    fn ranges_are_checked_against_the_conversation() {
+        assert_eq!(seq_range(10, Some(5), Some(9)).unwrap(), 5..=9);
+        assert_eq!(seq_range(10, None, None).unwrap(), 1..=10);
+        let err = seq_range(10, Some(9), Some(11)).unwrap_err();
+        let fields: Vec<_> = err.problems().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["to_seq"]);
+        let err = seq_range(10, Some(0), Some(0)).unwrap_err();
+        assert_eq!(err.problems().len(), 2);
+        let err = seq_range(10, Some(7), Some(3)).unwrap_err();
+        assert_eq!(err.problems()[0].rule, "must not be before from_seq");
+        assert!(seq_range(0, None, None).is_err());
+    }
+
+    #[test]
+    fn the_seeds_example_has_its_decision_points_and_tool_sequences() {
+        let messages = seed_conversation();
+        // msg 2 "let me investigate", msg 5 "found the issue" (leads to the Edit that
+        // worked), msg 8 "fixed, let me test" (an approach, and its pytest call worked);
+        // as seqs: 2, 5, 8.
+        let picked: Vec<usize> = decision_points(&messages, None)
+            .unwrap()
+            .iter()
+            .map(|i| i + 1)
+            .collect();
+        assert_eq!(picked, [2, 5, 8]);
+        let sequences = tool_sequences(&messages);
+        assert_eq!(sequences, [vec![2, 3], vec![5, 6], vec![7, 8]]);
+    }
+
+    #[test]
+    fn the_message_after_a_failed_tool_is_a_decision() {
+        let messages: Vec<Message> = serde_json::from_value(json!([
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "name": "Bash", "arguments": {"cmd": "pytest"}}]},
+            {"role": "tool", "tool_call_id": "c1",
+             "content": "Traceback (most recent call last):\n  ...\nAssertionError"},
+            {"role": "assistant", "content": "The refresh is retried once; retry three times."},
+            {"role": "assistant", "content": "Done."},
+        ]))
+        .unwrap();
+        assert_eq!(decision_points(&messages, None).unwrap(), [2]);
+        // A judge decides instead.
+        let mut judge = |i: usize, _: &Message| Ok(i == 3);
+        assert_eq!(decision_points(&messages, Some(&mut judge)).unwrap(), [3]);
+        let mut failing = |_: usize, _: &Message| Err(Error::invalid("judge", "timed out"));
+        assert!(decision_points(&messages, Some(&mut failing)).is_err());
+    }
+
+    #[test]
+    fn thresholds_give_verdicts_and_refuse_bad_values() {
+        let t = Thresholds::default();
+        assert_eq!(t.fact_verdict(0.7), Verdict::Verified);
+        assert_eq!(t.fact_verdict(NEUTRAL_SCORE), Verdict::Unverified);
+        assert_eq!(t.fact_verdict(0.39), Verdict::Invalidated);
+        assert_eq!(t.conversation_verdict(0.6), Verdict::Verified);
+        assert!(check_score(f64::NAN).is_err());
+        assert!(check_score(1.5).is_err());
+        assert_eq!(check_score(1.0).unwrap(), 1.0);
+        let bad = Thresholds {
+            fact_threshold: 2.0,
+            invalidate_below: 0.9,
+            conversation_threshold: 0.6,
+        };
+        let fields: Vec<_> = bad
+            .check()
+            .unwrap_err()
+            .problems()
+            .iter()
+            .map(|p| p.field.clone())
+            .collect();
+        assert_eq!(fields, ["fact_threshold", "invalidate_below"]);
+        assert_eq!(
+            FactStatus::Promoted.after(Verdict::Invalidated),
+            FactStatus::Promoted
+        );
+    }
+
+    #[test]
+    fn facts_are_checked_whole() {
+        let facts: Vec<NewFact> = serde_json::from_value(json!([
+            {"text": "refresh needs retries with backoff", "confidence": 0.8},
+            {"text": " "},
+            {"text": "x", "confidence": 1.5}
+        ]))
+        .unwrap();
+        let err = NewFact::check_all(&facts, &crate::Limits::default()).unwrap_err();
+        let fields: Vec<_> = err.problems().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["facts[1].text", "facts[2].confidence"]);
+    }
+
+    #[test]
+    fn a_merge_moves_up_what_passed_and_only_once() {
+        let fact = |id: &str, status| Fact {
+            id: id.into(),
+            branch: Branch::parse("task/t/agent-b").unwrap(),
+            text: id.into(),
+            confidence: None,
+            source: None,
+            status,
+            score: None,
+            explanation: None,
+            verified_by: None,
+            verified_at: None,
+            origin: None,
+            created_at: DateTime::UNIX_EPOCH,
+        };
+        let facts = [
+            fact("f1", FactStatus::Verified),
+            fact("f2", FactStatus::Active),
+            fact("f3", FactStatus::Invalidated),
+            fact("f4", FactStatus::Promoted),
+        ];
+        let conversation = |id: &str, verdict, cherry_picked| ConversationState {
+            id: id.into(),
+            verdict,
+            cherry_picked,
+        };
+        let conversations = [
+            conversation("c1", Some(Verdict::Verified), false),
+            conversation("c2", None, true),
+            conversation("c3", None, false),
+            conversation("c4", Some(Verdict::Invalidated), true),
+        ];
+        let plan = merge_plan(&facts, &conversations, &HashSet::new());
+        assert_eq!(plan.facts, ["f1"]);
+        assert_eq!(plan.conversations, ["c1", "c2"]);
+        assert_eq!(plan.kept, ["f2", "f3", "c3", "c4"]);
+        let merged: HashSet<String> = ["f1", "c1", "c2"].map(String::from).into();
+        let again = merge_plan(&facts, &conversations, &merged);
+        assert!(again.facts.is_empty() && again.conversations.is_empty());
+    }
+}
