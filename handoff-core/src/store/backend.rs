@@ -284,6 +284,18 @@ pub struct Doc {
     pub body: String,
 }
 
+/// The JSON text of a document's body.
+pub(crate) fn body<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| crate::Error::storage(e.to_string()))
+}
+
+/// A document's body read as `T`: one that does not read is corrupt (the core wrote it), a
+/// storage error naming `what`.
+pub(crate) fn parsed<T: serde::de::DeserializeOwned>(what: &str, doc: &Doc) -> Result<T> {
+    serde_json::from_str(&doc.body)
+        .map_err(|e| crate::Error::storage(format!("corrupt {what} document: {e}")))
+}
+
 /// The operations available inside one write transaction.
 pub trait Tx {
     /// The record with this id, as the transaction sees it.

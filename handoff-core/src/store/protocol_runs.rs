@@ -10,7 +10,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::tasks::{body, insert_handoff, parsed};
+use super::backend::{body, parsed};
+use super::tasks::insert_handoff;
 use super::{ClaimRef, Doc, ListFilter, Store, Tx, persist, prove_claim};
 use crate::error::{Error, Result};
 use crate::machine::{Command, transition};
@@ -19,8 +20,7 @@ use crate::protocol::{
     Outcome, ProtocolError, ProtocolStats, Recipient, RecoveryInstructions, Run, WorkerReport,
     wire_name,
 };
-use crate::record::Status;
-use crate::record::{Handoff, NewHandoff};
+use crate::record::{Handoff, NewHandoff, Status};
 use crate::validate::{self, Limits};
 
 /// A call's transition of the run: the message it sends, if any.

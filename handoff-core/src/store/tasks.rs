@@ -9,10 +9,9 @@
 //! the handoffs it asks for, and writes back what changed.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::backend::{body, parsed};
 use super::{Doc, Store, Tx, new_id, persist};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Command, NewEvent, transition};
@@ -121,15 +120,6 @@ fn no_task(id: &str) -> Error {
         what: "task",
         id: id.to_owned(),
     }
-}
-
-pub(super) fn body<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::storage(e.to_string()))
-}
-
-pub(super) fn parsed<T: DeserializeOwned>(what: &str, doc: &Doc) -> Result<T> {
-    serde_json::from_str(&doc.body)
-        .map_err(|e| Error::storage(format!("corrupt {what} document: {e}")))
 }
 
 /// A task's header and its document's version, locked for the transaction.
