@@ -525,6 +525,159 @@ pub struct Fact {
     pub created_at: DateTime<Utc>,
 }
 
+/// A conversation on a branch: its messages are kept beside it, numbered from 1 (`seq`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Conversation {
+    /// Its id.
+    pub id: String,
+    /// The branch it lies on.
+    pub branch: Branch,
+    /// What it is about.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The task it belongs to.
+    #[serde(default)]
+    pub task_id: Option<String>,
+    /// The agent that had it.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// How many messages it holds.
+    pub message_count: u64,
+    /// What the gate made of it (`unverified` until a verifier scores it).
+    pub verification_status: Verdict,
+    /// The last verification's score.
+    #[serde(default)]
+    pub verification_score: Option<f64>,
+    /// Why, in the verifier's words.
+    #[serde(default)]
+    pub explanation: Option<String>,
+    /// Who verified it.
+    #[serde(default)]
+    pub verified_by: Option<String>,
+    /// For a cherry-pick's result: the conversation it was picked from.
+    #[serde(default)]
+    pub cherry_picked_from: Option<String>,
+    /// For a merge's copy: the conversation it was copied from.
+    #[serde(default)]
+    pub origin: Option<String>,
+    /// Whether a merge copied it to the parent branch.
+    #[serde(default)]
+    pub promoted: bool,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Where a message was cherry-picked to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PickedTo {
+    /// The conversation the pick made.
+    pub conversation_id: String,
+    /// Its branch.
+    pub branch: Branch,
+    /// When.
+    pub picked_at: DateTime<Utc>,
+}
+
+/// A message of a conversation, with its place and where it was picked to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoredMessage {
+    /// Its place in the conversation, from 1.
+    pub seq: u64,
+    /// The message (role, content, tool calls, ...).
+    pub message: Message,
+    /// Every cherry-pick that took it.
+    #[serde(default)]
+    pub cherry_picked_to: Vec<PickedTo>,
+}
+
+impl StoredMessage {
+    /// Whether a cherry-pick took it.
+    pub fn is_cherry_picked(&self) -> bool {
+        !self.cherry_picked_to.is_empty()
+    }
+}
+
+/// A verifier's answer: a score from 0 to 1, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Score {
+    /// From 0 (wrong) to 1 (certainly right).
+    pub score: f64,
+    /// Why, in the verifier's words.
+    #[serde(default)]
+    pub explanation: Option<String>,
+}
+
+/// What a verifier is asked to judge.
+#[derive(Clone, Copy, Debug)]
+pub enum VerifyItem<'a> {
+    /// A fact.
+    Fact(&'a Fact),
+    /// A conversation, with its messages.
+    Conversation(&'a Conversation, &'a [StoredMessage]),
+}
+
+/// Scores facts and conversations (an LLM judge). An error leaves the item as it was; the
+/// verification reports it.
+pub trait Verifier {
+    /// Who verifies: stored on each item as `verified_by`.
+    fn name(&self) -> &str {
+        "verifier"
+    }
+
+    /// The score of `item`.
+    fn verify(&mut self, item: VerifyItem<'_>) -> Result<Score>;
+}
+
+/// One item a verification scored, or could not.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerifiedItem {
+    /// `fact` or `conversation`.
+    pub kind: String,
+    /// Its id.
+    pub id: String,
+    /// Its score (`None` when the verifier failed on it).
+    #[serde(default)]
+    pub score: Option<f64>,
+    /// What the gate made of it (`None` when the verifier failed on it).
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
+    /// Why the verifier failed on it, when it did.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// What a verification did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerifyReport {
+    /// The branch verified.
+    pub branch: Option<Branch>,
+    /// Items that passed.
+    pub verified: u64,
+    /// Items that failed the gate.
+    pub invalidated: u64,
+    /// Items scored in between (all of them without a verifier: the neutral 0.5).
+    pub unverified: u64,
+    /// Items the verifier failed on, left as they were.
+    pub failed: u64,
+    /// Every item, in the order verified.
+    pub items: Vec<VerifiedItem>,
+}
+
+/// What a merge did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MergeReport {
+    /// The branch merged.
+    pub branch: Option<Branch>,
+    /// Where to.
+    pub into: Option<Branch>,
+    /// Facts copied up (their sources are now `promoted`).
+    pub facts: u64,
+    /// Conversations copied up.
+    pub conversations: u64,
+    /// Items left where they are (unverified, invalidated).
+    pub kept: u64,
+}
+
 /// What a merge of a branch into its parent does: the facts and conversations it copies up
 /// (by id, in order) and the facts that become `promoted`. Merging twice copies nothing the
 /// second time.

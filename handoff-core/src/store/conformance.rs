@@ -39,7 +39,7 @@ macro_rules! conformance_tests {
             failed_steps_escalate_and_pause_their_task, tasks_pause_resume_and_cancel,
             tasks_update_by_compare_and_swap, memory_is_versioned_by_scope,
             sessions_say_who_owns_a_conversation, protocol_runs_answer_each_message_once,
-            lost_protocol_messages_escalate_their_run,
+            lost_protocol_messages_escalate_their_run, curated_knowledge_moves_up_once_verified,
         );
     };
     ($make:expr) => {
@@ -1969,4 +1969,196 @@ pub fn lost_protocol_messages_escalate_their_run(store: Store) {
     let history = store.protocol_history("lapsed").unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(history[1].kind, Kind::Escalation);
+}
+
+/// Curation (DESIGN §9): a conversation on an agent's branch, cherry-picked by range, by
+/// decision points and by tool sequences; facts verified by a verifier (one it fails on is
+/// reported and left), then merged upward once.
+pub fn curated_knowledge_moves_up_once_verified(store: Store) {
+    use crate::context::Message;
+    use crate::curation::{FactStatus, NewFact, Score, Thresholds, Verdict, Verifier, VerifyItem};
+    use crate::store::NewConversation;
+    use serde_json::json;
+
+    let messages: Vec<Message> = serde_json::from_value(json!([
+        {"role": "user", "content": "fix the auth bug"},
+        {"role": "assistant", "content": "let me investigate..."},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "name": "Read", "arguments": {"path": "auth.py"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "def check_token(t): ..."},
+        {"role": "assistant", "content": "found the issue: the expiry is compared in seconds"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c2", "name": "Edit", "arguments": {"path": "auth.py"}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "edited"},
+        {"role": "assistant", "content": "fixed, let me test", "tool_calls": [
+            {"id": "c3", "name": "Bash", "arguments": {"cmd": "pytest"}}]},
+        {"role": "tool", "tool_call_id": "c3", "content": "12 passed"},
+        {"role": "assistant", "content": "all tests pass"},
+        {"role": "user", "content": "thanks"}
+    ]))
+    .unwrap();
+    let agent = "task/fix-oauth/agent-b";
+    let bad = store.add_conversation(NewConversation {
+        branch: "feature/x".into(),
+        messages: messages.clone(),
+        ..NewConversation::default()
+    });
+    assert_eq!(bad.unwrap_err().problems()[0].field, "branch");
+    let conv = store
+        .add_conversation(NewConversation {
+            branch: agent.into(),
+            messages,
+            ..NewConversation::default()
+        })
+        .unwrap();
+    assert_eq!(
+        (
+            conv.message_count,
+            conv.task_id.as_deref(),
+            conv.agent.as_deref()
+        ),
+        (11, Some("fix-oauth"), Some("agent-b"))
+    );
+
+    // A range outside the conversation: refused, nothing written.
+    let before = store.list_conversations(None, None).unwrap();
+    let err = store
+        .cherry_pick(&conv.id, "task/fix-oauth", Some(9), Some(20), None)
+        .unwrap_err();
+    assert_eq!(err.problems()[0].field, "to_seq");
+    assert_eq!(store.list_conversations(None, None).unwrap(), before);
+
+    let range = store
+        .cherry_pick(&conv.id, "task/fix-oauth", Some(5), Some(9), None)
+        .unwrap();
+    assert_eq!(range.message_count, 5);
+    assert_eq!(range.cherry_picked_from.as_deref(), Some(conv.id.as_str()));
+    let source = store.messages(&conv.id, Some(4), Some(6)).unwrap();
+    let picked: Vec<(u64, bool)> = source
+        .iter()
+        .map(|m| (m.seq, m.is_cherry_picked()))
+        .collect();
+    assert_eq!(picked, [(4, false), (5, true), (6, true)]);
+    assert_eq!(source[1].cherry_picked_to[0].conversation_id, range.id);
+    let decisions = store
+        .cherry_pick_decisions(&conv.id, "task/fix-oauth", None)
+        .unwrap();
+    let texts: Vec<String> = store
+        .messages(&decisions.id, None, None)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.message.content)
+        .collect();
+    assert_eq!(texts[0], "let me investigate...");
+    assert_eq!(texts.len(), 3);
+    let tools = store.cherry_pick_tools(&conv.id, "task/fix-oauth").unwrap();
+    assert_eq!(tools.message_count, 6);
+
+    store
+        .add_facts(
+            agent,
+            vec![
+                NewFact {
+                    text: "refresh needs retries with backoff".into(),
+                    confidence: Some(0.8),
+                    source: None,
+                },
+                NewFact {
+                    text: "the bug is in the login form".into(),
+                    confidence: None,
+                    source: None,
+                },
+                NewFact {
+                    text: "the judge times out on this one".into(),
+                    confidence: None,
+                    source: None,
+                },
+            ],
+        )
+        .unwrap();
+    // Without a verifier: the neutral 0.5, nothing verified, nothing invalidated.
+    let neutral = store.verify(agent, None, &Thresholds::default()).unwrap();
+    assert_eq!(
+        (neutral.verified, neutral.invalidated, neutral.unverified),
+        (0, 0, 4)
+    );
+
+    struct Judge;
+    impl Verifier for Judge {
+        fn name(&self) -> &str {
+            "judge"
+        }
+        fn verify(&mut self, item: VerifyItem<'_>) -> crate::Result<Score> {
+            let score = match item {
+                VerifyItem::Fact(fact) if fact.text.contains("times out") => {
+                    return Err(crate::Error::invalid("verifier", "timed out"));
+                }
+                VerifyItem::Fact(fact) if fact.text.contains("backoff") => 0.9,
+                VerifyItem::Fact(_) => 0.2,
+                VerifyItem::Conversation(_, messages) => {
+                    if messages.len() > 5 {
+                        0.65
+                    } else {
+                        f64::NAN
+                    }
+                }
+            };
+            Ok(Score {
+                score,
+                explanation: Some("checked".into()),
+            })
+        }
+    }
+    let report = store
+        .verify(agent, Some(&mut Judge), &Thresholds::default())
+        .unwrap();
+    assert_eq!(
+        (report.verified, report.invalidated, report.failed),
+        (2, 1, 1)
+    );
+    let facts = store.facts(agent, None).unwrap();
+    let statuses: Vec<FactStatus> = facts.iter().map(|f| f.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            FactStatus::Verified,
+            FactStatus::Invalidated,
+            FactStatus::Active
+        ]
+    );
+    assert_eq!(facts[0].verified_by.as_deref(), Some("judge"));
+    assert_eq!(
+        facts[2].score,
+        Some(0.5),
+        "a failed verifier leaves the item"
+    );
+    assert_eq!(
+        store
+            .get_conversation(&conv.id)
+            .unwrap()
+            .verification_status,
+        Verdict::Verified
+    );
+
+    let merged = store.merge(agent, None).unwrap();
+    assert_eq!((merged.facts, merged.conversations), (1, 1), "{merged:?}");
+    let up = store.facts("task/fix-oauth", None).unwrap();
+    assert_eq!(up.len(), 1);
+    assert_eq!(up[0].origin.as_deref(), Some(facts[0].id.as_str()));
+    assert_eq!(
+        store
+            .facts(agent, Some(FactStatus::Promoted))
+            .unwrap()
+            .len(),
+        1
+    );
+    let again = store.merge(agent, None).unwrap();
+    assert_eq!((again.facts, again.conversations), (0, 0));
+    let branches: Vec<String> = store
+        .branches()
+        .unwrap()
+        .into_iter()
+        .map(|(b, _)| b.to_string())
+        .collect();
+    assert_eq!(branches, ["task/fix-oauth", agent]);
 }

@@ -1,0 +1,710 @@
+//! Curated memory in the store (DESIGN §9): conversations with their messages, and facts, on
+//! branches; cherry-picks, verification and merges. Each is a document: a conversation keyed
+//! by its id, each message by `<conversation>/<seq, 10 digits>`, each fact under its branch
+//! ([`facts_of`]), so that a branch's facts are one key prefix.
+//!
+//! What to pick, verify and move up is [`crate::curation`]'s to decide; this module reads what
+//! that needs and writes what it decided, each change in one transaction. A verifier or a
+//! judge (an LLM, slow) is called before the transaction that writes its verdicts, never inside
+//! one.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::backend::{body, parsed};
+use super::{Doc, Store, Tx, new_id};
+use crate::context::Message;
+use crate::curation::{
+    self, Branch, Conversation, Fact, FactStatus, MergeReport, NewFact, PickedTo, StoredMessage,
+    Thresholds, Verdict, VerifiedItem, Verifier, VerifyItem, VerifyReport,
+};
+use crate::error::{Error, Result};
+use crate::validate::{self, Collector, Limits};
+
+/// The kind of a conversation's document, keyed by its id.
+const CONVERSATION: &str = "conversation";
+/// The kind of a message's document, keyed `<conversation>/<seq, 10 digits>`.
+const MESSAGE: &str = "message";
+/// The kind of a fact's document, keyed by [`fact_key`].
+const FACT: &str = "fact";
+
+fn message_key(conversation: &str, seq: u64) -> String {
+    format!("{conversation}/{seq:010}")
+}
+
+/// The key prefix of a branch's facts: its number of segments, then its name, so that no
+/// branch's prefix is another's (`2/task/t/` never matches `3/task/t/agent/…`) and every part
+/// of a key is an id (as a folder of files needs).
+fn facts_of(branch: &Branch) -> String {
+    format!("{}/{branch}/", branch.as_str().split('/').count())
+}
+
+fn fact_key(branch: &Branch, id: &str) -> String {
+    format!("{}{id}", facts_of(branch))
+}
+
+fn no_conversation(id: &str) -> Error {
+    Error::NotFound {
+        what: "conversation",
+        id: id.to_owned(),
+    }
+}
+
+/// A new conversation, as [`Store::add_conversation`] takes it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NewConversation {
+    /// The branch it goes on (`main`, `task/<task>`, `task/<task>/<agent>`).
+    pub branch: String,
+    /// Its messages, in order.
+    pub messages: Vec<Message>,
+    /// What it is about.
+    pub title: Option<String>,
+    /// The task it belongs to (by default the branch's).
+    pub task_id: Option<String>,
+    /// The agent that had it (by default the branch's).
+    pub agent: Option<String>,
+}
+
+/// Every problem of `messages` (each text within the limits), named `messages[i]`.
+fn check_messages(c: &mut Collector, limits: &Limits, messages: &[Message]) {
+    for (i, message) in messages.iter().enumerate() {
+        validate::text_named(
+            c,
+            limits,
+            || format!("messages[{i}].content"),
+            &message.content,
+        );
+        if !matches!(
+            message.role.as_str(),
+            "user" | "assistant" | "system" | "tool"
+        ) {
+            c.push(
+                format!("messages[{i}].role"),
+                "must be user, assistant, system or tool",
+            );
+        }
+    }
+}
+
+/// Writes `messages` as the messages `first..` of `conversation`.
+fn insert_messages(
+    tx: &mut dyn Tx,
+    conversation: &str,
+    first: u64,
+    messages: impl IntoIterator<Item = Message>,
+) -> Result<u64> {
+    let mut seq = first;
+    for message in messages {
+        let stored = StoredMessage {
+            seq,
+            message,
+            cherry_picked_to: Vec::new(),
+        };
+        let doc = Doc {
+            version: 1,
+            body: body(&stored)?,
+        };
+        tx.insert_doc(MESSAGE, &message_key(conversation, seq), &doc)?;
+        seq += 1;
+    }
+    Ok(seq - first)
+}
+
+/// A conversation's document, locked for the transaction.
+fn conversation_in(tx: &mut dyn Tx, id: &str) -> Result<(Conversation, u64)> {
+    let doc = tx
+        .doc(CONVERSATION, id)?
+        .ok_or_else(|| no_conversation(id))?;
+    Ok((parsed("conversation", &doc)?, doc.version))
+}
+
+fn write_conversation(tx: &mut dyn Tx, conversation: &Conversation, version: u64) -> Result<()> {
+    let doc = Doc {
+        version,
+        body: body(conversation)?,
+    };
+    if version == 1 {
+        tx.insert_doc(CONVERSATION, &conversation.id, &doc)
+    } else {
+        tx.update_doc(CONVERSATION, &conversation.id, &doc)
+    }
+}
+
+/// What a cherry-pick takes from its source: the messages' positions (indexes from 0).
+enum Pick {
+    Range(Option<u64>, Option<u64>),
+    Indexes(Vec<usize>),
+}
+
+impl Store {
+    /// Writes a conversation on a branch (created on first use), its messages numbered from 1.
+    /// Every problem at once; nothing written on refusal.
+    pub fn add_conversation(&self, new: NewConversation) -> Result<Conversation> {
+        let now = self.clock.now();
+        let branch = Branch::parse(&new.branch);
+        let mut c = Collector::default();
+        if let Err(err) = &branch {
+            err.problems()
+                .iter()
+                .for_each(|p| c.push(&p.field, &p.rule));
+        }
+        c.opt_ident("task_id", new.task_id.as_deref());
+        c.opt_ident("agent", new.agent.as_deref());
+        if let Some(title) = &new.title {
+            validate::text(&mut c, &self.limits, "title", title);
+        }
+        if new.messages.len() > self.limits.max_list_items * 100 {
+            c.push(
+                "messages",
+                "too many messages for one call: append them in parts",
+            );
+        }
+        check_messages(&mut c, &self.limits, &new.messages);
+        c.finish()?;
+        let branch = branch?;
+        let conversation = Conversation {
+            id: new_id(now),
+            task_id: new.task_id.or_else(|| branch.task_id().map(str::to_owned)),
+            agent: new
+                .agent
+                .or_else(|| branch.as_str().splitn(3, '/').nth(2).map(str::to_owned)),
+            branch,
+            title: new.title,
+            message_count: new.messages.len() as u64,
+            verification_status: Verdict::Unverified,
+            verification_score: None,
+            explanation: None,
+            verified_by: None,
+            cherry_picked_from: None,
+            origin: None,
+            promoted: false,
+            created_at: now,
+        };
+        self.backend.write(&mut |tx| {
+            write_conversation(tx, &conversation, 1)?;
+            insert_messages(tx, &conversation.id, 1, new.messages.iter().cloned())?;
+            Ok(())
+        })?;
+        Ok(conversation)
+    }
+
+    /// Adds messages at the end of a conversation.
+    pub fn append_messages(&self, id: &str, messages: Vec<Message>) -> Result<Conversation> {
+        validate::ident("id", id)?;
+        let mut c = Collector::default();
+        check_messages(&mut c, &self.limits, &messages);
+        c.finish()?;
+        let mut updated = None;
+        self.backend.write(&mut |tx| {
+            let (mut conversation, version) = conversation_in(tx, id)?;
+            let first = conversation.message_count + 1;
+            conversation.message_count += insert_messages(tx, id, first, messages.iter().cloned())?;
+            write_conversation(tx, &conversation, version + 1)?;
+            updated = Some(conversation);
+            Ok(())
+        })?;
+        updated.ok_or_else(|| Error::storage("write returned no conversation"))
+    }
+
+    /// The conversation with this id.
+    pub fn get_conversation(&self, id: &str) -> Result<Conversation> {
+        validate::ident("id", id)?;
+        let doc = self
+            .backend
+            .doc(CONVERSATION, id)?
+            .ok_or_else(|| no_conversation(id))?;
+        parsed("conversation", &doc)
+    }
+
+    /// The messages `from_seq..=to_seq` of a conversation (all of them by default), in order.
+    pub fn messages(
+        &self,
+        id: &str,
+        from_seq: Option<u64>,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<StoredMessage>> {
+        let conversation = self.get_conversation(id)?;
+        if conversation.message_count == 0 && from_seq.is_none() && to_seq.is_none() {
+            return Ok(Vec::new());
+        }
+        let count = usize::try_from(conversation.message_count).unwrap_or(usize::MAX);
+        let range = curation::seq_range(count, from_seq, to_seq)?;
+        let after = (*range.start() > 1).then(|| message_key(id, range.start() - 1));
+        let want = usize::try_from(range.end() - range.start() + 1).unwrap_or(usize::MAX);
+        self.backend
+            .docs(MESSAGE, &format!("{id}/"), after.as_deref(), want)?
+            .iter()
+            .map(|(_, doc)| parsed("message", doc))
+            .collect()
+    }
+
+    /// The conversations of a branch, of a task, or of the store, oldest first.
+    pub fn list_conversations(
+        &self,
+        branch: Option<&str>,
+        task_id: Option<&str>,
+    ) -> Result<Vec<Conversation>> {
+        let branch = branch.map(Branch::parse).transpose()?;
+        if let Some(task) = task_id {
+            validate::ident("task_id", task)?;
+        }
+        let mut found: Vec<Conversation> = self
+            .backend
+            .docs(CONVERSATION, "", None, usize::MAX)?
+            .iter()
+            .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
+            .collect::<Result<_>>()?;
+        found.retain(|c| {
+            branch.as_ref().is_none_or(|b| c.branch == *b)
+                && task_id.is_none_or(|t| c.task_id.as_deref() == Some(t))
+        });
+        found.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(found)
+    }
+
+    /// Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into
+    /// a new conversation on `target_branch`; the source messages are marked picked.
+    pub fn cherry_pick(
+        &self,
+        id: &str,
+        target_branch: &str,
+        from_seq: Option<u64>,
+        to_seq: Option<u64>,
+        title: Option<&str>,
+    ) -> Result<Conversation> {
+        self.pick(id, target_branch, Pick::Range(from_seq, to_seq), title)
+    }
+
+    /// Copies a conversation's decision points (the seed's heuristics, or `judge`) into a new
+    /// conversation on `target_branch`. The judge is asked before anything is written; when it
+    /// fails, nothing is.
+    pub fn cherry_pick_decisions(
+        &self,
+        id: &str,
+        target_branch: &str,
+        judge: Option<&mut dyn curation::Judge>,
+    ) -> Result<Conversation> {
+        Branch::named("target_branch", target_branch)?;
+        let messages: Vec<Message> = self
+            .messages(id, None, None)?
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        let picked = curation::decision_points(&messages, judge)?;
+        let title = format!("Decision points of {id}");
+        self.pick(id, target_branch, Pick::Indexes(picked), Some(&title))
+    }
+
+    /// Copies a conversation's tool-call sequences (each call with its results) into a new
+    /// conversation on `target_branch`.
+    pub fn cherry_pick_tools(&self, id: &str, target_branch: &str) -> Result<Conversation> {
+        Branch::named("target_branch", target_branch)?;
+        let messages: Vec<Message> = self
+            .messages(id, None, None)?
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        let picked = curation::tool_sequences(&messages).concat();
+        let title = format!("Tool sequences of {id}");
+        self.pick(id, target_branch, Pick::Indexes(picked), Some(&title))
+    }
+
+    fn pick(
+        &self,
+        id: &str,
+        target_branch: &str,
+        pick: Pick,
+        title: Option<&str>,
+    ) -> Result<Conversation> {
+        validate::ident("id", id)?;
+        let target = Branch::named("target_branch", target_branch)?;
+        if let Some(title) = title {
+            let mut c = Collector::default();
+            validate::text(&mut c, &self.limits, "title", title);
+            c.finish()?;
+        }
+        let now = self.clock.now();
+        let new_id = new_id(now);
+        let mut made = None;
+        self.backend.write(&mut |tx| {
+            let (source, _) = conversation_in(tx, id)?;
+            let count = usize::try_from(source.message_count).unwrap_or(usize::MAX);
+            let seqs: Vec<u64> = match &pick {
+                Pick::Range(from, to) => curation::seq_range(count, *from, *to)?.collect(),
+                Pick::Indexes(indexes) => indexes.iter().map(|i| *i as u64 + 1).collect(),
+            };
+            if seqs.is_empty() {
+                return Err(Error::invalid(
+                    "conversation",
+                    "has no messages of that kind to pick",
+                ));
+            }
+            let mut copies = Vec::with_capacity(seqs.len());
+            for seq in &seqs {
+                let key = message_key(id, *seq);
+                let doc = tx
+                    .doc(MESSAGE, &key)?
+                    .ok_or_else(|| Error::storage(format!("message {key} is missing")))?;
+                let mut stored: StoredMessage = parsed("message", &doc)?;
+                copies.push(stored.message.clone());
+                stored.cherry_picked_to.push(PickedTo {
+                    conversation_id: new_id.clone(),
+                    branch: target.clone(),
+                    picked_at: now,
+                });
+                let updated = Doc {
+                    version: doc.version + 1,
+                    body: body(&stored)?,
+                };
+                tx.update_doc(MESSAGE, &key, &updated)?;
+            }
+            let conversation = Conversation {
+                id: new_id.clone(),
+                branch: target.clone(),
+                title: title.map(str::to_owned).or_else(|| source.title.clone()),
+                task_id: target
+                    .task_id()
+                    .map(str::to_owned)
+                    .or_else(|| source.task_id.clone()),
+                agent: source.agent.clone(),
+                message_count: copies.len() as u64,
+                verification_status: Verdict::Unverified,
+                verification_score: None,
+                explanation: None,
+                verified_by: None,
+                cherry_picked_from: Some(source.id.clone()),
+                origin: None,
+                promoted: false,
+                created_at: now,
+            };
+            write_conversation(tx, &conversation, 1)?;
+            insert_messages(tx, &new_id, 1, copies)?;
+            made = Some(conversation);
+            Ok(())
+        })?;
+        made.ok_or_else(|| Error::storage("write returned no conversation"))
+    }
+
+    /// Writes facts on a branch (status `active`), checked whole first.
+    pub fn add_facts(&self, branch: &str, facts: Vec<NewFact>) -> Result<Vec<Fact>> {
+        let branch = Branch::parse(branch)?;
+        NewFact::check_all(&facts, &self.limits)?;
+        let now = self.clock.now();
+        let made: Vec<Fact> = facts
+            .into_iter()
+            .map(|new| Fact {
+                id: new_id(now),
+                branch: branch.clone(),
+                text: new.text,
+                confidence: new.confidence,
+                source: new.source,
+                status: FactStatus::Active,
+                score: None,
+                explanation: None,
+                verified_by: None,
+                verified_at: None,
+                origin: None,
+                created_at: now,
+            })
+            .collect();
+        self.backend.write(&mut |tx| {
+            for fact in &made {
+                let doc = Doc {
+                    version: 1,
+                    body: body(fact)?,
+                };
+                tx.insert_doc(FACT, &fact_key(&fact.branch, &fact.id), &doc)?;
+            }
+            Ok(())
+        })?;
+        Ok(made)
+    }
+
+    /// The facts of a branch, oldest first, optionally only those in `status`.
+    pub fn facts(&self, branch: &str, status: Option<FactStatus>) -> Result<Vec<Fact>> {
+        let branch = Branch::parse(branch)?;
+        let mut facts: Vec<Fact> = self
+            .backend
+            .docs(FACT, &facts_of(&branch), None, usize::MAX)?
+            .iter()
+            .map(|(_, doc)| parsed::<Fact>("fact", doc))
+            .collect::<Result<_>>()?;
+        facts.retain(|f| status.is_none_or(|s| f.status == s));
+        facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(facts)
+    }
+
+    /// Every branch that holds something, with its parent, in name order.
+    pub fn branches(&self) -> Result<Vec<(Branch, Option<Branch>)>> {
+        let mut names = std::collections::BTreeSet::new();
+        for (_, doc) in self.backend.docs(FACT, "", None, usize::MAX)? {
+            names.insert(parsed::<Fact>("fact", &doc)?.branch);
+        }
+        for conversation in self.list_conversations(None, None)? {
+            names.insert(conversation.branch);
+        }
+        Ok(names
+            .into_iter()
+            .map(|branch| {
+                let parent = branch.parent();
+                (branch, parent)
+            })
+            .collect())
+    }
+
+    /// Scores a branch's facts and conversations with `verifier` (without one, every score is
+    /// the neutral 0.5: nothing verified, nothing invalidated) and stores the verdicts in one
+    /// transaction. An item the verifier fails on, or scores with NaN or outside 0..1, is left
+    /// as it was and reported.
+    pub fn verify(
+        &self,
+        branch: &str,
+        verifier: Option<&mut dyn Verifier>,
+        thresholds: &Thresholds,
+    ) -> Result<VerifyReport> {
+        thresholds.check()?;
+        let branch = Branch::parse(branch)?;
+        let facts = self.facts(branch.as_str(), None)?;
+        let conversations = self.list_conversations(Some(branch.as_str()), None)?;
+        let by = verifier.as_ref().map_or("neutral", |v| v.name()).to_owned();
+        let mut report = VerifyReport {
+            branch: Some(branch.clone()),
+            ..VerifyReport::default()
+        };
+        let mut verifier = verifier;
+        let mut score = |item: VerifyItem<'_>| -> Result<curation::Score> {
+            match verifier.as_mut() {
+                Some(v) => {
+                    let answer = v.verify(item)?;
+                    curation::check_score(answer.score)?;
+                    Ok(answer)
+                }
+                None => Ok(curation::Score {
+                    score: curation::NEUTRAL_SCORE,
+                    explanation: None,
+                }),
+            }
+        };
+        // Scored first, outside any transaction: a verifier may take seconds per item.
+        let mut fact_scores = BTreeMap::new();
+        for fact in facts
+            .iter()
+            .filter(|f| !matches!(f.status, FactStatus::Promoted | FactStatus::Superseded))
+        {
+            let outcome = score(VerifyItem::Fact(fact));
+            let verdict = outcome
+                .as_ref()
+                .ok()
+                .map(|s| thresholds.fact_verdict(s.score));
+            report.items.push(item("fact", &fact.id, &outcome, verdict));
+            if let Ok(answer) = outcome {
+                fact_scores.insert(fact_key(&branch, &fact.id), (answer, verdict));
+            }
+        }
+        let mut conversation_scores = BTreeMap::new();
+        for conversation in &conversations {
+            let messages = self.messages(&conversation.id, None, None)?;
+            let outcome = score(VerifyItem::Conversation(conversation, &messages));
+            let verdict = outcome
+                .as_ref()
+                .ok()
+                .map(|s| thresholds.conversation_verdict(s.score));
+            report
+                .items
+                .push(item("conversation", &conversation.id, &outcome, verdict));
+            if let Ok(answer) = outcome {
+                conversation_scores.insert(conversation.id.clone(), (answer, verdict));
+            }
+        }
+        for it in &report.items {
+            match it.verdict {
+                Some(Verdict::Verified) => report.verified += 1,
+                Some(Verdict::Invalidated) => report.invalidated += 1,
+                Some(Verdict::Unverified) => report.unverified += 1,
+                None => report.failed += 1,
+            }
+        }
+        let now = self.clock.now();
+        self.backend.write(&mut |tx| {
+            for (key, (answer, verdict)) in &fact_scores {
+                let Some(doc) = tx.doc(FACT, key)? else {
+                    continue;
+                };
+                let mut fact: Fact = parsed("fact", &doc)?;
+                if let Some(verdict) = verdict {
+                    fact.status = fact.status.after(*verdict);
+                }
+                fact.score = Some(answer.score);
+                fact.explanation.clone_from(&answer.explanation);
+                fact.verified_by = Some(by.clone());
+                fact.verified_at = Some(now);
+                let updated = Doc {
+                    version: doc.version + 1,
+                    body: body(&fact)?,
+                };
+                tx.update_doc(FACT, key, &updated)?;
+            }
+            for (id, (answer, verdict)) in &conversation_scores {
+                let Some(doc) = tx.doc(CONVERSATION, id)? else {
+                    continue;
+                };
+                let mut conversation: Conversation = parsed("conversation", &doc)?;
+                if let Some(verdict) = verdict {
+                    conversation.verification_status = *verdict;
+                }
+                conversation.verification_score = Some(answer.score);
+                conversation.explanation.clone_from(&answer.explanation);
+                conversation.verified_by = Some(by.clone());
+                write_conversation(tx, &conversation, doc.version + 1)?;
+            }
+            Ok(())
+        })?;
+        Ok(report)
+    }
+
+    /// Moves a branch's verified knowledge into its parent (or `into`): verified facts are
+    /// copied (their sources become `promoted`), verified or cherry-picked conversations are
+    /// copied with their messages; everything else stays. Merging twice copies nothing more.
+    pub fn merge(&self, branch: &str, into: Option<&str>) -> Result<MergeReport> {
+        let from = Branch::parse(branch)?;
+        let into = match into {
+            Some(name) => Branch::named("into", name)?,
+            None => from.parent().ok_or_else(|| {
+                Error::invalid("into", "main has no parent: name the branch to merge into")
+            })?,
+        };
+        if into == from {
+            return Err(Error::invalid("into", "must not be the merged branch"));
+        }
+        let now = self.clock.now();
+        let mut report = MergeReport::default();
+        self.backend.write(&mut |tx| {
+            report = MergeReport {
+                branch: Some(from.clone()),
+                into: Some(into.clone()),
+                ..MergeReport::default()
+            };
+            let facts: Vec<Fact> = tx
+                .docs(FACT, &facts_of(&from))?
+                .iter()
+                .map(|(_, doc)| parsed::<Fact>("fact", doc))
+                .collect::<Result<_>>()?;
+            let mut origins: HashSet<String> = tx
+                .docs(FACT, &facts_of(&into))?
+                .iter()
+                .filter_map(|(_, doc)| parsed::<Fact>("fact", doc).ok()?.origin)
+                .collect();
+            let conversations: Vec<Conversation> = tx
+                .docs(CONVERSATION, "")?
+                .iter()
+                .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
+                .collect::<Result<Vec<_>>>()?;
+            origins.extend(
+                conversations
+                    .iter()
+                    .filter(|c| c.branch == into)
+                    .filter_map(|c| c.origin.clone()),
+            );
+            let states: Vec<curation::ConversationState> = conversations
+                .iter()
+                .filter(|c| c.branch == from)
+                .map(|c| curation::ConversationState {
+                    id: c.id.clone(),
+                    verdict: (c.verification_status != Verdict::Unverified)
+                        .then_some(c.verification_status),
+                    cherry_picked: c.cherry_picked_from.is_some(),
+                })
+                .collect();
+            let plan = curation::merge_plan(&facts, &states, &origins);
+            report.kept = plan.kept.len() as u64;
+            for id in &plan.facts {
+                let Some(source) = facts.iter().find(|f| f.id == *id) else {
+                    continue;
+                };
+                let copy = Fact {
+                    id: new_id(now),
+                    branch: into.clone(),
+                    origin: Some(source.id.clone()),
+                    created_at: now,
+                    ..source.clone()
+                };
+                let doc = Doc {
+                    version: 1,
+                    body: body(&copy)?,
+                };
+                tx.insert_doc(FACT, &fact_key(&into, &copy.id), &doc)?;
+                let key = fact_key(&from, &source.id);
+                let current = tx
+                    .doc(FACT, &key)?
+                    .ok_or_else(|| Error::storage(format!("fact {key} is missing")))?;
+                let promoted = Fact {
+                    status: FactStatus::Promoted,
+                    ..source.clone()
+                };
+                let doc = Doc {
+                    version: current.version + 1,
+                    body: body(&promoted)?,
+                };
+                tx.update_doc(FACT, &key, &doc)?;
+                report.facts += 1;
+            }
+            for id in &plan.conversations {
+                let (source, version) = conversation_in(tx, id)?;
+                let copy = Conversation {
+                    id: new_id(now),
+                    branch: into.clone(),
+                    origin: Some(source.id.clone()),
+                    promoted: false,
+                    created_at: now,
+                    ..source.clone()
+                };
+                let messages: Vec<Message> = tx
+                    .docs(MESSAGE, &format!("{id}/"))?
+                    .iter()
+                    .map(|(_, doc)| parsed::<StoredMessage>("message", doc).map(|m| m.message))
+                    .collect::<Result<_>>()?;
+                write_conversation(tx, &copy, 1)?;
+                insert_messages(tx, &copy.id, 1, messages)?;
+                let promoted = Conversation {
+                    promoted: true,
+                    ..source
+                };
+                write_conversation(tx, &promoted, version + 1)?;
+                report.conversations += 1;
+            }
+            Ok(())
+        })?;
+        Ok(report)
+    }
+}
+
+/// A report line for the item `id`.
+fn item(
+    kind: &str,
+    id: &str,
+    outcome: &Result<curation::Score>,
+    verdict: Option<Verdict>,
+) -> VerifiedItem {
+    VerifiedItem {
+        kind: kind.to_owned(),
+        id: id.to_owned(),
+        score: outcome.as_ref().ok().map(|s| s.score),
+        verdict,
+        error: outcome.as_ref().err().map(ToString::to_string),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn keys_keep_a_branchs_facts_under_one_prefix() {
+        let task = Branch::parse("task/t").unwrap();
+        let agent = Branch::parse("task/t/a").unwrap();
+        assert!(!fact_key(&agent, "f").starts_with(&facts_of(&task)));
+        assert_eq!(fact_key(&Branch::main(), "f"), "1/main/f");
+        assert_eq!(message_key("c", 7), "c/0000000007");
+    }
+}
