@@ -2161,4 +2161,46 @@ pub fn curated_knowledge_moves_up_once_verified(store: Store) {
         .map(|(b, _)| b.to_string())
         .collect();
     assert_eq!(branches, ["task/fix-oauth", agent]);
+
+    // The successor's packet: the handoff, the task's verified facts and key conversations.
+    let secret = "sk-proj-aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n";
+    let leaked = NewFact {
+        text: format!("the test key is {secret}"),
+        confidence: None,
+        source: None,
+    };
+    store.add_facts("task/fix-oauth", vec![leaked]).unwrap();
+    struct Everything;
+    impl Verifier for Everything {
+        fn verify(&mut self, _: VerifyItem<'_>) -> crate::Result<Score> {
+            Ok(Score {
+                score: 1.0,
+                explanation: None,
+            })
+        }
+    }
+    store
+        .verify(
+            "task/fix-oauth",
+            Some(&mut Everything),
+            &Thresholds::default(),
+        )
+        .unwrap();
+    let h = store
+        .create(NewHandoff::new("fix-oauth", "Ship the token refresh fix").to_agent("agent-c"))
+        .unwrap();
+    let packet = store.context_for(&h.id, 4000).unwrap();
+    let md = packet.to_markdown();
+    assert!(md.contains("Ship the token refresh fix"), "{md}");
+    assert!(md.contains("refresh needs retries with backoff"), "{md}");
+    assert!(
+        !md.contains("the bug is in the login form"),
+        "invalidated: {md}"
+    );
+    assert!(md.contains("found the issue"), "a key conversation: {md}");
+    assert!(!md.contains(secret), "redacted: {md}");
+    assert_eq!(
+        kind_of(&store.context_for("no-such-handoff", 4000).unwrap_err()),
+        ErrorKind::NotFound
+    );
 }

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::backend::{body, parsed};
 use super::{Doc, Store, Tx, new_id};
-use crate::context::Message;
+use crate::context::{ContextBuilder, Message, Packet};
 use crate::curation::{
     self, Branch, Conversation, Fact, FactStatus, MergeReport, NewFact, PickedTo, StoredMessage,
     Thresholds, Verdict, VerifiedItem, Verifier, VerifyItem, VerifyReport,
@@ -674,6 +674,46 @@ impl Store {
             Ok(())
         })?;
         Ok(report)
+    }
+}
+
+impl Store {
+    /// The successor's packet for a handoff, from the store: the handoff, then its task's
+    /// verified facts (on `task/<task>` and its agents' branches) and its key conversations
+    /// (verified or cherry-picked, not invalidated), within `budget_tokens`, redacted, with
+    /// the manifest of what was kept, cut and dropped.
+    pub fn context_for(&self, handoff_id: &str, budget_tokens: usize) -> Result<Packet> {
+        let handoff = self.get(handoff_id)?;
+        let task = Branch::of_task(&handoff.task_id)?;
+        let mut builder = ContextBuilder::new(budget_tokens);
+        builder.add_handoff(&handoff);
+        // The task's branch has two segments, its agents' three: two key prefixes.
+        let agents = format!("3/{task}/");
+        for prefix in [facts_of(&task), agents] {
+            let verified = self
+                .backend
+                .docs(FACT, &prefix, None, usize::MAX)?
+                .iter()
+                .map(|(_, doc)| parsed::<Fact>("fact", doc))
+                .filter(|fact| {
+                    fact.as_ref()
+                        .map_or(true, |f| f.status == FactStatus::Verified)
+                })
+                .map(|fact| fact.map(|f| f.text))
+                .collect::<Result<Vec<String>>>()?;
+            builder.add_facts(verified);
+        }
+        let key = |c: &Conversation| {
+            c.verification_status == Verdict::Verified
+                || (c.cherry_picked_from.is_some() && c.verification_status != Verdict::Invalidated)
+        };
+        for conversation in self.list_conversations(None, Some(&handoff.task_id))? {
+            if key(&conversation) {
+                let messages = self.messages(&conversation.id, None, None)?;
+                builder.add_messages(messages.into_iter().map(|m| m.message));
+            }
+        }
+        Ok(builder.build())
     }
 }
 
