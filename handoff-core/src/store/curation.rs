@@ -1,7 +1,8 @@
 //! Curated memory in the store (DESIGN §9): conversations with their messages, and facts, on
 //! branches; cherry-picks, verification and merges. Each is a document: a conversation keyed
-//! by its id, each message by `<conversation>/<seq, 10 digits>`, each fact under its branch
-//! ([`facts_of`]), so that a branch's facts are one key prefix.
+//! by its id, each message by `<conversation>/<seq, 10 digits>`, each cherry-pick beside its
+//! source (which messages it took), each fact under its branch ([`facts_of`]), so that a
+//! branch's facts are one key prefix.
 //!
 //! What to pick, verify and move up is [`crate::curation`]'s to decide; this module reads what
 //! that needs and writes what it decided, each change in one transaction. A verifier or a
@@ -24,6 +25,29 @@ use crate::validate::{self, Collector, Limits};
 const CONVERSATION: &str = "conversation";
 /// The kind of a message's document, keyed `<conversation>/<seq, 10 digits>`.
 const MESSAGE: &str = "message";
+/// The kind of a cherry-pick's document, keyed `<source>/<pick's conversation>`.
+const PICK: &str = "cherry_pick";
+
+/// A cherry-pick, kept beside its source: where it went, and which messages it took (as runs
+/// of consecutive `seq`s, so that a range of 10,000 messages is one pair).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PickRecord {
+    picked: PickedTo,
+    seqs: Vec<(u64, u64)>,
+}
+
+/// `seqs` (ascending) as runs of consecutive numbers.
+fn runs(seqs: &[u64]) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &seq in seqs {
+        match runs.last_mut() {
+            Some((_, to)) if *to + 1 == seq => *to = seq,
+            _ => runs.push((seq, seq)),
+        }
+    }
+    runs
+}
+
 /// The kind of a fact's document, keyed by [`fact_key`].
 const FACT: &str = "fact";
 
@@ -92,21 +116,37 @@ fn insert_messages(
     first: u64,
     messages: impl IntoIterator<Item = Message>,
 ) -> Result<u64> {
+    let bodies = messages
+        .into_iter()
+        .map(|message| body(&message))
+        .collect::<Result<Vec<_>>>()?;
+    insert_bodies(tx, conversation, first, bodies)
+}
+
+/// Writes message documents' bodies (a [`Message`] each, as JSON) as the messages `first..` of
+/// `conversation`. A message's body holds no `seq` (its key does) and no picks (they are kept
+/// beside it), so a copy writes the body as it was read.
+fn insert_bodies(
+    tx: &mut dyn Tx,
+    conversation: &str,
+    first: u64,
+    bodies: impl IntoIterator<Item = String>,
+) -> Result<u64> {
     let mut seq = first;
-    for message in messages {
-        let stored = StoredMessage {
-            seq,
-            message,
-            cherry_picked_to: Vec::new(),
-        };
-        let doc = Doc {
-            version: 1,
-            body: body(&stored)?,
-        };
+    for body in bodies {
+        let doc = Doc { version: 1, body };
         tx.insert_doc(MESSAGE, &message_key(conversation, seq), &doc)?;
         seq += 1;
     }
     Ok(seq - first)
+}
+
+/// The `seq` a message document's key ends with.
+fn seq_of(key: &str) -> Result<u64> {
+    key.rsplit('/')
+        .next()
+        .and_then(|digits| digits.parse().ok())
+        .ok_or_else(|| Error::storage(format!("corrupt message key {key}")))
 }
 
 /// A conversation's document, locked for the transaction.
@@ -230,11 +270,36 @@ impl Store {
         let range = curation::seq_range(count, from_seq, to_seq)?;
         let after = (*range.start() > 1).then(|| message_key(id, range.start() - 1));
         let want = usize::try_from(range.end() - range.start() + 1).unwrap_or(usize::MAX);
-        self.backend
+        let mut messages: Vec<StoredMessage> = self
+            .backend
             .docs(MESSAGE, &format!("{id}/"), after.as_deref(), want)?
             .iter()
-            .map(|(_, doc)| parsed("message", doc))
-            .collect()
+            .map(|(key, doc)| {
+                Ok(StoredMessage {
+                    seq: seq_of(key)?,
+                    message: parsed("message", doc)?,
+                    cherry_picked_to: Vec::new(),
+                })
+            })
+            .collect::<Result<_>>()?;
+        let picks: Vec<PickRecord> = self
+            .backend
+            .docs(PICK, &format!("{id}/"), None, usize::MAX)?
+            .iter()
+            .map(|(_, doc)| parsed("cherry-pick", doc))
+            .collect::<Result<_>>()?;
+        for message in &mut messages {
+            message.cherry_picked_to = picks
+                .iter()
+                .filter(|pick| {
+                    pick.seqs
+                        .iter()
+                        .any(|(from, to)| (*from..=*to).contains(&message.seq))
+                })
+                .map(|pick| pick.picked.clone())
+                .collect();
+        }
+        Ok(messages)
     }
 
     /// The conversations of a branch, of a task, or of the store, oldest first.
@@ -338,25 +403,28 @@ impl Store {
                     "has no messages of that kind to pick",
                 ));
             }
+            // The source's messages in one read; the pick itself is one document beside
+            // them (marking each message would write every picked message twice).
+            let wanted: HashSet<u64> = seqs.iter().copied().collect();
             let mut copies = Vec::with_capacity(seqs.len());
-            for seq in &seqs {
-                let key = message_key(id, *seq);
-                let doc = tx
-                    .doc(MESSAGE, &key)?
-                    .ok_or_else(|| Error::storage(format!("message {key} is missing")))?;
-                let mut stored: StoredMessage = parsed("message", &doc)?;
-                copies.push(stored.message.clone());
-                stored.cherry_picked_to.push(PickedTo {
+            for (key, doc) in tx.docs(MESSAGE, &format!("{id}/"))? {
+                if wanted.contains(&seq_of(&key)?) {
+                    copies.push(doc.body);
+                }
+            }
+            let record = PickRecord {
+                picked: PickedTo {
                     conversation_id: new_id.clone(),
                     branch: target.clone(),
                     picked_at: now,
-                });
-                let updated = Doc {
-                    version: doc.version + 1,
-                    body: body(&stored)?,
-                };
-                tx.update_doc(MESSAGE, &key, &updated)?;
-            }
+                },
+                seqs: runs(&seqs),
+            };
+            let doc = Doc {
+                version: 1,
+                body: body(&record)?,
+            };
+            tx.insert_doc(PICK, &format!("{id}/{new_id}"), &doc)?;
             let conversation = Conversation {
                 id: new_id.clone(),
                 branch: target.clone(),
@@ -377,7 +445,7 @@ impl Store {
                 created_at: now,
             };
             write_conversation(tx, &conversation, 1)?;
-            insert_messages(tx, &new_id, 1, copies)?;
+            insert_bodies(tx, &new_id, 1, copies)?;
             made = Some(conversation);
             Ok(())
         })?;
@@ -657,13 +725,12 @@ impl Store {
                     created_at: now,
                     ..source.clone()
                 };
-                let messages: Vec<Message> = tx
+                let bodies = tx
                     .docs(MESSAGE, &format!("{id}/"))?
-                    .iter()
-                    .map(|(_, doc)| parsed::<StoredMessage>("message", doc).map(|m| m.message))
-                    .collect::<Result<_>>()?;
+                    .into_iter()
+                    .map(|(_, doc)| doc.body);
                 write_conversation(tx, &copy, 1)?;
-                insert_messages(tx, &copy.id, 1, messages)?;
+                insert_bodies(tx, &copy.id, 1, bodies)?;
                 let promoted = Conversation {
                     promoted: true,
                     ..source
@@ -745,6 +812,7 @@ mod tests {
         let agent = Branch::parse("task/t/a").unwrap();
         assert!(!fact_key(&agent, "f").starts_with(&facts_of(&task)));
         assert_eq!(fact_key(&Branch::main(), "f"), "1/main/f");
+        assert_eq!(runs(&[1, 2, 3, 5, 7, 8]), [(1, 3), (5, 5), (7, 8)]);
         assert_eq!(message_key("c", 7), "c/0000000007");
     }
 }
