@@ -51,6 +51,9 @@ fn runs(seqs: &[u64]) -> Vec<(u64, u64)> {
 /// The kind of a fact's document, keyed by [`fact_key`].
 const FACT: &str = "fact";
 
+/// The most messages one call writes (one transaction holds them all).
+pub const MAX_MESSAGES_PER_CALL: usize = 100_000;
+
 fn message_key(conversation: &str, seq: u64) -> String {
     format!("{conversation}/{seq:010}")
 }
@@ -192,10 +195,13 @@ impl Store {
         if let Some(title) = &new.title {
             validate::text(&mut c, &self.limits, "title", title);
         }
-        if new.messages.len() > self.limits.max_list_items * 100 {
+        if new.messages.len() > MAX_MESSAGES_PER_CALL {
             c.push(
                 "messages",
-                "too many messages for one call: append them in parts",
+                format!(
+                    "must be at most {MAX_MESSAGES_PER_CALL} in one call: append the rest with \
+                     append_messages"
+                ),
             );
         }
         check_messages(&mut c, &self.limits, &new.messages);
@@ -231,6 +237,12 @@ impl Store {
     pub fn append_messages(&self, id: &str, messages: Vec<Message>) -> Result<Conversation> {
         validate::ident("id", id)?;
         let mut c = Collector::default();
+        if messages.len() > MAX_MESSAGES_PER_CALL {
+            c.push(
+                "messages",
+                format!("must be at most {MAX_MESSAGES_PER_CALL} in one call"),
+            );
+        }
         check_messages(&mut c, &self.limits, &messages);
         c.finish()?;
         let mut updated = None;

@@ -39,7 +39,7 @@ pub use agent_memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
-pub use curation::NewConversation;
+pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
 pub use sessions::Session;
 pub use tasks::Task;
 pub use url::{Location, display_url, url_password};
