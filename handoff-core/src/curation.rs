@@ -678,6 +678,37 @@ pub struct MergeReport {
     pub kept: u64,
 }
 
+/// What changed in curated memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CurationChange {
+    /// A conversation was written.
+    ConversationAdded,
+    /// Messages were added at the end of a conversation.
+    MessagesAppended,
+    /// Messages were cherry-picked into a new conversation.
+    CherryPicked,
+    /// Facts were written.
+    FactsAdded,
+    /// A branch was verified.
+    Verified,
+    /// A branch was merged into another.
+    Merged,
+}
+
+/// One entry of the curation log: what changed, where and when, with its ids and counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CurationEvent {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// What.
+    pub kind: CurationChange,
+    /// The branch it changed.
+    pub branch: Branch,
+    /// Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...).
+    pub detail: serde_json::Value,
+}
+
 /// What a merge of a branch into its parent does: the facts and conversations it copies up
 /// (by id, in order) and the facts that become `promoted`. Merging twice copies nothing the
 /// second time.

@@ -2203,4 +2203,35 @@ pub fn curated_knowledge_moves_up_once_verified(store: Store) {
         kind_of(&store.context_for("no-such-handoff", 4000).unwrap_err()),
         ErrorKind::NotFound
     );
+
+    // Every change in the task's curation log, in order.
+    let kinds: Vec<String> = store
+        .curation_events(Some("fix-oauth"))
+        .unwrap()
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e.kind)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "conversation_added",
+            "cherry_picked",
+            "cherry_picked",
+            "cherry_picked",
+            "facts_added",
+            "verified",
+            "verified",
+            "merged",
+            "merged",
+            "facts_added",
+            "verified"
+        ]
+    );
+    assert!(store.curation_events(None).unwrap().is_empty());
 }

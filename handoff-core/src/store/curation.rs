@@ -14,9 +14,13 @@ use std::collections::{BTreeMap, HashSet};
 use super::backend::{body, parsed};
 use super::{Doc, Store, Tx, new_id};
 use crate::context::{ContextBuilder, Message, Packet};
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
 use crate::curation::{
-    self, Branch, Conversation, Fact, FactStatus, MergeReport, NewFact, PickedTo, StoredMessage,
-    Thresholds, Verdict, VerifiedItem, Verifier, VerifyItem, VerifyReport,
+    self, Branch, Conversation, CurationChange, CurationEvent, Fact, FactStatus, MergeReport,
+    NewFact, PickedTo, StoredMessage, Thresholds, Verdict, VerifiedItem, Verifier, VerifyItem,
+    VerifyReport,
 };
 use crate::error::{Error, Result};
 use crate::validate::{self, Collector, Limits};
@@ -46,6 +50,37 @@ fn runs(seqs: &[u64]) -> Vec<(u64, u64)> {
         }
     }
     runs
+}
+
+/// The kind of a curation log entry's document, keyed by [`events_of`] and a time-ordered
+/// id, so that a task's entries are one key prefix, in the order they were written.
+const EVENT: &str = "curation_event";
+
+/// The key prefix of the log of a task's branches (`task/<task>/`), or of `main` (`main/`).
+fn events_of(task_id: Option<&str>) -> String {
+    task_id.map_or_else(|| "main/".to_owned(), |task| format!("task/{task}/"))
+}
+
+/// Appends an entry to the curation log, in the transaction of the change it records.
+fn log(
+    tx: &mut dyn Tx,
+    kind: CurationChange,
+    branch: &Branch,
+    detail: serde_json::Value,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let event = CurationEvent {
+        at,
+        kind,
+        branch: branch.clone(),
+        detail,
+    };
+    let doc = Doc {
+        version: 1,
+        body: body(&event)?,
+    };
+    let key = format!("{}{}", events_of(branch.task_id()), new_id(at));
+    tx.insert_doc(EVENT, &key, &doc)
 }
 
 /// The kind of a fact's document, keyed by [`fact_key`].
@@ -228,7 +263,15 @@ impl Store {
         self.backend.write(&mut |tx| {
             write_conversation(tx, &conversation, 1)?;
             insert_messages(tx, &conversation.id, 1, new.messages.iter().cloned())?;
-            Ok(())
+            let detail = json!({"conversation_id": conversation.id,
+                                "messages": conversation.message_count});
+            log(
+                tx,
+                CurationChange::ConversationAdded,
+                &conversation.branch,
+                detail,
+                now,
+            )
         })?;
         Ok(conversation)
     }
@@ -245,12 +288,22 @@ impl Store {
         }
         check_messages(&mut c, &self.limits, &messages);
         c.finish()?;
+        let now = self.clock.now();
         let mut updated = None;
         self.backend.write(&mut |tx| {
             let (mut conversation, version) = conversation_in(tx, id)?;
             let first = conversation.message_count + 1;
-            conversation.message_count += insert_messages(tx, id, first, messages.iter().cloned())?;
+            let added = insert_messages(tx, id, first, messages.iter().cloned())?;
+            conversation.message_count += added;
             write_conversation(tx, &conversation, version + 1)?;
+            let detail = json!({"conversation_id": id, "messages": added});
+            log(
+                tx,
+                CurationChange::MessagesAppended,
+                &conversation.branch,
+                detail,
+                now,
+            )?;
             updated = Some(conversation);
             Ok(())
         })?;
@@ -458,6 +511,9 @@ impl Store {
             };
             write_conversation(tx, &conversation, 1)?;
             insert_bodies(tx, &new_id, 1, copies)?;
+            let detail = json!({"conversation_id": new_id, "from_conversation": id,
+                                "messages": conversation.message_count});
+            log(tx, CurationChange::CherryPicked, &target, detail, now)?;
             made = Some(conversation);
             Ok(())
         })?;
@@ -494,7 +550,14 @@ impl Store {
                 };
                 tx.insert_doc(FACT, &fact_key(&fact.branch, &fact.id), &doc)?;
             }
-            Ok(())
+            let ids: Vec<&str> = made.iter().map(|f| f.id.as_str()).collect();
+            log(
+                tx,
+                CurationChange::FactsAdded,
+                &branch,
+                json!({"facts": ids}),
+                now,
+            )
         })?;
         Ok(made)
     }
@@ -636,7 +699,10 @@ impl Store {
                 conversation.verified_by = Some(by.clone());
                 write_conversation(tx, &conversation, doc.version + 1)?;
             }
-            Ok(())
+            let detail = json!({"verified_by": by, "verified": report.verified,
+                                "invalidated": report.invalidated,
+                                "unverified": report.unverified, "failed": report.failed});
+            log(tx, CurationChange::Verified, &branch, detail, now)
         })?;
         Ok(report)
     }
@@ -750,13 +816,28 @@ impl Store {
                 write_conversation(tx, &promoted, version + 1)?;
                 report.conversations += 1;
             }
-            Ok(())
+            let detail = json!({"into": into, "facts": report.facts,
+                                "conversations": report.conversations, "kept": report.kept});
+            log(tx, CurationChange::Merged, &from, detail, now)
         })?;
         Ok(report)
     }
 }
 
 impl Store {
+    /// The curation log of a task (every change on its branches), or of `main` when `task_id`
+    /// is `None`, in the order written.
+    pub fn curation_events(&self, task_id: Option<&str>) -> Result<Vec<CurationEvent>> {
+        if let Some(task) = task_id {
+            validate::ident("task_id", task)?;
+        }
+        self.backend
+            .docs(EVENT, &events_of(task_id), None, usize::MAX)?
+            .iter()
+            .map(|(_, doc)| parsed("curation event", doc))
+            .collect()
+    }
+
     /// The successor's packet for a handoff, from the store: the handoff, then its task's
     /// verified facts (on `task/<task>` and its agents' branches) and its key conversations
     /// (verified or cherry-picked, not invalidated), within `budget_tokens`, redacted, with
