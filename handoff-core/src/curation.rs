@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::Message;
 use crate::error::{Error, Result};
+use crate::messages::ToolCall;
 use crate::validate::{Collector, is_ident};
 
 /// The rule for branch names.
@@ -306,6 +307,51 @@ pub fn tool_sequences(messages: &[Message]) -> Vec<Vec<usize>> {
             sequence
         })
         .collect()
+}
+
+/// The seed's example conversation (Day1 Phase 5, §4.1) in OpenAI's chat shape: a bug found
+/// and fixed in eleven messages (the seed's ten, each tool call answered by its result as the
+/// API requires). Its decision points are messages 2, 5 and 8 (`seq`s), its tool sequences
+/// 3–4, 6–7 and 8–9: what the heuristics are documented and tested on.
+pub fn seed_example() -> Vec<Message> {
+    let say = |role: &str, content: &str| Message {
+        role: role.to_owned(),
+        content: content.to_owned(),
+        ..Message::default()
+    };
+    let call = |content: &str, id: &str, name: &str, arguments: serde_json::Value| Message {
+        tool_calls: vec![ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments,
+        }],
+        ..say("assistant", content)
+    };
+    let result = |id: &str, content: &str| Message {
+        tool_call_id: Some(id.to_owned()),
+        ..say("tool", content)
+    };
+    vec![
+        say("user", "fix the auth bug"),
+        say("assistant", "let me investigate..."),
+        call("", "c1", "Read", serde_json::json!({"path": "auth.py"})),
+        result("c1", "def check_token(t): ..."),
+        say(
+            "assistant",
+            "found the issue: the expiry is compared in seconds",
+        ),
+        call("", "c2", "Edit", serde_json::json!({"path": "auth.py"})),
+        result("c2", "edited"),
+        call(
+            "fixed, let me test",
+            "c3",
+            "Bash",
+            serde_json::json!({"cmd": "pytest"}),
+        ),
+        result("c3", "12 passed"),
+        say("assistant", "all tests pass"),
+        say("user", "thanks"),
+    ]
 }
 
 /// The verification gate's thresholds (the seed's defaults: a fact is verified at 0.7 and
@@ -770,27 +816,6 @@ mod tests {
 
     use super::*;
 
-    /// The seed's example conversation (Day1 Phase 5, §4.1): a bug fixed in ten messages.
-    fn seed_conversation() -> Vec<Message> {
-        serde_json::from_value(json!([
-            {"role": "user", "content": "fix the auth bug"},
-            {"role": "assistant", "content": "let me investigate..."},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": "c1", "name": "Read", "arguments": {"path": "auth.py"}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "def check_token(t): ..."},
-            {"role": "assistant", "content": "found the issue: the expiry is compared in seconds"},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": "c2", "name": "Edit", "arguments": {"path": "auth.py"}}]},
-            {"role": "tool", "tool_call_id": "c2", "content": "edited"},
-            {"role": "assistant", "content": "fixed, let me test", "tool_calls": [
-                {"id": "c3", "name": "Bash", "arguments": {"cmd": "pytest"}}]},
-            {"role": "tool", "tool_call_id": "c3", "content": "12 passed"},
-            {"role": "assistant", "content": "all tests pass"},
-            {"role": "user", "content": "thanks"}
-        ]))
-        .unwrap()
-    }
-
     #[test]
     fn branches_have_three_forms_and_parents() {
         for bad in [
@@ -830,7 +855,7 @@ mod tests {
 
     #[test]
     fn the_seeds_example_has_its_decision_points_and_tool_sequences() {
-        let messages = seed_conversation();
+        let messages = seed_example();
         // msg 2 "let me investigate", msg 5 "found the issue" (leads to the Edit that
         // worked), msg 8 "fixed, let me test" (an approach, and its pytest call worked);
         // as seqs: 2, 5, 8.

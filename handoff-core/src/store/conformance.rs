@@ -1975,28 +1975,10 @@ pub fn lost_protocol_messages_escalate_their_run(store: Store) {
 /// decision points and by tool sequences; facts verified by a verifier (one it fails on is
 /// reported and left), then merged upward once.
 pub fn curated_knowledge_moves_up_once_verified(store: Store) {
-    use crate::context::Message;
     use crate::curation::{FactStatus, NewFact, Score, Thresholds, Verdict, Verifier, VerifyItem};
     use crate::store::NewConversation;
-    use serde_json::json;
 
-    let messages: Vec<Message> = serde_json::from_value(json!([
-        {"role": "user", "content": "fix the auth bug"},
-        {"role": "assistant", "content": "let me investigate..."},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "name": "Read", "arguments": {"path": "auth.py"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "def check_token(t): ..."},
-        {"role": "assistant", "content": "found the issue: the expiry is compared in seconds"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c2", "name": "Edit", "arguments": {"path": "auth.py"}}]},
-        {"role": "tool", "tool_call_id": "c2", "content": "edited"},
-        {"role": "assistant", "content": "fixed, let me test", "tool_calls": [
-            {"id": "c3", "name": "Bash", "arguments": {"cmd": "pytest"}}]},
-        {"role": "tool", "tool_call_id": "c3", "content": "12 passed"},
-        {"role": "assistant", "content": "all tests pass"},
-        {"role": "user", "content": "thanks"}
-    ]))
-    .unwrap();
+    let messages = crate::curation::seed_example();
     let agent = "task/fix-oauth/agent-b";
     let bad = store.add_conversation(NewConversation {
         branch: "feature/x".into(),
