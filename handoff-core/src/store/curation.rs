@@ -900,6 +900,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bad_curation_input_is_refused_whole_and_writes_nothing() {
+        let store = Store::memory();
+        let huge = Message {
+            role: "assistant".into(),
+            content: "x".repeat(store.limits().max_field_bytes + 1),
+            ..Message::default()
+        };
+        let odd = Message {
+            role: "narrator".into(),
+            content: "once upon a time".into(),
+            ..Message::default()
+        };
+        let err = store
+            .add_conversation(NewConversation {
+                branch: "task/t/a".into(),
+                messages: vec![huge, odd],
+                task_id: Some("no spaces allowed".into()),
+                ..NewConversation::default()
+            })
+            .unwrap_err();
+        let fields: Vec<_> = err.problems().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["task_id", "messages[0].content", "messages[1].role"]
+        );
+        let facts = vec![NewFact {
+            text: String::new(),
+            confidence: Some(f64::NAN),
+            source: None,
+        }];
+        let err = store.add_facts("task/t", facts).unwrap_err();
+        assert_eq!(err.problems().len(), 2);
+        let bad = Thresholds {
+            fact_threshold: f64::NAN,
+            ..Thresholds::default()
+        };
+        assert!(store.verify("task/t", None, &bad).is_err());
+        assert!(store.merge("main", None).is_err(), "main has no parent");
+        assert!(store.list_conversations(None, None).unwrap().is_empty());
+        assert!(store.branches().unwrap().is_empty());
+        assert!(store.curation_events(Some("t")).unwrap().is_empty());
+    }
+
+    #[test]
     fn keys_keep_a_branchs_facts_under_one_prefix() {
         let task = Branch::parse("task/t").unwrap();
         let agent = Branch::parse("task/t/a").unwrap();
