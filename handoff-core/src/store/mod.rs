@@ -426,17 +426,7 @@ impl Store {
         if record.kind != Kind::Checkpoint {
             self.check_hop(tx, record, record.to_agent.as_deref())?;
         }
-        tx.insert(record)?;
-        sessions::note(tx, record)?;
-        tx.append(NewEvent {
-            handoff_id: record.id.clone(),
-            at: record.created_at,
-            actor: record.from_agent.clone(),
-            change: Change::Created {
-                task_id: record.task_id.clone(),
-                to_agent: record.to_agent.clone(),
-            },
-        })?;
+        write_created(tx, record, record.from_agent.clone())?;
         Ok(None)
     }
 
@@ -932,6 +922,38 @@ fn claim_of(handoff: Handoff, secret: ClaimSecret, lease: Duration) -> Claim {
         secret,
         lease,
     }
+}
+
+/// Writes a new record with its `created` event, by `actor`, and lists it in its session.
+fn write_created(tx: &mut dyn Tx, record: &Handoff, actor: Option<String>) -> Result<()> {
+    tx.insert(record)?;
+    sessions::note(tx, record)?;
+    tx.append(NewEvent {
+        handoff_id: record.id.clone(),
+        at: record.created_at,
+        actor,
+        change: Change::Created {
+            task_id: record.task_id.clone(),
+            to_agent: record.to_agent.clone(),
+        },
+    })
+}
+
+/// Inserts `new` as a handoff made by the store itself (a task's step, a protocol run's
+/// message) with its `created` event, by `actor`. The chain policy, which guards free-form
+/// hand-offs, is not applied: a plan's steps and a protocol run's messages are bounded by
+/// their own rules (a plan's shape, a run's iterations and retries).
+fn insert_handoff(
+    tx: &mut dyn Tx,
+    new: NewHandoff,
+    actor: Option<String>,
+    limits: &Limits,
+    now: DateTime<Utc>,
+) -> Result<Handoff> {
+    let record = new.into_record(new_id(now), now);
+    record.validate(limits)?;
+    write_created(tx, &record, actor)?;
+    Ok(record)
 }
 
 /// Refuses `claim` on `h` when it presents `h`'s current token without the secret that its

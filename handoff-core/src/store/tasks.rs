@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::backend::{body, parsed};
-use super::{Doc, Store, Tx, new_id, persist};
+use super::{Doc, Store, Tx, insert_handoff, new_id, persist};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Command, NewEvent, transition};
 use crate::record::{Handoff, Kind, Metadata, NewHandoff};
@@ -189,31 +189,6 @@ fn log(
         )?;
     }
     Ok(())
-}
-
-/// Inserts `new` as a handoff with its `created` event, by `actor`. The chain policy, which
-/// guards free-form hand-offs, is not applied: a plan's steps and a protocol run's messages
-/// are bounded by their own rules (a plan's shape, a run's iterations and retries).
-pub(super) fn insert_handoff(
-    tx: &mut dyn Tx,
-    new: NewHandoff,
-    actor: Option<String>,
-    limits: &validate::Limits,
-    now: DateTime<Utc>,
-) -> Result<Handoff> {
-    let record = new.into_record(new_id(now), now);
-    record.validate(limits)?;
-    tx.insert(&record)?;
-    tx.append(NewEvent {
-        handoff_id: record.id.clone(),
-        at: now,
-        actor,
-        change: Change::Created {
-            task_id: record.task_id.clone(),
-            to_agent: record.to_agent.clone(),
-        },
-    })?;
-    Ok(record)
 }
 
 fn step_metadata(step: &str) -> Metadata {
