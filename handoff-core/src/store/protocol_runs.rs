@@ -11,8 +11,7 @@
 use chrono::{DateTime, Utc};
 
 use super::backend::{body, parsed};
-use super::tasks::insert_handoff;
-use super::{ClaimRef, Doc, ListFilter, Store, Tx, persist, prove_claim};
+use super::{ClaimRef, Doc, ListFilter, Store, Tx, insert_handoff, persist, prove_claim};
 use crate::error::{Error, Result};
 use crate::machine::{Command, transition};
 use crate::protocol::{
@@ -155,10 +154,9 @@ impl Store {
     /// documented, issues described unless the work is complete).
     pub fn report(&self, claim: impl Into<ClaimRef>, report: WorkerReport) -> Result<Handoff> {
         let outcome = format!("reported {}", wire_name(&report.status));
-        self.answer(claim.into(), "report", outcome, &mut |run, now| {
-            run.report(report.clone(), now).map(Some)
-        })?
-        .ok_or_else(|| Error::storage("a report sends a message"))
+        self.answer_sending(claim.into(), "report", outcome, &mut |run, now| {
+            run.report(report.clone(), now)
+        })
     }
 
     /// The manager's decision on the report (or the human's resolution) it holds. CONTINUE
@@ -201,10 +199,9 @@ impl Store {
             wire_name(&report.error_type),
             wire_name(&report.severity)
         );
-        self.answer(claim.into(), "report_error", outcome, &mut |run, now| {
-            run.report_error(report.clone(), now).map(Some)
-        })?
-        .ok_or_else(|| Error::storage("an error report sends a message"))
+        self.answer_sending(claim.into(), "report_error", outcome, &mut |run, now| {
+            run.report_error(report.clone(), now)
+        })
     }
 
     /// The manager's recovery steps for the error report it holds: an `error_recovery`
@@ -215,13 +212,12 @@ impl Store {
         claim: impl Into<ClaimRef>,
         recovery: RecoveryInstructions,
     ) -> Result<Handoff> {
-        self.answer(
+        self.answer_sending(
             claim.into(),
             "recover",
             "recovery sent".to_owned(),
-            &mut |run, now| run.recover(recovery.clone(), now).map(Some),
-        )?
-        .ok_or_else(|| Error::storage("a recovery sends a message"))
+            &mut |run, now| run.recover(recovery.clone(), now),
+        )
     }
 
     /// The manager hands the run to a human: an `escalation` (returned) with the whole
@@ -231,13 +227,12 @@ impl Store {
         claim: impl Into<ClaimRef>,
         details: EscalationDetails,
     ) -> Result<Handoff> {
-        self.answer(
+        self.answer_sending(
             claim.into(),
             "escalate",
             "escalated".to_owned(),
-            &mut |run, now| run.escalate(details.clone(), now).map(Some),
-        )?
-        .ok_or_else(|| Error::storage("an escalation sends a message"))
+            &mut |run, now| run.escalate(details.clone(), now),
+        )
     }
 
     /// A human's answer to the escalation they hold: a `progress` message for the manager
@@ -256,13 +251,12 @@ impl Store {
             Some(resume) if !resume.is_empty() => format!("{resolution}\n\nTo resume: {resume}"),
             _ => resolution.to_owned(),
         };
-        self.answer(
+        self.answer_sending(
             claim.into(),
             "resolve",
             "resolved".to_owned(),
-            &mut |run, now| run.resolve(&answer, now).map(Some),
-        )?
-        .ok_or_else(|| Error::storage("a resolution sends a message"))
+            &mut |run, now| run.resolve(&answer, now),
+        )
     }
 
     /// The run of a task as it stands: who holds its latest message, iterations, retries,
@@ -308,6 +302,21 @@ impl Store {
             }
         }
         Ok(ProtocolStats::of(&runs))
+    }
+
+    /// [`Store::answer`] for the calls whose transition always sends a message: that
+    /// message.
+    fn answer_sending(
+        &self,
+        claim: ClaimRef,
+        call: &'static str,
+        outcome: String,
+        step: &mut dyn FnMut(&mut Run, DateTime<Utc>) -> Outcome<Message>,
+    ) -> Result<Handoff> {
+        self.answer(claim, call, outcome, &mut |run, now| {
+            step(run, now).map(Some)
+        })?
+        .ok_or_else(|| Error::storage(format!("{call} sent no message")))
     }
 
     /// Answers the message `claim` holds with `step`, in one transaction: the message must be
