@@ -100,6 +100,12 @@ fn facts_of(branch: &Branch) -> String {
     format!("{}/{branch}/", branch.as_str().split('/').count())
 }
 
+/// The key prefix of the facts of every agent's branch of the task whose branch is `task`
+/// (one segment more than its own).
+fn agents_facts_of(task: &Branch) -> String {
+    format!("{}/{task}/", task.as_str().split('/').count() + 1)
+}
+
 fn fact_key(branch: &Branch, id: &str) -> String {
     format!("{}{id}", facts_of(branch))
 }
@@ -847,9 +853,7 @@ impl Store {
         let task = Branch::of_task(&handoff.task_id)?;
         let mut builder = ContextBuilder::new(budget_tokens);
         builder.add_handoff(&handoff);
-        // The task's branch has two segments, its agents' three: two key prefixes.
-        let agents = format!("3/{task}/");
-        for prefix in [facts_of(&task), agents] {
+        for prefix in [facts_of(&task), agents_facts_of(&task)] {
             let verified = self
                 .backend
                 .docs(FACT, &prefix, None, usize::MAX)?
@@ -948,6 +952,7 @@ mod tests {
         let task = Branch::parse("task/t").unwrap();
         let agent = Branch::parse("task/t/a").unwrap();
         assert!(!fact_key(&agent, "f").starts_with(&facts_of(&task)));
+        assert!(fact_key(&agent, "f").starts_with(&agents_facts_of(&task)));
         assert_eq!(fact_key(&Branch::main(), "f"), "1/main/f");
         assert_eq!(runs(&[1, 2, 3, 5, 7, 8]), [(1, 3), (5, 5), (7, 8)]);
         assert_eq!(message_key("c", 7), "c/0000000007");
