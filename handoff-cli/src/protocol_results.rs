@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::output::{Output, clip, table, time, to_json};
 use crate::results::Shown;
+use crate::task_results::word;
 
 /// What a phase means for whoever looks: whose turn it is.
 fn turn(phase: Phase) -> &'static str {
@@ -112,7 +113,7 @@ impl Shown for ProtocolStats {
             .map(|run| {
                 vec![
                     run.task_id.clone(),
-                    to_json(&run.phase).as_str().unwrap_or_default().to_owned(),
+                    word(&run.phase),
                     run.iterations.to_string(),
                     run.retries.to_string(),
                     run.escalations.to_string(),
