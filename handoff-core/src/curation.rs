@@ -624,23 +624,29 @@ pub struct PickedTo {
     pub picked_at: DateTime<Utc>,
 }
 
-/// A message of a conversation, with its place and where it was picked to.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// A message of a conversation, with its place and where it was picked to. As JSON, the
+/// message's own fields (`role`, `content`, `tool_calls`, ...) sit beside `seq`,
+/// `is_cherry_picked` and `cherry_picked_to`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct StoredMessage {
     /// Its place in the conversation, from 1.
     pub seq: u64,
     /// The message (role, content, tool calls, ...).
+    #[serde(flatten)]
     pub message: Message,
+    /// Whether a cherry-pick took it (`cherry_picked_to` is not empty).
+    pub is_cherry_picked: bool,
     /// Every cherry-pick that took it.
-    #[serde(default)]
     pub cherry_picked_to: Vec<PickedTo>,
 }
 
-impl StoredMessage {
-    /// Whether a cherry-pick took it.
-    pub fn is_cherry_picked(&self) -> bool {
-        !self.cherry_picked_to.is_empty()
-    }
+/// A branch that holds something, with its parent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BranchInfo {
+    /// Its name.
+    pub name: Branch,
+    /// Its parent (`None` for `main`).
+    pub parent: Option<Branch>,
 }
 
 /// A verifier's answer: a score from 0 to 1, and why.
@@ -653,6 +659,42 @@ pub struct Score {
     pub explanation: Option<String>,
 }
 
+impl Score {
+    /// Reads a verifier's answer given as JSON: a number, `[score, explanation]` or
+    /// `{"score", "explanation"?}`. The score is checked by the verification
+    /// ([`check_score`]), which reports the item when it is NaN or outside 0..1.
+    pub fn from_answer(answer: &serde_json::Value) -> Result<Score> {
+        use serde_json::Value;
+        let score = |value: &Value| {
+            value.as_f64().ok_or_else(|| {
+                Error::invalid("score", format!("must be a number from 0 to 1, is {value}"))
+            })
+        };
+        let explanation = |value: Option<&Value>| match value {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(Error::invalid(
+                "explanation",
+                format!("must be a string, is {other}"),
+            )),
+        };
+        match answer {
+            Value::Array(pair) if (1..=2).contains(&pair.len()) => Ok(Score {
+                score: score(&pair[0])?,
+                explanation: explanation(pair.get(1))?,
+            }),
+            Value::Object(fields) => Ok(Score {
+                score: score(fields.get("score").unwrap_or(&Value::Null))?,
+                explanation: explanation(fields.get("explanation"))?,
+            }),
+            other => Ok(Score {
+                score: score(other)?,
+                explanation: None,
+            }),
+        }
+    }
+}
+
 /// What a verifier is asked to judge.
 #[derive(Clone, Copy, Debug)]
 pub enum VerifyItem<'a> {
@@ -660,6 +702,41 @@ pub enum VerifyItem<'a> {
     Fact(&'a Fact),
     /// A conversation, with its messages.
     Conversation(&'a Conversation, &'a [StoredMessage]),
+}
+
+impl VerifyItem<'_> {
+    /// The item as a verifier in another language reads it: the fact's or the conversation's
+    /// fields with `kind` (`fact`, `conversation`) and `text` (the fact, or the conversation
+    /// as `role: content` lines), and for a conversation its `messages`.
+    pub fn to_json(&self) -> Result<serde_json::Value> {
+        let (kind, value, text, messages) = match self {
+            VerifyItem::Fact(fact) => ("fact", serde_json::to_value(fact), fact.text.clone(), None),
+            VerifyItem::Conversation(conversation, messages) => {
+                let text = messages
+                    .iter()
+                    .map(|m| format!("{}: {}", m.message.role, m.message.content))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                (
+                    "conversation",
+                    serde_json::to_value(conversation),
+                    text,
+                    Some(serde_json::to_value(messages)),
+                )
+            }
+        };
+        let shown =
+            |err: serde_json::Error| Error::storage(format!("could not show an item: {err}"));
+        let mut value = value.map_err(shown)?;
+        if let serde_json::Value::Object(fields) = &mut value {
+            fields.insert("kind".into(), kind.into());
+            fields.insert("text".into(), text.into());
+            if let Some(messages) = messages {
+                fields.insert("messages".into(), messages.map_err(shown)?);
+            }
+        }
+        Ok(value)
+    }
 }
 
 /// Scores facts and conversations (an LLM judge). An error leaves the item as it was; the

@@ -37,12 +37,14 @@ use crate::error::{Problem, Result};
 use crate::store::Store;
 use crate::validate::Limits;
 
+mod curation;
 mod handoffs;
 mod parse;
 mod protocol;
 mod tasks;
 mod tools;
 
+pub use curation::*;
 pub use handoffs::*;
 pub use protocol::*;
 pub use tasks::*;
@@ -74,7 +76,8 @@ pub trait Operation {
     const NAME: &'static str;
     /// For an operation on something other than handoffs (a task, memory): its group and
     /// verb, which name the CLI's subcommand (`handoff task create`) and the MCP tool
-    /// (`task_create`). `None`: a handoff operation, `handoff <name>` and `handoff_<name>`.
+    /// (`task_create`); with the group `""`, the verb stands alone (`handoff cherry-pick`,
+    /// `cherry_pick`). `None`: a handoff operation, `handoff <name>` and `handoff_<name>`.
     const COMMAND: Option<(&'static str, &'static str)> = None;
     /// The arguments a face may take by position, in order; the others go by name.
     const POSITIONAL: &'static [&'static str];
@@ -122,10 +125,11 @@ impl OperationInfo {
         }
     }
 
-    /// The MCP tool's name: `<group>_<verb>` (a kebab-case verb in snake case), or
-    /// `handoff_<name>` for a handoff operation.
+    /// The MCP tool's name: `<group>_<verb>` (a kebab-case verb in snake case), the verb alone
+    /// without a group, or `handoff_<name>` for a handoff operation.
     pub fn tool(&self) -> String {
         match self.command {
+            Some(("", verb)) => verb.replace('-', "_"),
             Some((group, verb)) => format!("{group}_{}", verb.replace('-', "_")),
             None => format!("handoff_{}", self.name),
         }
@@ -193,6 +197,21 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<ProtocolRun>(),
         OperationInfo::of::<ProtocolHistory>(),
         OperationInfo::of::<ProtocolStats>(),
+        OperationInfo::of::<AddConversation>(),
+        OperationInfo::of::<AppendMessages>(),
+        OperationInfo::of::<GetConversation>(),
+        OperationInfo::of::<Messages>(),
+        OperationInfo::of::<ListConversations>(),
+        OperationInfo::of::<CherryPick>(),
+        OperationInfo::of::<CherryPickDecisions>(),
+        OperationInfo::of::<CherryPickTools>(),
+        OperationInfo::of::<AddFacts>(),
+        OperationInfo::of::<Facts>(),
+        OperationInfo::of::<Branches>(),
+        OperationInfo::of::<Verify>(),
+        OperationInfo::of::<Merge>(),
+        OperationInfo::of::<ContextFor>(),
+        OperationInfo::of::<CurationEvents>(),
     ]
 }
 

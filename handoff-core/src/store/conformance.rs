@@ -2016,10 +2016,7 @@ pub fn curated_knowledge_moves_up_once_verified(store: Store) {
     assert_eq!(range.message_count, 5);
     assert_eq!(range.cherry_picked_from.as_deref(), Some(conv.id.as_str()));
     let source = store.messages(&conv.id, Some(4), Some(6)).unwrap();
-    let picked: Vec<(u64, bool)> = source
-        .iter()
-        .map(|m| (m.seq, m.is_cherry_picked()))
-        .collect();
+    let picked: Vec<(u64, bool)> = source.iter().map(|m| (m.seq, m.is_cherry_picked)).collect();
     assert_eq!(picked, [(4, false), (5, true), (6, true)]);
     assert_eq!(source[1].cherry_picked_to[0].conversation_id, range.id);
     let decisions = store
@@ -2140,7 +2137,7 @@ pub fn curated_knowledge_moves_up_once_verified(store: Store) {
         .branches()
         .unwrap()
         .into_iter()
-        .map(|(b, _)| b.to_string())
+        .map(|b| b.name.to_string())
         .collect();
     assert_eq!(branches, ["task/fix-oauth", agent]);
 

@@ -18,9 +18,9 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::curation::{
-    self, Branch, Conversation, CurationChange, CurationEvent, Fact, FactStatus, MergeReport,
-    NewFact, PickedTo, StoredMessage, Thresholds, Verdict, VerifiedItem, Verifier, VerifyItem,
-    VerifyReport,
+    self, Branch, BranchInfo, Conversation, CurationChange, CurationEvent, Fact, FactStatus,
+    MergeReport, NewFact, PickedTo, StoredMessage, Thresholds, Verdict, VerifiedItem, Verifier,
+    VerifyItem, VerifyReport,
 };
 use crate::error::{Error, Result};
 use crate::validate::{self, Collector, Limits};
@@ -349,6 +349,7 @@ impl Store {
                 Ok(StoredMessage {
                     seq: seq_of(key)?,
                     message: parsed("message", doc)?,
+                    is_cherry_picked: false,
                     cherry_picked_to: Vec::new(),
                 })
             })
@@ -369,6 +370,7 @@ impl Store {
                 })
                 .map(|pick| pick.picked.clone())
                 .collect();
+            message.is_cherry_picked = !message.cherry_picked_to.is_empty();
         }
         Ok(messages)
     }
@@ -583,7 +585,7 @@ impl Store {
     }
 
     /// Every branch that holds something, with its parent, in name order.
-    pub fn branches(&self) -> Result<Vec<(Branch, Option<Branch>)>> {
+    pub fn branches(&self) -> Result<Vec<BranchInfo>> {
         let mut names = std::collections::BTreeSet::new();
         for (_, doc) in self.backend.docs(FACT, "", None, usize::MAX)? {
             names.insert(parsed::<Fact>("fact", &doc)?.branch);
@@ -593,9 +595,9 @@ impl Store {
         }
         Ok(names
             .into_iter()
-            .map(|branch| {
-                let parent = branch.parent();
-                (branch, parent)
+            .map(|name| BranchInfo {
+                parent: name.parent(),
+                name,
             })
             .collect())
     }
