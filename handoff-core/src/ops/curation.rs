@@ -727,6 +727,8 @@ impl<F: FnMut(Value) -> Result<Value>> Judge for JsonJudge<F> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
     use crate::ops::Operation;
     use serde_json::json;
