@@ -7,6 +7,7 @@ use serde_json::json;
 
 mod args;
 mod commands;
+mod curation_results;
 mod error;
 mod export;
 mod jsonrpc;
@@ -17,6 +18,7 @@ mod output;
 mod policy;
 mod protocol_results;
 mod results;
+mod sampling;
 mod spawn;
 mod subcommands;
 mod task_results;

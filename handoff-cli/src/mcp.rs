@@ -31,6 +31,7 @@ use crate::jsonrpc;
 use crate::location::Location;
 use crate::operations::{self, DEFAULTS, Op, PAGE, name_flat_claim};
 use crate::output::{Output, Reply, to_json};
+use crate::sampling::{self, ClientModel};
 use crate::spawn::{self, SpawnConfig};
 
 /// `handoff_claim_and_spawn` arguments: `handoff_claim`'s, and what this call adds to the
@@ -117,10 +118,18 @@ fn operation_tool(op: &Op) -> Tool {
         .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect::<Vec<_>>()
         .join("\n\n");
-    let schema = match &op.info.arguments {
+    let mut schema = match &op.info.arguments {
         Value::Object(schema) => schema.clone(),
         _ => JsonObject::new(),
     };
+    if sampling::SAMPLED.contains(&op.name())
+        && let Some(Value::Object(properties)) = schema.get_mut("properties")
+    {
+        properties.insert(
+            sampling::USE_CLIENT_MODEL.to_owned(),
+            sampling::switch_schema(),
+        );
+    }
     let description = if op.argument("wait_seconds").is_some() {
         format!(
             "{description}\n\nThis server waits at most {} seconds per call: call again to \
@@ -256,18 +265,20 @@ impl Server {
 
     /// Runs one tool call to its reply. Blocking: the caller runs it off the async threads.
     /// `cancelled` says whether the client has given up on the call.
+    /// `model`: the client's own model, when it can sample.
     fn call(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         cancelled: &dyn Fn() -> bool,
+        model: Option<&ClientModel>,
     ) -> CliResult<Reply> {
         let arguments = arguments.unwrap_or_default();
         match name {
             "handoff_claim_and_spawn" => self.claim_and_spawn(arguments),
             "handoff_policy" => self.policy(arguments),
             _ => match operations::all().iter().find(|op| op.info.tool() == name) {
-                Some(op) => self.operation(op, arguments, cancelled),
+                Some(op) => self.operation(op, arguments, cancelled, model),
                 None => Err(Error::invalid("name", format!("no tool is named {name:?}")).into()),
             },
         }
@@ -278,12 +289,18 @@ impl Server {
         op: &'static Op,
         mut args: JsonObject,
         cancelled: &dyn Fn() -> bool,
+        model: Option<&ClientModel>,
     ) -> CliResult<Reply> {
         let (op, flat) = old_spellings(op, &mut args);
         let page = op.is_paged().then(|| cap_to_a_page(&mut args));
-        let result = match asked_wait(&args) {
-            Some(wait) => self.waiting(op, args, wait, cancelled),
-            None => op.call(&self.store, Value::Object(args)),
+        // A tool that can use the client's model takes the switch out of the arguments
+        // whether or not the client can sample.
+        let use_model = sampling::SAMPLED.contains(&op.name()) && sampling::take_switch(&mut args)?;
+        let model = model.filter(|_| use_model);
+        let result = match (asked_wait(&args), model) {
+            (_, Some(model)) => model.run(&self.store, op.name(), Value::Object(args)),
+            (Some(wait), None) => self.waiting(op, args, wait, cancelled),
+            (None, None) => op.call(&self.store, Value::Object(args)),
         }
         .map_err(|e| if flat { name_flat_claim(e) } else { e })?;
         let reads = op.reads_only();
@@ -423,11 +440,17 @@ impl ServerHandler for Server {
         let out = self.out;
         let arguments = request.arguments;
         let cancelled = context.ct.clone();
+        let model = ClientModel::of(&context.peer);
         // Store calls block (SQLite, a spawned successor, a claim that waits for work): keep
         // them off the async workers, so that other calls are answered meanwhile. A panic in a
         // call becomes a tool error too, never the end of the server.
         let result = tokio::task::spawn_blocking(move || {
-            server.call(&name, arguments, &|| cancelled.is_cancelled())
+            server.call(
+                &name,
+                arguments,
+                &|| cancelled.is_cancelled(),
+                model.as_ref(),
+            )
         })
         .await;
         Ok(match result {

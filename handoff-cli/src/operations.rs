@@ -69,6 +69,21 @@ fn entries() -> Vec<Op> {
         Op::reads::<ops::ProtocolRun>(),
         Op::reads::<ops::ProtocolHistory>(),
         Op::reads::<ops::ProtocolStats>(),
+        Op::creates::<ops::AddConversation>(),
+        Op::writes::<ops::AppendMessages>(),
+        Op::reads::<ops::GetConversation>(),
+        Op::reads::<ops::Messages>(),
+        Op::reads::<ops::ListConversations>(),
+        Op::writes::<ops::CherryPick>(),
+        Op::writes::<ops::CherryPickDecisions>(),
+        Op::writes::<ops::CherryPickTools>(),
+        Op::creates::<ops::AddFacts>(),
+        Op::reads::<ops::Facts>(),
+        Op::reads::<ops::Branches>(),
+        Op::writes::<ops::Verify>(),
+        Op::writes::<ops::Merge>(),
+        Op::reads::<ops::ContextFor>(),
+        Op::reads::<ops::CurationEvents>(),
     ]
 }
 

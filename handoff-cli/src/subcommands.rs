@@ -63,14 +63,26 @@ const GROUPS: &[(&str, &str)] = &[
         "protocol",
         "The manager/worker protocol: initialize, report, decide, recover, escalate, resolve",
     ),
+    (
+        "conversation",
+        "Conversations on branches of curated memory (main, task/<task>, task/<task>/<agent>)",
+    ),
+    (
+        "facts",
+        "Facts on branches of curated memory, and their status",
+    ),
 ];
 
-/// The global command line with a subcommand for every operation: a handoff operation's at
-/// the top, the others' under their group.
+/// Whether an operation's subcommand stands at the top: a handoff operation's (`handoff
+/// claim`), or one whose verb has no group (`handoff cherry-pick`).
+fn at_the_top(op: &Op) -> bool {
+    matches!(op.info.command, None | Some(("", _)))
+}
+
+/// The global command line with a subcommand for every operation: a handoff operation's and a
+/// verb's without a group at the top, the others' under their group.
 pub(crate) fn augment(cli: Command) -> Command {
-    let handoffs = operations::all()
-        .iter()
-        .filter(|op| op.info.command.is_none());
+    let handoffs = operations::all().iter().filter(|op| at_the_top(op));
     let groups = GROUPS.iter().map(|(group, about)| {
         let verbs = operations::all()
             .iter()
@@ -277,9 +289,13 @@ fn about(op: &Op) -> (String, String) {
     (first.to_owned(), paragraphs.join("\n\n"))
 }
 
+/// The name of an operation's subcommand: its verb, or a handoff operation's name.
+fn subcommand_name(op: &Op) -> &'static str {
+    op.info.command.map_or(op.name(), |(_, verb)| verb)
+}
+
 fn subcommand(op: &Op) -> Command {
-    let name = op.info.command.map_or(op.name(), |(_, verb)| verb);
-    let mut cmd = Command::new(kebab(name));
+    let mut cmd = Command::new(kebab(subcommand_name(op)));
     for param in cli_params(op) {
         cmd = cmd.args(clap_args(op, &param));
     }
@@ -546,7 +562,7 @@ fn operation<'m>(name: &str, matches: &'m ArgMatches) -> Option<(&'static Op, &'
     }
     let op = all
         .iter()
-        .find(|op| op.info.command.is_none() && kebab(op.name()) == name)?;
+        .find(|op| at_the_top(op) && kebab(subcommand_name(op)) == name)?;
     Some((op, matches))
 }
 

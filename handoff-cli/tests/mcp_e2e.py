@@ -15,6 +15,7 @@ import tempfile
 from contextlib import AsyncExitStack
 from typing import Any
 
+import mcp_types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
@@ -71,6 +72,21 @@ OPERATION_TOOLS = {
     "protocol_show",
     "protocol_history",
     "protocol_stats",
+    "conversation_add",
+    "conversation_append",
+    "conversation_show",
+    "conversation_messages",
+    "conversation_list",
+    "cherry_pick",
+    "cherry_pick_decisions",
+    "cherry_pick_tools",
+    "facts_add",
+    "facts_list",
+    "branches",
+    "verify",
+    "merge",
+    "context_for",
+    "curation_events",
 }
 TOOLS = OPERATION_TOOLS | {"handoff_claim_and_spawn", "handoff_policy"}
 
@@ -102,10 +118,10 @@ SEED_PAYLOAD = {
 }
 
 
-async def connect(stack: AsyncExitStack, binary: str, db: str, *extra: str) -> ClientSession:
+async def connect(stack: AsyncExitStack, binary: str, db: str, *extra: str, sampling: Any = None) -> ClientSession:
     params = StdioServerParameters(command=binary, args=["mcp", "--db", db, *extra])
     read, write = await stack.enter_async_context(stdio_client(params))
-    session = await stack.enter_async_context(ClientSession(read, write))
+    session = await stack.enter_async_context(ClientSession(read, write, sampling_callback=sampling))
     await session.initialize()
     return session
 
@@ -481,6 +497,88 @@ async def protocol_loop(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert (stats["runs"], stats["completed"], stats["escalated"], stats["retries"]) == (1, 1, 1, 1), stats
 
 
+async def curation(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """Curated memory over MCP: a conversation, a range and its decision points picked up to the
+    task's branch, facts verified by the client's own model (MCP sampling) and merged, and the
+    successor's packet; bad input refused by name, changing nothing."""
+    asked: list[str] = []
+
+    async def model(context: Any, params: Any) -> Any:
+        """A scripted model: scores facts about retries high, everything else low; calls a
+        message a decision point when it says "let me"."""
+        prompt = params.messages[0].content.text
+        asked.append(prompt)
+        if "decision points" in (params.system_prompt or ""):
+            answer = "yes" if "let me" in prompt else "no"
+        elif "retries" in prompt:
+            answer = 'Here you go: {"score": 0.9, "explanation": "matches the fix"}'
+        else:
+            answer = '{"score": 0.1, "explanation": "tokens last 15 minutes"}'
+        return mcp_types.CreateMessageResult(
+            role="assistant", content=mcp_types.TextContent(type="text", text=answer), model="scripted")
+
+    agent = await connect(stack, binary, db, sampling=model)
+    plain = await connect(stack, binary, db)
+    tools = {t.name: t.input_schema for t in (await agent.list_tools()).tools}
+    assert "use_client_model" in tools["verify"]["properties"], tools["verify"]
+
+    messages = [
+        {"role": "user", "content": "the token refresh fails"},
+        {"role": "assistant", "content": "let me add retries with backoff"},
+        {"role": "assistant", "content": [{"type": "text", "text": "retries added"}]},  # Anthropic shape
+        {"role": "user", "content": f"the key is {OPENAI_KEY}"},
+    ]
+    added = await ok(agent, "conversation_add", {"branch": "task/fix-oauth/agent-b", "messages": messages,
+                                                 "title": "OAuth refresh"})
+    conv = added["conversation"]
+    assert (conv["message_count"], conv["task_id"]) == (4, "fix-oauth"), conv
+    before = await ok(plain, "curation_events", {"task_id": "fix-oauth"})
+    bad = await tool_error(agent, "cherry_pick", {"conversation_id": conv["id"], "target_branch": "feature/x"})
+    assert [p["field"] for p in bad["problems"]] == ["target_branch"], bad
+    bad = await tool_error(agent, "cherry_pick", {"conversation_id": conv["id"], "target_branch": "task/fix-oauth",
+                                                  "from_seq": 3, "to_seq": 9})
+    assert [p["field"] for p in bad["problems"]] == ["to_seq"], bad
+    bad = await tool_error(agent, "facts_add", {"branch": "task/fix-oauth/agent-b",
+                                                "facts": ["", {"text": "x", "confidence": 2}]})
+    assert [p["field"] for p in bad["problems"]] == ["facts[0].text", "facts[1].confidence"], bad
+    assert await ok(plain, "curation_events", {"task_id": "fix-oauth"}) == before, "refusals write nothing"
+
+    picked = await ok(agent, "cherry_pick", {"conversation_id": conv["id"], "target_branch": "task/fix-oauth",
+                                             "from_seq": 2, "to_seq": 3})
+    assert picked["conversation"]["message_count"] == 2
+    decisions = await ok(agent, "cherry_pick_decisions", {"conversation_id": conv["id"],
+                                                          "target_branch": "task/fix-oauth"})
+    assert decisions["conversation"]["message_count"] == 1, decisions
+    assert sum("Message" in p for p in asked) == 4, "the client's model judged every message"
+    shown = await ok(plain, "conversation_messages", {"id": conv["id"]})
+    assert [m["is_cherry_picked"] for m in shown["messages"]] == [False, True, True, False], shown
+    assert OPENAI_KEY not in json.dumps(shown), "messages are redacted on the way out"
+
+    await ok(agent, "facts_add", {"branch": "task/fix-oauth/agent-b",
+                                  "facts": ["refresh needs retries with backoff", {"text": "tokens last 1h"}]})
+    neutral = await ok(plain, "verify", {"branch": "task/fix-oauth/agent-b"})
+    assert (neutral["verified"], neutral["invalidated"], neutral["unverified"]) == (0, 0, 3), neutral
+    off = await ok(agent, "verify", {"branch": "task/fix-oauth/agent-b", "use_client_model": False})
+    assert off["unverified"] == 3, off
+    judged = await ok(agent, "verify", {"branch": "task/fix-oauth/agent-b"})
+    # The conversation's transcript mentions retries too.
+    assert (judged["verified"], judged["invalidated"]) == (2, 1), judged
+    facts = await ok(plain, "facts_list", {"branch": "task/fix-oauth/agent-b"})
+    assert {f["verified_by"] for f in facts["facts"]} == {"mcp-client-model"}, facts
+    merged = await ok(agent, "merge", {"branch": "task/fix-oauth/agent-b"})
+    assert (merged["facts"], merged["conversations"]) == (1, 1), merged
+    again = await ok(agent, "merge", {"branch": "task/fix-oauth/agent-b"})
+    assert (again["facts"], again["conversations"]) == (0, 0), again
+    branches = await ok(plain, "branches", {})
+    assert [b["name"] for b in branches["branches"]] == ["task/fix-oauth", "task/fix-oauth/agent-b"], branches
+
+    handoff = await ok(agent, "handoff_create", {"task_id": "fix-oauth", "goal": "Ship the refresh fix"})
+    packet = await ok(plain, "context_for", {"handoff_id": handoff["handoff"]["id"], "budget_tokens": 4000})
+    assert "refresh needs retries with backoff" in packet["markdown"], packet["markdown"]
+    assert "tokens last 1h" not in packet["markdown"], "an invalidated fact never reaches the successor"
+    assert OPENAI_KEY not in json.dumps(packet)
+
+
 async def spawn_options(stack: AsyncExitStack, binary: str, db: str) -> None:
     """claim_and_spawn's per-call additional_instructions and timeout_seconds."""
     server = await connect(stack, binary, db, "--spawn", "cat; sleep 30")
@@ -794,6 +892,7 @@ async def main(binary: str) -> None:
         new_tools,
         tasks_and_memory,
         protocol_loop,
+        curation,
         spawn_options,
         hostile_lines,
         waiting_on_files,

@@ -1,0 +1,203 @@
+//! The MCP client's own model as the verification gate's verifier and as the decision-point
+//! judge (DESIGN §9, §12), through MCP sampling: when the client declares the `sampling`
+//! capability, `verify` and `cherry_pick_decisions` ask it, one item or message at a time,
+//! unless the call says `use_client_model: false`. A reply the server cannot read fails that
+//! item (reported, left as it was) or the pick (nothing written), like any verifier or judge.
+// rmcp marks sampling deprecated (SEP-2577) for protocols after 2026-07-28; the clients we
+// serve negotiate earlier ones, where it is the way to reach the client's model.
+#![allow(deprecated)]
+
+use handoff_core::ops::{self, Arguments, JsonJudge, JsonVerifier};
+use handoff_core::{Error, Result, Store};
+use rmcp::model::{
+    CreateMessageRequestParams, JsonObject, SamplingMessage, SamplingMessageContentBlock,
+};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Value, json};
+use tokio::runtime::Handle;
+
+use crate::results::Shown;
+
+/// The argument that turns the client's model off for one call.
+pub(crate) const USE_CLIENT_MODEL: &str = "use_client_model";
+
+/// The operations that can use the client's model.
+pub(crate) const SAMPLED: &[&str] = &["verify", "cherry_pick_decisions"];
+
+const VERIFIER_PROMPT: &str = "You check knowledge an AI agent recorded while working on a task \
+    before other agents rely on it. Judge whether the item is correct and useful. Answer with \
+    one JSON object only: {\"score\": <a number from 0 (wrong) to 1 (certainly right)>, \
+    \"explanation\": \"<one sentence>\"}.";
+
+const JUDGE_PROMPT: &str = "You pick the decision points of an AI agent's conversation: \
+    messages where the agent chose an approach, changed course after a failure, or settled on \
+    the strategy that worked. Answer with one word: yes or no.";
+
+/// The client's model, reached from a blocking thread of the server's runtime.
+pub(crate) struct ClientModel {
+    peer: Peer<RoleServer>,
+    runtime: Handle,
+}
+
+impl ClientModel {
+    /// The client's model, when the client can sample.
+    pub(crate) fn of(peer: &Peer<RoleServer>) -> Option<ClientModel> {
+        let can = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.sampling.is_some());
+        can.then(|| ClientModel {
+            peer: peer.clone(),
+            runtime: Handle::current(),
+        })
+    }
+
+    /// Asks the model: `system` then `prompt`, its text answer.
+    fn ask(&self, system: &str, prompt: String, max_tokens: u32) -> Result<String> {
+        let params =
+            CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], max_tokens)
+                .with_system_prompt(system);
+        let reply = self
+            .runtime
+            .block_on(self.peer.create_message(params))
+            .map_err(|e| Error::storage(format!("the client's model did not answer: {e}")))?;
+        Ok(reply
+            .message
+            .content
+            .into_vec()
+            .into_iter()
+            .filter_map(|block| match block {
+                SamplingMessageContentBlock::Text(text) => Some(text.text),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
+    /// Runs `op` (one of [`SAMPLED`]) with the client's model as its verifier or judge.
+    pub(crate) fn run(&self, store: &Store, op: &str, args: Value) -> Result<Box<dyn Shown>> {
+        match op {
+            "verify" => {
+                let args = ops::VerifyArgs::read(args, store.limits())?;
+                let mut verifier = JsonVerifier::new("mcp-client-model", |item: Value| {
+                    let prompt = format!(
+                        "A {} on branch {}:\n\n{}",
+                        item["kind"].as_str().unwrap_or("item"),
+                        item["branch"].as_str().unwrap_or("?"),
+                        item["text"].as_str().unwrap_or_default()
+                    );
+                    read_score(&self.ask(VERIFIER_PROMPT, prompt, 300)?)
+                });
+                Ok(Box::new(ops::Verify::run_with(
+                    store,
+                    args,
+                    Some(&mut verifier),
+                )?))
+            }
+            "cherry_pick_decisions" => {
+                let args = ops::CherryPickDecisionsArgs::read(args, store.limits())?;
+                let mut judge = JsonJudge(|message: Value| {
+                    let prompt = format!(
+                        "Message {} ({}):\n\n{}",
+                        message["index"],
+                        message["role"].as_str().unwrap_or("?"),
+                        message["content"].as_str().unwrap_or_default()
+                    );
+                    read_yes_no(&self.ask(JUDGE_PROMPT, prompt, 5)?)
+                });
+                Ok(Box::new(ops::CherryPickDecisions::run_with(
+                    store,
+                    args,
+                    Some(&mut judge),
+                )?))
+            }
+            other => Err(Error::invalid(
+                "name",
+                format!("{other} cannot use the client's model"),
+            )),
+        }
+    }
+}
+
+/// Takes `use_client_model` out of a call's arguments: whether the call may use the model
+/// (by default it may).
+pub(crate) fn take_switch(args: &mut JsonObject) -> Result<bool> {
+    match args.remove(USE_CLIENT_MODEL) {
+        None | Some(Value::Null) => Ok(true),
+        Some(Value::Bool(on)) => Ok(on),
+        Some(other) => Err(Error::invalid(
+            USE_CLIENT_MODEL,
+            format!("must be true or false, is {other}"),
+        )),
+    }
+}
+
+/// The schema of `use_client_model`, added to the tools of [`SAMPLED`].
+pub(crate) fn switch_schema() -> Value {
+    json!({
+        "type": "boolean",
+        "description": "Use this client's own model (MCP sampling) as the verifier or judge, \
+            when the client supports sampling (default true); false: the neutral 0.5 or the \
+            seed's heuristics."
+    })
+}
+
+/// A score in a model's reply: the JSON object it was asked for (found inside any prose
+/// around it), or a bare number.
+fn read_score(reply: &str) -> Result<Value> {
+    let object = match (reply.find('{'), reply.rfind('}')) {
+        (Some(start), Some(end)) if start < end => serde_json::from_str(&reply[start..=end]).ok(),
+        _ => None,
+    };
+    object
+        .or_else(|| reply.trim().parse::<f64>().ok().map(|n| json!(n)))
+        .ok_or_else(|| {
+            Error::invalid(
+                "score",
+                format!("the client's model answered no score: {:?}", clip(reply)),
+            )
+        })
+}
+
+/// Yes or no in a model's reply.
+fn read_yes_no(reply: &str) -> Result<Value> {
+    let word = reply
+        .trim()
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    if word.starts_with("yes") {
+        Ok(json!(true))
+    } else if word.starts_with("no") {
+        Ok(json!(false))
+    } else {
+        Err(Error::invalid(
+            "judge",
+            format!(
+                "the client's model answered neither yes nor no: {:?}",
+                clip(reply)
+            ),
+        ))
+    }
+}
+
+fn clip(text: &str) -> String {
+    text.chars().take(80).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_read_leniently_and_refused_clearly() {
+        let read = |reply| read_score(reply).ok();
+        assert_eq!(
+            read("Sure. {\"score\": 0.8, \"explanation\": \"ok\"} Done."),
+            Some(json!({"score": 0.8, "explanation": "ok"}))
+        );
+        assert_eq!(read(" 0.25 "), Some(json!(0.25)));
+        assert_eq!(read("I cannot tell"), None);
+        assert_eq!(read_yes_no("Yes.").ok(), Some(json!(true)));
+        assert_eq!(read_yes_no("no").ok(), Some(json!(false)));
+        assert!(read_yes_no("perhaps").is_err());
+    }
+}

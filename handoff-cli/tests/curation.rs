@@ -1,0 +1,166 @@
+//! Curated memory from the shell: `handoff conversation add`, `cherry-pick`, `facts add`,
+//! `verify`, `merge`, `context-for`, and bad input refused by name with nothing written.
+
+mod common;
+
+use common::Env;
+use serde_json::Value;
+
+const OK: i32 = 0;
+const INVALID: i32 = 2;
+const NOT_FOUND: i32 = 3;
+
+fn field_names(error: &Value) -> Vec<String> {
+    error["problems"]
+        .as_array()
+        .map(|problems| {
+            problems
+                .iter()
+                .filter_map(|p| p["field"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn knowledge_moves_up_from_the_shell_once_verified() {
+    let env = Env::new();
+    let added = env
+        .run(&[
+            "conversation",
+            "add",
+            "task/fix-oauth/agent-b",
+            r#"{"role": "user", "content": "the token refresh fails"}"#,
+            r#"{"role": "assistant", "content": "let me add retries with backoff"}"#,
+            r#"{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "retries added"}]}"#,
+            "--title",
+            "OAuth refresh",
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert_eq!(added["message_count"], 3);
+    let id = added["id"].as_str().expect("an id").to_owned();
+
+    // Refused whole, naming the argument; nothing written.
+    let bad = env
+        .run(&["cherry-pick", &id, "feature/x", "--json"])
+        .expect(INVALID);
+    assert_eq!(field_names(&bad.error()), ["target_branch"]);
+    let bad = env
+        .run(&[
+            "cherry-pick",
+            &id,
+            "task/fix-oauth",
+            "--from-seq",
+            "3",
+            "--to-seq",
+            "2",
+            "--json",
+        ])
+        .expect(INVALID);
+    assert_eq!(field_names(&bad.error()), ["to_seq"]);
+    env.run(&["cherry-pick", "no-such", "task/fix-oauth"])
+        .expect(NOT_FOUND);
+    let log = env
+        .run(&["curation-events", "--task-id", "fix-oauth", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(log.as_array().map(Vec::len), Some(1), "{log}");
+
+    let picked = env
+        .run(&[
+            "cherry-pick",
+            &id,
+            "task/fix-oauth",
+            "--from-seq",
+            "2",
+            "--to-seq",
+            "3",
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert_eq!(picked["message_count"], 2);
+    let shown = env
+        .run(&["conversation", "messages", &id, "--json"])
+        .expect(OK)
+        .json();
+    let marks: Vec<&Value> = shown
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| &m["is_cherry_picked"])
+        .collect();
+    assert_eq!(marks, [false, true, true]);
+
+    env.run(&[
+        "facts",
+        "add",
+        "task/fix-oauth/agent-b",
+        "refresh needs retries with backoff",
+        r#"{"text": "the backoff starts at 1s", "confidence": 0.8}"#,
+    ])
+    .expect(OK);
+    // Without a verifier the gate is neutral: nothing verified, nothing merged.
+    let neutral = env
+        .run(&["verify", "task/fix-oauth/agent-b", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(neutral["unverified"], 3);
+    let merged = env
+        .run(&["merge", "task/fix-oauth/agent-b", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(
+        (merged["facts"].as_u64(), merged["kept"].as_u64()),
+        (Some(0), Some(3))
+    );
+    // Thresholds are the caller's: at 0.5 the neutral score verifies.
+    env.run(&[
+        "verify",
+        "task/fix-oauth/agent-b",
+        "--fact-threshold",
+        "0.5",
+        "--conversation-threshold",
+        "0.5",
+    ])
+    .expect(OK);
+    let merged = env
+        .run(&["merge", "task/fix-oauth/agent-b", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(
+        (merged["facts"].as_u64(), merged["conversations"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let again = env
+        .run(&["merge", "task/fix-oauth/agent-b", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(
+        (again["facts"].as_u64(), again["conversations"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let bad = env
+        .run(&["verify", "main", "--invalidate-below", "0.9", "--json"])
+        .expect(INVALID);
+    assert_eq!(field_names(&bad.error()), ["invalidate_below"]);
+
+    let handoff = env
+        .run(&["create", "fix-oauth", "Ship the refresh fix", "--json"])
+        .expect(OK)
+        .json();
+    let handoff_id = handoff["id"].as_str().expect("an id");
+    let packet = env
+        .run(&["context-for", handoff_id, "--budget-tokens", "4000"])
+        .expect(OK);
+    assert!(
+        packet.stdout.contains("refresh needs retries with backoff"),
+        "{}",
+        packet.stdout
+    );
+    let branches = env.run(&["branches", "--json"]).expect(OK).json();
+    assert_eq!(branches[0]["name"], "task/fix-oauth");
+    assert_eq!(branches[0]["parent"], "main");
+}
