@@ -70,6 +70,15 @@ pub(crate) fn call<O: ops::Operation>(
     O::call(store, json("", arguments)?).map_err(own_names)
 }
 
+/// Reads the arguments `A` of an operation that takes code beside them (a verifier, a judge:
+/// its `run_with`) from `arguments`, under `store`'s limits, as [`call`] reads them.
+pub(crate) fn read_for<A: ops::Arguments>(
+    store: &core::Store,
+    arguments: &impl Serialize,
+) -> Result<A> {
+    A::read(json("", arguments)?, store.limits()).map_err(own_names)
+}
+
 /// Reads the core's arguments `A` (a registry's or a context builder's) from `arguments`.
 pub(crate) fn read<A: ops::Arguments>(arguments: &impl Serialize) -> Result<A> {
     Ok(A::read(json("", arguments)?, &core::Limits::default())?)

@@ -22,7 +22,8 @@ pub trait Tokenizer: Send + Sync {
     fn count_tokens(&self, text: String) -> u64;
 }
 
-/// A chat message offered to the builder, under the names the core reads messages by.
+/// A chat message offered to the builder or written in a conversation (`Store.add_conversation`,
+/// `Store.append_messages`), under the names the core reads messages by.
 #[derive(Clone, Debug, PartialEq, Serialize, uniffi::Record)]
 pub struct ContextMessage {
     /// `user`, `assistant`, `tool`, `system`.
@@ -47,6 +48,11 @@ pub struct ContextMessage {
     /// Higher is kept first; none is 50.
     #[uniffi(default)]
     pub priority: Option<i32>,
+    /// For a `tool` message, whether the tool failed (a result's text that starts with an
+    /// error says so too).
+    #[uniffi(default = false)]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// What kind of content a section is.

@@ -11,6 +11,11 @@ use serde::Serialize;
 use crate::arguments::{self, JsonTexts, ObjectText, arguments};
 use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
+use crate::context::{ContextMessage, Packet};
+use crate::curation::{
+    BranchInfo, Conversation, CurationEvent, DecisionJudge, Fact, FactStatus, Finite, ForeignJudge,
+    ForeignVerifier, MergeReport, NewFact, StoredMessage, Verifier, VerifyReport,
+};
 use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats};
 use crate::memory::{self, Memory, MemoryUpdater, Session};
@@ -847,6 +852,202 @@ impl Store {
     /// each run.
     pub fn protocol_stats(&self) -> Result<ProtocolStats> {
         Ok(self.run::<ops::ProtocolStats>(arguments! {})?.into())
+    }
+
+    /// Writes a conversation on `branch` (`main`, `task/<task id>` or
+    /// `task/<task id>/<agent>`, created on first use), its messages numbered from 1 (`seq`).
+    /// `task_id` and `agent` default to the branch's. A bad branch, a message the core cannot
+    /// read (`messages[i]...`) or one over the size limits is `Validation`, every problem at
+    /// once, and nothing is written.
+    #[uniffi::method(default(title = None, task_id = None, agent = None))]
+    pub fn add_conversation(
+        &self,
+        branch: String,
+        messages: Vec<ContextMessage>,
+        title: Option<String>,
+        task_id: Option<String>,
+        agent: Option<String>,
+    ) -> Result<Conversation> {
+        let arguments = arguments! { branch, messages, title, task_id, agent };
+        Ok(self.run::<ops::AddConversation>(arguments)?.into())
+    }
+
+    /// Adds messages at the end of the conversation `conversation_id`, numbered after its
+    /// last; the conversation after the change.
+    pub fn append_messages(
+        &self,
+        conversation_id: String,
+        messages: Vec<ContextMessage>,
+    ) -> Result<Conversation> {
+        let arguments = arguments! { conversation_id, messages };
+        Ok(self.run::<ops::AppendMessages>(arguments)?.into())
+    }
+
+    /// The conversation with this id; `NotFound` if there is none.
+    pub fn get_conversation(&self, id: String) -> Result<Conversation> {
+        Ok(self.run::<ops::GetConversation>(arguments! { id })?.into())
+    }
+
+    /// The messages `from_seq..=to_seq` of the conversation `id` (all of them by default), in
+    /// order, each with its `seq` and where it was cherry-picked to.
+    #[uniffi::method(default(from_seq = None, to_seq = None))]
+    pub fn messages(
+        &self,
+        id: String,
+        from_seq: Option<u64>,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<StoredMessage>> {
+        let messages = self.run::<ops::Messages>(arguments! { id, from_seq, to_seq })?;
+        Ok(messages.into_iter().map(StoredMessage::from).collect())
+    }
+
+    /// The conversations on `branch`, of `task_id`, or of the whole store, oldest first.
+    #[uniffi::method(default(branch = None, task_id = None))]
+    pub fn list_conversations(
+        &self,
+        branch: Option<String>,
+        task_id: Option<String>,
+    ) -> Result<Vec<Conversation>> {
+        let conversations = self.run::<ops::ListConversations>(arguments! { branch, task_id })?;
+        Ok(conversations.into_iter().map(Conversation::from).collect())
+    }
+
+    /// Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into
+    /// a new conversation on `target_branch` (returned); the source messages are marked
+    /// `cherry_picked_to` it. A range outside the conversation, or `from_seq` after `to_seq`,
+    /// is `Validation` on `from_seq` / `to_seq`, and nothing is written.
+    #[uniffi::method(default(from_seq = None, to_seq = None, title = None))]
+    pub fn cherry_pick(
+        &self,
+        conversation_id: String,
+        target_branch: String,
+        from_seq: Option<u64>,
+        to_seq: Option<u64>,
+        title: Option<String>,
+    ) -> Result<Conversation> {
+        let arguments = arguments! { conversation_id, target_branch, from_seq, to_seq, title };
+        Ok(self.run::<ops::CherryPick>(arguments)?.into())
+    }
+
+    /// Copies a conversation's decision points into a new conversation on `target_branch`
+    /// (returned). Without a `judge`, the seed's heuristics pick assistant messages that state
+    /// an approach ("I'll", "let me", "the approach", "decided"), the first one after a tool
+    /// that failed, and the one that leads to a tool call that succeeded; with one, the judge
+    /// decides for every message. When the judge throws, nothing is written: a `HandoffError`
+    /// comes out as thrown, anything else as `Foreign`.
+    #[uniffi::method(default(judge = None))]
+    pub fn cherry_pick_decisions(
+        &self,
+        conversation_id: String,
+        target_branch: String,
+        judge: Option<Arc<dyn DecisionJudge>>,
+    ) -> Result<Conversation> {
+        let arguments: ops::CherryPickDecisionsArgs =
+            arguments::read_for(&self.inner, &arguments! { conversation_id, target_branch })?;
+        let conversation = match judge {
+            None => ops::CherryPickDecisions::run_with(&self.inner, arguments, None)?,
+            Some(judge) => {
+                let mut judge = ForeignJudge::new(judge);
+                ops::CherryPickDecisions::run_with(&self.inner, arguments, Some(&mut judge))
+                    .map_err(|error| judge.error(error))?
+            }
+        };
+        Ok(conversation.into())
+    }
+
+    /// Copies a conversation's tool-call sequences (each call with its results) into a new
+    /// conversation on `target_branch` (returned).
+    pub fn cherry_pick_tools(
+        &self,
+        conversation_id: String,
+        target_branch: String,
+    ) -> Result<Conversation> {
+        let arguments = arguments! { conversation_id, target_branch };
+        Ok(self.run::<ops::CherryPickTools>(arguments)?.into())
+    }
+
+    /// Writes `facts` on `branch` (status `Active`), checked whole first: `Validation` lists
+    /// every problem at once (`facts[1].text` empty, `facts[2].confidence` outside 0..1, a
+    /// bad branch), and nothing is written when there is one.
+    pub fn add_facts(&self, branch: String, facts: Vec<NewFact>) -> Result<Vec<Fact>> {
+        let facts = self.run::<ops::AddFacts>(arguments! { branch, facts })?;
+        Ok(facts.into_iter().map(Fact::from).collect())
+    }
+
+    /// The facts on `branch`, oldest first; with `status`, only those in it.
+    #[uniffi::method(default(status = None))]
+    pub fn facts(&self, branch: String, status: Option<FactStatus>) -> Result<Vec<Fact>> {
+        let facts = self.run::<ops::Facts>(arguments! { branch, status })?;
+        Ok(facts.into_iter().map(Fact::from).collect())
+    }
+
+    /// Every branch that holds a conversation or a fact, with its parent, in name order.
+    pub fn branches(&self) -> Result<Vec<BranchInfo>> {
+        let branches = self.run::<ops::Branches>(arguments! {})?;
+        Ok(branches.into_iter().map(BranchInfo::from).collect())
+    }
+
+    /// Scores the facts and conversations on `branch` with `verifier` and stores the
+    /// verdicts: a fact scoring at least `fact_threshold` (none is 0.7) is verified, a
+    /// conversation at least `conversation_threshold` (none is 0.6); below
+    /// `invalidate_below` (none is 0.4) either is invalidated. Without a verifier every score
+    /// is the neutral 0.5: nothing is verified, invalidated or blocked. An item the verifier
+    /// throws on, or scores with NaN or outside 0..1, is left as it was and reported
+    /// (`VerifiedItem.error`); the others are verified.
+    #[uniffi::method(default(
+        verifier = None,
+        fact_threshold = None,
+        invalidate_below = None,
+        conversation_threshold = None
+    ))]
+    pub fn verify(
+        &self,
+        branch: String,
+        verifier: Option<Arc<dyn Verifier>>,
+        fact_threshold: Option<f64>,
+        invalidate_below: Option<f64>,
+        conversation_threshold: Option<f64>,
+    ) -> Result<VerifyReport> {
+        let arguments = arguments! {
+            branch,
+            fact_threshold: Finite(fact_threshold),
+            invalidate_below: Finite(invalidate_below),
+            conversation_threshold: Finite(conversation_threshold),
+        };
+        let arguments: ops::VerifyArgs = arguments::read_for(&self.inner, &arguments)?;
+        let mut verifier = verifier.map(ForeignVerifier::new);
+        let verifier = verifier
+            .as_mut()
+            .map(|v| v as &mut dyn handoff_core::curation::Verifier);
+        Ok(ops::Verify::run_with(&self.inner, arguments, verifier)?.into())
+    }
+
+    /// Moves the verified knowledge on `branch` into its parent (or `into`): verified facts
+    /// are copied (their sources become `Promoted`) and verified or cherry-picked
+    /// conversations are copied with their messages; unverified and invalidated items stay.
+    /// Merging twice adds nothing.
+    #[uniffi::method(default(into = None))]
+    pub fn merge(&self, branch: String, into: Option<String>) -> Result<MergeReport> {
+        Ok(self.run::<ops::Merge>(arguments! { branch, into })?.into())
+    }
+
+    /// The successor's packet for the handoff `handoff_id`, from the store: the handoff, then
+    /// its task's verified facts and key conversations (verified or cherry-picked), within
+    /// `budget_tokens` (none is 2000), redacted, with the manifest of what was kept, cut and
+    /// dropped.
+    #[uniffi::method(default(budget_tokens = None))]
+    pub fn context_for(&self, handoff_id: String, budget_tokens: Option<u64>) -> Result<Packet> {
+        let arguments = arguments! { handoff_id, budget_tokens };
+        Ok(self.run::<ops::ContextFor>(arguments)?.into())
+    }
+
+    /// The curation log of task `task_id` (every change on its branches: conversations
+    /// added, messages appended, cherry-picks, facts, verifications, merges), or of `main`
+    /// without one, in the order written.
+    #[uniffi::method(default(task_id = None))]
+    pub fn curation_events(&self, task_id: Option<String>) -> Result<Vec<CurationEvent>> {
+        let events = self.run::<ops::CurationEvents>(arguments! { task_id })?;
+        Ok(events.into_iter().map(CurationEvent::from).collect())
     }
 }
 

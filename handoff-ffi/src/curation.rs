@@ -1,0 +1,827 @@
+//! Curated memory (DESIGN §9) as the foreign languages see it: conversations and their
+//! messages on branches, facts, what a verification and a merge did, the curation log, and the
+//! two pieces of code a caller may plug in: a [`Verifier`] that scores facts and
+//! conversations, and a [`DecisionJudge`] that picks a conversation's decision points.
+//!
+//! Records are typed: a message's tool calls are [`ToolCall`]s (their arguments JSON text), a
+//! status or a verdict is an enum. A log entry's `detail` and a verifier's whole item
+//! (`VerifyItem.json`, what every binding's verifier reads) are JSON text.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use handoff_core as core;
+use handoff_core::context::Message;
+use handoff_core::curation;
+use serde::{Serialize, Serializer, ser::Error as _};
+
+use crate::arguments::{text, wire_form};
+use crate::error::{HandoffError, Result};
+use crate::record::{same_enum, time};
+
+/// What the verification gate made of an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum Verdict {
+    /// Scored at least its threshold: a merge moves it up.
+    Verified,
+    /// Scored in between (or not verified yet): it stays, and may be verified again.
+    Unverified,
+    /// Scored below `invalidate_below`: it stays, marked wrong.
+    Invalidated,
+}
+
+/// Where a fact stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum FactStatus {
+    /// Written, not verified yet (or scored in between).
+    Active,
+    /// Passed the gate.
+    Verified,
+    /// Failed the gate.
+    Invalidated,
+    /// Copied to the parent branch by a merge: the copy is what counts now.
+    Promoted,
+    /// Replaced by a newer fact.
+    Superseded,
+}
+
+/// What changed in curated memory, in a [`CurationEvent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum CurationChange {
+    /// A conversation was written.
+    ConversationAdded,
+    /// Messages were added at the end of a conversation.
+    MessagesAppended,
+    /// Messages were cherry-picked into a new conversation.
+    CherryPicked,
+    /// Facts were written.
+    FactsAdded,
+    /// A branch was verified.
+    Verified,
+    /// A branch was merged into another.
+    Merged,
+}
+
+/// What a verifier is asked about, and what a report line is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum VerifyItemKind {
+    /// A fact.
+    Fact,
+    /// A conversation.
+    Conversation,
+}
+
+same_enum!(Verdict <=> curation::Verdict { Verified, Unverified, Invalidated });
+
+same_enum!(FactStatus <=> curation::FactStatus {
+    Active, Verified, Invalidated, Promoted, Superseded,
+});
+
+same_enum!(CurationChange <=> curation::CurationChange {
+    ConversationAdded, MessagesAppended, CherryPicked, FactsAdded, Verified, Merged,
+});
+
+wire_form!(FactStatus => curation::FactStatus);
+
+/// A fact as a caller gives it to `Store.add_facts`: its text, and optionally how sure its
+/// author was (from 0 to 1) and where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize, uniffi::Record)]
+pub struct NewFact {
+    /// What is known; it must say something.
+    pub text: String,
+    /// How sure its author was, from 0 to 1.
+    #[uniffi(default)]
+    #[serde(serialize_with = "finite")]
+    pub confidence: Option<f64>,
+    /// Where it came from (a file, a conversation, a URL).
+    #[uniffi(default)]
+    pub source: Option<String>,
+}
+
+/// A fact on a branch, with what the gate made of it.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct Fact {
+    /// Its id.
+    pub id: String,
+    /// The branch it lies on.
+    pub branch: String,
+    /// What is known.
+    pub text: String,
+    /// How sure its author was.
+    pub confidence: Option<f64>,
+    /// Where it came from.
+    pub source: Option<String>,
+    /// Where it stands.
+    pub status: FactStatus,
+    /// The last verification's score.
+    pub score: Option<f64>,
+    /// Why, in the verifier's words.
+    pub explanation: Option<String>,
+    /// Who verified it (the verifier's name, or `neutral` without one).
+    pub verified_by: Option<String>,
+    /// When it was last verified.
+    pub verified_at: Option<SystemTime>,
+    /// For a merge's copy: the fact it was copied from.
+    pub origin: Option<String>,
+    /// When it was written.
+    pub created_at: SystemTime,
+}
+
+/// A conversation on a branch; its messages are `Store.messages(id)`.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct Conversation {
+    /// Its id.
+    pub id: String,
+    /// The branch it lies on.
+    pub branch: String,
+    /// What it is about.
+    pub title: Option<String>,
+    /// The task it belongs to.
+    pub task_id: Option<String>,
+    /// The agent that had it.
+    pub agent: Option<String>,
+    /// How many messages it holds.
+    pub message_count: u64,
+    /// What the gate made of it (`Unverified` until a verifier scores it).
+    pub verification_status: Verdict,
+    /// The last verification's score.
+    pub verification_score: Option<f64>,
+    /// Why, in the verifier's words.
+    pub explanation: Option<String>,
+    /// Who verified it.
+    pub verified_by: Option<String>,
+    /// For a cherry-pick's result: the conversation it was picked from.
+    pub cherry_picked_from: Option<String>,
+    /// For a merge's copy: the conversation it was copied from.
+    pub origin: Option<String>,
+    /// Whether a merge copied it to the parent branch.
+    pub promoted: bool,
+    /// When it was written.
+    pub created_at: SystemTime,
+}
+
+/// A tool call a message made.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct ToolCall {
+    /// The provider's id for the call (`call_…`, `toolu_…`); empty when it gave none.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments: JSON text (an object, or the model's raw text as a JSON string).
+    pub arguments: String,
+}
+
+/// A message of a conversation, as a [`DecisionJudge`] is shown it.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct ConversationMessage {
+    /// `user`, `assistant`, `tool`, `system`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// The tool calls it made.
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message, the id of the call it answers.
+    pub tool_call_id: Option<String>,
+    /// For a `tool` message, whether the tool failed (as the provider flagged it).
+    pub is_error: bool,
+    /// When it was said.
+    pub at: Option<SystemTime>,
+}
+
+/// Where a message was cherry-picked to.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct PickedTo {
+    /// The conversation the pick made.
+    pub conversation_id: String,
+    /// Its branch.
+    pub branch: String,
+    /// When.
+    pub picked_at: SystemTime,
+}
+
+/// A message of a stored conversation: the message, its place, and where it was picked to.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct StoredMessage {
+    /// Its place in the conversation, from 1.
+    pub seq: u64,
+    /// `user`, `assistant`, `tool`, `system`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// The tool calls it made.
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message, the id of the call it answers.
+    pub tool_call_id: Option<String>,
+    /// For a `tool` message, whether the tool failed.
+    pub is_error: bool,
+    /// When it was said.
+    pub at: Option<SystemTime>,
+    /// Whether a cherry-pick took it (`cherry_picked_to` is not empty).
+    pub is_cherry_picked: bool,
+    /// Every cherry-pick that took it.
+    pub cherry_picked_to: Vec<PickedTo>,
+}
+
+/// A branch that holds something, with its parent.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct BranchInfo {
+    /// Its name: `main`, `task/<task id>` or `task/<task id>/<agent>`.
+    pub name: String,
+    /// The branch it merges into (its name minus the last segment); none for `main`.
+    pub parent: Option<String>,
+}
+
+/// One item a verification scored, or could not.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct VerifiedItem {
+    /// A fact or a conversation.
+    pub kind: VerifyItemKind,
+    /// Its id.
+    pub id: String,
+    /// Its score; none when the verifier failed on it.
+    pub score: Option<f64>,
+    /// What the gate made of it; none when the verifier failed on it.
+    pub verdict: Option<Verdict>,
+    /// Why the verifier failed on it (it threw, or gave a score that is NaN or outside 0..1):
+    /// the item was left as it was.
+    pub error: Option<String>,
+}
+
+/// What a verification did.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct VerifyReport {
+    /// The branch verified.
+    pub branch: String,
+    /// Items that passed.
+    pub verified: u64,
+    /// Items that failed the gate.
+    pub invalidated: u64,
+    /// Items scored in between (all of them without a verifier: the neutral 0.5).
+    pub unverified: u64,
+    /// Items the verifier failed on, left as they were.
+    pub failed: u64,
+    /// Every item, in the order verified: the facts, then the conversations.
+    pub items: Vec<VerifiedItem>,
+}
+
+/// What a merge did.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct MergeReport {
+    /// The branch merged.
+    pub branch: String,
+    /// Where to.
+    pub into: String,
+    /// Facts copied up (their sources are now `Promoted`).
+    pub facts: u64,
+    /// Conversations copied up.
+    pub conversations: u64,
+    /// Items left where they are (unverified, invalidated).
+    pub kept: u64,
+}
+
+/// One entry of the curation log: what changed, where and when.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct CurationEvent {
+    /// When.
+    pub at: SystemTime,
+    /// What.
+    pub kind: CurationChange,
+    /// The branch it changed.
+    pub branch: String,
+    /// Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...):
+    /// a JSON object, as text.
+    pub detail: String,
+}
+
+/// What a [`Verifier`] is asked to score: a fact, or a conversation with its messages.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct VerifyItem {
+    /// A fact or a conversation.
+    pub kind: VerifyItemKind,
+    /// The fact's or the conversation's id.
+    pub id: String,
+    /// What to judge: the fact's text, or the conversation as `role: content` lines.
+    pub text: String,
+    /// The fact, for a fact.
+    pub fact: Option<Fact>,
+    /// The conversation, for a conversation.
+    pub conversation: Option<Conversation>,
+    /// The conversation's messages, for a conversation (empty for a fact).
+    pub messages: Vec<StoredMessage>,
+    /// The item as JSON text, as every binding's verifier reads it: the fact's or the
+    /// conversation's fields with `kind`, `text` and, for a conversation, `messages`.
+    pub json: String,
+}
+
+/// A verifier's answer: a score from 0 (wrong) to 1 (certainly right), and why.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct Score {
+    /// From 0 to 1; NaN or anything outside is reported and leaves the item as it was.
+    pub score: f64,
+    /// Why, in the verifier's words.
+    #[uniffi(default)]
+    pub explanation: Option<String>,
+}
+
+/// Scores facts and conversations for `Store.verify` (an LLM judge, a test suite, a human):
+/// implement it in Swift, Kotlin or Python.
+///
+/// `verify` is called once per item, outside any transaction, so a slow verifier holds no
+/// lock. When it throws, that item is left as it was and its report line carries what was
+/// thrown; the other items are verified.
+#[uniffi::export(with_foreign)]
+pub trait Verifier: Send + Sync {
+    /// Who verifies: stored on each item as `verified_by`.
+    fn name(&self) -> String;
+
+    /// The score of `item`.
+    fn verify(&self, item: VerifyItem) -> Result<Score>;
+}
+
+/// Decides which messages `Store.cherry_pick_decisions` takes, in place of the heuristics:
+/// implement it in Swift, Kotlin or Python.
+///
+/// It is asked about every message of the conversation, in order. When it throws, the pick
+/// stops and writes nothing: a `HandoffError` comes out as thrown, anything else as
+/// `HandoffError.Foreign` with its text.
+#[uniffi::export(with_foreign)]
+pub trait DecisionJudge: Send + Sync {
+    /// Whether `message` (the `index`-th of its conversation, from 0) is a decision point.
+    fn is_decision(&self, index: u64, message: ConversationMessage) -> Result<bool>;
+}
+
+/// A foreign [`Verifier`] in the core's shape.
+pub(crate) struct ForeignVerifier {
+    verifier: Arc<dyn Verifier>,
+    name: String,
+}
+
+impl ForeignVerifier {
+    pub(crate) fn new(verifier: Arc<dyn Verifier>) -> ForeignVerifier {
+        let name = verifier.name();
+        ForeignVerifier { verifier, name }
+    }
+}
+
+impl curation::Verifier for ForeignVerifier {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn verify(&mut self, item: curation::VerifyItem<'_>) -> core::Result<curation::Score> {
+        let score = self
+            .verifier
+            .verify(VerifyItem::of(item)?)
+            .map_err(|thrown| thrown_by("verifier", &thrown))?;
+        Ok(curation::Score {
+            score: score.score,
+            explanation: score.explanation,
+        })
+    }
+}
+
+/// A foreign [`DecisionJudge`] in the core's shape. What it throws is kept, so that the pick
+/// fails with it rather than with the core's rendering of it.
+pub(crate) struct ForeignJudge {
+    judge: Arc<dyn DecisionJudge>,
+    thrown: Option<HandoffError>,
+}
+
+impl ForeignJudge {
+    pub(crate) fn new(judge: Arc<dyn DecisionJudge>) -> ForeignJudge {
+        ForeignJudge {
+            judge,
+            thrown: None,
+        }
+    }
+
+    /// The error a pick ended with: what the judge threw, if it threw.
+    pub(crate) fn error(&mut self, error: core::Error) -> HandoffError {
+        self.thrown.take().unwrap_or_else(|| error.into())
+    }
+}
+
+impl curation::Judge for ForeignJudge {
+    fn is_decision(&mut self, index: usize, message: &Message) -> core::Result<bool> {
+        let index = u64::try_from(index).unwrap_or(u64::MAX);
+        self.judge
+            .is_decision(index, message.clone().into())
+            .map_err(|thrown| {
+                let error = thrown_by("judge", &thrown);
+                self.thrown = Some(thrown);
+                error
+            })
+    }
+}
+
+/// What foreign code threw, as the core's error: a validation error keeps its problems,
+/// anything else is a problem of `field` (`verifier`, `judge`) with its text.
+fn thrown_by(field: &str, thrown: &HandoffError) -> core::Error {
+    match thrown {
+        HandoffError::Validation { problems, .. } => core::Error::Validation {
+            problems: problems
+                .iter()
+                .map(|p| core::Problem::new(p.field.clone(), p.rule.clone()))
+                .collect(),
+        },
+        other => core::Error::invalid(field, other.to_string()),
+    }
+}
+
+/// Serializes a number the core reads, refusing NaN and the infinities, which JSON cannot
+/// hold (they would silently become `null`, that is, no value at all).
+fn finite<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(n) if !n.is_finite() => Err(S::Error::custom(format!(
+            "must be a number from 0 to 1, is {n}"
+        ))),
+        other => other.serialize(serializer),
+    }
+}
+
+/// A number argument (a verification's threshold) that must be finite, as [`finite`] checks.
+pub(crate) struct Finite(pub(crate) Option<f64>);
+
+impl Serialize for Finite {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        finite(&self.0, serializer)
+    }
+}
+
+impl VerifyItem {
+    /// The item the core asks about, with the JSON every binding's verifier reads.
+    fn of(item: curation::VerifyItem<'_>) -> core::Result<VerifyItem> {
+        let json = item.to_json()?;
+        let text = json["text"].as_str().unwrap_or_default().to_owned();
+        let shown = json.to_string();
+        Ok(match item {
+            curation::VerifyItem::Fact(fact) => VerifyItem {
+                kind: VerifyItemKind::Fact,
+                id: fact.id.clone(),
+                text,
+                fact: Some(fact.clone().into()),
+                conversation: None,
+                messages: Vec::new(),
+                json: shown,
+            },
+            curation::VerifyItem::Conversation(conversation, messages) => VerifyItem {
+                kind: VerifyItemKind::Conversation,
+                id: conversation.id.clone(),
+                text,
+                fact: None,
+                conversation: Some(conversation.clone().into()),
+                messages: messages.iter().cloned().map(StoredMessage::from).collect(),
+                json: shown,
+            },
+        })
+    }
+}
+
+impl From<curation::Fact> for Fact {
+    fn from(fact: curation::Fact) -> Self {
+        Fact {
+            id: fact.id,
+            branch: fact.branch.into(),
+            text: fact.text,
+            confidence: fact.confidence,
+            source: fact.source,
+            status: fact.status.into(),
+            score: fact.score,
+            explanation: fact.explanation,
+            verified_by: fact.verified_by,
+            verified_at: fact.verified_at.map(time),
+            origin: fact.origin,
+            created_at: time(fact.created_at),
+        }
+    }
+}
+
+impl From<curation::Conversation> for Conversation {
+    fn from(c: curation::Conversation) -> Self {
+        Conversation {
+            id: c.id,
+            branch: c.branch.into(),
+            title: c.title,
+            task_id: c.task_id,
+            agent: c.agent,
+            message_count: c.message_count,
+            verification_status: c.verification_status.into(),
+            verification_score: c.verification_score,
+            explanation: c.explanation,
+            verified_by: c.verified_by,
+            cherry_picked_from: c.cherry_picked_from,
+            origin: c.origin,
+            promoted: c.promoted,
+            created_at: time(c.created_at),
+        }
+    }
+}
+
+fn tool_calls(calls: Vec<core::messages::ToolCall>) -> Vec<ToolCall> {
+    calls
+        .into_iter()
+        .map(|call| ToolCall {
+            id: call.id,
+            name: call.name,
+            arguments: text(call.arguments),
+        })
+        .collect()
+}
+
+impl From<Message> for ConversationMessage {
+    fn from(m: Message) -> Self {
+        ConversationMessage {
+            role: m.role,
+            content: m.content,
+            tool_calls: tool_calls(m.tool_calls),
+            tool_call_id: m.tool_call_id,
+            is_error: m.is_error,
+            at: m.at.map(time),
+        }
+    }
+}
+
+impl From<curation::StoredMessage> for StoredMessage {
+    fn from(stored: curation::StoredMessage) -> Self {
+        let m = stored.message;
+        StoredMessage {
+            seq: stored.seq,
+            role: m.role,
+            content: m.content,
+            tool_calls: tool_calls(m.tool_calls),
+            tool_call_id: m.tool_call_id,
+            is_error: m.is_error,
+            at: m.at.map(time),
+            is_cherry_picked: stored.is_cherry_picked,
+            cherry_picked_to: stored
+                .cherry_picked_to
+                .into_iter()
+                .map(|to| PickedTo {
+                    conversation_id: to.conversation_id,
+                    branch: to.branch.into(),
+                    picked_at: time(to.picked_at),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<curation::BranchInfo> for BranchInfo {
+    fn from(info: curation::BranchInfo) -> Self {
+        BranchInfo {
+            name: info.name.into(),
+            parent: info.parent.map(String::from),
+        }
+    }
+}
+
+fn branch_name(branch: Option<curation::Branch>) -> String {
+    branch.map(String::from).unwrap_or_default()
+}
+
+impl From<curation::VerifyReport> for VerifyReport {
+    fn from(report: curation::VerifyReport) -> Self {
+        VerifyReport {
+            branch: branch_name(report.branch),
+            verified: report.verified,
+            invalidated: report.invalidated,
+            unverified: report.unverified,
+            failed: report.failed,
+            items: report
+                .items
+                .into_iter()
+                .map(|item| VerifiedItem {
+                    kind: match item.kind.as_str() {
+                        "conversation" => VerifyItemKind::Conversation,
+                        _ => VerifyItemKind::Fact,
+                    },
+                    id: item.id,
+                    score: item.score,
+                    verdict: item.verdict.map(Verdict::from),
+                    error: item.error,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<curation::MergeReport> for MergeReport {
+    fn from(report: curation::MergeReport) -> Self {
+        MergeReport {
+            branch: branch_name(report.branch),
+            into: branch_name(report.into),
+            facts: report.facts,
+            conversations: report.conversations,
+            kept: report.kept,
+        }
+    }
+}
+
+impl From<curation::CurationEvent> for CurationEvent {
+    fn from(event: curation::CurationEvent) -> Self {
+        CurationEvent {
+            at: time(event.at),
+            kind: event.kind.into(),
+            branch: event.branch.into(),
+            detail: text(event.detail),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{ContextMessage, OpenOptions, Store};
+
+    fn say(role: &str, content: &str) -> ContextMessage {
+        ContextMessage {
+            role: role.into(),
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+            at: None,
+            id: None,
+            priority: None,
+            is_error: false,
+        }
+    }
+
+    fn fields(err: HandoffError) -> Vec<String> {
+        match err {
+            HandoffError::Validation { problems, .. } => {
+                problems.into_iter().map(|p| p.field).collect()
+            }
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    /// Scores by the text, as a foreign verifier would; throws on "flaky", answers NaN on
+    /// "nan".
+    struct ByText;
+
+    impl Verifier for ByText {
+        fn name(&self) -> String {
+            "by-text".into()
+        }
+
+        fn verify(&self, item: VerifyItem) -> Result<Score> {
+            let parsed: serde_json::Value = serde_json::from_str(&item.json).unwrap();
+            assert_eq!(parsed["text"], item.text.as_str());
+            if item.text.contains("flaky") {
+                return Err(HandoffError::Foreign {
+                    description: "RuntimeError: the model is down".into(),
+                });
+            }
+            let score = match item.kind {
+                VerifyItemKind::Conversation => {
+                    assert_eq!(item.messages.len(), 2);
+                    0.8
+                }
+                VerifyItemKind::Fact if item.text.contains("nan") => f64::NAN,
+                VerifyItemKind::Fact if item.text.contains("retries") => 0.9,
+                VerifyItemKind::Fact => 0.1,
+            };
+            Ok(Score {
+                score,
+                explanation: Some("checked".into()),
+            })
+        }
+    }
+
+    /// One description: a fact given here carries the core's fact fields under their names.
+    #[test]
+    fn a_new_fact_is_the_cores() {
+        let ours = NewFact {
+            text: "refresh needs retries".into(),
+            confidence: Some(0.8),
+            source: Some("auth.py".into()),
+        };
+        let theirs: curation::NewFact =
+            serde_json::from_value(serde_json::to_value(&ours).unwrap()).unwrap();
+        assert_eq!(theirs.confidence, Some(0.8));
+        assert_eq!(theirs.source.as_deref(), Some("auth.py"));
+    }
+
+    #[test]
+    fn a_foreign_verifier_scores_and_its_failures_are_reported() {
+        let store = Store::memory(OpenOptions::default()).unwrap();
+        let branch = || "task/fix-oauth/agent-b".to_owned();
+        let conversation = store
+            .add_conversation(
+                branch(),
+                vec![say("user", "fix it"), say("assistant", "let me retry")],
+                None,
+                None,
+                None,
+            )
+            .unwrap();
+        assert_eq!(conversation.task_id.as_deref(), Some("fix-oauth"));
+        let fact = |text: &str| NewFact {
+            text: text.into(),
+            confidence: None,
+            source: None,
+        };
+        let facts = store
+            .add_facts(
+                branch(),
+                vec![
+                    fact("refresh needs retries"),
+                    fact("tokens last a day"),
+                    fact("flaky"),
+                    fact("nan"),
+                ],
+            )
+            .unwrap();
+        let report = store
+            .verify(branch(), Some(Arc::new(ByText)), None, None, None)
+            .unwrap();
+        assert_eq!(
+            (
+                report.verified,
+                report.invalidated,
+                report.unverified,
+                report.failed
+            ),
+            (2, 1, 0, 2)
+        );
+        let thrown = &report.items[2];
+        assert_eq!(thrown.id, facts[2].id);
+        let error = thrown.error.as_deref().unwrap();
+        assert!(error.contains("the model is down"), "{error}");
+        assert!(report.items[3].error.as_deref().unwrap().contains("NaN"));
+        let stored = store.facts(branch(), None).unwrap();
+        let statuses: Vec<FactStatus> = stored.iter().map(|f| f.status).collect();
+        use FactStatus::{Active, Invalidated, Verified};
+        assert_eq!(statuses, [Verified, Invalidated, Active, Active]);
+        assert_eq!(stored[0].verified_by.as_deref(), Some("by-text"));
+        assert_eq!(stored[2].score, None, "a failed item is left as it was");
+    }
+
+    #[test]
+    fn numbers_json_cannot_hold_are_named() {
+        let store = Store::memory(OpenOptions::default()).unwrap();
+        let err = store
+            .verify(
+                "main".into(),
+                None,
+                Some(f64::NAN),
+                None,
+                Some(f64::INFINITY),
+            )
+            .unwrap_err();
+        assert_eq!(fields(err), ["fact_threshold"]);
+        let nan = NewFact {
+            text: "x".into(),
+            confidence: Some(f64::NAN),
+            source: None,
+        };
+        let err = store.add_facts("main".into(), vec![nan]).unwrap_err();
+        assert_eq!(fields(err), ["facts[0].confidence"]);
+        assert!(store.facts("main".into(), None).unwrap().is_empty());
+    }
+
+    /// Throws what it is given on the second message.
+    struct Throws(fn() -> HandoffError);
+
+    impl DecisionJudge for Throws {
+        fn is_decision(&self, index: u64, message: ConversationMessage) -> Result<bool> {
+            match index {
+                0 => Ok(message.role == "user"),
+                _ => Err((self.0)()),
+            }
+        }
+    }
+
+    #[test]
+    fn what_a_judge_throws_comes_out_as_thrown() {
+        let store = Store::memory(OpenOptions::default()).unwrap();
+        let conversation = store
+            .add_conversation(
+                "main".into(),
+                vec![say("user", "fix it"), say("assistant", "I'll retry")],
+                None,
+                None,
+                None,
+            )
+            .unwrap();
+        let pick = |judge: Throws| {
+            store.cherry_pick_decisions(
+                conversation.id.clone(),
+                "task/t1".into(),
+                Some(Arc::new(judge)),
+            )
+        };
+        let err = pick(Throws(|| HandoffError::Foreign {
+            description: "ValueError: no".into(),
+        }))
+        .unwrap_err();
+        assert!(
+            matches!(err, HandoffError::Foreign { description } if description == "ValueError: no")
+        );
+        let err = pick(Throws(|| HandoffError::invalid("mine", "no"))).unwrap_err();
+        assert_eq!(fields(err), ["mine"]);
+        assert_eq!(store.list_conversations(None, None).unwrap().len(), 1);
+    }
+}
