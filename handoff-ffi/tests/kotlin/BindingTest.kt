@@ -3,6 +3,7 @@
 // opens, a saved policy, depth limits, paged events), racing threads, a Kotlin tokenizer, swarm
 // tools, stores opened by URL with options and their capabilities, tasks whose steps go to
 // their agents, versioned memory with a Kotlin updater, sessions, a manager/worker protocol run,
+// curated memory (cherry-picks, a Kotlin judge and verifier, merges, the successor's packet),
 // and a panic that must arrive as an exception.
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
@@ -488,6 +489,126 @@ fun protocolRun() {
     }
 }
 
+// The seed's example conversation: decision points at seqs 2, 5 and 8, tool sequences 3-4,
+// 6-7 and 8-9.
+fun seedConversation(): List<ContextMessage> {
+    fun say(role: String, content: String, call: String? = null, answers: String? = null) =
+        ContextMessage(role = role, content = content, toolCalls = listOfNotNull(call), toolCallId = answers)
+    fun call(id: String, name: String, arguments: String) = """{"id": "$id", "name": "$name", "arguments": $arguments}"""
+    return listOf(
+        say("user", "fix the auth bug"),
+        say("assistant", "let me investigate..."),
+        say("assistant", "", call("c1", "Read", """{"path": "auth.py"}""")),
+        say("tool", "def check_token(t): ...", answers = "c1"),
+        say("assistant", "found the issue: the expiry is compared in seconds"),
+        say("assistant", "", call("c2", "Edit", """{"path": "auth.py"}""")),
+        say("tool", "edited", answers = "c2"),
+        say("assistant", "fixed, let me test", call("c3", "Bash", """{"cmd": "pytest"}""")),
+        say("tool", "12 passed", answers = "c3"),
+        say("assistant", "all tests pass"),
+        say("user", "thanks"),
+    )
+}
+
+// Takes the user's messages.
+class UserTurns : DecisionJudge {
+    override fun isDecision(index: ULong, message: ConversationMessage): Boolean = message.role == "user"
+}
+
+// Verifies the retries fact and the conversation, invalidates the other fact and throws on the
+// one about time-outs.
+class Reviewer : Verifier {
+    override fun name() = "reviewer"
+    override fun verify(item: VerifyItem): Score = when {
+        "times out" in item.text -> throw IllegalStateException("the model timed out")
+        item.kind == VerifyItemKind.CONVERSATION -> {
+            check(item.messages.size == 11 && item.conversation?.id == item.id) { "$item" }
+            Score(0.9, "a clean fix")
+        }
+        "retries" in item.text -> Score(0.95, "matches auth.py")
+        else -> Score(0.1, "they last 15 minutes")
+    }
+}
+
+// Curated memory: a conversation on an agent's branch, cherry-picks by range, by decision points
+// (heuristics, a Kotlin judge) and tool sequences, facts verified with no verifier (the neutral
+// 0.5) and with a Kotlin one (its throw reported, the item left as it was), two merges, the
+// successor's packet and the curation log; bad input named, writing nothing.
+fun curation() {
+    Store.memory().use { store ->
+        val branch = "task/fix-oauth/agent-b"
+        val taskBranch = "task/fix-oauth"
+        fun contents(c: Conversation) = store.messages(c.id).map { it.content }
+
+        val source = store.addConversation(branch, seedConversation(), title = "OAuth refresh")
+        check(source.taskId == "fix-oauth" && source.agent == "agent-b" && source.messageCount == 11uL) { "$source" }
+        check(source.verificationStatus == Verdict.UNVERIFIED && store.getConversation(source.id) == source) { "$source" }
+        val read = store.messages(source.id, fromSeq = 3uL, toSeq = 3uL).single()
+        check(read.toolCalls.single().name == "Read" && read.toolCalls.single().arguments == """{"path":"auth.py"}""") { "$read" }
+
+        val picked = store.cherryPick(source.id, taskBranch, fromSeq = 2uL, toSeq = 5uL, title = "the diagnosis")
+        check(picked.branch == taskBranch && picked.messageCount == 4uL && picked.cherryPickedFrom == source.id) { "$picked" }
+        val marked = store.messages(source.id).filter { it.isCherryPicked }
+        check(marked.map { it.seq } == listOf(2uL, 3uL, 4uL, 5uL)) { "$marked" }
+        check(marked.first().cherryPickedTo.single().conversationId == picked.id) { "${marked.first()}" }
+        val decisions = store.cherryPickDecisions(source.id, taskBranch)
+        check(contents(decisions) == listOf("let me investigate...", "found the issue: the expiry is compared in seconds",
+            "fixed, let me test")) { "${contents(decisions)}" }
+        val judged = store.cherryPickDecisions(source.id, taskBranch, UserTurns())
+        check(contents(judged) == listOf("fix the auth bug", "thanks")) { "${contents(judged)}" }
+        val tools = store.cherryPickTools(source.id, taskBranch)
+        check(store.messages(tools.id).flatMap { it.toolCalls }.map { it.name } == listOf("Read", "Edit", "Bash")) { "tools" }
+
+        val facts = store.addFacts(branch, listOf(
+            NewFact("the refresh needs retries with backoff", confidence = 0.8, source = "auth.py"),
+            NewFact("access tokens last a day"),
+            NewFact("the model times out on this one"),
+        ))
+        check(facts.all { it.status == FactStatus.ACTIVE }) { "$facts" }
+        val neutral = store.verify(branch)
+        check(neutral.unverified == 4uL && neutral.verified == 0uL && neutral.items.all { it.score == 0.5 }) { "$neutral" }
+        val report = store.verify(branch, Reviewer())
+        check(report.verified == 2uL && report.invalidated == 1uL && report.failed == 1uL) { "$report" }
+        val thrown = report.items.single { it.error != null }
+        check(thrown.id == facts[2].id && thrown.error!!.contains("the model timed out")) { "$thrown" }
+        val statuses = store.facts(branch).map { it.status }
+        check(statuses == listOf(FactStatus.VERIFIED, FactStatus.INVALIDATED, FactStatus.ACTIVE)) { "$statuses" }
+        check(store.facts(branch).first().verifiedBy == "reviewer") { "verified by" }
+
+        val merged = store.merge(branch)
+        check(merged == MergeReport(branch, taskBranch, facts = 1uL, conversations = 1uL, kept = 2uL)) { "$merged" }
+        val again = store.merge(branch)
+        check(again.facts == 0uL && again.conversations == 0uL) { "merging twice adds nothing: $again" }
+        check(store.facts(taskBranch, FactStatus.VERIFIED).single().origin == facts[0].id) { "the copy's origin" }
+        check(store.branches().map { it.name to it.parent } == listOf(taskBranch to "main", branch to taskBranch)) {
+            "${store.branches()}"
+        }
+
+        val h = store.create(task("fix-oauth", "Ship the OAuth fix"))
+        val packet = store.contextFor(h.id, budgetTokens = 4000uL)
+        check("the refresh needs retries with backoff" in packet.markdown) { packet.markdown }
+        check("access tokens last a day" !in packet.markdown) { "an invalidated fact is left out" }
+        val kinds = store.curationEvents("fix-oauth").map { it.kind }
+        check(kinds.first() == CurationChange.CONVERSATION_ADDED && kinds.last() == CurationChange.MERGED &&
+            CurationChange.CHERRY_PICKED in kinds && CurationChange.VERIFIED in kinds) { "$kinds" }
+
+        val before = Triple(store.listConversations(), store.messages(source.id), store.curationEvents("fix-oauth"))
+        val badBranch = raises<HandoffException.Validation> { store.addConversation("feature/x", seedConversation()) }
+        check(badBranch.problems.map { it.field } == listOf("branch")) { "${badBranch.problems}" }
+        val badRange = raises<HandoffException.Validation> { store.cherryPick(source.id, taskBranch, fromSeq = 9uL, toSeq = 12uL) }
+        check(badRange.problems.map { it.field } == listOf("to_seq")) { "${badRange.problems}" }
+        val refused = raises<HandoffException.Foreign> {
+            store.cherryPickDecisions(source.id, taskBranch, object : DecisionJudge {
+                override fun isDecision(index: ULong, message: ConversationMessage): Boolean =
+                    throw IllegalStateException("the judge is unreachable")
+            })
+        }
+        check(refused.description.contains("the judge is unreachable")) { refused.description }
+        val after = Triple(store.listConversations(), store.messages(source.id), store.curationEvents("fix-oauth"))
+        check(after == before) { "refused input changes nothing" }
+    }
+}
+
 fun main(args: Array<String>) {
     val dir = kotlin.io.path.createTempDirectory("handoff-ffi-kotlin").toString()
     val tests = listOf<Pair<String, () -> Unit>>(
@@ -507,6 +628,7 @@ fun main(args: Array<String>) {
         "memory" to ::memory,
         "sessions" to ::sessions,
         "protocol run" to ::protocolRun,
+        "curation" to ::curation,
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0
