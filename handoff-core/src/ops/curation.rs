@@ -18,8 +18,8 @@ use crate::curation::{
 };
 use crate::error::{Error, Problem, Result};
 use crate::messages;
-use crate::store::{NewConversation, Store};
-use crate::validate::Limits;
+use crate::store::{NewConversation, Store, check_messages};
+use crate::validate::{Collector, Limits};
 
 /// The problems of a branch name given as `field`.
 fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
@@ -33,9 +33,18 @@ fn read_messages(values: &[Value]) -> Result<Vec<Message>> {
     messages::normalize(values)
 }
 
-fn messages_problems(problems: &mut Vec<Problem>, values: &[Value]) {
-    if let Err(err) = read_messages(values) {
-        problems.extend(err.problems().iter().cloned());
+/// The problems of messages given in any shape: those of their shape, else those of the
+/// messages read (roles, sizes under `limits`).
+fn messages_problems(problems: &mut Vec<Problem>, values: &[Value], limits: &Limits) {
+    match read_messages(values) {
+        Err(err) => problems.extend(err.problems().iter().cloned()),
+        Ok(messages) => {
+            let mut c = Collector::default();
+            check_messages(&mut c, limits, &messages);
+            if let Err(err) = c.finish() {
+                problems.extend(err.problems().iter().cloned());
+            }
+        }
     }
 }
 
@@ -62,10 +71,10 @@ pub struct AddConversationArgs {
 }
 
 impl Arguments for AddConversationArgs {
-    fn problems(&self, _: &Limits) -> Vec<Problem> {
+    fn problems(&self, limits: &Limits) -> Vec<Problem> {
         let mut problems = Vec::new();
         branch_problems(&mut problems, "branch", &self.branch);
-        messages_problems(&mut problems, &self.messages);
+        messages_problems(&mut problems, &self.messages, limits);
         problems
     }
 }
@@ -103,9 +112,9 @@ pub struct AppendMessagesArgs {
 }
 
 impl Arguments for AppendMessagesArgs {
-    fn problems(&self, _: &Limits) -> Vec<Problem> {
+    fn problems(&self, limits: &Limits) -> Vec<Problem> {
         let mut problems = Vec::new();
-        messages_problems(&mut problems, &self.messages);
+        messages_problems(&mut problems, &self.messages, limits);
         problems
     }
 }

@@ -133,7 +133,7 @@ pub struct NewConversation {
 }
 
 /// Every problem of `messages` (each text within the limits), named `messages[i]`.
-fn check_messages(c: &mut Collector, limits: &Limits, messages: &[Message]) {
+pub(crate) fn check_messages(c: &mut Collector, limits: &Limits, messages: &[Message]) {
     for (i, message) in messages.iter().enumerate() {
         validate::text_named(
             c,

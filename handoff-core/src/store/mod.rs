@@ -39,6 +39,7 @@ pub use agent_memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
 pub use claim::{Claim, ClaimRef, ClaimSecret};
+pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
 pub use sessions::Session;
 pub use tasks::Task;

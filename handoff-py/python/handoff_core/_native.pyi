@@ -32,6 +32,15 @@ class _ModelDump(Protocol):
 
     def model_dump(self, *, mode: str) -> Any: ...
 
+#: A verifier's answer: a score from 0 to 1, ``(score, explanation)`` or
+#: ``{"score": ..., "explanation": ...}``.
+_Score = Union[float, tuple[float, Optional[str]], Mapping[str, Any]]
+#: Scores an item of curated memory (a ``dict``: ``kind``, ``text``, the fact's or the
+#: conversation's fields, a conversation's ``messages``).
+_Verifier = Callable[[dict[str, Any]], _Score]
+#: Says whether a message (a ``dict`` with its ``index`` from 0) is a decision point.
+_Judge = Callable[[dict[str, Any]], bool]
+
 #: An API whose chat input ``Packet.to_messages`` writes.
 _MessageProvider = Literal["openai_chat", "openai_responses", "anthropic"]
 
@@ -44,7 +53,9 @@ __all__ = [
     "Claim",
     "ClaimRef",
     "ContextBuilder",
+    "Conversation",
     "Event",
+    "Fact",
     "Handoff",
     "HandoffIntent",
     "HistoryEntry",
@@ -54,6 +65,7 @@ __all__ = [
     "Manifest",
     "ManualClock",
     "Memory",
+    "MergeReport",
     "Packet",
     "PathStats",
     "ProtocolRun",
@@ -67,6 +79,7 @@ __all__ = [
     "TaskEvent",
     "TaskStatistics",
     "TaskSummary",
+    "VerifyReport",
     "__version__",
     "connect",
     "open",
@@ -655,6 +668,104 @@ class ProtocolStats:
     def median_iteration_seconds(self) -> Optional[float]: ...
     @property
     def per_run(self) -> list[dict[str, Any]]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Conversation:
+    """A conversation on a branch of curated memory; its messages are kept beside it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def branch(self) -> str: ...
+    @property
+    def title(self) -> Optional[str]: ...
+    @property
+    def task_id(self) -> Optional[str]: ...
+    @property
+    def agent(self) -> Optional[str]: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def verification_status(self) -> Literal["verified", "unverified", "invalidated"]: ...
+    @property
+    def verification_score(self) -> Optional[float]: ...
+    @property
+    def explanation(self) -> Optional[str]: ...
+    @property
+    def verified_by(self) -> Optional[str]: ...
+    @property
+    def cherry_picked_from(self) -> Optional[str]: ...
+    @property
+    def origin(self) -> Optional[str]: ...
+    @property
+    def promoted(self) -> bool: ...
+    @property
+    def created_at(self) -> datetime: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Fact:
+    """A fact on a branch, with what the verification gate made of it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def branch(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def confidence(self) -> Optional[float]: ...
+    @property
+    def source(self) -> Optional[str]: ...
+    @property
+    def status(self) -> Literal["active", "verified", "invalidated", "promoted", "superseded"]: ...
+    @property
+    def score(self) -> Optional[float]: ...
+    @property
+    def explanation(self) -> Optional[str]: ...
+    @property
+    def verified_by(self) -> Optional[str]: ...
+    @property
+    def verified_at(self) -> Optional[datetime]: ...
+    @property
+    def origin(self) -> Optional[str]: ...
+    @property
+    def created_at(self) -> datetime: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class VerifyReport:
+    """What a verification did."""
+
+    @property
+    def branch(self) -> Optional[str]: ...
+    @property
+    def verified(self) -> int: ...
+    @property
+    def invalidated(self) -> int: ...
+    @property
+    def unverified(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def items(self) -> list[dict[str, Any]]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class MergeReport:
+    """What a merge did."""
+
+    @property
+    def branch(self) -> Optional[str]: ...
+    @property
+    def into(self) -> Optional[str]: ...
+    @property
+    def facts(self) -> int: ...
+    @property
+    def conversations(self) -> int: ...
+    @property
+    def kept(self) -> int: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -1375,6 +1486,187 @@ class Store:
     def protocol_stats(self) -> ProtocolStats:
         """How the store's protocol runs went: runs, completions, the first-try completion rate, the
         escalation rate, retries, iterations per run and the median time per iteration.
+        """
+    def add_conversation(
+        self,
+        branch: str,
+        messages: Sequence[Any],
+        *,
+        title: Optional[str] = None,
+        task_id: Optional[str] = None,
+        agent: Optional[str] = None,
+    ) -> Conversation:
+        """Writes a conversation on a branch (`main`, `task/<task>` or `task/<task>/<agent>`,
+        created on first use), its messages numbered from 1 (`seq`). Messages come in the OpenAI
+        chat shape or as Responses / Agents SDK items, Anthropic messages or LangChain message
+        dicts.
+
+        Args:
+            branch: The branch it goes on.
+            messages: Its messages, in order: `{"role", "content", "tool_calls"?, "tool_call_id"?}`
+                or a provider's own shape.
+            title: What it is about.
+            task_id: The task it belongs to (by default the branch's).
+            agent: The agent that had it (by default the branch's).
+        """
+    def append_messages(self, conversation_id: str, messages: Sequence[Any]) -> Conversation:
+        """Adds messages at the end of a conversation, numbered after its last.
+
+        Args:
+            conversation_id: The conversation's id.
+            messages: The messages, in order, in any shape `add_conversation` reads.
+        """
+    def get_conversation(self, id: str) -> Conversation:
+        """The conversation with this id; `NotFound` if there is none.
+
+        Args:
+            id: The conversation's id.
+        """
+    def messages(
+        self,
+        id: str,
+        *,
+        from_seq: Optional[int] = None,
+        to_seq: Optional[int] = None,
+    ) -> builtins.list[dict[str, Any]]:
+        """A conversation's messages `from_seq..=to_seq` (all of them by default), in order, each
+        with its `seq` and where it was cherry-picked to.
+
+        Args:
+            id: The conversation's id.
+            from_seq: The first message (from 1).
+            to_seq: The last message.
+        """
+    def list_conversations(
+        self,
+        *,
+        branch: Optional[str] = None,
+        task_id: Optional[str] = None,
+    ) -> builtins.list[Conversation]:
+        """The conversations of a branch, of a task, or of the whole store, oldest first.
+
+        Args:
+            branch: Only those on this branch.
+            task_id: Only those of this task.
+        """
+    def cherry_pick(
+        self,
+        conversation_id: str,
+        target_branch: str,
+        *,
+        from_seq: Optional[int] = None,
+        to_seq: Optional[int] = None,
+        title: Optional[str] = None,
+    ) -> Conversation:
+        """Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into a
+        new conversation on `target_branch`; the source messages are marked `cherry_picked_to` it.
+        The range must lie inside the conversation, `from_seq ≤ to_seq`.
+
+        Args:
+            conversation_id: The conversation to pick from.
+            target_branch: Where the new conversation goes.
+            from_seq: The first message to take (from 1).
+            to_seq: The last message to take.
+            title: The new conversation's title.
+        """
+    def cherry_pick_decisions(
+        self,
+        conversation_id: str,
+        target_branch: str,
+        judge: Optional[_Judge] = None,
+    ) -> Conversation:
+        """Copies a conversation's decision points into a new conversation on `target_branch`: by
+        the seed's heuristics, assistant messages that state an approach ("I'll", "let me", "the
+        approach", "decided"), the first one after a tool that failed, and the one that leads to a
+        tool call that succeeded. A judge (a face's callable, or the MCP client's model) may decide
+        instead; when it fails, nothing is written.
+
+        Args:
+            conversation_id: The conversation to pick from.
+            target_branch: Where the new conversation goes.
+            judge: Decides for each message (a dict with its ``index``) in place of the heuristics:
+                ``judge(message) -> bool``.
+        """
+    def cherry_pick_tools(self, conversation_id: str, target_branch: str) -> Conversation:
+        """Copies a conversation's tool-call sequences (each call with its results) into a new
+        conversation on `target_branch`.
+
+        Args:
+            conversation_id: The conversation to pick from.
+            target_branch: Where the new conversation goes.
+        """
+    def add_facts(self, branch: str, facts: Sequence[Any]) -> builtins.list[Fact]:
+        """Writes facts on a branch (status `active`), checked whole first: every problem at once,
+        nothing written when there is one.
+
+        Args:
+            branch: The branch they go on.
+            facts: The facts: texts, or `{"text", "confidence"?, "source"?}`.
+        """
+    def facts(
+        self,
+        branch: str,
+        *,
+        status: Optional[Literal["active", "verified", "invalidated", "promoted", "superseded"]] = None,
+    ) -> builtins.list[Fact]:
+        """The facts of a branch, oldest first, optionally only those in one status (`active`,
+        `verified`, `invalidated`, `promoted`, `superseded`).
+
+        Args:
+            branch: The branch.
+            status: Only facts in this status.
+        """
+    def branches(self) -> builtins.list[dict[str, Any]]:
+        """Every branch that holds a conversation or a fact, with its parent, in name order."""
+    def verify(
+        self,
+        branch: str,
+        verifier: Optional[_Verifier] = None,
+        *,
+        fact_threshold: Optional[float] = None,
+        invalidate_below: Optional[float] = None,
+        conversation_threshold: Optional[float] = None,
+    ) -> VerifyReport:
+        """Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
+        least `fact_threshold` is verified, a conversation at least `conversation_threshold`; below
+        `invalidate_below` either is invalidated. Without a verifier every score is the neutral 0.5
+        (nothing verified, nothing invalidated, nothing blocked); an item the verifier fails on, or
+        scores with NaN or outside 0..1, is left as it was and reported.
+
+        Args:
+            branch: The branch to verify.
+            verifier: Scores each item: ``verifier(item) -> score``, ``(score, explanation)`` or
+                ``{"score", "explanation"}``; without one every score is the neutral 0.5.
+            fact_threshold: A fact scoring at least this is verified (default 0.7).
+            invalidate_below: A fact or a conversation scoring below this is invalidated (default
+                0.4).
+            conversation_threshold: A conversation scoring at least this is verified (default 0.6).
+        """
+    def merge(self, branch: str, *, into: Optional[str] = None) -> MergeReport:
+        """Moves a branch's verified knowledge into its parent (or `into`): verified facts are
+        copied (their sources become `promoted`) and verified or cherry-picked conversations are
+        copied with their messages; unverified and invalidated items stay. Merging twice adds
+        nothing.
+
+        Args:
+            branch: The branch to merge.
+            into: Where to (by default its parent: the name minus its last segment).
+        """
+    def context_for(self, handoff_id: str, *, budget_tokens: Optional[int] = None) -> Packet:
+        """The successor's packet for a handoff, from the store: the handoff, then its task's
+        verified facts and key conversations (verified or cherry-picked), within the budget,
+        redacted, with the manifest of what was kept, cut and dropped.
+
+        Args:
+            handoff_id: The handoff's id.
+            budget_tokens: The packet's budget in tokens (default 2000).
+        """
+    def curation_events(self, *, task_id: Optional[str] = None) -> builtins.list[dict[str, Any]]:
+        """The curation log of a task (every change on its branches: conversations added, messages
+        appended, cherry-picks, facts, verifications, merges), or of `main` without one, in order.
+
+        Args:
+            task_id: The task (by default `main`'s log).
         """
     # <<< GENERATED
     def now(self) -> datetime: ...

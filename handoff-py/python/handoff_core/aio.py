@@ -32,12 +32,16 @@ from handoff_core._native import (
     ChainPolicy,
     Claim,
     ClaimRef,
+    Conversation,
     Event,
+    Fact,
     Handoff,
     HistoryEntry,
     Limits,
     ManualClock,
     Memory,
+    MergeReport,
+    Packet,
     PathStats,
     ProtocolRun,
     ProtocolStats,
@@ -46,6 +50,7 @@ from handoff_core._native import (
     TaskEvent,
     TaskStatistics,
     TaskSummary,
+    VerifyReport,
 )
 from handoff_core._errors import Busy, Conflict
 from handoff_core._types import Kind, Status, StrPath, Synchronous, TaskStatus
@@ -56,6 +61,34 @@ _Seconds = Union[int, float]
 _Span = Union[int, float, timedelta]
 _AnyClaim = Union[Claim, ClaimRef]
 _Change = Callable[[dict[str, Any]], Union[Mapping[str, Any], Awaitable[Mapping[str, Any]]]]
+
+_Score = Union[float, tuple[float, Optional[str]], Mapping[str, Any]]
+#: A verifier (``Store.verify``): a plain function or a coroutine function.
+_Verifier = Callable[[dict[str, Any]], Union[_Score, Awaitable[_Score]]]
+#: A decision judge (``Store.cherry_pick_decisions``): a plain function or a coroutine function.
+_Judge = Callable[[dict[str, Any]], Union[bool, Awaitable[bool]]]
+
+
+def _from_thread(function: Optional[Callable[[Any], Any]]) -> Optional[Callable[[Any], Any]]:
+    """``function`` as the worker thread running a store call may call it: a coroutine function
+    runs on the event loop (the thread waits for it), a plain one in the thread. Its name goes
+    along, as the verifier's name the store keeps."""
+    if function is None:
+        return None
+    loop = asyncio.get_running_loop()
+
+    async def awaited(pending: Awaitable[Any]) -> Any:
+        return await pending
+
+    def call(argument: Any) -> Any:
+        answer = function(argument)
+        if inspect.isawaitable(answer):
+            return asyncio.run_coroutine_threadsafe(awaited(answer), loop).result()
+        return answer
+
+    call.__name__ = getattr(function, "__name__", type(function).__name__)
+    return call
+
 
 #: How often ``memory_update`` reads and writes again after other writers came first (the
 #: synchronous store's bound too: the core's `MAX_MEMORY_UPDATE_ROUNDS`).
@@ -827,4 +860,185 @@ class Store:
         escalation rate, retries, iterations per run and the median time per iteration.
         """
         return await asyncio.to_thread(self._store.protocol_stats)
+
+    async def add_conversation(
+        self,
+        branch: str,
+        messages: Sequence[Any],
+        *,
+        title: Optional[str] = None,
+        task_id: Optional[str] = None,
+        agent: Optional[str] = None,
+    ) -> Conversation:
+        """Writes a conversation on a branch (`main`, `task/<task>` or `task/<task>/<agent>`,
+        created on first use), its messages numbered from 1 (`seq`). Messages come in the OpenAI
+        chat shape or as Responses / Agents SDK items, Anthropic messages or LangChain message
+        dicts.
+        """
+        return await asyncio.to_thread(
+            self._store.add_conversation,
+            branch,
+            messages,
+            title=title,
+            task_id=task_id,
+            agent=agent,
+        )
+
+    async def append_messages(self, conversation_id: str, messages: Sequence[Any]) -> Conversation:
+        """Adds messages at the end of a conversation, numbered after its last."""
+        return await asyncio.to_thread(self._store.append_messages, conversation_id, messages)
+
+    async def get_conversation(self, id: str) -> Conversation:
+        """The conversation with this id; `NotFound` if there is none."""
+        return await asyncio.to_thread(self._store.get_conversation, id)
+
+    async def messages(
+        self,
+        id: str,
+        *,
+        from_seq: Optional[int] = None,
+        to_seq: Optional[int] = None,
+    ) -> builtins.list[dict[str, Any]]:
+        """A conversation's messages `from_seq..=to_seq` (all of them by default), in order, each
+        with its `seq` and where it was cherry-picked to.
+        """
+        return await asyncio.to_thread(self._store.messages, id, from_seq=from_seq, to_seq=to_seq)
+
+    async def list_conversations(
+        self,
+        *,
+        branch: Optional[str] = None,
+        task_id: Optional[str] = None,
+    ) -> builtins.list[Conversation]:
+        """The conversations of a branch, of a task, or of the whole store, oldest first."""
+        return await asyncio.to_thread(
+            self._store.list_conversations,
+            branch=branch,
+            task_id=task_id,
+        )
+
+    async def cherry_pick(
+        self,
+        conversation_id: str,
+        target_branch: str,
+        *,
+        from_seq: Optional[int] = None,
+        to_seq: Optional[int] = None,
+        title: Optional[str] = None,
+    ) -> Conversation:
+        """Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into a
+        new conversation on `target_branch`; the source messages are marked `cherry_picked_to` it.
+        The range must lie inside the conversation, `from_seq ≤ to_seq`.
+        """
+        return await asyncio.to_thread(
+            self._store.cherry_pick,
+            conversation_id,
+            target_branch,
+            from_seq=from_seq,
+            to_seq=to_seq,
+            title=title,
+        )
+
+    async def cherry_pick_decisions(
+        self,
+        conversation_id: str,
+        target_branch: str,
+        judge: Optional[_Judge] = None,
+    ) -> Conversation:
+        """Copies a conversation's decision points into a new conversation on `target_branch`: by
+        the seed's heuristics, assistant messages that state an approach ("I'll", "let me", "the
+        approach", "decided"), the first one after a tool that failed, and the one that leads to a
+        tool call that succeeded. A judge (a face's callable, or the MCP client's model) may decide
+        instead; when it fails, nothing is written.
+        """
+        return await asyncio.to_thread(
+            self._store.cherry_pick_decisions,
+            conversation_id,
+            target_branch,
+            _from_thread(judge),
+        )
+
+    async def cherry_pick_tools(self, conversation_id: str, target_branch: str) -> Conversation:
+        """Copies a conversation's tool-call sequences (each call with its results) into a new
+        conversation on `target_branch`.
+        """
+        return await asyncio.to_thread(
+            self._store.cherry_pick_tools,
+            conversation_id,
+            target_branch,
+        )
+
+    async def add_facts(self, branch: str, facts: Sequence[Any]) -> builtins.list[Fact]:
+        """Writes facts on a branch (status `active`), checked whole first: every problem at once,
+        nothing written when there is one.
+        """
+        return await asyncio.to_thread(self._store.add_facts, branch, facts)
+
+    async def facts(
+        self,
+        branch: str,
+        *,
+        status: Optional[Literal["active", "verified", "invalidated", "promoted", "superseded"]] = None,
+    ) -> builtins.list[Fact]:
+        """The facts of a branch, oldest first, optionally only those in one status (`active`,
+        `verified`, `invalidated`, `promoted`, `superseded`).
+        """
+        return await asyncio.to_thread(self._store.facts, branch, status=status)
+
+    async def branches(self) -> builtins.list[dict[str, Any]]:
+        """Every branch that holds a conversation or a fact, with its parent, in name order."""
+        return await asyncio.to_thread(self._store.branches)
+
+    async def verify(
+        self,
+        branch: str,
+        verifier: Optional[_Verifier] = None,
+        *,
+        fact_threshold: Optional[float] = None,
+        invalidate_below: Optional[float] = None,
+        conversation_threshold: Optional[float] = None,
+    ) -> VerifyReport:
+        """Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
+        least `fact_threshold` is verified, a conversation at least `conversation_threshold`; below
+        `invalidate_below` either is invalidated. Without a verifier every score is the neutral 0.5
+        (nothing verified, nothing invalidated, nothing blocked); an item the verifier fails on, or
+        scores with NaN or outside 0..1, is left as it was and reported.
+        """
+        return await asyncio.to_thread(
+            self._store.verify,
+            branch,
+            _from_thread(verifier),
+            fact_threshold=fact_threshold,
+            invalidate_below=invalidate_below,
+            conversation_threshold=conversation_threshold,
+        )
+
+    async def merge(self, branch: str, *, into: Optional[str] = None) -> MergeReport:
+        """Moves a branch's verified knowledge into its parent (or `into`): verified facts are
+        copied (their sources become `promoted`) and verified or cherry-picked conversations are
+        copied with their messages; unverified and invalidated items stay. Merging twice adds
+        nothing.
+        """
+        return await asyncio.to_thread(self._store.merge, branch, into=into)
+
+    async def context_for(self, handoff_id: str, *, budget_tokens: Optional[int] = None) -> Packet:
+        """The successor's packet for a handoff, from the store: the handoff, then its task's
+        verified facts and key conversations (verified or cherry-picked), within the budget,
+        redacted, with the manifest of what was kept, cut and dropped.
+        """
+        return await asyncio.to_thread(
+            self._store.context_for,
+            handoff_id,
+            budget_tokens=budget_tokens,
+        )
+
+    async def curation_events(
+        self,
+        *,
+        task_id: Optional[str] = None,
+    ) -> builtins.list[dict[str, Any]]:
+        """The curation log of a task (every change on its branches: conversations added, messages
+        appended, cherry-picks, facts, verifications, merges), or of `main` without one, in order.
+        """
+        return await asyncio.to_thread(self._store.curation_events, task_id=task_id)
     # <<< GENERATED
