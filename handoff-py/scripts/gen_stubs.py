@@ -28,8 +28,35 @@ WIDTH = 100
 #: Enumerations the stubs already name (``handoff_core._types``).
 NAMED_ENUMS = {"Kind", "Status", "EventKind", "Provider", "Multiple", "Synchronous", "TaskStatus"}
 
-#: The catalog's return types (`Handoff`, `[Event]`, `Claim?`, ...) in Python.
-RETURNS = {"string": "str", "integer": "int", "boolean": "bool", "unit": "None"}
+#: The catalog's return types (`Handoff`, `[Event]`, `Claim?`, ...) in Python; messages, branches
+#: and the curation log come as plain dicts.
+RETURNS = {
+    "string": "str",
+    "integer": "int",
+    "boolean": "bool",
+    "unit": "None",
+    "StoredMessage": "dict[str, Any]",
+    "BranchInfo": "dict[str, Any]",
+    "CurationEvent": "dict[str, Any]",
+}
+
+#: What a method takes beyond the catalog's arguments: code, which JSON cannot carry. Each is
+#: (name, type, doc); it follows the positional arguments, `None` by default, and ``aio`` hands
+#: it to the worker thread through ``_from_thread``.
+CALLABLES = {
+    "verify": (
+        "verifier",
+        "_Verifier",
+        "Scores each item: ``verifier(item) -> score``, ``(score, explanation)`` or "
+        "``{\"score\", \"explanation\"}``; without one every score is the neutral 0.5.",
+    ),
+    "cherry_pick_decisions": (
+        "judge",
+        "_Judge",
+        "Decides for each message (a dict with its ``index``) in place of the heuristics: "
+        "``judge(message) -> bool``.",
+    ),
+}
 
 #: The core's error codes, which its docs name, as the exceptions Python raises.
 EXCEPTIONS = {
@@ -128,6 +155,11 @@ class Operation:
             )
 
         self.positional = [parameter(n, properties[n]) for n in entry["positional"]]
+        self.callable = None
+        if self.name in CALLABLES:
+            name, annotation, doc = CALLABLES[self.name]
+            self.callable = Parameter(name, annotation, False, doc)
+            self.positional.append(self.callable)
         self.keyword = [parameter(n, node) for n, node in properties.items() if n not in entry["positional"]]
         for core, python in entry.get("aliases", {}).items():
             alias = parameter(python, properties[python])
@@ -167,7 +199,8 @@ class Operation:
         return f"{self.signature('')}\n{self.docstring(with_arguments=True)}\n"
 
     def coroutine(self) -> str:
-        args = ["self._store." + self.name] + [p.name for p in self.positional]
+        args = ["self._store." + self.name]
+        args += [f"_from_thread({p.name})" if p is self.callable else p.name for p in self.positional]
         args += [f"{p.name}={p.name}" for p in self.keyword]
         call = f"asyncio.to_thread({', '.join(args)})"
         verb = "await" if self.returns == "None" else "return await"

@@ -193,6 +193,12 @@ pub struct Packet {
     inner: core::Packet,
 }
 
+impl Packet {
+    pub(crate) fn new(inner: core::Packet) -> Packet {
+        Packet { inner }
+    }
+}
+
 #[pymethods]
 impl Packet {
     /// The packet rendered as Markdown.

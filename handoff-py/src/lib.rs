@@ -13,6 +13,7 @@ mod chain;
 mod clock;
 mod context;
 mod convert;
+mod curation;
 mod errors;
 mod machine;
 mod ops;
@@ -49,6 +50,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tasks::Session>()?;
     m.add_class::<protocol::ProtocolRun>()?;
     m.add_class::<protocol::ProtocolStats>()?;
+    m.add_class::<curation::Conversation>()?;
+    m.add_class::<curation::Fact>()?;
+    m.add_class::<curation::VerifyReport>()?;
+    m.add_class::<curation::MergeReport>()?;
     m.add_class::<redact::Redaction>()?;
     m.add_class::<redact::Redactor>()?;
     m.add_function(wrap_pyfunction!(redact::redact, m)?)?;

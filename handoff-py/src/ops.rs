@@ -319,6 +319,14 @@ wrapped! {
     core::store::Session => Session, Session::new;
     core::protocol::Run => crate::protocol::ProtocolRun, crate::protocol::ProtocolRun::new;
     core::protocol::ProtocolStats => crate::protocol::ProtocolStats, crate::protocol::ProtocolStats::new;
+    core::curation::Conversation => crate::curation::Conversation, crate::curation::Conversation::new;
+    core::curation::Fact => crate::curation::Fact, crate::curation::Fact::new;
+    core::curation::VerifyReport => crate::curation::VerifyReport, crate::curation::VerifyReport::new;
+    core::curation::MergeReport => crate::curation::MergeReport, crate::curation::MergeReport::new;
+    core::curation::StoredMessage => Py<PyAny>, |m| crate::curation::as_python(&m);
+    core::curation::BranchInfo => Py<PyAny>, |b| crate::curation::as_python(&b);
+    core::curation::CurationEvent => Py<PyAny>, |e| crate::curation::as_python(&e);
+    core::Packet => crate::context::Packet, crate::context::Packet::new;
     bool => bool, std::convert::identity;
     String => String, std::convert::identity;
     usize => usize, std::convert::identity;

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 use crate::chain::{Chain, ChainPolicy};
 use crate::clock::ManualClock;
+use crate::context::Packet;
 use crate::convert::{Args, py_repr, seconds, to_py};
+use crate::curation::{Conversation, Fact, MergeReport, VerifyReport};
 use crate::errors::Result;
 use crate::machine::Event;
 use crate::ops::{Arg, Given, Kwargs, ToPython, given};
@@ -1198,6 +1200,217 @@ impl Store {
     #[pyo3(signature = (**kwargs))]
     fn protocol_stats(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<ProtocolStats> {
         self.call::<ops::ProtocolStats>(py, given!(kwargs;))
+    }
+
+    /// Writes a conversation on a branch, its messages numbered from 1 (in any provider's
+    /// message shape).
+    #[pyo3(signature = (branch, messages, **kwargs))]
+    fn add_conversation(
+        &self,
+        py: Python<'_>,
+        branch: Arg<'_>,
+        messages: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Conversation> {
+        self.call::<ops::AddConversation>(py, given!(kwargs; branch, messages))
+    }
+
+    /// Adds messages at the end of a conversation.
+    #[pyo3(signature = (conversation_id, messages, **kwargs))]
+    fn append_messages(
+        &self,
+        py: Python<'_>,
+        conversation_id: Arg<'_>,
+        messages: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Conversation> {
+        self.call::<ops::AppendMessages>(py, given!(kwargs; conversation_id, messages))
+    }
+
+    /// The conversation with this id.
+    #[pyo3(signature = (id, **kwargs))]
+    fn get_conversation(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Conversation> {
+        self.call::<ops::GetConversation>(py, given!(kwargs; id))
+    }
+
+    /// A conversation's messages, each with its `seq` and where it was cherry-picked to.
+    #[pyo3(signature = (id, **kwargs))]
+    fn messages(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Py<PyAny>>> {
+        self.call::<ops::Messages>(py, given!(kwargs; id))
+    }
+
+    /// The conversations of a branch, of a task, or of the store.
+    #[pyo3(signature = (**kwargs))]
+    fn list_conversations(
+        &self,
+        py: Python<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Conversation>> {
+        self.call::<ops::ListConversations>(py, given!(kwargs;))
+    }
+
+    /// Copies a conversation's messages (a range, or all of it) into a new conversation.
+    #[pyo3(signature = (conversation_id, target_branch, **kwargs))]
+    fn cherry_pick(
+        &self,
+        py: Python<'_>,
+        conversation_id: Arg<'_>,
+        target_branch: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Conversation> {
+        self.call::<ops::CherryPick>(py, given!(kwargs; conversation_id, target_branch))
+    }
+
+    /// Copies a conversation's decision points (the seed's heuristics, or `judge(message) ->
+    /// bool`) into a new conversation. When the judge raises, nothing is written and the
+    /// exception propagates as it is.
+    #[pyo3(signature = (conversation_id, target_branch, judge = None, **kwargs))]
+    fn cherry_pick_decisions(
+        &self,
+        py: Python<'_>,
+        conversation_id: Arg<'_>,
+        target_branch: Arg<'_>,
+        judge: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Conversation> {
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::CherryPickDecisions>(
+            &store,
+            given!(kwargs; conversation_id, target_branch),
+        )?;
+        let Some(judge) = judge else {
+            return Ok(Conversation::new(py.detach(|| {
+                ops::CherryPickDecisions::run_with(&store, args, None)
+            })?));
+        };
+        let judge = judge.clone().unbind();
+        let depth = store.limits().max_depth;
+        let mut raised = None;
+        let picked = py.detach(|| {
+            let mut judge = ops::JsonJudge(|message: Value| {
+                crate::curation::call_json(&judge, &message, "judge", depth, &mut raised)
+            });
+            ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
+        });
+        match (picked, raised) {
+            (Err(_), Some(exception)) => Err(exception.into()),
+            (picked, _) => Ok(Conversation::new(picked?)),
+        }
+    }
+
+    /// Copies a conversation's tool-call sequences into a new conversation.
+    #[pyo3(signature = (conversation_id, target_branch, **kwargs))]
+    fn cherry_pick_tools(
+        &self,
+        py: Python<'_>,
+        conversation_id: Arg<'_>,
+        target_branch: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Conversation> {
+        self.call::<ops::CherryPickTools>(py, given!(kwargs; conversation_id, target_branch))
+    }
+
+    /// Writes facts on a branch (status `active`).
+    #[pyo3(signature = (branch, facts, **kwargs))]
+    fn add_facts(
+        &self,
+        py: Python<'_>,
+        branch: Arg<'_>,
+        facts: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Fact>> {
+        self.call::<ops::AddFacts>(py, given!(kwargs; branch, facts))
+    }
+
+    /// The facts of a branch, oldest first.
+    #[pyo3(signature = (branch, **kwargs))]
+    fn facts(
+        &self,
+        py: Python<'_>,
+        branch: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Fact>> {
+        self.call::<ops::Facts>(py, given!(kwargs; branch))
+    }
+
+    /// Every branch that holds something, with its parent.
+    #[pyo3(signature = (**kwargs))]
+    fn branches(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<Py<PyAny>>> {
+        self.call::<ops::Branches>(py, given!(kwargs;))
+    }
+
+    /// Scores a branch's facts and conversations with `verifier(item)` (without one, the
+    /// neutral 0.5) and stores the verdicts. An item the verifier raises on, or scores with NaN
+    /// or outside 0..1, is left as it was and reported.
+    #[pyo3(signature = (branch, verifier = None, **kwargs))]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        branch: Arg<'_>,
+        verifier: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<VerifyReport> {
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::Verify>(&store, given!(kwargs; branch))?;
+        let Some(verifier) = verifier else {
+            return Ok(VerifyReport::new(
+                py.detach(|| ops::Verify::run_with(&store, args, None))?,
+            ));
+        };
+        let name = crate::curation::callable_name(verifier);
+        let verifier = verifier.clone().unbind();
+        let depth = store.limits().max_depth;
+        let report = py.detach(|| {
+            // An exception fails only its item: the report says which, and why.
+            let mut raised = None;
+            let mut verifier = ops::JsonVerifier::new(name, |item: Value| {
+                crate::curation::call_json(&verifier, &item, "verifier", depth, &mut raised)
+            });
+            ops::Verify::run_with(&store, args, Some(&mut verifier))
+        })?;
+        Ok(VerifyReport::new(report))
+    }
+
+    /// Moves a branch's verified knowledge into its parent (or `into`).
+    #[pyo3(signature = (branch, **kwargs))]
+    fn merge(
+        &self,
+        py: Python<'_>,
+        branch: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<MergeReport> {
+        self.call::<ops::Merge>(py, given!(kwargs; branch))
+    }
+
+    /// The successor's packet for a handoff, from the store.
+    #[pyo3(signature = (handoff_id, **kwargs))]
+    fn context_for(
+        &self,
+        py: Python<'_>,
+        handoff_id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Packet> {
+        self.call::<ops::ContextFor>(py, given!(kwargs; handoff_id))
+    }
+
+    /// The curation log of a task, or of `main`.
+    #[pyo3(signature = (**kwargs))]
+    fn curation_events(
+        &self,
+        py: Python<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Py<PyAny>>> {
+        self.call::<ops::CurationEvents>(py, given!(kwargs;))
     }
 
     /// Reads the memory of `scope` (`{}` when none), calls `change` with it and writes what it
