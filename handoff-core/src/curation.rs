@@ -817,6 +817,10 @@ pub enum CurationChange {
     Verified,
     /// A branch was merged into another.
     Merged,
+    /// A bundle was made of a branch's or a task's knowledge.
+    BundleCreated,
+    /// A bundle's knowledge was imported into a branch.
+    BundleImported,
 }
 
 /// One entry of the curation log: what changed, where and when, with its ids and counts.

@@ -2,6 +2,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent_files;
+pub mod bundle;
 pub mod chain;
 pub mod clock;
 pub mod context;

@@ -40,6 +40,7 @@ macro_rules! conformance_tests {
             tasks_update_by_compare_and_swap, memory_is_versioned_by_scope,
             sessions_say_who_owns_a_conversation, protocol_runs_answer_each_message_once,
             lost_protocol_messages_escalate_their_run, curated_knowledge_moves_up_once_verified,
+            bundles_share_verified_knowledge_and_import_once,
         );
     };
     ($make:expr) => {
@@ -2213,4 +2214,140 @@ pub fn curated_knowledge_moves_up_once_verified(store: Store) {
         ]
     );
     assert!(store.curation_events(None).unwrap().is_empty());
+}
+
+pub fn bundles_share_verified_knowledge_and_import_once(store: Store) {
+    use crate::bundle::Visibility;
+    use crate::curation::{NewFact, Score, Thresholds, Verifier, VerifyItem};
+    use crate::store::{NewBundle, NewConversation};
+
+    struct ByText;
+    impl Verifier for ByText {
+        fn name(&self) -> &str {
+            "by-text"
+        }
+        fn verify(&mut self, item: VerifyItem<'_>) -> crate::Result<Score> {
+            let score = match item {
+                VerifyItem::Fact(f) if f.text.contains("backoff") => 0.9,
+                VerifyItem::Fact(_) => 0.1,
+                VerifyItem::Conversation(..) => 0.8,
+            };
+            Ok(Score {
+                score,
+                explanation: None,
+            })
+        }
+    }
+    let fact = |text: &str| NewFact {
+        text: text.into(),
+        confidence: None,
+        source: None,
+    };
+    let key = "sk-proj-aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n";
+    store
+        .add_conversation(NewConversation {
+            branch: "task/fix-oauth".into(),
+            messages: crate::curation::seed_example(),
+            ..NewConversation::default()
+        })
+        .unwrap();
+    store
+        .add_facts(
+            "task/fix-oauth",
+            vec![
+                fact(&format!("refresh needs backoff; the test key was {key}")),
+                fact("tokens last 1h"),
+            ],
+        )
+        .unwrap();
+    store
+        .verify("task/fix-oauth", Some(&mut ByText), &Thresholds::default())
+        .unwrap();
+
+    let bundle = store
+        .create_bundle(NewBundle::of_task(
+            "OAuth2 Token Refresh Fix Playbook",
+            "fix-oauth",
+        ))
+        .unwrap();
+    assert_eq!((bundle.fact_count, bundle.conversation_count), (1, 1));
+    assert_eq!(bundle.message_count, 11);
+    assert_eq!(
+        bundle.verification_status,
+        crate::store::BundleStatus::Verified
+    );
+    assert!(bundle.share_token.starts_with("kb_") && bundle.share_token.len() >= 3 + 32);
+    let json = bundle.to_json().unwrap();
+    assert!(!json.contains(key), "a bundle is redacted by default");
+    assert_eq!(store.get_bundle(&bundle.id).unwrap(), bundle);
+
+    // A private bundle is not found by its token, and says so as a wrong token does.
+    let private = store.bundle_by_token(&bundle.share_token).unwrap_err();
+    let wrong = store.bundle_by_token("kb_0000").unwrap_err();
+    assert_eq!(private.to_string(), wrong.to_string());
+    assert_eq!(private.kind(), ErrorKind::NotFound);
+    store.set_visibility(&bundle.id, Visibility::Team).unwrap();
+    assert_eq!(
+        store.bundle_by_token(&bundle.share_token).unwrap().id,
+        bundle.id
+    );
+    assert_eq!(store.list_bundles(Some(Visibility::Team)).unwrap().len(), 1);
+    assert!(
+        store
+            .list_bundles(Some(Visibility::Public))
+            .unwrap()
+            .is_empty()
+    );
+
+    // Hostile bundles: refused by name, nothing written.
+    let events = store.curation_events(None).unwrap().len();
+    let tampered = json
+        .replace("tokens", "TOKENS")
+        .replace("backoff", "no backoff");
+    for (bad, field) in [
+        (&json[..json.len() / 2], "bundle"),
+        (tampered.as_str(), "content_hash"),
+        ("{\"schema_version\": 99}", "schema_version"),
+    ] {
+        let err = store.import_bundle(bad, "main").unwrap_err();
+        assert_eq!(err.problems()[0].field, field, "{err}");
+    }
+    let err = store.import_bundle(&json, "feature/x").unwrap_err();
+    assert_eq!(err.problems()[0].field, "target_branch");
+    assert!(store.facts("main", None).unwrap().is_empty());
+    assert_eq!(store.curation_events(None).unwrap().len(), events);
+
+    let first = store.import_bundle(&json, "main").unwrap();
+    assert_eq!(
+        (
+            first.facts_added,
+            first.conversations_added,
+            first.messages_added
+        ),
+        (1, 1, 11)
+    );
+    let again = store.import_bundle(&json, "main").unwrap();
+    assert_eq!(
+        (
+            again.facts_added,
+            again.facts_skipped,
+            again.conversations_skipped
+        ),
+        (0, 1, 1)
+    );
+    let imported = store.facts("main", None).unwrap();
+    assert_eq!(imported.len(), 1);
+    assert_eq!(imported[0].status, crate::curation::FactStatus::Verified);
+    assert_eq!(
+        store.list_conversations(Some("main"), None).unwrap().len(),
+        1
+    );
+
+    store.delete_bundle(&bundle.id).unwrap();
+    assert_eq!(
+        store.get_bundle(&bundle.id).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert!(store.bundle_by_token(&bundle.share_token).is_err());
+    assert_eq!(store.facts("main", None).unwrap().len(), 1, "imports stay");
 }

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::validate::{self, Collector, Limits};
 
 /// The kind of a conversation's document, keyed by its id.
-const CONVERSATION: &str = "conversation";
+pub(super) const CONVERSATION: &str = "conversation";
 /// The kind of a message's document, keyed `<conversation>/<seq, 10 digits>`.
 const MESSAGE: &str = "message";
 /// The kind of a cherry-pick's document, keyed `<source>/<pick's conversation>`.
@@ -62,7 +62,7 @@ fn events_of(task_id: Option<&str>) -> String {
 }
 
 /// Appends an entry to the curation log, in the transaction of the change it records.
-fn log(
+pub(super) fn log(
     tx: &mut dyn Tx,
     kind: CurationChange,
     branch: &Branch,
@@ -84,7 +84,7 @@ fn log(
 }
 
 /// The kind of a fact's document, keyed by [`fact_key`].
-const FACT: &str = "fact";
+pub(super) const FACT: &str = "fact";
 
 /// The most messages one call writes (one transaction holds them all).
 pub const MAX_MESSAGES_PER_CALL: usize = 100_000;
@@ -96,17 +96,17 @@ fn message_key(conversation: &str, seq: u64) -> String {
 /// The key prefix of a branch's facts: its number of segments, then its name, so that no
 /// branch's prefix is another's (`2/task/t/` never matches `3/task/t/agent/…`) and every part
 /// of a key is an id (as a folder of files needs).
-fn facts_of(branch: &Branch) -> String {
+pub(super) fn facts_of(branch: &Branch) -> String {
     format!("{}/{branch}/", branch.as_str().split('/').count())
 }
 
 /// The key prefix of the facts of every agent's branch of the task whose branch is `task`
 /// (one segment more than its own).
-fn agents_facts_of(task: &Branch) -> String {
+pub(super) fn agents_facts_of(task: &Branch) -> String {
     format!("{}/{task}/", task.as_str().split('/').count() + 1)
 }
 
-fn fact_key(branch: &Branch, id: &str) -> String {
+pub(super) fn fact_key(branch: &Branch, id: &str) -> String {
     format!("{}{id}", facts_of(branch))
 }
 
@@ -154,7 +154,7 @@ pub(crate) fn check_messages(c: &mut Collector, limits: &Limits, messages: &[Mes
 }
 
 /// Writes `messages` as the messages `first..` of `conversation`.
-fn insert_messages(
+pub(super) fn insert_messages(
     tx: &mut dyn Tx,
     conversation: &str,
     first: u64,
@@ -201,7 +201,11 @@ fn conversation_in(tx: &mut dyn Tx, id: &str) -> Result<(Conversation, u64)> {
     Ok((parsed("conversation", &doc)?, doc.version))
 }
 
-fn write_conversation(tx: &mut dyn Tx, conversation: &Conversation, version: u64) -> Result<()> {
+pub(super) fn write_conversation(
+    tx: &mut dyn Tx,
+    conversation: &Conversation,
+    version: u64,
+) -> Result<()> {
     let doc = Doc {
         version,
         body: body(conversation)?,

@@ -18,6 +18,7 @@ use crate::validate::{self, Limits};
 
 mod agent_memory;
 mod backend;
+mod bundles;
 mod claim;
 mod curation;
 pub mod files;
@@ -38,6 +39,8 @@ pub mod conformance;
 pub use agent_memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
+pub use bundles::{Bundle, BundleStatus, ImportReport, NewBundle};
+pub(crate) use claim::hex;
 pub use claim::{Claim, ClaimRef, ClaimSecret};
 pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};

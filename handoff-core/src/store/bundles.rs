@@ -1,0 +1,560 @@
+//! Knowledge bundles in the store (DESIGN §9): made from a task's or a branch's knowledge,
+//! found by id or, unless private, by share token, and imported into a branch whole and once.
+//!
+//! A bundle's document (kind `bundle`, keyed by its id) holds the bundle with its portable
+//! form; its share token is found through a document keyed by the token's digest
+//! (`bundle_token`), so that a lookup compares no token text.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::backend::{Doc, Tx, body, parsed};
+use super::curation::{
+    CONVERSATION, FACT, agents_facts_of, fact_key, facts_of, insert_messages, log,
+    write_conversation,
+};
+use super::{Store, hex};
+use crate::bundle::{
+    self, BUNDLE_SCHEMA_VERSION, BundleConversation, BundleData, BundleFact, BundleType, Visibility,
+};
+use crate::curation::{
+    Branch, Conversation, CurationChange, Fact, FactStatus, Thresholds, Verdict,
+};
+use crate::error::{Error, Result};
+use crate::redact::redact;
+use crate::validate::{self, Collector};
+
+const BUNDLE: &str = "bundle";
+const TOKEN: &str = "bundle_token";
+
+/// How far a bundle got through the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BundleStatus {
+    /// Holds knowledge that was not all verified.
+    Draft,
+    /// Holds verified knowledge only.
+    Verified,
+}
+
+/// A bundle as the store keeps it: what it is, its counts and scores, who may find it, and its
+/// portable form ([`Bundle::to_json`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Bundle {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What it holds.
+    pub description: Option<String>,
+    /// What it is.
+    pub bundle_type: BundleType,
+    /// The task it was made from.
+    pub source_task_id: Option<String>,
+    /// The branch it was made from.
+    pub source_branch: Option<String>,
+    /// How many facts it holds.
+    pub fact_count: u64,
+    /// How many conversations it holds.
+    pub conversation_count: u64,
+    /// How many messages its conversations hold.
+    pub message_count: u64,
+    /// Whether everything in it was verified.
+    pub verification_status: BundleStatus,
+    /// The mean of its items' scores.
+    pub verification_score: Option<f64>,
+    /// Who verified its items (their verifiers' names, joined).
+    pub verified_by: Option<String>,
+    /// `kb_` and 256 random bits: finds the bundle unless it is private.
+    pub share_token: String,
+    /// Who may find it by its token.
+    pub visibility: Visibility,
+    /// Labels for finding it.
+    pub tags: Vec<String>,
+    /// The portable form's content hash.
+    pub content_hash: String,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+    /// The portable form.
+    pub data: BundleData,
+}
+
+impl Bundle {
+    /// The portable JSON, which `import_bundle` reads (in this store or another).
+    pub fn to_json(&self) -> Result<String> {
+        self.data.to_json()
+    }
+}
+
+/// A new bundle, as [`Store::create_bundle`] takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewBundle {
+    /// Its name.
+    pub name: String,
+    /// Package this task's knowledge (`task/<task>` and its agents' branches)…
+    pub task_id: Option<String>,
+    /// …or this branch's.
+    pub branch: Option<String>,
+    /// Only verified facts and conversations (default true); otherwise everything but what
+    /// was invalidated.
+    pub verified_only: bool,
+    /// Who may find it by its token (default private).
+    pub visibility: Visibility,
+    /// What it is (default `task_export`).
+    pub bundle_type: BundleType,
+    /// Labels for finding it.
+    pub tags: Vec<String>,
+    /// What it holds.
+    pub description: Option<String>,
+    /// Replace secrets in every text with `[REDACTED:<rule>]` (default true).
+    pub redact: bool,
+}
+
+impl NewBundle {
+    /// A private, redacted bundle of `task_id`'s verified knowledge.
+    pub fn of_task(name: impl Into<String>, task_id: impl Into<String>) -> NewBundle {
+        NewBundle {
+            name: name.into(),
+            task_id: Some(task_id.into()),
+            branch: None,
+            verified_only: true,
+            visibility: Visibility::Private,
+            bundle_type: BundleType::TaskExport,
+            tags: Vec::new(),
+            description: None,
+            redact: true,
+        }
+    }
+}
+
+/// What an import added and what it found already there.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ImportReport {
+    /// The bundle's name.
+    pub bundle: String,
+    /// The branch imported into.
+    pub target_branch: Option<Branch>,
+    /// Facts written.
+    pub facts_added: u64,
+    /// Facts already there (imported before).
+    pub facts_skipped: u64,
+    /// Conversations written.
+    pub conversations_added: u64,
+    /// Conversations already there.
+    pub conversations_skipped: u64,
+    /// Messages written with the conversations.
+    pub messages_added: u64,
+}
+
+fn no_bundle(id: &str) -> Error {
+    Error::NotFound {
+        what: "bundle",
+        id: id.to_owned(),
+    }
+}
+
+/// The id an imported conversation gets on `target`: the same for the same bundle
+/// conversation, so that importing twice finds it.
+fn imported_conversation_id(target: &Branch, source_id: &str) -> String {
+    let digest = Sha256::digest(format!("{target}\n{source_id}").as_bytes());
+    format!("imported-{}", hex(&digest[..16]))
+}
+
+fn redacted(text: &str, on: bool) -> String {
+    if on { redact(text).0 } else { text.to_owned() }
+}
+
+impl Store {
+    /// Packages a task's (or a branch's) knowledge as a bundle: its verified facts and key
+    /// conversations (verified or cherry-picked; with `verified_only` false, everything not
+    /// invalidated) with their messages, the task's summary and the scores, redacted by
+    /// default, with a share token.
+    pub fn create_bundle(&self, new: NewBundle) -> Result<Bundle> {
+        let mut c = Collector::default();
+        validate::text(&mut c, &self.limits, "name", &new.name);
+        if new.name.trim().is_empty() {
+            c.push("name", "must not be empty");
+        }
+        if let Some(description) = &new.description {
+            validate::text(&mut c, &self.limits, "description", description);
+        }
+        for (i, tag) in new.tags.iter().enumerate() {
+            validate::text(&mut c, &self.limits, &format!("tags[{i}]"), tag);
+        }
+        c.opt_ident("task_id", new.task_id.as_deref());
+        let branches = match (&new.task_id, &new.branch) {
+            (_, Some(branch)) => match Branch::named("branch", branch) {
+                Ok(branch) => vec![facts_of(&branch)],
+                Err(err) => {
+                    err.problems()
+                        .iter()
+                        .for_each(|p| c.push(&p.field, &p.rule));
+                    Vec::new()
+                }
+            },
+            (Some(task), None) => match Branch::of_task(task) {
+                Ok(branch) => vec![facts_of(&branch), agents_facts_of(&branch)],
+                Err(_) => Vec::new(),
+            },
+            (None, None) => {
+                c.push("task_id", "a task or a branch must be given");
+                Vec::new()
+            }
+        };
+        c.finish()?;
+        let source_branch = match (&new.branch, &new.task_id) {
+            (Some(branch), _) => Branch::parse(branch)?,
+            (None, Some(task)) => Branch::of_task(task)?,
+            (None, None) => {
+                return Err(Error::invalid(
+                    "task_id",
+                    "a task or a branch must be given",
+                ));
+            }
+        };
+
+        let wanted_fact = |f: &Fact| match f.status {
+            FactStatus::Verified => true,
+            FactStatus::Active => !new.verified_only,
+            // A promoted fact's copy is upstream; invalidated and superseded ones never go.
+            FactStatus::Promoted | FactStatus::Invalidated | FactStatus::Superseded => false,
+        };
+        let mut facts = Vec::new();
+        for prefix in &branches {
+            for (_, doc) in self.backend.docs(FACT, prefix, None, usize::MAX)? {
+                let fact: Fact = parsed("fact", &doc)?;
+                if wanted_fact(&fact) {
+                    facts.push(fact);
+                }
+            }
+        }
+        facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        let in_source = |c: &Conversation| {
+            c.branch == source_branch
+                || (new.branch.is_none() && c.branch.parent().as_ref() == Some(&source_branch))
+        };
+        let key = |c: &Conversation| {
+            c.verification_status != Verdict::Invalidated
+                && (!new.verified_only
+                    || c.verification_status == Verdict::Verified
+                    || c.cherry_picked_from.is_some())
+                && !c.promoted
+        };
+        let conversations: Vec<Conversation> = self
+            .list_conversations(None, None)?
+            .into_iter()
+            .filter(|c| in_source(c) && key(c))
+            .collect();
+
+        let on = new.redact;
+        let mut scores = Vec::new();
+        let mut verifiers = BTreeSet::new();
+        let bundle_facts: Vec<BundleFact> = facts
+            .iter()
+            .map(|f| {
+                scores.extend(f.score);
+                verifiers.extend(f.verified_by.clone());
+                BundleFact {
+                    id: f.id.clone(),
+                    text: redacted(&f.text, on),
+                    confidence: f.confidence,
+                    source: f.source.as_deref().map(|s| redacted(s, on)),
+                    score: f.score,
+                    verified_by: f.verified_by.clone(),
+                }
+            })
+            .collect();
+        let mut bundle_conversations = Vec::new();
+        for conversation in &conversations {
+            scores.extend(conversation.verification_score);
+            verifiers.extend(conversation.verified_by.clone());
+            let messages = self
+                .messages(&conversation.id, None, None)?
+                .into_iter()
+                .map(|m| {
+                    let mut message = m.message;
+                    message.content = redacted(&message.content, on);
+                    message
+                })
+                .collect();
+            bundle_conversations.push(BundleConversation {
+                id: conversation.id.clone(),
+                title: conversation.title.as_deref().map(|t| redacted(t, on)),
+                agent: conversation.agent.clone(),
+                verification_score: conversation.verification_score,
+                messages,
+            });
+        }
+        let task = match &new.task_id {
+            Some(id) => match self.get_task(id) {
+                Ok(task) => Some(json!({
+                    "id": task.header.id,
+                    "name": redacted(&task.header.name, on),
+                    "goal": redacted(&task.header.goal, on),
+                    "status": task.header.status,
+                })),
+                Err(Error::NotFound { .. }) => None,
+                Err(err) => return Err(err),
+            },
+            None => None,
+        };
+        #[allow(clippy::cast_precision_loss)] // counts of items, far below 2^52
+        let verification_score =
+            (!scores.is_empty()).then(|| scores.iter().sum::<f64>() / scores.len() as f64);
+        let now = self.clock.now();
+        let data = BundleData {
+            schema_version: BUNDLE_SCHEMA_VERSION,
+            name: new.name.clone(),
+            description: new.description.clone(),
+            bundle_type: new.bundle_type,
+            source_task_id: new.task_id.clone(),
+            source_branch: Some(source_branch.to_string()),
+            task,
+            tags: new.tags.clone(),
+            facts: bundle_facts,
+            conversations: bundle_conversations,
+            verification_score,
+            created_at: now,
+            content_hash: String::new(),
+        }
+        .seal()?;
+        data.check(&self.limits)?;
+        let everything_verified = facts.iter().all(|f| f.status == FactStatus::Verified)
+            && conversations
+                .iter()
+                .all(|c| c.verification_status == Verdict::Verified);
+        let bundle = Bundle {
+            id: super::new_id(now),
+            name: new.name,
+            description: new.description,
+            bundle_type: new.bundle_type,
+            source_task_id: new.task_id,
+            source_branch: Some(source_branch.to_string()),
+            fact_count: data.facts.len() as u64,
+            conversation_count: data.conversations.len() as u64,
+            message_count: data.message_count() as u64,
+            verification_status: if everything_verified
+                && !(facts.is_empty() && conversations.is_empty())
+            {
+                BundleStatus::Verified
+            } else {
+                BundleStatus::Draft
+            },
+            verification_score,
+            verified_by: (!verifiers.is_empty())
+                .then(|| verifiers.into_iter().collect::<Vec<_>>().join(", ")),
+            share_token: bundle::new_share_token()?,
+            visibility: new.visibility,
+            tags: new.tags,
+            content_hash: data.content_hash.clone(),
+            created_at: now,
+            updated_at: now,
+            data,
+        };
+        self.backend.write(&mut |tx| {
+            write_bundle(tx, &bundle, 1)?;
+            let index = Doc {
+                version: 1,
+                body: body(&json!({ "bundle_id": bundle.id }))?,
+            };
+            tx.insert_doc(TOKEN, &bundle::token_digest(&bundle.share_token), &index)?;
+            let detail = json!({"bundle_id": bundle.id, "name": bundle.name,
+                                "facts": bundle.fact_count,
+                                "conversations": bundle.conversation_count});
+            log(
+                tx,
+                CurationChange::BundleCreated,
+                &source_branch,
+                detail,
+                now,
+            )
+        })?;
+        Ok(bundle)
+    }
+
+    /// The bundle with this id.
+    pub fn get_bundle(&self, id: &str) -> Result<Bundle> {
+        validate::ident("id", id)?;
+        let doc = self.backend.doc(BUNDLE, id)?.ok_or_else(|| no_bundle(id))?;
+        parsed("bundle", &doc)
+    }
+
+    /// The store's bundles, oldest first, optionally only those of one visibility.
+    pub fn list_bundles(&self, visibility: Option<Visibility>) -> Result<Vec<Bundle>> {
+        let mut bundles: Vec<Bundle> = self
+            .backend
+            .docs(BUNDLE, "", None, usize::MAX)?
+            .iter()
+            .map(|(_, doc)| parsed::<Bundle>("bundle", doc))
+            .collect::<Result<_>>()?;
+        bundles.retain(|b| visibility.is_none_or(|v| b.visibility == v));
+        bundles.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(bundles)
+    }
+
+    /// The bundle this share token opens. A private bundle is never found by token, and a
+    /// wrong token, a private bundle's and a missing one all give the same `NotFound`.
+    pub fn bundle_by_token(&self, token: &str) -> Result<Bundle> {
+        let not_found = || Error::NotFound {
+            what: "bundle",
+            id: "(share token)".to_owned(),
+        };
+        if token.len() > 128 {
+            return Err(not_found());
+        }
+        let Some(index) = self.backend.doc(TOKEN, &bundle::token_digest(token))? else {
+            return Err(not_found());
+        };
+        let id: serde_json::Value = parsed("bundle token", &index)?;
+        let id = id["bundle_id"].as_str().unwrap_or_default();
+        let Some(doc) = self.backend.doc(BUNDLE, id)? else {
+            return Err(not_found());
+        };
+        let bundle: Bundle = parsed("bundle", &doc)?;
+        if bundle::same_token(&bundle.share_token, token)
+            && bundle.visibility != Visibility::Private
+        {
+            Ok(bundle)
+        } else {
+            Err(not_found())
+        }
+    }
+
+    /// Changes who may find a bundle by its token.
+    pub fn set_visibility(&self, id: &str, visibility: Visibility) -> Result<Bundle> {
+        validate::ident("id", id)?;
+        let now = self.clock.now();
+        let mut changed = None;
+        self.backend.write(&mut |tx| {
+            let doc = tx.doc(BUNDLE, id)?.ok_or_else(|| no_bundle(id))?;
+            let mut bundle: Bundle = parsed("bundle", &doc)?;
+            bundle.visibility = visibility;
+            bundle.updated_at = now;
+            write_bundle(tx, &bundle, doc.version + 1)?;
+            changed = Some(bundle);
+            Ok(())
+        })?;
+        changed.ok_or_else(|| Error::storage("write returned no bundle"))
+    }
+
+    /// Deletes a bundle and its share token (what was imported from it stays).
+    pub fn delete_bundle(&self, id: &str) -> Result<()> {
+        validate::ident("id", id)?;
+        self.backend.write(&mut |tx| {
+            let doc = tx.doc(BUNDLE, id)?.ok_or_else(|| no_bundle(id))?;
+            let bundle: Bundle = parsed("bundle", &doc)?;
+            tx.delete_doc(TOKEN, &bundle::token_digest(&bundle.share_token))?;
+            tx.delete_doc(BUNDLE, id)
+        })
+    }
+
+    /// Imports a bundle's portable JSON into `target_branch`, checked whole before anything is
+    /// written (size and nesting before parsing, schema version, content hash, every id, text
+    /// and message): its facts (verified where their score passes the gate) and conversations
+    /// with their messages, in one transaction. Importing the same bundle again adds nothing.
+    pub fn import_bundle(&self, json: &str, target_branch: &str) -> Result<ImportReport> {
+        let target = Branch::named("target_branch", target_branch)?;
+        let data = BundleData::read(json, &self.limits)?;
+        let now = self.clock.now();
+        let gate = Thresholds::default();
+        let mut report = ImportReport::default();
+        self.backend.write(&mut |tx| {
+            report = ImportReport {
+                bundle: data.name.clone(),
+                target_branch: Some(target.clone()),
+                ..ImportReport::default()
+            };
+            for fact in &data.facts {
+                let key = fact_key(&target, &fact.id);
+                if tx.doc(FACT, &key)?.is_some() {
+                    report.facts_skipped += 1;
+                    continue;
+                }
+                let verified = fact.score.is_some_and(|s| s >= gate.fact_threshold);
+                let stored = Fact {
+                    id: fact.id.clone(),
+                    branch: target.clone(),
+                    text: fact.text.clone(),
+                    confidence: fact.confidence,
+                    source: fact.source.clone(),
+                    status: if verified {
+                        FactStatus::Verified
+                    } else {
+                        FactStatus::Active
+                    },
+                    score: fact.score,
+                    explanation: None,
+                    verified_by: fact.verified_by.clone(),
+                    verified_at: None,
+                    origin: Some(fact.id.clone()),
+                    created_at: now,
+                };
+                let doc = Doc {
+                    version: 1,
+                    body: body(&stored)?,
+                };
+                tx.insert_doc(FACT, &key, &doc)?;
+                report.facts_added += 1;
+            }
+            for conversation in &data.conversations {
+                let id = imported_conversation_id(&target, &conversation.id);
+                if tx.doc(CONVERSATION, &id)?.is_some() {
+                    report.conversations_skipped += 1;
+                    continue;
+                }
+                let verified = conversation
+                    .verification_score
+                    .is_some_and(|s| s >= gate.conversation_threshold);
+                let stored = Conversation {
+                    id: id.clone(),
+                    branch: target.clone(),
+                    title: conversation.title.clone(),
+                    task_id: target.task_id().map(str::to_owned),
+                    agent: conversation.agent.clone(),
+                    message_count: conversation.messages.len() as u64,
+                    verification_status: if verified {
+                        Verdict::Verified
+                    } else {
+                        Verdict::Unverified
+                    },
+                    verification_score: conversation.verification_score,
+                    explanation: None,
+                    verified_by: None,
+                    cherry_picked_from: None,
+                    origin: Some(conversation.id.clone()),
+                    promoted: false,
+                    created_at: now,
+                };
+                write_conversation(tx, &stored, 1)?;
+                report.messages_added +=
+                    insert_messages(tx, &id, 1, conversation.messages.iter().cloned())?;
+                report.conversations_added += 1;
+            }
+            let detail = json!({"bundle": data.name, "content_hash": data.content_hash,
+                                "facts": report.facts_added,
+                                "conversations": report.conversations_added,
+                                "skipped": report.facts_skipped + report.conversations_skipped});
+            log(tx, CurationChange::BundleImported, &target, detail, now)
+        })?;
+        Ok(report)
+    }
+}
+
+fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {
+    let doc = Doc {
+        version,
+        body: body(bundle)?,
+    };
+    if version == 1 {
+        tx.insert_doc(BUNDLE, &bundle.id, &doc)
+    } else {
+        tx.update_doc(BUNDLE, &bundle.id, &doc)
+    }
+}
