@@ -15,7 +15,7 @@ use crate::convert;
 use crate::errors::{Failure, Naming, Outcome, invalid};
 use crate::ops::{Given, JsArguments};
 use crate::record;
-use crate::task::{Mirror, guarded, sync};
+use crate::task::{Mirror, Settle, ToJs, guarded, json_to_js, sync};
 
 /// `new ContextBuilder(options)`.
 #[napi(object, object_to_js = false, object_from_js = false)]
@@ -242,36 +242,51 @@ impl ContextBuilder {
     #[napi(catch_unwind, ts_return_type = "Packet")]
     pub fn build(&self, env: Env) -> napi::Result<Unknown<'static>> {
         let packet = guarded(&env, Naming::Js, || Ok(self.inner.build()))?;
-        let value = sync(&env, Naming::Js, || Ok(packet.clone()))?;
-        // `toMessages` is a method of the plain packet object: not enumerable, so that the
-        // packet still compares, spreads and serialises as data.
-        let to_messages: Function<'_, Unknown<'_>, Unknown<'_>> = env
-            .create_function_from_closure("toMessages", move |ctx: FunctionCallContext<'_>| {
-                let provider: Option<Unknown<'_>> = if ctx.length() > 0 {
-                    Some(ctx.get(0)?)
-                } else {
-                    None
+        packet_to_js(&env, packet)
+    }
+}
+
+/// A packet as JavaScript gets it, from the builder or from the store (`contextFor`): its
+/// plain data, with `toMessages` as a method of the object that is not enumerable, so that the
+/// packet still compares, spreads and serialises as data.
+fn packet_to_js(env: &Env, packet: core::Packet) -> napi::Result<Unknown<'static>> {
+    let value = json_to_js(env, PacketData(packet.clone()))?;
+    let to_messages: Function<'_, Unknown<'_>, Unknown<'_>> =
+        env.create_function_from_closure("toMessages", move |ctx: FunctionCallContext<'_>| {
+            let provider: Option<Unknown<'_>> = if ctx.length() > 0 {
+                Some(ctx.get(0)?)
+            } else {
+                None
+            };
+            sync(ctx.env, Naming::Js, || {
+                let provider = match provider {
+                    Some(p) if !matches!(p.get_type()?, ValueType::Undefined | ValueType::Null) => {
+                        convert::string(&p, "provider")?.parse()?
+                    }
+                    _ => handoff_core::Provider::OpenAiChat,
                 };
-                sync(ctx.env, Naming::Js, || {
-                    let provider = match provider {
-                        Some(p)
-                            if !matches!(p.get_type()?, ValueType::Undefined | ValueType::Null) =>
-                        {
-                            convert::string(&p, "provider")?.parse()?
-                        }
-                        _ => handoff_core::Provider::OpenAiChat,
-                    };
-                    Ok(ChatInput(packet.to_messages_for(provider)?))
-                })
-            })?;
-        let mut object = value.coerce_to_object()?;
-        object.define_properties(&[Property::new()
-            .with_utf8_name("toMessages")?
-            .with_value(&to_messages)
-            .with_property_attributes(
-                PropertyAttributes::Writable | PropertyAttributes::Configurable,
-            )])?;
-        Ok(value)
+                Ok(ChatInput(packet.to_messages_for(provider)?))
+            })
+        })?;
+    let mut object = value.coerce_to_object()?;
+    object.define_properties(&[Property::new()
+        .with_utf8_name("toMessages")?
+        .with_value(&to_messages)
+        .with_property_attributes(
+            PropertyAttributes::Writable | PropertyAttributes::Configurable,
+        )])?;
+    Ok(value)
+}
+
+impl ToJs for core::Packet {
+    fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        packet_to_js(env, self)
+    }
+}
+
+impl Settle for core::Packet {
+    fn settle(self, env: Env) -> napi::Result<Unknown<'static>> {
+        packet_to_js(&env, self)
     }
 }
 
@@ -412,18 +427,22 @@ fn kind_name<T: Serialize>(value: &T) -> String {
     }
 }
 
-impl Mirror for core::Packet {
+/// A packet's data, without its method (see [`packet_to_js`]).
+struct PacketData(core::Packet);
+
+impl Mirror for PacketData {
     type Out = JsPacket;
     fn mirror(self) -> JsPacket {
-        let markdown = self.to_markdown();
-        let messages = self.to_messages();
-        let json = self.to_json();
+        let packet = self.0;
+        let markdown = packet.to_markdown();
+        let messages = packet.to_messages();
+        let json = packet.to_json();
         let core::Packet {
             sections,
             tokens,
             budget,
             manifest,
-        } = self;
+        } = packet;
         let core::Manifest {
             included,
             truncated,
