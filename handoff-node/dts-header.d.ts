@@ -19,6 +19,44 @@ export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'fa
 export type ProtocolPhase = 'working' | 'reviewing' | 'recovering' | 'escalated' | 'resuming' | 'completed'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
+/** What the verification gate made of a conversation or a fact: `verified` (scored at least its threshold: it may merge upward), `unverified` (in between, or not scored yet), `invalidated` (below `invalidateBelow`: it stays, marked wrong). */
+export type Verdict = 'verified' | 'unverified' | 'invalidated'
+/** What changed in curated memory (`curationEvents`). */
+export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged'
+/** What a verifier is asked to score, in the store's snake_case: a fact, or a conversation with its transcript as `text` (`role: content` lines) and its `messages`. */
+export type VerifyItem = (Fact & { kind: 'fact' }) | (Conversation & { kind: 'conversation'; text: string; messages: StoredMessage[] })
+/** A verifier's answer: a score from 0 (wrong) to 1 (certainly right), alone or with why. */
+export type VerifierAnswer = number | [number] | [number, string | null] | { score: number; explanation?: string | null }
+/** Scores one item of a branch (`verify`): an LLM judge, a test run, a lookup. Its function's name is stored as `verified_by`. Throwing leaves the item as it was, reported. */
+export type Verifier = (item: VerifyItem) => VerifierAnswer
+/** A verifier for `verifyAsync`, which awaits its answers. */
+export type AsyncVerifier = (item: VerifyItem) => VerifierAnswer | PromiseLike<VerifierAnswer>
+/** The options of `store.verify`: the gate's thresholds and the verifier (without one, every score is a neutral 0.5). */
+export interface VerifyOptions extends VerifyThresholds {
+  /** Scores each item; called on the JavaScript thread and answering at once (no Promise). */
+  verifier?: Verifier | null
+}
+/** The options of `store.verifyAsync`: the gate's thresholds and the verifier, which may be async. */
+export interface VerifyAsyncOptions extends VerifyThresholds {
+  /** Scores each item; its answers are awaited. */
+  verifier?: AsyncVerifier | null
+}
+/** A message as a judge sees it: the stored message's chat fields, with its `index` in its conversation (from 0). */
+export type JudgedMessage = Omit<StoredMessage, 'seq' | 'is_cherry_picked' | 'cherry_picked_to'> & { index: number }
+/** Says whether a message is a decision point (`cherryPickDecisions`), in place of the heuristics. */
+export type Judge = (message: JudgedMessage) => boolean
+/** A judge for `cherryPickDecisionsAsync`, which awaits its answers. */
+export type AsyncJudge = (message: JudgedMessage) => boolean | PromiseLike<boolean>
+/** The options of `store.cherryPickDecisions`. */
+export interface CherryPickDecisionsOptions {
+  /** Decides in place of the heuristics; called on the JavaScript thread and answering at once (no Promise). */
+  judge?: Judge | null
+}
+/** The options of `store.cherryPickDecisionsAsync`. */
+export interface CherryPickDecisionsAsyncOptions {
+  /** Decides in place of the heuristics; its answers are awaited. */
+  judge?: AsyncJudge | null
+}
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
@@ -29,7 +67,7 @@ export interface HandoffError extends Error {
   /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task, or the task of a protocol run; CONFLICT: or task or memory scope). */
   id?: string
   /** NOT_FOUND: what was looked up. */
-  what?: 'handoff' | 'task' | 'protocol run'
+  what?: 'handoff' | 'task' | 'protocol run' | 'conversation'
   /** CONFLICT of a compare-and-swap (`updateTask`, `memoryPut`, `memoryDelete`): the version the caller expected, and the one it is at. */
   expected?: number
   actual?: number
@@ -442,6 +480,67 @@ export interface ResolveOptions {
   /** How the run is to go on, when it is not plain from the resolution. */
   resumeInstructions?: string
 }
+/** The options of `store.addConversation`. */
+export interface AddConversationOptions {
+  /** What it is about. */
+  title?: string
+  /** The task it belongs to (by default the branch's). */
+  taskId?: string
+  /** The agent that had it (by default the branch's). */
+  agent?: string
+}
+/** The options of `store.messages`. */
+export interface MessagesOptions {
+  /** The first message (from 1). */
+  fromSeq?: number
+  /** The last message. */
+  toSeq?: number
+}
+/** The options of `store.listConversations`. */
+export interface ListConversationsOptions {
+  /** Only those on this branch. */
+  branch?: string
+  /** Only those of this task. */
+  taskId?: string
+}
+/** The options of `store.cherryPick`. */
+export interface CherryPickOptions {
+  /** The first message to take (from 1). */
+  fromSeq?: number
+  /** The last message to take. */
+  toSeq?: number
+  /** The new conversation's title. */
+  title?: string
+}
+/** The options of `store.facts`. */
+export interface FactsOptions {
+  /** Only facts in this status. */
+  status?: FactStatus
+}
+/** The options of `store.verify`. */
+export interface VerifyThresholds {
+  /** A fact scoring at least this is verified (default 0.7). */
+  factThreshold?: number
+  /** A fact or a conversation scoring below this is invalidated (default 0.4). */
+  invalidateBelow?: number
+  /** A conversation scoring at least this is verified (default 0.6). */
+  conversationThreshold?: number
+}
+/** The options of `store.merge`. */
+export interface MergeOptions {
+  /** Where to (by default its parent: the name minus its last segment). */
+  into?: string
+}
+/** The options of `store.contextFor`. */
+export interface ContextForOptions {
+  /** The packet's budget in tokens (default 2000). */
+  budgetTokens?: number
+}
+/** The options of `store.curationEvents`. */
+export interface CurationEventsOptions {
+  /** The task (by default `main`'s log). */
+  taskId?: string
+}
 /**
  * What kind of handoff a record is.
  * - `full`: The whole task passes to the successor.
@@ -615,6 +714,17 @@ export type Urgency = 'low' | 'medium' | 'high' | 'immediate'
  * - `dependency`: Something the work depends on.
  */
 export type BlockerType = 'skill' | 'access' | 'design' | 'environment' | 'dependency'
+/** A fact as a caller gives it: a plain text, or `{"text", "confidence"?, "source"?}`. */
+export type FactInput = string | NewFact
+/**
+ * Where a fact stands.
+ * - `active`: Written, not verified yet (or scored in between).
+ * - `verified`: Passed the gate.
+ * - `invalidated`: Failed the gate.
+ * - `promoted`: Copied to the parent branch by a merge: the copy is what counts now.
+ * - `superseded`: Replaced by a newer fact.
+ */
+export type FactStatus = 'active' | 'verified' | 'invalidated' | 'promoted' | 'superseded'
 /**
  * A protocol message's body, with the seed's field names (`handoff_type`, `worker_report`,
  * `manager_decision`, ...): which fields a message carries depends on its type.
@@ -660,6 +770,18 @@ export interface ProtocolBody {
   current_state?: CurrentState
   /** How to go on once resolved: an escalation's suggestion, a resolution's answer. */
   resume_instructions?: string
+}
+/**
+ * A fact as a caller gives it: its text, and optionally how sure its author was and where
+ * it came from (a plain string is a fact with only a text).
+ */
+export interface NewFact {
+  /** What is known. */
+  text: string
+  /** How sure its author was, from 0 to 1. */
+  confidence?: number
+  /** Where it came from (a file, a conversation, a URL). */
+  source?: string
 }
 /**
  * Which of the protocol's four messages a body is (the seed's `handoff_type`).

@@ -19,6 +19,44 @@ export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'fa
 export type ProtocolPhase = 'working' | 'reviewing' | 'recovering' | 'escalated' | 'resuming' | 'completed'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
+/** What the verification gate made of a conversation or a fact: `verified` (scored at least its threshold: it may merge upward), `unverified` (in between, or not scored yet), `invalidated` (below `invalidateBelow`: it stays, marked wrong). */
+export type Verdict = 'verified' | 'unverified' | 'invalidated'
+/** What changed in curated memory (`curationEvents`). */
+export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged'
+/** What a verifier is asked to score, in the store's snake_case: a fact, or a conversation with its transcript as `text` (`role: content` lines) and its `messages`. */
+export type VerifyItem = (Fact & { kind: 'fact' }) | (Conversation & { kind: 'conversation'; text: string; messages: StoredMessage[] })
+/** A verifier's answer: a score from 0 (wrong) to 1 (certainly right), alone or with why. */
+export type VerifierAnswer = number | [number] | [number, string | null] | { score: number; explanation?: string | null }
+/** Scores one item of a branch (`verify`): an LLM judge, a test run, a lookup. Its function's name is stored as `verified_by`. Throwing leaves the item as it was, reported. */
+export type Verifier = (item: VerifyItem) => VerifierAnswer
+/** A verifier for `verifyAsync`, which awaits its answers. */
+export type AsyncVerifier = (item: VerifyItem) => VerifierAnswer | PromiseLike<VerifierAnswer>
+/** The options of `store.verify`: the gate's thresholds and the verifier (without one, every score is a neutral 0.5). */
+export interface VerifyOptions extends VerifyThresholds {
+  /** Scores each item; called on the JavaScript thread and answering at once (no Promise). */
+  verifier?: Verifier | null
+}
+/** The options of `store.verifyAsync`: the gate's thresholds and the verifier, which may be async. */
+export interface VerifyAsyncOptions extends VerifyThresholds {
+  /** Scores each item; its answers are awaited. */
+  verifier?: AsyncVerifier | null
+}
+/** A message as a judge sees it: the stored message's chat fields, with its `index` in its conversation (from 0). */
+export type JudgedMessage = Omit<StoredMessage, 'seq' | 'is_cherry_picked' | 'cherry_picked_to'> & { index: number }
+/** Says whether a message is a decision point (`cherryPickDecisions`), in place of the heuristics. */
+export type Judge = (message: JudgedMessage) => boolean
+/** A judge for `cherryPickDecisionsAsync`, which awaits its answers. */
+export type AsyncJudge = (message: JudgedMessage) => boolean | PromiseLike<boolean>
+/** The options of `store.cherryPickDecisions`. */
+export interface CherryPickDecisionsOptions {
+  /** Decides in place of the heuristics; called on the JavaScript thread and answering at once (no Promise). */
+  judge?: Judge | null
+}
+/** The options of `store.cherryPickDecisionsAsync`. */
+export interface CherryPickDecisionsAsyncOptions {
+  /** Decides in place of the heuristics; its answers are awaited. */
+  judge?: AsyncJudge | null
+}
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
@@ -29,7 +67,7 @@ export interface HandoffError extends Error {
   /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task, or the task of a protocol run; CONFLICT: or task or memory scope). */
   id?: string
   /** NOT_FOUND: what was looked up. */
-  what?: 'handoff' | 'task' | 'protocol run'
+  what?: 'handoff' | 'task' | 'protocol run' | 'conversation'
   /** CONFLICT of a compare-and-swap (`updateTask`, `memoryPut`, `memoryDelete`): the version the caller expected, and the one it is at. */
   expected?: number
   actual?: number
@@ -442,6 +480,67 @@ export interface ResolveOptions {
   /** How the run is to go on, when it is not plain from the resolution. */
   resumeInstructions?: string
 }
+/** The options of `store.addConversation`. */
+export interface AddConversationOptions {
+  /** What it is about. */
+  title?: string
+  /** The task it belongs to (by default the branch's). */
+  taskId?: string
+  /** The agent that had it (by default the branch's). */
+  agent?: string
+}
+/** The options of `store.messages`. */
+export interface MessagesOptions {
+  /** The first message (from 1). */
+  fromSeq?: number
+  /** The last message. */
+  toSeq?: number
+}
+/** The options of `store.listConversations`. */
+export interface ListConversationsOptions {
+  /** Only those on this branch. */
+  branch?: string
+  /** Only those of this task. */
+  taskId?: string
+}
+/** The options of `store.cherryPick`. */
+export interface CherryPickOptions {
+  /** The first message to take (from 1). */
+  fromSeq?: number
+  /** The last message to take. */
+  toSeq?: number
+  /** The new conversation's title. */
+  title?: string
+}
+/** The options of `store.facts`. */
+export interface FactsOptions {
+  /** Only facts in this status. */
+  status?: FactStatus
+}
+/** The options of `store.verify`. */
+export interface VerifyThresholds {
+  /** A fact scoring at least this is verified (default 0.7). */
+  factThreshold?: number
+  /** A fact or a conversation scoring below this is invalidated (default 0.4). */
+  invalidateBelow?: number
+  /** A conversation scoring at least this is verified (default 0.6). */
+  conversationThreshold?: number
+}
+/** The options of `store.merge`. */
+export interface MergeOptions {
+  /** Where to (by default its parent: the name minus its last segment). */
+  into?: string
+}
+/** The options of `store.contextFor`. */
+export interface ContextForOptions {
+  /** The packet's budget in tokens (default 2000). */
+  budgetTokens?: number
+}
+/** The options of `store.curationEvents`. */
+export interface CurationEventsOptions {
+  /** The task (by default `main`'s log). */
+  taskId?: string
+}
 /**
  * What kind of handoff a record is.
  * - `full`: The whole task passes to the successor.
@@ -615,6 +714,17 @@ export type Urgency = 'low' | 'medium' | 'high' | 'immediate'
  * - `dependency`: Something the work depends on.
  */
 export type BlockerType = 'skill' | 'access' | 'design' | 'environment' | 'dependency'
+/** A fact as a caller gives it: a plain text, or `{"text", "confidence"?, "source"?}`. */
+export type FactInput = string | NewFact
+/**
+ * Where a fact stands.
+ * - `active`: Written, not verified yet (or scored in between).
+ * - `verified`: Passed the gate.
+ * - `invalidated`: Failed the gate.
+ * - `promoted`: Copied to the parent branch by a merge: the copy is what counts now.
+ * - `superseded`: Replaced by a newer fact.
+ */
+export type FactStatus = 'active' | 'verified' | 'invalidated' | 'promoted' | 'superseded'
 /**
  * A protocol message's body, with the seed's field names (`handoff_type`, `worker_report`,
  * `manager_decision`, ...): which fields a message carries depends on its type.
@@ -660,6 +770,18 @@ export interface ProtocolBody {
   current_state?: CurrentState
   /** How to go on once resolved: an escalation's suggestion, a resolution's answer. */
   resume_instructions?: string
+}
+/**
+ * A fact as a caller gives it: its text, and optionally how sure its author was and where
+ * it came from (a plain string is a fact with only a text).
+ */
+export interface NewFact {
+  /** What is known. */
+  text: string
+  /** How sure its author was, from 0 to 1. */
+  confidence?: number
+  /** Where it came from (a file, a conversation, a URL). */
+  source?: string
 }
 /**
  * Which of the protocol's four messages a body is (the seed's `handoff_type`).
@@ -835,6 +957,52 @@ export declare class ManualClock {
  * chains. Get one with `open(path)` or `Store.memory()`.
  */
 export declare class Store {
+  /**
+   * Copies a conversation's decision points into a new conversation on `targetBranch`: by
+   * the seed's heuristics, assistant messages that state an approach ("I'll", "let me", "the
+   * approach", "decided"), the first one after a tool that failed, and the one that leads to
+   * a tool call that succeeded. With `judge`, the judge decides instead: it is called with
+   * each message (its `index` from 0, `role`, `content`, `tool_calls`, ...) and answers
+   * `true` for a decision point. When the judge throws or answers anything but a boolean,
+   * nothing is written: its error is thrown as it is (a non-boolean is a `VALIDATION` error
+   * naming `judge`).
+   *
+   * The judge runs on this thread and must answer at once, not with a Promise (a
+   * `TypeError`): use `cherryPickDecisionsAsync` for an async judge.
+   */
+  cherryPickDecisions(conversationId: string, targetBranch: string, options?: CherryPickDecisionsOptions): Conversation
+  /**
+   * Copies a conversation's decision points into a new conversation on `targetBranch`, as
+   * `cherryPickDecisions` does, as a Promise: the store works off the JavaScript thread,
+   * and `judge` (which may be async) is called on it, each answer awaited. When the judge
+   * throws, rejects or answers anything but a boolean, nothing is written and the Promise
+   * rejects with its error as it is.
+   */
+  cherryPickDecisionsAsync(conversationId: string, targetBranch: string, options?: CherryPickDecisionsAsyncOptions): Promise<Conversation>
+  /**
+   * Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
+   * least `factThreshold` (default 0.7) is verified, a conversation at least
+   * `conversationThreshold` (default 0.6); either is invalidated below `invalidateBelow`
+   * (default 0.4). `verifier` is called with each item (`kind` `fact` or `conversation`, its
+   * `text`, its fields, and a conversation's `messages`) and answers a score from 0 to 1:
+   * a number, `[score, explanation]` or `{ score, explanation }`. Its function's name is
+   * stored as `verified_by`. Without a verifier every score is a neutral 0.5: nothing
+   * verified, nothing invalidated. An item the verifier throws on, or answers with no score
+   * from 0 to 1 (NaN, 1.5), is left as it was and reported in the report's `items` (its
+   * `error`) and `failed`.
+   *
+   * The verifier runs on this thread and must answer at once, not with a Promise (a
+   * `TypeError`; a plain function whose first answer is a Promise is asked nothing more and
+   * records a verification with no verdicts): use `verifyAsync` for an async verifier.
+   */
+  verify(branch: string, options?: VerifyOptions): VerifyReport
+  /**
+   * Scores a branch's facts and conversations and stores the verdicts, as `verify` does, as
+   * a Promise: the store works off the JavaScript thread, and `verifier` (which may be async)
+   * is called on it, each answer awaited. An item whose verifier throws or rejects is left
+   * as it was and reported.
+   */
+  verifyAsync(branch: string, options?: VerifyAsyncOptions): Promise<VerifyReport>
   /**
    * Changes the memory of `scope` with `change`, safely against other writers: reads the
    * document (`{}` when none was written), calls `change` with it, and writes what it
@@ -1484,6 +1652,166 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   protocolStatsAsync(): Promise<ProtocolStats>
+  /**
+   * Writes a conversation on `branch` (`main`, `task/<taskId>` or `task/<taskId>/<agent>`,
+   * created on first use), its messages numbered from 1 (`seq`). Messages come in OpenAI's chat
+   * shape (`{ role, content, tool_calls?, tool_call_id? }`) or as Responses API and
+   * `@openai/agents` items, Anthropic messages or LangChain message dicts. Checked whole: a
+   * bad branch or message (named `[i]`, relative to `messages`) writes nothing. The
+   * conversation and everything curation returns keep the seed's snake_case keys.
+   */
+  addConversation(branch: string, messages: Array<ContextMessage | JsonObject>, options?: AddConversationOptions): Conversation
+  /**
+   * Writes a conversation on `branch` (`main`, `task/<taskId>` or `task/<taskId>/<agent>`,
+   * created on first use), its messages numbered from 1 (`seq`). Messages come in OpenAI's chat
+   * shape (`{ role, content, tool_calls?, tool_call_id? }`) or as Responses API and
+   * `@openai/agents` items, Anthropic messages or LangChain message dicts. Checked whole: a
+   * bad branch or message (named `[i]`, relative to `messages`) writes nothing. The
+   * conversation and everything curation returns keep the seed's snake_case keys.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  addConversationAsync(branch: string, messages: Array<ContextMessage | JsonObject>, options?: AddConversationOptions): Promise<Conversation>
+  /**
+   * Adds messages at the end of a conversation, numbered after its last; read as
+   * `addConversation` reads them.
+   */
+  appendMessages(conversationId: string, messages: Array<ContextMessage | JsonObject>): Conversation
+  /**
+   * Adds messages at the end of a conversation, numbered after its last; read as
+   * `addConversation` reads them.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  appendMessagesAsync(conversationId: string, messages: Array<ContextMessage | JsonObject>): Promise<Conversation>
+  /** The conversation with this id; `NOT_FOUND` if there is none. */
+  getConversation(id: string): Conversation
+  /**
+   * The conversation with this id; `NOT_FOUND` if there is none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  getConversationAsync(id: string): Promise<Conversation>
+  /**
+   * A conversation's messages `fromSeq..=toSeq` (all of them by default), in order, each with
+   * its `seq` and where it was cherry-picked to (`is_cherry_picked`, `cherry_picked_to`).
+   */
+  messages(id: string, options?: MessagesOptions): StoredMessage[]
+  /**
+   * A conversation's messages `fromSeq..=toSeq` (all of them by default), in order, each with
+   * its `seq` and where it was cherry-picked to (`is_cherry_picked`, `cherry_picked_to`).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  messagesAsync(id: string, options?: MessagesOptions): Promise<StoredMessage[]>
+  /** The conversations of a branch, of a task, or of the whole store, oldest first. */
+  listConversations(options?: ListConversationsOptions): Conversation[]
+  /**
+   * The conversations of a branch, of a task, or of the whole store, oldest first.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  listConversationsAsync(options?: ListConversationsOptions): Promise<Conversation[]>
+  /**
+   * Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default) into a new
+   * conversation on `targetBranch`; the source messages are marked `cherry_picked_to` it. A
+   * range outside the conversation is a `VALIDATION` error naming `fromSeq` or `toSeq`.
+   */
+  cherryPick(conversationId: string, targetBranch: string, options?: CherryPickOptions): Conversation
+  /**
+   * Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default) into a new
+   * conversation on `targetBranch`; the source messages are marked `cherry_picked_to` it. A
+   * range outside the conversation is a `VALIDATION` error naming `fromSeq` or `toSeq`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cherryPickAsync(conversationId: string, targetBranch: string, options?: CherryPickOptions): Promise<Conversation>
+  /**
+   * Copies a conversation's tool-call sequences (each call with its results) into a new
+   * conversation on `targetBranch`.
+   */
+  cherryPickTools(conversationId: string, targetBranch: string): Conversation
+  /**
+   * Copies a conversation's tool-call sequences (each call with its results) into a new
+   * conversation on `targetBranch`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cherryPickToolsAsync(conversationId: string, targetBranch: string): Promise<Conversation>
+  /**
+   * Writes facts on `branch` (status `active`): texts, or `{ text, confidence?, source? }`.
+   * Checked whole first, every problem at once (`[1].confidence`, relative to `facts`);
+   * nothing is written when there is one.
+   */
+  addFacts(branch: string, facts: FactInput[]): Fact[]
+  /**
+   * Writes facts on `branch` (status `active`): texts, or `{ text, confidence?, source? }`.
+   * Checked whole first, every problem at once (`[1].confidence`, relative to `facts`);
+   * nothing is written when there is one.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  addFactsAsync(branch: string, facts: FactInput[]): Promise<Fact[]>
+  /** The facts of `branch`, oldest first; with `status`, only those in it. */
+  facts(branch: string, options?: FactsOptions): Fact[]
+  /**
+   * The facts of `branch`, oldest first; with `status`, only those in it.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  factsAsync(branch: string, options?: FactsOptions): Promise<Fact[]>
+  /** Every branch that holds a conversation or a fact, with its parent, in name order. */
+  branches(): BranchInfo[]
+  /**
+   * Every branch that holds a conversation or a fact, with its parent, in name order.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  branchesAsync(): Promise<BranchInfo[]>
+  /**
+   * Moves a branch's verified knowledge into its parent (or `into`): verified facts are copied
+   * (their sources become `promoted`), verified or cherry-picked conversations are copied
+   * with their messages; unverified and invalidated items stay. Merging twice adds nothing.
+   */
+  merge(branch: string, options?: MergeOptions): MergeReport
+  /**
+   * Moves a branch's verified knowledge into its parent (or `into`): verified facts are copied
+   * (their sources become `promoted`), verified or cherry-picked conversations are copied
+   * with their messages; unverified and invalidated items stay. Merging twice adds nothing.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  mergeAsync(branch: string, options?: MergeOptions): Promise<MergeReport>
+  /**
+   * The successor's packet for a handoff, from the store: the handoff, then its task's
+   * verified facts and key conversations (verified or cherry-picked), within `budgetTokens`
+   * (default 2000), redacted, with the manifest of what was kept, cut and dropped; the same
+   * `Packet` as `ContextBuilder.build()`, `toMessages` included.
+   */
+  contextFor(handoffId: string, options?: ContextForOptions): Packet
+  /**
+   * The successor's packet for a handoff, from the store: the handoff, then its task's
+   * verified facts and key conversations (verified or cherry-picked), within `budgetTokens`
+   * (default 2000), redacted, with the manifest of what was kept, cut and dropped; the same
+   * `Packet` as `ContextBuilder.build()`, `toMessages` included.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  contextForAsync(handoffId: string, options?: ContextForOptions): Promise<Packet>
+  /**
+   * The curation log of a task (every change on its branches: conversations added, messages
+   * appended, cherry-picks, facts, verifications, merges), or of `main` without `taskId`, in
+   * order.
+   */
+  curationEvents(options?: CurationEventsOptions): CurationEvent[]
+  /**
+   * The curation log of a task (every change on its branches: conversations added, messages
+   * appended, cherry-picks, facts, verifications, merges), or of `main` without `taskId`, in
+   * order.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  curationEventsAsync(options?: CurationEventsOptions): Promise<CurationEvent[]>
 }
 
 /** A registered agent. */
@@ -1494,6 +1822,14 @@ export interface Agent {
   description: string
   /** Who it may hand off to; `null` is everyone else. */
   collaborators: Array<string> | null
+}
+
+/** A branch that holds a conversation or a fact, with its parent. */
+export interface BranchInfo {
+  /** Its name. */
+  name: string
+  /** Its parent: its name less the last segment (`null` for `main`). */
+  parent: string | null
 }
 
 /**
@@ -1656,6 +1992,53 @@ export interface ContextOptions {
   rules?: Array<RedactionRule>
 }
 
+/**
+ * A conversation on a branch: what `addConversation`, `appendMessages`, `getConversation`
+ * and the cherry-picks return. Its messages are read with `messages(id)`.
+ */
+export interface Conversation {
+  /** Its id. */
+  id: string
+  /** The branch it lies on: `main`, `task/<task>` or `task/<task>/<agent>`. */
+  branch: string
+  /** What it is about. */
+  title: string | null
+  /** The task it belongs to. */
+  task_id: string | null
+  /** The agent that had it. */
+  agent: string | null
+  /** How many messages it holds. */
+  message_count: number
+  /** What the gate made of it (`unverified` until a verifier scores it). */
+  verification_status: Verdict
+  /** The last verification's score, from 0 to 1. */
+  verification_score: number | null
+  /** Why, in the verifier's words. */
+  explanation: string | null
+  /** Who verified it: the verifier's name, or `neutral` without one. */
+  verified_by: string | null
+  /** For a cherry-pick's result: the conversation it was picked from. */
+  cherry_picked_from: string | null
+  /** For a merge's copy: the conversation it was copied from. */
+  origin: string | null
+  /** Whether a merge copied it to the parent branch. */
+  promoted: boolean
+  /** When it was written (ISO 8601). */
+  created_at: string
+}
+
+/** One entry of the curation log: what changed, where and when. */
+export interface CurationEvent {
+  /** When (ISO 8601). */
+  at: string
+  /** What. */
+  kind: CurationChange
+  /** The branch it changed. */
+  branch: string
+  /** Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...). */
+  detail: JsonObject
+}
+
 /** `registry.detect` options. */
 export interface DetectOptions {
   /**
@@ -1719,6 +2102,34 @@ export interface EventDetail {
   error?: string
   /** The model tokens the work took, as the holder reported them (completed, when given). */
   tokensUsed?: number
+}
+
+/** A fact on a branch, with what the verification gate made of it. */
+export interface Fact {
+  /** Its id. */
+  id: string
+  /** The branch it lies on. */
+  branch: string
+  /** What is known. */
+  text: string
+  /** How sure its author was, from 0 to 1. */
+  confidence: number | null
+  /** Where it came from (a file, a conversation, a URL). */
+  source: string | null
+  /** Where it stands. */
+  status: FactStatus
+  /** The last verification's score, from 0 to 1. */
+  score: number | null
+  /** Why, in the verifier's words. */
+  explanation: string | null
+  /** Who verified it: the verifier's name, or `neutral` without one. */
+  verified_by: string | null
+  /** When it was last verified (ISO 8601). */
+  verified_at: string | null
+  /** For a merge's copy: the fact it was copied from. */
+  origin: string | null
+  /** When it was written (ISO 8601). */
+  created_at: string
 }
 
 /** A handover record: the work, what is known about it, and who holds it. */
@@ -1942,6 +2353,20 @@ export interface Memory {
   updatedAt: string
 }
 
+/** What a merge did. */
+export interface MergeReport {
+  /** The branch merged. */
+  branch: string
+  /** Where to. */
+  into: string
+  /** Facts copied up (their sources are now `promoted`). */
+  facts: number
+  /** Conversations copied up. */
+  conversations: number
+  /** Items left where they are (unverified, invalidated). */
+  kept: number
+}
+
 /**
  * Opens (or creates) the SQLite store at `path` (`":memory:"` for a private in-memory
  * database); with `readOnly: true`, opens an existing store without changing anything. The
@@ -2060,6 +2485,16 @@ export interface PathStats {
   medianClaimSeconds: number | null
   /** Median seconds from creation to completion, over the completed ones. */
   medianCompleteSeconds: number | null
+}
+
+/** Where a message was cherry-picked to. */
+export interface PickedTo {
+  /** The conversation the pick made. */
+  conversation_id: string
+  /** Its branch. */
+  branch: string
+  /** When (ISO 8601). */
+  picked_at: string
 }
 
 /** A chain policy as plain data, ready for `open(path, { policy })`. */
@@ -2255,6 +2690,36 @@ export interface Session {
   handoffChain: Array<Hop>
   /** Its shared context: the memory of scope `session:<sessionId>` (`{}` when none). */
   context: JsonObject
+}
+
+/**
+ * A message of a conversation as the store keeps it, in OpenAI's chat shape whatever shape it
+ * came in, with its place and where it was cherry-picked to: what `messages(id)` returns (and
+ * a verifier reads in a conversation's `messages`).
+ */
+export interface StoredMessage {
+  /** Its place in the conversation, from 1. */
+  seq: number
+  /** `user`, `assistant`, `tool` or `system`. */
+  role: string
+  /** The text. */
+  content: string
+  /** The tool calls it made. */
+  tool_calls: Array<ToolCall>
+  /** For a `tool` message, the id of the call it answers. */
+  tool_call_id?: string
+  /** For a `tool` message, `true` when the tool failed (absent otherwise). */
+  is_error?: boolean
+  /** When it was said (ISO 8601), when known. */
+  at: string | null
+  /** The id it came with, for a context packet's manifest. */
+  id: string | null
+  /** The priority it came with, for a context packet. */
+  priority: number | null
+  /** Whether a cherry-pick took it (`cherry_picked_to` is not empty). */
+  is_cherry_picked: boolean
+  /** Every cherry-pick that took it. */
+  cherry_picked_to: Array<PickedTo>
 }
 
 /** A task: its summary, its steps in plan order, and the steps offered or under way. */
@@ -2462,6 +2927,16 @@ export interface TaskSummary {
  */
 export declare function toMarkdown(handoff: Handoff, options?: MarkdownOptions): string
 
+/** A tool call a message made. */
+export interface ToolCall {
+  /** The provider's id for the call (`call_…`, `toolu_…`); empty when it gave none. */
+  id: string
+  /** The tool's name. */
+  name: string
+  /** The arguments: a JSON object, or the model's raw text when it was not one. */
+  arguments: JsonValue
+}
+
 /** A section cut to fit the budget. */
 export interface Truncation {
   /** The item. */
@@ -2478,4 +2953,37 @@ export interface ValidationProblem {
   field: string
   /** The rule it breaks. */
   rule: string
+}
+
+/** One item a verification scored, or could not. */
+export interface VerifiedItem {
+  /** What it is. */
+  kind: 'fact' | 'conversation'
+  /** Its id. */
+  id: string
+  /** Its score (`null` when the verifier failed on it). */
+  score: number | null
+  /** What the gate made of it (`null` when the verifier failed on it). */
+  verdict: Verdict | null
+  /**
+   * Why the verifier failed on it, when it did: it threw or rejected, or its answer was no
+   * score from 0 to 1. The item was left as it was.
+   */
+  error: string | null
+}
+
+/** What a verification did: `verify` and `verifyAsync` return it. */
+export interface VerifyReport {
+  /** The branch verified. */
+  branch: string
+  /** Items that passed the gate. */
+  verified: number
+  /** Items that failed it. */
+  invalidated: number
+  /** Items scored in between (all of them without a verifier: the neutral 0.5). */
+  unverified: number
+  /** Items the verifier failed on, left as they were. */
+  failed: number
+  /** Every item, in the order verified: facts first, then conversations. */
+  items: Array<VerifiedItem>
 }

@@ -30,6 +30,9 @@ const ACCEPTS = { ClaimRef: 'Claim | ClaimReference' }
 const OVERRIDES = {
   'CreateArgs.reason': 'HandoffReasonInput',
   'CheckpointArgs.reason': 'HandoffReasonInput',
+  // Chat messages in any provider's shape (the core reads them): the simplest one named.
+  'AddConversationArgs.messages': 'Array<ContextMessage | JsonObject>',
+  'AppendMessagesArgs.messages': 'Array<ContextMessage | JsonObject>',
 }
 /** A result in the catalog's type language, in TypeScript. */
 const RETURNS = { integer: 'number', unit: 'void', string: 'string' }
@@ -153,7 +156,8 @@ function declaration({ def, name, root }, way) {
     return interfaceOf(name, def.description, def, root, { camel: way.camel, inner: { output: way.output } })
   }
   const variants = def.oneOf ?? def.anyOf ?? []
-  const docs = variants.filter((v) => v.description).map((v) => `- \`${v.const}\`: ${v.description}`)
+  // The words' docs (an untagged union's alternatives are documented by their own types).
+  const docs = variants.filter((v) => v.description && v.const !== undefined).map((v) => `- \`${v.const}\`: ${v.description}`)
   return jsdoc([def.description, ...docs].join('\n')) + `export type ${name} = ${tsType(def, root, way)}\n`
 }
 
@@ -170,7 +174,7 @@ for (const op of operations) {
     }
     // The binding reads a claim's keys, and those of a list's objects, in camelCase.
     const how = { accepting: true, camel: p.name === 'claim', camelItems: true }
-    const expected = tsType(root.properties[p.name], root, how)
+    const expected = OVERRIDES[`${root.title}.${p.name}`] ?? tsType(root.properties[p.name], root, how)
     if (p.ts !== expected) problems.push(`${where}: ${p.name} should be typed "${expected}", not "${p.ts}"`)
   }
   const result = op.returns.endsWith('?') ? `${op.returns.slice(0, -1)} | null` : op.returns

@@ -8,6 +8,7 @@ pub mod chain;
 pub mod clock;
 pub mod context;
 pub mod convert;
+pub mod curation;
 pub mod errors;
 pub mod machine;
 pub mod memory;

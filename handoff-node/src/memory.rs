@@ -212,7 +212,7 @@ impl Store {
 }
 
 /// A Promise rejected with `err`: how a `*Async` call reports arguments it cannot take.
-fn rejected<'env>(env: &'env Env, err: napi::Error) -> napi::Result<Unknown<'env>> {
+pub(crate) fn rejected<'env>(env: &'env Env, err: napi::Error) -> napi::Result<Unknown<'env>> {
     let value = JsError::from(err).into_unknown(*env);
     let promise: Function<'env, Unknown<'env>, Unknown<'env>> =
         env.get_global()?.get_named_property("Promise")?;

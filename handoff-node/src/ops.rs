@@ -147,9 +147,12 @@ fn aliases_of(operation: &str) -> &'static [(String, String)] {
 /// writes the options' TypeScript types from. Not part of the API.
 #[napi(js_name = "_catalogJson", skip_typescript, catch_unwind)]
 pub fn catalog_json() -> String {
+    let mut methods = crate::store::methods();
+    // Those written by hand, which take a callable beside the core's arguments.
+    methods.extend(crate::curation::methods());
     let catalog = serde_json::json!({
         "operations": ops::catalog(),
-        "methods": crate::store::methods(),
+        "methods": methods,
     });
     serde_json::to_string_pretty(&catalog).unwrap_or_default()
 }
@@ -245,6 +248,13 @@ where
     }
 }
 
+/// Reads the JavaScript arguments of a call of operation `O`, for a method that runs it itself
+/// (with a callable the core takes beside its arguments: a verifier, a judge).
+pub(crate) fn arguments_of<O: Operation>(given: &Given<'_, '_>) -> Outcome<JsArguments> {
+    let shape = shape_of(O::NAME);
+    JsArguments::read(given, &shape.aliases, &shape.records, true)
+}
+
 /// A call of operation `O` whose arguments were read from JavaScript.
 struct Call<O> {
     store: CoreStore,
@@ -254,8 +264,7 @@ struct Call<O> {
 
 impl<O: Operation> Call<O> {
     fn read(store: CoreStore, given: &Given<'_, '_>) -> Outcome<Call<O>> {
-        let shape = shape_of(O::NAME);
-        let arguments = JsArguments::read(given, &shape.aliases, &shape.records, true)?;
+        let arguments = arguments_of::<O>(given)?;
         Ok(Call {
             store,
             arguments,
@@ -320,7 +329,13 @@ impl Names {
                 return camel_head(inner);
             }
             if rest.starts_with('[') {
-                return camel_head(rest);
+                // A list of records (`createMany`'s items) is read in camelCase; any other list
+                // (messages, facts) as written.
+                return if self.records.iter().any(|r| r == head) {
+                    camel_head(rest)
+                } else {
+                    rest.to_owned()
+                };
             }
         }
         if rest.starts_with('[') && self.records.iter().any(|r| r == head) {
@@ -488,7 +503,14 @@ impl JsArguments {
         let t = argument.get_type()?;
         let value = match t {
             ValueType::Undefined => return Ok(()),
-            ValueType::Object if argument.is_array()? => self.list(name, argument)?,
+            // A list of records (`createMany`'s items) is read as options objects, camelCase
+            // keys and all; any other list (chat messages in a provider's shape, facts) as
+            // written.
+            ValueType::Object
+                if argument.is_array()? && self.names.records.iter().any(|r| r == name) =>
+            {
+                self.list(name, argument)?
+            }
             ValueType::Object if name == CLAIM => self.claim(argument)?,
             _ => self.reader.value(argument, &mut name.to_owned(), 0)?,
         };

@@ -897,4 +897,79 @@ store_operations! {
     "escalation rate, retries, iterations per run, the median time per iteration, and each run."
     protocol_stats, protocol_stats_async = ProtocolStats()
         -> "ProtocolStats", "Promise<ProtocolStats>";
+
+    "Writes a conversation on `branch` (`main`, `task/<taskId>` or `task/<taskId>/<agent>`,"
+    "created on first use), its messages numbered from 1 (`seq`). Messages come in OpenAI's chat"
+    "shape (`{ role, content, tool_calls?, tool_call_id? }`) or as Responses API and"
+    "`@openai/agents` items, Anthropic messages or LangChain message dicts. Checked whole: a"
+    "bad branch or message (named `[i]`, relative to `messages`) writes nothing. The"
+    "conversation and everything curation returns keep the seed's snake_case keys."
+    add_conversation, add_conversation_async = AddConversation(
+        branch: "string", messages: "Array<ContextMessage | JsonObject>"; options?: "AddConversationOptions"
+    ) -> "Conversation", "Promise<Conversation>";
+
+    "Adds messages at the end of a conversation, numbered after its last; read as"
+    "`addConversation` reads them."
+    append_messages, append_messages_async = AppendMessages(
+        conversation_id: "string", messages: "Array<ContextMessage | JsonObject>"
+    ) -> "Conversation", "Promise<Conversation>";
+
+    "The conversation with this id; `NOT_FOUND` if there is none."
+    get_conversation, get_conversation_async = GetConversation(id: "string")
+        -> "Conversation", "Promise<Conversation>";
+
+    "A conversation's messages `fromSeq..=toSeq` (all of them by default), in order, each with"
+    "its `seq` and where it was cherry-picked to (`is_cherry_picked`, `cherry_picked_to`)."
+    messages, messages_async = Messages(id: "string"; options?: "MessagesOptions")
+        -> "StoredMessage[]", "Promise<StoredMessage[]>";
+
+    "The conversations of a branch, of a task, or of the whole store, oldest first."
+    list_conversations, list_conversations_async =
+        ListConversations(; options?: "ListConversationsOptions")
+        -> "Conversation[]", "Promise<Conversation[]>";
+
+    "Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default) into a new"
+    "conversation on `targetBranch`; the source messages are marked `cherry_picked_to` it. A"
+    "range outside the conversation is a `VALIDATION` error naming `fromSeq` or `toSeq`."
+    cherry_pick, cherry_pick_async =
+        CherryPick(conversation_id: "string", target_branch: "string"; options?: "CherryPickOptions")
+        -> "Conversation", "Promise<Conversation>";
+
+    "Copies a conversation's tool-call sequences (each call with its results) into a new"
+    "conversation on `targetBranch`."
+    cherry_pick_tools, cherry_pick_tools_async =
+        CherryPickTools(conversation_id: "string", target_branch: "string")
+        -> "Conversation", "Promise<Conversation>";
+
+    "Writes facts on `branch` (status `active`): texts, or `{ text, confidence?, source? }`."
+    "Checked whole first, every problem at once (`[1].confidence`, relative to `facts`);"
+    "nothing is written when there is one."
+    add_facts, add_facts_async = AddFacts(branch: "string", facts: "FactInput[]")
+        -> "Fact[]", "Promise<Fact[]>";
+
+    "The facts of `branch`, oldest first; with `status`, only those in it."
+    facts, facts_async = Facts(branch: "string"; options?: "FactsOptions")
+        -> "Fact[]", "Promise<Fact[]>";
+
+    "Every branch that holds a conversation or a fact, with its parent, in name order."
+    branches, branches_async = Branches() -> "BranchInfo[]", "Promise<BranchInfo[]>";
+
+    "Moves a branch's verified knowledge into its parent (or `into`): verified facts are copied"
+    "(their sources become `promoted`), verified or cherry-picked conversations are copied"
+    "with their messages; unverified and invalidated items stay. Merging twice adds nothing."
+    merge, merge_async = Merge(branch: "string"; options?: "MergeOptions")
+        -> "MergeReport", "Promise<MergeReport>";
+
+    "The successor's packet for a handoff, from the store: the handoff, then its task's"
+    "verified facts and key conversations (verified or cherry-picked), within `budgetTokens`"
+    "(default 2000), redacted, with the manifest of what was kept, cut and dropped; the same"
+    "`Packet` as `ContextBuilder.build()`, `toMessages` included."
+    context_for, context_for_async = ContextFor(handoff_id: "string"; options?: "ContextForOptions")
+        -> "Packet", "Promise<Packet>";
+
+    "The curation log of a task (every change on its branches: conversations added, messages"
+    "appended, cherry-picks, facts, verifications, merges), or of `main` without `taskId`, in"
+    "order."
+    curation_events, curation_events_async = CurationEvents(; options?: "CurationEventsOptions")
+        -> "CurationEvent[]", "Promise<CurationEvent[]>";
 }

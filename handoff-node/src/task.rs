@@ -138,14 +138,17 @@ impl Settle for () {
 }
 
 /// Runs `work` on a thread of its own and returns the promise of its result: for a call that
-/// may wait a long time (`claimNextAsync` with `waitSeconds`), which on libuv's pool would hold
-/// one of its few threads (4 by default, shared with `fs`, `dns` and every other `*Async` call)
-/// for the whole wait.
-pub(crate) fn on_own_thread<'env, T: Settle>(
+/// may wait a long time (`claimNextAsync` with `waitSeconds`, a verifier or a judge awaited on
+/// the JavaScript thread), which on libuv's pool would hold one of its few threads (4 by
+/// default, shared with `fs`, `dns` and every other `*Async` call) for the whole wait.
+pub(crate) fn on_own_thread<'env, T: Settle, E>(
     env: &'env Env,
     naming: Naming,
-    work: impl FnOnce() -> handoff_core::Result<T> + Send + 'static,
-) -> napi::Result<Unknown<'env>> {
+    work: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> napi::Result<Unknown<'env>>
+where
+    Failure: From<E>,
+{
     let (deferred, promise) = env.create_deferred()?;
     std::thread::Builder::new()
         .name("handoff-wait".to_owned())

@@ -1,0 +1,1202 @@
+//! Curated memory (DESIGN §9, the core's [`handoff_core::curation`]): conversations and their
+//! messages, facts, branches, and what a verification, a merge and the curation log report, as
+//! plain objects in the seed's snake_case, the way the core writes them (and a verifier or a
+//! judge reads them); and the two operations that take a callable beside their arguments,
+//! `verify` (a verifier) and `cherryPickDecisions` (a judge), with their Promise twins. The
+//! other curation operations are entries of the store's operation table (`src/store.rs`).
+//!
+//! A callable runs on the JavaScript thread. `verify` and `cherryPickDecisions` call it there,
+//! from the core's loop, and refuse one that answers with a Promise (a `TypeError`).
+//! `verifyAsync` and `cherryPickDecisionsAsync` run the core's loop on a thread of their own and
+//! reach the callable through a threadsafe function: each question is queued to the JavaScript
+//! thread, the answer (awaited when it is a Promise) comes back through a channel, and the event
+//! loop runs meanwhile. Not on libuv's pool: a pool thread waiting for the callable could hold
+//! the very thread an `*Async` call inside the callable needs.
+//!
+//! A verifier that throws or rejects (or answers something that is no score) leaves its item as
+//! it was: the core reports it in the `VerifyReport`. A judge that does ends the pick, which
+//! writes nothing: its own error is thrown (or rejects the Promise) as it is.
+
+use std::sync::mpsc;
+
+use handoff_core::curation::{
+    BranchInfo, Conversation, CurationEvent, Fact, MergeReport, PickedTo, StoredMessage,
+    VerifiedItem, VerifyReport,
+};
+use handoff_core::messages::ToolCall;
+use handoff_core::ops::{self, JsonJudge, JsonVerifier, Operation};
+use handoff_core::{Error, Limits, Problem};
+use napi::bindgen_prelude::{
+    CallbackContext, Either, Function, JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter,
+    Object, PromiseRaw,
+};
+use napi::threadsafe_function::{
+    ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode,
+};
+use napi::{Env, JsError, JsValue, Status, Unknown, ValueType};
+use napi_derive::napi;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::convert::{self, type_name};
+use crate::errors::{self, Failure, Naming, Outcome};
+use crate::memory::rejected;
+use crate::ops::{Given, JsArguments, Method, Parameter, arguments_of};
+use crate::record::iso;
+use crate::store::Store;
+use crate::task::{Job, Mirror, ToJs, guarded, json_to_js, on_own_thread};
+use crate::tasks::{number, word};
+
+/// A conversation on a branch: what `addConversation`, `appendMessages`, `getConversation`
+/// and the cherry-picks return. Its messages are read with `messages(id)`.
+#[napi(
+    object,
+    js_name = "Conversation",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
+#[derive(Serialize)]
+pub struct JsConversation {
+    /// Its id.
+    pub id: String,
+    /// The branch it lies on: `main`, `task/<task>` or `task/<task>/<agent>`.
+    pub branch: String,
+    /// What it is about.
+    pub title: Option<String>,
+    /// The task it belongs to.
+    #[napi(js_name = "task_id")]
+    pub task_id: Option<String>,
+    /// The agent that had it.
+    pub agent: Option<String>,
+    /// How many messages it holds.
+    #[napi(js_name = "message_count")]
+    pub message_count: f64,
+    /// What the gate made of it (`unverified` until a verifier scores it).
+    #[napi(js_name = "verification_status", ts_type = "Verdict")]
+    pub verification_status: String,
+    /// The last verification's score, from 0 to 1.
+    #[napi(js_name = "verification_score")]
+    pub verification_score: Option<f64>,
+    /// Why, in the verifier's words.
+    pub explanation: Option<String>,
+    /// Who verified it: the verifier's name, or `neutral` without one.
+    #[napi(js_name = "verified_by")]
+    pub verified_by: Option<String>,
+    /// For a cherry-pick's result: the conversation it was picked from.
+    #[napi(js_name = "cherry_picked_from")]
+    pub cherry_picked_from: Option<String>,
+    /// For a merge's copy: the conversation it was copied from.
+    pub origin: Option<String>,
+    /// Whether a merge copied it to the parent branch.
+    pub promoted: bool,
+    /// When it was written (ISO 8601).
+    #[napi(js_name = "created_at")]
+    pub created_at: String,
+}
+
+impl Mirror for Conversation {
+    type Out = JsConversation;
+    fn mirror(self) -> JsConversation {
+        // Destructured in full: a field the core adds fails to compile here until it is mapped.
+        let Conversation {
+            id,
+            branch,
+            title,
+            task_id,
+            agent,
+            message_count,
+            verification_status,
+            verification_score,
+            explanation,
+            verified_by,
+            cherry_picked_from,
+            origin,
+            promoted,
+            created_at,
+        } = self;
+        JsConversation {
+            id,
+            branch: branch.into(),
+            title,
+            task_id,
+            agent,
+            message_count: number(message_count),
+            verification_status: word(&verification_status),
+            verification_score,
+            explanation,
+            verified_by,
+            cherry_picked_from,
+            origin,
+            promoted,
+            created_at: iso(created_at),
+        }
+    }
+}
+
+/// A tool call a message made.
+#[napi(
+    object,
+    js_name = "ToolCall",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsToolCall {
+    /// The provider's id for the call (`call_…`, `toolu_…`); empty when it gave none.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments: a JSON object, or the model's raw text when it was not one.
+    #[napi(ts_type = "JsonValue")]
+    pub arguments: Value,
+}
+
+impl Mirror for ToolCall {
+    type Out = JsToolCall;
+    fn mirror(self) -> JsToolCall {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = self;
+        JsToolCall {
+            id,
+            name,
+            arguments,
+        }
+    }
+}
+
+/// Where a message was cherry-picked to.
+#[napi(
+    object,
+    js_name = "PickedTo",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsPickedTo {
+    /// The conversation the pick made.
+    #[napi(js_name = "conversation_id")]
+    pub conversation_id: String,
+    /// Its branch.
+    pub branch: String,
+    /// When (ISO 8601).
+    #[napi(js_name = "picked_at")]
+    pub picked_at: String,
+}
+
+impl Mirror for PickedTo {
+    type Out = JsPickedTo;
+    fn mirror(self) -> JsPickedTo {
+        let PickedTo {
+            conversation_id,
+            branch,
+            picked_at,
+        } = self;
+        JsPickedTo {
+            conversation_id,
+            branch: branch.into(),
+            picked_at: iso(picked_at),
+        }
+    }
+}
+
+/// A message of a conversation as the store keeps it, in OpenAI's chat shape whatever shape it
+/// came in, with its place and where it was cherry-picked to: what `messages(id)` returns (and
+/// a verifier reads in a conversation's `messages`).
+#[napi(
+    object,
+    js_name = "StoredMessage",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsStoredMessage {
+    /// Its place in the conversation, from 1.
+    pub seq: f64,
+    /// `user`, `assistant`, `tool` or `system`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// The tool calls it made.
+    #[napi(js_name = "tool_calls")]
+    pub tool_calls: Vec<JsToolCall>,
+    /// For a `tool` message, the id of the call it answers.
+    #[napi(js_name = "tool_call_id")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a `tool` message, `true` when the tool failed (absent otherwise).
+    #[napi(js_name = "is_error")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// When it was said (ISO 8601), when known.
+    #[napi(ts_type = "string | null")]
+    pub at: Value,
+    /// The id it came with, for a context packet's manifest.
+    #[napi(ts_type = "string | null")]
+    pub id: Value,
+    /// The priority it came with, for a context packet.
+    #[napi(ts_type = "number | null")]
+    pub priority: Value,
+    /// Whether a cherry-pick took it (`cherry_picked_to` is not empty).
+    #[napi(js_name = "is_cherry_picked")]
+    pub is_cherry_picked: bool,
+    /// Every cherry-pick that took it.
+    #[napi(js_name = "cherry_picked_to")]
+    pub cherry_picked_to: Vec<JsPickedTo>,
+}
+
+impl Mirror for StoredMessage {
+    type Out = JsStoredMessage;
+    fn mirror(self) -> JsStoredMessage {
+        let StoredMessage {
+            seq,
+            message,
+            is_cherry_picked,
+            cherry_picked_to,
+        } = self;
+        let handoff_core::context::Message {
+            role,
+            content,
+            tool_calls,
+            tool_call_id,
+            is_error,
+            at,
+            id,
+            priority,
+        } = message;
+        JsStoredMessage {
+            seq: number(seq),
+            role,
+            content,
+            tool_calls: tool_calls.mirror(),
+            tool_call_id,
+            is_error: is_error.then_some(true),
+            at: at.map(iso).into(),
+            id: id.into(),
+            priority: priority.into(),
+            is_cherry_picked,
+            cherry_picked_to: cherry_picked_to.mirror(),
+        }
+    }
+}
+
+/// A fact on a branch, with what the verification gate made of it.
+#[napi(
+    object,
+    js_name = "Fact",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
+#[derive(Serialize)]
+pub struct JsFact {
+    /// Its id.
+    pub id: String,
+    /// The branch it lies on.
+    pub branch: String,
+    /// What is known.
+    pub text: String,
+    /// How sure its author was, from 0 to 1.
+    pub confidence: Option<f64>,
+    /// Where it came from (a file, a conversation, a URL).
+    pub source: Option<String>,
+    /// Where it stands.
+    #[napi(ts_type = "FactStatus")]
+    pub status: String,
+    /// The last verification's score, from 0 to 1.
+    pub score: Option<f64>,
+    /// Why, in the verifier's words.
+    pub explanation: Option<String>,
+    /// Who verified it: the verifier's name, or `neutral` without one.
+    #[napi(js_name = "verified_by")]
+    pub verified_by: Option<String>,
+    /// When it was last verified (ISO 8601).
+    #[napi(js_name = "verified_at")]
+    pub verified_at: Option<String>,
+    /// For a merge's copy: the fact it was copied from.
+    pub origin: Option<String>,
+    /// When it was written (ISO 8601).
+    #[napi(js_name = "created_at")]
+    pub created_at: String,
+}
+
+impl Mirror for Fact {
+    type Out = JsFact;
+    fn mirror(self) -> JsFact {
+        let Fact {
+            id,
+            branch,
+            text,
+            confidence,
+            source,
+            status,
+            score,
+            explanation,
+            verified_by,
+            verified_at,
+            origin,
+            created_at,
+        } = self;
+        JsFact {
+            id,
+            branch: branch.into(),
+            text,
+            confidence,
+            source,
+            status: word(&status),
+            score,
+            explanation,
+            verified_by,
+            verified_at: verified_at.map(iso),
+            origin,
+            created_at: iso(created_at),
+        }
+    }
+}
+
+/// A branch that holds a conversation or a fact, with its parent.
+#[napi(
+    object,
+    js_name = "BranchInfo",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
+#[derive(Serialize)]
+pub struct JsBranchInfo {
+    /// Its name.
+    pub name: String,
+    /// Its parent: its name less the last segment (`null` for `main`).
+    pub parent: Option<String>,
+}
+
+impl Mirror for BranchInfo {
+    type Out = JsBranchInfo;
+    fn mirror(self) -> JsBranchInfo {
+        let BranchInfo { name, parent } = self;
+        JsBranchInfo {
+            name: name.into(),
+            parent: parent.map(Into::into),
+        }
+    }
+}
+
+/// One item a verification scored, or could not.
+#[napi(
+    object,
+    js_name = "VerifiedItem",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
+#[derive(Serialize)]
+pub struct JsVerifiedItem {
+    /// What it is.
+    #[napi(ts_type = "'fact' | 'conversation'")]
+    pub kind: String,
+    /// Its id.
+    pub id: String,
+    /// Its score (`null` when the verifier failed on it).
+    pub score: Option<f64>,
+    /// What the gate made of it (`null` when the verifier failed on it).
+    #[napi(ts_type = "Verdict")]
+    pub verdict: Option<String>,
+    /// Why the verifier failed on it, when it did: it threw or rejected, or its answer was no
+    /// score from 0 to 1. The item was left as it was.
+    pub error: Option<String>,
+}
+
+impl Mirror for VerifiedItem {
+    type Out = JsVerifiedItem;
+    fn mirror(self) -> JsVerifiedItem {
+        let VerifiedItem {
+            kind,
+            id,
+            score,
+            verdict,
+            error,
+        } = self;
+        JsVerifiedItem {
+            kind,
+            id,
+            score,
+            verdict: verdict.map(|v| word(&v)),
+            error,
+        }
+    }
+}
+
+/// What a verification did: `verify` and `verifyAsync` return it.
+#[napi(
+    object,
+    js_name = "VerifyReport",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsVerifyReport {
+    /// The branch verified.
+    pub branch: String,
+    /// Items that passed the gate.
+    pub verified: f64,
+    /// Items that failed it.
+    pub invalidated: f64,
+    /// Items scored in between (all of them without a verifier: the neutral 0.5).
+    pub unverified: f64,
+    /// Items the verifier failed on, left as they were.
+    pub failed: f64,
+    /// Every item, in the order verified: facts first, then conversations.
+    pub items: Vec<JsVerifiedItem>,
+}
+
+impl Mirror for VerifyReport {
+    type Out = JsVerifyReport;
+    fn mirror(self) -> JsVerifyReport {
+        let VerifyReport {
+            branch,
+            verified,
+            invalidated,
+            unverified,
+            failed,
+            items,
+        } = self;
+        JsVerifyReport {
+            branch: branch.map(Into::into).unwrap_or_default(),
+            verified: number(verified),
+            invalidated: number(invalidated),
+            unverified: number(unverified),
+            failed: number(failed),
+            items: items.mirror(),
+        }
+    }
+}
+
+/// What a merge did.
+#[napi(
+    object,
+    js_name = "MergeReport",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsMergeReport {
+    /// The branch merged.
+    pub branch: String,
+    /// Where to.
+    pub into: String,
+    /// Facts copied up (their sources are now `promoted`).
+    pub facts: f64,
+    /// Conversations copied up.
+    pub conversations: f64,
+    /// Items left where they are (unverified, invalidated).
+    pub kept: f64,
+}
+
+impl Mirror for MergeReport {
+    type Out = JsMergeReport;
+    fn mirror(self) -> JsMergeReport {
+        let MergeReport {
+            branch,
+            into,
+            facts,
+            conversations,
+            kept,
+        } = self;
+        JsMergeReport {
+            branch: branch.map(Into::into).unwrap_or_default(),
+            into: into.map(Into::into).unwrap_or_default(),
+            facts: number(facts),
+            conversations: number(conversations),
+            kept: number(kept),
+        }
+    }
+}
+
+/// One entry of the curation log: what changed, where and when.
+#[napi(
+    object,
+    js_name = "CurationEvent",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsCurationEvent {
+    /// When (ISO 8601).
+    pub at: String,
+    /// What.
+    #[napi(ts_type = "CurationChange")]
+    pub kind: String,
+    /// The branch it changed.
+    pub branch: String,
+    /// Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...).
+    #[napi(ts_type = "JsonObject")]
+    pub detail: Value,
+}
+
+impl Mirror for CurationEvent {
+    type Out = JsCurationEvent;
+    fn mirror(self) -> JsCurationEvent {
+        let CurationEvent {
+            at,
+            kind,
+            branch,
+            detail,
+        } = self;
+        JsCurationEvent {
+            at: iso(at),
+            kind: word(&kind),
+            branch: branch.into(),
+            detail,
+        }
+    }
+}
+
+/// JSON handed to a callable as it is (an item to verify, a message to judge).
+struct Json(Value);
+
+impl Mirror for Json {
+    type Out = Value;
+    fn mirror(self) -> Value {
+        self.0
+    }
+}
+
+/// The callable a method takes beside the core's arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// `verify`'s, which scores each item.
+    Verifier,
+    /// `cherryPickDecisions`'s, which says whether a message is a decision point.
+    Judge,
+}
+
+impl Role {
+    /// Its option's name, also the verifier's name when its function has none.
+    fn key(self) -> &'static str {
+        match self {
+            Role::Verifier => "verifier",
+            Role::Judge => "judge",
+        }
+    }
+
+    /// The method that calls it synchronously, and its Promise twin.
+    fn methods(self) -> (&'static str, &'static str) {
+        match self {
+            Role::Verifier => ("verify", "verifyAsync"),
+            Role::Judge => ("cherryPickDecisions", "cherryPickDecisionsAsync"),
+        }
+    }
+}
+
+/// A JavaScript function taking and returning any value.
+type JsFunction<'env> = Function<'env, Unknown<'static>, Unknown<'static>>;
+
+/// A call's arguments, read on the JavaScript thread, and the callable it was given, if any.
+struct Read<'env> {
+    arguments: JsArguments,
+    callable: Option<JsFunction<'env>>,
+}
+
+/// Reads a call of operation `O`: its positional arguments, and its options less the
+/// callable (`role`'s key), which must be a function (or left out, or `null`). A callable that
+/// is none is a problem reported with the core's problems of the other arguments, all at once.
+fn read_call<'env, O: Operation>(
+    env: &Env,
+    positional: &[(&'static str, &Unknown<'_>)],
+    options: Option<&Unknown<'env>>,
+    role: Role,
+    limits: &Limits,
+) -> Outcome<Read<'env>> {
+    let mut callable = Ok(None);
+    let mut rest = None;
+    if let Some(options) = options {
+        if options.get_type()? == ValueType::Object && !options.is_array()? {
+            let (others, found) = split(env, options, role.key())?;
+            rest = Some(others);
+            callable = found;
+        } else {
+            // Not an object: read (and refused) as the options of any other call.
+            rest = Some(*options);
+        }
+    }
+    let given = Given {
+        positional,
+        options: Some(("options", rest.as_ref())),
+    };
+    let arguments = arguments_of::<O>(&given)?;
+    match callable {
+        Ok(callable) => Ok(Read {
+            arguments,
+            callable,
+        }),
+        Err(problem) => {
+            let mut problems = match arguments.then(limits, |_: O::Args| Ok(())) {
+                Err(Error::Validation { problems }) => problems,
+                _ => Vec::new(),
+            };
+            problems.push(problem);
+            Err(Failure::Core(Error::Validation { problems }))
+        }
+    }
+}
+
+/// The options object less its `key`, and the function found under `key` (or the problem
+/// with what was found there).
+#[allow(clippy::type_complexity)]
+fn split<'env>(
+    env: &Env,
+    options: &Unknown<'env>,
+    key: &'static str,
+) -> Outcome<(Unknown<'env>, Result<Option<JsFunction<'env>>, Problem>)> {
+    let object = options.coerce_to_object()?;
+    let mut rest = Object::new(env)?;
+    let names = object.get_all_property_names(
+        KeyCollectionMode::OwnOnly,
+        KeyFilter::Enumerable,
+        KeyConversion::NumbersToStrings,
+    )?;
+    let mut callable = Ok(None);
+    for i in 0..names.get_array_length()? {
+        let name: Unknown<'_> = names.get_element(i)?;
+        let is_key = name.get_type()? == ValueType::String
+            && name.coerce_to_string()?.into_utf8()?.as_str()? == key;
+        if !is_key {
+            let value: Unknown<'_> = object.get_property_unchecked(name)?;
+            rest.set_property(name, value)?;
+            continue;
+        }
+        let found: Either<JsFunction<'env>, Unknown<'env>> = object.get_named_property(key)?;
+        callable = match found {
+            Either::A(function) => Ok(Some(function)),
+            Either::B(other) => match other.get_type()? {
+                ValueType::Undefined | ValueType::Null => Ok(None),
+                t => Err(Problem::new(
+                    key,
+                    format!("must be a function, got {}", type_name(t)),
+                )),
+            },
+        };
+    }
+    Ok((rest.to_unknown(), callable))
+}
+
+/// The name a verifier is stored under (`verified_by`): its function's, else `verifier`.
+fn name_of(function: &JsFunction<'_>, role: Role) -> Outcome<String> {
+    let name = function.name()?;
+    Ok(if name.is_empty() {
+        role.key().to_owned()
+    } else {
+        name
+    })
+}
+
+/// A `TypeError` to throw, as JavaScript makes one.
+fn type_error(env: &Env, message: String) -> Failure {
+    let made = (|| -> napi::Result<napi::Error> {
+        let class: Function<'_, String, Unknown<'_>> =
+            env.get_global()?.get_named_property("TypeError")?;
+        Ok(napi::Error::from(class.new_instance(message.clone())?))
+    })();
+    Failure::Js(made.unwrap_or_else(|err| err))
+}
+
+/// Refuses an `async` function given to a method that calls it synchronously, before it is
+/// called at all.
+fn refuse_async(env: &Env, function: &JsFunction<'_>, role: Role) -> Outcome<()> {
+    let constructor = (|| -> napi::Result<String> {
+        let class: Unknown<'_> = function
+            .coerce_to_object()?
+            .get_named_property("constructor")?;
+        class.coerce_to_object()?.get_named_property("name")
+    })()
+    .unwrap_or_default();
+    if constructor == "AsyncFunction" || constructor == "AsyncGeneratorFunction" {
+        return Err(promised(env, role));
+    }
+    Ok(())
+}
+
+/// The `TypeError` for a callable whose answers are Promises, given to a sync method.
+fn promised(env: &Env, role: Role) -> Failure {
+    let (sync, promise) = role.methods();
+    type_error(
+        env,
+        format!(
+            "the {key} answers with a Promise, which {sync} cannot wait for: use {promise} \
+             for an async {key}",
+            key = role.key()
+        ),
+    )
+}
+
+/// What a callable gave back, read on the JavaScript thread.
+enum Reply {
+    /// Its answer, as JSON.
+    Answer(Value),
+    /// An answer that cannot be read as one (not JSON, NaN).
+    Unreadable(Error),
+    /// It threw or its Promise rejected: `how` and the error as it is.
+    Failed(&'static str, napi::Error),
+}
+
+/// Reads a callable's answer as JSON; a number that is not finite is named as the core names
+/// a score out of range.
+fn read_answer(answer: &Unknown<'_>) -> Reply {
+    let read = (|| -> Outcome<Value> {
+        if answer.get_type()? == ValueType::Number {
+            let n = answer.coerce_to_number()?.get_double()?;
+            if !n.is_finite() {
+                return Err(Failure::Core(Error::invalid(
+                    "score",
+                    format!("must be a number from 0 to 1, is {n}"),
+                )));
+            }
+        }
+        convert::json(answer, "answer")
+    })();
+    match read {
+        Ok(value) => Reply::Answer(value),
+        Err(Failure::Core(err)) => Reply::Unreadable(err),
+        Err(Failure::Js(err)) => Reply::Failed("threw", err),
+        Err(Failure::Panic(message)) => Reply::Unreadable(Error::storage(message)),
+    }
+}
+
+/// What a call of a callable comes to for the core, noting in `stop` what ends the whole call
+/// (a judge's error, a Promise given to a sync method).
+fn settle(stop: &mut Option<Failure>, role: Role, reply: Reply) -> handoff_core::Result<Value> {
+    match reply {
+        Reply::Answer(value) => Ok(value),
+        Reply::Unreadable(err) => Err(err),
+        Reply::Failed(how, thrown) => {
+            let failed = Error::invalid(role.key(), format!("{how}: {}", thrown.reason));
+            if role == Role::Judge {
+                // A judge's error ends the pick (the core writes nothing): thrown as it is.
+                *stop = Some(Failure::Js(thrown));
+            }
+            Err(failed)
+        }
+    }
+}
+
+/// What a call that ran the core with a callable comes to: what ended it, if anything did.
+fn finish<T>(stop: Option<Failure>, result: handoff_core::Result<T>) -> Outcome<T> {
+    match stop {
+        Some(failure) => Err(failure),
+        None => Ok(result?),
+    }
+}
+
+/// Asks a callable on the JavaScript thread, from the sync methods.
+struct AskNow<'a, 'env> {
+    env: &'a Env,
+    function: &'a JsFunction<'env>,
+    role: Role,
+    stop: Option<Failure>,
+}
+
+impl AskNow<'_, '_> {
+    fn ask(&mut self, question: Value) -> handoff_core::Result<Value> {
+        if self.stop.is_some() {
+            return Err(not_asked(self.role));
+        }
+        let reply = self.reply(question).unwrap_or_else(|err| {
+            Reply::Unreadable(Error::invalid(
+                self.role.key(),
+                format!("could not be asked: {err}"),
+            ))
+        });
+        settle(&mut self.stop, self.role, reply)
+    }
+
+    fn reply(&mut self, question: Value) -> napi::Result<Reply> {
+        let question = json_to_js(self.env, Json(question))?;
+        let answer = match self.function.call(question) {
+            Ok(answer) => answer,
+            Err(err) => {
+                // The exception as thrown, its message read without running its code.
+                let thrown = JsError::from(err).into_unknown(*self.env);
+                return Ok(Reply::Failed(
+                    "threw",
+                    napi::Error::from_unknown_without_coercion(thrown),
+                ));
+            }
+        };
+        if answer.is_promise()? {
+            // Nobody awaits it: a rejection must not end the process as an unhandled one.
+            let promise: PromiseRaw<'_, Unknown<'_>> =
+                PromiseRaw::new(self.env.raw(), answer.raw());
+            promise.catch(|_: CallbackContext<Unknown<'_>>| Ok(()))?;
+            self.stop = Some(promised(self.env, self.role));
+            return Ok(Reply::Unreadable(not_asked(self.role)));
+        }
+        Ok(read_answer(&answer))
+    }
+}
+
+/// The error of a question left unasked because an earlier answer ended the call.
+fn not_asked(role: Role) -> Error {
+    Error::invalid(
+        role.key(),
+        "was not asked: an earlier answer ended the call",
+    )
+}
+
+/// A callable as a threadsafe function: questions (JSON) go in, its return value comes out.
+type Threadsafe = ThreadsafeFunction<Value, Unknown<'static>, Unknown<'static>, Status, false>;
+
+/// Asks a callable from another thread, for the `*Async` methods.
+struct AskLater {
+    function: Threadsafe,
+    role: Role,
+    stop: Option<Failure>,
+}
+
+impl AskLater {
+    /// Made on the JavaScript thread.
+    fn new(function: &JsFunction<'_>, role: Role) -> napi::Result<AskLater> {
+        let function = function
+            .build_threadsafe_function::<Value>()
+            .callee_handled::<false>()
+            .build_callback(|ctx: ThreadsafeCallContext<Value>| {
+                json_to_js(&ctx.env, Json(ctx.value))
+            })?;
+        Ok(AskLater {
+            function,
+            role,
+            stop: None,
+        })
+    }
+
+    /// Asks on the JavaScript thread and waits here for the answer, awaited there when it is
+    /// a Promise.
+    fn ask(&mut self, question: Value) -> handoff_core::Result<Value> {
+        if self.stop.is_some() {
+            return Err(not_asked(self.role));
+        }
+        let role = self.role;
+        let (answers, answer) = mpsc::channel();
+        let status = self.function.call_with_return_value(
+            question,
+            ThreadsafeFunctionCallMode::Blocking,
+            move |returned, env| {
+                await_answer(&env, returned, role, answers);
+                Ok(())
+            },
+        );
+        let reply = if status == Status::Ok {
+            answer.recv().unwrap_or_else(|_| {
+                Reply::Unreadable(Error::invalid(
+                    role.key(),
+                    "gave no answer: Node is shutting down",
+                ))
+            })
+        } else {
+            Reply::Unreadable(Error::invalid(
+                role.key(),
+                format!("could not be called ({status})"),
+            ))
+        };
+        settle(&mut self.stop, role, reply)
+    }
+}
+
+/// On the JavaScript thread: sends what the callable returned (or threw), through `answers`,
+/// once it settles. Never fails: a failure to await is an answer too.
+fn await_answer(
+    env: &Env,
+    returned: napi::Result<Unknown<'static>>,
+    role: Role,
+    answers: mpsc::Sender<Reply>,
+) {
+    let value = match returned {
+        Ok(value) => value,
+        Err(thrown) => {
+            let _ = answers.send(Reply::Failed("threw", thrown));
+            return;
+        }
+    };
+    let awaited = (|| -> napi::Result<()> {
+        // `Promise.resolve` awaits a Promise or a thenable and passes any other value on.
+        let class: Function<'_, Unknown<'static>, Unknown<'static>> =
+            env.get_global()?.get_named_property("Promise")?;
+        let resolve: Function<'_, Unknown<'static>, PromiseRaw<'static, Unknown<'static>>> =
+            class.get_named_property("resolve")?;
+        let promise = resolve.apply(class, value)?;
+        let on_answer = answers.clone();
+        let read = promise.then(move |ctx: CallbackContext<Unknown<'static>>| {
+            let _ = on_answer.send(read_answer(&ctx.value));
+            Ok(())
+        })?;
+        let on_failure = answers.clone();
+        read.catch(move |ctx: CallbackContext<Unknown<'static>>| {
+            let err = napi::Error::from_unknown_without_coercion(ctx.value);
+            let _ = on_failure.send(Reply::Failed("rejected", err));
+            Ok(())
+        })?;
+        Ok(())
+    })();
+    if let Err(err) = awaited {
+        let _ = answers.send(Reply::Unreadable(Error::invalid(
+            role.key(),
+            format!("could not be awaited: {err}"),
+        )));
+    }
+}
+
+/// The store's methods that take a callable, as the type generator sees them: the core's
+/// arguments only (the callable's option is declared in `dts-header.d.ts`).
+pub(crate) fn methods() -> Vec<Method> {
+    vec![
+        Method::of::<ops::CherryPickDecisions>(
+            &[("conversation_id", "string"), ("target_branch", "string")],
+            None,
+            ["Conversation", "Promise<Conversation>"],
+        ),
+        Method::of::<ops::Verify>(
+            &[("branch", "string")],
+            Some(Parameter {
+                name: "options",
+                ts: "VerifyThresholds",
+                optional: true,
+            }),
+            ["VerifyReport", "Promise<VerifyReport>"],
+        ),
+    ]
+}
+
+#[napi]
+impl Store {
+    /// Copies a conversation's decision points into a new conversation on `targetBranch`: by
+    /// the seed's heuristics, assistant messages that state an approach ("I'll", "let me", "the
+    /// approach", "decided"), the first one after a tool that failed, and the one that leads to
+    /// a tool call that succeeded. With `judge`, the judge decides instead: it is called with
+    /// each message (its `index` from 0, `role`, `content`, `tool_calls`, ...) and answers
+    /// `true` for a decision point. When the judge throws or answers anything but a boolean,
+    /// nothing is written: its error is thrown as it is (a non-boolean is a `VALIDATION` error
+    /// naming `judge`).
+    ///
+    /// The judge runs on this thread and must answer at once, not with a Promise (a
+    /// `TypeError`): use `cherryPickDecisionsAsync` for an async judge.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "conversationId: string, targetBranch: string, options?: CherryPickDecisionsOptions",
+        ts_return_type = "Conversation"
+    )]
+    pub fn cherry_pick_decisions<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: Unknown<'_>,
+        target_branch: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let positional = [
+            ("conversation_id", &conversation_id),
+            ("target_branch", &target_branch),
+        ];
+        let picked = guarded(env, Naming::AsIs, || {
+            let read = read_call::<ops::CherryPickDecisions>(
+                env,
+                &positional,
+                options.as_ref(),
+                Role::Judge,
+                store.limits(),
+            )?;
+            let Some(function) = read.callable else {
+                return Ok(read.arguments.then(store.limits(), |args| {
+                    ops::CherryPickDecisions::run_with(&store, args, None)
+                })?);
+            };
+            refuse_async(env, &function, Role::Judge)?;
+            let mut asker = AskNow {
+                env,
+                function: &function,
+                role: Role::Judge,
+                stop: None,
+            };
+            let mut judge = JsonJudge(|message| asker.ask(message));
+            let picked = read.arguments.then(store.limits(), |args| {
+                ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
+            });
+            finish(asker.stop, picked)
+        })?;
+        picked.to_js(env)
+    }
+
+    /// Copies a conversation's decision points into a new conversation on `targetBranch`, as
+    /// `cherryPickDecisions` does, as a Promise: the store works off the JavaScript thread,
+    /// and `judge` (which may be async) is called on it, each answer awaited. When the judge
+    /// throws, rejects or answers anything but a boolean, nothing is written and the Promise
+    /// rejects with its error as it is.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "conversationId: string, targetBranch: string, options?: CherryPickDecisionsAsyncOptions",
+        ts_return_type = "Promise<Conversation>"
+    )]
+    pub fn cherry_pick_decisions_async<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: Unknown<'_>,
+        target_branch: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let positional = [
+            ("conversation_id", &conversation_id),
+            ("target_branch", &target_branch),
+        ];
+        let read = read_call::<ops::CherryPickDecisions>(
+            env,
+            &positional,
+            options.as_ref(),
+            Role::Judge,
+            store.limits(),
+        )
+        .and_then(|read| {
+            let asker = match &read.callable {
+                Some(function) => Some(AskLater::new(function, Role::Judge)?),
+                None => None,
+            };
+            Ok((read.arguments, asker))
+        });
+        let (arguments, asker) = match read {
+            Ok(read) => read,
+            Err(failure) => return rejected(env, errors::to_js(env, failure, Naming::AsIs)),
+        };
+        let Some(mut asker) = asker else {
+            let job = Job::new(
+                Naming::AsIs,
+                Ok(move || {
+                    arguments.then(store.limits(), |args| {
+                        ops::CherryPickDecisions::run_with(&store, args, None)
+                    })
+                }),
+            );
+            return Ok(env.spawn(job)?.promise_object().to_unknown());
+        };
+        on_own_thread(env, Naming::AsIs, move || {
+            let mut judge = JsonJudge(|message| asker.ask(message));
+            let picked = arguments.then(store.limits(), |args| {
+                ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
+            });
+            finish(asker.stop, picked)
+        })
+    }
+
+    /// Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
+    /// least `factThreshold` (default 0.7) is verified, a conversation at least
+    /// `conversationThreshold` (default 0.6); either is invalidated below `invalidateBelow`
+    /// (default 0.4). `verifier` is called with each item (`kind` `fact` or `conversation`, its
+    /// `text`, its fields, and a conversation's `messages`) and answers a score from 0 to 1:
+    /// a number, `[score, explanation]` or `{ score, explanation }`. Its function's name is
+    /// stored as `verified_by`. Without a verifier every score is a neutral 0.5: nothing
+    /// verified, nothing invalidated. An item the verifier throws on, or answers with no score
+    /// from 0 to 1 (NaN, 1.5), is left as it was and reported in the report's `items` (its
+    /// `error`) and `failed`.
+    ///
+    /// The verifier runs on this thread and must answer at once, not with a Promise (a
+    /// `TypeError`; a plain function whose first answer is a Promise is asked nothing more and
+    /// records a verification with no verdicts): use `verifyAsync` for an async verifier.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "branch: string, options?: VerifyOptions",
+        ts_return_type = "VerifyReport"
+    )]
+    pub fn verify<'env>(
+        &self,
+        env: &'env Env,
+        branch: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let report = guarded(env, Naming::AsIs, || {
+            let read = read_call::<ops::Verify>(
+                env,
+                &[("branch", &branch)],
+                options.as_ref(),
+                Role::Verifier,
+                store.limits(),
+            )?;
+            let Some(function) = read.callable else {
+                return Ok(read.arguments.then(store.limits(), |args| {
+                    ops::Verify::run_with(&store, args, None)
+                })?);
+            };
+            refuse_async(env, &function, Role::Verifier)?;
+            let name = name_of(&function, Role::Verifier)?;
+            let mut asker = AskNow {
+                env,
+                function: &function,
+                role: Role::Verifier,
+                stop: None,
+            };
+            let mut verifier = JsonVerifier::new(name, |item| asker.ask(item));
+            let report = read.arguments.then(store.limits(), |args| {
+                ops::Verify::run_with(&store, args, Some(&mut verifier))
+            });
+            finish(asker.stop, report)
+        })?;
+        report.to_js(env)
+    }
+
+    /// Scores a branch's facts and conversations and stores the verdicts, as `verify` does, as
+    /// a Promise: the store works off the JavaScript thread, and `verifier` (which may be async)
+    /// is called on it, each answer awaited. An item whose verifier throws or rejects is left
+    /// as it was and reported.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "branch: string, options?: VerifyAsyncOptions",
+        ts_return_type = "Promise<VerifyReport>"
+    )]
+    pub fn verify_async<'env>(
+        &self,
+        env: &'env Env,
+        branch: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let read = read_call::<ops::Verify>(
+            env,
+            &[("branch", &branch)],
+            options.as_ref(),
+            Role::Verifier,
+            store.limits(),
+        )
+        .and_then(|read| {
+            let asker = match &read.callable {
+                Some(function) => Some((
+                    name_of(function, Role::Verifier)?,
+                    AskLater::new(function, Role::Verifier)?,
+                )),
+                None => None,
+            };
+            Ok((read.arguments, asker))
+        });
+        let (arguments, asker) = match read {
+            Ok(read) => read,
+            Err(failure) => return rejected(env, errors::to_js(env, failure, Naming::AsIs)),
+        };
+        let Some((name, mut asker)) = asker else {
+            let job = Job::new(
+                Naming::AsIs,
+                Ok(move || {
+                    arguments.then(store.limits(), |args| {
+                        ops::Verify::run_with(&store, args, None)
+                    })
+                }),
+            );
+            return Ok(env.spawn(job)?.promise_object().to_unknown());
+        };
+        on_own_thread(env, Naming::AsIs, move || {
+            let mut verifier = JsonVerifier::new(name, |item| asker.ask(item));
+            let report = arguments.then(store.limits(), |args| {
+                ops::Verify::run_with(&store, args, Some(&mut verifier))
+            });
+            finish(asker.stop, report)
+        })
+    }
+}
