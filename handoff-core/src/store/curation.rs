@@ -17,6 +17,7 @@ use crate::context::{ContextBuilder, Message, Packet};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use super::replay::DECISIONS_TITLE;
 use crate::curation::{
     self, Branch, BranchInfo, Conversation, CurationChange, CurationEvent, Fact, FactStatus,
     MergeReport, NewFact, PickedTo, StoredMessage, Thresholds, Verdict, VerifiedItem, Verifier,
@@ -432,7 +433,7 @@ impl Store {
             .map(|m| m.message)
             .collect();
         let picked = curation::decision_points(&messages, judge)?;
-        let title = format!("Decision points of {id}");
+        let title = format!("{DECISIONS_TITLE}{id}");
         self.pick(id, target_branch, Pick::Indexes(picked), Some(&title))
     }
 

@@ -26,6 +26,7 @@ pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod protocol_runs;
+mod replay;
 mod sessions;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
