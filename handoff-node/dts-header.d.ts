@@ -22,7 +22,7 @@ export type ReasonOptions = ReleaseOptions
 /** What the verification gate made of a conversation or a fact: `verified` (scored at least its threshold: it may merge upward), `unverified` (in between, or not scored yet), `invalidated` (below `invalidateBelow`: it stays, marked wrong). */
 export type Verdict = 'verified' | 'unverified' | 'invalidated'
 /** What changed in curated memory (`curationEvents`). */
-export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged'
+export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged' | 'bundle_created' | 'bundle_imported'
 /** What a verifier is asked to score, in the store's snake_case: a fact, or a conversation with its transcript as `text` (`role: content` lines) and its `messages`. */
 export type VerifyItem = (Fact & { kind: 'fact' }) | (Conversation & { kind: 'conversation'; text: string; messages: StoredMessage[] })
 /** A verifier's answer: a score from 0 (wrong) to 1 (certainly right), alone or with why. */

@@ -20,8 +20,8 @@
 use std::sync::mpsc;
 
 use handoff_core::curation::{
-    BranchInfo, Conversation, CurationEvent, Fact, MergeReport, PickedTo, StoredMessage,
-    VerifiedItem, VerifyReport,
+    BranchInfo, Conversation, CurationChange, CurationEvent, Fact, MergeReport, PickedTo,
+    StoredMessage, Verdict, VerifiedItem, VerifyReport,
 };
 use handoff_core::messages::ToolCall;
 use handoff_core::ops::{self, JsonJudge, JsonVerifier, Operation};
@@ -46,6 +46,14 @@ use crate::record::iso;
 use crate::store::Store;
 use crate::task::{Job, Mirror, ToJs, guarded, json_to_js, on_own_thread};
 use crate::tasks::{number, word};
+
+/// A verdict's word, as `Verdict` in dts-header.d.ts spells it: matched in full, so that a
+/// verdict the core adds does not compile here until that type names it too.
+fn verdict_word(verdict: Verdict) -> String {
+    match verdict {
+        Verdict::Verified | Verdict::Unverified | Verdict::Invalidated => word(&verdict),
+    }
+}
 
 /// A conversation on a branch: what `addConversation`, `appendMessages`, `getConversation`
 /// and the cherry-picks return. Its messages are read with `messages(id)`.
@@ -122,7 +130,7 @@ impl Mirror for Conversation {
             task_id,
             agent,
             message_count: number(message_count),
-            verification_status: word(&verification_status),
+            verification_status: verdict_word(verification_status),
             verification_score,
             explanation,
             verified_by,
@@ -423,7 +431,7 @@ impl Mirror for VerifiedItem {
             kind,
             id,
             score,
-            verdict: verdict.map(|v| word(&v)),
+            verdict: verdict.map(verdict_word),
             error,
         }
     }
@@ -545,6 +553,18 @@ impl Mirror for CurationEvent {
             branch,
             detail,
         } = self;
+        // Matched in full: a change the core adds does not compile here until `CurationChange`
+        // in dts-header.d.ts names it too.
+        match kind {
+            CurationChange::ConversationAdded
+            | CurationChange::MessagesAppended
+            | CurationChange::CherryPicked
+            | CurationChange::FactsAdded
+            | CurationChange::Verified
+            | CurationChange::Merged
+            | CurationChange::BundleCreated
+            | CurationChange::BundleImported => {}
+        }
         JsCurationEvent {
             at: iso(at),
             kind: word(&kind),
