@@ -142,21 +142,40 @@ pub struct BundleData {
 impl BundleData {
     /// The hash of the content: the SHA-256 of its JSON with `content_hash` empty.
     pub fn hash(&self) -> Result<String> {
-        let unhashed = BundleData {
-            content_hash: String::new(),
-            ..self.clone()
-        };
-        let json = serde_json::to_vec(&unhashed)
+        if self.content_hash.is_empty() {
+            return self.digest_unsealed();
+        }
+        let mut unsealed = self.clone();
+        unsealed.content_hash.clear();
+        unsealed.digest_unsealed()
+    }
+
+    /// [`BundleData::hash`] of a bundle whose `content_hash` is empty, streamed into the
+    /// digest without a copy of the JSON.
+    fn digest_unsealed(&self) -> Result<String> {
+        struct Hashing(Sha256);
+        impl std::io::Write for Hashing {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.update(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut hashing = Hashing(Sha256::new());
+        serde_json::to_writer(&mut hashing, self)
             .map_err(|e| Error::storage(format!("could not write a bundle: {e}")))?;
         Ok(format!(
             "sha256:{}",
-            crate::store::hex(&Sha256::digest(&json))
+            crate::store::hex(&hashing.0.finalize())
         ))
     }
 
     /// Sets `content_hash` for the content as it is.
     pub fn seal(mut self) -> Result<BundleData> {
-        self.content_hash = self.hash()?;
+        self.content_hash.clear();
+        self.content_hash = self.digest_unsealed()?;
         Ok(self)
     }
 
@@ -179,31 +198,33 @@ impl BundleData {
             max_record_bytes: MAX_BUNDLE_BYTES,
             ..limits.clone()
         };
-        validate::check_json_text("bundle", json, &text_limits)?;
-        // Before the whole parse: a bundle of another version is named as such, not as a
-        // list of unknown fields.
-        #[derive(Deserialize)]
-        struct Version {
-            schema_version: Option<serde_json::Value>,
+        let mut data: BundleData =
+            match validate::parse_json("bundle", validate::FieldNames::Bare, json, &text_limits) {
+                Ok(data) => data,
+                Err(err) => {
+                    // A bundle of another version is named as such, not by the fields this
+                    // version lacks.
+                    #[derive(Deserialize)]
+                    struct Version {
+                        schema_version: Option<serde_json::Value>,
+                    }
+                    return Err(match serde_json::from_str::<Version>(json) {
+                        Ok(Version { schema_version })
+                            if schema_version != Some(BUNDLE_SCHEMA_VERSION.into()) =>
+                        {
+                            version_error(schema_version)
+                        }
+                        _ => err,
+                    });
+                }
+            };
+        if data.schema_version != BUNDLE_SCHEMA_VERSION {
+            return Err(version_error(Some(data.schema_version.into())));
         }
-        let version: Version = serde_json::from_str(json)
-            .map_err(|e| Error::invalid("bundle", format!("must be a bundle's JSON: {e}")))?;
-        match version.schema_version {
-            Some(v) if v == serde_json::json!(BUNDLE_SCHEMA_VERSION) => {}
-            other => {
-                return Err(Error::invalid(
-                    "schema_version",
-                    format!(
-                        "must be {BUNDLE_SCHEMA_VERSION} (this library's bundle version), is {}",
-                        other.map_or_else(|| "missing".to_owned(), |v| v.to_string())
-                    ),
-                ));
-            }
-        }
-        let data: BundleData =
-            validate::parse_json("bundle", validate::FieldNames::Bare, json, &text_limits)?;
         data.check(limits)?;
-        let expected = data.hash()?;
+        let claimed = std::mem::take(&mut data.content_hash);
+        let expected = data.digest_unsealed()?;
+        data.content_hash = claimed;
         if data.content_hash != expected {
             return Err(Error::invalid(
                 "content_hash",
@@ -277,11 +298,7 @@ impl BundleData {
                 source: f.source.clone(),
             })
             .collect();
-        if let Err(err) = NewFact::check_all(&new_facts, limits) {
-            err.problems()
-                .iter()
-                .for_each(|p| c.push(&p.field, &p.rule));
-        }
+        NewFact::check_each(&mut c, &new_facts, limits);
         let mut seen = std::collections::HashSet::new();
         for (i, conversation) in self.conversations.iter().enumerate() {
             c.ident(&format!("conversations[{i}].id"), &conversation.id);
@@ -313,6 +330,16 @@ impl BundleData {
         }
         c.finish()
     }
+}
+
+fn version_error(found: Option<serde_json::Value>) -> Error {
+    Error::invalid(
+        "schema_version",
+        format!(
+            "must be {BUNDLE_SCHEMA_VERSION} (this library's bundle version), is {}",
+            found.map_or_else(|| "missing".to_owned(), |v| v.to_string())
+        ),
+    )
 }
 
 /// A new share token: `kb_` and 256 bits from the operating system's generator, hex-encoded.
@@ -391,7 +418,8 @@ mod tests {
                 .clone()
         };
         let json = sample().to_json().unwrap();
-        assert_eq!(field(&json[..json.len() / 2]), "bundle");
+        let truncated = BundleData::read(&json[..json.len() / 2], &limits).unwrap_err();
+        assert!(truncated.problems()[0].rule.contains("EOF"), "{truncated}");
         assert_eq!(field("{\"schema_version\": 2}"), "schema_version");
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert_eq!(field(&deep), "bundle");

@@ -508,18 +508,19 @@ impl NewFact {
                 format!("must have at most {} items", limits.max_list_items),
             );
         }
+        NewFact::check_each(&mut c, facts, limits);
+        c.finish()
+    }
+
+    /// Every problem of each of `facts` (not of how many there are), named `facts[i].text`, ...
+    pub(crate) fn check_each(c: &mut Collector, facts: &[NewFact], limits: &crate::Limits) {
         for (i, fact) in facts.iter().enumerate() {
             if fact.text.trim().is_empty() {
                 c.push(format!("facts[{i}].text"), "must not be empty");
             }
-            crate::validate::text_named(&mut c, limits, || format!("facts[{i}].text"), &fact.text);
+            crate::validate::text_named(c, limits, || format!("facts[{i}].text"), &fact.text);
             if let Some(source) = &fact.source {
-                crate::validate::text_named(
-                    &mut c,
-                    limits,
-                    || format!("facts[{i}].source"),
-                    source,
-                );
+                crate::validate::text_named(c, limits, || format!("facts[{i}].source"), source);
             }
             if fact
                 .confidence
@@ -531,7 +532,6 @@ impl NewFact {
                 );
             }
         }
-        c.finish()
     }
 }
 
@@ -545,27 +545,27 @@ pub struct Fact {
     /// What is known.
     pub text: String,
     /// How sure its author was.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
     /// Where it came from.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// Where it stands.
     pub status: FactStatus,
     /// The last verification's score.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
     /// Why, in the verifier's words.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
     /// Who verified it (the verifier's name, or `neutral` without one).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_by: Option<String>,
     /// When it was last verified.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_at: Option<DateTime<Utc>>,
     /// The fact a merge copied it from, for a copy.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
     /// When it was written.
     pub created_at: DateTime<Utc>,

@@ -88,54 +88,44 @@ pub struct TaskReplay {
 
 /// The timeline entry of a handoff's event.
 pub fn handoff_entry(event: &Event) -> TimelineEntry {
-    let (kind, summary) = match &event.change {
-        Change::Created { to_agent, .. } => (
-            "created",
-            format!(
-                "handoff {} created for {}",
-                event.handoff_id,
-                to_agent.as_deref().unwrap_or("any agent")
-            ),
+    let (kind, data) = split(&event.change);
+    let id = &event.handoff_id;
+    let summary = match &event.change {
+        Change::Created { to_agent, .. } => format!(
+            "handoff {id} created for {}",
+            to_agent.as_deref().unwrap_or("any agent")
         ),
-        Change::Claimed { agent, token, .. } => (
-            "claimed",
-            format!("{agent} claimed {} (token {token})", event.handoff_id),
+        Change::Claimed { agent, token, .. } => format!("{agent} claimed {id} (token {token})"),
+        Change::Completed { outcome, .. } => format!("{id} completed: {}", clip(outcome)),
+        Change::Failed { error, .. } => format!(
+            "{id} failed: {}",
+            clip(error.as_deref().unwrap_or("the lease ran out"))
         ),
-        Change::Completed { outcome, .. } => (
-            "completed",
-            format!("{} completed: {}", event.handoff_id, clip(outcome)),
-        ),
-        Change::Failed { error, .. } => (
-            "failed",
-            format!(
-                "{} failed: {}",
-                event.handoff_id,
-                clip(error.as_deref().unwrap_or("the lease ran out"))
-            ),
-        ),
-        Change::AttemptFailed { error, .. } => (
-            "attempt_failed",
-            format!("{} attempt failed: {}", event.handoff_id, clip(error)),
-        ),
-        other => {
-            let kind = word(other);
-            let summary = format!("{} {}", event.handoff_id, kind.replace('_', " "));
-            return entry(
-                event.at,
-                format!("handoff.{kind}"),
-                event.actor.clone(),
-                summary,
-                other,
-            );
-        }
+        Change::AttemptFailed { error, .. } => format!("{id} attempt failed: {}", clip(error)),
+        _ => format!("{id} {}", kind.replace('_', " ")),
     };
-    entry(
-        event.at,
-        format!("handoff.{kind}"),
-        claimed_by(event),
+    TimelineEntry {
+        at: event.at,
+        kind: format!("handoff.{kind}"),
+        agent: claimed_by(event),
         summary,
-        &event.change,
-    )
+        data,
+    }
+}
+
+/// A tagged change's kind (`claimed`) and its detail, from one serialisation.
+fn split(change: &impl Serialize) -> (String, Value) {
+    match serde_json::to_value(change) {
+        Ok(Value::Object(mut fields)) => {
+            let kind = match fields.remove("kind") {
+                Some(Value::String(kind)) => kind,
+                _ => String::new(),
+            };
+            (kind, fields.remove("detail").unwrap_or(Value::Null))
+        }
+        Ok(Value::String(kind)) => (kind, Value::Null),
+        _ => (String::new(), Value::Null),
+    }
 }
 
 /// The agent of an event: who claimed, for a claim; its actor otherwise.
@@ -148,27 +138,22 @@ fn claimed_by(event: &Event) -> Option<String> {
 
 /// The timeline entry of an entry of a task's plan log.
 pub fn task_entry(event: &TaskEvent) -> TimelineEntry {
-    let kind = word(&event.change);
+    let (kind, data) = split(&event.change);
     let agent = match &event.change {
         TaskChange::StepStarted { agent, .. } => Some(agent.clone()),
         _ => event.actor.clone(),
     };
-    let step = serde_json::to_value(&event.change).ok().and_then(|v| {
-        v.pointer("/detail/step")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    let summary = match step {
+    let summary = match data.get("step").and_then(Value::as_str) {
         Some(step) => format!("step {step} {}", kind.trim_start_matches("step_")),
         None => format!("task {}", kind.replace('_', " ")),
     };
-    entry(
-        event.at,
-        format!("task.{kind}"),
+    TimelineEntry {
+        at: event.at,
+        kind: format!("task.{kind}"),
         agent,
         summary,
-        &event.change,
-    )
+        data,
+    }
 }
 
 /// The timeline entry of an entry of the curation log.
@@ -182,26 +167,6 @@ pub fn curation_entry(event: &CurationEvent) -> TimelineEntry {
         agent,
         summary,
         data: event.detail.clone(),
-    }
-}
-
-fn entry(
-    at: DateTime<Utc>,
-    kind: String,
-    agent: Option<String>,
-    summary: String,
-    change: &impl Serialize,
-) -> TimelineEntry {
-    let data = serde_json::to_value(change)
-        .ok()
-        .and_then(|mut v| v.get_mut("detail").map(Value::take))
-        .unwrap_or(Value::Null);
-    TimelineEntry {
-        at,
-        kind,
-        agent,
-        summary,
-        data,
     }
 }
 

@@ -356,6 +356,16 @@ pub trait Tx {
     /// transaction sees them (its own writes included).
     fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>>;
 
+    /// The keys [`Tx::docs`] would return, without the documents: what an import checks
+    /// before writing many documents. A backend that can read keys alone says so here.
+    fn doc_keys(&mut self, kind: &str, prefix: &str) -> Result<Vec<String>> {
+        Ok(self
+            .docs(kind, prefix)?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect())
+    }
+
     /// What a `claim_next` reads first: [`Tx::lapsed`] (up to `limit`) and, when none is due,
     /// [`Tx::next_claimable`] with no `after`. A backend that pays a round trip per statement
     /// answers both in one. With `lock_open_path`, an open candidate's task path is also locked

@@ -5,7 +5,7 @@
 //! form; its share token is found through a document keyed by the token's digest
 //! (`bundle_token`), so that a lookup compares no token text.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
@@ -471,9 +471,15 @@ impl Store {
                 target_branch: Some(target.clone()),
                 ..ImportReport::default()
             };
+            // One read of the keys already there (ids within the bundle are distinct).
+            let present: HashSet<String> = if data.facts.is_empty() {
+                HashSet::new()
+            } else {
+                tx.doc_keys(FACT, &facts_of(&target))?.into_iter().collect()
+            };
             for fact in &data.facts {
                 let key = fact_key(&target, &fact.id);
-                if tx.doc(FACT, &key)?.is_some() {
+                if present.contains(&key) {
                     report.facts_skipped += 1;
                     continue;
                 }
@@ -493,7 +499,8 @@ impl Store {
                     explanation: None,
                     verified_by: fact.verified_by.clone(),
                     verified_at: None,
-                    origin: Some(fact.id.clone()),
+                    // It keeps its id: nothing in this store is its origin.
+                    origin: None,
                     created_at: now,
                 };
                 let doc = Doc {

@@ -969,6 +969,20 @@ impl Tx for SqliteTx<'_> {
         self.check(result)
     }
 
+    fn doc_keys(&mut self, kind: &str, prefix: &str) -> Result<Vec<String>> {
+        let result = self
+            .conn
+            .prepare_cached(
+                "SELECT key FROM docs WHERE kind = ?1 AND substr(key, 1, length(?2)) = ?2 \
+                 ORDER BY key",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(params![kind, prefix], |row| row.get::<_, String>(0))?
+                    .collect()
+            });
+        self.check(result)
+    }
+
     fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {
         let result = self
             .conn
