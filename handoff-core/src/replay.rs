@@ -304,8 +304,10 @@ pub struct TaskComparison {
     pub outcome_a: TaskOutcome,
     /// How the second ended.
     pub outcome_b: TaskOutcome,
-    /// Entries in each timeline.
-    pub timeline_lengths: (u64, u64),
+    /// Entries in the first timeline.
+    pub timeline_length_a: u64,
+    /// Entries in the second.
+    pub timeline_length_b: u64,
 }
 
 impl TaskComparison {
@@ -331,7 +333,8 @@ impl TaskComparison {
             facts: Overlap::of(texts(a), texts(b)),
             outcome_a: a.outcome.clone(),
             outcome_b: b.outcome.clone(),
-            timeline_lengths: (a.timeline.len() as u64, b.timeline.len() as u64),
+            timeline_length_a: a.timeline.len() as u64,
+            timeline_length_b: b.timeline.len() as u64,
         }
     }
 }

@@ -37,6 +37,7 @@ use crate::error::{Problem, Result};
 use crate::store::Store;
 use crate::validate::Limits;
 
+mod bundles;
 mod curation;
 mod handoffs;
 mod parse;
@@ -44,6 +45,7 @@ mod protocol;
 mod tasks;
 mod tools;
 
+pub use bundles::*;
 pub use curation::*;
 pub use handoffs::*;
 pub use protocol::*;
@@ -212,6 +214,15 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<Merge>(),
         OperationInfo::of::<ContextFor>(),
         OperationInfo::of::<CurationEvents>(),
+        OperationInfo::of::<CreateBundle>(),
+        OperationInfo::of::<GetBundle>(),
+        OperationInfo::of::<ListBundles>(),
+        OperationInfo::of::<BundleByToken>(),
+        OperationInfo::of::<SetVisibility>(),
+        OperationInfo::of::<DeleteBundle>(),
+        OperationInfo::of::<ImportBundle>(),
+        OperationInfo::of::<Replay>(),
+        OperationInfo::of::<Compare>(),
     ]
 }
 

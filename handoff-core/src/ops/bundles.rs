@@ -1,0 +1,389 @@
+//! The operations on knowledge bundles, task replays and run comparisons (DESIGN §9), under
+//! the names every face shows: Python's `create_bundle`, the CLI's `handoff bundle create`, the
+//! MCP tool `bundle_create`; `replay` is `handoff task replay` and `task_replay`.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Arguments, Operation};
+use crate::bundle::{BundleType, Visibility};
+use crate::curation::Branch;
+use crate::error::{Error, Problem, Result};
+use crate::replay::{TaskComparison, TaskReplay};
+use crate::store::{Bundle, ImportReport, NewBundle, Store};
+use crate::validate::Limits;
+
+/// Packages a task's (or a branch's) knowledge as a bundle: its verified facts and key
+/// conversations with their messages, the task's summary and the scores, redacted by default,
+/// with a share token (`kb_` and 256 random bits) that finds it unless it is private.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBundleArgs {
+    /// The bundle's name.
+    pub name: String,
+    /// Package this task's knowledge (`task/<task>` and its agents' branches)…
+    #[serde(default)]
+    pub task_id: Option<String>,
+    /// …or this branch's.
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// Only verified facts and conversations (default true); false: everything not
+    /// invalidated.
+    #[serde(default)]
+    pub verified_only: Option<bool>,
+    /// Who may find it by its token: `private` (default, nobody), `team` or `public`.
+    #[serde(default)]
+    pub visibility: Option<Visibility>,
+    /// What it is: `task_export` (default), `curated` or `template`.
+    #[serde(default)]
+    pub bundle_type: Option<BundleType>,
+    /// Labels for finding it.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// What it holds.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Replace secrets with `[REDACTED:<rule>]` (default true).
+    #[serde(default)]
+    pub redact: Option<bool>,
+}
+
+impl Arguments for CreateBundleArgs {
+    fn problems(&self, _: &Limits) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        if let Some(branch) = &self.branch
+            && let Err(err) = Branch::named("branch", branch)
+        {
+            problems.extend(err.problems().iter().cloned());
+        }
+        if self.task_id.is_none() && self.branch.is_none() {
+            problems.push(Problem::new("task_id", "a task or a branch must be given"));
+        }
+        problems
+    }
+}
+
+/// The `create_bundle` operation.
+pub struct CreateBundle;
+
+impl Operation for CreateBundle {
+    const NAME: &'static str = "create_bundle";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "create"));
+    const POSITIONAL: &'static [&'static str] = &["name"];
+    const RETURNS: &'static str = "Bundle";
+    type Args = CreateBundleArgs;
+    type Output = Bundle;
+
+    fn run(store: &Store, args: CreateBundleArgs) -> Result<Bundle> {
+        store.create_bundle(NewBundle {
+            name: args.name,
+            task_id: args.task_id,
+            branch: args.branch,
+            verified_only: args.verified_only.unwrap_or(true),
+            visibility: args.visibility.unwrap_or_default(),
+            bundle_type: args.bundle_type.unwrap_or_default(),
+            tags: args.tags,
+            description: args.description,
+            redact: args.redact.unwrap_or(true),
+        })
+    }
+}
+
+/// The bundle with this id; `NOT_FOUND` if there is none.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetBundleArgs {
+    /// The bundle's id.
+    pub id: String,
+}
+
+impl Arguments for GetBundleArgs {}
+
+/// The `get_bundle` operation.
+pub struct GetBundle;
+
+impl Operation for GetBundle {
+    const NAME: &'static str = "get_bundle";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "show"));
+    const POSITIONAL: &'static [&'static str] = &["id"];
+    const RETURNS: &'static str = "Bundle";
+    type Args = GetBundleArgs;
+    type Output = Bundle;
+
+    fn run(store: &Store, args: GetBundleArgs) -> Result<Bundle> {
+        store.get_bundle(&args.id)
+    }
+}
+
+/// The store's bundles, oldest first, optionally only those of one visibility.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListBundlesArgs {
+    /// Only bundles of this visibility.
+    #[serde(default)]
+    pub visibility: Option<Visibility>,
+}
+
+impl Arguments for ListBundlesArgs {}
+
+/// The `list_bundles` operation.
+pub struct ListBundles;
+
+impl Operation for ListBundles {
+    const NAME: &'static str = "list_bundles";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "list"));
+    const POSITIONAL: &'static [&'static str] = &[];
+    const RETURNS: &'static str = "[Bundle]";
+    type Args = ListBundlesArgs;
+    type Output = Vec<Bundle>;
+
+    fn run(store: &Store, args: ListBundlesArgs) -> Result<Vec<Bundle>> {
+        store.list_bundles(args.visibility)
+    }
+}
+
+/// The bundle a share token opens. A private bundle is never found by its token; a wrong
+/// token, a private bundle's and a missing bundle all give the same `NOT_FOUND`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BundleByTokenArgs {
+    /// The share token (`kb_…`).
+    pub token: String,
+}
+
+impl Arguments for BundleByTokenArgs {}
+
+/// The `bundle_by_token` operation.
+pub struct BundleByToken;
+
+impl Operation for BundleByToken {
+    const NAME: &'static str = "bundle_by_token";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "shared"));
+    const POSITIONAL: &'static [&'static str] = &["token"];
+    const RETURNS: &'static str = "Bundle";
+    type Args = BundleByTokenArgs;
+    type Output = Bundle;
+
+    fn run(store: &Store, args: BundleByTokenArgs) -> Result<Bundle> {
+        store.bundle_by_token(&args.token)
+    }
+}
+
+/// Changes who may find a bundle by its token.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetVisibilityArgs {
+    /// The bundle's id.
+    pub id: String,
+    /// `private`, `team` or `public`.
+    pub visibility: Visibility,
+}
+
+impl Arguments for SetVisibilityArgs {}
+
+/// The `set_visibility` operation.
+pub struct SetVisibility;
+
+impl Operation for SetVisibility {
+    const NAME: &'static str = "set_visibility";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "visibility"));
+    const POSITIONAL: &'static [&'static str] = &["id", "visibility"];
+    const RETURNS: &'static str = "Bundle";
+    type Args = SetVisibilityArgs;
+    type Output = Bundle;
+
+    fn run(store: &Store, args: SetVisibilityArgs) -> Result<Bundle> {
+        store.set_visibility(&args.id, args.visibility)
+    }
+}
+
+/// Deletes a bundle and its share token; what was imported from it stays.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteBundleArgs {
+    /// The bundle's id.
+    pub id: String,
+}
+
+impl Arguments for DeleteBundleArgs {}
+
+/// The `delete_bundle` operation.
+pub struct DeleteBundle;
+
+impl Operation for DeleteBundle {
+    const NAME: &'static str = "delete_bundle";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "delete"));
+    const POSITIONAL: &'static [&'static str] = &["id"];
+    const RETURNS: &'static str = "unit";
+    type Args = DeleteBundleArgs;
+    type Output = ();
+
+    fn run(store: &Store, args: DeleteBundleArgs) -> Result<()> {
+        store.delete_bundle(&args.id)
+    }
+}
+
+/// Imports a bundle (its portable JSON, as text or as an object) into a branch, checked whole
+/// before anything is written: size and nesting before parsing, the schema version, the
+/// content hash, every id, text and message. Importing the same bundle again adds nothing;
+/// the report says what was added and what was already there.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportBundleArgs {
+    /// The bundle's portable JSON (what `to_json` wrote), as text or as an object.
+    pub bundle: Value,
+    /// Where its knowledge goes (default `main`).
+    #[serde(default)]
+    pub target_branch: Option<String>,
+}
+
+impl ImportBundleArgs {
+    /// The bundle as JSON text.
+    fn text(&self) -> Result<String> {
+        match &self.bundle {
+            Value::String(text) => Ok(text.clone()),
+            object @ Value::Object(_) => Ok(object.to_string()),
+            _ => Err(Error::invalid(
+                "bundle",
+                "must be a bundle's JSON, as text or as an object",
+            )),
+        }
+    }
+}
+
+impl Arguments for ImportBundleArgs {
+    fn problems(&self, _: &Limits) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        if let Err(err) = self.text() {
+            problems.extend(err.problems().iter().cloned());
+        }
+        if let Some(branch) = &self.target_branch
+            && let Err(err) = Branch::named("target_branch", branch)
+        {
+            problems.extend(err.problems().iter().cloned());
+        }
+        problems
+    }
+}
+
+/// The `import_bundle` operation.
+pub struct ImportBundle;
+
+impl Operation for ImportBundle {
+    const NAME: &'static str = "import_bundle";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "import"));
+    const POSITIONAL: &'static [&'static str] = &["bundle"];
+    const RETURNS: &'static str = "ImportReport";
+    type Args = ImportBundleArgs;
+    type Output = ImportReport;
+
+    fn run(store: &Store, args: ImportBundleArgs) -> Result<ImportReport> {
+        let text = args.text()?;
+        store.import_bundle(&text, args.target_branch.as_deref().unwrap_or("main"))
+    }
+}
+
+/// A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
+/// `data`): its handoffs' events, its plan's log and its curation log; each agent's
+/// contribution; its key facts and conversations; how it ended.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayArgs {
+    /// The task.
+    pub task_id: String,
+    /// Key facts and conversations only if verified (default false: everything not
+    /// invalidated).
+    #[serde(default)]
+    pub verified_only: Option<bool>,
+}
+
+impl Arguments for ReplayArgs {}
+
+/// The `replay` operation.
+pub struct Replay;
+
+impl Operation for Replay {
+    const NAME: &'static str = "replay";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "replay"));
+    const POSITIONAL: &'static [&'static str] = &["task_id"];
+    const RETURNS: &'static str = "TaskReplay";
+    type Args = ReplayArgs;
+    type Output = TaskReplay;
+
+    fn run(store: &Store, args: ReplayArgs) -> Result<TaskReplay> {
+        store.replay(&args.task_id, args.verified_only.unwrap_or(false))
+    }
+}
+
+/// Two runs side by side (an original and its rerun): their agents, decision points, key
+/// facts (only in one, in both), outcomes and durations.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompareArgs {
+    /// The first task.
+    pub task_a: String,
+    /// The second.
+    pub task_b: String,
+}
+
+impl Arguments for CompareArgs {}
+
+/// The `compare` operation.
+pub struct Compare;
+
+impl Operation for Compare {
+    const NAME: &'static str = "compare";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "compare"));
+    const POSITIONAL: &'static [&'static str] = &["task_a", "task_b"];
+    const RETURNS: &'static str = "TaskComparison";
+    type Args = CompareArgs;
+    type Output = TaskComparison;
+
+    fn run(store: &Store, args: CompareArgs) -> Result<TaskComparison> {
+        store.compare(&args.task_a, &args.task_b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_bundle_goes_out_and_back_in_through_the_operations() {
+        let store = Store::memory();
+        super::super::AddFacts::call(
+            &store,
+            json!({"branch": "task/t1", "facts": ["refresh needs backoff"]}),
+        )
+        .unwrap();
+        let bad = CreateBundle::call(&store, json!({"name": "x"})).unwrap_err();
+        assert_eq!(bad.problems()[0].field, "task_id");
+        let bundle = CreateBundle::call(
+            &store,
+            json!({"name": "Playbook", "task_id": "t1", "verified_only": false, "visibility": "public"}),
+        )
+        .unwrap();
+        assert_eq!(bundle.fact_count, 1);
+        let found = BundleByToken::call(&store, json!({"token": bundle.share_token})).unwrap();
+        assert_eq!(found.id, bundle.id);
+        // As an object or as text: the same bundle, imported once.
+        let object: Value = serde_json::from_str(&bundle.to_json().unwrap()).unwrap();
+        let first = ImportBundle::call(&store, json!({"bundle": object})).unwrap();
+        assert_eq!(first.facts_added, 1);
+        let again =
+            ImportBundle::call(&store, json!({"bundle": bundle.to_json().unwrap()})).unwrap();
+        assert_eq!(again.facts_skipped, 1);
+        let bad =
+            ImportBundle::call(&store, json!({"bundle": 3, "target_branch": "x/y"})).unwrap_err();
+        let fields: Vec<&str> = bad.problems().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["bundle", "target_branch"]);
+        let replay = Replay::call(&store, json!({"task_id": "t1"})).unwrap();
+        assert_eq!(replay.timeline[0].kind, "curation.facts_added");
+        DeleteBundle::call(&store, json!({"id": bundle.id})).unwrap();
+        assert!(ListBundles::call(&store, json!({})).unwrap().is_empty());
+    }
+}
