@@ -136,7 +136,7 @@ fn unreachable_mcp() -> CliResult<Done> {
 }
 
 /// Reads all of `source` (a path, or `-` for stdin), refusing more than `limit` bytes.
-fn read_text(field: &str, source: Option<&Path>, limit: usize) -> CliResult<String> {
+pub(crate) fn read_text(field: &str, source: Option<&Path>, limit: usize) -> CliResult<String> {
     let name = source.map_or_else(|| "standard input".to_owned(), |p| p.display().to_string());
     let mut text = String::new();
     let read = match source {

@@ -6,6 +6,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde_json::json;
 
 mod args;
+mod bundle_results;
 mod commands;
 mod curation_results;
 mod error;

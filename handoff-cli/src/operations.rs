@@ -84,6 +84,15 @@ fn entries() -> Vec<Op> {
         Op::writes::<ops::Merge>(),
         Op::reads::<ops::ContextFor>(),
         Op::reads::<ops::CurationEvents>(),
+        Op::creates::<ops::CreateBundle>(),
+        Op::reads::<ops::GetBundle>(),
+        Op::reads::<ops::ListBundles>(),
+        Op::reads::<ops::BundleByToken>(),
+        Op::writes::<ops::SetVisibility>(),
+        Op::writes::<ops::DeleteBundle>(),
+        Op::creates::<ops::ImportBundle>(),
+        Op::reads::<ops::Replay>(),
+        Op::reads::<ops::Compare>(),
     ]
 }
 

@@ -256,6 +256,21 @@ impl Shown for Chain {
     }
 }
 
+/// Done, with nothing to say (`delete_bundle`).
+impl Shown for () {
+    fn text(&self, _out: &Output, _reads: bool) -> String {
+        "done\n".to_owned()
+    }
+
+    fn json(&self, _out: &Output) -> Value {
+        json!({ "done": true })
+    }
+
+    fn structured(&self, out: &Output, _reads: bool) -> Value {
+        self.json(out)
+    }
+}
+
 /// A count (`reap`: how many records changed).
 impl Shown for usize {
     fn text(&self, _out: &Output, _reads: bool) -> String {

@@ -7,13 +7,15 @@
 //! become the JSON object of named arguments the core reads, so that the problems the CLI
 //! reports are the core's, the same as every other face's.
 
+use std::path::Path;
+
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use handoff_core::ops::argument_name;
 use handoff_core::{Claim, Error, Limits, Store};
 use serde_json::{Map, Value, json};
 
 use crate::args::SuccessorOpts;
-use crate::commands::{Ctx, Done, read_new_handoff};
+use crate::commands::{Ctx, Done, read_new_handoff, read_text};
 use crate::error::{CliResult, code};
 use crate::operations::{self, Access, DEFAULTS, Op, PAGE, name_flat_claim};
 use crate::output::{Reply, Sink, Table};
@@ -71,7 +73,15 @@ const GROUPS: &[(&str, &str)] = &[
         "facts",
         "Facts on branches of curated memory, and their status",
     ),
+    (
+        "bundle",
+        "Knowledge bundles: a task's verified knowledge, shared by token and imported elsewhere",
+    ),
 ];
+
+/// Grouped subcommands also reachable from the top, as (name, group, verb): `handoff replay
+/// TASK` is `handoff task replay TASK`.
+const TOP_ALIASES: &[(&str, &str, &str)] = &[("replay", "task", "replay")];
 
 /// Whether an operation's subcommand stands at the top: a handoff operation's (`handoff
 /// claim`), or one whose verb has no group (`handoff cherry-pick`).
@@ -93,10 +103,25 @@ pub(crate) fn augment(cli: Command) -> Command {
             .subcommand_required(true)
             .arg_required_else_help(true)
     });
+    let aliases = TOP_ALIASES.iter().filter_map(|(name, group, verb)| {
+        let op = grouped(group, verb)?;
+        let about = format!("The same as `handoff {group} {verb}`");
+        Some(subcommand(op).name(*name).about(about))
+    });
     cli.subcommands(handoffs.map(subcommand))
         .subcommands(groups)
+        .subcommands(aliases)
         .subcommand_required(true)
         .arg_required_else_help(true)
+}
+
+/// The operation of `handoff <group> <verb>`.
+fn grouped(group: &str, verb: &str) -> Option<&'static Op> {
+    operations::all().iter().find(|op| {
+        op.info
+            .command
+            .is_some_and(|(g, v)| g == group && kebab(v) == verb)
+    })
 }
 
 fn kebab(name: &str) -> String {
@@ -534,6 +559,14 @@ fn arguments(op: &'static Op, matches: &ArgMatches) -> CliResult<(&'static Op, V
         return Ok((op, Value::Object(args)));
     }
     let mut args = named_arguments(op, matches);
+    // A bundle to import is a file (or `-`, standard input) unless given as JSON itself.
+    if op.name() == "import_bundle"
+        && let Some(Value::String(source)) = args.get("bundle")
+    {
+        let path = (source != "-").then(|| Path::new(source.as_str()));
+        let text = read_text("bundle", path, handoff_core::bundle::MAX_BUNDLE_BYTES)?;
+        args.insert("bundle".to_owned(), Value::String(text));
+    }
     if op.name() == "cancel"
         && let Some(Value::Object(mut claim)) = args.remove("claim")
         && let Some(cancel_claim) = operations::find("cancel_claim")
@@ -553,12 +586,10 @@ fn operation<'m>(name: &str, matches: &'m ArgMatches) -> Option<(&'static Op, &'
     let all = operations::all();
     if GROUPS.iter().any(|(group, _)| *group == name) {
         let (verb, matches) = matches.subcommand()?;
-        let op = all.iter().find(|op| {
-            op.info
-                .command
-                .is_some_and(|(g, v)| g == name && kebab(v) == verb)
-        })?;
-        return Some((op, matches));
+        return Some((grouped(name, verb)?, matches));
+    }
+    if let Some((_, group, verb)) = TOP_ALIASES.iter().find(|(alias, _, _)| *alias == name) {
+        return Some((grouped(group, verb)?, matches));
     }
     let op = all
         .iter()

@@ -164,3 +164,99 @@ fn knowledge_moves_up_from_the_shell_once_verified() {
     assert_eq!(branches[0]["name"], "task/fix-oauth");
     assert_eq!(branches[0]["parent"], "main");
 }
+
+#[test]
+fn bundles_go_from_one_store_to_another_and_a_task_replays() {
+    let source = Env::new();
+    let target = Env::new();
+    source
+        .run(&[
+            "facts",
+            "add",
+            "task/fix-oauth",
+            "refresh needs retries with backoff",
+        ])
+        .expect(OK);
+    source
+        .run(&["verify", "task/fix-oauth", "--fact-threshold", "0.5"])
+        .expect(OK);
+    source
+        .run(&["create", "fix-oauth", "Ship it", "--from-agent", "claude"])
+        .expect(OK);
+    let bundle = source
+        .run(&[
+            "bundle",
+            "create",
+            "OAuth Playbook",
+            "--task-id",
+            "fix-oauth",
+            "--visibility",
+            "team",
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert!(
+        bundle["share_token"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("kb_"))
+    );
+    let token = bundle["share_token"].as_str().unwrap_or_default();
+    let shared = source
+        .run(&["bundle", "shared", token, "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(shared["id"], bundle["id"]);
+
+    let file = target.dir.path().join("playbook.json");
+    std::fs::write(&file, bundle["data"].to_string()).expect("written");
+    let file = file.to_str().expect("a path");
+    let first = target
+        .run(&["bundle", "import", file, "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(first["facts_added"], 1);
+    let again = target
+        .run(&["bundle", "import", file, "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(
+        (
+            again["facts_added"].as_u64(),
+            again["facts_skipped"].as_u64()
+        ),
+        (Some(0), Some(1))
+    );
+    let tampered = bundle["data"].to_string().replace("backoff", "no backoff");
+    let bad = target
+        .run(&["bundle", "import", &tampered, "--json"])
+        .expect(INVALID);
+    assert_eq!(field_names(&bad.error()), ["content_hash"]);
+
+    // `handoff replay TASK` is `handoff task replay TASK`: a readable timeline.
+    let replay = source.run(&["replay", "fix-oauth"]).expect(OK);
+    assert!(
+        replay.stdout.contains("handoff.created"),
+        "{}",
+        replay.stdout
+    );
+    assert!(
+        replay.stdout.contains("curation.bundle_created"),
+        "{}",
+        replay.stdout
+    );
+    let json = source
+        .run(&["task", "replay", "fix-oauth", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(json["agents"][0]["agent"], "claude");
+    source.run(&["replay", "no-such-task"]).expect(NOT_FOUND);
+
+    let id = bundle["id"].as_str().unwrap_or_default();
+    source
+        .run(&["bundle", "visibility", id, "private"])
+        .expect(OK);
+    source.run(&["bundle", "shared", token]).expect(NOT_FOUND);
+    source.run(&["bundle", "delete", id]).expect(OK);
+    source.run(&["bundle", "show", id]).expect(NOT_FOUND);
+}

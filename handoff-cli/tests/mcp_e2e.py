@@ -87,6 +87,15 @@ OPERATION_TOOLS = {
     "merge",
     "context_for",
     "curation_events",
+    "bundle_create",
+    "bundle_show",
+    "bundle_list",
+    "bundle_shared",
+    "bundle_visibility",
+    "bundle_delete",
+    "bundle_import",
+    "task_replay",
+    "task_compare",
 }
 TOOLS = OPERATION_TOOLS | {"handoff_claim_and_spawn", "handoff_policy"}
 
@@ -579,6 +588,41 @@ async def curation(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert OPENAI_KEY not in json.dumps(packet)
 
 
+async def bundles_and_replay(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """A task's verified knowledge leaves one store as a bundle and enters another once; the
+    share token opens a team bundle only; hostile bundles change nothing; the task replays."""
+    source = await connect(stack, binary, db)
+    other = await connect(stack, binary, db.replace(".db", "-other.db"))
+    await ok(source, "facts_add", {"branch": "task/fix-oauth",
+                                   "facts": [f"refresh needs backoff; the key was {OPENAI_KEY}"]})
+    await ok(source, "verify", {"branch": "task/fix-oauth", "fact_threshold": 0.5})
+    await ok(source, "handoff_create", {"task_id": "fix-oauth", "goal": "Ship it", "from_agent": "claude"})
+    made = (await ok(source, "bundle_create", {"name": "OAuth Playbook", "task_id": "fix-oauth"}))["bundle"]
+    assert made["share_token"].startswith("kb_") and OPENAI_KEY not in json.dumps(made), made
+    private = await tool_error(source, "bundle_shared", {"token": made["share_token"]})
+    wrong = await tool_error(source, "bundle_shared", {"token": "kb_nope"})
+    assert private == wrong and private["code"] == "NOT_FOUND", (private, wrong)
+    await ok(source, "bundle_visibility", {"id": made["id"], "visibility": "team"})
+    shared = await ok(source, "bundle_shared", {"token": made["share_token"]})
+    assert shared["bundle"]["id"] == made["id"]
+
+    portable = made["data"]
+    for bad in ({**portable, "content_hash": "sha256:00"}, {**portable, "schema_version": 7}, "{\"facts\": [",
+                "[" * 10_000):
+        error = await tool_error(other, "bundle_import", {"bundle": bad})
+        assert error["code"] == "VALIDATION", error
+    first = await ok(other, "bundle_import", {"bundle": portable, "target_branch": "main"})
+    again = await ok(other, "bundle_import", {"bundle": json.dumps(portable)})
+    assert (first["facts_added"], again["facts_added"], again["facts_skipped"]) == (1, 0, 1), (first, again)
+
+    replay = (await ok(source, "task_replay", {"task_id": "fix-oauth"}))["replay"]
+    types = [entry["type"] for entry in replay["timeline"]]
+    assert "handoff.created" in types and "curation.bundle_created" in types, types
+    compared = await ok(source, "task_compare", {"task_a": "fix-oauth", "task_b": "fix-oauth"})
+    assert compared["agents"]["both"] == ["claude"], compared
+    await ok(source, "bundle_delete", {"id": made["id"]})
+
+
 async def spawn_options(stack: AsyncExitStack, binary: str, db: str) -> None:
     """claim_and_spawn's per-call additional_instructions and timeout_seconds."""
     server = await connect(stack, binary, db, "--spawn", "cat; sleep 30")
@@ -893,6 +937,7 @@ async def main(binary: str) -> None:
         tasks_and_memory,
         protocol_loop,
         curation,
+        bundles_and_replay,
         spawn_options,
         hostile_lines,
         waiting_on_files,
