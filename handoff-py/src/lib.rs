@@ -9,6 +9,7 @@
 
 use pyo3::prelude::*;
 
+mod bundles;
 mod chain;
 mod clock;
 mod context;
@@ -54,6 +55,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<curation::Fact>()?;
     m.add_class::<curation::VerifyReport>()?;
     m.add_class::<curation::MergeReport>()?;
+    m.add_class::<bundles::Bundle>()?;
+    m.add_class::<bundles::ImportReport>()?;
+    m.add_class::<bundles::TaskReplay>()?;
+    m.add_class::<bundles::TaskComparison>()?;
     m.add_class::<redact::Redaction>()?;
     m.add_class::<redact::Redactor>()?;
     m.add_function(wrap_pyfunction!(redact::redact, m)?)?;

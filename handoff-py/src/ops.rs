@@ -327,6 +327,10 @@ wrapped! {
     core::curation::BranchInfo => Py<PyAny>, |b| crate::curation::as_python(&b);
     core::curation::CurationEvent => Py<PyAny>, |e| crate::curation::as_python(&e);
     core::Packet => crate::context::Packet, crate::context::Packet::new;
+    core::store::Bundle => crate::bundles::Bundle, crate::bundles::Bundle::new;
+    core::store::ImportReport => crate::bundles::ImportReport, crate::bundles::ImportReport::new;
+    core::replay::TaskReplay => crate::bundles::TaskReplay, crate::bundles::TaskReplay::new;
+    core::replay::TaskComparison => crate::bundles::TaskComparison, crate::bundles::TaskComparison::new;
     bool => bool, std::convert::identity;
     String => String, std::convert::identity;
     usize => usize, std::convert::identity;

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use serde_json::{Value, json};
 
+use crate::bundles::{Bundle, ImportReport, TaskComparison, TaskReplay};
 use crate::chain::{Chain, ChainPolicy};
 use crate::clock::ManualClock;
 use crate::context::Packet;
@@ -1411,6 +1412,112 @@ impl Store {
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Vec<Py<PyAny>>> {
         self.call::<ops::CurationEvents>(py, given!(kwargs;))
+    }
+
+    /// Packages a task's (or a branch's) knowledge as a bundle with a share token.
+    #[pyo3(signature = (name, **kwargs))]
+    fn create_bundle(
+        &self,
+        py: Python<'_>,
+        name: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Bundle> {
+        self.call::<ops::CreateBundle>(py, given!(kwargs; name))
+    }
+
+    /// The bundle with this id.
+    #[pyo3(signature = (id, **kwargs))]
+    fn get_bundle(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Bundle> {
+        self.call::<ops::GetBundle>(py, given!(kwargs; id))
+    }
+
+    /// The store's bundles, oldest first.
+    #[pyo3(signature = (**kwargs))]
+    fn list_bundles(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<Bundle>> {
+        self.call::<ops::ListBundles>(py, given!(kwargs;))
+    }
+
+    /// The bundle a share token opens (never a private one).
+    #[pyo3(signature = (token, **kwargs))]
+    fn bundle_by_token(
+        &self,
+        py: Python<'_>,
+        token: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Bundle> {
+        self.call::<ops::BundleByToken>(py, given!(kwargs; token))
+    }
+
+    /// Changes who may find a bundle by its token.
+    #[pyo3(signature = (id, visibility, **kwargs))]
+    fn set_visibility(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        visibility: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Bundle> {
+        self.call::<ops::SetVisibility>(py, given!(kwargs; id, visibility))
+    }
+
+    /// Deletes a bundle and its share token.
+    #[pyo3(signature = (id, **kwargs))]
+    fn delete_bundle(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
+        self.call::<ops::DeleteBundle>(py, given!(kwargs; id))
+    }
+
+    /// Imports a bundle (its JSON as `str` or `bytes`, a `dict`, or a `Bundle`) into a branch,
+    /// checked whole first; importing it again adds nothing.
+    #[pyo3(signature = (bundle, **kwargs))]
+    fn import_bundle(
+        &self,
+        py: Python<'_>,
+        bundle: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<ImportReport> {
+        // A `Bundle` goes as its portable form, bytes as the text they hold.
+        let text = match bundle {
+            Some(b) => match (b.cast::<Bundle>(), b.cast::<pyo3::types::PyBytes>()) {
+                (Ok(made), _) => Some(made.get().portable()?),
+                (_, Ok(bytes)) => Some(
+                    String::from_utf8(bytes.as_bytes().to_vec())
+                        .map_err(|_| core::Error::invalid("bundle", "must be UTF-8 text"))?,
+                ),
+                _ => None,
+            },
+            None => None,
+        };
+        let text = text.map(|t| pyo3::types::PyString::new(py, &t).into_any());
+        let bundle = text.as_ref().or(bundle);
+        self.call::<ops::ImportBundle>(py, given!(kwargs; bundle))
+    }
+
+    /// A task's whole run as one timeline, with its agents, key knowledge and outcome.
+    #[pyo3(signature = (task_id, **kwargs))]
+    fn replay(
+        &self,
+        py: Python<'_>,
+        task_id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<TaskReplay> {
+        self.call::<ops::Replay>(py, given!(kwargs; task_id))
+    }
+
+    /// Two runs side by side.
+    #[pyo3(signature = (task_a, task_b, **kwargs))]
+    fn compare(
+        &self,
+        py: Python<'_>,
+        task_a: Arg<'_>,
+        task_b: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<TaskComparison> {
+        self.call::<ops::Compare>(py, given!(kwargs; task_a, task_b))
     }
 
     /// Reads the memory of `scope` (`{}` when none), calls `change` with it and writes what it

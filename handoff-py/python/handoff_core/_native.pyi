@@ -47,6 +47,7 @@ _MessageProvider = Literal["openai_chat", "openai_responses", "anthropic"]
 __all__ = [
     "Agent",
     "AgentRegistry",
+    "Bundle",
     "Capabilities",
     "Chain",
     "ChainPolicy",
@@ -60,6 +61,7 @@ __all__ = [
     "HandoffIntent",
     "HistoryEntry",
     "Hop",
+    "ImportReport",
     "Limits",
     "MAX_DEPTH",
     "Manifest",
@@ -76,7 +78,9 @@ __all__ = [
     "Session",
     "Store",
     "Task",
+    "TaskComparison",
     "TaskEvent",
+    "TaskReplay",
     "TaskStatistics",
     "TaskSummary",
     "VerifyReport",
@@ -766,6 +770,107 @@ class MergeReport:
     def conversations(self) -> int: ...
     @property
     def kept(self) -> int: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Bundle:
+    """A knowledge bundle: a task's or a branch's verified knowledge, shareable by token."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> Optional[str]: ...
+    @property
+    def bundle_type(self) -> Literal["task_export", "curated", "template"]: ...
+    @property
+    def source_task_id(self) -> Optional[str]: ...
+    @property
+    def source_branch(self) -> Optional[str]: ...
+    @property
+    def fact_count(self) -> int: ...
+    @property
+    def conversation_count(self) -> int: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def verification_status(self) -> Literal["draft", "verified"]: ...
+    @property
+    def verification_score(self) -> Optional[float]: ...
+    @property
+    def verified_by(self) -> Optional[str]: ...
+    @property
+    def share_token(self) -> str: ...
+    @property
+    def visibility(self) -> Literal["private", "team", "public"]: ...
+    @property
+    def tags(self) -> list[str]: ...
+    @property
+    def content_hash(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    def to_json(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class ImportReport:
+    """What an import added and what it found already there."""
+
+    @property
+    def bundle(self) -> str: ...
+    @property
+    def target_branch(self) -> Optional[str]: ...
+    @property
+    def facts_added(self) -> int: ...
+    @property
+    def facts_skipped(self) -> int: ...
+    @property
+    def conversations_added(self) -> int: ...
+    @property
+    def conversations_skipped(self) -> int: ...
+    @property
+    def messages_added(self) -> int: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class TaskReplay:
+    """A task's whole run: its timeline, its agents, its key knowledge and how it ended."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def timeline(self) -> list[dict[str, Any]]: ...
+    @property
+    def agents(self) -> list[dict[str, Any]]: ...
+    @property
+    def key_facts(self) -> list[Fact]: ...
+    @property
+    def key_conversations(self) -> list[Conversation]: ...
+    @property
+    def outcome(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class TaskComparison:
+    """Two runs side by side."""
+
+    @property
+    def task_a(self) -> str: ...
+    @property
+    def task_b(self) -> str: ...
+    @property
+    def agents(self) -> dict[str, list[str]]: ...
+    @property
+    def decision_points(self) -> dict[str, list[str]]: ...
+    @property
+    def facts(self) -> dict[str, list[str]]: ...
+    @property
+    def outcome_a(self) -> dict[str, Any]: ...
+    @property
+    def outcome_b(self) -> dict[str, Any]: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -1667,6 +1772,100 @@ class Store:
 
         Args:
             task_id: The task (by default `main`'s log).
+        """
+    def create_bundle(
+        self,
+        name: str,
+        *,
+        task_id: Optional[str] = None,
+        branch: Optional[str] = None,
+        verified_only: Optional[bool] = None,
+        visibility: Optional[Literal["private", "team", "public"]] = None,
+        bundle_type: Optional[Literal["task_export", "curated", "template"]] = None,
+        tags: Optional[Sequence[str]] = None,
+        description: Optional[str] = None,
+        redact: Optional[bool] = None,
+    ) -> Bundle:
+        """Packages a task's (or a branch's) knowledge as a bundle: its verified facts and key
+        conversations with their messages, the task's summary and the scores, redacted by default,
+        with a share token (`kb_` and 256 random bits) that finds it unless it is private.
+
+        Args:
+            name: The bundle's name.
+            task_id: Package this task's knowledge (`task/<task>` and its agents' branches)…
+            branch: …or this branch's.
+            verified_only: Only verified facts and conversations (default true); false: everything
+                not invalidated.
+            visibility: Who may find it by its token: `private` (default, nobody), `team` or
+                `public`.
+            bundle_type: What it is: `task_export` (default), `curated` or `template`.
+            tags: Labels for finding it.
+            description: What it holds.
+            redact: Replace secrets with `[REDACTED:<rule>]` (default true).
+        """
+    def get_bundle(self, id: str) -> Bundle:
+        """The bundle with this id; `NotFound` if there is none.
+
+        Args:
+            id: The bundle's id.
+        """
+    def list_bundles(
+        self,
+        *,
+        visibility: Optional[Literal["private", "team", "public"]] = None,
+    ) -> builtins.list[Bundle]:
+        """The store's bundles, oldest first, optionally only those of one visibility.
+
+        Args:
+            visibility: Only bundles of this visibility.
+        """
+    def bundle_by_token(self, token: str) -> Bundle:
+        """The bundle a share token opens. A private bundle is never found by its token; a wrong
+        token, a private bundle's and a missing bundle all give the same `NotFound`.
+
+        Args:
+            token: The share token (`kb_…`).
+        """
+    def set_visibility(self, id: str, visibility: Literal["private", "team", "public"]) -> Bundle:
+        """Changes who may find a bundle by its token.
+
+        Args:
+            id: The bundle's id.
+            visibility: `private`, `team` or `public`.
+        """
+    def delete_bundle(self, id: str) -> None:
+        """Deletes a bundle and its share token; what was imported from it stays.
+
+        Args:
+            id: The bundle's id.
+        """
+    def import_bundle(self, bundle: Any, *, target_branch: Optional[str] = None) -> ImportReport:
+        """Imports a bundle (its portable JSON, as text or as an object) into a branch, checked
+        whole before anything is written: size and nesting before parsing, the schema version, the
+        content hash, every id, text and message. Importing the same bundle again adds nothing; the
+        report says what was added and what was already there.
+
+        Args:
+            bundle: The bundle's portable JSON (what `to_json` wrote), as text or as an object.
+            target_branch: Where its knowledge goes (default `main`).
+        """
+    def replay(self, task_id: str, *, verified_only: Optional[bool] = None) -> TaskReplay:
+        """A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
+        `data`): its handoffs' events, its plan's log and its curation log; each agent's
+        contribution; its key facts and conversations; how it ended.
+
+        Args:
+            task_id: The task.
+            verified_only: Key facts and conversations only if verified (default false: everything
+                not invalidated).
+        """
+    def compare(self, task_a: str, task_b: str) -> TaskComparison:
+        """Two runs side by side (an original and its rerun): their agents, decision points, key
+        facts (only in one, in both), outcomes and durations.
+
+        Args:
+            task_a: The first task.
+            task_b: The second.
         """
     # <<< GENERATED
     def now(self) -> datetime: ...

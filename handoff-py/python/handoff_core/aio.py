@@ -27,6 +27,7 @@ from typing import Any, Literal, Optional, Union
 
 from handoff_core import _native
 from handoff_core._native import (
+    Bundle,
     Capabilities,
     Chain,
     ChainPolicy,
@@ -37,6 +38,7 @@ from handoff_core._native import (
     Fact,
     Handoff,
     HistoryEntry,
+    ImportReport,
     Limits,
     ManualClock,
     Memory,
@@ -47,7 +49,9 @@ from handoff_core._native import (
     ProtocolStats,
     Session,
     Task,
+    TaskComparison,
     TaskEvent,
+    TaskReplay,
     TaskStatistics,
     TaskSummary,
     VerifyReport,
@@ -1041,4 +1045,94 @@ class Store:
         appended, cherry-picks, facts, verifications, merges), or of `main` without one, in order.
         """
         return await asyncio.to_thread(self._store.curation_events, task_id=task_id)
+
+    async def create_bundle(
+        self,
+        name: str,
+        *,
+        task_id: Optional[str] = None,
+        branch: Optional[str] = None,
+        verified_only: Optional[bool] = None,
+        visibility: Optional[Literal["private", "team", "public"]] = None,
+        bundle_type: Optional[Literal["task_export", "curated", "template"]] = None,
+        tags: Optional[Sequence[str]] = None,
+        description: Optional[str] = None,
+        redact: Optional[bool] = None,
+    ) -> Bundle:
+        """Packages a task's (or a branch's) knowledge as a bundle: its verified facts and key
+        conversations with their messages, the task's summary and the scores, redacted by default,
+        with a share token (`kb_` and 256 random bits) that finds it unless it is private.
+        """
+        return await asyncio.to_thread(
+            self._store.create_bundle,
+            name,
+            task_id=task_id,
+            branch=branch,
+            verified_only=verified_only,
+            visibility=visibility,
+            bundle_type=bundle_type,
+            tags=tags,
+            description=description,
+            redact=redact,
+        )
+
+    async def get_bundle(self, id: str) -> Bundle:
+        """The bundle with this id; `NotFound` if there is none."""
+        return await asyncio.to_thread(self._store.get_bundle, id)
+
+    async def list_bundles(
+        self,
+        *,
+        visibility: Optional[Literal["private", "team", "public"]] = None,
+    ) -> builtins.list[Bundle]:
+        """The store's bundles, oldest first, optionally only those of one visibility."""
+        return await asyncio.to_thread(self._store.list_bundles, visibility=visibility)
+
+    async def bundle_by_token(self, token: str) -> Bundle:
+        """The bundle a share token opens. A private bundle is never found by its token; a wrong
+        token, a private bundle's and a missing bundle all give the same `NotFound`.
+        """
+        return await asyncio.to_thread(self._store.bundle_by_token, token)
+
+    async def set_visibility(
+        self,
+        id: str,
+        visibility: Literal["private", "team", "public"],
+    ) -> Bundle:
+        """Changes who may find a bundle by its token."""
+        return await asyncio.to_thread(self._store.set_visibility, id, visibility)
+
+    async def delete_bundle(self, id: str) -> None:
+        """Deletes a bundle and its share token; what was imported from it stays."""
+        await asyncio.to_thread(self._store.delete_bundle, id)
+
+    async def import_bundle(
+        self,
+        bundle: Any,
+        *,
+        target_branch: Optional[str] = None,
+    ) -> ImportReport:
+        """Imports a bundle (its portable JSON, as text or as an object) into a branch, checked
+        whole before anything is written: size and nesting before parsing, the schema version, the
+        content hash, every id, text and message. Importing the same bundle again adds nothing; the
+        report says what was added and what was already there.
+        """
+        return await asyncio.to_thread(
+            self._store.import_bundle,
+            bundle,
+            target_branch=target_branch,
+        )
+
+    async def replay(self, task_id: str, *, verified_only: Optional[bool] = None) -> TaskReplay:
+        """A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
+        `data`): its handoffs' events, its plan's log and its curation log; each agent's
+        contribution; its key facts and conversations; how it ended.
+        """
+        return await asyncio.to_thread(self._store.replay, task_id, verified_only=verified_only)
+
+    async def compare(self, task_a: str, task_b: str) -> TaskComparison:
+        """Two runs side by side (an original and its rerun): their agents, decision points, key
+        facts (only in one, in both), outcomes and durations.
+        """
+        return await asyncio.to_thread(self._store.compare, task_a, task_b)
     # <<< GENERATED

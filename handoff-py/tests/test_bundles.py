@@ -1,0 +1,136 @@
+"""Knowledge bundles, task replay and run comparison (issue #18) from Python and ``hc.aio``:
+a task's verified knowledge leaves one store and enters another once, share tokens open only
+what is shared, hostile bundles change nothing, and a task replays as one timeline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import handoff_core as hc
+
+OPENAI_KEY = "sk-proj-" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n"
+
+
+def curated(store: hc.Store) -> None:
+    """The fix-oauth task: a handoff, a verified fact, an invalidated one, a picked conversation."""
+    store.create("fix-oauth", "Fix the token refresh", from_agent="claude", to_agent="gemini",
+                 decisions=["retry with backoff"])
+    conv = store.add_conversation("task/fix-oauth/gemini", [
+        {"role": "user", "content": "the refresh fails"},
+        {"role": "assistant", "content": "let me add retries with backoff"}])
+    store.cherry_pick(conv.id, "task/fix-oauth")
+    store.add_facts("task/fix-oauth", [f"refresh needs backoff (the test key was {OPENAI_KEY})",
+                                       "tokens last 1h"])
+    store.verify("task/fix-oauth", lambda item: 0.9 if "backoff" in item["text"] else 0.1)
+
+
+def test_a_bundle_leaves_one_store_and_enters_another_once(tmp_path: Path) -> None:
+    with hc.Store.memory() as source, hc.open(tmp_path / "other.db") as other:
+        curated(source)
+        b = source.create_bundle("OAuth2 Token Refresh Fix Playbook", task_id="fix-oauth",
+                                 visibility="team", tags=["oauth"])
+        assert (b.fact_count, b.conversation_count, b.message_count) == (1, 1, 2)
+        assert b.share_token.startswith("kb_") and len(b.share_token) >= 3 + 32
+        assert b.visibility == "team" and b.verification_status == "verified"
+        portable = b.to_json()
+        assert OPENAI_KEY not in portable, "a bundle is redacted by default"
+        assert json.loads(portable)["content_hash"] == b.content_hash
+        assert source.bundle_by_token(b.share_token).id == b.id
+        assert [x.id for x in source.list_bundles(visibility="team")] == [b.id]
+
+        first = other.import_bundle(portable, target_branch="main")
+        assert (first.facts_added, first.conversations_added, first.messages_added) == (1, 1, 2)
+        # bytes, a dict and the Bundle itself are the same bundle: nothing more is added.
+        for same in (portable.encode(), json.loads(portable), b):
+            again = other.import_bundle(same)
+            assert (again.facts_added, again.facts_skipped, again.conversations_skipped) == (0, 1, 1)
+        assert [f.status for f in other.facts("main")] == ["verified"]
+
+
+def test_private_bundles_and_wrong_tokens_look_the_same() -> None:
+    with hc.Store.memory() as store:
+        curated(store)
+        b = store.create_bundle("Playbook", task_id="fix-oauth")
+        with pytest.raises(hc.NotFound) as private:
+            store.bundle_by_token(b.share_token)
+        with pytest.raises(hc.NotFound) as wrong:
+            store.bundle_by_token("kb_" + "0" * 64)
+        assert str(private.value) == str(wrong.value)
+        assert store.set_visibility(b.id, "public").visibility == "public"
+        assert store.bundle_by_token(b.share_token).id == b.id
+        store.delete_bundle(b.id)
+        with pytest.raises(hc.NotFound):
+            store.get_bundle(b.id)
+
+
+def test_hostile_bundles_are_refused_and_change_nothing() -> None:
+    with hc.Store.memory() as source, hc.Store.memory() as other:
+        curated(source)
+        portable = source.create_bundle("Playbook", task_id="fix-oauth").to_json()
+        data = json.loads(portable)
+        tampered = json.dumps({**data, "facts": [{**data["facts"][0], "text": "tokens never expire"}]})
+        cases: list[tuple[Any, str]] = [
+            (portable[: len(portable) // 2], ""),
+            (tampered, "content_hash"),
+            (json.dumps({**data, "schema_version": 2}), "schema_version"),
+            ("[" * 10_000 + "]" * 10_000, "bundle"),
+            (json.dumps({**data, "facts": data["facts"] * 2}), "facts[1].id"),
+            ("x" * (65 << 20), "bundle"),
+            (b"\xff\xfe", "bundle"),
+            (3, "bundle"),
+        ]
+        for bad, field in cases:
+            with pytest.raises(hc.ValidationError) as err:
+                other.import_bundle(bad)
+            if field:
+                assert err.value.problems[0][0] == field, (field, err.value.problems)
+        with pytest.raises(hc.ValidationError) as err:
+            other.import_bundle(portable, target_branch="feature/x")
+        assert err.value.problems[0][0] == "target_branch"
+        assert other.facts("main") == [] and other.list_conversations() == []
+
+
+def test_a_task_replays_as_one_timeline_and_runs_compare() -> None:
+    with hc.Store.memory() as store:
+        curated(store)
+        h = store.list(task_id="fix-oauth")[0]
+        store.complete(store.claim(h.id, "gemini"), outcome="refresh retried")
+        r = store.replay("fix-oauth")
+        types = [e["type"] for e in r.timeline]
+        assert types[:3] == ["handoff.created", "curation.conversation_added", "curation.cherry_picked"]
+        assert "handoff.completed" in types
+        assert [e["at"] for e in r.timeline] == sorted(e["at"] for e in r.timeline)
+        gemini = next(a for a in r.agents if a["agent"] == "gemini")
+        assert (gemini["claimed"], gemini["completed"], gemini["curated"]) == (1, 1, 1)
+        assert r.outcome["status"] == "completed" and r.outcome["result"] == "refresh retried"
+        assert [f.text for f in r.key_facts][0].startswith("refresh needs backoff")
+        assert len(r.key_conversations) == 2
+        verified = store.replay("fix-oauth", verified_only=True)
+        assert (len(verified.key_facts), len(verified.key_conversations)) == (1, 1)
+
+        store.create("fix-oauth-rerun", "Fix the token refresh again", from_agent="codex")
+        c = store.compare("fix-oauth", "fix-oauth-rerun")
+        assert c.agents == {"only_a": ["claude", "gemini"], "only_b": ["codex"], "both": []}
+        assert c.decision_points["only_a"] == ["retry with backoff"]
+        assert c.outcome_b["status"] == "in_progress"
+        with pytest.raises(hc.NotFound):
+            store.replay("no-such-task")
+
+
+def test_aio_shares_and_replays() -> None:
+    async def main() -> None:
+        async with hc.aio.Store.memory() as store:
+            await store.add_facts("task/t1", ["refresh needs backoff"])
+            b = await store.create_bundle("Playbook", task_id="t1", verified_only=False)
+            report = await store.import_bundle(b, target_branch="task/t2")
+            assert report.facts_added == 1
+            r = await store.replay("t1")
+            assert r.timeline[0]["type"] == "curation.facts_added"
+            assert (await store.compare("t1", "t2")).facts["both"] == ["refresh needs backoff"]
+
+    asyncio.run(main())
