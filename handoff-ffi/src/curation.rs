@@ -60,6 +60,10 @@ pub enum CurationChange {
     Verified,
     /// A branch was merged into another.
     Merged,
+    /// A bundle was made of the branch's (or its task's) knowledge (`Store.create_bundle`).
+    BundleCreated,
+    /// A bundle's knowledge was imported into the branch (`Store.import_bundle`).
+    BundleImported,
 }
 
 /// What a verifier is asked about, and what a report line is about.
@@ -79,6 +83,7 @@ same_enum!(FactStatus <=> curation::FactStatus {
 
 same_enum!(CurationChange <=> curation::CurationChange {
     ConversationAdded, MessagesAppended, CherryPicked, FactsAdded, Verified, Merged,
+    BundleCreated, BundleImported,
 });
 
 wire_form!(FactStatus => curation::FactStatus);

@@ -9,6 +9,7 @@ use handoff_core::ops;
 use serde::Serialize;
 
 use crate::arguments::{self, JsonTexts, ObjectText, arguments};
+use crate::bundles::{self, Bundle, BundleType, ImportReport, Visibility};
 use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
 use crate::context::{ContextMessage, Packet};
@@ -24,6 +25,7 @@ use crate::protocol::{
     InitContext, ProtocolRun, ProtocolStats, Severity, Tests, Urgency, WorkerStatus,
 };
 use crate::record::{CreateOptions, Handoff, HandoffKind, HandoffStatus};
+use crate::replay::{TaskComparison, TaskReplay};
 use crate::tasks::{
     HistoryEntry, StepSpec, Task, TaskEvent, TaskStatistics, TaskStatus, TaskSummary,
 };
@@ -1042,12 +1044,116 @@ impl Store {
     }
 
     /// The curation log of task `task_id` (every change on its branches: conversations
-    /// added, messages appended, cherry-picks, facts, verifications, merges), or of `main`
-    /// without one, in the order written.
+    /// added, messages appended, cherry-picks, facts, verifications, merges, bundles made and
+    /// imported), or of `main` without one, in the order written.
     #[uniffi::method(default(task_id = None))]
     pub fn curation_events(&self, task_id: Option<String>) -> Result<Vec<CurationEvent>> {
         let events = self.run::<ops::CurationEvents>(arguments! { task_id })?;
         Ok(events.into_iter().map(CurationEvent::from).collect())
+    }
+
+    /// Packages task `task_id`'s knowledge (its `task/<task id>` branch and its agents'), or
+    /// `branch`'s, as a bundle: its verified facts and key conversations (verified or
+    /// cherry-picked) with their messages, the task's summary and the scores; with
+    /// `verified_only = false`, everything not invalidated. Secrets in every text are replaced
+    /// with `[REDACTED:<rule>]` unless `redact = false`. `visibility` (none is `Private`)
+    /// says who may find it by its share token, `bundle_type` (none is `TaskExport`) what it
+    /// is. Neither a task nor a branch, or a bad one, is `Validation` naming `task_id` or
+    /// `branch`, and nothing is written.
+    #[uniffi::method(default(
+        task_id = None,
+        branch = None,
+        verified_only = true,
+        visibility = None,
+        bundle_type = None,
+        tags = [],
+        description = None,
+        redact = true
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_bundle(
+        &self,
+        name: String,
+        task_id: Option<String>,
+        branch: Option<String>,
+        verified_only: bool,
+        visibility: Option<Visibility>,
+        bundle_type: Option<BundleType>,
+        tags: Vec<String>,
+        description: Option<String>,
+        redact: bool,
+    ) -> Result<Bundle> {
+        let arguments = arguments! {
+            name, task_id, branch, verified_only, visibility, bundle_type, tags, description,
+            redact,
+        };
+        self.run::<ops::CreateBundle>(arguments)?.try_into()
+    }
+
+    /// The bundle with this id; `NotFound` if there is none.
+    pub fn get_bundle(&self, id: String) -> Result<Bundle> {
+        self.run::<ops::GetBundle>(arguments! { id })?.try_into()
+    }
+
+    /// The store's bundles, oldest first; with `visibility`, only those of it.
+    #[uniffi::method(default(visibility = None))]
+    pub fn list_bundles(&self, visibility: Option<Visibility>) -> Result<Vec<Bundle>> {
+        bundles::bundles(self.run::<ops::ListBundles>(arguments! { visibility })?)
+    }
+
+    /// The bundle a share token (`kb_…`) opens. A private bundle is never found by its token:
+    /// a wrong token, a private bundle's and a deleted bundle's all give the same `NotFound`.
+    pub fn bundle_by_token(&self, token: String) -> Result<Bundle> {
+        self.run::<ops::BundleByToken>(arguments! { token })?
+            .try_into()
+    }
+
+    /// Changes who may find the bundle `id` by its token; the bundle after the change.
+    pub fn set_visibility(&self, id: String, visibility: Visibility) -> Result<Bundle> {
+        self.run::<ops::SetVisibility>(arguments! { id, visibility })?
+            .try_into()
+    }
+
+    /// Deletes the bundle `id` and its share token; what was imported from it stays.
+    /// `NotFound` if there is none.
+    pub fn delete_bundle(&self, id: String) -> Result<()> {
+        self.run::<ops::DeleteBundle>(arguments! { id })
+    }
+
+    /// Imports a bundle's portable JSON (`Bundle.portable_json`, from this store or another)
+    /// into `target_branch` (none is `main`), checked whole before anything is written: its
+    /// size and nesting before it is parsed, then the schema version, the content hash, every
+    /// id, text and message. A bundle that fails is `Validation` naming what failed
+    /// (`schema_version`, `content_hash`, `facts[0].text`, ...) and nothing is written.
+    /// Importing the same bundle again adds nothing: the report counts what was skipped.
+    #[uniffi::method(default(target_branch = None))]
+    pub fn import_bundle(
+        &self,
+        bundle: String,
+        target_branch: Option<String>,
+    ) -> Result<ImportReport> {
+        let arguments = arguments! { bundle, target_branch };
+        Ok(self.run::<ops::ImportBundle>(arguments)?.into())
+    }
+
+    /// Task `task_id`'s whole run as one timeline, oldest first: its handoffs' events
+    /// (`handoff.created`, `handoff.claimed`, ...), its plan's log (`task.step_started`, ...)
+    /// and its curation log (`curation.facts_added`, ...); each agent's contribution; its key
+    /// facts and conversations (verified ones only with `verified_only`); how it ended.
+    /// `NotFound` when the task left nothing.
+    #[uniffi::method(default(verified_only = false))]
+    pub fn replay(&self, task_id: String, verified_only: bool) -> Result<TaskReplay> {
+        Ok(self
+            .run::<ops::Replay>(arguments! { task_id, verified_only })?
+            .into())
+    }
+
+    /// Two runs side by side (an original and its rerun): their agents, decision points and
+    /// key facts (only in one, in both), outcomes and timelines' lengths.
+    pub fn compare(&self, task_a: String, task_b: String) -> Result<TaskComparison> {
+        Ok(self
+            .run::<ops::Compare>(arguments! { task_a, task_b })?
+            .into())
     }
 }
 
