@@ -4,7 +4,8 @@
 // tools, stores opened by URL with options and their capabilities, tasks whose steps go to
 // their agents, versioned memory with a Kotlin updater, sessions, a manager/worker protocol run,
 // curated memory (cherry-picks, a Kotlin judge and verifier, merges, the successor's packet),
-// and a panic that must arrive as an exception.
+// knowledge bundles (share tokens, imports into another store, hostile bundles), a task's
+// replay and two runs compared, and a panic that must arrive as an exception.
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
@@ -609,6 +610,134 @@ fun curation() {
     }
 }
 
+// Verifies the backoff fact and the conversation, leaves the lock fact in between and
+// invalidates the one about token lifetimes.
+class BundleReviewer : Verifier {
+    override fun name() = "reviewer"
+    override fun verify(item: VerifyItem): Score = when {
+        item.kind == VerifyItemKind.CONVERSATION -> Score(0.8, "a clean fix")
+        "backoff" in item.text -> Score(0.9, "matches auth.py")
+        "lock" in item.text -> Score(0.5, null)
+        else -> Score(0.1, "they last 15 minutes")
+    }
+}
+
+// Knowledge bundles, replays and comparisons: task fix-oauth curated on agent-b's branch with a
+// Kotlin verifier, packaged as a redacted team bundle (kb_ token; a private bundle's token says
+// NotFound as a wrong one does), imported into a second store twice (the second adds nothing),
+// hostile bundles refused with that store unchanged, the run replayed in order and compared
+// with a rerun, and the bundle deleted while its import stays.
+fun bundles(dir: String) {
+    val clock = ManualClock()
+    val second = Duration.ofSeconds(1)
+    val key = "sk-proj-aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n"
+    val backoff = "the refresh needs retries with backoff; the staging key was $key"
+    val branch = "task/fix-oauth/agent-b"
+    Store.memory(OpenOptions(clock = clock)).use { store ->
+        Store.open("$dir/bundles-other.db").use { other ->
+            val h = store.create(task("fix-oauth", "Fix the token refresh").copy(
+                fromAgent = "agent-a", toAgent = "agent-b", decisions = listOf("retry with backoff")))
+            clock.advance(second)
+            val claim = store.claim(h.id, "agent-b")
+            clock.advance(second)
+            store.addConversation(branch, listOf(
+                ContextMessage(role = "user", content = "fix the auth bug"),
+                ContextMessage(role = "assistant", content = "let me retry the refresh with backoff"),
+                ContextMessage(role = "assistant", content = "all tests pass"),
+            ), title = "OAuth refresh")
+            clock.advance(second)
+            store.addFacts(branch, listOf(NewFact(backoff, source = "auth.py"),
+                NewFact("the refresh may also need a lock"), NewFact("access tokens last a day")))
+            clock.advance(second)
+            val verified = store.verify(branch, BundleReviewer())
+            check(verified.verified == 2uL && verified.unverified == 1uL && verified.invalidated == 1uL) { "$verified" }
+            clock.advance(second)
+            store.complete(claim.reference(), "refresh retried")
+            clock.advance(second)
+
+            val bundle = store.createBundle("OAuth2 Token Refresh Fix Playbook", taskId = "fix-oauth",
+                visibility = Visibility.TEAM, tags = listOf("oauth"))
+            check(bundle.shareToken.startsWith("kb_") && bundle.shareToken.length >= 35) { "a kb_ token" }
+            check(bundle.factCount == 1uL && bundle.conversationCount == 1uL && bundle.messageCount == 3uL) { "$bundle" }
+            check(bundle.verificationStatus == BundleStatus.VERIFIED && bundle.verifiedBy == "reviewer") { "$bundle" }
+            check(bundle.bundleType == BundleType.TASK_EXPORT && bundle.sourceBranch == "task/fix-oauth") { "$bundle" }
+            check(key !in bundle.portableJson && "[REDACTED" in bundle.portableJson) { "the portable form is redacted" }
+            check(bundle.portableJson.contains("\"content_hash\":\"${bundle.contentHash}\"")) { "hashed" }
+            check(bundle.shareToken !in bundle.toString() && "content_hash" !in bundle.toString()) { bundle.toString() }
+            check(store.getBundle(bundle.id) == bundle && store.listBundles() == listOf(bundle)) { "found by id" }
+            check(store.listBundles(Visibility.PUBLIC).isEmpty()) { "filtered by visibility" }
+
+            check(store.bundleByToken(bundle.shareToken) == bundle) { "a team bundle is found by its token" }
+            clock.advance(second)
+            val privateBundle = store.createBundle("private notes", taskId = "fix-oauth")
+            check(privateBundle.visibility == Visibility.PRIVATE) { "private by default" }
+            val hidden = raises<HandoffException.NotFound> { store.bundleByToken(privateBundle.shareToken) }
+            val wrong = raises<HandoffException.NotFound> { store.bundleByToken("kb_" + "0".repeat(64)) }
+            check(hidden.description == wrong.description && hidden.id == wrong.id && hidden.what == wrong.what) {
+                "a private bundle's token and a wrong one: ${hidden.description} / ${wrong.description}"
+            }
+            val publicBundle = store.setVisibility(privateBundle.id, Visibility.PUBLIC)
+            check(store.bundleByToken(privateBundle.shareToken) == publicBundle) { "made public" }
+
+            val first = other.importBundle(bundle.portableJson)
+            check(first == ImportReport(bundle.name, "main", 1uL, 0uL, 1uL, 0uL, 3uL)) { "$first" }
+            val again = other.importBundle(bundle.portableJson, "main")
+            check(again.factsAdded == 0uL && again.factsSkipped == 1uL && again.conversationsSkipped == 1uL) { "$again" }
+            val imported = other.facts("main").single()
+            check(imported.status == FactStatus.VERIFIED && key !in imported.text) { "$imported" }
+
+            val before = Triple(other.facts("main"), other.listConversations(), other.curationEvents())
+            fun refused(bundleJson: String) =
+                raises<HandoffException.Validation> { other.importBundle(bundleJson) }.problems
+            val tampered = bundle.portableJson.replace("all tests pass", "all tests fail")
+            check(refused(tampered).map { it.field } == listOf("content_hash")) { "tampered" }
+            val versioned = bundle.portableJson.replace("\"schema_version\":1", "\"schema_version\":99")
+            check(versioned != bundle.portableJson && refused(versioned).single().field == "schema_version") { "versioned" }
+            check(refused(bundle.portableJson.take(bundle.portableJson.length / 2)).any { "EOF" in it.rule }) { "truncated" }
+            val deep = "{\"schema_version\": 1, \"name\": \"x\", \"task\": " + "[".repeat(100_000) + "]".repeat(100_000) + "}"
+            check(refused(deep).single().field == "bundle") { "deeply nested" }
+            check(Triple(other.facts("main"), other.listConversations(), other.curationEvents()) == before) {
+                "hostile bundles change nothing"
+            }
+
+            val replay = store.replay("fix-oauth")
+            val kinds = replay.timeline.map { it.kind }
+            check(kinds == listOf("handoff.created", "handoff.claimed", "curation.conversation_added",
+                "curation.facts_added", "curation.verified", "handoff.completed", "curation.bundle_created",
+                "curation.bundle_created")) { "$kinds" }
+            val times = replay.timeline.map { it.at }
+            check(times == times.sorted()) { "ordered: $times" }
+            check("\"outcome\":\"refresh retried\"" in replay.timeline[5].data) { replay.timeline[5].data }
+            val agentB = replay.agents.single { it.agent == "agent-b" }
+            check(agentB.claimed == 1uL && agentB.completed == 1uL && agentB.curated == 3uL) { "$agentB" }
+            check(replay.agents.map { it.agent } == listOf("agent-a", "agent-b")) { "${replay.agents}" }
+            check(replay.outcome.status == "completed" && replay.outcome.result == "refresh retried") { "${replay.outcome}" }
+            check(replay.outcome.duration == Duration.ofSeconds(7)) { "${replay.outcome}" }
+            check(replay.keyFacts.map { it.text } == listOf(backoff, "the refresh may also need a lock")) { "key facts" }
+            check(store.replay("fix-oauth", verifiedOnly = true).keyFacts.single().text == backoff) { "verified only" }
+
+            store.create(task("fix-oauth-rerun", "Fix the token refresh").copy(fromAgent = "agent-a",
+                toAgent = "agent-c", decisions = listOf("retry with backoff", "cache the token")))
+            store.addFacts("task/fix-oauth-rerun/agent-c", listOf(NewFact("access tokens last an hour")))
+            val compared = store.compare("fix-oauth", "fix-oauth-rerun")
+            check(compared.agents == Overlap(listOf("agent-b"), listOf("agent-c"), listOf("agent-a"))) { "${compared.agents}" }
+            check(compared.decisionPoints == Overlap(listOf(), listOf("cache the token"), listOf("retry with backoff"))) {
+                "${compared.decisionPoints}"
+            }
+            check(compared.facts.onlyB == listOf("access tokens last an hour") && compared.facts.both.isEmpty()) { "${compared.facts}" }
+            check(compared.outcomeA.status == "completed" && compared.outcomeB.status == "in_progress") { "$compared" }
+            check(compared.timelineLengthA == 8uL && compared.timelineLengthB == 2uL) { "$compared" }
+            raises<HandoffException.NotFound> { store.replay("no-such-task") }
+
+            store.deleteBundle(bundle.id)
+            raises<HandoffException.NotFound> { store.getBundle(bundle.id) }
+            raises<HandoffException.NotFound> { store.bundleByToken(bundle.shareToken) }
+            check(store.listBundles() == listOf(publicBundle)) { "one bundle left" }
+            check(other.facts("main").size == 1) { "what was imported stays" }
+        }
+    }
+}
+
 fun main(args: Array<String>) {
     val dir = kotlin.io.path.createTempDirectory("handoff-ffi-kotlin").toString()
     val tests = listOf<Pair<String, () -> Unit>>(
@@ -629,6 +758,7 @@ fun main(args: Array<String>) {
         "sessions" to ::sessions,
         "protocol run" to ::protocolRun,
         "curation" to ::curation,
+        "bundles, replay and compare" to { bundles(dir) },
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0
