@@ -198,6 +198,14 @@ impl BundleData {
             max_record_bytes: MAX_BUNDLE_BYTES,
             ..limits.clone()
         };
+        // serde would read a struct from an array too, and name its items: a bundle is an
+        // object.
+        if !json.trim_start().starts_with('{') {
+            return Err(Error::invalid(
+                "bundle",
+                "must be a JSON object, a bundle's portable form",
+            ));
+        }
         let mut data: BundleData =
             match validate::parse_json("bundle", validate::FieldNames::Bare, json, &text_limits) {
                 Ok(data) => data,
@@ -423,6 +431,9 @@ mod tests {
         assert_eq!(field("{\"schema_version\": 2}"), "schema_version");
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert_eq!(field(&deep), "bundle");
+        let deep = format!("{}{}", "{\"a\":".repeat(10_000), "}".repeat(10_000));
+        assert_eq!(field(&deep), "bundle");
+        assert_eq!(field("[1, 2]"), "bundle");
         let mut twice = sample();
         twice.facts.push(twice.facts[0].clone());
         let twice = twice.seal().unwrap().to_json().unwrap();
