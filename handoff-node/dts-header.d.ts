@@ -23,6 +23,10 @@ export type ReasonOptions = ReleaseOptions
 export type Verdict = 'verified' | 'unverified' | 'invalidated'
 /** What changed in curated memory (`curationEvents`). */
 export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged' | 'bundle_created' | 'bundle_imported'
+/** How far a bundle got through the gate: `verified` (everything in it was verified), `draft` (not all of it, or it is empty). */
+export type BundleStatus = 'draft' | 'verified'
+/** What a timeline entry of `replay` records: a handoff's event, a step of the task's plan, or a change in its curated memory. */
+export type TimelineEntryType = `handoff.${EventKind}` | `task.${TaskEventKind}` | `curation.${CurationChange}`
 /** What a verifier is asked to score, in the store's snake_case: a fact, or a conversation with its transcript as `text` (`role: content` lines) and its `messages`. */
 export type VerifyItem = (Fact & { kind: 'fact' }) | (Conversation & { kind: 'conversation'; text: string; messages: StoredMessage[] })
 /** A verifier's answer: a score from 0 (wrong) to 1 (certainly right), alone or with why. */
@@ -64,10 +68,10 @@ export interface HandoffError extends Error {
   code: ErrorCode
   /** VALIDATION: every broken rule. */
   problems?: ValidationProblem[]
-  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task, or the task of a protocol run; CONFLICT: or task or memory scope). */
+  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task, the task of a protocol run, a conversation, a bundle, or `(share token)` for `bundleByToken`; CONFLICT: or task or memory scope). */
   id?: string
   /** NOT_FOUND: what was looked up. */
-  what?: 'handoff' | 'task' | 'protocol run' | 'conversation'
+  what?: 'handoff' | 'task' | 'protocol run' | 'conversation' | 'bundle'
   /** CONFLICT of a compare-and-swap (`updateTask`, `memoryPut`, `memoryDelete`): the version the caller expected, and the one it is at. */
   expected?: number
   actual?: number
@@ -541,6 +545,46 @@ export interface CurationEventsOptions {
   /** The task (by default `main`'s log). */
   taskId?: string
 }
+/** The options of `store.createBundle`. */
+export interface CreateBundleOptions {
+  /** Package this task's knowledge (`task/<task>` and its agents' branches)… */
+  taskId?: string
+  /** …or this branch's. */
+  branch?: string
+  /**
+   * Only verified facts and conversations (default true); false: everything not
+   * invalidated.
+   */
+  verifiedOnly?: boolean
+  /** Who may find it by its token: `private` (default, nobody), `team` or `public`. */
+  visibility?: Visibility
+  /** What it is: `task_export` (default), `curated` or `template`. */
+  bundleType?: BundleType
+  /** Labels for finding it. */
+  tags?: string[]
+  /** What it holds. */
+  description?: string
+  /** Replace secrets with `[REDACTED:<rule>]` (default true). */
+  redact?: boolean
+}
+/** The options of `store.listBundles`. */
+export interface ListBundlesOptions {
+  /** Only bundles of this visibility. */
+  visibility?: Visibility
+}
+/** The options of `store.importBundle`. */
+export interface ImportBundleOptions {
+  /** Where its knowledge goes (default `main`). */
+  targetBranch?: string
+}
+/** The options of `store.replay`. */
+export interface ReplayOptions {
+  /**
+   * Key facts and conversations only if verified (default false: everything not
+   * invalidated).
+   */
+  verifiedOnly?: boolean
+}
 /**
  * What kind of handoff a record is.
  * - `full`: The whole task passes to the successor.
@@ -725,6 +769,20 @@ export type FactInput = string | NewFact
  * - `superseded`: Replaced by a newer fact.
  */
 export type FactStatus = 'active' | 'verified' | 'invalidated' | 'promoted' | 'superseded'
+/**
+ * Who may find a bundle by its share token.
+ * - `private`: Only its store's users, by id; never found by token.
+ * - `team`: Whoever holds the token, within the team.
+ * - `public`: Whoever holds the token.
+ */
+export type Visibility = 'private' | 'team' | 'public'
+/**
+ * What a bundle is.
+ * - `task_export`: A task's verified knowledge.
+ * - `curated`: Knowledge chosen by hand (a branch's).
+ * - `template`: A starting point for tasks of a kind.
+ */
+export type BundleType = 'task_export' | 'curated' | 'template'
 /**
  * A protocol message's body, with the seed's field names (`handoff_type`, `worker_report`,
  * `manager_decision`, ...): which fields a message carries depends on its type.

@@ -23,6 +23,10 @@ export type ReasonOptions = ReleaseOptions
 export type Verdict = 'verified' | 'unverified' | 'invalidated'
 /** What changed in curated memory (`curationEvents`). */
 export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged' | 'bundle_created' | 'bundle_imported'
+/** How far a bundle got through the gate: `verified` (everything in it was verified), `draft` (not all of it, or it is empty). */
+export type BundleStatus = 'draft' | 'verified'
+/** What a timeline entry of `replay` records: a handoff's event, a step of the task's plan, or a change in its curated memory. */
+export type TimelineEntryType = `handoff.${EventKind}` | `task.${TaskEventKind}` | `curation.${CurationChange}`
 /** What a verifier is asked to score, in the store's snake_case: a fact, or a conversation with its transcript as `text` (`role: content` lines) and its `messages`. */
 export type VerifyItem = (Fact & { kind: 'fact' }) | (Conversation & { kind: 'conversation'; text: string; messages: StoredMessage[] })
 /** A verifier's answer: a score from 0 (wrong) to 1 (certainly right), alone or with why. */
@@ -64,10 +68,10 @@ export interface HandoffError extends Error {
   code: ErrorCode
   /** VALIDATION: every broken rule. */
   problems?: ValidationProblem[]
-  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task, or the task of a protocol run; CONFLICT: or task or memory scope). */
+  /** NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, INVALID_TRANSITION, CONFLICT: the handoff (NOT_FOUND: or task, the task of a protocol run, a conversation, a bundle, or `(share token)` for `bundleByToken`; CONFLICT: or task or memory scope). */
   id?: string
   /** NOT_FOUND: what was looked up. */
-  what?: 'handoff' | 'task' | 'protocol run' | 'conversation'
+  what?: 'handoff' | 'task' | 'protocol run' | 'conversation' | 'bundle'
   /** CONFLICT of a compare-and-swap (`updateTask`, `memoryPut`, `memoryDelete`): the version the caller expected, and the one it is at. */
   expected?: number
   actual?: number
@@ -541,6 +545,46 @@ export interface CurationEventsOptions {
   /** The task (by default `main`'s log). */
   taskId?: string
 }
+/** The options of `store.createBundle`. */
+export interface CreateBundleOptions {
+  /** Package this task's knowledge (`task/<task>` and its agents' branches)… */
+  taskId?: string
+  /** …or this branch's. */
+  branch?: string
+  /**
+   * Only verified facts and conversations (default true); false: everything not
+   * invalidated.
+   */
+  verifiedOnly?: boolean
+  /** Who may find it by its token: `private` (default, nobody), `team` or `public`. */
+  visibility?: Visibility
+  /** What it is: `task_export` (default), `curated` or `template`. */
+  bundleType?: BundleType
+  /** Labels for finding it. */
+  tags?: string[]
+  /** What it holds. */
+  description?: string
+  /** Replace secrets with `[REDACTED:<rule>]` (default true). */
+  redact?: boolean
+}
+/** The options of `store.listBundles`. */
+export interface ListBundlesOptions {
+  /** Only bundles of this visibility. */
+  visibility?: Visibility
+}
+/** The options of `store.importBundle`. */
+export interface ImportBundleOptions {
+  /** Where its knowledge goes (default `main`). */
+  targetBranch?: string
+}
+/** The options of `store.replay`. */
+export interface ReplayOptions {
+  /**
+   * Key facts and conversations only if verified (default false: everything not
+   * invalidated).
+   */
+  verifiedOnly?: boolean
+}
 /**
  * What kind of handoff a record is.
  * - `full`: The whole task passes to the successor.
@@ -725,6 +769,20 @@ export type FactInput = string | NewFact
  * - `superseded`: Replaced by a newer fact.
  */
 export type FactStatus = 'active' | 'verified' | 'invalidated' | 'promoted' | 'superseded'
+/**
+ * Who may find a bundle by its share token.
+ * - `private`: Only its store's users, by id; never found by token.
+ * - `team`: Whoever holds the token, within the team.
+ * - `public`: Whoever holds the token.
+ */
+export type Visibility = 'private' | 'team' | 'public'
+/**
+ * What a bundle is.
+ * - `task_export`: A task's verified knowledge.
+ * - `curated`: Knowledge chosen by hand (a branch's).
+ * - `template`: A starting point for tasks of a kind.
+ */
+export type BundleType = 'task_export' | 'curated' | 'template'
 /**
  * A protocol message's body, with the seed's field names (`handoff_type`, `worker_report`,
  * `manager_decision`, ...): which fields a message carries depends on its type.
@@ -957,6 +1015,21 @@ export declare class ManualClock {
  * chains. Get one with `open(path)` or `Store.memory()`.
  */
 export declare class Store {
+  /**
+   * Imports a bundle into `targetBranch` (default `main`): its portable JSON as text
+   * (`bundle.toJson()`, a file another store wrote), as data (`bundle.data`, `JSON.parse` of
+   * the text), or the `Bundle` itself. Checked whole before anything is written: size and
+   * nesting first, then the schema version, the content hash, every id, text and message;
+   * a problem is a `VALIDATION` error naming it as the bundle writes it (`content_hash`,
+   * `facts[0].id`), and the store is left as it was. Importing the same bundle again adds
+   * nothing: the report counts what was added and what was already there (`facts_skipped`).
+   */
+  importBundle(bundle: string | Bundle | BundleData | JsonObject, options?: ImportBundleOptions): ImportReport
+  /**
+   * Imports a bundle, as `importBundle` does, as a Promise: the bundle is read on this
+   * thread, checked and written on libuv's thread pool.
+   */
+  importBundleAsync(bundle: string | Bundle | BundleData | JsonObject, options?: ImportBundleOptions): Promise<ImportReport>
   /**
    * Copies a conversation's decision points into a new conversation on `targetBranch`: by
    * the seed's heuristics, assistant messages that state an approach ("I'll", "let me", "the
@@ -1812,6 +1885,102 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   curationEventsAsync(options?: CurationEventsOptions): Promise<CurationEvent[]>
+  /**
+   * Packages a task's knowledge (`taskId`: `task/<taskId>` and its agents' branches) or a
+   * branch's (`branch`) as a bundle: its verified facts and key conversations (verified or
+   * cherry-picked; with `verifiedOnly: false`, everything not invalidated) with their
+   * messages, the task's summary and the scores, redacted unless `redact: false`, with a share
+   * token (`kb_` and 256 random bits) that finds it unless it is `private` (the default). The
+   * `Bundle` keeps the core's snake_case keys; its `toJson()` gives the portable JSON that
+   * `importBundle` reads, here or in another store.
+   */
+  createBundle(name: string, options: CreateBundleOptions): Bundle
+  /**
+   * Packages a task's knowledge (`taskId`: `task/<taskId>` and its agents' branches) or a
+   * branch's (`branch`) as a bundle: its verified facts and key conversations (verified or
+   * cherry-picked; with `verifiedOnly: false`, everything not invalidated) with their
+   * messages, the task's summary and the scores, redacted unless `redact: false`, with a share
+   * token (`kb_` and 256 random bits) that finds it unless it is `private` (the default). The
+   * `Bundle` keeps the core's snake_case keys; its `toJson()` gives the portable JSON that
+   * `importBundle` reads, here or in another store.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  createBundleAsync(name: string, options: CreateBundleOptions): Promise<Bundle>
+  /** The bundle with this id; `NOT_FOUND` if there is none. */
+  getBundle(id: string): Bundle
+  /**
+   * The bundle with this id; `NOT_FOUND` if there is none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  getBundleAsync(id: string): Promise<Bundle>
+  /** The store's bundles, oldest first; with `visibility`, only those of it. */
+  listBundles(options?: ListBundlesOptions): Bundle[]
+  /**
+   * The store's bundles, oldest first; with `visibility`, only those of it.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  listBundlesAsync(options?: ListBundlesOptions): Promise<Bundle[]>
+  /**
+   * The bundle a share token opens. A private bundle is never found by its token: a wrong
+   * token, a private bundle's and a deleted bundle's all give the same `NOT_FOUND`.
+   */
+  bundleByToken(token: string): Bundle
+  /**
+   * The bundle a share token opens. A private bundle is never found by its token: a wrong
+   * token, a private bundle's and a deleted bundle's all give the same `NOT_FOUND`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  bundleByTokenAsync(token: string): Promise<Bundle>
+  /** Changes who may find a bundle by its token: `private` (nobody), `team` or `public`. */
+  setVisibility(id: string, visibility: Visibility): Bundle
+  /**
+   * Changes who may find a bundle by its token: `private` (nobody), `team` or `public`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  setVisibilityAsync(id: string, visibility: Visibility): Promise<Bundle>
+  /** Deletes a bundle and its share token; what was imported from it stays. */
+  deleteBundle(id: string): void
+  /**
+   * Deletes a bundle and its share token; what was imported from it stays.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  deleteBundleAsync(id: string): Promise<void>
+  /**
+   * A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
+   * `data`): its handoffs' events (`handoff.created`, `handoff.claimed`, ...), its plan's log
+   * (`task.step_started`, ...) and its curation log (`curation.facts_added`, ...); each agent's
+   * contribution; its key facts and conversations (only verified ones with `verifiedOnly`);
+   * how it ended. `NOT_FOUND` when the task left nothing.
+   */
+  replay(taskId: string, options?: ReplayOptions): TaskReplay
+  /**
+   * A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
+   * `data`): its handoffs' events (`handoff.created`, `handoff.claimed`, ...), its plan's log
+   * (`task.step_started`, ...) and its curation log (`curation.facts_added`, ...); each agent's
+   * contribution; its key facts and conversations (only verified ones with `verifiedOnly`);
+   * how it ended. `NOT_FOUND` when the task left nothing.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  replayAsync(taskId: string, options?: ReplayOptions): Promise<TaskReplay>
+  /**
+   * Two runs side by side (an original and its rerun): the agents, decision points and key
+   * facts only in one or in both, the outcomes and the timelines' lengths.
+   */
+  compare(taskA: string, taskB: string): TaskComparison
+  /**
+   * Two runs side by side (an original and its rerun): the agents, decision points and key
+   * facts only in one or in both, the outcomes and the timelines' lengths.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  compareAsync(taskA: string, taskB: string): Promise<TaskComparison>
 }
 
 /** A registered agent. */
@@ -1824,12 +1993,170 @@ export interface Agent {
   collaborators: Array<string> | null
 }
 
+/** What one agent did in a task. */
+export interface AgentContribution {
+  /** The agent. */
+  agent: string
+  /** Handoffs it created. */
+  handed_off: number
+  /** Handoffs (or steps) it took. */
+  claimed: number
+  /** Handoffs it completed. */
+  completed: number
+  /** Attempts of its that failed. */
+  failed: number
+  /** Curation changes on its branch (conversations, picks, facts, verifications, merges). */
+  curated: number
+  /** Its first entry (ISO 8601). */
+  first_at: string | null
+  /** Its last entry (ISO 8601). */
+  last_at: string | null
+}
+
 /** A branch that holds a conversation or a fact, with its parent. */
 export interface BranchInfo {
   /** Its name. */
   name: string
   /** Its parent: its name less the last segment (`null` for `main`). */
   parent: string | null
+}
+
+/**
+ * A knowledge bundle: what `createBundle`, `getBundle`, `listBundles`, `bundleByToken` and
+ * `setVisibility` return.
+ */
+export interface Bundle {
+  /** Its id. */
+  id: string
+  /** Its name. */
+  name: string
+  /** What it holds. */
+  description: string | null
+  /** What it is. */
+  bundle_type: BundleType
+  /** The task it was made from. */
+  source_task_id: string | null
+  /** The branch it was made from. */
+  source_branch: string | null
+  /** How many facts it holds. */
+  fact_count: number
+  /** How many conversations it holds. */
+  conversation_count: number
+  /** How many messages its conversations hold. */
+  message_count: number
+  /** Whether everything in it was verified. */
+  verification_status: BundleStatus
+  /** The mean of its items' scores. */
+  verification_score: number | null
+  /** Who verified its items (their verifiers' names, joined). */
+  verified_by: string | null
+  /**
+   * `kb_` and 256 random bits: `bundleByToken` finds the bundle with it, unless it is
+   * private. Keep it as you would a password.
+   */
+  share_token: string
+  /** Who may find it by its token. */
+  visibility: Visibility
+  /** Labels for finding it. */
+  tags: Array<string>
+  /** The portable form's content hash. */
+  content_hash: string
+  /** When it was made (ISO 8601). */
+  created_at: string
+  /** When it last changed (ISO 8601). */
+  updated_at: string
+  /** Its portable form, as data: `importBundle` takes it (or the whole bundle) as it is. */
+  data: BundleData
+  /**
+   * The portable form as the core's JSON text, what another store's `importBundle` (or
+   * Python's `import_bundle`, the CLI's `handoff bundle import`) reads. A method (not
+   * enumerable): bundles still compare and serialise as data.
+   */
+  toJson: () => string
+}
+
+/** A conversation as a bundle carries it, with its messages. */
+export interface BundleConversation {
+  /** Its id where it was exported (what makes an import idempotent). */
+  id: string
+  /** What it is about. */
+  title: string | null
+  /** The agent that had it. */
+  agent: string | null
+  /** Its verification score, from 0 to 1. */
+  verification_score: number | null
+  /** Its messages, in order. */
+  messages: Array<BundleMessage>
+}
+
+/**
+ * A bundle's portable form, what `bundle.toJson()` writes as text and `importBundle` reads
+ * (in this store or another): the knowledge, the task's summary and the scores, with its
+ * schema version and a content hash that refuses a bundle changed after it was made.
+ */
+export interface BundleData {
+  /** The version of the portable form (1). */
+  schema_version: number
+  /** The bundle's name. */
+  name: string
+  /** What it holds. */
+  description: string | null
+  /** What it is. */
+  bundle_type: BundleType
+  /** The task it was exported from. */
+  source_task_id: string | null
+  /** The branch it was exported from. */
+  source_branch: string | null
+  /** The task's summary (`id`, `name`, `goal`, `status`), when it was a task's with a plan. */
+  task: JsonObject | null
+  /** Labels for finding it. */
+  tags: Array<string>
+  /** The facts. */
+  facts: Array<BundleFact>
+  /** The key conversations. */
+  conversations: Array<BundleConversation>
+  /** The mean of its items' verification scores. */
+  verification_score: number | null
+  /** When it was made (ISO 8601). */
+  created_at: string
+  /** `sha256:` and the hex digest of the portable JSON without it. */
+  content_hash: string
+}
+
+/** A fact as a bundle carries it. */
+export interface BundleFact {
+  /** Its id where it was exported (what makes an import idempotent). */
+  id: string
+  /** What is known. */
+  text: string
+  /** How sure its author was, from 0 to 1. */
+  confidence: number | null
+  /** Where it came from. */
+  source: string | null
+  /** Its verification score, from 0 to 1. */
+  score: number | null
+  /** Who verified it. */
+  verified_by: string | null
+}
+
+/** A message as a bundle carries it: OpenAI's chat shape, as the store keeps it. */
+export interface BundleMessage {
+  /** `user`, `assistant`, `tool` or `system`. */
+  role: string
+  /** The text (redacted unless the bundle was made with `redact: false`). */
+  content: string
+  /** The tool calls it made. */
+  tool_calls: Array<ToolCall>
+  /** For a `tool` message, the id of the call it answers. */
+  tool_call_id?: string
+  /** For a `tool` message, `true` when the tool failed (absent otherwise). */
+  is_error?: boolean
+  /** When it was said (ISO 8601), when known. */
+  at: string | null
+  /** The id it came with. */
+  id: string | null
+  /** The priority it came with. */
+  priority: number | null
 }
 
 /**
@@ -2300,6 +2627,24 @@ export interface Hop {
   createdAt: string
 }
 
+/** What an import added and what it found already there: `importBundle` returns it. */
+export interface ImportReport {
+  /** The bundle's name. */
+  bundle: string
+  /** The branch imported into. */
+  target_branch: string
+  /** Facts written. */
+  facts_added: number
+  /** Facts already there (imported before). */
+  facts_skipped: number
+  /** Conversations written. */
+  conversations_added: number
+  /** Conversations already there. */
+  conversations_skipped: number
+  /** Messages written with the conversations. */
+  messages_added: number
+}
+
 /** `addItem` options. */
 export interface ItemOptions {
   /** Higher is kept first (default 50). */
@@ -2409,6 +2754,16 @@ export interface OpenOptions {
    * defaults.
    */
   limits?: LimitsOptions
+}
+
+/** What two runs share and what only one holds. */
+export interface Overlap {
+  /** Only in the first run. */
+  only_a: Array<string>
+  /** Only in the second. */
+  only_b: Array<string>
+  /** In both. */
+  both: Array<string>
 }
 
 /** A successor's context packet. */
@@ -2779,6 +3134,31 @@ export interface Task {
   pruned: boolean
 }
 
+/** Two runs side by side (an original and its rerun): what `compare` returns. */
+export interface TaskComparison {
+  /** The first task. */
+  task_a: string
+  /** The second. */
+  task_b: string
+  /** The agents that took part. */
+  agents: Overlap
+  /**
+   * The decisions recorded: the handoffs' `decisions` and the messages of their
+   * decision-point picks.
+   */
+  decision_points: Overlap
+  /** Their key facts, by text. */
+  facts: Overlap
+  /** How the first ended. */
+  outcome_a: TaskOutcome
+  /** How the second ended. */
+  outcome_b: TaskOutcome
+  /** Entries in the first timeline. */
+  timeline_length_a: number
+  /** Entries in the second. */
+  timeline_length_b: number
+}
+
 /** One entry of a task's log. */
 export interface TaskEvent {
   /** Its place in the task's log, from 1. */
@@ -2816,6 +3196,45 @@ export interface TaskEventDetail {
   version?: number
   /** Why (cancelled). */
   reason?: string
+}
+
+/** How a run ended, or stands. */
+export interface TaskOutcome {
+  /**
+   * The task's status when it has a plan; otherwise `completed` once a handoff completed
+   * and nothing is left open, `failed` after a final failure, else `in_progress`.
+   */
+  status: TaskStatus
+  /** The last completion's outcome, as its holder wrote it. */
+  result: string | null
+  /** The first entry (ISO 8601). */
+  started_at: string | null
+  /** The last entry (ISO 8601). */
+  finished_at: string | null
+  /** From the first entry to the last, in seconds. */
+  duration_seconds: number | null
+}
+
+/** A task's whole run: what `replay` returns. */
+export interface TaskReplay {
+  /** The task. */
+  task_id: string
+  /**
+   * Every entry of its logs (its handoffs' events, its plan's log, its curation log),
+   * oldest first; entries at the same instant in their log's order.
+   */
+  timeline: Array<TimelineEntry>
+  /** Each agent's contribution, by name. */
+  agents: Array<AgentContribution>
+  /** Its verified facts (and, unless `verifiedOnly`, those not verified yet), oldest first. */
+  key_facts: Array<Fact>
+  /**
+   * Its verified or cherry-picked conversations (and, unless `verifiedOnly`, those not
+   * verified yet).
+   */
+  key_conversations: Array<Conversation>
+  /** How it ended. */
+  outcome: TaskOutcome
 }
 
 /** Statistics over every finished task. */
@@ -2918,6 +3337,23 @@ export interface TaskSummary {
   tokensUsed: number | null
   /** Its steps and log were pruned (`prune`): only this summary, its history, is left. */
   pruned: boolean
+}
+
+/** One thing that happened to a task, whichever log it came from. */
+export interface TimelineEntry {
+  /** When (ISO 8601). */
+  at: string
+  /**
+   * What: `handoff.<kind>` (`handoff.created`, `handoff.claimed`, ...), `task.<kind>`
+   * (`task.step_started`, ...) or `curation.<kind>` (`curation.facts_added`, ...).
+   */
+  type: TimelineEntryType
+  /** Who did it (`null` for the clock, or a caller that gave no name). */
+  agent: string | null
+  /** One line on it. */
+  summary: string
+  /** Its ids and values, as its log holds them (snake_case). */
+  data: JsonValue
 }
 
 /**

@@ -33,6 +33,8 @@ const OVERRIDES = {
   // Chat messages in any provider's shape (the core reads them): the simplest one named.
   'AddConversationArgs.messages': 'Array<ContextMessage | JsonObject>',
   'AppendMessagesArgs.messages': 'Array<ContextMessage | JsonObject>',
+  // A bundle's portable JSON as text or data, or the Bundle itself (src/bundles.rs).
+  'ImportBundleArgs.bundle': 'string | Bundle | BundleData | JsonObject',
 }
 /** A result in the catalog's type language, in TypeScript. */
 const RETURNS = { integer: 'number', unit: 'void', string: 'string' }

@@ -4,6 +4,7 @@
 //! JavaScript values in ([`convert`]), plain objects out, errors in one place ([`errors`]),
 //! and the `*Async` variants onto libuv's thread pool ([`task`]). Every export catches panics.
 
+pub mod bundles;
 pub mod chain;
 pub mod clock;
 pub mod context;
@@ -15,6 +16,7 @@ pub mod memory;
 pub mod ops;
 pub mod protocol;
 pub mod record;
+pub mod replay;
 pub mod session;
 pub mod stats;
 pub mod store;

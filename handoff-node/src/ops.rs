@@ -150,6 +150,8 @@ pub fn catalog_json() -> String {
     let mut methods = crate::store::methods();
     // Those written by hand, which take a callable beside the core's arguments.
     methods.extend(crate::curation::methods());
+    // Those that read an argument themselves (`importBundle` takes a `Bundle` too).
+    methods.extend(crate::bundles::methods());
     let catalog = serde_json::json!({
         "operations": ops::catalog(),
         "methods": methods,

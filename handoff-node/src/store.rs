@@ -972,4 +972,46 @@ store_operations! {
     "order."
     curation_events, curation_events_async = CurationEvents(; options?: "CurationEventsOptions")
         -> "CurationEvent[]", "Promise<CurationEvent[]>";
+
+    "Packages a task's knowledge (`taskId`: `task/<taskId>` and its agents' branches) or a"
+    "branch's (`branch`) as a bundle: its verified facts and key conversations (verified or"
+    "cherry-picked; with `verifiedOnly: false`, everything not invalidated) with their"
+    "messages, the task's summary and the scores, redacted unless `redact: false`, with a share"
+    "token (`kb_` and 256 random bits) that finds it unless it is `private` (the default). The"
+    "`Bundle` keeps the core's snake_case keys; its `toJson()` gives the portable JSON that"
+    "`importBundle` reads, here or in another store."
+    create_bundle, create_bundle_async = CreateBundle(name: "string"; options: "CreateBundleOptions")
+        -> "Bundle", "Promise<Bundle>";
+
+    "The bundle with this id; `NOT_FOUND` if there is none."
+    get_bundle, get_bundle_async = GetBundle(id: "string") -> "Bundle", "Promise<Bundle>";
+
+    "The store's bundles, oldest first; with `visibility`, only those of it."
+    list_bundles, list_bundles_async = ListBundles(; options?: "ListBundlesOptions")
+        -> "Bundle[]", "Promise<Bundle[]>";
+
+    "The bundle a share token opens. A private bundle is never found by its token: a wrong"
+    "token, a private bundle's and a deleted bundle's all give the same `NOT_FOUND`."
+    bundle_by_token, bundle_by_token_async = BundleByToken(token: "string")
+        -> "Bundle", "Promise<Bundle>";
+
+    "Changes who may find a bundle by its token: `private` (nobody), `team` or `public`."
+    set_visibility, set_visibility_async = SetVisibility(id: "string", visibility: "Visibility")
+        -> "Bundle", "Promise<Bundle>";
+
+    "Deletes a bundle and its share token; what was imported from it stays."
+    delete_bundle, delete_bundle_async = DeleteBundle(id: "string") -> "void", "Promise<void>";
+
+    "A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,"
+    "`data`): its handoffs' events (`handoff.created`, `handoff.claimed`, ...), its plan's log"
+    "(`task.step_started`, ...) and its curation log (`curation.facts_added`, ...); each agent's"
+    "contribution; its key facts and conversations (only verified ones with `verifiedOnly`);"
+    "how it ended. `NOT_FOUND` when the task left nothing."
+    replay, replay_async = Replay(task_id: "string"; options?: "ReplayOptions")
+        -> "TaskReplay", "Promise<TaskReplay>";
+
+    "Two runs side by side (an original and its rerun): the agents, decision points and key"
+    "facts only in one or in both, the outcomes and the timelines' lengths."
+    compare, compare_async = Compare(task_a: "string", task_b: "string")
+        -> "TaskComparison", "Promise<TaskComparison>";
 }
