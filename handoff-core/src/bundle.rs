@@ -210,6 +210,12 @@ impl BundleData {
             match validate::parse_json("bundle", validate::FieldNames::Bare, json, &text_limits) {
                 Ok(data) => data,
                 Err(err) => {
+                    // Too big or too deep: said as such.
+                    validate::check_json_text("bundle", json, &text_limits)?;
+                    // Not JSON (cut short, say): the bundle is what is wrong, not a field.
+                    if let Err(syntax) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
+                        return Err(Error::invalid("bundle", format!("must be JSON: {syntax}")));
+                    }
                     // A bundle of another version is named as such, not by the fields this
                     // version lacks.
                     #[derive(Deserialize)]
@@ -426,8 +432,9 @@ mod tests {
                 .clone()
         };
         let json = sample().to_json().unwrap();
-        let truncated = BundleData::read(&json[..json.len() / 2], &limits).unwrap_err();
-        assert!(truncated.problems()[0].rule.contains("EOF"), "{truncated}");
+        assert_eq!(field(&json[..json.len() / 2]), "bundle");
+        let deep = format!("{{\"x\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
+        assert_eq!(field(&deep), "bundle");
         assert_eq!(field("{\"schema_version\": 2}"), "schema_version");
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert_eq!(field(&deep), "bundle");

@@ -75,7 +75,7 @@ def test_hostile_bundles_are_refused_and_change_nothing() -> None:
         data = json.loads(portable)
         tampered = json.dumps({**data, "facts": [{**data["facts"][0], "text": "tokens never expire"}]})
         cases: list[tuple[Any, str]] = [
-            (portable[: len(portable) // 2], ""),
+            (portable[: len(portable) // 2], "bundle"),
             (tampered, "content_hash"),
             (json.dumps({**data, "schema_version": 2}), "schema_version"),
             ("[" * 10_000 + "]" * 10_000, "bundle"),

@@ -2305,11 +2305,8 @@ pub fn bundles_share_verified_knowledge_and_import_once(store: Store) {
     let tampered = json
         .replace("tokens", "TOKENS")
         .replace("backoff", "no backoff");
-    let truncated = store
-        .import_bundle(&json[..json.len() / 2], "main")
-        .unwrap_err();
-    assert!(truncated.problems()[0].rule.contains("EOF"), "{truncated}");
     for (bad, field) in [
+        (&json[..json.len() / 2], "bundle"),
         (tampered.as_str(), "content_hash"),
         ("{\"schema_version\": 99}", "schema_version"),
     ] {
