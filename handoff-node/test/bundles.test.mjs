@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { Store, open } from '../index.mjs'
+import { bothFail } from './helpers.mjs'
 
 const TASK = 'fix-oauth'
 const BRANCH = `task/${TASK}/agent-b`
@@ -67,22 +68,6 @@ function snapshot(store) {
     events: store.curationEvents(),
     bundles: store.listBundles().map((b) => b.id),
   }
-}
-
-/** The sync and the Promise call's error; both must be alike. */
-async function failures(sync, async) {
-  let thrown
-  try {
-    sync()
-  } catch (err) {
-    thrown = err
-  }
-  assert.ok(thrown, 'the sync call must throw')
-  const rejected = await async().then(() => assert.fail('the Promise must reject'), (err) => err)
-  assert.equal(rejected.message, thrown.message)
-  assert.equal(rejected.code, thrown.code)
-  assert.deepEqual(rejected.problems, thrown.problems)
-  return thrown
 }
 
 test('createBundle packages a task\'s verified knowledge, redacted, with a kb_ share token', async () => {
@@ -146,17 +131,17 @@ test('createBundle packages a task\'s verified knowledge, redacted, with a kb_ s
 
 test('createBundle refuses bad arguments, every problem at once', async () => {
   const store = Store.memory()
-  let err = await failures(() => store.createBundle('x', {}), () => store.createBundleAsync('x', {}))
+  let err = await bothFail(() => store.createBundle('x', {}), () => store.createBundleAsync('x', {}))
   assert.equal(err.code, 'VALIDATION')
   assert.deepEqual(err.problems.map((p) => p.field), ['taskId'])
-  err = await failures(
+  err = await bothFail(
     () => store.createBundle('', { branch: 'feature/x', visibility: 'everyone', bundleType: 'zip' }),
     () => store.createBundleAsync('', { branch: 'feature/x', visibility: 'everyone', bundleType: 'zip' }),
   )
   assert.deepEqual(err.problems.map((p) => p.field).sort(), ['branch', 'bundleType', 'visibility'])
-  err = await failures(() => store.createBundle('', { taskId: TASK }), () => store.createBundleAsync('', { taskId: TASK }))
+  err = await bothFail(() => store.createBundle('', { taskId: TASK }), () => store.createBundleAsync('', { taskId: TASK }))
   assert.deepEqual(err.problems.map((p) => p.field), ['name'])
-  err = await failures(() => store.createBundle('x', { task_id: TASK }), () => store.createBundleAsync('x', { task_id: TASK }))
+  err = await bothFail(() => store.createBundle('x', { task_id: TASK }), () => store.createBundleAsync('x', { task_id: TASK }))
   assert.match(err.problems[0].rule, /camelCase: taskId/)
   assert.deepEqual(store.listBundles(), [])
 })
@@ -174,9 +159,9 @@ test('bundleByToken opens a team or public bundle; a private one is NOT_FOUND li
   assert.equal(found.toJson(), team.toJson())
   assert.deepEqual(await store.bundleByTokenAsync(team.share_token), team)
 
-  const wrong = await failures(() => store.bundleByToken(`kb_${'0'.repeat(64)}`), () => store.bundleByTokenAsync(`kb_${'0'.repeat(64)}`))
-  const hidden = await failures(() => store.bundleByToken(secret.share_token), () => store.bundleByTokenAsync(secret.share_token))
-  const garbage = await failures(() => store.bundleByToken('x'.repeat(4096)), () => store.bundleByTokenAsync('x'.repeat(4096)))
+  const wrong = await bothFail(() => store.bundleByToken(`kb_${'0'.repeat(64)}`), () => store.bundleByTokenAsync(`kb_${'0'.repeat(64)}`))
+  const hidden = await bothFail(() => store.bundleByToken(secret.share_token), () => store.bundleByTokenAsync(secret.share_token))
+  const garbage = await bothFail(() => store.bundleByToken('x'.repeat(4096)), () => store.bundleByTokenAsync('x'.repeat(4096)))
   for (const err of [wrong, hidden, garbage]) {
     assert.deepEqual([err.code, err.what, err.id, err.message], [wrong.code, wrong.what, wrong.id, wrong.message])
   }
@@ -190,11 +175,11 @@ test('bundleByToken opens a team or public bundle; a private one is NOT_FOUND li
   assert.equal(store.bundleByToken(secret.share_token).id, secret.id)
   const closed = await store.setVisibilityAsync(team.id, 'private')
   assert.equal(closed.visibility, 'private')
-  assert.equal((await failures(() => store.bundleByToken(team.share_token), () => store.bundleByTokenAsync(team.share_token))).message, wrong.message)
+  assert.equal((await bothFail(() => store.bundleByToken(team.share_token), () => store.bundleByTokenAsync(team.share_token))).message, wrong.message)
 
-  const err = await failures(() => store.setVisibility(team.id, 'world'), () => store.setVisibilityAsync(team.id, 'world'))
+  const err = await bothFail(() => store.setVisibility(team.id, 'world'), () => store.setVisibilityAsync(team.id, 'world'))
   assert.deepEqual(err.problems.map((p) => p.field), ['visibility'])
-  const missing = await failures(() => store.setVisibility('nope', 'team'), () => store.setVisibilityAsync('nope', 'team'))
+  const missing = await bothFail(() => store.setVisibility('nope', 'team'), () => store.setVisibilityAsync('nope', 'team'))
   assert.deepEqual([missing.code, missing.what, missing.id], ['NOT_FOUND', 'bundle', 'nope'])
 })
 
@@ -256,7 +241,7 @@ test('a hostile bundle is refused whole, its problem named, and the store is lef
   curated(target, 'other-task', 'agent-z')
   const before = snapshot(target)
   const refused = async (input, options) => {
-    const err = await failures(() => target.importBundle(input, options), () => target.importBundleAsync(input, options))
+    const err = await bothFail(() => target.importBundle(input, options), () => target.importBundleAsync(input, options))
     assert.equal(err.code, 'VALIDATION', err.message)
     return err.problems.map((p) => p.field)
   }
@@ -272,7 +257,7 @@ test('a hostile bundle is refused whole, its problem named, and the store is lef
   assert.deepEqual(await refused({ ...bundle, data: tampered }), ['content_hash'])
   const forged = { ...JSON.parse(text), content_hash: `sha256:${'0'.repeat(64)}` }
   assert.deepEqual(await refused(forged), ['content_hash'])
-  const err = await failures(() => target.importBundle(forged), () => target.importBundleAsync(forged))
+  const err = await bothFail(() => target.importBundle(forged), () => target.importBundleAsync(forged))
   assert.match(err.problems[0].rule, /does not match the content/)
   // Another version of the portable form.
   assert.deepEqual(await refused({ ...JSON.parse(text), schema_version: 2 }), ['schema_version'])
@@ -282,7 +267,7 @@ test('a hostile bundle is refused whole, its problem named, and the store is lef
   assert.ok((await refused(deepText)).length > 0)
   assert.ok((await refused(`${'['.repeat(10000)}${']'.repeat(10000)}`)).length > 0)
   const deepInside = `{"schema_version":1,"name":"x","task":${'['.repeat(10000)}${']'.repeat(10000)}}`
-  const nested = await failures(() => target.importBundle(deepInside), () => target.importBundleAsync(deepInside))
+  const nested = await bothFail(() => target.importBundle(deepInside), () => target.importBundleAsync(deepInside))
   assert.deepEqual(nested.problems.map((p) => p.field), ['bundle'])
   assert.match(nested.problems[0].rule, /nest at most 64 levels/)
   let deep = {}
@@ -351,11 +336,11 @@ test('replay gives a task\'s run as one ordered timeline, its agents, key knowle
   assert.deepEqual(verified.key_conversations.map((c) => c.id), [picked.id])
   assert.deepEqual(await store.replayAsync(TASK), replay)
 
-  const err = await failures(() => store.replay('never-ran'), () => store.replayAsync('never-ran'))
+  const err = await bothFail(() => store.replay('never-ran'), () => store.replayAsync('never-ran'))
   assert.deepEqual([err.code, err.what, err.id], ['NOT_FOUND', 'task', 'never-ran'])
-  let bad = await failures(() => store.replay(TASK, { verifiedOnly: 'yes' }), () => store.replayAsync(TASK, { verifiedOnly: 'yes' }))
+  let bad = await bothFail(() => store.replay(TASK, { verifiedOnly: 'yes' }), () => store.replayAsync(TASK, { verifiedOnly: 'yes' }))
   assert.deepEqual(bad.problems.map((p) => p.field), ['verifiedOnly'])
-  bad = await failures(() => store.replay('a/b'), () => store.replayAsync('a/b'))
+  bad = await bothFail(() => store.replay('a/b'), () => store.replayAsync('a/b'))
   assert.deepEqual(bad.problems.map((p) => p.field), ['taskId'])
 })
 
@@ -380,7 +365,7 @@ test('compare puts two runs side by side', async () => {
   assert.equal(comparison.timeline_length_b, store.replay('fix-oauth-rerun').timeline.length)
   assert.deepEqual(await store.compareAsync(TASK, 'fix-oauth-rerun'), comparison)
 
-  const err = await failures(() => store.compare(TASK, 'never-ran'), () => store.compareAsync(TASK, 'never-ran'))
+  const err = await bothFail(() => store.compare(TASK, 'never-ran'), () => store.compareAsync(TASK, 'never-ran'))
   assert.deepEqual([err.code, err.id], ['NOT_FOUND', 'never-ran'])
 })
 
@@ -392,17 +377,17 @@ test('deleteBundle forgets the bundle and its token; what was imported stays', a
   store.importBundle(bundle, { targetBranch: 'main' })
   assert.equal(store.deleteBundle(bundle.id), undefined)
   assert.deepEqual(store.listBundles().map((b) => b.id), [other.id])
-  let err = await failures(() => store.getBundle(bundle.id), () => store.getBundleAsync(bundle.id))
+  let err = await bothFail(() => store.getBundle(bundle.id), () => store.getBundleAsync(bundle.id))
   assert.deepEqual([err.code, err.what, err.id], ['NOT_FOUND', 'bundle', bundle.id])
-  err = await failures(() => store.bundleByToken(bundle.share_token), () => store.bundleByTokenAsync(bundle.share_token))
+  err = await bothFail(() => store.bundleByToken(bundle.share_token), () => store.bundleByTokenAsync(bundle.share_token))
   assert.deepEqual([err.code, err.what], ['NOT_FOUND', 'bundle'])
-  err = await failures(() => store.deleteBundle(bundle.id), () => store.deleteBundleAsync(bundle.id))
+  err = await bothFail(() => store.deleteBundle(bundle.id), () => store.deleteBundleAsync(bundle.id))
   assert.equal(err.code, 'NOT_FOUND')
   assert.equal(store.facts('main').length, 2)
   // The text outlives the bundle: importing it again still adds nothing.
   assert.equal(store.importBundle(bundle.toJson()).facts_skipped, 2)
   assert.equal(await store.deleteBundleAsync(other.id), undefined)
   assert.deepEqual(await store.listBundlesAsync(), [])
-  err = await failures(() => store.getBundle('a/b'), () => store.getBundleAsync('a/b'))
+  err = await bothFail(() => store.getBundle('a/b'), () => store.getBundleAsync('a/b'))
   assert.deepEqual(err.problems.map((p) => p.field), ['id'])
 })

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 import { Store } from '../index.mjs'
+import { bothFail } from './helpers.mjs'
 
 const TASK = 'fix-oauth'
 const BRANCH = `task/${TASK}/agent-b`
@@ -55,22 +56,6 @@ function snapshot(store) {
     facts: store.branches().map((b) => store.facts(b.name)),
     events: store.curationEvents({ taskId: TASK }),
   }
-}
-
-/** The sync and the Promise call's error; both must be alike. */
-async function failures(sync, async) {
-  let thrown
-  try {
-    sync()
-  } catch (err) {
-    thrown = err
-  }
-  assert.ok(thrown, 'the sync call must throw')
-  const rejected = await async().then(() => assert.fail('the Promise must reject'), (err) => err)
-  assert.equal(rejected.message, thrown.message)
-  assert.equal(rejected.code, thrown.code)
-  assert.deepEqual(rejected.problems, thrown.problems)
-  return thrown
 }
 
 test('a conversation goes on an agent\'s branch, its messages read from any provider\'s shape', async () => {
@@ -170,7 +155,7 @@ test('a judge that throws, rejects or does not answer a boolean writes nothing',
   assert.throws(() => store.cherryPickDecisions(conversation.id, 'main', { judge: () => { throw failure } }), (err) => err === failure)
   await assert.rejects(store.cherryPickDecisionsAsync(conversation.id, 'main', { judge: async () => { throw failure } }), (err) => err === failure)
   await assert.rejects(store.cherryPickDecisionsAsync(conversation.id, 'main', { judge: () => { throw failure } }), (err) => err === failure)
-  const err = await failures(
+  const err = await bothFail(
     () => store.cherryPickDecisions(conversation.id, 'main', { judge: () => 'yes' }),
     () => store.cherryPickDecisionsAsync(conversation.id, 'main', { judge: async () => 'yes' }),
   )
@@ -358,7 +343,7 @@ test('merge moves verified knowledge up once; contextFor gives the successor tho
   const awaited = await store.contextForAsync(handoff.id)
   assert.equal(awaited.budget, 2000)
   assert.equal(typeof awaited.toMessages, 'function')
-  const err = await failures(() => store.contextFor(handoff.id, { budgetTokens: 0 }), () => store.contextForAsync(handoff.id, { budgetTokens: 0 }))
+  const err = await bothFail(() => store.contextFor(handoff.id, { budgetTokens: 0 }), () => store.contextForAsync(handoff.id, { budgetTokens: 0 }))
   assert.deepEqual(err.problems.map((p) => p.field), ['budgetTokens'])
 })
 
@@ -386,18 +371,18 @@ test('bad input is refused whole, every problem named, and the store is left as 
   const { store, conversation } = seeded()
   const before = snapshot(store)
 
-  let err = await failures(() => store.addConversation('feature/x', CONVERSATION), () => store.addConversationAsync('feature/x', CONVERSATION))
+  let err = await bothFail(() => store.addConversation('feature/x', CONVERSATION), () => store.addConversationAsync('feature/x', CONVERSATION))
   assert.equal(err.code, 'VALIDATION')
   assert.deepEqual(err.problems.map((p) => p.field), ['branch'])
 
   // A range outside the conversation's seven messages.
-  err = await failures(
+  err = await bothFail(
     () => store.cherryPick(conversation.id, `task/${TASK}`, { fromSeq: 5, toSeq: 9 }),
     () => store.cherryPickAsync(conversation.id, `task/${TASK}`, { fromSeq: 5, toSeq: 9 }),
   )
   assert.equal(err.code, 'VALIDATION')
   assert.deepEqual(err.problems, [{ field: 'toSeq', rule: 'must be between 1 and 7' }])
-  err = await failures(
+  err = await bothFail(
     () => store.cherryPick(conversation.id, `task/${TASK}`, { fromSeq: 0 }),
     () => store.cherryPickAsync(conversation.id, `task/${TASK}`, { fromSeq: 0 }),
   )
@@ -405,42 +390,42 @@ test('bad input is refused whole, every problem named, and the store is left as 
 
   // An oversized message (beyond the 64 KiB a field may hold), named inside `messages`.
   const huge = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'x'.repeat(70 * 1024) }]
-  err = await failures(() => store.addConversation(BRANCH, huge), () => store.addConversationAsync(BRANCH, huge))
+  err = await bothFail(() => store.addConversation(BRANCH, huge), () => store.addConversationAsync(BRANCH, huge))
   assert.equal(err.code, 'VALIDATION')
   assert.deepEqual(err.problems.map((p) => p.field), ['[1].content'])
   assert.match(err.problems[0].rule, /at most 65536 bytes/)
-  err = await failures(() => store.appendMessages(conversation.id, huge), () => store.appendMessagesAsync(conversation.id, huge))
+  err = await bothFail(() => store.appendMessages(conversation.id, huge), () => store.appendMessagesAsync(conversation.id, huge))
   assert.deepEqual(err.problems.map((p) => p.field), ['[1].content'])
 
   // Messages are read as written (snake_case keys and all): a bad one is named as written.
-  err = await failures(
+  err = await bothFail(
     () => store.addConversation('main', [{ role: 'assistant', content: 'x', tool_calls: 3 }]),
     () => store.addConversationAsync('main', [{ role: 'assistant', content: 'x', tool_calls: 3 }]),
   )
   assert.deepEqual(err.problems.map((p) => p.field), ['[0].tool_calls'])
 
-  err = await failures(() => store.addFacts(BRANCH, ['', { text: 'x', confidence: 3 }]), () => store.addFactsAsync(BRANCH, ['', { text: 'x', confidence: 3 }]))
+  err = await bothFail(() => store.addFacts(BRANCH, ['', { text: 'x', confidence: 3 }]), () => store.addFactsAsync(BRANCH, ['', { text: 'x', confidence: 3 }]))
   assert.deepEqual(err.problems.map((p) => p.field), ['[0].text', '[1].confidence'])
 
   // The callable's problem comes with the others, all at once.
-  err = await failures(() => store.verify('feature/x', { verifier: 3, factThreshold: 2 }), () => store.verifyAsync('feature/x', { verifier: 3, factThreshold: 2 }))
+  err = await bothFail(() => store.verify('feature/x', { verifier: 3, factThreshold: 2 }), () => store.verifyAsync('feature/x', { verifier: 3, factThreshold: 2 }))
   assert.deepEqual(err.problems.map((p) => p.field), ['branch', 'factThreshold', 'verifier'])
   assert.equal(err.problems[2].rule, 'must be a function, got a number')
-  err = await failures(
+  err = await bothFail(
     () => store.cherryPickDecisions(conversation.id, 'feature/x', { judge: 'yes' }),
     () => store.cherryPickDecisionsAsync(conversation.id, 'feature/x', { judge: 'yes' }),
   )
   assert.deepEqual(err.problems.map((p) => p.field), ['targetBranch', 'judge'])
-  err = await failures(() => store.verify(BRANCH, { verifer: () => 1 }), () => store.verifyAsync(BRANCH, { verifer: () => 1 }))
+  err = await bothFail(() => store.verify(BRANCH, { verifer: () => 1 }), () => store.verifyAsync(BRANCH, { verifer: () => 1 }))
   assert.deepEqual(err.problems.map((p) => p.field), ['verifer'])
-  err = await failures(() => store.merge('main'), () => store.mergeAsync('main'))
+  err = await bothFail(() => store.merge('main'), () => store.mergeAsync('main'))
   assert.deepEqual(err.problems.map((p) => p.field), ['into'])
-  err = await failures(() => store.facts(BRANCH, { status: 'done' }), () => store.factsAsync(BRANCH, { status: 'done' }))
+  err = await bothFail(() => store.facts(BRANCH, { status: 'done' }), () => store.factsAsync(BRANCH, { status: 'done' }))
   assert.deepEqual(err.problems.map((p) => p.field), ['status'])
 
-  err = await failures(() => store.getConversation('nope'), () => store.getConversationAsync('nope'))
+  err = await bothFail(() => store.getConversation('nope'), () => store.getConversationAsync('nope'))
   assert.deepEqual([err.code, err.what, err.id], ['NOT_FOUND', 'conversation', 'nope'])
-  err = await failures(() => store.cherryPickDecisions('nope', 'main', { judge: () => true }), () => store.cherryPickDecisionsAsync('nope', 'main', { judge: () => true }))
+  err = await bothFail(() => store.cherryPickDecisions('nope', 'main', { judge: () => true }), () => store.cherryPickDecisionsAsync('nope', 'main', { judge: () => true }))
   assert.equal(err.code, 'NOT_FOUND')
 
   assert.deepEqual(snapshot(store), before)

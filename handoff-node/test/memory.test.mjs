@@ -8,24 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { ManualClock, Store, open } from '../index.mjs'
+import { bothFail } from './helpers.mjs'
 
 const tempDb = () => join(mkdtempSync(join(tmpdir(), 'handoff-memory-')), 'handoff.db')
-
-/** The sync call's error and the Promise's rejection: both alike. */
-async function bothFail(sync, async) {
-  let thrown
-  try {
-    sync()
-  } catch (err) {
-    thrown = err
-  }
-  assert.ok(thrown, 'the sync call must throw')
-  const rejected = await async().then(() => assert.fail('the Promise must reject'), (err) => err)
-  assert.equal(rejected.code, thrown.code)
-  assert.equal(rejected.message, thrown.message)
-  assert.deepEqual(rejected.problems, thrown.problems)
-  return thrown
-}
 
 test('memoryPut, memoryGet, memoryList and memoryDelete, with compare-and-swap', async () => {
   const clock = new ManualClock('2025-01-01T00:00:00Z')

@@ -6,24 +6,10 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 
 import { ManualClock, Store, _catalogJson } from '../index.mjs'
+import { bothFail } from './helpers.mjs'
 
 const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
 const fixture = JSON.parse(readFileSync(new URL('../../handoff-core/tests/fixtures/bad_create.json', import.meta.url), 'utf8'))
-
-/** The sync and the Promise call's error; both must be alike. */
-async function failures(sync, async) {
-  let thrown
-  try {
-    sync()
-  } catch (err) {
-    thrown = err
-  }
-  assert.ok(thrown, 'the sync call must throw')
-  const rejected = await async().then(() => assert.fail('the Promise must reject'), (err) => err)
-  assert.equal(rejected.message, thrown.message)
-  assert.deepEqual(rejected.problems, thrown.problems)
-  return thrown
-}
 
 test('every operation of the core\'s catalog is a method, with its Promise twin', () => {
   const store = Store.memory()
@@ -38,7 +24,7 @@ test('every operation of the core\'s catalog is a method, with its Promise twin'
 test('the shared bad create: the same problems as every face, in the same order', async () => {
   const s = Store.memory()
   const options = Object.fromEntries(Object.entries(fixture.input).map(([key, value]) => [camel(key), value]))
-  const err = await failures(() => s.create(options), () => s.createAsync(options))
+  const err = await bothFail(() => s.create(options), () => s.createAsync(options))
   assert.equal(err.code, 'VALIDATION')
   const expected = fixture.problems.map(([field, rule]) => ({ field: camel(field), rule }))
   assert.deepEqual(err.problems.map(({ field, rule }) => ({ field, rule })), expected)
@@ -47,7 +33,7 @@ test('the shared bad create: the same problems as every face, in the same order'
 
 test('options are camelCase: a snake_case key is refused with the name to use', async () => {
   const s = Store.memory()
-  const err = await failures(() => s.create({ task_id: 't', goal: 'g' }), () => s.createAsync({ task_id: 't', goal: 'g' }))
+  const err = await bothFail(() => s.create({ task_id: 't', goal: 'g' }), () => s.createAsync({ task_id: 't', goal: 'g' }))
   assert.deepEqual(err.problems.map((p) => p.field), ['task_id', 'taskId'])
   assert.match(err.problems[0].rule, /camelCase: taskId/)
   assert.equal(err.problems[1].rule, 'is required')
@@ -56,7 +42,7 @@ test('options are camelCase: a snake_case key is refused with the name to use', 
 test('an argument taken by position is not an option too', async () => {
   const s = Store.memory()
   const h = s.create({ taskId: 't', goal: 'g' })
-  const err = await failures(() => s.claim(h.id, 'a', { id: 'other' }), () => s.claimAsync(h.id, 'a', { id: 'other' }))
+  const err = await bothFail(() => s.claim(h.id, 'a', { id: 'other' }), () => s.claimAsync(h.id, 'a', { id: 'other' }))
   assert.deepEqual(err.problems.map((p) => p.field), ['id'])
   assert.equal(s.get(h.id).status, 'pending')
 })
@@ -64,7 +50,7 @@ test('an argument taken by position is not an option too', async () => {
 test('values that are not JSON are reported with the core\'s problems, all at once', async () => {
   const s = Store.memory()
   const options = { taskId: 't', goal: '', completed: ['ok', 5], metadata: { f() {} }, contextPct: NaN }
-  const err = await failures(() => s.create(options), () => s.createAsync(options))
+  const err = await bothFail(() => s.create(options), () => s.createAsync(options))
   assert.deepEqual(err.problems.map((p) => p.field), ['metadata.f', 'contextPct', 'completed[1]', 'goal'])
 })
 
@@ -89,7 +75,7 @@ test("expiresAt is judged by the store's clock, not the machine's", async () => 
   assert.equal(s.create({ taskId: 't', goal: 'g', expiresAt: later }).expiresAt, later)
   assert.equal((await s.createManyAsync([{ taskId: 't', goal: 'g', expiresAt: later }]))[0].expiresAt, later)
   assert.equal(s.checkpoint('t', 'a', { goal: 'g', expiresAt: later }).expiresAt, later)
-  const err = await failures(
+  const err = await bothFail(
     () => s.create({ taskId: 't', goal: 'g', expiresAt: '2019-12-31T23:59:59Z' }),
     () => s.createAsync({ taskId: 't', goal: 'g', expiresAt: '2019-12-31T23:59:59Z' }),
   )

@@ -9,24 +9,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { ManualClock, Store, handoffFromJson, handoffToJson, open, toMarkdown } from '../index.mjs'
+import { bothFail } from './helpers.mjs'
 
 const tempDb = () => join(mkdtempSync(join(tmpdir(), 'handoff-protocol-')), 'handoff.db')
-
-/** The sync call's error and the Promise's rejection: both alike. */
-async function bothFail(sync, async) {
-  let thrown
-  try {
-    sync()
-  } catch (err) {
-    thrown = err
-  }
-  assert.ok(thrown, 'the sync call must throw')
-  const rejected = await async().then(() => assert.fail('the Promise must reject'), (err) => err)
-  assert.equal(rejected.code, thrown.code)
-  assert.equal(rejected.message, thrown.message)
-  assert.deepEqual(rejected.problems, thrown.problems)
-  return thrown
-}
 
 /** `store`'s method `name`, called on the JavaScript thread or as its Promise twin. */
 const caller = (store, promised) => (name, ...args) =>

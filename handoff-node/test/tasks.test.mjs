@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { ManualClock, Store, open } from '../index.mjs'
+import { bothFail } from './helpers.mjs'
 
 const tempDb = () => join(mkdtempSync(join(tmpdir(), 'handoff-tasks-')), 'handoff.db')
 
@@ -23,22 +24,6 @@ const blogPost = (extra = {}) => ({
   successCriteria: ['published in both languages'],
   ...extra,
 })
-
-/** The sync call's error and the Promise's rejection: both alike. */
-async function bothFail(sync, async) {
-  let thrown
-  try {
-    sync()
-  } catch (err) {
-    thrown = err
-  }
-  assert.ok(thrown, 'the sync call must throw')
-  const rejected = await async().then(() => assert.fail('the Promise must reject'), (err) => err)
-  assert.equal(rejected.code, thrown.code)
-  assert.equal(rejected.message, thrown.message)
-  assert.deepEqual(rejected.problems, thrown.problems)
-  return thrown
-}
 
 const statuses = (task) => Object.fromEntries(task.steps.map((s) => [s.id, s.status]))
 
