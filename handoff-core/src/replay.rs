@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::curation::{Conversation, CurationEvent, Fact};
 use crate::machine::{Change, Event};
+use crate::record::Handoff;
 use crate::task::{TaskChange, TaskEvent};
 
 /// One thing that happened to a task, in a form every log's entries share.
@@ -86,15 +87,39 @@ pub struct TaskReplay {
     pub outcome: TaskOutcome,
 }
 
-/// The timeline entry of a handoff's event.
-pub fn handoff_entry(event: &Event) -> TimelineEntry {
-    let (kind, data) = split(&event.change);
+/// The timeline entry of a handoff's event; `handoff`, the record, says what a created one
+/// carries (a protocol message's type and iteration, its goal).
+pub fn handoff_entry(event: &Event, handoff: Option<&Handoff>) -> TimelineEntry {
+    let (kind, mut data) = split(&event.change);
     let id = &event.handoff_id;
     let summary = match &event.change {
-        Change::Created { to_agent, .. } => format!(
-            "handoff {id} created for {}",
-            to_agent.as_deref().unwrap_or("any agent")
-        ),
+        Change::Created { to_agent, .. } => {
+            let to = to_agent.as_deref().unwrap_or("any agent");
+            match handoff {
+                Some(h) => {
+                    if let Value::Object(fields) = &mut data {
+                        fields.insert("kind".into(), word(&h.kind).into());
+                        fields.insert("goal".into(), h.goal.clone().into());
+                    }
+                    match &h.protocol {
+                        Some(message) => {
+                            let handoff_type = word(&message.handoff_type);
+                            if let Value::Object(fields) = &mut data {
+                                fields.insert("protocol".into(), handoff_type.clone().into());
+                                fields.insert("iteration".into(), message.iteration.into());
+                            }
+                            format!(
+                                "{} message {id} (iteration {}) for {to}",
+                                handoff_type.replace('_', " "),
+                                message.iteration
+                            )
+                        }
+                        None => format!("handoff {id} for {to}: {}", clip(&h.goal)),
+                    }
+                }
+                None => format!("handoff {id} created for {to}"),
+            }
+        }
         Change::Claimed { agent, token, .. } => format!("{agent} claimed {id} (token {token})"),
         Change::Completed { outcome, .. } => format!("{id} completed: {}", clip(outcome)),
         Change::Failed { error, .. } => format!(

@@ -2389,6 +2389,8 @@ pub fn replays_tell_a_task_in_order_and_compare_runs(store: Store) {
     assert!(r.timeline.windows(2).all(|w| w[0].at <= w[1].at));
     assert_eq!(r.timeline[1].agent.as_deref(), Some("gemini"));
     assert_eq!(r.timeline[2].data["outcome"], "refresh retried");
+    assert_eq!(r.timeline[0].data["goal"], "Fix the token refresh");
+    assert_eq!(r.timeline[0].data["kind"], "full");
     let gemini = r.agents.iter().find(|a| a.agent == "gemini").unwrap();
     assert_eq!(
         (gemini.claimed, gemini.completed, gemini.curated),
@@ -2435,6 +2437,25 @@ pub fn replays_tell_a_task_in_order_and_compare_runs(store: Store) {
     assert!(compared.agents.only_b.contains(&"researcher".to_owned()));
     assert_eq!(compared.decision_points.only_a, ["retry with backoff"]);
     assert_eq!(compared.facts.only_a, ["refresh needs backoff"]);
+    // A protocol run's messages say which they are.
+    store
+        .initialize(crate::protocol::Initialize {
+            task_id: "oauth-run".into(),
+            manager: "lead".into(),
+            worker: "dev".into(),
+            instructions: "Add token refresh".into(),
+            success_criteria: vec!["a 401 refreshes once".into()],
+            ..crate::protocol::Initialize::default()
+        })
+        .unwrap();
+    let run = store.replay("oauth-run", false).unwrap();
+    assert_eq!(run.timeline[0].data["protocol"], "initialization");
+    assert_eq!(run.timeline[0].data["iteration"], 1);
+    assert!(
+        run.timeline[0]
+            .summary
+            .starts_with("initialization message")
+    );
     assert_eq!(
         store.replay("no-such-task", false).unwrap_err().kind(),
         ErrorKind::NotFound

@@ -1,10 +1,13 @@
 //! A task's replay and the comparison of two runs (DESIGN §9), from the logs every aggregate
 //! of the task keeps: its handoffs' events, its plan's log and its curation log.
 
+use std::collections::HashMap;
+
 use super::Store;
 use super::curation::{FACT, agents_facts_of, facts_of};
 use crate::curation::{Branch, Fact, FactStatus, Verdict};
 use crate::error::{Error, Result};
+use crate::record::Handoff;
 use crate::replay::{self, TaskComparison, TaskReplay, TimelineEntry};
 use crate::store::backend::parsed;
 use crate::store::{EventFilter, ListFilter};
@@ -36,7 +39,20 @@ impl Store {
         let curation = self.curation_events(Some(task_id))?;
         let mut timeline: Vec<TimelineEntry> =
             Vec::with_capacity(events.len() + task_events.len() + curation.len());
-        timeline.extend(events.iter().map(replay::handoff_entry));
+        // The records, once, for what their created events carry.
+        let handoffs: HashMap<String, Handoff> = self
+            .list(&ListFilter {
+                task_id: Some(task_id.to_owned()),
+                ..ListFilter::default()
+            })?
+            .into_iter()
+            .map(|h| (h.id.clone(), h))
+            .collect();
+        timeline.extend(
+            events
+                .iter()
+                .map(|e| replay::handoff_entry(e, handoffs.get(&e.handoff_id))),
+        );
         timeline.extend(task_events.iter().map(replay::task_entry));
         timeline.extend(curation.iter().map(replay::curation_entry));
         if timeline.is_empty() {
