@@ -22,6 +22,7 @@ mod bundles;
 mod claim;
 mod curation;
 pub mod files;
+mod lease;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -45,6 +46,7 @@ pub(crate) use claim::hex;
 pub use claim::{Claim, ClaimRef, ClaimSecret};
 pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
+pub use lease::{DROPPED, Lease};
 pub use sessions::Session;
 pub use tasks::Task;
 pub use url::{Location, display_url, url_password};
