@@ -16,6 +16,7 @@ mod context;
 mod convert;
 mod curation;
 mod errors;
+mod lease;
 mod machine;
 mod ops;
 mod protocol;
@@ -59,6 +60,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bundles::ImportReport>()?;
     m.add_class::<bundles::TaskReplay>()?;
     m.add_class::<bundles::TaskComparison>()?;
+    m.add_class::<lease::Lease>()?;
     m.add_class::<redact::Redaction>()?;
     m.add_class::<redact::Redactor>()?;
     m.add_function(wrap_pyfunction!(redact::redact, m)?)?;

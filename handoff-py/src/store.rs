@@ -1520,6 +1520,17 @@ impl Store {
         self.call::<ops::Compare>(py, given!(kwargs; task_a, task_b))
     }
 
+    /// Holds `claim` while its work runs: `with store.lease(claim) as lease:` heartbeats every
+    /// third of its lease from a thread of its own, and leaving the block completes the claim
+    /// (with `lease.outcome`) or fails it with the exception that ended it.
+    fn lease(&self, py: Python<'_>, claim: &Bound<'_, PyAny>) -> Result<crate::lease::Lease> {
+        let store = self.store()?;
+        let claim = Some(claim);
+        let args = crate::ops::arguments::<ops::Heartbeat>(&store, given!(None; claim))?;
+        let claim = args.claim.into_ref()?;
+        Ok(crate::lease::Lease::new(py.detach(|| store.lease(claim))?))
+    }
+
     /// Reads the memory of `scope` (`{}` when none), calls `change` with it and writes what it
     /// returns, if nobody wrote meanwhile; otherwise reads and calls it again. When `change`
     /// raises, nothing is written and the exception propagates as it is.

@@ -62,6 +62,7 @@ __all__ = [
     "HistoryEntry",
     "Hop",
     "ImportReport",
+    "Lease",
     "Limits",
     "MAX_DEPTH",
     "Manifest",
@@ -872,6 +873,22 @@ class TaskComparison:
     @property
     def outcome_b(self) -> dict[str, Any]: ...
     def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class Lease:
+    """A claim held while its work runs: heartbeats until it is completed or failed."""
+
+    outcome: str
+    @property
+    def handoff_id(self) -> str: ...
+    @property
+    def lost(self) -> bool: ...
+    @property
+    def settled(self) -> bool: ...
+    def complete(self, outcome: Optional[str] = None) -> Handoff: ...
+    def fail(self, error: str) -> Handoff: ...
+    def __enter__(self) -> Lease: ...
+    def __exit__(self, *exc: object) -> bool: ...
 
 @final
 class Memory:
@@ -1869,6 +1886,10 @@ class Store:
         """
     # <<< GENERATED
     def now(self) -> datetime: ...
+    def lease(self, claim: _AnyClaim) -> Lease:
+        """Holds ``claim`` while its work runs: ``with store.lease(claim) as lease:`` heartbeats
+        every third of its lease from a thread of its own; leaving the block completes the claim
+        (with ``lease.outcome``) or fails it with the exception that ended the block."""
     def memory_update(self, scope: str, change: Callable[[dict[str, Any]], Mapping[str, Any]]) -> Memory:
         """Reads the memory of ``scope`` (``{}`` when none), calls ``change`` with it and writes
         what it returns if nobody wrote meanwhile; otherwise reads and calls it again. When

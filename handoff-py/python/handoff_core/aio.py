@@ -59,7 +59,7 @@ from handoff_core._native import (
 from handoff_core._errors import Busy, Conflict
 from handoff_core._types import Kind, Status, StrPath, Synchronous, TaskStatus
 
-__all__ = ["Store", "connect", "open"]
+__all__ = ["Lease", "Store", "connect", "open"]
 
 _Seconds = Union[int, float]
 _Span = Union[int, float, timedelta]
@@ -151,6 +151,66 @@ async def connect(
     return Store(store)
 
 
+class Lease:
+    """A claim held while its work runs, as an async context manager: heartbeats from the
+    core's own thread until the block ends, then completes the claim (with ``outcome``) or
+    fails it with the exception that ended the block, which propagates as it is."""
+
+    __slots__ = ("_store", "_claim", "_lease", "_outcome")
+
+    def __init__(self, store: _native.Store, claim: _AnyClaim) -> None:
+        self._store = store
+        self._claim = claim
+        self._lease: Optional[_native.Lease] = None
+        self._outcome = ""
+
+    def _held(self) -> _native.Lease:
+        if self._lease is None:
+            raise RuntimeError("use the lease inside `async with store.lease(claim)`")
+        return self._lease
+
+    async def __aenter__(self) -> Lease:
+        self._lease = await asyncio.to_thread(self._store.lease, self._claim)
+        self._lease.outcome = self._outcome
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool:
+        lease = self._held()
+        lease.outcome = self._outcome
+        await asyncio.to_thread(lease.__exit__, *exc)
+        return False
+
+    @property
+    def outcome(self) -> str:
+        """What completing the claim on leaving the block says it came to."""
+        return self._outcome
+
+    @outcome.setter
+    def outcome(self, outcome: str) -> None:
+        self._outcome = outcome
+
+    @property
+    def handoff_id(self) -> str:
+        return self._held().handoff_id
+
+    @property
+    def lost(self) -> bool:
+        """Whether a heartbeat found the claim gone: the work should stop."""
+        return self._held().lost
+
+    @property
+    def settled(self) -> bool:
+        return self._held().settled
+
+    async def complete(self, outcome: Optional[str] = None) -> Handoff:
+        """Stops the heartbeats and completes the claim (with ``outcome``, else ``self.outcome``)."""
+        return await asyncio.to_thread(self._held().complete, outcome if outcome is not None else self._outcome)
+
+    async def fail(self, error: str) -> Handoff:
+        """Stops the heartbeats and fails the claim with ``error``."""
+        return await asyncio.to_thread(self._held().fail, error)
+
+
 class Store:
     """A :class:`handoff_core.Store` whose calls are coroutines. ``async with`` closes it."""
 
@@ -211,6 +271,11 @@ class Store:
     def limits(self) -> Limits:
         """The limits in force (no I/O, so not a coroutine)."""
         return self._store.limits
+
+    def lease(self, claim: _AnyClaim) -> Lease:
+        """``async with store.lease(claim) as lease:`` holds ``claim`` while its work runs; see
+        :meth:`handoff_core.Store.lease`."""
+        return Lease(self._store, claim)
 
     async def memory_update(self, scope: str, change: _Change) -> Memory:
         """Reads the memory of ``scope`` (``{}`` when none), calls ``change`` with it (a plain
