@@ -19,6 +19,7 @@ use crate::curation::{
 };
 use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats};
+use crate::lease::Lease;
 use crate::memory::{self, Memory, MemoryUpdater, Session};
 use crate::protocol::{
     BlockerType, Category, ContextUpdates, Decision, ErrorType, EscalationDetails, FileChange,
@@ -352,6 +353,15 @@ impl Store {
         Ok(self
             .run::<ops::Complete>(arguments! { claim, outcome, tokens_used })?
             .into())
+    }
+
+    /// Holds `claim` while its work runs (issue #19): the claim is renewed every third of its
+    /// lease, from a thread of the library's own, until the `Lease` completes or fails it; a
+    /// lease closed or released unsettled fails the claim, so the work goes back to the queue
+    /// at once (see `Lease`). The claim is read as `heartbeat` reads it; nothing is written
+    /// until the first heartbeat.
+    pub fn lease(&self, claim: ClaimRef) -> Result<Arc<Lease>> {
+        Lease::start(&self.inner, claim)
     }
 
     /// Withdraws the handoff as its holder, with the claim; `LeaseLost` when the claim is no

@@ -5,7 +5,8 @@
 // their agents, versioned memory with a Kotlin updater, sessions, a manager/worker protocol run,
 // curated memory (cherry-picks, a Kotlin judge and verifier, merges, the successor's packet),
 // knowledge bundles (share tokens, imports into another store, hostile bundles), a task's
-// replay and two runs compared, and a panic that must arrive as an exception.
+// replay and two runs compared, leases held while the work runs, and a panic that must arrive
+// as an exception.
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
@@ -738,6 +739,61 @@ fun bundles(dir: String) {
     }
 }
 
+// Issue 19: a lease heartbeats while held and settles once; `use` closes it, and closing it
+// unsettled (an exception inside `use`) fails the claim so the work goes back at once. The
+// store's clock stands still, so no lease lapses: the heartbeats are polled for, with a
+// generous deadline (a liveness bound, not a timing claim).
+fun leases() {
+    val dropped = "the holder stopped without completing or failing its claim" // the core's DROPPED
+    fun until(what: String, done: () -> Boolean) {
+        val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60)
+        while (!done()) {
+            check(System.nanoTime() < deadline) { "gave up waiting for $what" }
+            Thread.sleep(5)
+        }
+    }
+    fun settledTwice(block: () -> Unit) {
+        val again = raises<HandoffException.Validation> { block() }
+        check(again.problems.map { it.field } == listOf("lease")) { "${again.problems}" }
+    }
+    Store.memory(OpenOptions(clock = ManualClock())).use { store ->
+        val lease = Duration.ofMillis(30)
+        val h = store.create(task().copy(fromAgent = "planner"))
+        val done = store.lease(store.claim(h.id, "coder", lease).reference()).use { held ->
+            check(held.claim().handoffId == h.id) { "the claim held" }
+            until("two heartbeats") { store.events(h.id).count { it.change is Change.Heartbeat } >= 2 }
+            check(!held.isLost()) { "not lost" }
+            val completed = held.complete("ported")
+            settledTwice { held.complete("again") }
+            settledTwice { held.fail("late") }
+            completed
+        }
+        check(done.status == HandoffStatus.COMPLETED && done.outcome == "ported") { "$done" }
+        check(store.events(h.id).last().change == Change.Completed("ported", null)) { "closing a settled lease changes nothing" }
+
+        // An exception inside `use`: the lease is closed unsettled and the claim failed.
+        val work = store.create(task())
+        raises<IllegalStateException> {
+            store.lease(store.claim(work.id, "coder", lease).reference()).use { error("the model refused") }
+        }
+        val back = store.get(work.id)
+        check(back.status == HandoffStatus.PENDING && back.attempts == 1u) { "$back" }
+        check(store.events(work.id).last().change == Change.AttemptFailed(1uL, dropped)) { "${store.events(work.id).last()}" }
+        check(store.claimNext("reviewer")?.handoff?.id == work.id) { "back in the queue at once" }
+
+        // A cancelled handoff: the heartbeats find the claim gone, and completing is LeaseLost.
+        val cancelled = store.create(task().copy(fromAgent = "planner"))
+        store.lease(store.claim(cancelled.id, "coder", lease).reference()).use { held ->
+            store.cancel(cancelled.id, "planner")
+            until("the claim to be found gone") { held.isLost() }
+            raises<HandoffException.LeaseLost> { held.complete("done") }
+            check(held.isLost()) { "still lost once settled" }
+            settledTwice { held.fail("late") }
+        }
+        check(store.get(cancelled.id).status == HandoffStatus.CANCELLED) { "cancelled stays cancelled" }
+    }
+}
+
 fun main(args: Array<String>) {
     val dir = kotlin.io.path.createTempDirectory("handoff-ffi-kotlin").toString()
     val tests = listOf<Pair<String, () -> Unit>>(
@@ -759,6 +815,7 @@ fun main(args: Array<String>) {
         "protocol run" to ::protocolRun,
         "curation" to ::curation,
         "bundles, replay and compare" to { bundles(dir) },
+        "leases" to ::leases,
         "panic becomes an exception" to ::panicBecomesAnException,
     )
     var failed = 0
