@@ -61,6 +61,18 @@ export interface CherryPickDecisionsAsyncOptions {
   /** Decides in place of the heuristics; its answers are awaited. */
   judge?: AsyncJudge | null
 }
+/** The options of `store.withLease`: the outcome the claim is completed with. */
+export interface WithLeaseOptions<T> {
+  /** The outcome when the work's value is not a string (default `''`: a string value is the outcome itself); or a function giving the outcome (or a Promise of it) for the work's value, whatever it is: its throw fails the claim and rejects, as the work's would. */
+  outcome?: string | ((result: T) => string | PromiseLike<string>)
+}
+/** What `store.withLease` resolves to once the claim is completed. */
+export interface LeaseResult<T> {
+  /** What the work returned (awaited). */
+  result: T
+  /** The handoff as completed. */
+  handoff: Handoff
+}
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */

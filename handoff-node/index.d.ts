@@ -61,6 +61,18 @@ export interface CherryPickDecisionsAsyncOptions {
   /** Decides in place of the heuristics; its answers are awaited. */
   judge?: AsyncJudge | null
 }
+/** The options of `store.withLease`: the outcome the claim is completed with. */
+export interface WithLeaseOptions<T> {
+  /** The outcome when the work's value is not a string (default `''`: a string value is the outcome itself); or a function giving the outcome (or a Promise of it) for the work's value, whatever it is: its throw fails the claim and rejects, as the work's would. */
+  outcome?: string | ((result: T) => string | PromiseLike<string>)
+}
+/** What `store.withLease` resolves to once the claim is completed. */
+export interface LeaseResult<T> {
+  /** What the work returned (awaited). */
+  result: T
+  /** The handoff as completed. */
+  handoff: Handoff
+}
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
@@ -996,6 +1008,24 @@ export declare class ContextBuilder {
 }
 
 /**
+ * A claim held while `store.withLease` runs its work: renewed from a thread of the core's own
+ * every third of its lease until the work finishes.
+ */
+export declare class Lease {
+  /**
+   * Whether a heartbeat found the claim gone (its lease lapsed, the handoff was cancelled or
+   * taken over): the work should stop, since completing it will fail with `LEASE_LOST`.
+   * Throws `LEASE_LOST` once the lease is settled (after the work finished).
+   */
+  get lost(): boolean
+  /**
+   * The claim held, as its reference (`handoffId`, `token`, `secret`, `leaseSeconds`); still
+   * readable once the lease is settled.
+   */
+  get claim(): ClaimReference
+}
+
+/**
  * A clock that moves only when told to. Give it to `open(path, { clock })` or
  * `Store.memory({ clock })` to drive leases, expiry and `stalled` without waiting.
  */
@@ -1076,6 +1106,22 @@ export declare class Store {
    * as it was and reported.
    */
   verifyAsync(branch: string, options?: VerifyAsyncOptions): Promise<VerifyReport>
+  /**
+   * Holds `claim` while `work` runs: the core renews it from a thread of its own every third
+   * of its lease (the JavaScript thread is free to run the work), until `work(lease)` — sync
+   * or async, called from a microtask — returns or throws. Then, off the JavaScript thread,
+   * the claim is completed with an outcome and the Promise resolves to `{ result, handoff }`
+   * (the work's value, the completed handoff); or, when the work throws or rejects, the
+   * claim is failed with the error's message (back to pending while attempts remain) and the
+   * Promise rejects with the error itself.
+   *
+   * The outcome is the work's value when it is a string, else `options.outcome` (default
+   * `''`); when `options.outcome` is a function, its answer (or its Promise's) for the work's
+   * value, whatever that is. `lease.lost` says whether a heartbeat found the claim gone
+   * (lapsed, cancelled, taken over): completing then rejects with `LEASE_LOST`. Bad arguments
+   * reject with `VALIDATION`, every problem at once, before anything runs.
+   */
+  withLease<T>(claim: Claim | ClaimReference, work: (lease: Lease) => T, options?: WithLeaseOptions<Awaited<T>>): Promise<LeaseResult<Awaited<T>>>
   /**
    * Changes the memory of `scope` with `change`, safely against other writers: reads the
    * document (`{}` when none was written), calls `change` with it, and writes what it

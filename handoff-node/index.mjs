@@ -8,6 +8,7 @@ const binding = require('./index.js')
 export const {
   AgentRegistry,
   ContextBuilder,
+  Lease,
   ManualClock,
   Store,
   connect,

@@ -11,6 +11,7 @@ pub mod context;
 pub mod convert;
 pub mod curation;
 pub mod errors;
+pub mod lease;
 pub mod machine;
 pub mod memory;
 pub mod ops;
