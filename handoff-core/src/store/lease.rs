@@ -120,16 +120,36 @@ impl Lease {
         self.lost.load(Ordering::SeqCst)
     }
 
-    /// Stops the heartbeats, then completes the claim with `outcome`.
+    /// Stops the heartbeats, then completes the claim with `outcome`. An outcome the store
+    /// refuses (too long, say) fails the claim instead, so that it does not sit claimed until
+    /// its lease lapses, and the refusal is returned.
     pub fn complete(mut self, outcome: &str) -> Result<Handoff> {
         self.stop_beating();
-        self.store.complete(self.claim.clone(), outcome)
+        let done = self.store.complete(self.claim.clone(), outcome);
+        self.settle_refused(done, "the outcome was refused")
     }
 
     /// Stops the heartbeats, then fails the claim with `error` (retried if attempts are left).
+    /// An error the store refuses (empty, too long) fails the claim with [`DROPPED`] instead,
+    /// and the refusal is returned.
     pub fn fail(mut self, error: &str) -> Result<Handoff> {
         self.stop_beating();
-        self.store.fail(self.claim.clone(), error)
+        let done = self.store.fail(self.claim.clone(), error);
+        self.settle_refused(done, DROPPED)
+    }
+
+    /// After a settling the store refused as bad input, fails the claim with `why` (and the
+    /// refusal), then returns the refusal.
+    fn settle_refused(&self, done: Result<Handoff>, why: &str) -> Result<Handoff> {
+        match done {
+            Err(refused @ Error::Validation { .. }) => {
+                let error = format!("{why}: {refused}");
+                let error: String = error.chars().take(1000).collect();
+                let _ = self.store.fail(self.claim.clone(), &error);
+                Err(refused)
+            }
+            done => done,
+        }
     }
 
     fn stop_beating(&mut self) {
@@ -213,6 +233,19 @@ mod tests {
         let failed = store.events(Some(&h.id)).unwrap();
         assert!(matches!(&failed.last().unwrap().change,
                          Change::AttemptFailed { error, .. } if error == DROPPED));
+    }
+
+    #[test]
+    fn a_refused_outcome_sends_the_work_back_rather_than_leaving_it_claimed() {
+        let store = Store::memory().with_clock(Arc::new(ManualClock::new(chrono::Utc::now())));
+        let h = store.create(NewHandoff::new("t1", "work")).unwrap();
+        let lease = store
+            .lease(&store.claim(&h.id, "a", Duration::from_secs(30)).unwrap())
+            .unwrap();
+        let huge = "x".repeat(store.limits().max_field_bytes + 1);
+        let refused = lease.complete(&huge).unwrap_err();
+        assert_eq!(refused.problems()[0].field, "outcome");
+        assert_eq!(store.get(&h.id).unwrap().status, Status::Pending);
     }
 
     #[test]
