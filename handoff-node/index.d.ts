@@ -73,6 +73,42 @@ export interface LeaseResult<T> {
   /** The handoff as completed. */
   handoff: Handoff
 }
+/**
+ * The JSON Schema of a transfer tool's arguments, valid in OpenAI strict mode: every property
+ * required, no other allowed, the optional ones nullable. (Type aliases, not interfaces, so that
+ * the tools pass where an SDK asks for `{ [key: string]: unknown }`.)
+ */
+export type TransferToolParameters = {
+  type: 'object'
+  properties: {
+    reason: { type: 'string'; description: string }
+    summary: { type: 'string'; description: string }
+    pending: { type: ['array', 'null']; items: { type: 'string' }; description: string }
+    instructions: { type: ['string', 'null']; description: string }
+  }
+  required: ['reason', 'summary', 'pending', 'instructions']
+  additionalProperties: false
+}
+/** A transfer tool for the OpenAI Chat Completions `tools` parameter. */
+export type OpenAIChatTransferTool = {
+  type: 'function'
+  function: { name: string; description: string; parameters: TransferToolParameters; strict: true }
+}
+/** A transfer tool for the OpenAI Responses API's `tools` (and the Agents SDK's function tools' JSON). */
+export type OpenAIResponsesTransferTool = { type: 'function'; name: string; description: string; parameters: TransferToolParameters; strict: true }
+/** A transfer tool for the Anthropic Messages API's `tools`. */
+export type AnthropicTransferTool = { name: string; description: string; input_schema: TransferToolParameters }
+/** A transfer tool as an MCP server lists it (`tools/list`). */
+export type McpTransferTool = { name: string; description: string; inputSchema: TransferToolParameters }
+/** The transfer tools `registry.tools(agent, provider)` gives, by provider. */
+export interface TransferTools {
+  openai_chat: OpenAIChatTransferTool
+  openai_responses: OpenAIResponsesTransferTool
+  anthropic: AnthropicTransferTool
+  mcp: McpTransferTool
+}
+/** A provider whose tool JSON `registry.tools` writes. */
+export type ToolProvider = keyof TransferTools
 /** The codes of errors thrown or rejected by this package (`err.code`). */
 export type ErrorCode = 'NOT_FOUND' | 'ALREADY_CLAIMED' | 'LEASE_LOST' | 'INVALID_TRANSITION' | 'VALIDATION' | 'CONFLICT' | 'CHAIN_VIOLATION' | 'BUSY' | 'STORAGE'
 /** An error of this package: the message, a `code`, and the core's details for that code. */
@@ -107,11 +143,11 @@ export interface CreateOptions {
   /** The task this handoff belongs to; a task's handoffs form its chain. */
   taskId: string
   /** The agent handing over. */
-  fromAgent?: string
+  fromAgent?: string | null
   /** The agent addressed; any agent may claim when absent. */
-  toAgent?: string
+  toAgent?: string | null
   /** What kind of handoff this is (default `full`). */
-  kind?: HandoffKind
+  kind?: HandoffKind | null
   /** What the successor must achieve. Never empty. */
   goal: string
   /**
@@ -119,81 +155,81 @@ export interface CreateOptions {
    * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
    * (with `contextPct`) and `timeout` (with `timeoutSeconds`).
    */
-  reason?: HandoffReasonInput
+  reason?: HandoffReasonInput | null
   /** How full the handing-over agent's context window was, in percent. */
-  contextPct?: number
+  contextPct?: number | null
   /** With the bare reason `timeout`: how long the agent ran, in seconds. */
-  timeoutSeconds?: number
+  timeoutSeconds?: number | null
   /** Where the work stands, in prose. */
-  progress?: string
+  progress?: string | null
   /** Steps already done. */
-  completed?: string[]
+  completed?: string[] | null
   /** Steps still to do, in order. */
-  pending?: string[]
+  pending?: string[] | null
   /** Decisions taken, and why. */
-  decisions?: string[]
+  decisions?: string[] | null
   /** Assumptions the work rests on. */
-  assumptions?: string[]
+  assumptions?: string[] | null
   /** Things the successor must be careful about. */
-  warnings?: string[]
+  warnings?: string[] | null
   /** Errors seen and not yet fixed. */
-  errors?: string[]
+  errors?: string[] | null
   /** Files changed so far. */
-  files?: string[]
+  files?: string[] | null
   /** Guidance for the successor. */
-  instructions?: string
+  instructions?: string | null
   /** Free-form JSON object, carried along unchanged. */
-  metadata?: JsonObject
+  metadata?: JsonObject | null
   /** A caller-chosen id: creating again with the same content returns the same record. */
-  id?: string
+  id?: string | null
   /** The handoff this one continues. */
-  parentId?: string
+  parentId?: string | null
   /** The handing-over agent's session. */
-  sessionId?: string
+  sessionId?: string | null
   /** What stops progress right now. */
-  blockers?: string[]
+  blockers?: string[] | null
   /** Files the work holds locks on. */
-  lockedFiles?: string[]
+  lockedFiles?: string[] | null
   /** What matters most, first. */
-  priorityItems?: string[]
+  priorityItems?: string[] | null
   /** How the successor knows it is done. */
-  successCriteria?: string[]
+  successCriteria?: string[] | null
   /** When an unclaimed handoff expires (RFC 3339). */
-  expiresAt?: string | Date
+  expiresAt?: string | Date | null
   /** How many claims may lapse before the handoff fails (default 3). */
-  maxAttempts?: number
+  maxAttempts?: number | null
 }
 /** The options of `store.list`. */
 export interface ListOptions {
   /** Only records in this status. */
-  status?: HandoffStatus
+  status?: HandoffStatus | null
   /** Only records of this task. */
-  taskId?: string
+  taskId?: string | null
   /** Only records addressed to this agent. */
-  toAgent?: string
+  toAgent?: string | null
   /** At most this many records. */
-  limit?: number
+  limit?: number | null
   /** Only records of this kind. */
-  kind?: HandoffKind
+  kind?: HandoffKind | null
   /** Only records after the one with this id (the last of the previous page). */
-  after?: string
+  after?: string | null
 }
 /** The options of `store.claim`. */
 export interface ClaimOptions {
   /** How long the claim lives without a heartbeat (default 300). */
-  leaseSeconds?: number
+  leaseSeconds?: number | null
 }
 /** The options of `store.claimNext`. */
 export interface ClaimNextOptions {
   /** Only work of this task. */
-  taskId?: string
+  taskId?: string | null
   /** How long the claim lives without a heartbeat (default 300). */
-  leaseSeconds?: number
+  leaseSeconds?: number | null
   /**
    * How long to wait for work when there is none (default 0: answer at once). The worker
    * sleeps until work arrives: woken by PostgreSQL at once, by a short poll elsewhere.
    */
-  waitSeconds?: number
+  waitSeconds?: number | null
 }
 /** The options of `store.release`. */
 export interface ReleaseOptions {
@@ -208,12 +244,12 @@ export interface FailOptions {
 /** The options of `store.complete`. */
 export interface CompleteOptions {
   /** What came of the work. */
-  outcome?: string
+  outcome?: string | null
   /**
    * The model tokens the work took, if you count them: a task step adds them to its
    * task's metrics.
    */
-  tokensUsed?: number
+  tokensUsed?: number | null
 }
 /** The options of `store.reject`. */
 export interface RejectOptions {
@@ -223,28 +259,28 @@ export interface RejectOptions {
 /** The options of `store.cancel`. */
 export interface CancelOptions {
   /** Why. */
-  reason?: string
+  reason?: string | null
 }
 /** The options of `store.cancelClaim`. */
 export interface CancelClaimOptions {
   /** Why. */
-  reason?: string
+  reason?: string | null
 }
 /** The options of `store.events`. */
 export interface EventsOptions {
   /** Only this handoff's events (`id` is accepted too). */
-  handoffId?: string
+  handoffId?: string | null
   /**
    * The same as `handoffId` (its older name); give one or the other.
    * @deprecated Use `handoffId`.
    */
-  id?: string
+  id?: string | null
   /** Only the events of this task's handoffs. */
-  taskId?: string
+  taskId?: string | null
   /** Only events after this cursor: the `seq` of the last event already read. */
-  after?: number
+  after?: number | null
   /** At most this many events (a page). */
-  limit?: number
+  limit?: number | null
 }
 /** The fields of `store.checkpoint`. */
 export interface CheckpointFields {
@@ -255,49 +291,49 @@ export interface CheckpointFields {
    * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
    * (with `contextPct`) and `timeout` (with `timeoutSeconds`).
    */
-  reason?: HandoffReasonInput
+  reason?: HandoffReasonInput | null
   /** How full the handing-over agent's context window was, in percent. */
-  contextPct?: number
+  contextPct?: number | null
   /** With the bare reason `timeout`: how long the agent ran, in seconds. */
-  timeoutSeconds?: number
+  timeoutSeconds?: number | null
   /** Where the work stands, in prose. */
-  progress?: string
+  progress?: string | null
   /** Steps already done. */
-  completed?: string[]
+  completed?: string[] | null
   /** Steps still to do, in order. */
-  pending?: string[]
+  pending?: string[] | null
   /** Decisions taken, and why. */
-  decisions?: string[]
+  decisions?: string[] | null
   /** Assumptions the work rests on. */
-  assumptions?: string[]
+  assumptions?: string[] | null
   /** Things the successor must be careful about. */
-  warnings?: string[]
+  warnings?: string[] | null
   /** Errors seen and not yet fixed. */
-  errors?: string[]
+  errors?: string[] | null
   /** Files changed so far. */
-  files?: string[]
+  files?: string[] | null
   /** Guidance for the successor. */
-  instructions?: string
+  instructions?: string | null
   /** Free-form JSON object, carried along unchanged. */
-  metadata?: JsonObject
+  metadata?: JsonObject | null
   /** A caller-chosen id: creating again with the same content returns the same record. */
-  id?: string
+  id?: string | null
   /** The handoff this one continues. */
-  parentId?: string
+  parentId?: string | null
   /** The handing-over agent's session. */
-  sessionId?: string
+  sessionId?: string | null
   /** What stops progress right now. */
-  blockers?: string[]
+  blockers?: string[] | null
   /** Files the work holds locks on. */
-  lockedFiles?: string[]
+  lockedFiles?: string[] | null
   /** What matters most, first. */
-  priorityItems?: string[]
+  priorityItems?: string[] | null
   /** How the successor knows it is done. */
-  successCriteria?: string[]
+  successCriteria?: string[] | null
   /** When an unclaimed handoff expires (RFC 3339). */
-  expiresAt?: string | Date
+  expiresAt?: string | Date | null
   /** How many claims may lapse before the handoff fails (default 3). */
-  maxAttempts?: number
+  maxAttempts?: number | null
 }
 /** The options of `store.createTask`. */
 export interface CreateTaskOptions {
@@ -310,51 +346,51 @@ export interface CreateTaskOptions {
    * the steps it waits for (`dependencies`); optionally `instructions`, `maxAttempts`
    * (default 3) and `cluster`.
    */
-  steps?: StepSpec[]
+  steps?: StepSpec[] | null
   /** How to tell that the goal is reached. */
-  successCriteria?: string[]
+  successCriteria?: string[] | null
   /** Context every step shares (the seed's `user_request`, `constraints`, ...). */
-  context?: JsonObject
+  context?: JsonObject | null
   /** Free-form JSON object kept with the task (`lessons`, a list, goes to its history). */
-  metadata?: JsonObject
+  metadata?: JsonObject | null
   /**
    * The agent that drives the task, if any: the task's log and its steps' `created` events
    * name it as who offered them.
    */
-  orchestrator?: string
+  orchestrator?: string | null
   /** Who gets a step that failed on every attempt (default `human`). */
-  escalateTo?: string
+  escalateTo?: string | null
 }
 /** The options of `store.listTasks`. */
 export interface ListTasksOptions {
   /** Only tasks in this status. */
-  status?: TaskStatus
+  status?: TaskStatus | null
   /** At most this many (a page). */
-  limit?: number
+  limit?: number | null
   /** Only tasks after this one: the id of the last task of the previous page. */
-  after?: string
+  after?: string | null
 }
 /** The changes of `store.updateTask`. */
 export interface TaskChanges {
   /** A new goal. */
-  goal?: string
+  goal?: string | null
   /** New success criteria. */
-  successCriteria?: string[]
+  successCriteria?: string[] | null
   /** New shared context. */
-  context?: JsonObject
+  context?: JsonObject | null
   /** New metadata. */
-  metadata?: JsonObject
+  metadata?: JsonObject | null
   /** Steps to add; they may depend on the plan's steps and on each other. */
-  addSteps?: StepSpec[]
+  addSteps?: StepSpec[] | null
   /** New artifacts (what the task produced). */
-  artifacts?: JsonValue[]
+  artifacts?: JsonValue[] | null
   /** New issues (what went wrong along the way). */
-  issues?: JsonValue[]
+  issues?: JsonValue[] | null
 }
 /** The options of `store.cancelTask`. */
 export interface CancelTaskOptions {
   /** Why. */
-  reason?: string
+  reason?: string | null
 }
 /** The options of `store.failStep`. */
 export interface FailStepOptions {
@@ -366,32 +402,32 @@ export interface ResolveEscalationOptions {
   /** What the human decided, in words. */
   resolution: string
   /** Try the step again (true) or skip it (false, the default). */
-  retry?: boolean
+  retry?: boolean | null
 }
 /** The options of `store.taskHistory`. */
 export interface TaskHistoryOptions {
   /** At most this many. */
-  limit?: number
+  limit?: number | null
 }
 /** The options of `store.prune`. */
 export interface PruneOptions {
   /** How many days a finished task keeps its details (default 30). */
-  keepDetailsDays?: number
+  keepDetailsDays?: number | null
 }
 /** The options of `store.memoryPut`. */
 export interface MemoryPutOptions {
   /** The version the caller read (0: nothing written yet). */
-  expectedVersion?: number
+  expectedVersion?: number | null
 }
 /** The options of `store.memoryList`. */
 export interface MemoryListOptions {
   /** Only scopes that start with this (`agent:`). */
-  prefix?: string
+  prefix?: string | null
 }
 /** The options of `store.memoryDelete`. */
 export interface MemoryDeleteOptions {
   /** The version the caller read. */
-  expectedVersion?: number
+  expectedVersion?: number | null
 }
 /** The options of `store.initialize`. */
 export interface InitializeOptions {
@@ -404,28 +440,28 @@ export interface InitializeOptions {
   /** How success is judged: at least one criterion. */
   successCriteria: string[]
   /** The context: `project_root`, `relevant_files`, `patterns`, `constraints`. */
-  context?: InitContext
+  context?: InitContext | null
   /** Standards the work must meet. */
-  qualityGates?: string[]
+  qualityGates?: string[] | null
   /** Iterations allowed before a CONTINUE or REFINE escalates instead (default 10). */
-  maxIterations?: number
+  maxIterations?: number | null
   /** Recoveries allowed before the run escalates by itself (default 3). */
-  maxRetries?: number
+  maxRetries?: number | null
   /** Who gets an escalation (default `human`). */
-  escalateTo?: string
+  escalateTo?: string | null
 }
 /** The options of `store.report`. */
 export interface ReportOptions {
   /** What was done. */
-  accomplished?: string[]
+  accomplished?: string[] | null
   /** The files changed, each with `path` and `description`. */
-  filesModified?: FileChange[]
+  filesModified?: FileChange[] | null
   /** Tests: `added`, `passing`, `coverage`. */
-  tests?: Tests
+  tests?: Tests | null
   /** Problems met (required unless the status is COMPLETED). */
-  issues?: string[]
+  issues?: string[] | null
   /** How the work was verified. */
-  validation?: string[]
+  validation?: string[] | null
 }
 /** The options of `store.decide`. */
 export interface DecideOptions {
@@ -433,16 +469,16 @@ export interface DecideOptions {
    * What the worker is to do next (required for CONTINUE and REFINE; the message's
    * `continuation_instructions`).
    */
-  instructions?: string
+  instructions?: string | null
   /** What the manager learnt: `new_patterns`, `architecture_changes`, `dependencies_added`. */
-  contextUpdates?: ContextUpdates
+  contextUpdates?: ContextUpdates | null
   /** Why a human is needed (required for ESCALATE). */
-  escalationDetails?: EscalationDetails
+  escalationDetails?: EscalationDetails | null
   /**
    * The manager's words on the report: the answered message's outcome, beside the
    * decision.
    */
-  summary?: string
+  summary?: string | null
 }
 /** The options of `store.reportError`. */
 export interface ReportErrorOptions {
@@ -453,13 +489,13 @@ export interface ReportErrorOptions {
   /** What went wrong. */
   description: string
   /** Where it happened. */
-  context?: string
+  context?: string | null
   /** What was tried. */
-  attemptedSolutions?: string[]
+  attemptedSolutions?: string[] | null
   /** The messages seen. */
-  errorMessages?: string[]
+  errorMessages?: string[] | null
   /** The files involved. */
-  affectedFiles?: string[]
+  affectedFiles?: string[] | null
 }
 /** The options of `store.recover`. */
 export interface RecoverOptions {
@@ -468,11 +504,11 @@ export interface RecoverOptions {
   /** What the worker is to do, in order (at least one step). */
   steps: string[]
   /** Other approaches if this one fails. */
-  alternatives?: string[]
+  alternatives?: string[] | null
   /** How to tell the recovery worked. */
-  successIndicators?: string[]
+  successIndicators?: string[] | null
   /** When the worker should give up and report an error again. */
-  escalationTrigger?: string
+  escalationTrigger?: string | null
 }
 /** The options of `store.escalate`. */
 export interface EscalateOptions {
@@ -494,100 +530,100 @@ export interface EscalateOptions {
 /** The options of `store.resolve`. */
 export interface ResolveOptions {
   /** How the run is to go on, when it is not plain from the resolution. */
-  resumeInstructions?: string
+  resumeInstructions?: string | null
 }
 /** The options of `store.addConversation`. */
 export interface AddConversationOptions {
   /** What it is about. */
-  title?: string
+  title?: string | null
   /** The task it belongs to (by default the branch's). */
-  taskId?: string
+  taskId?: string | null
   /** The agent that had it (by default the branch's). */
-  agent?: string
+  agent?: string | null
 }
 /** The options of `store.messages`. */
 export interface MessagesOptions {
   /** The first message (from 1). */
-  fromSeq?: number
+  fromSeq?: number | null
   /** The last message. */
-  toSeq?: number
+  toSeq?: number | null
 }
 /** The options of `store.listConversations`. */
 export interface ListConversationsOptions {
   /** Only those on this branch. */
-  branch?: string
+  branch?: string | null
   /** Only those of this task. */
-  taskId?: string
+  taskId?: string | null
 }
 /** The options of `store.cherryPick`. */
 export interface CherryPickOptions {
   /** The first message to take (from 1). */
-  fromSeq?: number
+  fromSeq?: number | null
   /** The last message to take. */
-  toSeq?: number
+  toSeq?: number | null
   /** The new conversation's title. */
-  title?: string
+  title?: string | null
 }
 /** The options of `store.facts`. */
 export interface FactsOptions {
   /** Only facts in this status. */
-  status?: FactStatus
+  status?: FactStatus | null
 }
 /** The options of `store.verify`. */
 export interface VerifyThresholds {
   /** A fact scoring at least this is verified (default 0.7). */
-  factThreshold?: number
+  factThreshold?: number | null
   /** A fact or a conversation scoring below this is invalidated (default 0.4). */
-  invalidateBelow?: number
+  invalidateBelow?: number | null
   /** A conversation scoring at least this is verified (default 0.6). */
-  conversationThreshold?: number
+  conversationThreshold?: number | null
 }
 /** The options of `store.merge`. */
 export interface MergeOptions {
   /** Where to (by default its parent: the name minus its last segment). */
-  into?: string
+  into?: string | null
 }
 /** The options of `store.contextFor`. */
 export interface ContextForOptions {
   /** The packet's budget in tokens (default 2000). */
-  budgetTokens?: number
+  budgetTokens?: number | null
 }
 /** The options of `store.curationEvents`. */
 export interface CurationEventsOptions {
   /** The task (by default `main`'s log). */
-  taskId?: string
+  taskId?: string | null
 }
 /** The options of `store.createBundle`. */
 export interface CreateBundleOptions {
   /** Package this task's knowledge (`task/<task>` and its agents' branches)… */
-  taskId?: string
+  taskId?: string | null
   /** …or this branch's. */
-  branch?: string
+  branch?: string | null
   /**
    * Only verified facts and conversations (default true); false: everything not
    * invalidated.
    */
-  verifiedOnly?: boolean
+  verifiedOnly?: boolean | null
   /** Who may find it by its token: `private` (default, nobody), `team` or `public`. */
-  visibility?: Visibility
+  visibility?: Visibility | null
   /** What it is: `task_export` (default), `curated` or `template`. */
-  bundleType?: BundleType
+  bundleType?: BundleType | null
   /** Labels for finding it. */
-  tags?: string[]
+  tags?: string[] | null
   /** What it holds. */
-  description?: string
+  description?: string | null
   /** Replace secrets with `[REDACTED:<rule>]` (default true). */
-  redact?: boolean
+  redact?: boolean | null
 }
 /** The options of `store.listBundles`. */
 export interface ListBundlesOptions {
   /** Only bundles of this visibility. */
-  visibility?: Visibility
+  visibility?: Visibility | null
 }
 /** The options of `store.importBundle`. */
 export interface ImportBundleOptions {
   /** Where its knowledge goes (default `main`). */
-  targetBranch?: string
+  targetBranch?: string | null
 }
 /** The options of `store.replay`. */
 export interface ReplayOptions {
@@ -595,7 +631,7 @@ export interface ReplayOptions {
    * Key facts and conversations only if verified (default false: everything not
    * invalidated).
    */
-  verifiedOnly?: boolean
+  verifiedOnly?: boolean | null
 }
 /**
  * What kind of handoff a record is.
@@ -631,7 +667,7 @@ export interface ClaimReference {
   /** The claim's secret (`hcs_` and 64 hex digits). */
   secret: string
   /** The lease length in seconds, renewed by each heartbeat (default 300). */
-  leaseSeconds?: number
+  leaseSeconds?: number | null
 }
 /** One step of a plan as the caller gives it (the seed's `task-state.json` names). */
 export interface StepSpec {
@@ -642,13 +678,13 @@ export interface StepSpec {
   /** The agent that works on it: its handoff is addressed to this agent. */
   agent: string
   /** The ids of the steps that must be completed before this one is offered. */
-  dependencies?: string[]
+  dependencies?: string[] | null
   /** What the agent is to do, carried by the step's handoff. */
-  instructions?: string
+  instructions?: string | null
   /** How often the step is tried before it is escalated (default 3, at most 100). */
-  maxAttempts?: number
+  maxAttempts?: number | null
   /** The group of agents the step belongs to, as the seed's plans name it. */
-  cluster?: string
+  cluster?: string | null
 }
 /**
  * Where a task stands.
@@ -849,9 +885,9 @@ export interface NewFact {
   /** What is known. */
   text: string
   /** How sure its author was, from 0 to 1. */
-  confidence?: number
+  confidence?: number | null
   /** Where it came from (a file, a conversation, a URL). */
-  source?: string
+  source?: string | null
 }
 /**
  * Which of the protocol's four messages a body is (the seed's `handoff_type`).
@@ -962,9 +998,10 @@ export declare class AgentRegistry {
   agents(): Agent[]
   /**
    * The `transfer_to_<agent>` tools `agent` may call, exactly in `provider`'s tool JSON
-   * (`'openai_chat'`, `'openai_responses'`, `'anthropic'` or `'mcp'`).
+   * (`'openai_chat'`, `'openai_responses'`, `'anthropic'` or `'mcp'`), typed so that they
+   * pass as that SDK's `tools` as they are (see `TransferTools`).
    */
-  tools(agent: string, provider: 'openai_chat' | 'openai_responses' | 'anthropic' | 'mcp'): JsonObject[]
+  tools<P extends ToolProvider>(agent: string, provider: P): Array<TransferTools[P]>
   /**
    * The chain policy the registry implies (collaborators from the registry, the rest from
    * `base` or the defaults), to pass to `open(path, { policy })`.
@@ -972,15 +1009,17 @@ export declare class AgentRegistry {
   policy(): Policy
   /**
    * Reads a provider's response (an object or a list, or its JSON text) for a handoff by
-   * `fromAgent`:
+   * `fromAgent`; an SDK's response object passes as it is (read as `JSON.stringify` reads
+   * it: its own enumerable properties, or what its `toJSON()` returns):
    * Chat Completions (whole or the message), Responses (whole, its `output` list or one item),
    * Anthropic Messages (whole, its `content` list or one `tool_use` block) or a LangChain
    * `AIMessage` (`tool_calls`, or its `{lc, type: 'constructor', kwargs}` dump). The intent,
    * or `null` when such a response asks for none. A shape that is none of these, malformed
    * arguments, a target not registered or several handoffs (unless
-   * `multiple: 'first_wins'`) are VALIDATION errors.
+   * `multiple: 'first_wins'`) are VALIDATION errors. From `@openai/agents`, pass a run's
+   * `output` (or `history`) or a run item's `rawItem`: a `RunItem` itself wraps its data.
    */
-  detect(response: JsonObject | JsonValue[] | string, fromAgent: string, options?: DetectOptions): HandoffIntent | null
+  detect(response: object | string, fromAgent: string, options?: DetectOptions | null): HandoffIntent | null
 }
 
 /** Builds a successor's context packet under a token budget. */
@@ -998,7 +1037,7 @@ export declare class ContextBuilder {
    * dicts. A shape the core cannot read is a VALIDATION error naming `messages[i]`; then
    * nothing is added.
    */
-  addMessages(messages: Array<ContextMessage | JsonObject>): void
+  addMessages(messages: Array<ContextMessage | object>): void
   /** Adds facts the successor should know. */
   addFacts(facts: string[]): void
   /** Adds a free item with a priority (default 50) and an optional time. */
@@ -1779,7 +1818,7 @@ export declare class Store {
    * bad branch or message (named `[i]`, relative to `messages`) writes nothing. The
    * conversation and everything curation returns keep the seed's snake_case keys.
    */
-  addConversation(branch: string, messages: Array<ContextMessage | JsonObject>, options?: AddConversationOptions): Conversation
+  addConversation(branch: string, messages: Array<ContextMessage | object>, options?: AddConversationOptions): Conversation
   /**
    * Writes a conversation on `branch` (`main`, `task/<taskId>` or `task/<taskId>/<agent>`,
    * created on first use), its messages numbered from 1 (`seq`). Messages come in OpenAI's chat
@@ -1790,19 +1829,19 @@ export declare class Store {
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
-  addConversationAsync(branch: string, messages: Array<ContextMessage | JsonObject>, options?: AddConversationOptions): Promise<Conversation>
+  addConversationAsync(branch: string, messages: Array<ContextMessage | object>, options?: AddConversationOptions): Promise<Conversation>
   /**
    * Adds messages at the end of a conversation, numbered after its last; read as
    * `addConversation` reads them.
    */
-  appendMessages(conversationId: string, messages: Array<ContextMessage | JsonObject>): Conversation
+  appendMessages(conversationId: string, messages: Array<ContextMessage | object>): Conversation
   /**
    * Adds messages at the end of a conversation, numbered after its last; read as
    * `addConversation` reads them.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
-  appendMessagesAsync(conversationId: string, messages: Array<ContextMessage | JsonObject>): Promise<Conversation>
+  appendMessagesAsync(conversationId: string, messages: Array<ContextMessage | object>): Promise<Conversation>
   /** The conversation with this id; `NOT_FOUND` if there is none. */
   getConversation(id: string): Conversation
   /**
@@ -2418,7 +2457,7 @@ export interface DetectOptions {
    * What to do when one response asks for several handoffs: refuse it (`'error'`, the
    * default) or take the first (`'first_wins'`).
    */
-  multiple?: 'error' | 'first_wins'
+  multiple?: 'error' | 'first_wins' | null
 }
 
 /** An item left out. */

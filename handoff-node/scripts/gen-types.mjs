@@ -31,8 +31,8 @@ const OVERRIDES = {
   'CreateArgs.reason': 'HandoffReasonInput',
   'CheckpointArgs.reason': 'HandoffReasonInput',
   // Chat messages in any provider's shape (the core reads them): the simplest one named.
-  'AddConversationArgs.messages': 'Array<ContextMessage | JsonObject>',
-  'AppendMessagesArgs.messages': 'Array<ContextMessage | JsonObject>',
+  'AddConversationArgs.messages': 'Array<ContextMessage | object>',
+  'AppendMessagesArgs.messages': 'Array<ContextMessage | object>',
   // A bundle's portable JSON as text or data, or the Bundle itself (src/bundles.rs).
   'ImportBundleArgs.bundle': 'string | Bundle | BundleData | JsonObject',
 }
@@ -132,16 +132,17 @@ function tsType(schema, root, how = {}) {
 /**
  * An interface of `properties` (less `skip`), with `aliases` as deprecated older names: its keys
  * in camelCase when `camel` (else as the core writes them, docs too), its properties' types met
- * the way `inner` says.
+ * the way `inner` says; `nullable` for an object the binding reads as options, where `null` is
+ * `undefined` (an optional key takes `null` too, as values from JSON or an SDK often are).
  */
-function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner = {}, skip = [], aliases = [] } = {}) {
+function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner = {}, skip = [], aliases = [], nullable = false } = {}) {
   const key = camelKeys ? camel : (k) => k
   const required = new Set(schema.required ?? [])
   let out = jsdoc(doc, '', !camelKeys) + `export interface ${name} {\n`
   for (const [k, property] of Object.entries(schema.properties ?? {})) {
     if (skip.includes(k)) continue
-    const type = OVERRIDES[`${schema.title}.${k}`] ?? tsType(property, root, inner)
     const optional = required.has(k) ? '' : '?'
+    const type = (OVERRIDES[`${schema.title}.${k}`] ?? tsType(property, root, inner)) + (optional && nullable ? ' | null' : '')
     out += jsdoc(property.description, '  ', !camelKeys) + `  ${key(k)}${optional}: ${type}\n`
     for (const [alias, target] of aliases.filter(([, t]) => t === k)) {
       const text = `The same as \`${camel(target)}\` (its older name); give one or the other.\n@deprecated Use \`${camel(target)}\`.`
@@ -155,7 +156,9 @@ function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner =
 function declaration({ def, name, root }, way) {
   if (def.properties) {
     // Below an object read with camelCase keys (or as written), every object is read as written.
-    return interfaceOf(name, def.description, def, root, { camel: way.camel, inner: { output: way.output } })
+    // An object read with camelCase keys (a list's records) is read as options are: `null` is `undefined`.
+    const nullable = way.camel && !way.output
+    return interfaceOf(name, def.description, def, root, { camel: way.camel, inner: { output: way.output }, nullable })
   }
   const variants = def.oneOf ?? def.anyOf ?? []
   // The words' docs (an untagged union's alternatives are documented by their own types).
@@ -189,7 +192,7 @@ for (const op of operations) {
     const skip = method.positional.map((p) => p.name)
     const doc = `The ${method.options.name} of \`store.${camel(op.name)}\`.`
     const inner = { camelItems: true }
-    generated += interfaceOf(method.options.ts, doc, root, root, { inner, skip, aliases: method.aliases })
+    generated += interfaceOf(method.options.ts, doc, root, root, { inner, skip, aliases: method.aliases, nullable: true })
   } else if (Object.keys(root.properties ?? {}).some((k) => !method.positional.some((p) => p.name === k))) {
     problems.push(`${where}: the core's arguments beyond ${method.positional.map((p) => p.name).join(', ') || 'none'} need an options object`)
   }

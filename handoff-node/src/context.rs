@@ -192,7 +192,7 @@ impl ContextBuilder {
     /// nothing is added.
     #[napi(
         catch_unwind,
-        ts_args_type = "messages: Array<ContextMessage | JsonObject>"
+        ts_args_type = "messages: Array<ContextMessage | object>"
     )]
     pub fn add_messages(&mut self, env: Env, messages: Unknown<'_>) -> napi::Result<()> {
         guarded(&env, Naming::Js, || {

@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use handoff_core::{Error, Problem};
-use napi::bindgen_prelude::{JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter, Object};
+use napi::bindgen_prelude::{
+    Either, Function, JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter, Object,
+};
 use napi::{JsValue, Unknown, ValueType};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
@@ -147,8 +149,9 @@ pub(crate) fn from_json<T: DeserializeOwned>(json: Value, field: &str) -> Outcom
     })
 }
 
-/// Reads a JavaScript value as JSON, as `JSON.stringify` would see it: `undefined` properties
-/// are left out, a `Date` becomes its ISO string; functions, symbols, bigints, non-finite
+/// Reads a JavaScript value as JSON, as `JSON.stringify` would see it: an object's own
+/// enumerable properties (not its prototype's getters), `undefined` ones left out, an object
+/// with a `toJSON` method read as what that returns, a `Date` as its ISO string; functions, symbols, bigints, non-finite
 /// numbers and values nested too deeply (or cyclic) are refused, every one of them named.
 pub(crate) fn json(value: &Unknown<'_>, field: &str) -> Outcome<Value> {
     let mut reader = Reader::default();
@@ -235,6 +238,29 @@ impl Reader {
         Ok(entries)
     }
 
+    /// The own enumerable properties of `object` found at `path`, `depth` levels down, as a
+    /// JSON object (as `JSON.stringify` sees them: a getter of a class's prototype is not).
+    fn fields(&mut self, object: &Object<'_>, path: &mut String, depth: usize) -> Outcome<Value> {
+        let owner = if path.is_empty() {
+            "options".to_owned()
+        } else {
+            path.clone()
+        };
+        let entries = self.entries(object, &owner)?;
+        let mut map = Map::new();
+        let base = path.len();
+        for (key, item) in entries {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(&key);
+            let v = self.value(&item, path, depth + 1)?;
+            path.truncate(base);
+            map.insert(key, v);
+        }
+        Ok(Value::Object(map))
+    }
+
     /// Reads `value` found at `path` (which names it in problems) `depth` levels down.
     pub(crate) fn value(
         &mut self,
@@ -305,24 +331,24 @@ impl Reader {
             }
             ValueType::Object => {
                 let object = value.coerce_to_object()?;
-                let owner = if path.is_empty() {
-                    "options".to_owned()
-                } else {
-                    path.clone()
-                };
-                let entries = self.entries(&object, &owner)?;
-                let mut map = Map::new();
-                let base = path.len();
-                for (key, item) in entries {
-                    if !path.is_empty() {
-                        path.push('.');
+                // An object with a `toJSON` method (a class instance of an SDK, a LangChain
+                // message) is read as what it returns, as `JSON.stringify` reads it: that
+                // value's own `toJSON` is not called again.
+                let to_json: Either<Function<'_, (), Unknown<'_>>, Unknown<'_>> =
+                    object.get_named_property("toJSON")?;
+                if let Either::A(to_json) = to_json {
+                    let data = to_json.apply(object, ())?;
+                    if data.get_type()? == ValueType::Object
+                        && !data.is_array()?
+                        && !data.is_date()?
+                    {
+                        self.fields(&data.coerce_to_object()?, path, depth)?
+                    } else {
+                        self.value(&data, path, depth + 1)?
                     }
-                    path.push_str(&key);
-                    let v = self.value(&item, path, depth + 1)?;
-                    path.truncate(base);
-                    map.insert(key, v);
+                } else {
+                    self.fields(&object, path, depth)?
                 }
-                Value::Object(map)
             }
             other => {
                 self.problem(

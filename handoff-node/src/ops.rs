@@ -602,6 +602,11 @@ impl JsArguments {
                 self.refuse(path, &key, rule);
                 continue;
             }
+            if item.get_type()? == ValueType::Null {
+                // `null` is `undefined` here: the option is left out, its default applies (no
+                // argument of the core means by `null` anything else than its absence).
+                continue;
+            }
             if path.is_empty() {
                 let alias = self.names.aliases.iter().find(|(a, _)| *a == argument);
                 if let Some((_, target)) = alias {

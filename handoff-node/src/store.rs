@@ -905,13 +905,13 @@ store_operations! {
     "bad branch or message (named `[i]`, relative to `messages`) writes nothing. The"
     "conversation and everything curation returns keep the seed's snake_case keys."
     add_conversation, add_conversation_async = AddConversation(
-        branch: "string", messages: "Array<ContextMessage | JsonObject>"; options?: "AddConversationOptions"
+        branch: "string", messages: "Array<ContextMessage | object>"; options?: "AddConversationOptions"
     ) -> "Conversation", "Promise<Conversation>";
 
     "Adds messages at the end of a conversation, numbered after its last; read as"
     "`addConversation` reads them."
     append_messages, append_messages_async = AppendMessages(
-        conversation_id: "string", messages: "Array<ContextMessage | JsonObject>"
+        conversation_id: "string", messages: "Array<ContextMessage | object>"
     ) -> "Conversation", "Promise<Conversation>";
 
     "The conversation with this id; `NOT_FOUND` if there is none."

@@ -105,7 +105,7 @@ impl Mirror for HandoffIntent {
 pub struct DetectOptions {
     /// What to do when one response asks for several handoffs: refuse it (`'error'`, the
     /// default) or take the first (`'first_wins'`).
-    #[napi(ts_type = "'error' | 'first_wins'")]
+    #[napi(ts_type = "'error' | 'first_wins' | null")]
     pub multiple: Option<String>,
 }
 
@@ -232,11 +232,13 @@ impl AgentRegistry {
     }
 
     /// The `transfer_to_<agent>` tools `agent` may call, exactly in `provider`'s tool JSON
-    /// (`'openai_chat'`, `'openai_responses'`, `'anthropic'` or `'mcp'`).
+    /// (`'openai_chat'`, `'openai_responses'`, `'anthropic'` or `'mcp'`), typed so that they
+    /// pass as that SDK's `tools` as they are (see `TransferTools`).
     #[napi(
         catch_unwind,
-        ts_args_type = "agent: string, provider: 'openai_chat' | 'openai_responses' | 'anthropic' | 'mcp'",
-        ts_return_type = "JsonObject[]"
+        ts_generic_types = "P extends ToolProvider",
+        ts_args_type = "agent: string, provider: P",
+        ts_return_type = "Array<TransferTools[P]>"
     )]
     pub fn tools(
         &self,
@@ -265,16 +267,18 @@ impl AgentRegistry {
     }
 
     /// Reads a provider's response (an object or a list, or its JSON text) for a handoff by
-    /// `fromAgent`:
+    /// `fromAgent`; an SDK's response object passes as it is (read as `JSON.stringify` reads
+    /// it: its own enumerable properties, or what its `toJSON()` returns):
     /// Chat Completions (whole or the message), Responses (whole, its `output` list or one item),
     /// Anthropic Messages (whole, its `content` list or one `tool_use` block) or a LangChain
     /// `AIMessage` (`tool_calls`, or its `{lc, type: 'constructor', kwargs}` dump). The intent,
     /// or `null` when such a response asks for none. A shape that is none of these, malformed
     /// arguments, a target not registered or several handoffs (unless
-    /// `multiple: 'first_wins'`) are VALIDATION errors.
+    /// `multiple: 'first_wins'`) are VALIDATION errors. From `@openai/agents`, pass a run's
+    /// `output` (or `history`) or a run item's `rawItem`: a `RunItem` itself wraps its data.
     #[napi(
         catch_unwind,
-        ts_args_type = "response: JsonObject | JsonValue[] | string, fromAgent: string, options?: DetectOptions",
+        ts_args_type = "response: object | string, fromAgent: string, options?: DetectOptions | null",
         ts_return_type = "HandoffIntent | null"
     )]
     pub fn detect(
