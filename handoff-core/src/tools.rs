@@ -566,7 +566,7 @@ struct Envelope<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, alias = "callId")]
     call_id: Option<Cow<'a, str>>,
     /// A string for items and blocks; a list for a `dumpd`-serialised LangChain message.
     #[serde(borrow, deserialize_with = "string_or_ignored")]
@@ -700,8 +700,13 @@ struct Item<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    /// `callId` in the JS Agents SDK's items.
+    #[serde(borrow, alias = "callId")]
     call_id: Option<Cow<'a, str>>,
+    /// A JS Agents SDK run item (`{type: "tool_call_item", rawItem, agent}`): the item it
+    /// wraps.
+    #[serde(rename = "rawItem", alias = "raw_item", borrow)]
+    raw_item: Option<Box<Item<'a>>>,
     #[serde(borrow)]
     id: Option<Cow<'a, str>>,
     arguments: Option<Arguments>,
@@ -907,6 +912,9 @@ fn chat_calls<'a>(
 }
 
 fn output_item<'a>(item: Item<'a>, at: At, out: &mut Vec<Call<'a>>) -> Result<()> {
+    if let Some(raw) = item.raw_item {
+        return output_item(*raw, at, out);
+    }
     let Some(name) = item.name.filter(|n| n.starts_with(TOOL_PREFIX)) else {
         return Ok(());
     };
@@ -979,6 +987,7 @@ fn envelope_calls(envelope: Envelope<'_>) -> Result<Vec<Call<'_>>> {
         kind: envelope.kind,
         name: envelope.name,
         call_id: envelope.call_id,
+        raw_item: None,
         id: envelope.id,
         arguments: envelope.arguments,
         input: envelope.input,

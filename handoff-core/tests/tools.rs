@@ -505,3 +505,32 @@ fn agents_load_from_markdown_files() {
     let err = AgentRegistry::from_markdown_dir(dir.path().join("missing")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation);
 }
+
+#[test]
+fn detects_js_agents_sdk_items_and_run_items() {
+    let r = registry();
+    let item = json!({"type": "function_call", "name": "transfer_to_billing", "callId": "call_9",
+                      "arguments": ARGS, "status": "completed"});
+    // A raw item (camelCase `callId`), a run's output list, and the run items of `newItems`.
+    let intent = r.detect(&item, "triage", Multiple::Error).unwrap().unwrap();
+    assert_eq!(
+        (intent.target.as_str(), intent.call_id.as_deref()),
+        ("billing", Some("call_9"))
+    );
+    let output = json!([{"type": "message", "role": "assistant", "content": []}, item]);
+    assert_eq!(
+        r.detect(&output, "triage", Multiple::Error).unwrap(),
+        Some(intent.clone())
+    );
+    let run_items =
+        json!([{"type": "tool_call_item", "rawItem": item, "agent": {"name": "triage"}}]);
+    assert_eq!(
+        r.detect(&run_items, "triage", Multiple::Error).unwrap(),
+        Some(intent.clone())
+    );
+    let text = serde_json::to_string(&run_items).unwrap();
+    assert_eq!(
+        r.detect_json(&text, "triage", Multiple::Error).unwrap(),
+        Some(intent)
+    );
+}
