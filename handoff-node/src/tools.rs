@@ -274,8 +274,9 @@ impl AgentRegistry {
     /// `AIMessage` (`tool_calls`, or its `{lc, type: 'constructor', kwargs}` dump). The intent,
     /// or `null` when such a response asks for none. A shape that is none of these, malformed
     /// arguments, a target not registered or several handoffs (unless
-    /// `multiple: 'first_wins'`) are VALIDATION errors. From `@openai/agents`, pass a run's
-    /// `output` (or `history`) or a run item's `rawItem`: a `RunItem` itself wraps its data.
+    /// `multiple: 'first_wins'`) are VALIDATION errors. From `@openai/agents`, a run's
+    /// `output`, `history` or `newItems`, or one item (a run item is read through its
+    /// `rawItem`; `callId` is the call's id).
     #[napi(
         catch_unwind,
         ts_args_type = "response: object | string, fromAgent: string, options?: DetectOptions | null",
