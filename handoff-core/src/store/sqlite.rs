@@ -973,8 +973,8 @@ impl Tx for SqliteTx<'_> {
         let result = self
             .conn
             .prepare_cached(
-                "SELECT key FROM docs WHERE kind = ?1 AND substr(key, 1, length(?2)) = ?2 \
-                 ORDER BY key",
+                "SELECT key FROM docs WHERE kind = ?1 AND key >= ?2 AND key < ?2 || char(1114111) \
+                 AND substr(key, 1, length(?2)) = ?2 ORDER BY key",
             )
             .and_then(|mut stmt| {
                 stmt.query_map(params![kind, prefix], |row| row.get::<_, String>(0))?
@@ -1000,9 +1000,12 @@ fn read_docs(
     limit: usize,
 ) -> rusqlite::Result<Vec<(String, Doc)>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    // `substr` rather than LIKE: a key may hold `%` or `_`.
+    // `substr` rather than LIKE: a key may hold `%` or `_`. The range beside it (every key
+    // that starts with the prefix sorts between the prefix and the prefix followed by the
+    // last code point) lets SQLite read the prefix's keys from the index, not the whole kind.
     conn.prepare_cached(
         "SELECT key, version, body FROM docs WHERE kind = ?1 \
+         AND key >= ?2 AND key < ?2 || char(1114111) \
          AND substr(key, 1, length(?2)) = ?2 AND key > ?3 ORDER BY key LIMIT ?4",
     )?
     .query_map(params![kind, prefix, after.unwrap_or(""), limit], |row| {
