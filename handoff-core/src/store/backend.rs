@@ -296,6 +296,20 @@ pub(crate) fn parsed<T: serde::de::DeserializeOwned>(what: &str, doc: &Doc) -> R
         .map_err(|e| crate::Error::storage(format!("corrupt {what} document: {e}")))
 }
 
+/// The key of the `n`-th of a series of numbered documents under `prefix` (a conversation's
+/// messages): `<prefix>/<n, ten digits>`, so that key order is number order.
+pub(crate) fn number_key(prefix: &str, n: u64) -> String {
+    format!("{prefix}/{n:010}")
+}
+
+/// The number a numbered document's key ends with.
+pub(crate) fn numbered(key: &str) -> Result<u64> {
+    key.rsplit('/')
+        .next()
+        .and_then(|digits| digits.parse().ok())
+        .ok_or_else(|| crate::Error::storage(format!("corrupt numbered key {key}")))
+}
+
 /// The operations available inside one write transaction.
 pub trait Tx {
     /// The record with this id, as the transaction sees it.
@@ -364,6 +378,29 @@ pub trait Tx {
             .into_iter()
             .map(|(key, _)| key)
             .collect())
+    }
+
+    /// Copies numbered documents as they are: those of `kind` keyed `<from>/<n>` (`n` ten
+    /// digits) for `n` in `first..=last` to `<to>/<n - first + start>`; returns how many. What a
+    /// cherry-pick does with a conversation's messages; a backend that can copy inside the
+    /// database says so here.
+    fn copy_numbered_docs(
+        &mut self,
+        kind: &str,
+        from: &str,
+        (first, last): (u64, u64),
+        to: &str,
+        start: u64,
+    ) -> Result<u64> {
+        let mut copied = 0;
+        for (key, doc) in self.docs(kind, &format!("{from}/"))? {
+            let n = numbered(&key)?;
+            if (first..=last).contains(&n) {
+                self.insert_doc(kind, &number_key(to, n - first + start), &doc)?;
+                copied += 1;
+            }
+        }
+        Ok(copied)
     }
 
     /// What a `claim_next` reads first: [`Tx::lapsed`] (up to `limit`) and, when none is due,

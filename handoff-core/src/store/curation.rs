@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::backend::{body, parsed};
+use super::backend::{body, number_key, numbered, parsed};
 use super::{Doc, Store, Tx, new_id};
 use crate::context::{ContextBuilder, Message, Packet};
 use chrono::{DateTime, Utc};
@@ -89,10 +89,6 @@ pub(super) const FACT: &str = "fact";
 
 /// The most messages one call writes (one transaction holds them all).
 pub const MAX_MESSAGES_PER_CALL: usize = 100_000;
-
-fn message_key(conversation: &str, seq: u64) -> String {
-    format!("{conversation}/{seq:010}")
-}
 
 /// The key prefix of a branch's facts: its number of segments, then its name, so that no
 /// branch's prefix is another's (`2/task/t/` never matches `3/task/t/agent/…`) and every part
@@ -180,18 +176,10 @@ fn insert_bodies(
     let mut seq = first;
     for body in bodies {
         let doc = Doc { version: 1, body };
-        tx.insert_doc(MESSAGE, &message_key(conversation, seq), &doc)?;
+        tx.insert_doc(MESSAGE, &number_key(conversation, seq), &doc)?;
         seq += 1;
     }
     Ok(seq - first)
-}
-
-/// The `seq` a message document's key ends with.
-fn seq_of(key: &str) -> Result<u64> {
-    key.rsplit('/')
-        .next()
-        .and_then(|digits| digits.parse().ok())
-        .ok_or_else(|| Error::storage(format!("corrupt message key {key}")))
 }
 
 /// A conversation's document, locked for the transaction.
@@ -344,7 +332,7 @@ impl Store {
         }
         let count = usize::try_from(conversation.message_count).unwrap_or(usize::MAX);
         let range = curation::seq_range(count, from_seq, to_seq)?;
-        let after = (*range.start() > 1).then(|| message_key(id, range.start() - 1));
+        let after = (*range.start() > 1).then(|| number_key(id, range.start() - 1));
         let want = usize::try_from(range.end() - range.start() + 1).unwrap_or(usize::MAX);
         let mut messages: Vec<StoredMessage> = self
             .backend
@@ -352,7 +340,7 @@ impl Store {
             .iter()
             .map(|(key, doc)| {
                 Ok(StoredMessage {
-                    seq: seq_of(key)?,
+                    seq: numbered(key)?,
                     message: parsed("message", doc)?,
                     is_cherry_picked: false,
                     cherry_picked_to: Vec::new(),
@@ -481,14 +469,12 @@ impl Store {
                     "has no messages of that kind to pick",
                 ));
             }
-            // The source's messages in one read; the pick itself is one document beside
-            // them (marking each message would write every picked message twice).
-            let wanted: HashSet<u64> = seqs.iter().copied().collect();
-            let mut copies = Vec::with_capacity(seqs.len());
-            for (key, doc) in tx.docs(MESSAGE, &format!("{id}/"))? {
-                if wanted.contains(&seq_of(&key)?) {
-                    copies.push(doc.body);
-                }
+            // The picked messages copied as they are, a run of consecutive ones at a time (in
+            // the database where the backend can); the pick itself is one document beside them
+            // (marking each message would write every picked message twice).
+            let mut copied = 0;
+            for run in runs(&seqs) {
+                copied += tx.copy_numbered_docs(MESSAGE, id, run, &new_id, copied + 1)?;
             }
             let record = PickRecord {
                 picked: PickedTo {
@@ -512,7 +498,7 @@ impl Store {
                     .map(str::to_owned)
                     .or_else(|| source.task_id.clone()),
                 agent: source.agent.clone(),
-                message_count: copies.len() as u64,
+                message_count: copied,
                 verification_status: Verdict::Unverified,
                 verification_score: None,
                 explanation: None,
@@ -523,7 +509,6 @@ impl Store {
                 created_at: now,
             };
             write_conversation(tx, &conversation, 1)?;
-            insert_bodies(tx, &new_id, 1, copies)?;
             let detail = json!({"conversation_id": new_id, "from_conversation": id,
                                 "messages": conversation.message_count});
             log(tx, CurationChange::CherryPicked, &target, detail, now)?;
@@ -962,6 +947,6 @@ mod tests {
         assert!(fact_key(&agent, "f").starts_with(&agents_facts_of(&task)));
         assert_eq!(fact_key(&Branch::main(), "f"), "1/main/f");
         assert_eq!(runs(&[1, 2, 3, 5, 7, 8]), [(1, 3), (5, 5), (7, 8)]);
-        assert_eq!(message_key("c", 7), "c/0000000007");
+        assert_eq!(number_key("c", 7), "c/0000000007");
     }
 }

@@ -983,6 +983,31 @@ impl Tx for SqliteTx<'_> {
         self.check(result)
     }
 
+    fn copy_numbered_docs(
+        &mut self,
+        kind: &str,
+        from: &str,
+        (first, last): (u64, u64),
+        to: &str,
+        start: u64,
+    ) -> Result<u64> {
+        // One statement: the rows never leave SQLite. Keys are `<prefix>/<n, ten digits>`, so
+        // the run is a key range and `n` the key's last ten characters.
+        let result = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO docs (kind, key, version, body) \
+                 SELECT kind, ?4 || '/' || printf('%010d', CAST(substr(key, -10) AS INTEGER) - ?3 + ?6), \
+                        version, body \
+                 FROM docs WHERE kind = ?1 \
+                 AND key >= ?2 || '/' || printf('%010d', ?3) AND key <= ?2 || '/' || printf('%010d', ?5)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![kind, from, first as i64, to, last as i64, start as i64])
+            });
+        self.check(result).map(|n| n as u64)
+    }
+
     fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {
         let result = self
             .conn
