@@ -100,11 +100,15 @@ fn main() {
             .unwrap();
         let h = store.create(NewHandoff::new(task, "Go on")).unwrap();
         store.context_for(&h.id, 2000).unwrap(); // warm-up
-        let started = Instant::now();
-        for _ in 0..3 {
-            store.context_for(&h.id, 2000).unwrap();
-        }
-        times.push(started.elapsed().as_secs_f64() / 3.0);
+        // The best of five: on a shared machine the slowest runs measure the neighbours.
+        let best = (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                store.context_for(&h.id, 2000).unwrap();
+                started.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min);
+        times.push(best);
     }
     println!(
         "| context_for, {large} facts vs {small} | {:.0} ms | {:.0} ms | {:.2}× | ≤ 12× |",
