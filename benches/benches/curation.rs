@@ -3,7 +3,8 @@
 //! - a cherry-pick of a 10,000-message range beside writing those messages once
 //!   (`add_conversation`): target ≤ 2×;
 //! - `verify` of 10,000 facts with a verifier that scores at once: target ≥ 50,000 facts/s;
-//! - `context_for` on a task with 100,000 verified facts beside one with 10,000: target ≤ 12×.
+//! - `context_for` on a task with 100,000 verified facts beside one with 10,000, the best of
+//!   five calls each: target ≤ 12×.
 //!
 //! ```sh
 //! cargo bench -p handoff-benches --bench curation   # prints a Markdown table
