@@ -469,6 +469,17 @@ pub enum FactStatus {
 }
 
 impl FactStatus {
+    /// Whether a fact in this status is key knowledge a task hands on (a replay's key facts,
+    /// a bundle's): a verified one, or, unless `verified_only`, one not verified yet. A promoted
+    /// fact's copy lies upstream; invalidated and superseded ones never count.
+    pub fn is_key(self, verified_only: bool) -> bool {
+        match self {
+            FactStatus::Verified => true,
+            FactStatus::Active => !verified_only,
+            FactStatus::Promoted | FactStatus::Invalidated | FactStatus::Superseded => false,
+        }
+    }
+
     /// The status a verdict gives a fact that is still open to verification (active,
     /// verified or invalidated); promoted and superseded facts keep theirs.
     pub fn after(self, verdict: Verdict) -> FactStatus {

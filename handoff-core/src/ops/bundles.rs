@@ -238,25 +238,24 @@ pub struct ImportBundleArgs {
     pub target_branch: Option<String>,
 }
 
-impl ImportBundleArgs {
-    /// The bundle as JSON text.
-    fn text(&self) -> Result<String> {
-        match &self.bundle {
-            Value::String(text) => Ok(text.clone()),
-            object @ Value::Object(_) => Ok(object.to_string()),
-            _ => Err(Error::invalid(
-                "bundle",
-                "must be a bundle's JSON, as text or as an object",
-            )),
-        }
+/// What `import_bundle` says of a bundle that is neither JSON text nor an object.
+const NOT_A_BUNDLE: &str = "must be a bundle's JSON, as text or as an object";
+
+/// A bundle given as text or as an object, as JSON text.
+fn bundle_text(bundle: Value) -> Result<String> {
+    match bundle {
+        Value::String(text) => Ok(text),
+        object @ Value::Object(_) => Ok(object.to_string()),
+        _ => Err(Error::invalid("bundle", NOT_A_BUNDLE)),
     }
 }
 
 impl Arguments for ImportBundleArgs {
     fn problems(&self, _: &Limits) -> Vec<Problem> {
         let mut problems = Vec::new();
-        if let Err(err) = self.text() {
-            problems.extend(err.problems().iter().cloned());
+        // Only the kind of value: the text itself (megabytes, perhaps) is read by the run.
+        if !matches!(self.bundle, Value::String(_) | Value::Object(_)) {
+            problems.push(Problem::new("bundle", NOT_A_BUNDLE));
         }
         if let Some(branch) = &self.target_branch
             && let Err(err) = Branch::named("target_branch", branch)
@@ -279,8 +278,14 @@ impl Operation for ImportBundle {
     type Output = ImportReport;
 
     fn run(store: &Store, args: ImportBundleArgs) -> Result<ImportReport> {
-        let text = args.text()?;
-        store.import_bundle(&text, args.target_branch.as_deref().unwrap_or("main"))
+        let ImportBundleArgs {
+            bundle,
+            target_branch,
+        } = args;
+        store.import_bundle(
+            &bundle_text(bundle)?,
+            target_branch.as_deref().unwrap_or("main"),
+        )
     }
 }
 

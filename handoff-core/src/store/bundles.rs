@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::backend::{Doc, Tx, body, parsed};
 use super::curation::{
-    CONVERSATION, FACT, agents_facts_of, fact_key, facts_of, insert_messages, log,
+    CONVERSATION, FACT, fact_key, facts_of, insert_messages, log, oldest_first, task_facts_of,
     write_conversation,
 };
 use super::{Store, hex};
@@ -153,6 +153,9 @@ pub struct ImportReport {
     pub messages_added: u64,
 }
 
+/// What `create_bundle` says when it is given neither a task nor a branch.
+const NO_SOURCE: &str = "a task or a branch must be given";
+
 fn no_bundle(id: &str) -> Error {
     Error::NotFound {
         what: "bundle",
@@ -189,53 +192,32 @@ impl Store {
             validate::text(&mut c, &self.limits, &format!("tags[{i}]"), tag);
         }
         c.opt_ident("task_id", new.task_id.as_deref());
-        let branches = match (&new.task_id, &new.branch) {
-            (_, Some(branch)) => match Branch::named("branch", branch) {
-                Ok(branch) => vec![facts_of(&branch)],
+        // Where the knowledge lies: the branch's facts, or the task's and its agents'.
+        let source = match (&new.branch, &new.task_id) {
+            (Some(name), _) => match Branch::named("branch", name) {
+                Ok(branch) => Some((vec![facts_of(&branch)], branch)),
                 Err(err) => {
                     err.problems()
                         .iter()
                         .for_each(|p| c.push(&p.field, &p.rule));
-                    Vec::new()
+                    None
                 }
             },
-            (Some(task), None) => match Branch::of_task(task) {
-                Ok(branch) => vec![facts_of(&branch), agents_facts_of(&branch)],
-                Err(_) => Vec::new(),
-            },
+            // A bad task id is already named above.
+            (None, Some(task)) => Branch::of_task(task)
+                .ok()
+                .map(|branch| (task_facts_of(&branch).to_vec(), branch)),
             (None, None) => {
-                c.push("task_id", "a task or a branch must be given");
-                Vec::new()
+                c.push("task_id", NO_SOURCE);
+                None
             }
         };
         c.finish()?;
-        let source_branch = match (&new.branch, &new.task_id) {
-            (Some(branch), _) => Branch::parse(branch)?,
-            (None, Some(task)) => Branch::of_task(task)?,
-            (None, None) => {
-                return Err(Error::invalid(
-                    "task_id",
-                    "a task or a branch must be given",
-                ));
-            }
-        };
+        let (prefixes, source_branch) =
+            source.ok_or_else(|| Error::invalid("task_id", NO_SOURCE))?;
 
-        let wanted_fact = |f: &Fact| match f.status {
-            FactStatus::Verified => true,
-            FactStatus::Active => !new.verified_only,
-            // A promoted fact's copy is upstream; invalidated and superseded ones never go.
-            FactStatus::Promoted | FactStatus::Invalidated | FactStatus::Superseded => false,
-        };
-        let mut facts = Vec::new();
-        for prefix in &branches {
-            for (_, doc) in self.backend.docs(FACT, prefix, None, usize::MAX)? {
-                let fact: Fact = parsed("fact", &doc)?;
-                if wanted_fact(&fact) {
-                    facts.push(fact);
-                }
-            }
-        }
-        facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        let mut facts = self.facts_under(&prefixes, |f| f.status.is_key(new.verified_only))?;
+        oldest_first(&mut facts);
         let in_source = |c: &Conversation| {
             c.branch == source_branch
                 || (new.branch.is_none() && c.branch.parent().as_ref() == Some(&source_branch))

@@ -103,6 +103,16 @@ pub(super) fn agents_facts_of(task: &Branch) -> String {
     format!("{}/{task}/", task.as_str().split('/').count() + 1)
 }
 
+/// The key prefixes of a task's facts: those on its branch, then those on its agents'.
+pub(super) fn task_facts_of(task: &Branch) -> [String; 2] {
+    [facts_of(task), agents_facts_of(task)]
+}
+
+/// Sorts facts oldest first (ties by id), the order they are shown in.
+pub(super) fn oldest_first(facts: &mut [Fact]) {
+    facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+}
+
 pub(super) fn fact_key(branch: &Branch, id: &str) -> String {
     format!("{}{id}", facts_of(branch))
 }
@@ -563,14 +573,29 @@ impl Store {
     /// The facts of a branch, oldest first, optionally only those in `status`.
     pub fn facts(&self, branch: &str, status: Option<FactStatus>) -> Result<Vec<Fact>> {
         let branch = Branch::parse(branch)?;
-        let mut facts: Vec<Fact> = self
-            .backend
-            .docs(FACT, &facts_of(&branch), None, usize::MAX)?
-            .iter()
-            .map(|(_, doc)| parsed::<Fact>("fact", doc))
-            .collect::<Result<_>>()?;
-        facts.retain(|f| status.is_none_or(|s| f.status == s));
-        facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        let mut facts = self.facts_under(&[facts_of(&branch)], |f| {
+            status.is_none_or(|s| f.status == s)
+        })?;
+        oldest_first(&mut facts);
+        Ok(facts)
+    }
+
+    /// The facts under each of `prefixes` (in key order, one prefix after the other) that
+    /// `keep` keeps.
+    pub(super) fn facts_under(
+        &self,
+        prefixes: &[String],
+        keep: impl Fn(&Fact) -> bool,
+    ) -> Result<Vec<Fact>> {
+        let mut facts = Vec::new();
+        for prefix in prefixes {
+            for (_, doc) in self.backend.docs(FACT, prefix, None, usize::MAX)? {
+                let fact: Fact = parsed("fact", &doc)?;
+                if keep(&fact) {
+                    facts.push(fact);
+                }
+            }
+        }
         Ok(facts)
     }
 
@@ -845,20 +870,9 @@ impl Store {
         let task = Branch::of_task(&handoff.task_id)?;
         let mut builder = ContextBuilder::new(budget_tokens);
         builder.add_handoff(&handoff);
-        for prefix in [facts_of(&task), agents_facts_of(&task)] {
-            let verified = self
-                .backend
-                .docs(FACT, &prefix, None, usize::MAX)?
-                .iter()
-                .map(|(_, doc)| parsed::<Fact>("fact", doc))
-                .filter(|fact| {
-                    fact.as_ref()
-                        .map_or(true, |f| f.status == FactStatus::Verified)
-                })
-                .map(|fact| fact.map(|f| f.text))
-                .collect::<Result<Vec<String>>>()?;
-            builder.add_facts(verified);
-        }
+        let verified =
+            self.facts_under(&task_facts_of(&task), |f| f.status == FactStatus::Verified)?;
+        builder.add_facts(verified.into_iter().map(|f| f.text));
         let key = |c: &Conversation| {
             c.verification_status == Verdict::Verified
                 || (c.cherry_picked_from.is_some() && c.verification_status != Verdict::Invalidated)

@@ -4,12 +4,11 @@
 use std::collections::HashMap;
 
 use super::Store;
-use super::curation::{FACT, agents_facts_of, facts_of};
-use crate::curation::{Branch, Fact, FactStatus, Verdict};
+use super::curation::{oldest_first, task_facts_of};
+use crate::curation::{Branch, Verdict};
 use crate::error::{Error, Result};
 use crate::record::Handoff;
 use crate::replay::{self, TaskComparison, TaskReplay, TimelineEntry};
-use crate::store::backend::parsed;
 use crate::store::{EventFilter, ListFilter};
 use crate::validate;
 
@@ -65,21 +64,9 @@ impl Store {
         timeline.sort_by_key(|entry| entry.at);
 
         let branch = Branch::of_task(task_id)?;
-        let mut key_facts = Vec::new();
-        for prefix in [facts_of(&branch), agents_facts_of(&branch)] {
-            for (_, doc) in self.backend.docs(FACT, &prefix, None, usize::MAX)? {
-                let fact: Fact = parsed("fact", &doc)?;
-                let key = match fact.status {
-                    FactStatus::Verified => true,
-                    FactStatus::Active => !verified_only,
-                    _ => false,
-                };
-                if key {
-                    key_facts.push(fact);
-                }
-            }
-        }
-        key_facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        let mut key_facts =
+            self.facts_under(&task_facts_of(&branch), |f| f.status.is_key(verified_only))?;
+        oldest_first(&mut key_facts);
         let key_conversations = self
             .list_conversations(None, Some(task_id))?
             .into_iter()
