@@ -6,12 +6,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Arguments, Operation};
+use super::{Arguments, Operation, branch_problems};
 use crate::bundle::{BundleType, Visibility};
-use crate::curation::Branch;
 use crate::error::{Error, Problem, Result};
 use crate::replay::{TaskComparison, TaskReplay};
-use crate::store::{Bundle, ImportReport, NewBundle, Store};
+use crate::store::{Bundle, ImportReport, NO_SOURCE, NewBundle, Store};
 use crate::validate::Limits;
 
 /// Packages a task's (or a branch's) knowledge as a bundle: its verified facts and key
@@ -52,13 +51,11 @@ pub struct CreateBundleArgs {
 impl Arguments for CreateBundleArgs {
     fn problems(&self, _: &Limits) -> Vec<Problem> {
         let mut problems = Vec::new();
-        if let Some(branch) = &self.branch
-            && let Err(err) = Branch::named("branch", branch)
-        {
-            problems.extend(err.problems().iter().cloned());
+        if let Some(branch) = &self.branch {
+            branch_problems(&mut problems, "branch", branch);
         }
         if self.task_id.is_none() && self.branch.is_none() {
-            problems.push(Problem::new("task_id", "a task or a branch must be given"));
+            problems.push(Problem::new("task_id", NO_SOURCE));
         }
         problems
     }
@@ -257,10 +254,8 @@ impl Arguments for ImportBundleArgs {
         if !matches!(self.bundle, Value::String(_) | Value::Object(_)) {
             problems.push(Problem::new("bundle", NOT_A_BUNDLE));
         }
-        if let Some(branch) = &self.target_branch
-            && let Err(err) = Branch::named("target_branch", branch)
-        {
-            problems.extend(err.problems().iter().cloned());
+        if let Some(branch) = &self.target_branch {
+            branch_problems(&mut problems, "target_branch", branch);
         }
         problems
     }

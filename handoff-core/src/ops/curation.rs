@@ -10,33 +10,21 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Arguments, DEFAULT_BUDGET_TOKENS, Operation};
+use super::{Arguments, DEFAULT_BUDGET_TOKENS, Operation, branch_problems};
 use crate::context::{Message, Packet};
 use crate::curation::{
-    Branch, BranchInfo, Conversation, CurationEvent, Fact, FactStatus, Judge, MergeReport, NewFact,
-    Score, StoredMessage, Thresholds, Verifier, VerifyItem, VerifyReport,
+    BranchInfo, Conversation, CurationEvent, Fact, FactStatus, Judge, MergeReport, NewFact, Score,
+    StoredMessage, Thresholds, Verifier, VerifyItem, VerifyReport,
 };
 use crate::error::{Error, Problem, Result};
 use crate::messages;
 use crate::store::{NewConversation, Store, check_messages};
 use crate::validate::{Collector, Limits};
 
-/// The problems of a branch name given as `field`.
-fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
-    if let Err(err) = Branch::named(field, name) {
-        problems.extend(err.problems().iter().cloned());
-    }
-}
-
-/// The messages in any shape [`messages::normalize`] reads, or their problems.
-fn read_messages(values: &[Value]) -> Result<Vec<Message>> {
-    messages::normalize(values)
-}
-
 /// The problems of messages given in any shape: those of their shape, else those of the
 /// messages read (roles, sizes under `limits`).
 fn messages_problems(problems: &mut Vec<Problem>, values: &[Value], limits: &Limits) {
-    match read_messages(values) {
+    match messages::normalize(values) {
         Err(err) => problems.extend(err.problems().iter().cloned()),
         Ok(messages) => {
             let mut c = Collector::default();
@@ -93,7 +81,7 @@ impl Operation for AddConversation {
     fn run(store: &Store, args: AddConversationArgs) -> Result<Conversation> {
         store.add_conversation(NewConversation {
             branch: args.branch,
-            messages: read_messages(&args.messages)?,
+            messages: messages::normalize(&args.messages)?,
             title: args.title,
             task_id: args.task_id,
             agent: args.agent,
@@ -131,7 +119,7 @@ impl Operation for AppendMessages {
     type Output = Conversation;
 
     fn run(store: &Store, args: AppendMessagesArgs) -> Result<Conversation> {
-        store.append_messages(&args.conversation_id, read_messages(&args.messages)?)
+        store.append_messages(&args.conversation_id, messages::normalize(&args.messages)?)
     }
 }
 

@@ -54,6 +54,13 @@ pub use tools::{
     AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
 };
 
+/// Adds the problems of the branch name `name`, given as `field`, to `problems`.
+fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
+    if let Err(err) = crate::curation::Branch::named(field, name) {
+        problems.extend(err.problems().iter().cloned());
+    }
+}
+
 /// An operation's arguments: read from JSON, described by their schema, and checked for the
 /// rules types cannot say.
 pub trait Arguments: DeserializeOwned + JsonSchema + 'static {

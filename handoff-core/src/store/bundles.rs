@@ -154,7 +154,7 @@ pub struct ImportReport {
 }
 
 /// What `create_bundle` says when it is given neither a task nor a branch.
-const NO_SOURCE: &str = "a task or a branch must be given";
+pub(crate) const NO_SOURCE: &str = "a task or a branch must be given";
 
 fn no_bundle(id: &str) -> Error {
     Error::NotFound {

@@ -41,6 +41,7 @@ pub mod conformance;
 pub use agent_memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
 pub(crate) use backend::hop_of;
 pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
+pub(crate) use bundles::NO_SOURCE;
 pub use bundles::{Bundle, BundleStatus, ImportReport, NewBundle};
 pub(crate) use claim::hex;
 pub use claim::{Claim, ClaimRef, ClaimSecret};
