@@ -303,16 +303,10 @@ impl BundleData {
                 validate::text(&mut c, limits, &format!("facts[{i}].verified_by"), by);
             }
         }
-        let new_facts: Vec<NewFact> = self
-            .facts
-            .iter()
-            .map(|f| NewFact {
-                text: f.text.clone(),
-                confidence: f.confidence,
-                source: f.source.clone(),
-            })
-            .collect();
-        NewFact::check_each(&mut c, &new_facts, limits);
+        for (i, fact) in self.facts.iter().enumerate() {
+            let given = (fact.text.as_str(), fact.confidence, fact.source.as_deref());
+            NewFact::check_one(&mut c, i, given, limits);
+        }
         let mut seen = std::collections::HashSet::new();
         for (i, conversation) in self.conversations.iter().enumerate() {
             c.ident(&format!("conversations[{i}].id"), &conversation.id);

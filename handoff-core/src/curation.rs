@@ -519,29 +519,37 @@ impl NewFact {
                 format!("must have at most {} items", limits.max_list_items),
             );
         }
-        NewFact::check_each(&mut c, facts, limits);
+        for (i, fact) in facts.iter().enumerate() {
+            NewFact::check_one(
+                &mut c,
+                i,
+                (&fact.text, fact.confidence, fact.source.as_deref()),
+                limits,
+            );
+        }
         c.finish()
     }
 
-    /// Every problem of each of `facts` (not of how many there are), named `facts[i].text`, ...
-    pub(crate) fn check_each(c: &mut Collector, facts: &[NewFact], limits: &crate::Limits) {
-        for (i, fact) in facts.iter().enumerate() {
-            if fact.text.trim().is_empty() {
-                c.push(format!("facts[{i}].text"), "must not be empty");
-            }
-            crate::validate::text_named(c, limits, || format!("facts[{i}].text"), &fact.text);
-            if let Some(source) = &fact.source {
-                crate::validate::text_named(c, limits, || format!("facts[{i}].source"), source);
-            }
-            if fact
-                .confidence
-                .is_some_and(|confidence| !(0.0..=1.0).contains(&confidence))
-            {
-                c.push(
-                    format!("facts[{i}].confidence"),
-                    "must be a number from 0 to 1",
-                );
-            }
+    /// Every problem of the `i`-th fact, given as its text, confidence and source, named
+    /// `facts[i].text`, ...: the rules of a new fact, and of a bundle's.
+    pub(crate) fn check_one(
+        c: &mut Collector,
+        i: usize,
+        (text, confidence, source): (&str, Option<f64>, Option<&str>),
+        limits: &crate::Limits,
+    ) {
+        if text.trim().is_empty() {
+            c.push(format!("facts[{i}].text"), "must not be empty");
+        }
+        crate::validate::text_named(c, limits, || format!("facts[{i}].text"), text);
+        if let Some(source) = source {
+            crate::validate::text_named(c, limits, || format!("facts[{i}].source"), source);
+        }
+        if confidence.is_some_and(|confidence| !(0.0..=1.0).contains(&confidence)) {
+            c.push(
+                format!("facts[{i}].confidence"),
+                "must be a number from 0 to 1",
+            );
         }
     }
 }
