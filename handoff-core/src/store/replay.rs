@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::Store;
 use super::curation::{oldest_first, task_facts_of};
-use crate::curation::{Branch, Verdict};
+use crate::curation::{Branch, Conversation, Verdict};
 use crate::error::{Error, Result};
 use crate::record::Handoff;
 use crate::replay::{self, TaskComparison, TaskReplay, TimelineEntry};
@@ -20,6 +20,16 @@ impl Store {
     /// key facts (verified; with `verified_only` false, everything not invalidated) and key
     /// conversations; how it ended. `NotFound` when the task left nothing.
     pub fn replay(&self, task_id: &str, verified_only: bool) -> Result<TaskReplay> {
+        Ok(self.run_of(task_id, verified_only)?.0)
+    }
+
+    /// A task's replay, with the records and conversations it was read from (which a
+    /// comparison reads its decisions from).
+    fn run_of(
+        &self,
+        task_id: &str,
+        verified_only: bool,
+    ) -> Result<(TaskReplay, Vec<Handoff>, Vec<Conversation>)> {
         validate::ident("task_id", task_id)?;
         let events = self.events_page(&EventFilter {
             task_id: Some(task_id.to_owned()),
@@ -39,18 +49,15 @@ impl Store {
         let mut timeline: Vec<TimelineEntry> =
             Vec::with_capacity(events.len() + task_events.len() + curation.len());
         // The records, once, for what their created events carry.
-        let handoffs: HashMap<String, Handoff> = self
-            .list(&ListFilter {
-                task_id: Some(task_id.to_owned()),
-                ..ListFilter::default()
-            })?
-            .into_iter()
-            .map(|h| (h.id.clone(), h))
-            .collect();
+        let handoffs = self.list(&ListFilter {
+            task_id: Some(task_id.to_owned()),
+            ..ListFilter::default()
+        })?;
+        let by_id: HashMap<&str, &Handoff> = handoffs.iter().map(|h| (h.id.as_str(), h)).collect();
         timeline.extend(
             events
                 .iter()
-                .map(|e| replay::handoff_entry(e, handoffs.get(&e.handoff_id))),
+                .map(|e| replay::handoff_entry(e, by_id.get(e.handoff_id.as_str()).copied())),
         );
         timeline.extend(task_events.iter().map(replay::task_entry));
         timeline.extend(curation.iter().map(replay::curation_entry));
@@ -67,51 +74,51 @@ impl Store {
         let mut key_facts =
             self.facts_under(&task_facts_of(&branch), |f| f.status.is_key(verified_only))?;
         oldest_first(&mut key_facts);
-        let key_conversations = self
-            .list_conversations(None, Some(task_id))?
-            .into_iter()
+        let conversations = self.list_conversations(None, Some(task_id))?;
+        let key_conversations = conversations
+            .iter()
             .filter(|c| {
                 c.verification_status == Verdict::Verified
                     || (c.verification_status != Verdict::Invalidated
                         && (c.cherry_picked_from.is_some() || !verified_only))
             })
+            .cloned()
             .collect();
         let outcome = replay::outcome(&timeline, status);
-        Ok(TaskReplay {
+        let replay = TaskReplay {
             task_id: task_id.to_owned(),
             agents: replay::contributions(&timeline),
             timeline,
             key_facts,
             key_conversations,
             outcome,
-        })
+        };
+        Ok((replay, handoffs, conversations))
     }
 
     /// Two runs side by side: their agents, decision points (the handoffs' recorded decisions
     /// and the messages of their decision-point picks), key facts, outcomes and durations.
     pub fn compare(&self, task_a: &str, task_b: &str) -> Result<TaskComparison> {
-        let a = self.replay(task_a, false)?;
-        let b = self.replay(task_b, false)?;
+        let (a, handoffs_a, conversations_a) = self.run_of(task_a, false)?;
+        let (b, handoffs_b, conversations_b) = self.run_of(task_b, false)?;
         Ok(TaskComparison::of(
             &a,
             &b,
-            self.decisions(task_a)?,
-            self.decisions(task_b)?,
+            self.decisions(handoffs_a, &conversations_a)?,
+            self.decisions(handoffs_b, &conversations_b)?,
         ))
     }
 
     /// The decisions a task recorded: its handoffs' `decisions`, and the messages of its
     /// decision-point picks.
-    fn decisions(&self, task_id: &str) -> Result<Vec<String>> {
-        let mut decisions: Vec<String> = self
-            .list(&ListFilter {
-                task_id: Some(task_id.to_owned()),
-                ..ListFilter::default()
-            })?
-            .into_iter()
-            .flat_map(|h| h.key_decisions)
-            .collect();
-        for conversation in self.list_conversations(None, Some(task_id))? {
+    fn decisions(
+        &self,
+        handoffs: Vec<Handoff>,
+        conversations: &[Conversation],
+    ) -> Result<Vec<String>> {
+        let mut decisions: Vec<String> =
+            handoffs.into_iter().flat_map(|h| h.key_decisions).collect();
+        for conversation in conversations {
             if conversation.cherry_picked_from.is_some()
                 && conversation
                     .title
