@@ -34,11 +34,13 @@ PY_VENV := $(CURDIR)/target/py-venv
 PY_ENV := VIRTUAL_ENV=$(PY_VENV) PATH="$(PY_VENV)/bin:$$PATH"
 PYTHON ?= python3
 
-$(PY_VENV)/.tools: handoff-py/pyproject.toml
+$(PY_VENV)/.tools: handoff-py/pyproject.toml Makefile
 	$(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PY_VENV)/bin/python -m pip install --quiet "maturin==1.16.0" "pytest>=8,<10" "mypy>=1.13,<2" \
-	  "openai==3.54.0" "anthropic==2.12.0" "langchain-core==1.7.2"
+	  "openai==3.54.0" "anthropic==2.12.0" "langchain-core==1.7.2" \
+	  "openai-agents==0.24.0" "langgraph==1.2.22" "langgraph-swarm==0.1.0" \
+	  "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2"
 	touch $@
 
 test-python: $(PY_VENV)/.tools

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,26 @@ print("locked", flush=True)
 sys.stdin.readline()
 con.execute("ROLLBACK")
 """
+
+
+
+_EXPORTER: list[Any] = []
+
+
+@pytest.fixture
+def spans() -> Any:
+    """An in-memory exporter of the spans finished during the test, installed once as the
+    process's tracer provider (OpenTelemetry lets it be set only once): ``spans.get_finished_spans()``."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    if not _EXPORTER:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        _EXPORTER.append(exporter)
+    _EXPORTER[0].clear()
+    return _EXPORTER[0]

@@ -1,0 +1,61 @@
+"""What every adapter writes into a handoff record, the same way in Python and Node, so that a
+worker in either language can take a record written from the other."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
+
+from handoff_core import aio
+from handoff_core._errors import Conflict
+from handoff_core._native import ContextBuilder, Handoff, Store
+
+#: The transcript kept on a record: enough for the successor, bounded so the record stays small.
+TRANSCRIPT_BUDGET_TOKENS = 4000
+
+AnyStore = Union[Store, aio.Store]
+
+
+def as_async(store: AnyStore) -> aio.Store:
+    """The store's calls as coroutines (an ``aio.Store`` is used as it is)."""
+    if isinstance(store, aio.Store):
+        return store
+    if isinstance(store, Store):
+        return aio.Store(store)
+    wrapped = getattr(store, "wrapped", None)  # a tracing.instrument()ed store
+    if wrapped is not None:
+        return as_async(wrapped)
+    raise TypeError(f"store: expected handoff_core.Store or handoff_core.aio.Store, got {type(store).__name__}")
+
+
+def record_id(prefix: str, task_id: str, call_id: str) -> str:
+    """The id of the record a tool call writes: the same for the same task and call, so a run
+    retried with the same call writes one record. ``<prefix>-`` + 32 hex digits of SHA-256."""
+    digest = hashlib.sha256(f"{task_id}\n{call_id}".encode()).hexdigest()
+    return f"{prefix}-{digest[:32]}"
+
+
+def transcript(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """The conversation so far as chat messages, redacted and within
+    :data:`TRANSCRIPT_BUDGET_TOKENS` (the newest kept), in any shape ``ContextBuilder`` reads."""
+    return ContextBuilder(TRANSCRIPT_BUDGET_TOKENS).add_messages(messages).build().messages
+
+
+def packet_messages(handoff: Handoff, budget_tokens: int, provider: str) -> list[dict[str, Any]]:
+    """The successor's input: the record and the transcript it carries, redacted, within
+    ``budget_tokens``, as ``provider``'s messages."""
+    carried = handoff.metadata.get("transcript")
+    builder = ContextBuilder(budget_tokens).add_handoff(handoff)
+    if isinstance(carried, list):
+        builder.add_messages([m for m in carried if isinstance(m, Mapping)])
+    return builder.build().to_messages(provider)  # type: ignore[arg-type]
+
+
+async def create_once(store: aio.Store, **record: Any) -> Handoff:
+    """Creates the record with its caller-chosen ``id``, or returns the one already there: a
+    retried run (same call, same id) writes nothing new even if its transcript differs."""
+    try:
+        return await store.create(**record)
+    except Conflict:
+        return await store.get(record["id"])
