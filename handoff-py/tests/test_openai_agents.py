@@ -13,6 +13,7 @@ from agents import Agent, RunContextWrapper, Runner, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 import handoff_core as hc
+from handoff_core import tracing
 from handoff_core.integrations.openai_agents import durable_handoff, run_claimed
 
 set_tracing_disabled(True)  # the SDK's own traces would go to OpenAI's servers
@@ -145,7 +146,7 @@ def test_an_agent_name_the_store_refuses_is_named_before_any_run() -> None:
 
 
 def test_spans_for_create_claim_and_complete(spans: Any) -> None:
-    store = hc.tracing.instrument(hc.aio.Store.memory())
+    store = tracing.instrument(hc.aio.Store.memory())
     triage, billing, _ = agents(store)
     run(Runner.run(triage, QUESTION))
 

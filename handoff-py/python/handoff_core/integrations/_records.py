@@ -4,17 +4,18 @@ worker in either language can take a record written from the other."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Optional, TypeVar, Union
 
-from handoff_core import aio
+from handoff_core import aio, tracing
 from handoff_core._errors import Conflict
-from handoff_core._native import ContextBuilder, Handoff, Store
+from handoff_core._native import Claim, ClaimRef, ContextBuilder, Handoff, Store
 
 #: The transcript kept on a record: enough for the successor, bounded so the record stays small.
 TRANSCRIPT_BUDGET_TOKENS = 4000
 
 AnyStore = Union[Store, aio.Store]
+T = TypeVar("T")
 
 
 def as_async(store: AnyStore) -> aio.Store:
@@ -59,3 +60,27 @@ async def create_once(store: aio.Store, **record: Any) -> Handoff:
         return await store.create(**record)
     except Conflict:
         return await store.get(record["id"])
+
+
+def create_once_sync(store: Store, **record: Any) -> Handoff:
+    """:func:`create_once` for a synchronous caller."""
+    try:
+        return store.create(**record)
+    except Conflict:
+        return store.get(record["id"])
+
+
+async def settle(store: aio.Store, claim: Union[Claim, ClaimRef], holder: Optional[str], work: Callable[[], Awaitable[T]], outcome: Callable[[T], str]) -> T:
+    """Runs ``work()`` while ``claim`` heartbeats, then completes the handoff with
+    ``outcome(result)``, or fails it with the exception, which propagates; each in a span."""
+    async with store.lease(claim) as lease:
+        try:
+            result = await work()
+        except BaseException as error:
+            failure = {"handoff.claim_token": claim.token, "error.type": type(error).__name__}
+            with tracing.span("fail", holder, **failure) as span:
+                span.record(await lease.fail(f"{type(error).__name__}: {error}"))
+            raise
+        with tracing.span("complete", holder, **{"handoff.claim_token": claim.token}) as span:
+            span.record(await lease.complete(outcome(result)))
+    return result

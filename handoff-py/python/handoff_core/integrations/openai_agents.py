@@ -14,7 +14,7 @@ the run ends there. Any process that claims the record runs the agent with
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Optional, Union
 
 from agents import Agent, Handoff, RunConfig, RunContextWrapper, Runner, RunResult
@@ -30,6 +30,7 @@ from handoff_core.integrations._records import (
     create_once,
     packet_messages,
     record_id,
+    settle,
     transcript,
 )
 
@@ -156,18 +157,10 @@ async def run_claimed(
     astore = as_async(store)
     handoff = claim.handoff if isinstance(claim, Claim) else await astore.get(claim.handoff_id)
     messages = packet_messages(handoff, budget_tokens, "openai_responses")
-    holder = handoff.claimed_by
-    async with astore.lease(claim) as lease:
-        try:
-            result = await Runner.run(agent, messages, context=context, run_config=run_config)  # type: ignore[arg-type]
-        except BaseException as error:
-            failure = {"handoff.claim_token": claim.token, "error.type": type(error).__name__}
-            with tracing.span("fail", holder, **failure) as span:
-                span.record(await lease.fail(f"{type(error).__name__}: {error}"))
-            raise
-        with tracing.span("complete", holder, **{"handoff.claim_token": claim.token}) as span:
-            span.record(await lease.complete(_text(result.final_output)))
-    return result
+    def run() -> Awaitable[RunResult]:
+        return Runner.run(agent, messages, context=context, run_config=run_config)  # type: ignore[arg-type]
+
+    return await settle(astore, claim, handoff.claimed_by, run, lambda result: _text(result.final_output))
 
 
 #: An outcome longer than this is cut (and says so): a field holds at most 64 KiB.
