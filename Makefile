@@ -39,7 +39,7 @@ $(PY_VENV)/.tools: handoff-py/pyproject.toml Makefile
 	$(PY_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PY_VENV)/bin/python -m pip install --quiet "maturin==1.16.0" "pytest>=8,<10" "mypy>=1.13,<2" \
 	  "openai==3.54.0" "anthropic==2.12.0" "langchain-core==1.7.2" \
-	  "openai-agents==0.24.0" "langgraph==1.2.22" "langgraph-swarm==0.1.0" \
+	  "openai-agents==0.24.0" "langgraph==1.2.22" "langgraph-swarm==0.1.0" "langgraph-checkpoint-sqlite==3.1.2" \
 	  "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2"
 	touch $@
 
@@ -54,6 +54,9 @@ test-python: $(PY_VENV)/.tools
 	cd handoff-py && $(PY_ENV) python -m mypy.stubtest handoff_core --allowlist stubtest-allowlist.txt
 	cd handoff-py && $(PY_ENV) python -m mypy
 	$(PY_ENV) python examples/python/swarm.py --db "$$(mktemp -d)/handoff.db"
+	$(PY_ENV) python examples/python/openai_agents_handoff.py --db "$$(mktemp -d)/handoff.db"
+	$(PY_ENV) python examples/python/langgraph_handoff.py --db "$$(mktemp -d)/handoff.db"
+	$(PY_ENV) python examples/count_glue.py examples/python/openai_agents_handoff.py=15 examples/python/langgraph_handoff.py=20
 
 # Not part of `make test`: the lifecycle from Python vs Rust vs LangGraph and the Agents SDK.
 # Installs the peers into a venv of its own; the release wheel comes from `pip install ./handoff-py`.

@@ -14,6 +14,7 @@ never claims a record whose checkpoint does not exist yet. The worker resumes th
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Optional, Union
 
@@ -307,10 +308,12 @@ async def run_claimed(
     run_config: RunnableConfig = {**(config or {})}
     run_config["configurable"] = {**(run_config.get("configurable") or {}), "thread_id": thread}
 
-    async def resume() -> Any:
-        active = (await graph.aget_state(run_config)).values.get("active_agent")
+    def resume() -> Any:
+        active = graph.get_state(run_config).values.get("active_agent")
         if active != handoff.to_agent:
             raise HandoffError(f"thread {thread}'s active agent is {active!r}, not {handoff.to_agent!r}")
-        return await graph.ainvoke({"messages": [_briefing(handoff, budget_tokens)]}, run_config)
+        return graph.invoke({"messages": [_briefing(handoff, budget_tokens)]}, run_config)
 
-    return await settle(astore, claim, handoff.claimed_by, resume, _outcome)
+    # The graph's synchronous API, in a worker thread: every checkpointer has it (SqliteSaver
+    # has no async one; an async saver's sync calls from another thread run on this loop).
+    return await settle(astore, claim, handoff.claimed_by, lambda: asyncio.to_thread(resume), _outcome)
