@@ -58,6 +58,12 @@ test-python: $(PY_VENV)/.tools
 	$(PY_ENV) python examples/python/langgraph_handoff.py --db "$$(mktemp -d)/handoff.db"
 	$(PY_ENV) python examples/count_glue.py examples/python/openai_agents_handoff.py=15 examples/python/langgraph_handoff.py=20
 
+# Not part of `make test`: what the framework adapters cost per handoff beside the same handoff
+# written by hand, in make test's venv (the pinned SDKs) with the wheel make test-python built.
+.PHONY: bench-adapters
+bench-adapters: $(PY_VENV)/.tools
+	$(PY_ENV) python benches/python_adapters.py
+
 # Not part of `make test`: the lifecycle from Python vs Rust vs LangGraph and the Agents SDK.
 # Installs the peers into a venv of its own; the release wheel comes from `pip install ./handoff-py`.
 BENCH_VENV := $(CURDIR)/target/bench-venv
