@@ -300,14 +300,14 @@ mod tests {
 
         let other = Store::memory(OpenOptions::default()).unwrap();
         let report = other
-            .import_bundle(bundle.portable_json.clone(), None)
+            .import_bundle(bundle.portable_json.clone(), None, false)
             .unwrap();
         assert_eq!(
             (report.target_branch.as_str(), report.facts_added),
             ("main", 1)
         );
         let again = other
-            .import_bundle(bundle.portable_json.clone(), Some("main".into()))
+            .import_bundle(bundle.portable_json.clone(), Some("main".into()), false)
             .unwrap();
         assert_eq!((again.facts_added, again.facts_skipped), (0, 1));
     }
@@ -334,7 +334,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(fields(err), ["task_id"]);
         let err = store
-            .import_bundle("{".into(), Some("x/y".into()))
+            .import_bundle("{".into(), Some("x/y".into()), false)
             .unwrap_err();
         assert_eq!(fields(err), ["target_branch"]);
         assert!(store.list_bundles(None).unwrap().is_empty());

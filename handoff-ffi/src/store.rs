@@ -1136,13 +1136,15 @@ impl Store {
     /// id, text and message. A bundle that fails is `Validation` naming what failed
     /// (`schema_version`, `content_hash`, `facts[0].text`, ...) and nothing is written.
     /// Importing the same bundle again adds nothing: the report counts what was skipped.
-    #[uniffi::method(default(target_branch = None))]
+    /// With `dry_run`, nothing is written: the report counts what the import would add.
+    #[uniffi::method(default(target_branch = None, dry_run = false))]
     pub fn import_bundle(
         &self,
         bundle: String,
         target_branch: Option<String>,
+        dry_run: bool,
     ) -> Result<ImportReport> {
-        let arguments = arguments! { bundle, target_branch };
+        let arguments = arguments! { bundle, target_branch, dry_run };
         Ok(self.run::<ops::ImportBundle>(arguments)?.into())
     }
 

@@ -191,7 +191,10 @@ test('importBundle takes the text, the data or the Bundle, into another store, o
 
   // Into a memory store, from the text; then again from the data and from the Bundle itself.
   const target = Store.memory()
+  const checked = target.importBundle(text, { dryRun: true })
+  assert.deepEqual(target.facts('main'), [], 'a dry run writes nothing')
   const first = target.importBundle(text)
+  assert.deepEqual(checked, first)
   assert.deepEqual(first, {
     bundle: 'OAuth2 refresh playbook',
     target_branch: 'main',

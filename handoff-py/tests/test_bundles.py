@@ -43,7 +43,10 @@ def test_a_bundle_leaves_one_store_and_enters_another_once(tmp_path: Path) -> No
         assert source.bundle_by_token(b.share_token).id == b.id
         assert [x.id for x in source.list_bundles(visibility="team")] == [b.id]
 
+        checked = other.import_bundle(portable, target_branch="main", dry_run=True)
+        assert other.facts("main") == [], "a dry run writes nothing"
         first = other.import_bundle(portable, target_branch="main")
+        assert checked == first
         assert (first.facts_added, first.conversations_added, first.messages_added) == (1, 1, 2)
         # bytes, a dict and the Bundle itself are the same bundle: nothing more is added.
         for same in (portable.encode(), json.loads(portable), b):

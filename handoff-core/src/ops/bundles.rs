@@ -233,6 +233,10 @@ pub struct ImportBundleArgs {
     /// Where its knowledge goes (default `main`).
     #[serde(default)]
     pub target_branch: Option<String>,
+    /// Only check it (default false): the bundle is read and checked whole, and the report
+    /// counts what importing it would add; nothing is written.
+    #[serde(default)]
+    pub dry_run: Option<bool>,
 }
 
 /// What `import_bundle` says of a bundle that is neither JSON text nor an object.
@@ -276,11 +280,14 @@ impl Operation for ImportBundle {
         let ImportBundleArgs {
             bundle,
             target_branch,
+            dry_run,
         } = args;
-        store.import_bundle(
-            &bundle_text(bundle)?,
-            target_branch.as_deref().unwrap_or("main"),
-        )
+        let (json, target) = (bundle_text(bundle)?, target_branch.as_deref().unwrap_or("main"));
+        if dry_run.unwrap_or(false) {
+            store.check_bundle_import(&json, target)
+        } else {
+            store.import_bundle(&json, target)
+        }
     }
 }
 

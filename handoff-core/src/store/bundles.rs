@@ -442,6 +442,17 @@ impl Store {
     /// and message): its facts (verified where their score passes the gate) and conversations
     /// with their messages, in one transaction. Importing the same bundle again adds nothing.
     pub fn import_bundle(&self, json: &str, target_branch: &str) -> Result<ImportReport> {
+        self.import_or_check(json, target_branch, Mode::Import)
+    }
+
+    /// What [`import_bundle`](Self::import_bundle) would do, without doing it: the bundle is
+    /// checked whole the same way, and the report counts what importing it into
+    /// `target_branch` would add and what is already there. Nothing is written.
+    pub fn check_bundle_import(&self, json: &str, target_branch: &str) -> Result<ImportReport> {
+        self.import_or_check(json, target_branch, Mode::Check)
+    }
+
+    fn import_or_check(&self, json: &str, target_branch: &str, mode: Mode) -> Result<ImportReport> {
         let target = Branch::named("target_branch", target_branch)?;
         let data = BundleData::read(json, &self.limits)?;
         let now = self.clock.now();
@@ -489,7 +500,9 @@ impl Store {
                     version: 1,
                     body: body(&stored)?,
                 };
-                tx.insert_doc(FACT, &key, &doc)?;
+                if mode == Mode::Import {
+                    tx.insert_doc(FACT, &key, &doc)?;
+                }
                 report.facts_added += 1;
             }
             for conversation in &data.conversations {
@@ -521,10 +534,17 @@ impl Store {
                     promoted: false,
                     created_at: now,
                 };
+                report.conversations_added += 1;
+                if mode == Mode::Check {
+                    report.messages_added += conversation.messages.len() as u64;
+                    continue;
+                }
                 write_conversation(tx, &stored, 1)?;
                 report.messages_added +=
                     insert_messages(tx, &id, 1, conversation.messages.iter().cloned())?;
-                report.conversations_added += 1;
+            }
+            if mode == Mode::Check {
+                return Ok(());
             }
             let detail = json!({"bundle": data.name, "content_hash": data.content_hash,
                                 "facts": report.facts_added,
@@ -534,6 +554,13 @@ impl Store {
         })?;
         Ok(report)
     }
+}
+
+/// Whether an import writes, or only says what it would write.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Import,
+    Check,
 }
 
 fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {

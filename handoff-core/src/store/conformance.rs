@@ -2318,7 +2318,12 @@ pub fn bundles_share_verified_knowledge_and_import_once(store: Store) {
     assert!(store.facts("main", None).unwrap().is_empty());
     assert_eq!(store.curation_events(None).unwrap().len(), events);
 
+    // A dry run says what the import will add, and writes nothing.
+    let checked = store.check_bundle_import(&json, "main").unwrap();
+    assert!(store.facts("main", None).unwrap().is_empty());
+    assert_eq!(store.curation_events(None).unwrap().len(), events);
     let first = store.import_bundle(&json, "main").unwrap();
+    assert_eq!(checked, first);
     assert_eq!(
         (
             first.facts_added,

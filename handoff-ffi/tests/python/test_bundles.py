@@ -184,7 +184,10 @@ def test_a_bundle_is_imported_into_another_store_once(store: hf.Store, clock: hf
     curate(store, clock)
     bundle = team_bundle(store)
 
+    checked = other.import_bundle(bundle.portable_json, dry_run=True)
+    assert other.list_conversations(None, None) == []
     first = other.import_bundle(bundle.portable_json)
+    assert checked == first
     assert first == hf.ImportReport(
         bundle=bundle.name, target_branch="main", facts_added=1, facts_skipped=0,
         conversations_added=1, conversations_skipped=0, messages_added=5,
