@@ -142,6 +142,17 @@ pub(crate) enum Command {
         #[command(flatten)]
         spawn: SpawnOpts,
     },
+    /// Serve the store over HTTP: the JSON API (/api/v1, OpenAPI at /api/v1/openapi.json)
+    /// and a dashboard (/). Loopback by default; any other address needs a bearer token.
+    Serve {
+        /// Where to listen (port 0: any free port, printed on start).
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        bind: std::net::SocketAddr,
+        /// The bearer token every request must carry (at least 16 characters); required
+        /// beyond loopback. A browser opens the dashboard once with `?token=`.
+        #[arg(long, env = "HANDOFF_SERVE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
 }
 
 /// `handoff policy ...`

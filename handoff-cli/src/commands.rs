@@ -126,13 +126,14 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
             unfinished_only,
         } => import(ctx, file, unfinished_only),
         Command::Policy { action } => policy(ctx, &action),
-        Command::Mcp { .. } => unreachable_mcp(),
+        Command::Mcp { .. } | Command::Serve { .. } => servers_are_not_commands(),
     }
 }
 
-/// `mcp` is dispatched by `main` before a command runs; reaching here is a usage error.
-fn unreachable_mcp() -> CliResult<Done> {
-    Err(Error::invalid("command", "mcp is not a one-shot command").into())
+/// `mcp` and `serve` are dispatched by `main` before a command runs; reaching here is a usage
+/// error.
+fn servers_are_not_commands() -> CliResult<Done> {
+    Err(Error::invalid("command", "a server is not a one-shot command").into())
 }
 
 /// Reads all of `source` (a path, or `-` for stdin), refusing more than `limit` bytes.

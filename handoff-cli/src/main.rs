@@ -20,6 +20,7 @@ mod policy;
 mod protocol_results;
 mod results;
 mod sampling;
+mod serve;
 mod spawn;
 mod subcommands;
 mod task_results;
@@ -70,6 +71,11 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 spawn::SpawnConfig::from_opts(&spawn),
                 ctx.out,
             )?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        (Some(Command::Serve { bind, token }), _) => {
+            let store = ctx.open()?;
+            serve::serve(store, ctx.db, serve::Config { bind, token }, ctx.out)?;
             return Ok(ExitCode::SUCCESS);
         }
         (Some(command), _) => commands::run(&ctx, command)?,

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::error::{CliError, CliResult};
 use crate::jsonrpc;
 use crate::location::Location;
-use crate::operations::{self, DEFAULTS, Op, PAGE, name_flat_claim};
+use crate::operations::{self, DEFAULTS, Op, cap_to_a_page, name_flat_claim};
 use crate::output::{Output, Reply, to_json};
 use crate::sampling::{self, ClientModel};
 use crate::spawn::{self, SpawnConfig};
@@ -231,20 +231,6 @@ fn asked_wait(args: &JsonObject) -> Option<Duration> {
     Duration::try_from_secs_f64(seconds)
         .ok()
         .filter(|wait| !wait.is_zero())
-}
-
-/// An answer holds a page at most: caps `limit` at [`PAGE`] and returns the page's size. A
-/// `limit` that is not a count is left for the core to report.
-fn cap_to_a_page(args: &mut JsonObject) -> usize {
-    let page = match args.get("limit") {
-        None | Some(Value::Null) => PAGE,
-        Some(limit) => match limit.as_u64() {
-            Some(n) => usize::try_from(n).map_or(PAGE, |n| n.min(PAGE)),
-            None => return PAGE,
-        },
-    };
-    args.insert("limit".to_owned(), json!(page));
-    page
 }
 
 impl Server {

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use handoff_core::ops::{self, Arguments, Operation, OperationInfo};
 use handoff_core::{Error, Limits, Problem, Result, Store};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::results::Shown;
 
@@ -100,6 +100,20 @@ fn entries() -> Vec<Op> {
 /// and an MCP tool answers with at most this many (and the cursor of the next page).
 pub(crate) const PAGE: usize = 1000;
 
+/// An answer holds a page at most: caps `limit` at [`PAGE`] and returns the page's size. A
+/// `limit` that is not a count is left for the core to report.
+pub(crate) fn cap_to_a_page(args: &mut serde_json::Map<String, Value>) -> usize {
+    let page = match args.get("limit") {
+        None | Some(Value::Null) => PAGE,
+        Some(limit) => match limit.as_u64() {
+            Some(n) => usize::try_from(n).map_or(PAGE, |n| n.min(PAGE)),
+            None => return PAGE,
+        },
+    };
+    args.insert("limit".to_owned(), json!(page));
+    page
+}
+
 /// Values the faces supplied before the core required them, still supplied by the CLI and for
 /// the MCP tools' first spelling: (operation, argument, value).
 pub(crate) const DEFAULTS: &[(&str, &str, &str)] = &[("release", "reason", "released")];
@@ -164,6 +178,11 @@ impl Op {
 
     pub(crate) fn name(&self) -> &'static str {
         self.info.name
+    }
+
+    /// Whether it may create the store (and, over HTTP, answers `201 Created`).
+    pub(crate) fn may_create(&self) -> bool {
+        self.access == Access::Creates
     }
 
     pub(crate) fn reads_only(&self) -> bool {

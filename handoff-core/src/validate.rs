@@ -511,7 +511,7 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
 
 /// Checks JSON text for size and nesting before anything parses it, so that neither a huge
 /// document nor a deeply nested one costs more than one linear scan.
-pub(crate) fn check_json_text(field: &str, json: &str, limits: &Limits) -> Result<()> {
+pub fn check_json_text(field: &str, json: &str, limits: &Limits) -> Result<()> {
     if json.len() > limits.max_record_bytes {
         return Err(Error::invalid(
             field,

@@ -1,0 +1,217 @@
+//! `handoff serve`: the store over HTTP (DESIGN §12) — a JSON API whose routes are thin over
+//! the core's operations ([`api`]), its OpenAPI document ([`openapi`]), and a dashboard for
+//! operators ([`dashboard`]).
+//!
+//! Loopback by default. Beyond loopback a bearer token is required (`--token` or
+//! `HANDOFF_SERVE_TOKEN`); given on loopback, it is required there too. Every answer leaves
+//! through [`Output`], which redacts.
+
+mod api;
+mod dashboard;
+mod openapi;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use handoff_core::{Error, Store};
+use serde_json::Value;
+
+use crate::error::{CliError, CliResult};
+use crate::location::Location;
+use crate::output::Output;
+
+/// What the server needs besides the store.
+pub(crate) struct Config {
+    /// Where it listens.
+    pub bind: SocketAddr,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+}
+
+/// The shared state of every request.
+pub(crate) struct App {
+    pub store: Store,
+    pub db: Location,
+    pub out: Output,
+    token: Option<String>,
+}
+
+/// The cookie a browser keeps the token in, once it has opened the dashboard with `?token=`.
+const TOKEN_COOKIE: &str = "handoff_token";
+
+impl Config {
+    /// Checks the configuration before anything listens: a server reachable from other
+    /// machines must have a token.
+    fn check(&self) -> CliResult<()> {
+        if let Some(token) = &self.token
+            && token.trim().len() < 16
+        {
+            return Err(Error::invalid("token", "must be at least 16 characters").into());
+        }
+        if !self.bind.ip().is_loopback() && self.token.is_none() {
+            return Err(Error::invalid(
+                "bind",
+                "a bind address beyond loopback needs a bearer token: give --token or \
+                 HANDOFF_SERVE_TOKEN",
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// Serves `store` until the process is interrupted.
+pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> CliResult<()> {
+    config.check()?;
+    let app = Arc::new(App {
+        store,
+        db,
+        out,
+        token: config.token,
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::storage(format!("cannot start the server's runtime: {e}")))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.bind)
+            .await
+            .map_err(|e| CliError::input("bind", config.bind, e))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| CliError::input("bind", config.bind, e))?;
+        // The one line a script waits for (the port, when --bind asked for port 0).
+        println!("handoff serve: listening on http://{local}/ (API at /api/v1, OpenAPI at /api/v1/openapi.json)");
+        let router = Router::new().fallback(handle).with_state(app);
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .map_err(|e| CliError::output("the HTTP server", e))
+    })
+}
+
+/// Every request: authenticated, then the API or a dashboard page.
+async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().unwrap_or_default().to_owned();
+    let api = path == "/api/v1" || path.starts_with("/api/v1/");
+    match app.authorized(request.headers(), &query) {
+        Access::Granted => {}
+        Access::FromQuery if !api => return dashboard::remember_token(&app, &path),
+        Access::FromQuery => {}
+        Access::Denied if api => return api::unauthorized(),
+        Access::Denied => return dashboard::unauthorized(),
+    }
+    if api {
+        api::handle(app, request).await
+    } else if request.method() == Method::GET || request.method() == Method::HEAD {
+        dashboard::handle(app, &path, &query).await
+    } else {
+        (StatusCode::METHOD_NOT_ALLOWED, "the dashboard only reads\n").into_response()
+    }
+}
+
+/// Whether a request may go on.
+enum Access {
+    Granted,
+    /// The token came in the query string: fine once; the dashboard moves it to a cookie.
+    FromQuery,
+    Denied,
+}
+
+impl App {
+    fn authorized(&self, headers: &HeaderMap, query: &str) -> Access {
+        let Some(expected) = &self.token else {
+            return Access::Granted;
+        };
+        let same = |given: &str| handoff_core::bundle::same_token(given, expected);
+        let bearer = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let cookie = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))
+            .next();
+        if bearer.or(cookie).is_some_and(same) {
+            return Access::Granted;
+        }
+        let in_query = form_urlencoded_pairs(query)
+            .find(|(name, _)| name == "token")
+            .is_some_and(|(_, value)| same(&value));
+        if in_query {
+            Access::FromQuery
+        } else {
+            Access::Denied
+        }
+    }
+
+    /// Runs a blocking store call off the async threads.
+    async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&App) -> T + Send + 'static,
+    ) -> Result<T, Error> {
+        let app = Arc::clone(self);
+        tokio::task::spawn_blocking(move || work(&app))
+            .await
+            .map_err(|e| Error::storage(format!("a request's worker stopped: {e}")))
+    }
+}
+
+/// `name=value` pairs of a query string, percent-decoded.
+pub(crate) fn form_urlencoded_pairs(query: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(name), percent_decode(value))
+        })
+}
+
+/// `%XX` and `+` decoded; a malformed escape stays as it is.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex_digit(bytes[i + 1]), hex_digit(bytes[i + 2])) {
+                (Some(high), Some(low)) => {
+                    out.push(high << 4 | low);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex_digit(byte: u8) -> Option<u8> {
+    char::from(byte).to_digit(16).and_then(|d| u8::try_from(d).ok())
+}
+
+/// A JSON answer.
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}

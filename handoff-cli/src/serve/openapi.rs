@@ -1,0 +1,231 @@
+//! The API's OpenAPI 3.1 document, generated from the route table and each operation's
+//! argument schema (the core's, as every face reads it): nothing about an argument is written
+//! twice.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value, json};
+
+use super::api::{ROUTES, Route, Shape};
+
+/// The document, built once.
+pub(super) fn document() -> &'static Value {
+    static DOCUMENT: OnceLock<Value> = OnceLock::new();
+    DOCUMENT.get_or_init(build)
+}
+
+fn build() -> Value {
+    let mut schemas = Map::new();
+    let mut paths = Map::new();
+    for route in ROUTES {
+        let operation = operation(route, &mut schemas);
+        let path = format!("/api/v1{}", route.path);
+        let item = paths
+            .entry(path)
+            .or_insert_with(|| Value::Object(Map::new()));
+        item[route.method.to_lowercase()] = operation;
+    }
+    schemas.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "string", "description": "VALIDATION, NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, CONFLICT, VERSION_CONFLICT, INVALID_TRANSITION, CHAIN_VIOLATION, BUSY, STORAGE or UNAUTHORIZED: the same codes as every other face"},
+                    "message": {"type": "string"},
+                    "problems": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"field": {"type": "string"}, "rule": {"type": "string"}}
+                    }}
+                }
+            }}
+        }),
+    );
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "handoff-core",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The handoff store over HTTP (`handoff serve`): the same operations, arguments, errors and redaction as the library, the CLI and the MCP server. Seed 001's bundle API is under /api/v1/bundles.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}, {}],
+    })
+}
+
+fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
+    let op = route.op();
+    let arguments = hoisted(&op.info.arguments, schemas);
+    let properties = arguments
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required: BTreeSet<String> = arguments
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    let in_path: Vec<&str> = route.parameters().collect();
+    let mut parameters: Vec<Value> = in_path
+        .iter()
+        .map(|name| {
+            let schema = properties
+                .get(*name)
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "string"}));
+            json!({"name": name, "in": "path", "required": true, "schema": schema})
+        })
+        .collect();
+    // What the caller gives besides the path: the operation's arguments, reshaped.
+    let mut given: Map<String, Value> = properties
+        .into_iter()
+        .filter(|(name, _)| !in_path.contains(&name.as_str()))
+        .collect();
+    let mut needed: Vec<String> = required
+        .iter()
+        .filter(|name| !in_path.contains(&name.as_str()))
+        .cloned()
+        .collect();
+    match route.shape {
+        Shape::Plain => {}
+        Shape::Claim => {
+            given.remove("claim");
+            needed.retain(|name| name != "claim");
+            let claim = claim_fields(schemas);
+            for (name, schema) in claim {
+                given.insert(name, schema);
+            }
+            needed.extend(["token".to_owned(), "secret".to_owned()]);
+        }
+        Shape::StoredBundle | Shape::StoredBundleCheck => {
+            given.retain(|name, _| name == "target_branch");
+            needed.clear();
+        }
+    }
+    let description = op.info.description();
+    let mut operation = json!({
+        "operationId": route.id.unwrap_or(op.info.name),
+        "summary": description.split(". ").next().unwrap_or_default().trim_end_matches('.'),
+        "description": description,
+        "responses": responses(route),
+    });
+    if route.reads_query() {
+        parameters.extend(given.into_iter().map(|(name, schema)| {
+            json!({"name": name, "in": "query", "required": needed.contains(&name), "schema": schema})
+        }));
+    } else {
+        let mut body = json!({"type": "object", "properties": given, "additionalProperties": false});
+        if !needed.is_empty() {
+            body["required"] = json!(needed);
+        }
+        operation["requestBody"] = json!({
+            "required": !needed.is_empty(),
+            "content": {"application/json": {"schema": body}},
+        });
+    }
+    if !parameters.is_empty() {
+        operation["parameters"] = Value::Array(parameters);
+    }
+    operation
+}
+
+/// A claim's fields other than the handoff (which the path names), from the core's schema.
+fn claim_fields(schemas: &Map<String, Value>) -> Map<String, Value> {
+    schemas
+        .get("ClaimInput")
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .filter(|(name, _)| *name != "handoff_id")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn responses(route: &Route) -> Value {
+    let error = json!({"$ref": "#/components/schemas/Error"});
+    let error = |text: &str| json!({"description": text, "content": {"application/json": {"schema": error}}});
+    let ok = if route.method == "POST" && route.op().may_create() {
+        "201"
+    } else {
+        "200"
+    };
+    json!({
+        ok: {"description": "The operation's answer, as the MCP tool's structured content.",
+             "content": {"application/json": {"schema": {"type": "object"}}}},
+        "400": error("Bad input: every problem at once, each naming its field and rule."),
+        "401": error("A bearer token is required and was missing or wrong."),
+        "404": error("Nothing has that id (or no route has that path)."),
+        "405": error("The path does not take that method."),
+        "409": error("The record is not in a state that allows it (claimed, lease lost, conflict, chain policy)."),
+        "503": error("Another writer held the store's lock too long; nothing changed, retry."),
+    })
+}
+
+/// `schema` with its `$defs` moved into `schemas` and its references pointed there.
+fn hoisted(schema: &Value, schemas: &mut Map<String, Value>) -> Value {
+    if let Some(defs) = schema.get("$defs").and_then(Value::as_object) {
+        for (name, def) in defs {
+            let def = repointed(def);
+            schemas.entry(name.clone()).or_insert(def);
+        }
+    }
+    let mut schema = repointed(schema);
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("$defs");
+        map.remove("$schema");
+    }
+    schema
+}
+
+fn repointed(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => (
+                        k.clone(),
+                        Value::String(r.replace("#/$defs/", "#/components/schemas/")),
+                    ),
+                    _ => (k.clone(), repointed(v)),
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(repointed).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_ids_are_unique_and_every_reference_resolves() {
+        let doc = document();
+        let mut ids = BTreeSet::new();
+        for item in doc["paths"].as_object().expect("paths").values() {
+            for op in item.as_object().expect("item").values() {
+                let id = op["operationId"].as_str().expect("operationId");
+                assert!(ids.insert(id.to_owned()), "{id} twice");
+            }
+        }
+        let text = doc.to_string();
+        for reference in text.split("\"#/components/schemas/").skip(1) {
+            let name = reference.split('"').next().expect("name");
+            assert!(doc["components"]["schemas"].get(name).is_some(), "{name} is missing");
+        }
+        assert!(!text.contains("#/$defs/"));
+    }
+}
