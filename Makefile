@@ -91,6 +91,9 @@ test-node:
 	mkdir -p examples/node/node_modules && ln -sfn ../../../handoff-node examples/node/node_modules/handoff-core
 	node examples/node/swarm.mjs --db "$$(mktemp -d)/handoff.db"
 	node examples/node/tasks.mjs --db "$$(mktemp -d)/tasks.db"
+	ln -sfn ../../../handoff-node/node_modules/@openai examples/node/node_modules/@openai
+	node examples/node/openai_agents.mjs --db "$$(mktemp -d)/handoff.db"
+	$(PYTHON) examples/count_glue.py examples/node/openai_agents.mjs=15
 
 bench-node:
 	cd handoff-node && npm install --no-audit --no-fund && npm run build

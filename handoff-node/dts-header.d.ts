@@ -624,6 +624,11 @@ export interface ListBundlesOptions {
 export interface ImportBundleOptions {
   /** Where its knowledge goes (default `main`). */
   targetBranch?: string | null
+  /**
+   * Only check it (default false): the bundle is read and checked whole, and the report
+   * counts what importing it would add; nothing is written.
+   */
+  dryRun?: boolean | null
 }
 /** The options of `store.replay`. */
 export interface ReplayOptions {

@@ -104,7 +104,7 @@ pub(super) const ROUTES: &[Route] = &[
     route("POST", "/handoffs/{id}/cancel", "cancel"),
     Route {
         id: Some("handoff_events"),
-        ..route("GET", "/handoffs/{id}/events", "events")
+        ..route("GET", "/handoffs/{handoff_id}/events", "events")
     },
     route("GET", "/handoffs/{handoff_id}/context", "context_for"),
     route("GET", "/events", "events"),
@@ -430,7 +430,9 @@ mod tests {
             let op = operations::find(route.op).expect(route.op);
             for name in route.parameters() {
                 let known = op.argument(name).is_some()
-                    || (route.shape == Shape::Claim && name == "handoff_id");
+                    || (route.shape == Shape::Claim && name == "handoff_id")
+                    || (matches!(route.shape, Shape::StoredBundle | Shape::StoredBundleCheck)
+                        && name == "id");
                 assert!(known, "{} {}: {name} is not an argument of {}", route.method, route.path, route.op);
             }
         }
