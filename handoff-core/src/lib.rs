@@ -37,7 +37,7 @@ pub use stats::PathStats;
 pub use store::sqlite::SqliteOptions;
 pub use store::{
     Capabilities, Claim, ClaimRef, ClaimSecret, ConnectOptions, DEFAULT_LEASE, EventFilter,
-    ListFilter, Store, Synchronous,
+    ListFilter, QueueCount, Store, Synchronous,
 };
 pub use tools::{AgentRegistry, HandoffIntent, Provider};
 pub use validate::{Limits, MAX_DEPTH};

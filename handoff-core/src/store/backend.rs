@@ -30,6 +30,39 @@ pub struct ListFilter {
     pub after: Option<String>,
 }
 
+/// How many records are in one status for one addressee ([`Backend::queue_counts`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct QueueCount {
+    /// The status.
+    pub status: crate::Status,
+    /// The agent the records are addressed to (`None`: any agent may claim them).
+    pub to_agent: Option<String>,
+    /// How many.
+    pub count: u64,
+}
+
+impl QueueCount {
+    /// Counts keyed by (status text, addressee), as a backend tallies them.
+    pub(crate) fn from_tally<S: AsRef<str>>(
+        tally: impl IntoIterator<Item = ((S, Option<String>), u64)>,
+    ) -> Vec<QueueCount> {
+        let mut counts: Vec<QueueCount> = tally
+            .into_iter()
+            .filter_map(|((status, to_agent), count)| {
+                Some(QueueCount {
+                    status: status.as_ref().parse().ok()?,
+                    to_agent,
+                    count,
+                })
+            })
+            .collect();
+        counts.sort_by(|a, b| {
+            (a.status.as_str(), &a.to_agent).cmp(&(b.status.as_str(), &b.to_agent))
+        });
+        counts
+    }
+}
+
 /// Which events [`Backend::events`] returns: a page of the log, oldest first.
 ///
 /// `after` is a cursor: the `seq` of the last event of the previous page, so a reader follows
@@ -169,6 +202,19 @@ pub trait Backend: Send + Sync + fmt::Debug {
             });
         }
         Ok(tally.finish())
+    }
+
+    /// How many records are in each status, per addressee (checkpoints left out), in status
+    /// then agent order. The default reads every record; a backend with a query language
+    /// counts them there.
+    fn queue_counts(&self) -> Result<Vec<QueueCount>> {
+        let mut counts = std::collections::BTreeMap::new();
+        for h in self.list(&ListFilter::default())? {
+            if h.kind != Kind::Checkpoint {
+                *counts.entry((h.status.as_str(), h.to_agent)).or_insert(0u64) += 1;
+            }
+        }
+        Ok(QueueCount::from_tally(counts))
     }
 
     /// The hops of a task, oldest first, checkpoints included.

@@ -1637,6 +1637,22 @@ pub fn path_stats(store: Store) {
         (cl.total, cl.failed, cl.median_claim_seconds),
         (1, 1, Some(0.0))
     );
+
+    // The queue at a glance: per status and addressee, checkpoints left out.
+    let counts = store.queue_counts().unwrap();
+    let queue: Vec<(Status, Option<&str>, u64)> = counts
+        .iter()
+        .map(|q| (q.status, q.to_agent.as_deref(), q.count))
+        .collect();
+    assert_eq!(
+        queue,
+        [
+            (Status::Completed, Some("gemini"), 1),
+            (Status::Failed, None, 1),
+            (Status::Pending, None, 1),
+            (Status::Rejected, Some("gemini"), 1),
+        ]
+    );
 }
 
 /// `claim_next_wait`: nothing to take gives nothing once the wait is over; work created while

@@ -40,7 +40,9 @@ pub mod conformance;
 
 pub use agent_memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
 pub(crate) use backend::hop_of;
-pub use backend::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
+pub use backend::{
+    Backend, Capabilities, Doc, EventFilter, ListFilter, QueueCount, Tx, WorkSignal,
+};
 pub(crate) use bundles::NO_SOURCE;
 pub use bundles::{Bundle, BundleStatus, ImportReport, NewBundle};
 pub(crate) use claim::hex;
@@ -910,6 +912,13 @@ impl Store {
     /// median seconds from creation to the first claim and to completion.
     pub fn stats(&self) -> Result<Vec<crate::stats::PathStats>> {
         self.backend.path_stats()
+    }
+
+    /// The queue at a glance: how many handoffs are in each status, per addressee
+    /// (checkpoints left out), in status then agent order. Counted by the backend without
+    /// loading records where it can (SQLite, PostgreSQL).
+    pub fn queue_counts(&self) -> Result<Vec<QueueCount>> {
+        self.backend.queue_counts()
     }
 
     fn check_text(&self, field: &str, text: &str) -> Result<()> {

@@ -704,6 +704,24 @@ impl Backend for PostgresBackend {
         })
     }
 
+    fn queue_counts(&self) -> Result<Vec<super::backend::QueueCount>> {
+        self.reading(|client| {
+            let rows = client
+                .query(
+                    "SELECT status, to_agent, count(*) FROM handoffs \
+                     WHERE kind <> 'checkpoint' GROUP BY status, to_agent",
+                    &[],
+                )
+                .map_err(|e| storage("cannot count records", e))?;
+            Ok(super::backend::QueueCount::from_tally(rows.iter().map(|row| {
+                let status: String = row.get(0);
+                let to_agent: Option<String> = row.get(1);
+                let count: i64 = row.get(2);
+                ((status, to_agent), u64::try_from(count).unwrap_or_default())
+            })))
+        })
+    }
+
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         let after = filter
             .after

@@ -608,6 +608,24 @@ impl Backend for SqliteBackend {
         })
     }
 
+    fn queue_counts(&self) -> Result<Vec<super::backend::QueueCount>> {
+        self.reading(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT status, to_agent, count(*) FROM handoffs \
+                 WHERE kind <> 'checkpoint' GROUP BY status, to_agent",
+            )?;
+            let rows = stmt
+                .query_map([], |row| {
+                    Ok(((row.get::<_, String>(0)?, row.get(1)?), row.get::<_, i64>(2)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(super::backend::QueueCount::from_tally(
+                rows.into_iter()
+                    .map(|(key, n)| (key, u64::try_from(n).unwrap_or_default())),
+            ))
+        })
+    }
+
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
         self.reading(|conn| Ok(hops(conn, task_id)?))
     }
