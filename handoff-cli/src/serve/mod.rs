@@ -38,11 +38,11 @@ pub(crate) struct App {
     pub store: Store,
     pub db: Location,
     pub out: Output,
-    token: Option<String>,
+    pub token: Option<String>,
 }
 
 /// The cookie a browser keeps the token in, once it has opened the dashboard with `?token=`.
-const TOKEN_COOKIE: &str = "handoff_token";
+pub(crate) const TOKEN_COOKIE: &str = "handoff_token";
 
 impl Config {
     /// Checks the configuration before anything listens: a server reachable from other
@@ -180,7 +180,7 @@ pub(crate) fn form_urlencoded_pairs(query: &str) -> impl Iterator<Item = (String
 }
 
 /// `%XX` and `+` decoded; a malformed escape stays as it is.
-fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
