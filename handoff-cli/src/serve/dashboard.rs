@@ -377,9 +377,10 @@ fn tasks(store: &Store, out: &Output) -> Result<Page, Error> {
             let t = out.json(serde_json::to_value(t).unwrap_or_default());
             let text = |key: &str| t.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             let n = |key: &str| t.get(key).and_then(Value::as_u64).unwrap_or_default();
+            let id = text("id");
             vec![
-                task_link(&text("id")),
-                esc(&text("name")),
+                task_link(&id),
+                format!("<a href=\"/tasks/{}\">{}</a>", seg(&id), esc(&text("name"))),
                 badge(&text("status")),
                 format!("{} / {}", n("steps_done"), n("steps_total")),
                 esc(&clip(&text("goal"), 80)),
