@@ -62,7 +62,7 @@ def build(path: str, extra: int = 0) -> None:
         batch: list[dict[str, object]] = []
         for i in range(extra):
             a, b = AGENTS[i % 4], AGENTS[(i + 1) % 4]
-            batch.append({"task_id": f"bulk-{i // 10}", "goal": f"Item {i}: carry on with the refactor",
+            batch.append({"task_id": f"bulk-{i}", "goal": f"Item {i}: carry on with the refactor",
                           "from_agent": a, "to_agent": b})
             if len(batch) == 1000:
                 store.create_many(batch)
