@@ -4,7 +4,7 @@
 
 CARGO ?= cargo
 
-test: test-lint test-rust test-python test-node test-cli test-ffi
+test: test-lint test-rust test-python test-node test-cli test-serve test-ffi
 
 # The house stays tidy without anyone asking: formatting, every clippy warning an error in
 # every crate and target, and the core built without its default SQLite backend.
@@ -112,6 +112,23 @@ $(PY_VENV)/.mcp: $(PY_VENV)/.tools
 test-cli: $(PY_VENV)/.mcp
 	$(CARGO) build --quiet -p handoff-cli
 	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py "$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/handoff"
+
+# `handoff serve`: the API over HTTP and the dashboard, in headless Chromium (Debian's, installed
+# here when it is missing and this runs as root; otherwise the browser test says it skips).
+.PHONY: test-serve chromium
+$(PY_VENV)/.serve: $(PY_VENV)/.tools
+	$(PY_VENV)/bin/python -m pip install --quiet "playwright==1.65.2"
+	touch $@
+
+chromium:
+	@command -v chromium >/dev/null || { test "$$(id -u)" = 0 && export DEBIAN_FRONTEND=noninteractive && \
+	  { apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
+	  echo "Chromium could not be installed: the dashboard's browser test will be skipped"
+
+test-serve: $(PY_VENV)/.serve chromium
+	$(CARGO) build --quiet -p handoff-cli
+	HANDOFF_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/handoff" \
+	  $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider handoff-cli/tests/dashboard
 # <<< cli
 
 # >>> ffi (owned by handoff-ffi)
