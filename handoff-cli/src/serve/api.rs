@@ -143,8 +143,16 @@ pub(super) const ROUTES: &[Route] = &[
     route("POST", "/conversations", "add_conversation"),
     route("GET", "/conversations/{id}", "get_conversation"),
     route("GET", "/conversations/{id}/messages", "messages"),
-    route("POST", "/conversations/{conversation_id}/messages", "append_messages"),
-    route("POST", "/conversations/{conversation_id}/cherry-pick", "cherry_pick"),
+    route(
+        "POST",
+        "/conversations/{conversation_id}/messages",
+        "append_messages",
+    ),
+    route(
+        "POST",
+        "/conversations/{conversation_id}/cherry-pick",
+        "cherry_pick",
+    ),
     route("GET", "/branches", "branches"),
     route("GET", "/facts", "facts"),
     route("POST", "/facts", "add_facts"),
@@ -213,7 +221,11 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
         .cloned()
     else {
         return if candidates.is_empty() {
-            problem(StatusCode::NOT_FOUND, "NOT_FOUND", &format!("no route is {path}"))
+            problem(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                &format!("no route is {path}"),
+            )
         } else {
             problem(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -312,7 +324,10 @@ fn body_object(body: &[u8], limits: &Limits) -> Result<Map<String, Value>, Error
     handoff_core::validate::check_json_text("body", text, &room)?;
     match serde_json::from_str(text) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(Error::invalid("body", "must be a JSON object of named arguments")),
+        Ok(_) => Err(Error::invalid(
+            "body",
+            "must be a JSON object of named arguments",
+        )),
         Err(e) => Err(Error::invalid("body", format!("must be JSON: {e}"))),
     }
 }
@@ -344,7 +359,11 @@ fn typed(schema: Option<&Value>, text: &str) -> Value {
 }
 
 /// Runs the route's operation: its status and JSON answer.
-fn run(app: &App, route: &Route, mut args: Map<String, Value>) -> Result<(StatusCode, Value), Error> {
+fn run(
+    app: &App,
+    route: &Route,
+    mut args: Map<String, Value>,
+) -> Result<(StatusCode, Value), Error> {
     let op = route.op();
     if matches!(route.shape, Shape::StoredBundle | Shape::StoredBundleCheck) {
         let id = args.remove("id").unwrap_or_default();
@@ -355,7 +374,10 @@ fn run(app: &App, route: &Route, mut args: Map<String, Value>) -> Result<(Status
             args.insert("dry_run".into(), Value::Bool(true));
         }
     }
-    let page = op.is_paged().then(|| args.get("limit").and_then(Value::as_u64)).flatten();
+    let page = op
+        .is_paged()
+        .then(|| args.get("limit").and_then(Value::as_u64))
+        .flatten();
     let result = op.call(&app.store, Value::Object(args))?;
     let mut body = result.structured(&app.out, op.reads_only());
     if let (Some(page), Some((count, Some(last)))) = (page, result.extent())
@@ -403,7 +425,10 @@ fn failure(app: &App, e: &CliError) -> Response {
 
 /// An error of the HTTP layer, in the same form.
 fn problem(status: StatusCode, code: &str, message: &str) -> Response {
-    json_response(status, &json!({ "error": { "code": code, "message": message } }))
+    json_response(
+        status,
+        &json!({ "error": { "code": code, "message": message } }),
+    )
 }
 
 /// No or the wrong bearer token.
@@ -433,15 +458,25 @@ mod tests {
                     || (route.shape == Shape::Claim && name == "handoff_id")
                     || (matches!(route.shape, Shape::StoredBundle | Shape::StoredBundleCheck)
                         && name == "id");
-                assert!(known, "{} {}: {name} is not an argument of {}", route.method, route.path, route.op);
+                assert!(
+                    known,
+                    "{} {}: {name} is not an argument of {}",
+                    route.method, route.path, route.op
+                );
             }
         }
     }
 
     #[test]
     fn routes_match_their_paths_only() {
-        let get = ROUTES.iter().find(|r| r.path == "/bundles/shared/{token}").expect("route");
-        assert_eq!(get.matches("/bundles/shared/kb_1"), Some(vec![("token", "kb_1".to_owned())]));
+        let get = ROUTES
+            .iter()
+            .find(|r| r.path == "/bundles/shared/{token}")
+            .expect("route");
+        assert_eq!(
+            get.matches("/bundles/shared/kb_1"),
+            Some(vec![("token", "kb_1".to_owned())])
+        );
         assert_eq!(get.matches("/bundles/shared"), None);
         assert_eq!(get.matches("/bundles/shared/"), None);
         assert_eq!(get.matches("/bundles/shared/a/b"), None);
@@ -452,7 +487,10 @@ mod tests {
         let limit = json!({"type": ["integer", "null"]});
         assert_eq!(typed(Some(&limit), "10"), json!(10));
         assert_eq!(typed(Some(&limit), "ten"), json!("ten"));
-        assert_eq!(typed(Some(&json!({"type": "boolean"})), "true"), json!(true));
+        assert_eq!(
+            typed(Some(&json!({"type": "boolean"})), "true"),
+            json!(true)
+        );
         assert_eq!(typed(None, "7"), json!("7"));
     }
 }

@@ -28,11 +28,7 @@ const STALLED_AFTER: Duration = Duration::from_secs(60);
 pub(super) async fn handle(app: Arc<App>, path: &str, query: &str) -> Response {
     let refresh = !form_urlencoded_pairs(query).any(|(k, v)| k == "refresh" && v == "0");
     let path = path.trim_end_matches('/').to_owned();
-    let segments: Vec<String> = path
-        .split('/')
-        .skip(1)
-        .map(super::percent_decode)
-        .collect();
+    let segments: Vec<String> = path.split('/').skip(1).map(super::percent_decode).collect();
     let page = app
         .blocking(move |app| {
             let store = &app.store;
@@ -147,7 +143,11 @@ fn task_link(task_id: &str) -> String {
 }
 
 fn handoff_link(id: &str) -> String {
-    format!("<a href=\"/handoffs/{}\">{}</a>", seg(id), esc(&clip(id, 13)))
+    format!(
+        "<a href=\"/handoffs/{}\">{}</a>",
+        seg(id),
+        esc(&clip(id, 13))
+    )
 }
 
 /// A page: its title, a line under it, and its sections.
@@ -223,11 +223,7 @@ th{background:#f0f2f4;font-weight:600}td.n{text-align:right;font-variant-numeric
 svg text{font:12px system-ui,sans-serif}";
 
 fn badge(status: &str) -> String {
-    format!(
-        "<span class=\"s s-{}\">{}</span>",
-        esc(status),
-        esc(status)
-    )
+    format!("<span class=\"s s-{}\">{}</span>", esc(status), esc(status))
 }
 
 /// A table, or a line saying it is empty.
@@ -258,7 +254,12 @@ fn table(header: &[&str], rows: &[Vec<String>], empty: &str) -> String {
 /// A record's row in a list: already redacted and escaped.
 fn handoff_row(out: &Output, h: &Handoff) -> Vec<String> {
     let r = out.record(h);
-    let text = |key: &str| r.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let text = |key: &str| {
+        r.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     vec![
         handoff_link(&h.id),
         task_link(&h.task_id),
@@ -305,7 +306,11 @@ fn queue(store: &Store, out: &Output) -> Result<Page, Error> {
     let by_status: String = statuses
         .iter()
         .map(|status| {
-            let n: u64 = counts.iter().filter(|c| c.status == *status).map(|c| c.count).sum();
+            let n: u64 = counts
+                .iter()
+                .filter(|c| c.status == *status)
+                .map(|c| c.count)
+                .sum();
             format!("{} {n}", badge(status.as_str()))
         })
         .collect::<Vec<_>>()
@@ -349,23 +354,25 @@ fn queue(store: &Store, out: &Output) -> Result<Page, Error> {
     claimed_header.insert(3, "held by");
     claimed_header.push("last heartbeat");
 
-    Ok(Page::new("Queue", format!("{total} handoffs &nbsp; {by_status}"))
-        .section(
-            "By status and agent",
-            table(&header, &rows, "No handoffs yet."),
-        )
-        .section(
-            "Stalled tasks (no sign of life for a minute)",
-            table(&["task"], &stalled, "Nothing is stalled."),
-        )
-        .section(
-            "Being worked on",
-            table(&claimed_header, &claimed_rows, "Nobody holds a claim."),
-        )
-        .section(
-            "Waiting, next first",
-            table(HANDOFF_HEADER, &pending_rows, "Nothing waits."),
-        ))
+    Ok(
+        Page::new("Queue", format!("{total} handoffs &nbsp; {by_status}"))
+            .section(
+                "By status and agent",
+                table(&header, &rows, "No handoffs yet."),
+            )
+            .section(
+                "Stalled tasks (no sign of life for a minute)",
+                table(&["task"], &stalled, "Nothing is stalled."),
+            )
+            .section(
+                "Being worked on",
+                table(&claimed_header, &claimed_rows, "Nobody holds a claim."),
+            )
+            .section(
+                "Waiting, next first",
+                table(HANDOFF_HEADER, &pending_rows, "Nothing waits."),
+            ),
+    )
 }
 
 /// `/tasks`: plans, newest state first.
@@ -375,7 +382,12 @@ fn tasks(store: &Store, out: &Output) -> Result<Page, Error> {
         .iter()
         .map(|t| {
             let t = out.json(serde_json::to_value(t).unwrap_or_default());
-            let text = |key: &str| t.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let text = |key: &str| {
+                t.get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             let n = |key: &str| t.get(key).and_then(Value::as_u64).unwrap_or_default();
             let id = text("id");
             vec![
@@ -413,8 +425,16 @@ fn task(store: &Store, out: &Output, id: &str) -> Result<Page, Error> {
     let mut page = Page::new(format!("Task {id}"), String::new());
     if let Some(plan) = &plan {
         let value = out.json(plan.to_value());
-        let steps = value["plan"]["steps"].as_array().cloned().unwrap_or_default();
-        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let steps = value["plan"]["steps"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let text = |v: &Value, key: &str| {
+            v.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         let rows: Vec<Vec<String>> = steps
             .iter()
             .map(|s| {
@@ -428,7 +448,11 @@ fn task(store: &Store, out: &Output, id: &str) -> Result<Page, Error> {
                     esc(&text(s, "agent")),
                     badge(&text(s, "status")),
                     deps.join(", "),
-                    format!("{}/{}", s["attempts"].as_u64().unwrap_or(0), s["max_attempts"].as_u64().unwrap_or(0)),
+                    format!(
+                        "{}/{}",
+                        s["attempts"].as_u64().unwrap_or(0),
+                        s["max_attempts"].as_u64().unwrap_or(0)
+                    ),
                     match s["handoff_id"].as_str() {
                         Some(h) => handoff_link(h),
                         None => String::new(),
@@ -445,7 +469,9 @@ fn task(store: &Store, out: &Output, id: &str) -> Result<Page, Error> {
         page = page.section(
             "Plan",
             table(
-                &["step", "name", "agent", "status", "after", "attempts", "handoff", "error"],
+                &[
+                    "step", "name", "agent", "status", "after", "attempts", "handoff", "error",
+                ],
                 &rows,
                 "The plan has no steps.",
             ),
@@ -455,10 +481,21 @@ fn task(store: &Store, out: &Output, id: &str) -> Result<Page, Error> {
     if let Some(run) = &run {
         let value = out.json(serde_json::to_value(run).unwrap_or_default());
         let n = |key: &str| value.get(key).and_then(Value::as_u64).unwrap_or_default();
-        let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let text = |key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         let seconds: Vec<String> = value["iteration_seconds"]
             .as_array()
-            .map(|s| s.iter().filter_map(Value::as_f64).map(|s| format!("{s:.1}")).collect())
+            .map(|s| {
+                s.iter()
+                    .filter_map(Value::as_f64)
+                    .map(|s| format!("{s:.1}"))
+                    .collect()
+            })
             .unwrap_or_default();
         let rows: Vec<Vec<String>> = seconds
             .iter()
@@ -498,7 +535,11 @@ fn task(store: &Store, out: &Output, id: &str) -> Result<Page, Error> {
             .collect();
         page = page.section(
             "Timeline, newest first",
-            table(&["at", "what", "agent", "summary"], &rows, "Nothing happened yet."),
+            table(
+                &["at", "what", "agent", "summary"],
+                &rows,
+                "Nothing happened yet.",
+            ),
         );
     }
     Ok(page)
@@ -599,8 +640,14 @@ fn record(store: &Store, out: &Output, id: &str) -> Result<Page, Error> {
         ))
     );
     Ok(Page::new(format!("Handoff {}", clip(id, 13)), subtitle)
-        .section("Handover record", format!("<pre>{}</pre>", esc(&out.markdown(&h))))
-        .section("Events", table(&["at", "by", "change"], &rows, "No events.")))
+        .section(
+            "Handover record",
+            format!("<pre>{}</pre>", esc(&out.markdown(&h))),
+        )
+        .section(
+            "Events",
+            table(&["at", "by", "change"], &rows, "No events."),
+        ))
 }
 
 /// `/bundles`: every bundle and, for those others may open, its share link.
@@ -629,7 +676,15 @@ fn bundles(store: &Store, out: &Output) -> Result<Page, Error> {
     Ok(Page::new("Bundles", String::new()).section(
         "Knowledge bundles",
         table(
-            &["name", "id", "visibility", "facts", "conversations", "task", "share link"],
+            &[
+                "name",
+                "id",
+                "visibility",
+                "facts",
+                "conversations",
+                "task",
+                "share link",
+            ],
             &rows,
             "No bundles yet.",
         ),

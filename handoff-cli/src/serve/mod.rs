@@ -187,7 +187,8 @@ pub(crate) fn percent_decode(text: &str) -> String {
     while i < bytes.len() {
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex_digit(bytes[i + 1]), hex_digit(bytes[i + 2])) {
+            b'%' if i + 2 < bytes.len() => match (hex_digit(bytes[i + 1]), hex_digit(bytes[i + 2]))
+            {
                 (Some(high), Some(low)) => {
                     out.push(high << 4 | low);
                     i += 2;
@@ -202,7 +203,9 @@ pub(crate) fn percent_decode(text: &str) -> String {
 }
 
 fn hex_digit(byte: u8) -> Option<u8> {
-    char::from(byte).to_digit(16).and_then(|d| u8::try_from(d).ok())
+    char::from(byte)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
 }
 
 /// A JSON answer.

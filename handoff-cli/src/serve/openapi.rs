@@ -72,7 +72,12 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
     let required: BTreeSet<String> = arguments
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     let in_path: Vec<&str> = route.parameters().collect();
     let mut parameters: Vec<Value> = in_path
@@ -123,7 +128,8 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
             json!({"name": name, "in": "query", "required": needed.contains(&name), "schema": schema})
         }));
     } else {
-        let mut body = json!({"type": "object", "properties": given, "additionalProperties": false});
+        let mut body =
+            json!({"type": "object", "properties": given, "additionalProperties": false});
         if !needed.is_empty() {
             body["required"] = json!(needed);
         }
@@ -224,7 +230,10 @@ mod tests {
         let text = doc.to_string();
         for reference in text.split("\"#/components/schemas/").skip(1) {
             let name = reference.split('"').next().expect("name");
-            assert!(doc["components"]["schemas"].get(name).is_some(), "{name} is missing");
+            assert!(
+                doc["components"]["schemas"].get(name).is_some(),
+                "{name} is missing"
+            );
         }
         assert!(!text.contains("#/$defs/"));
     }

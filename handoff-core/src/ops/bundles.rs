@@ -282,7 +282,10 @@ impl Operation for ImportBundle {
             target_branch,
             dry_run,
         } = args;
-        let (json, target) = (bundle_text(bundle)?, target_branch.as_deref().unwrap_or("main"));
+        let (json, target) = (
+            bundle_text(bundle)?,
+            target_branch.as_deref().unwrap_or("main"),
+        );
         if dry_run.unwrap_or(false) {
             store.check_bundle_import(&json, target)
         } else {

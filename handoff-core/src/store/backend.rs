@@ -211,7 +211,9 @@ pub trait Backend: Send + Sync + fmt::Debug {
         let mut counts = std::collections::BTreeMap::new();
         for h in self.list(&ListFilter::default())? {
             if h.kind != Kind::Checkpoint {
-                *counts.entry((h.status.as_str(), h.to_agent)).or_insert(0u64) += 1;
+                *counts
+                    .entry((h.status.as_str(), h.to_agent))
+                    .or_insert(0u64) += 1;
             }
         }
         Ok(QueueCount::from_tally(counts))

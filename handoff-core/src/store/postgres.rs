@@ -713,12 +713,14 @@ impl Backend for PostgresBackend {
                     &[],
                 )
                 .map_err(|e| storage("cannot count records", e))?;
-            Ok(super::backend::QueueCount::from_tally(rows.iter().map(|row| {
-                let status: String = row.get(0);
-                let to_agent: Option<String> = row.get(1);
-                let count: i64 = row.get(2);
-                ((status, to_agent), u64::try_from(count).unwrap_or_default())
-            })))
+            Ok(super::backend::QueueCount::from_tally(rows.iter().map(
+                |row| {
+                    let status: String = row.get(0);
+                    let to_agent: Option<String> = row.get(1);
+                    let count: i64 = row.get(2);
+                    ((status, to_agent), u64::try_from(count).unwrap_or_default())
+                },
+            )))
         })
     }
 

@@ -616,7 +616,10 @@ impl Backend for SqliteBackend {
             )?;
             let rows = stmt
                 .query_map([], |row| {
-                    Ok(((row.get::<_, String>(0)?, row.get(1)?), row.get::<_, i64>(2)?))
+                    Ok((
+                        (row.get::<_, String>(0)?, row.get(1)?),
+                        row.get::<_, i64>(2)?,
+                    ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(super::backend::QueueCount::from_tally(
