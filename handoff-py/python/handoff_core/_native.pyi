@@ -1856,7 +1856,13 @@ class Store:
         Args:
             id: The bundle's id.
         """
-    def import_bundle(self, bundle: Any, *, target_branch: Optional[str] = None) -> ImportReport:
+    def import_bundle(
+        self,
+        bundle: Any,
+        *,
+        target_branch: Optional[str] = None,
+        dry_run: Optional[bool] = None,
+    ) -> ImportReport:
         """Imports a bundle (its portable JSON, as text or as an object) into a branch, checked
         whole before anything is written: size and nesting before parsing, the schema version, the
         content hash, every id, text and message. Importing the same bundle again adds nothing; the
@@ -1865,6 +1871,8 @@ class Store:
         Args:
             bundle: The bundle's portable JSON (what `to_json` wrote), as text or as an object.
             target_branch: Where its knowledge goes (default `main`).
+            dry_run: Only check it (default false): the bundle is read and checked whole, and the
+                report counts what importing it would add; nothing is written.
         """
     def replay(self, task_id: str, *, verified_only: Optional[bool] = None) -> TaskReplay:
         """A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,

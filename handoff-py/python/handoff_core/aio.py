@@ -1176,6 +1176,7 @@ class Store:
         bundle: Any,
         *,
         target_branch: Optional[str] = None,
+        dry_run: Optional[bool] = None,
     ) -> ImportReport:
         """Imports a bundle (its portable JSON, as text or as an object) into a branch, checked
         whole before anything is written: size and nesting before parsing, the schema version, the
@@ -1186,6 +1187,7 @@ class Store:
             self._store.import_bundle,
             bundle,
             target_branch=target_branch,
+            dry_run=dry_run,
         )
 
     async def replay(self, task_id: str, *, verified_only: Optional[bool] = None) -> TaskReplay:
