@@ -1,14 +1,19 @@
 //! Holding a claim while working on it (issue #19's helper every adapter needs): a [`Lease`]
-//! renews the claim from a thread of its own while the holder works, and settles it once:
+//! has its claim renewed while the holder works, and settles it once:
 //! completed with an outcome, failed with an error, or failed when the holder stops without
 //! settling it (a panic, an early return), so that the work goes back to the queue at once
 //! instead of when the lease lapses. Every face builds its own form on it: Python's `with
 //! store.lease(claim):`, Node's `store.withLease(claim, fn)`.
+//!
+//! The heartbeats of every lease in the process come from one thread (started with the first
+//! lease), which sleeps until the next one is due: a swarm's worker may hold many leases, and a
+//! thread per lease cost its start and its stop on every claim.
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use super::{ClaimRef, Store};
 use crate::error::{Error, Result};
@@ -39,71 +44,141 @@ pub struct Lease {
     store: Store,
     claim: ClaimRef,
     lost: Arc<AtomicBool>,
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    beating: Option<JoinHandle<()>>,
+    /// Its place in the heartbeat schedule; `None` once settled.
+    beating: Option<u64>,
 }
 
 impl Store {
-    /// Holds `claim` while its work runs: a thread renews it every third of its lease until
+    /// Holds `claim` while its work runs: it is renewed every third of its lease until
     /// [`Lease::complete`] or [`Lease::fail`] settles it; dropping the lease unsettled fails the
     /// claim ([`DROPPED`]).
     pub fn lease(&self, claim: impl Into<ClaimRef>) -> Result<Lease> {
         let claim = claim.into();
         let interval = (claim.lease / 3).max(MIN_INTERVAL);
         let lost = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let beating = {
-            let (store, claim, lost, stop) = (
-                self.clone(),
-                claim.clone(),
-                Arc::clone(&lost),
-                Arc::clone(&stop),
-            );
-            std::thread::Builder::new()
-                .name("handoff-lease".into())
-                .spawn(move || beat(&store, &claim, interval, &lost, &stop))
-                .map_err(|e| Error::storage(format!("cannot start the heartbeat thread: {e}")))?
-        };
+        let beating = schedule().add(Beating {
+            store: self.clone(),
+            claim: claim.clone(),
+            interval,
+            lost: Arc::clone(&lost),
+        })?;
         Ok(Lease {
             store: self.clone(),
             claim,
             lost,
-            stop,
             beating: Some(beating),
         })
     }
 }
 
-/// Renews `claim` every `interval` until told to stop, or until the claim is lost (a storage
-/// error is tried again at the next beat).
-fn beat(
-    store: &Store,
-    claim: &ClaimRef,
+/// One lease's heartbeats.
+struct Beating {
+    store: Store,
+    claim: ClaimRef,
     interval: Duration,
-    lost: &AtomicBool,
-    stop: &(Mutex<bool>, Condvar),
-) {
-    let (stopped, wake) = stop;
-    loop {
-        {
-            // Checked before waiting too: a stop that came first ends the thread at once. The
-            // lock is not held while the heartbeat writes.
-            let guard = stopped.lock().unwrap_or_else(|p| p.into_inner());
-            let (guard, _) = wake
-                .wait_timeout_while(guard, interval, |stopped| !*stopped)
-                .unwrap_or_else(|p| p.into_inner());
-            if *guard {
-                return;
-            }
+    lost: Arc<AtomicBool>,
+}
+
+/// Every lease's next heartbeat, and the thread that makes them.
+struct Schedule {
+    state: Mutex<Plan>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Plan {
+    /// When each lease is due next (entries of settled leases are skipped when they come up).
+    due: BinaryHeap<Reverse<(Instant, u64)>>,
+    leases: HashMap<u64, Beating>,
+    next_id: u64,
+    started: bool,
+}
+
+fn schedule() -> &'static Schedule {
+    static SCHEDULE: OnceLock<Schedule> = OnceLock::new();
+    SCHEDULE.get_or_init(|| Schedule {
+        state: Mutex::new(Plan::default()),
+        wake: Condvar::new(),
+    })
+}
+
+impl Schedule {
+    fn plan(&self) -> MutexGuard<'_, Plan> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Schedules `beating`'s first heartbeat one interval from now; its id.
+    fn add(&'static self, beating: Beating) -> Result<u64> {
+        let mut plan = self.plan();
+        if !plan.started {
+            std::thread::Builder::new()
+                .name("handoff-leases".into())
+                .spawn(move || self.run())
+                .map_err(|e| Error::storage(format!("cannot start the heartbeat thread: {e}")))?;
+            plan.started = true;
         }
-        if let Err(err) = store.heartbeat(claim.clone())
-            && matches!(
-                err,
-                Error::LeaseLost { .. } | Error::InvalidTransition { .. } | Error::NotFound { .. }
-            )
-        {
-            lost.store(true, Ordering::SeqCst);
-            return;
+        let id = plan.next_id;
+        plan.next_id += 1;
+        plan.due
+            .push(Reverse((Instant::now() + beating.interval, id)));
+        plan.leases.insert(id, beating);
+        self.wake.notify_all();
+        Ok(id)
+    }
+
+    /// No more heartbeats for lease `id` (one already under way may still land: it comes
+    /// before the settling that follows, or fails against the settled claim).
+    fn remove(&self, id: u64) {
+        self.plan().leases.remove(&id);
+    }
+
+    /// Sleeps until a heartbeat is due, makes the due ones (without holding the schedule, so
+    /// that leases come and go meanwhile), and so on for the life of the process.
+    fn run(&self) {
+        let mut plan = self.plan();
+        loop {
+            let now = Instant::now();
+            let mut due = Vec::new();
+            while let Some(Reverse((at, id))) = plan.due.peek().copied() {
+                if at > now {
+                    break;
+                }
+                plan.due.pop();
+                let Plan {
+                    due: queue, leases, ..
+                } = &mut *plan;
+                if let Some(b) = leases.get(&id) {
+                    queue.push(Reverse((now + b.interval, id)));
+                    due.push((id, b.store.clone(), b.claim.clone(), Arc::clone(&b.lost)));
+                }
+            }
+            if due.is_empty() {
+                plan = match plan.due.peek() {
+                    Some(Reverse((at, _))) => {
+                        let wait = at.saturating_duration_since(now);
+                        self.wake
+                            .wait_timeout(plan, wait)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0
+                    }
+                    None => self.wake.wait(plan).unwrap_or_else(|p| p.into_inner()),
+                };
+                continue;
+            }
+            drop(plan);
+            for (id, store, claim, lost) in due {
+                // A storage error is tried again at the next beat; a claim that is gone is not.
+                if let Err(
+                    Error::LeaseLost { .. }
+                    | Error::InvalidTransition { .. }
+                    | Error::NotFound { .. },
+                ) = store.heartbeat(claim)
+                {
+                    lost.store(true, Ordering::SeqCst);
+                    self.remove(id);
+                }
+            }
+            plan = self.plan();
         }
     }
 }
@@ -153,14 +228,9 @@ impl Lease {
     }
 
     fn stop_beating(&mut self) {
-        let Some(beating) = self.beating.take() else {
-            return;
-        };
-        let (stopped, wake) = &*self.stop;
-        *stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        wake.notify_all();
-        // The thread only waits and heartbeats: it ends within one heartbeat.
-        let _ = beating.join();
+        if let Some(id) = self.beating.take() {
+            schedule().remove(id);
+        }
     }
 }
 
@@ -205,7 +275,7 @@ mod tests {
 
     #[test]
     fn a_lease_heartbeats_until_settled_and_fails_when_dropped() {
-        // The store's clock stands still: only the heartbeats' own thread moves.
+        // The store's clock stands still: only the heartbeats move it.
         let store = Store::memory().with_clock(Arc::new(ManualClock::new(chrono::Utc::now())));
         let lease_time = Duration::from_millis(30);
         let h = store.create(NewHandoff::new("t1", "work")).unwrap();
