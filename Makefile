@@ -95,6 +95,15 @@ test-node:
 	node examples/node/openai_agents.mjs --db "$$(mktemp -d)/handoff.db"
 	$(PYTHON) examples/count_glue.py examples/node/openai_agents.mjs=15
 
+# Not part of `make test`: what handoff-core/openai-agents costs per handoff from Node beside the
+# same handoff written by hand (the twin of benches/python_adapters.py).
+.PHONY: bench-adapters-node
+bench-adapters-node:
+	cd handoff-node && npm install --no-audit --no-fund && npm run build
+	node benches/node_adapters.mjs
+
+bench-adapters: bench-adapters-node
+
 bench-node:
 	cd handoff-node && npm install --no-audit --no-fund && npm run build
 	$(CARGO) build --release -p handoff-benches --bin lifecycle_rust
