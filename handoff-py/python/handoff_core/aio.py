@@ -170,12 +170,15 @@ class Lease:
         return self._lease
 
     async def __aenter__(self) -> Lease:
-        self._lease = await asyncio.to_thread(self._store.lease, self._claim)
+        # Taking a lease only schedules its heartbeats: no I/O, so no worker thread.
+        self._lease = self._store.lease(self._claim)
         self._lease.outcome = self._outcome
         return self
 
     async def __aexit__(self, *exc: Any) -> bool:
         lease = self._held()
+        if lease.settled:  # completed or failed inside the block: nothing left to write
+            return False
         lease.outcome = self._outcome
         await asyncio.to_thread(lease.__exit__, *exc)
         return False
