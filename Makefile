@@ -125,8 +125,8 @@ test-cli: $(PY_VENV)/.mcp
 # `handoff serve`: the API over HTTP and the dashboard, in headless Chromium (Debian's, installed
 # here when it is missing and this runs as root; otherwise the browser test says it skips).
 .PHONY: test-serve chromium
-$(PY_VENV)/.serve: $(PY_VENV)/.tools
-	$(PY_VENV)/bin/python -m pip install --quiet "playwright==1.65.2"
+$(PY_VENV)/.serve: $(PY_VENV)/.tools Makefile
+	$(PY_VENV)/bin/python -m pip install --quiet "playwright==1.65.2" "schemathesis==4.32.5"
 	touch $@
 
 chromium:
@@ -137,7 +137,15 @@ chromium:
 test-serve: $(PY_VENV)/.serve chromium
 	$(CARGO) build --quiet -p handoff-cli
 	HANDOFF_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/handoff" \
-	  $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider handoff-cli/tests/dashboard
+	  $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider handoff-cli/tests/http handoff-cli/tests/dashboard
+
+# Not part of `make test`: `handoff serve` under load on loopback beside the same lifecycle
+# in-process from Python (release builds of both).
+.PHONY: bench-serve
+bench-serve: $(PY_VENV)/.tools
+	$(CARGO) build --quiet --release -p handoff-cli
+	$(PY_ENV) python handoff-cli/tests/http/load.py --bin "$${CARGO_TARGET_DIR:-$(CURDIR)/target}/release/handoff" --seconds 30 --connections 8
+	$(PY_ENV) python benches/dashboard_load.py --bin "$${CARGO_TARGET_DIR:-$(CURDIR)/target}/release/handoff"
 # <<< cli
 
 # >>> ffi (owned by handoff-ffi)

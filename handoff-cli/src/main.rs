@@ -74,8 +74,10 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
             return Ok(ExitCode::SUCCESS);
         }
         (Some(Command::Serve { bind, token }), _) => {
+            let config = serve::Config { bind, token };
+            config.check()?;
             let store = ctx.open()?;
-            serve::serve(store, ctx.db, serve::Config { bind, token }, ctx.out)?;
+            serve::serve(store, ctx.db, config, ctx.out)?;
             return Ok(ExitCode::SUCCESS);
         }
         (Some(command), _) => commands::run(&ctx, command)?,

@@ -348,20 +348,10 @@ impl Output {
         if !self.redact {
             return e;
         }
-        match &mut e.change {
-            Change::Created {
-                to_agent: Some(agent),
-                ..
-            } => *agent = self.text(agent).into_owned(),
-            Change::Released { reason } | Change::Rejected { reason } => {
-                *reason = self.text(reason).into_owned();
-            }
-            Change::Completed { outcome, .. } => *outcome = self.text(outcome).into_owned(),
-            Change::Cancelled {
-                reason: Some(reason),
-            } => *reason = self.text(reason).into_owned(),
-            // The rest carry tokens and times only.
-            _ => {}
+        // Every text the change carries (an outcome, a reason, an error, whatever a newer
+        // change adds), through the same redaction as the rest of the output.
+        if let Ok(change) = serde_json::from_value(self.json(to_json(&e.change))) {
+            e.change = change;
         }
         e
     }

@@ -7,14 +7,17 @@ use std::sync::Arc;
 
 use axum::body::to_bytes;
 use axum::extract::Request;
-use axum::http::{Method, StatusCode};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use handoff_core::{Error, ErrorKind, Limits};
 use serde_json::{Map, Value, json};
 
 use super::{App, form_urlencoded_pairs, json_response, openapi};
 use crate::error::CliError;
-use crate::operations::{self, Op, cap_to_a_page};
+use crate::operations::{self, Op, cap_to_a_page, name_flat_claim};
+use tokio::sync::Semaphore;
 
 /// The largest request body: a bundle's portable JSON at its largest, and some room.
 pub(super) const MAX_BODY_BYTES: usize = handoff_core::bundle::MAX_BUNDLE_BYTES + 64 * 1024;
@@ -215,7 +218,7 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
         .iter()
         .filter_map(|r| Some((r, r.matches(rest)?)))
         .collect();
-    let Some((route, parameters)) = candidates
+    let Some((route, parameters)): Option<(&'static Route, _)> = candidates
         .iter()
         .find(|(r, _)| r.method == method.as_str())
         .cloned()
@@ -227,11 +230,16 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
                 &format!("no route is {path}"),
             )
         } else {
-            problem(
+            let allowed: Vec<&str> = candidates.iter().map(|(r, _)| r.method).collect();
+            let mut response = problem(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "VALIDATION",
-                &format!("{path} does not take {method}"),
-            )
+                &format!("{path} takes {}, not {method}", allowed.join(", ")),
+            );
+            if let Ok(allow) = HeaderValue::from_str(&allowed.join(", ")) {
+                response.headers_mut().insert(header::ALLOW, allow);
+            }
+            response
         };
     };
     let query = request.uri().query().unwrap_or_default().to_owned();
@@ -247,13 +255,64 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
         Ok(args) => args,
         Err(e) => return failure(&app, &e.into()),
     };
-    let answer = app
-        .blocking(move |app| run(app, route, args))
-        .await
-        .and_then(|answer| answer);
+    let answer = match wait_of(&args) {
+        Some(wait) => waiting(&app, route, args, wait).await,
+        None => app
+            .blocking(move |app| run(app, route, args))
+            .await
+            .and_then(|answer| answer),
+    };
     match answer {
         Ok((status, body)) => json_response(status, &body),
+        // A claim given in the body is named by its own fields, as the caller gave them.
+        Err(e) if route.shape == Shape::Claim => failure(&app, &name_flat_claim(e).into()),
         Err(e) => failure(&app, &e.into()),
+    }
+}
+
+/// How many requests may wait for work on the blocking threads at once. A waiting request
+/// takes one for a slice of its wait at most; past this many, the others wait their turn
+/// without holding a thread, so that waiting workers can never starve the other requests.
+const WAITING_AT_ONCE: usize = 64;
+/// The longest slice of a wait spent on a blocking thread.
+const WAIT_SLICE: Duration = Duration::from_secs(1);
+
+/// The wait a `claim-next` asks for: a positive, finite number of seconds (anything else goes
+/// to the operation, to answer or to report).
+fn wait_of(args: &Map<String, Value>) -> Option<Duration> {
+    let seconds = args.get("wait_seconds")?.as_f64()?;
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|wait| !wait.is_zero())
+}
+
+/// Runs a waiting `claim-next` a slice at a time, each slice on a blocking thread when one of
+/// [`WAITING_AT_ONCE`] is free, until it has claimed something or its wait is over.
+async fn waiting(
+    app: &Arc<App>,
+    route: &'static Route,
+    mut args: Map<String, Value>,
+    wait: Duration,
+) -> Result<(StatusCode, Value), Error> {
+    static SLOTS: Semaphore = Semaphore::const_new(WAITING_AT_ONCE);
+    let deadline = Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let slot = tokio::time::timeout(left, SLOTS.acquire()).await;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let slice = if slot.is_ok() {
+            left.min(WAIT_SLICE)
+        } else {
+            Duration::ZERO
+        };
+        args.insert("wait_seconds".into(), json!(slice.as_secs_f64()));
+        let asked = args.clone();
+        let (status, body) = app.blocking(move |app| run(app, route, asked)).await??;
+        drop(slot);
+        let claimed = body.get("handoff_id").is_some();
+        if claimed || slice >= left {
+            return Ok((status, body));
+        }
     }
 }
 
@@ -385,11 +444,12 @@ fn run(
     {
         body["next_after"] = last;
     }
-    let status = if route.method == "POST" && op.may_create() {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let status =
+        if route.method == "POST" && op.may_create() && route.shape != Shape::StoredBundleCheck {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
     Ok((status, body))
 }
 

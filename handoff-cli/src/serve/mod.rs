@@ -45,9 +45,9 @@ pub(crate) struct App {
 pub(crate) const TOKEN_COOKIE: &str = "handoff_token";
 
 impl Config {
-    /// Checks the configuration before anything listens: a server reachable from other
-    /// machines must have a token.
-    fn check(&self) -> CliResult<()> {
+    /// Checks the configuration before the store is opened or anything listens: a server
+    /// reachable from other machines must have a token.
+    pub(crate) fn check(&self) -> CliResult<()> {
         if let Some(token) = &self.token
             && token.trim().len() < 16
         {
@@ -65,9 +65,9 @@ impl Config {
     }
 }
 
-/// Serves `store` until the process is interrupted.
+/// Serves `store` until the process is interrupted or terminated. The caller has checked
+/// `config` ([`Config::check`]) before opening the store.
 pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> CliResult<()> {
-    config.check()?;
     let app = Arc::new(App {
         store,
         db,
@@ -89,12 +89,34 @@ pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> 
         println!("handoff serve: listening on http://{local}/ (API at /api/v1, OpenAPI at /api/v1/openapi.json)");
         let router = Router::new().fallback(handle).with_state(app);
         axum::serve(listener, router)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
+            .with_graceful_shutdown(stopped())
             .await
             .map_err(|e| CliError::output("the HTTP server", e))
     })
+}
+
+/// Until Ctrl-C or SIGTERM (what service managers and `kill` send): requests under way finish,
+/// new ones are not taken.
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Every request: authenticated, then the API or a dashboard page.
@@ -102,12 +124,12 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or_default().to_owned();
     let api = path == "/api/v1" || path.starts_with("/api/v1/");
-    match app.authorized(request.headers(), &query) {
-        Access::Granted => {}
-        Access::FromQuery if !api => return dashboard::remember_token(&app, &path),
-        Access::FromQuery => {}
-        Access::Denied if api => return api::unauthorized(),
-        Access::Denied => return dashboard::unauthorized(),
+    match (app.authorized(request.headers(), &query), api) {
+        (Access::Granted, _) => {}
+        (Access::FromQuery, false) => return dashboard::remember_token(&app, &path),
+        // A token in a URL ends up in logs and histories: the API takes it in a header only.
+        (Access::FromQuery | Access::Denied, true) => return api::unauthorized(),
+        (Access::Denied, false) => return dashboard::unauthorized(),
     }
     if api {
         api::handle(app, request).await
@@ -132,10 +154,13 @@ impl App {
             return Access::Granted;
         };
         let same = |given: &str| handoff_core::bundle::same_token(given, expected);
+        // The scheme is case-insensitive (RFC 9110 §11.1).
         let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
         let cookie = headers
             .get_all(header::COOKIE)
             .iter()

@@ -103,13 +103,13 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
     match route.shape {
         Shape::Plain => {}
         Shape::Claim => {
-            given.remove("claim");
+            let claim = given
+                .remove("claim")
+                .map(|c| claim_fields(&c, schemas))
+                .unwrap_or_default();
             needed.retain(|name| name != "claim");
-            let claim = claim_fields(schemas);
-            for (name, schema) in claim {
-                given.insert(name, schema);
-            }
-            needed.extend(["token".to_owned(), "secret".to_owned()]);
+            given.extend(claim);
+            needed.push("token".to_owned());
         }
         Shape::StoredBundle | Shape::StoredBundleCheck => {
             given.retain(|name, _| name == "target_branch");
@@ -133,6 +133,10 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
         if !needed.is_empty() {
             body["required"] = json!(needed);
         }
+        if route.shape == Shape::Claim {
+            // The secret by either name.
+            body["anyOf"] = json!([{"required": ["secret"]}, {"required": ["claim_secret"]}]);
+        }
         operation["requestBody"] = json!({
             "required": !needed.is_empty(),
             "content": {"application/json": {"schema": body}},
@@ -144,11 +148,18 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
     operation
 }
 
-/// A claim's fields other than the handoff (which the path names), from the core's schema.
-fn claim_fields(schemas: &Map<String, Value>) -> Map<String, Value> {
-    schemas
-        .get("ClaimInput")
-        .and_then(|s| s.get("properties"))
+/// A claim's fields other than the handoff (which the path names), from the core's schema of
+/// the `claim` argument, with `claim_secret`, the claim answer's name for the secret, beside
+/// `secret`.
+fn claim_fields(claim: &Value, schemas: &Map<String, Value>) -> Map<String, Value> {
+    let schema = claim
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+        .and_then(|name| schemas.get(name))
+        .unwrap_or(claim);
+    let mut fields: Map<String, Value> = schema
+        .get("properties")
         .and_then(Value::as_object)
         .map(|p| {
             p.iter()
@@ -156,7 +167,11 @@ fn claim_fields(schemas: &Map<String, Value>) -> Map<String, Value> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if let Some(secret) = fields.get("secret").cloned() {
+        fields.insert("claim_secret".into(), secret);
+    }
+    fields
 }
 
 fn responses(route: &Route) -> Value {
@@ -216,6 +231,17 @@ fn repointed(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_route_takes_the_claim_in_its_body() {
+        let complete = &document()["paths"]["/api/v1/handoffs/{handoff_id}/complete"]["post"];
+        let body = &complete["requestBody"]["content"]["application/json"]["schema"];
+        for field in ["token", "secret", "claim_secret", "outcome"] {
+            assert!(body["properties"].get(field).is_some(), "{field}: {body}");
+        }
+        assert!(body["properties"].get("claim").is_none());
+        assert_eq!(body["required"], json!(["token"]));
+    }
 
     #[test]
     fn operation_ids_are_unique_and_every_reference_resolves() {
