@@ -556,6 +556,9 @@ def test_a_token_is_required_when_given_and_bearer_is_accepted(servers: Servers)
     server.ok("POST", f"/handoffs/{h['id']}/complete", claim_body(claim))
     assert server.ok("GET", "/stats")["count"] == 1
     assert server.get("/openapi.json").status == 200
+    # The scheme is case-insensitive; the token never goes in the URL of an API call.
+    assert server.get("/stats", auth=False, headers={"Authorization": f"bearer {token}"}).status == 200
+    assert server.get(f"/stats?token={token}", auth=False).status == 401
 
 
 def test_beyond_loopback_without_a_token_fails_at_once(tmp_path: Path) -> None:
@@ -580,6 +583,32 @@ def test_beyond_loopback_without_a_token_fails_at_once(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert short.returncode != 0 and "token" in short.stderr.decode(), short
+    assert not (tmp_path / "store.db").exists(), "a refused configuration opens no store"
+
+
+def test_waiting_workers_never_starve_other_requests(server: Server) -> None:
+    """More workers waiting for work than the server has threads for waits: the others are
+    answered while they all still wait (a starved server answered only once the waits were
+    over), and work created meanwhile reaches a waiting worker."""
+    answers: list[int] = []
+
+    def wait() -> None:
+        answers.append(server.post("/handoffs/claim-next", {"agent": "nobody", "wait_seconds": 10}, timeout=60).status)
+
+    waiters = [threading.Thread(target=wait) for _ in range(600)]
+    for w in waiters:
+        w.start()
+    time.sleep(1)
+    assert server.get("/stats").status == 200
+    created = server.post("/handoffs", {"task_id": "t-" + uid(), "goal": "g", "to_agent": "nobody"})
+    assert created.status == 201
+    assert server.ok("GET", f"/handoffs/{created.json['handoff']['id']}")["handoff"]["status"] in ("pending", "claimed")
+    waited = len(answers)
+    for w in waiters:
+        w.join(60)
+    assert waited <= 1, "the other requests were answered while the workers waited"
+    assert answers.count(200) == 600
+    assert server.ok("GET", f"/handoffs/{created.json['handoff']['id']}")["handoff"]["status"] == "claimed"
 
 
 # --- limits on what a request carries ---------------------------------------------------------
