@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::error::{CliError, CliResult};
 use crate::jsonrpc;
 use crate::location::Location;
-use crate::operations::{self, DEFAULTS, Op, cap_to_a_page, name_flat_claim};
+use crate::operations::{self, DEFAULTS, Op, asked_wait, cap_to_a_page, name_flat_claim};
 use crate::output::{Output, Reply, to_json};
 use crate::sampling::{self, ClientModel};
 use crate::spawn::{self, SpawnConfig};
@@ -223,15 +223,6 @@ const MAX_WAIT: Duration = Duration::from_secs(50);
 /// A waiting call looks whether its client cancelled it this often, so that a cancelled call
 /// stops waiting (and claims nothing) within this time.
 const WAIT_SLICE: Duration = Duration::from_secs(1);
-
-/// The wait a call asks for, when it is one the server runs in slices: a positive, finite
-/// number of seconds. Anything else goes to the core whole, to answer or report.
-fn asked_wait(args: &JsonObject) -> Option<Duration> {
-    let seconds = args.get("wait_seconds")?.as_f64()?;
-    Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|wait| !wait.is_zero())
-}
 
 impl Server {
     pub(crate) fn new(

@@ -5,6 +5,7 @@
 //! core's description does not: how the operation uses the store.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use handoff_core::ops::{self, Arguments, Operation, OperationInfo};
 use handoff_core::{Error, Limits, Problem, Result, Store};
@@ -112,6 +113,15 @@ pub(crate) fn cap_to_a_page(args: &mut serde_json::Map<String, Value>) -> usize 
     };
     args.insert("limit".to_owned(), json!(page));
     page
+}
+
+/// The wait a call asks for (`claim_next`'s `wait_seconds`), which the servers run in slices: a positive, finite
+/// number of seconds. Anything else goes to the core whole, to answer or report.
+pub(crate) fn asked_wait(args: &serde_json::Map<String, Value>) -> Option<Duration> {
+    let seconds = args.get("wait_seconds")?.as_f64()?;
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|wait| !wait.is_zero())
 }
 
 /// Values the faces supplied before the core required them, still supplied by the CLI and for

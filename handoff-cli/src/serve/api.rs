@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::{App, form_urlencoded_pairs, json_response, openapi};
 use crate::error::CliError;
-use crate::operations::{self, Op, cap_to_a_page, name_flat_claim};
+use crate::operations::{self, Op, asked_wait, cap_to_a_page, name_flat_claim};
 use tokio::sync::Semaphore;
 
 /// The largest request body: a bundle's portable JSON at its largest, and some room.
@@ -255,7 +255,7 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
         Ok(args) => args,
         Err(e) => return failure(&app, &e.into()),
     };
-    let answer = match wait_of(&args) {
+    let answer = match asked_wait(&args) {
         Some(wait) => waiting(&app, route, args, wait).await,
         None => app
             .blocking(move |app| run(app, route, args))
@@ -276,15 +276,6 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
 const WAITING_AT_ONCE: usize = 64;
 /// The longest slice of a wait spent on a blocking thread.
 const WAIT_SLICE: Duration = Duration::from_secs(1);
-
-/// The wait a `claim-next` asks for: a positive, finite number of seconds (anything else goes
-/// to the operation, to answer or to report).
-fn wait_of(args: &Map<String, Value>) -> Option<Duration> {
-    let seconds = args.get("wait_seconds")?.as_f64()?;
-    Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|wait| !wait.is_zero())
-}
 
 /// Runs a waiting `claim-next` a slice at a time, each slice on a blocking thread when one of
 /// [`WAITING_AT_ONCE`] is free, until it has claimed something or its wait is over.
