@@ -1410,6 +1410,14 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   statsAsync(): Promise<PathStats[]>
+  /** The queue at a glance: how many handoffs are in each status, per addressee. */
+  queueCounts(): QueueCount[]
+  /**
+   * The queue at a glance: how many handoffs are in each status, per addressee.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  queueCountsAsync(): Promise<QueueCount[]>
   /**
    * Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
    * handoffs changed. `claimNext` does this for a small batch itself.
@@ -3035,6 +3043,16 @@ export interface ProtocolStats {
   medianIterationSeconds: number | null
   /** Every run, oldest first. */
   perRun: Array<RunSummary>
+}
+
+/** How many handoffs are in one status for one addressee. */
+export interface QueueCount {
+  /** The status. */
+  status: string
+  /** The agent they are addressed to; `null`: any agent may claim them. */
+  toAgent: string | null
+  /** How many. */
+  count: number
 }
 
 /**

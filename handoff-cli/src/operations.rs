@@ -39,6 +39,7 @@ fn entries() -> Vec<Op> {
         Op::writes::<ops::Checkpoint>(),
         Op::reads::<ops::Stalled>(),
         Op::reads::<ops::Stats>(),
+        Op::reads::<ops::QueueCounts>(),
         Op::writes::<ops::Reap>(),
         Op::reads::<ops::Capabilities>(),
         Op::creates::<ops::CreateTask>(),

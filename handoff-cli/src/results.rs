@@ -3,7 +3,7 @@
 //! catalog's `returns`), shared by every operation that returns it. Everything goes through
 //! [`Output`], which redacts.
 
-use handoff_core::{Capabilities, Chain, Claim, Event, Handoff, PathStats};
+use handoff_core::{Capabilities, Chain, Claim, Event, Handoff, PathStats, QueueCount};
 use serde_json::{Value, json};
 
 use crate::output::{Output, chain_json, chain_text, table, to_json};
@@ -152,6 +152,24 @@ impl Row for PathStats {
             self.rejected.to_string(),
             secs(self.median_claim_seconds),
             secs(self.median_complete_seconds),
+        ]
+    }
+
+    fn item(&self, _out: &Output) -> Value {
+        to_json(self)
+    }
+}
+
+impl Row for QueueCount {
+    const KEY: &'static str = "queue";
+    const HEADER: &'static [&'static str] = &["STATUS", "TO", "COUNT"];
+    const NONE: &'static str = "no handoffs\n";
+
+    fn row(&self, _out: &Output) -> Vec<String> {
+        vec![
+            self.status.as_str().to_owned(),
+            self.to_agent.clone().unwrap_or_else(|| "*".to_owned()),
+            self.count.to_string(),
         ]
     }
 

@@ -145,6 +145,27 @@ pub struct PathStats {
     pub median_complete_seconds: Option<f64>,
 }
 
+/// How many handoffs are in one status for one addressee.
+#[derive(Clone, Debug, PartialEq, uniffi::Record)]
+pub struct QueueCount {
+    /// The status.
+    pub status: HandoffStatus,
+    /// The agent they are addressed to; none: any agent may claim them.
+    pub to_agent: Option<String>,
+    /// How many.
+    pub count: u64,
+}
+
+impl From<core::QueueCount> for QueueCount {
+    fn from(q: core::QueueCount) -> Self {
+        QueueCount {
+            status: q.status.into(),
+            to_agent: q.to_agent,
+            count: q.count,
+        }
+    }
+}
+
 impl From<core::Event> for Event {
     fn from(event: core::Event) -> Self {
         Event {

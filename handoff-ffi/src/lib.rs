@@ -45,7 +45,7 @@ pub use curation::{
     VerifiedItem, Verifier, VerifyItem, VerifyItemKind, VerifyReport,
 };
 pub use error::{ChainRule, HandoffError, ValidationProblem};
-pub use events::{Chain, Change, Event, Hop, PathStats};
+pub use events::{Chain, Change, Event, Hop, PathStats, QueueCount};
 pub use lease::Lease;
 pub use memory::{Memory, MemoryUpdater, Session};
 pub use protocol::{

@@ -18,7 +18,7 @@ use crate::curation::{
     ForeignVerifier, MergeReport, NewFact, StoredMessage, Verifier, VerifyReport,
 };
 use crate::error::{HandoffError, Result};
-use crate::events::{Chain, Event, PathStats};
+use crate::events::{Chain, Event, PathStats, QueueCount};
 use crate::lease::Lease;
 use crate::memory::{self, Memory, MemoryUpdater, Session};
 use crate::protocol::{
@@ -443,6 +443,12 @@ impl Store {
     pub fn stats(&self) -> Result<Vec<PathStats>> {
         let stats = self.run::<ops::Stats>(arguments! {})?;
         Ok(stats.into_iter().map(PathStats::from).collect())
+    }
+
+    /// The queue at a glance: how many handoffs are in each status, per addressee.
+    pub fn queue_counts(&self) -> Result<Vec<QueueCount>> {
+        let counts = self.run::<ops::QueueCounts>(arguments! {})?;
+        Ok(counts.into_iter().map(QueueCount::from).collect())
     }
 
     /// Creates a task (status `Pending`) named `name`, to achieve `goal`, with its plan of

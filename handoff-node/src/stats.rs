@@ -1,6 +1,7 @@
-//! Path statistics: per from→to pair, how hand-offs went.
+//! Path statistics: per from→to pair, how hand-offs went; the queue's counts per status and
+//! addressee.
 
-use handoff_core::PathStats;
+use handoff_core::{PathStats, QueueCount};
 use napi_derive::napi;
 use serde::Serialize;
 
@@ -59,6 +60,41 @@ impl Mirror for PathStats {
             rejected: rejected as f64,
             median_claim_seconds,
             median_complete_seconds,
+        }
+    }
+}
+
+/// How many handoffs are in one status for one addressee.
+#[napi(
+    object,
+    js_name = "QueueCount",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsQueueCount {
+    /// The status.
+    pub status: String,
+    /// The agent they are addressed to; `null`: any agent may claim them.
+    pub to_agent: Option<String>,
+    /// How many.
+    pub count: f64,
+}
+
+impl Mirror for QueueCount {
+    type Out = JsQueueCount;
+    fn mirror(self) -> JsQueueCount {
+        let QueueCount {
+            status,
+            to_agent,
+            count,
+        } = self;
+        JsQueueCount {
+            status: status.as_str().to_owned(),
+            to_agent,
+            count: count as f64,
         }
     }
 }

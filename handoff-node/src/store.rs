@@ -721,6 +721,9 @@ store_operations! {
     "median seconds from creation to the first claim and to completion."
     stats, stats_async = Stats() -> "PathStats[]", "Promise<PathStats[]>";
 
+    "The queue at a glance: how many handoffs are in each status, per addressee."
+    queue_counts, queue_counts_async = QueueCounts() -> "QueueCount[]", "Promise<QueueCount[]>";
+
     "Applies every due time-driven change (lapsed leases, expired handoffs); returns how many"
     "handoffs changed. `claimNext` does this for a small batch itself."
     reap, reap_async = Reap() -> "number", "Promise<number>";

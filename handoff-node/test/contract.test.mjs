@@ -303,4 +303,11 @@ test('stats: per from→to pair counts and median times', async () => {
   const reviewer = stats.find((s) => s.toAgent === 'reviewer')
   assert.equal(reviewer.total, 1)
   assert.equal(reviewer.medianClaimSeconds, null)
+  // The queue at a glance: per status and addressee.
+  assert.deepEqual(store.queueCounts(), [
+    { status: 'completed', toAgent: 'coder', count: 1 },
+    { status: 'pending', toAgent: 'reviewer', count: 1 },
+    { status: 'rejected', toAgent: 'coder', count: 1 },
+  ])
+  assert.deepEqual(await store.queueCountsAsync(), store.queueCounts())
 })

@@ -43,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<clock::ManualClock>()?;
     m.add_class::<validate::Limits>()?;
     m.add_class::<stats::PathStats>()?;
+    m.add_class::<stats::QueueCount>()?;
     m.add_class::<tasks::Task>()?;
     m.add_class::<tasks::TaskSummary>()?;
     m.add_class::<tasks::TaskEvent>()?;

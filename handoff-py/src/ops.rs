@@ -26,7 +26,7 @@ use crate::convert::ToJson;
 use crate::errors::{Failure, Result};
 use crate::machine::Event;
 use crate::record::Handoff;
-use crate::stats::PathStats;
+use crate::stats::{PathStats, QueueCount};
 use crate::store::{Capabilities, Claim};
 use crate::tasks::{HistoryEntry, Memory, Session, Task, TaskEvent, TaskStatistics, TaskSummary};
 
@@ -309,6 +309,7 @@ wrapped! {
     core::Event => Event, Event::new;
     core::Chain => Chain, Chain::new;
     core::PathStats => PathStats, PathStats::new;
+    core::QueueCount => QueueCount, QueueCount::new;
     core::Capabilities => Capabilities, Capabilities::new;
     core::store::Task => Task, Task::new;
     core::task::TaskHeader => TaskSummary, TaskSummary::new;

@@ -1,4 +1,5 @@
-//! `handoff_core.PathStats`: how hand-offs between one pair of agents fare.
+//! `handoff_core.PathStats`: how hand-offs between one pair of agents fare; `QueueCount`:
+//! how many wait, run or ended, per status and addressee.
 
 use handoff_core as core;
 use pyo3::prelude::*;
@@ -83,6 +84,50 @@ impl PathStats {
                     .map(|s| s.to_string())
                     .as_deref()
             ),
+        )
+    }
+}
+
+/// How many handoffs are in one status for one addressee (`Store.queue_counts`).
+#[pyclass(module = "handoff_core", name = "QueueCount", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct QueueCount {
+    inner: core::QueueCount,
+}
+
+impl QueueCount {
+    pub(crate) fn new(inner: core::QueueCount) -> QueueCount {
+        QueueCount { inner }
+    }
+}
+
+#[pymethods]
+impl QueueCount {
+    #[getter]
+    fn status(&self) -> &'static str {
+        self.inner.status.as_str()
+    }
+    /// The agent they are addressed to; `None`: any agent may claim them.
+    #[getter]
+    fn to_agent(&self) -> Option<&str> {
+        self.inner.to_agent.as_deref()
+    }
+    #[getter]
+    fn count(&self) -> u64 {
+        self.inner.count
+    }
+
+    /// Every field as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        Ok(to_py(py, &self.inner)?.cast_into::<PyDict>()?)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "QueueCount(status={}, to_agent={}, count={})",
+            py_repr(self.inner.status.as_str()),
+            opt_repr(self.inner.to_agent.as_deref()),
+            self.inner.count
         )
     }
 }

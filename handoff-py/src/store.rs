@@ -23,7 +23,7 @@ use crate::machine::Event;
 use crate::ops::{Arg, Given, Kwargs, ToPython, given};
 use crate::protocol::{ProtocolRun, ProtocolStats};
 use crate::record::Handoff;
-use crate::stats::PathStats;
+use crate::stats::{PathStats, QueueCount};
 use crate::tasks::{HistoryEntry, Memory, Session, Task, TaskEvent, TaskStatistics, TaskSummary};
 use crate::validate::Limits;
 
@@ -872,6 +872,12 @@ impl Store {
     #[pyo3(signature = (**kwargs))]
     fn stats(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<PathStats>> {
         self.call::<ops::Stats>(py, given!(kwargs;))
+    }
+
+    /// The queue at a glance: how many handoffs are in each status, per addressee.
+    #[pyo3(signature = (**kwargs))]
+    fn queue_counts(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<QueueCount>> {
+        self.call::<ops::QueueCounts>(py, given!(kwargs;))
     }
 
     /// Creates a task (status `pending`) with its plan, checked whole: every problem at once,

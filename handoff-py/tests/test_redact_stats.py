@@ -61,3 +61,8 @@ def test_stats(store: hc.Store, clock: hc.ManualClock) -> None:
         "claude", "gemini", 2, 1, 0, 1)
     assert s.median_claim_seconds == 10 and s.median_complete_seconds == 30
     assert s.to_dict()["total"] == 2
+    # The queue at a glance: per status and addressee.
+    store.create("t3", "g", from_agent="claude")
+    queue = [(q.status, q.to_agent, q.count) for q in store.queue_counts()]
+    assert queue == [("completed", "gemini", 1), ("pending", None, 1), ("rejected", "gemini", 1)]
+    assert isinstance(store.queue_counts()[0], hc.QueueCount)

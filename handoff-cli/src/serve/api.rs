@@ -112,6 +112,7 @@ pub(super) const ROUTES: &[Route] = &[
     route("GET", "/handoffs/{handoff_id}/context", "context_for"),
     route("GET", "/events", "events"),
     route("GET", "/stats", "stats"),
+    route("GET", "/queue", "queue_counts"),
     route("GET", "/stalled", "stalled"),
     route("POST", "/reap", "reap"),
     route("GET", "/capabilities", "capabilities"),

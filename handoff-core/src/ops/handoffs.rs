@@ -897,6 +897,29 @@ impl Operation for Stats {
     }
 }
 
+/// The queue at a glance: how many handoffs are in each status, per addressee (checkpoints
+/// left out), in status then agent order.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueCountsArgs {}
+
+impl Arguments for QueueCountsArgs {}
+
+/// The `queue_counts` operation.
+pub struct QueueCounts;
+
+impl Operation for QueueCounts {
+    const NAME: &'static str = "queue_counts";
+    const POSITIONAL: &'static [&'static str] = &[];
+    const RETURNS: &'static str = "[QueueCount]";
+    type Args = QueueCountsArgs;
+    type Output = Vec<crate::store::QueueCount>;
+
+    fn run(store: &Store, _: QueueCountsArgs) -> Result<Vec<crate::store::QueueCount>> {
+        store.queue_counts()
+    }
+}
+
 /// What the store can do beyond what every store does: durable, shared by processes or by
 /// machines, backups, waking waiting workers.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]

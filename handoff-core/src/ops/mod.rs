@@ -174,6 +174,7 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<Checkpoint>(),
         OperationInfo::of::<Stalled>(),
         OperationInfo::of::<Stats>(),
+        OperationInfo::of::<QueueCounts>(),
         OperationInfo::of::<Reap>(),
         OperationInfo::of::<Backup>(),
         OperationInfo::of::<Capabilities>(),

@@ -286,6 +286,7 @@ def test_stats(store: hf.Store, clock: hf.ManualClock) -> None:
     [path] = store.stats()
     assert (path.from_agent, path.to_agent, path.total, path.completed) == ("claude", "gemini", 1, 1)
     assert path.median_claim_seconds == pytest.approx(4.0)
+    assert store.queue_counts() == [hf.QueueCount(status=hf.HandoffStatus.COMPLETED, to_agent="gemini", count=1)]
 
 
 def test_markdown_and_json_round_trip(store: hf.Store) -> None:

@@ -73,6 +73,7 @@ __all__ = [
     "PathStats",
     "ProtocolRun",
     "ProtocolStats",
+    "QueueCount",
     "Redaction",
     "Redactor",
     "SCHEMA_VERSION",
@@ -327,6 +328,19 @@ class PathStats:
     def median_claim_seconds(self) -> Optional[float]: ...
     @property
     def median_complete_seconds(self) -> Optional[float]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class QueueCount:
+    """How many handoffs are in one status for one addressee (``Store.queue_counts``)."""
+
+    @property
+    def status(self) -> Status: ...
+    @property
+    def to_agent(self) -> Optional[str]: ...
+    @property
+    def count(self) -> int: ...
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, value: object, /) -> bool: ...
 
@@ -1211,6 +1225,10 @@ class Store:
         """
     def stats(self) -> builtins.list[PathStats]:
         """Per from→to pair of agents: totals, outcomes and median times to claim and complete."""
+    def queue_counts(self) -> builtins.list[QueueCount]:
+        """The queue at a glance: how many handoffs are in each status, per addressee (checkpoints
+        left out), in status then agent order.
+        """
     def reap(self) -> int:
         """Applies every lapse that is due (leases, expiries) now; returns how many records changed."""
     def backup(self, path: StrPath) -> None:

@@ -47,6 +47,7 @@ from handoff_core._native import (
     PathStats,
     ProtocolRun,
     ProtocolStats,
+    QueueCount,
     Session,
     Task,
     TaskComparison,
@@ -551,6 +552,12 @@ class Store:
     async def stats(self) -> builtins.list[PathStats]:
         """Per from→to pair of agents: totals, outcomes and median times to claim and complete."""
         return await asyncio.to_thread(self._store.stats)
+
+    async def queue_counts(self) -> builtins.list[QueueCount]:
+        """The queue at a glance: how many handoffs are in each status, per addressee (checkpoints
+        left out), in status then agent order.
+        """
+        return await asyncio.to_thread(self._store.queue_counts)
 
     async def reap(self) -> int:
         """Applies every lapse that is due (leases, expiries) now; returns how many records changed."""
