@@ -41,6 +41,7 @@ OPERATION_TOOLS = {
     "handoff_checkpoint",
     "handoff_stalled",
     "handoff_stats",
+    "handoff_queue_counts",
     "handoff_reap",
     "handoff_capabilities",
     "task_create",
@@ -310,6 +311,8 @@ async def new_tools(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert any(
         p["from_agent"] == "claude" and p["to_agent"] == "gemini" and p["rejected"] >= 1 for p in stats["paths"]
     ), stats
+    queue = await ok(server, "handoff_queue_counts", {})
+    assert {"status": "rejected", "to_agent": "gemini", "count": 1} in queue["queue"], queue
 
     saved = await ok(
         server,
