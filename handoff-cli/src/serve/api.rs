@@ -14,7 +14,7 @@ use axum::response::Response;
 use handoff_core::{Error, ErrorKind, Limits};
 use serde_json::{Map, Value, json};
 
-use super::{App, form_urlencoded_pairs, json_response, openapi};
+use super::{App, json_response, openapi, query_pairs};
 use crate::error::CliError;
 use crate::operations::{self, Op, asked_wait, cap_to_a_page, name_flat_claim};
 use tokio::sync::Semaphore;
@@ -196,7 +196,7 @@ impl Route {
             match (template.next(), given.next()) {
                 (None, None) => return Some(found),
                 (Some(t), Some(g)) => match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-                    Some(name) if !g.is_empty() => found.push((name, super::percent_decode(g))),
+                    Some(name) if !g.is_empty() => found.push((name, super::path_segment(g))),
                     Some(_) => return None,
                     None if t == g => {}
                     None => return None,
@@ -319,7 +319,7 @@ fn arguments(
     let op = route.op();
     let mut args = if route.reads_query() {
         let mut args = Map::new();
-        for (name, text) in form_urlencoded_pairs(query) {
+        for (name, text) in query_pairs(query) {
             let value = typed(op.argument(&name), &text);
             args.insert(name, value);
         }

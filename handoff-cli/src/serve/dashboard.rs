@@ -14,7 +14,7 @@ use handoff_core::bundle::Visibility;
 use handoff_core::{Error, ErrorKind, Handoff, ListFilter, Status, Store};
 use serde_json::Value;
 
-use super::{App, TOKEN_COOKIE, form_urlencoded_pairs};
+use super::{App, TOKEN_COOKIE, query_pairs};
 use crate::output::{Output, clip, time};
 
 /// How often a page reloads itself, in seconds.
@@ -26,9 +26,9 @@ const STALLED_AFTER: Duration = Duration::from_secs(60);
 
 /// A dashboard page.
 pub(super) async fn handle(app: Arc<App>, path: &str, query: &str) -> Response {
-    let refresh = !form_urlencoded_pairs(query).any(|(k, v)| k == "refresh" && v == "0");
+    let refresh = !query_pairs(query).any(|(k, v)| k == "refresh" && v == "0");
     let path = path.trim_end_matches('/').to_owned();
-    let segments: Vec<String> = path.split('/').skip(1).map(super::percent_decode).collect();
+    let segments: Vec<String> = path.split('/').skip(1).map(super::path_segment).collect();
     let page = app
         .blocking(move |app| {
             let store = &app.store;
@@ -253,13 +253,6 @@ fn table(header: &[&str], rows: &[Vec<String>], empty: &str) -> String {
 
 /// A record's row in a list: already redacted and escaped.
 fn handoff_row(out: &Output, h: &Handoff) -> Vec<String> {
-    let r = out.record(h);
-    let text = |key: &str| {
-        r.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
     vec![
         handoff_link(&h.id),
         task_link(&h.task_id),
@@ -269,7 +262,7 @@ fn handoff_row(out: &Output, h: &Handoff) -> Vec<String> {
             h.to_agent.as_deref().unwrap_or("anyone")
         )),
         badge(h.status.as_str()),
-        esc(&clip(&text("goal"), 80)),
+        esc(&clip(&out.text(&h.goal), 80)),
         esc(&time(h.created_at)),
     ]
 }

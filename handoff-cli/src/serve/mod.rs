@@ -171,7 +171,7 @@ impl App {
         if bearer.or(cookie).is_some_and(same) {
             return Access::Granted;
         }
-        let in_query = form_urlencoded_pairs(query)
+        let in_query = query_pairs(query)
             .find(|(name, _)| name == "token")
             .is_some_and(|(_, value)| same(&value));
         if in_query {
@@ -193,44 +193,17 @@ impl App {
     }
 }
 
-/// `name=value` pairs of a query string, percent-decoded.
-pub(crate) fn form_urlencoded_pairs(query: &str) -> impl Iterator<Item = (String, String)> + '_ {
-    query
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(name), percent_decode(value))
-        })
+/// `name=value` pairs of a query string, decoded (`%XX`, `+`).
+pub(crate) fn query_pairs(query: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
 }
 
-/// `%XX` and `+` decoded; a malformed escape stays as it is.
-pub(crate) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex_digit(bytes[i + 1]), hex_digit(bytes[i + 2]))
-            {
-                (Some(high), Some(low)) => {
-                    out.push(high << 4 | low);
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            byte => out.push(byte),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex_digit(byte: u8) -> Option<u8> {
-    char::from(byte)
-        .to_digit(16)
-        .and_then(|d| u8::try_from(d).ok())
+/// A path segment, `%XX` decoded (a malformed escape stays as it is).
+pub(crate) fn path_segment(text: &str) -> String {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// A JSON answer.
