@@ -3,6 +3,7 @@ worker in either language can take a record written from the other."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Optional, TypeVar, Union
@@ -53,21 +54,18 @@ def packet_messages(handoff: Handoff, budget_tokens: int, provider: str) -> list
     return builder.build().to_messages(provider)  # type: ignore[arg-type]
 
 
-async def create_once(store: aio.Store, **record: Any) -> Handoff:
+def create_once_sync(store: Store, **record: Any) -> Handoff:
     """Creates the record with its caller-chosen ``id``, or returns the one already there: a
     retried run (same call, same id) writes nothing new even if its transcript differs."""
-    try:
-        return await store.create(**record)
-    except Conflict:
-        return await store.get(record["id"])
-
-
-def create_once_sync(store: Store, **record: Any) -> Handoff:
-    """:func:`create_once` for a synchronous caller."""
     try:
         return store.create(**record)
     except Conflict:
         return store.get(record["id"])
+
+
+async def create_once(store: aio.Store, **record: Any) -> Handoff:
+    """:func:`create_once_sync` in a worker thread (one hop, also when the record is there)."""
+    return await asyncio.to_thread(create_once_sync, store.sync, **record)
 
 
 async def settle(store: aio.Store, claim: Union[Claim, ClaimRef], holder: Optional[str], work: Callable[[], Awaitable[T]], outcome: Callable[[T], str]) -> T:
