@@ -14,9 +14,10 @@
 //!
 //! Then 4 worker processes on one SQLite NORMAL file drive a 1,000-step DAG (10 layers of
 //! 100, each step waiting for two of the layer before) to completion, beside 4 processes
-//! running 1,000 plain lifecycles (create, `claim_next`, complete) on another file: time per
-//! step and per lifecycle from the first start to the last finish. The bench re-runs its own
-//! binary as the workers (see `handoff_benches::team`).
+//! running 1,000 plain lifecycles (create, `claim_next`, complete; one queue, as the steps) on
+//! another file: time per step and per lifecycle from the first start to the last unit done,
+//! in 7 rounds that alternate the two, each on fresh files; the medians and each round's ratio
+//! are printed. The bench re-runs its own binary as the workers (see `handoff_benches::team`).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
@@ -76,27 +77,46 @@ fn main() {
             steps.last().copied().unwrap_or(0.0) / plain
         );
     }
-    let (layers, width) = if full { (10, 100) } else { (3, 4) };
+    let (layers, width, rounds) = if full { (10, 100, 7) } else { (3, 4, 1) };
+    // Rounds alternate the two teams, each on fresh files, so that both meet the machine as
+    // it is at that moment; the figures are the medians of the rounds.
     let dir = tempfile::tempdir().unwrap();
-    // Each store exists before its workers open it: processes that all find no file would
-    // race to create it.
-    let plain = team_us(dir.path(), "plain", layers * width, || {
-        sqlite(&dir, "plain.db");
-        None
-    });
-    let dag = team_us(dir.path(), "dag", layers * width, || {
-        let store = sqlite(&dir, "dag.db");
-        let task = store.create_task(dag(layers, width)).unwrap();
-        store.start_task(&task.header.id).unwrap();
-        Some(task.header.id)
-    });
+    let (mut plain, mut steps, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let plain_db = format!("plain-{round}.db");
+        let dag_db = format!("dag-{round}.db");
+        // Each store exists before its workers open it: processes that all find no file
+        // would race to create it.
+        let p = team_us(dir.path(), "plain", &plain_db, layers * width, || {
+            sqlite(&dir, &plain_db);
+            None
+        });
+        let d = team_us(dir.path(), "dag", &dag_db, layers * width, || {
+            let store = sqlite(&dir, &dag_db);
+            let task = store.create_task(dag(layers, width)).unwrap();
+            store.start_task(&task.header.id).unwrap();
+            Some(task.header.id)
+        });
+        plain.push(p);
+        steps.push(d);
+        ratios.push(d / p);
+    }
+    let (plain, step) = (median(plain), median(steps));
+    ratios.sort_by(f64::total_cmp);
     println!(
-        "\n4 processes, SQLite NORMAL: {} plain lifecycles {plain:.0} µs each, {}-step DAG {dag:.0} µs \
-         per step: {:.2}×",
+        "\n4 processes, SQLite NORMAL, {rounds} rounds: {} plain lifecycles {plain:.0} µs each, \
+         {}-step DAG {step:.0} µs per step (medians): {:.2}×; per round {:.2}–{:.2}×",
         layers * width,
         layers * width,
-        dag / plain
+        step / plain,
+        ratios[0],
+        ratios[ratios.len() - 1],
     );
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// `layers` layers of `width` steps, each waiting for two steps of the layer before.
@@ -122,11 +142,17 @@ fn dag(layers: usize, width: usize) -> NewTask {
     }
 }
 
-/// Microseconds per unit for 4 processes doing `units` units on the store at `dir/<role>.db`
-/// (`seed` prepares it and names the task for a DAG run).
-fn team_us(dir: &Path, role: &str, units: usize, seed: impl FnOnce() -> Option<String>) -> f64 {
+/// Microseconds per unit for 4 `role` processes doing `units` units on the store at
+/// `dir/<file>` (`seed` prepares it and names the task for a DAG run).
+fn team_us(
+    dir: &Path,
+    role: &str,
+    file: &str,
+    units: usize,
+    seed: impl FnOnce() -> Option<String>,
+) -> f64 {
     let task = seed();
-    let db = dir.join(format!("{role}.db"));
+    let db = dir.join(file);
     let team = Team::spawn(dir, role, 4, |n| {
         vec![
             ("TASKS_DB", db.clone().into_os_string()),
@@ -162,14 +188,17 @@ fn worker(role: &str) {
                 return Ok(None);
             }
             left -= 1;
-            let h = store
-                .create(NewHandoff::new(format!("t-{agent}-{left}"), "step").to_agent(&agent))
+            // One queue for every worker, as the DAG's steps are: whoever is free takes the
+            // oldest, which need not be the one it created.
+            store
+                .create(NewHandoff::new(format!("t-{agent}-{left}"), "step").to_agent("w"))
                 .map_err(|e| e.to_string())?;
             let claim = store
-                .claim(&h.id, &agent, LEASE)
-                .map_err(|e| e.to_string())?;
+                .claim_next("w", None, LEASE)
+                .map_err(|e| e.to_string())?
+                .ok_or("the queue was empty after a create")?;
             store.complete(&claim, "done").map_err(|e| e.to_string())?;
-            Ok(Some(h.id))
+            Ok(Some(claim.handoff.id))
         });
     }
     let task = team::var("TASKS_TASK");

@@ -202,10 +202,14 @@ pub fn work(mut step: impl FnMut() -> Result<Option<String>, String>) {
     }
     let (mut count, mut errors, mut in_a_row, mut ids) = (0u64, 0u64, 0u64, Vec::new());
     let start = micros_now();
+    // When the last unit was done: finding out that nothing is left (a waiting claim that
+    // times out) is not work.
+    let mut end = start;
     loop {
         match step() {
             Ok(Some(id)) => {
                 count += 1;
+                end = micros_now();
                 in_a_row = 0;
                 ids.push(id);
             }
@@ -223,7 +227,6 @@ pub fn work(mut step: impl FnMut() -> Result<Option<String>, String>) {
             }
         }
     }
-    let end = micros_now();
     let mut out = format!("{count} {start} {end} {errors}\n");
     for id in ids {
         out.push_str(&id);

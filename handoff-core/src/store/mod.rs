@@ -576,6 +576,13 @@ impl Store {
             return self.claim_next(agent, task_id, lease);
         }
         let deadline = std::time::Instant::now().checked_add(wait);
+        // Work that is there already is taken without a subscription, which costs a read of
+        // its own (a `LISTEN`, a fingerprint): a busy worker never pays for it. Once there is
+        // none, the claim is tried again after subscribing, so that work arriving in between
+        // is not slept through.
+        if let Some(claim) = self.claim_next(agent, task_id, lease)? {
+            return Ok(Some(claim));
+        }
         let mut signal = self.backend.subscribe()?;
         loop {
             if let Some(claim) = self.claim_next(agent, task_id, lease)? {
