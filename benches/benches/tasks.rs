@@ -12,11 +12,13 @@
 //! drown the difference) and the in-memory store. `TASK_STEPS` (default `100,10000`) sets the
 //! plan sizes; the plain lifecycles run as many times as the largest plan has steps.
 //!
-//! Then 4 worker processes on one SQLite NORMAL file drive a 1,000-step DAG (10 layers of
-//! 100, each step waiting for two of the layer before) to completion, beside 4 processes
-//! running 1,000 plain lifecycles (create, `claim_next`, complete; one queue, as the steps) on
-//! another file: time per step and per lifecycle from the first start to the last unit done,
-//! in 7 rounds that alternate the two, each on fresh files; the medians and each round's ratio
+//! Then 4 worker processes on one store (SQLite FULL, the default; SQLite NORMAL; PostgreSQL
+//! with `--features postgres`, `HANDOFF_BENCH_POSTGRES` naming the server, schemas
+//! `hc_bench_tasks_*` made and dropped) drive a 1,000-step DAG (10 layers of 100, each step
+//! waiting for two of the layer before) to completion, beside 4 processes running 1,000 plain
+//! lifecycles (create, `claim_next`, complete; one queue, as the steps) on another store of the
+//! same kind: time per step and per lifecycle from the first start to the last unit done, in
+//! 11 rounds that alternate the two, each on fresh stores; the medians and each round's ratio
 //! are printed. The bench re-runs its own binary as the workers (see `handoff_benches::team`).
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -57,7 +59,9 @@ fn main() {
     for (name, make) in [
         (
             "SQLite NORMAL",
-            sqlite as fn(&tempfile::TempDir, &str) -> Store,
+            (|dir: &tempfile::TempDir, name: &str| {
+                open(&Kind::Sqlite(Synchronous::Normal).fresh(dir.path(), name))
+            }) as fn(&tempfile::TempDir, &str) -> Store,
         ),
         ("memory", |_: &tempfile::TempDir, _: &str| Store::memory()),
     ] {
@@ -77,22 +81,90 @@ fn main() {
             steps.last().copied().unwrap_or(0.0) / plain
         );
     }
-    let (layers, width, rounds) = if full { (10, 100, 7) } else { (3, 4, 1) };
-    // Rounds alternate the two teams, each on fresh files, so that both meet the machine as
-    // it is at that moment; the figures are the medians of the rounds.
+    let (layers, width, rounds) = if full { (10, 100, 11) } else { (3, 4, 1) };
+    #[allow(unused_mut)]
+    let mut kinds = vec![
+        Kind::Sqlite(Synchronous::Full),
+        Kind::Sqlite(Synchronous::Normal),
+    ];
+    #[cfg(feature = "postgres")]
+    kinds.push(Kind::Postgres);
+    for kind in kinds {
+        dag_beside_plain(layers, width, rounds, kind);
+    }
+}
+
+/// The kind of store the processes share.
+#[derive(Clone, Copy)]
+enum Kind {
+    Sqlite(Synchronous),
+    #[cfg(feature = "postgres")]
+    Postgres,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Sqlite(Synchronous::Full) => "SQLite FULL",
+            Kind::Sqlite(_) => "SQLite NORMAL",
+            #[cfg(feature = "postgres")]
+            Kind::Postgres => "PostgreSQL",
+        }
+    }
+
+    /// Where a fresh store of this kind named `name` is (emptied first, for a schema): what
+    /// [`open`] takes, in the workers too.
+    fn fresh(self, dir: &Path, name: &str) -> String {
+        match self {
+            Kind::Sqlite(sync) => {
+                let mode = if sync == Synchronous::Full {
+                    "FULL"
+                } else {
+                    "NORMAL"
+                };
+                format!("{mode}:{}", dir.join(format!("{name}.db")).display())
+            }
+            #[cfg(feature = "postgres")]
+            Kind::Postgres => pg::fresh(name),
+        }
+    }
+}
+
+/// Opens the store at `location` (from [`Kind::fresh`]).
+fn open(location: &str) -> Store {
+    let sqlite = |path: &str, synchronous| {
+        let options = SqliteOptions {
+            synchronous,
+            ..SqliteOptions::default()
+        };
+        Store::open_with(path, &options).unwrap()
+    };
+    if let Some(path) = location.strip_prefix("FULL:") {
+        sqlite(path, Synchronous::Full)
+    } else if let Some(path) = location.strip_prefix("NORMAL:") {
+        sqlite(path, Synchronous::Normal)
+    } else {
+        Store::connect(location).unwrap()
+    }
+}
+
+/// 4 processes drive a `layers` × `width` DAG, beside 4 running as many plain lifecycles, in
+/// `rounds` rounds that alternate the two teams, each on a fresh store, so that both meet the
+/// machine as it is at that moment; the figures are the medians of the rounds.
+fn dag_beside_plain(layers: usize, width: usize, rounds: usize, kind: Kind) {
     let dir = tempfile::tempdir().unwrap();
     let (mut plain, mut steps, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        let plain_db = format!("plain-{round}.db");
-        let dag_db = format!("dag-{round}.db");
-        // Each store exists before its workers open it: processes that all find no file
+        let plain_at = kind.fresh(dir.path(), &format!("plain_{round}"));
+        let dag_at = kind.fresh(dir.path(), &format!("dag_{round}"));
+        // Each store exists before its workers open it: processes that all find no store
         // would race to create it.
-        let p = team_us(dir.path(), "plain", &plain_db, layers * width, || {
-            sqlite(&dir, &plain_db);
+        let p = team_us(dir.path(), "plain", &plain_at, layers * width, || {
+            open(&plain_at);
             None
         });
-        let d = team_us(dir.path(), "dag", &dag_db, layers * width, || {
-            let store = sqlite(&dir, &dag_db);
+        let d = team_us(dir.path(), "dag", &dag_at, layers * width, || {
+            let store = open(&dag_at);
             let task = store.create_task(dag(layers, width)).unwrap();
             store.start_task(&task.header.id).unwrap();
             Some(task.header.id)
@@ -101,17 +173,57 @@ fn main() {
         steps.push(d);
         ratios.push(d / p);
     }
+    #[cfg(feature = "postgres")]
+    pg::drop_schemas();
     let (plain, step) = (median(plain), median(steps));
     ratios.sort_by(f64::total_cmp);
     println!(
-        "\n4 processes, SQLite NORMAL, {rounds} rounds: {} plain lifecycles {plain:.0} µs each, \
+        "\n4 processes, {}, {rounds} rounds: {} plain lifecycles {plain:.0} µs each, \
          {}-step DAG {step:.0} µs per step (medians): {:.2}×; per round {:.2}–{:.2}×",
+        kind.name(),
         layers * width,
         layers * width,
         step / plain,
         ratios[0],
         ratios[ratios.len() - 1],
     );
+}
+
+#[cfg(feature = "postgres")]
+mod pg {
+    use std::sync::Mutex;
+
+    /// The schemas this run made, dropped at the end.
+    static MADE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    fn url() -> String {
+        std::env::var("HANDOFF_BENCH_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    }
+
+    /// The URL of a schema of this bench's own, emptied first (a run may have been stopped).
+    pub(super) fn fresh(name: &str) -> String {
+        let schema = format!("hc_bench_tasks_{name}");
+        drop_schema(&schema);
+        MADE.lock().unwrap().push(schema.clone());
+        let url = url();
+        let separator = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{separator}schema={schema}")
+    }
+
+    fn drop_schema(schema: &str) {
+        let mut client = postgres::Client::connect(&url(), postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .unwrap();
+    }
+
+    pub(super) fn drop_schemas() {
+        MADE.lock()
+            .unwrap()
+            .drain(..)
+            .for_each(|schema| drop_schema(&schema));
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -143,19 +255,18 @@ fn dag(layers: usize, width: usize) -> NewTask {
 }
 
 /// Microseconds per unit for 4 `role` processes doing `units` units on the store at
-/// `dir/<file>` (`seed` prepares it and names the task for a DAG run).
+/// `location` (`seed` prepares it and names the task for a DAG run).
 fn team_us(
     dir: &Path,
     role: &str,
-    file: &str,
+    location: &str,
     units: usize,
     seed: impl FnOnce() -> Option<String>,
 ) -> f64 {
     let task = seed();
-    let db = dir.join(file);
     let team = Team::spawn(dir, role, 4, |n| {
         vec![
-            ("TASKS_DB", db.clone().into_os_string()),
+            ("TASKS_STORE", location.into()),
             ("TASKS_TASK", task.clone().unwrap_or_default().into()),
             (
                 "TASKS_UNITS",
@@ -172,14 +283,7 @@ fn team_us(
 
 /// A worker: plain lifecycles, or steps of the DAG until the task is done.
 fn worker(role: &str) {
-    let store = Store::open_with(
-        team::var("TASKS_DB"),
-        &SqliteOptions {
-            synchronous: Synchronous::Normal,
-            ..SqliteOptions::default()
-        },
-    )
-    .unwrap();
+    let store = open(&team::var("TASKS_STORE"));
     let agent = team::var("TEAM_AGENT");
     if role == "plain" {
         let mut left: usize = team::var("TASKS_UNITS").parse().unwrap();
@@ -189,14 +293,20 @@ fn worker(role: &str) {
             }
             left -= 1;
             // One queue for every worker, as the DAG's steps are: whoever is free takes the
-            // oldest, which need not be the one it created.
+            // oldest, which need not be the one it created. There is always one to take
+            // (every worker creates before it claims), but PostgreSQL's claim skips those
+            // other transactions hold, and may find none for a moment.
             store
                 .create(NewHandoff::new(format!("t-{agent}-{left}"), "step").to_agent("w"))
                 .map_err(|e| e.to_string())?;
-            let claim = store
-                .claim_next("w", None, LEASE)
-                .map_err(|e| e.to_string())?
-                .ok_or("the queue was empty after a create")?;
+            let claim = loop {
+                if let Some(claim) = store
+                    .claim_next("w", None, LEASE)
+                    .map_err(|e| e.to_string())?
+                {
+                    break claim;
+                }
+            };
             store.complete(&claim, "done").map_err(|e| e.to_string())?;
             Ok(Some(claim.handoff.id))
         });
@@ -223,17 +333,6 @@ fn worker(role: &str) {
             }
         }
     });
-}
-
-fn sqlite(dir: &tempfile::TempDir, name: &str) -> Store {
-    Store::open_with(
-        dir.path().join(name),
-        &SqliteOptions {
-            synchronous: Synchronous::Normal,
-            ..SqliteOptions::default()
-        },
-    )
-    .unwrap()
 }
 
 /// Microseconds per create → `claim_next` → complete of an addressed handoff.

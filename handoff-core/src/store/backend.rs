@@ -404,6 +404,16 @@ pub trait Tx {
     /// [`Tx::get`]).
     fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>>;
 
+    /// The documents at `places` (`(kind, key)` each), in that order, each `None` where there
+    /// is none, locked as [`Tx::doc`] locks one: what a task's step reads with its dependents.
+    /// A backend that can read them in one go says so here.
+    fn docs_at(&mut self, places: &[(&str, &str)]) -> Result<Vec<Option<Doc>>> {
+        places
+            .iter()
+            .map(|(kind, key)| self.doc(kind, key))
+            .collect()
+    }
+
     /// Stores a new document. The caller has checked that the key is free; a backend that
     /// finds it taken by a concurrent transaction conflicts (and the closure runs again).
     fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()>;

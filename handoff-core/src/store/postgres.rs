@@ -621,6 +621,7 @@ impl Backend for PostgresBackend {
                     error: None,
                     events: Vec::new(),
                     unsent: None,
+                    unsent_docs: DocWrites::default(),
                     path: None,
                     locked_tasks: Vec::new(),
                     event_lock: self.lock_key(EVENT_LOCK),
@@ -896,6 +897,104 @@ struct Unsent {
     secret: Option<Option<Vec<u8>>>,
 }
 
+/// Document writes held back by [`PgTx`], one per document: a later write of a document
+/// already held replaces the held one (an update of a held insert stays an insert).
+#[derive(Default)]
+struct DocWrites {
+    rows: Vec<DocWrite>,
+    /// `(kind, key)` → its place in `rows`.
+    index: HashMap<(String, String), usize>,
+}
+
+struct DocWrite {
+    kind: String,
+    key: String,
+    version: i64,
+    body: String,
+    insert: bool,
+}
+
+/// The columns of `rows`, as arrays for [`DOC_WRITES_SQL`].
+fn doc_columns<'a>(rows: &[&'a DocWrite]) -> (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<&'a str>) {
+    (
+        rows.iter().map(|w| w.kind.as_str()).collect(),
+        rows.iter().map(|w| w.key.as_str()).collect(),
+        rows.iter().map(|w| w.version).collect(),
+        rows.iter().map(|w| w.body.as_str()).collect(),
+    )
+}
+
+/// Two data-modifying `WITH` entries that write a batch of [`DocWrites`], their arrays from
+/// `$first` on: kinds, keys, versions and bodies of the inserts, then of the updates.
+fn doc_writes_sql(first: usize) -> String {
+    let n = |i: usize| first + i;
+    format!(
+        "docs_inserted AS (INSERT INTO docs (kind, key, version, body) \
+         SELECT * FROM unnest(${}::text[], ${}::text[], ${}::int8[], ${}::text[])), \
+         docs_updated AS (UPDATE docs SET version = u.version, body = u.body \
+         FROM unnest(${}::text[], ${}::text[], ${}::int8[], ${}::text[]) \
+         AS u(kind, key, version, body) WHERE docs.kind = u.kind AND docs.key = u.key)",
+        n(0),
+        n(1),
+        n(2),
+        n(3),
+        n(4),
+        n(5),
+        n(6),
+        n(7)
+    )
+}
+
+/// The arrays [`doc_writes_sql`] takes.
+struct DocArrays<'a> {
+    inserts: (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<&'a str>),
+    updates: (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<&'a str>),
+}
+
+impl<'a> DocArrays<'a> {
+    fn of(writes: &'a DocWrites) -> DocArrays<'a> {
+        let (inserts, updates): (Vec<&DocWrite>, Vec<&DocWrite>) =
+            writes.rows.iter().partition(|w| w.insert);
+        DocArrays {
+            inserts: doc_columns(&inserts),
+            updates: doc_columns(&updates),
+        }
+    }
+
+    fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 8] {
+        let (ik, ikey, iv, ib) = &self.inserts;
+        let (uk, ukey, uv, ub) = &self.updates;
+        [ik, ikey, iv, ib, uk, ukey, uv, ub]
+    }
+}
+
+impl DocWrites {
+    /// Holds a write; `false` when it is a second insert of a document held already, which
+    /// must reach the server after the first (to fail there, as it would have on its own).
+    fn hold(&mut self, kind: &str, key: &str, doc: &Doc, insert: bool) -> bool {
+        let version = doc.version as i64;
+        if let Some(&at) = self.index.get(&(kind.to_owned(), key.to_owned())) {
+            if insert {
+                return false;
+            }
+            let held = &mut self.rows[at];
+            held.version = version;
+            held.body.clone_from(&doc.body);
+            return true;
+        }
+        self.index
+            .insert((kind.to_owned(), key.to_owned()), self.rows.len());
+        self.rows.push(DocWrite {
+            kind: kind.to_owned(),
+            key: key.to_owned(),
+            version,
+            body: doc.body.clone(),
+            insert,
+        });
+        true
+    }
+}
+
 /// The lifecycle columns [`Tx::update`] writes, numbered from `$first` (the id) on; the claim
 /// secret's digest follows when `with_secret`.
 fn update_sql(first: usize, with_secret: bool, record: bool) -> String {
@@ -973,6 +1072,9 @@ struct PgTx<'c> {
     /// statement the transaction must send anyway (at best the events' insert at commit),
     /// sent on its own before anything else reads or writes.
     unsent: Option<Unsent>,
+    /// Document writes not sent yet: sent together, as one statement, before the next
+    /// statement that reads or at commit, however many the transaction made.
+    unsent_docs: DocWrites,
     /// The driver's error behind the last failed call, to tell a retryable failure apart.
     error: Option<postgres::Error>,
     /// Events, written at the end under the event lock (see the module doc).
@@ -1037,6 +1139,7 @@ impl PgTx<'_> {
     fn finish(mut self) -> std::result::Result<(), postgres::Error> {
         if self.events.is_empty() {
             self.send_unsent()?;
+            self.send_docs()?;
             return self.tx.commit();
         }
         let new_work = self.events.iter().any(|e| {
@@ -1048,10 +1151,6 @@ impl PgTx<'_> {
                     | Change::AttemptFailed { .. }
             )
         });
-        if new_work {
-            let channel = self.channel.clone();
-            self.execute("SELECT pg_notify($1, '')", &[&channel])?;
-        }
         let events = std::mem::take(&mut self.events);
         let ids: Vec<&str> = events.iter().map(|e| e.handoff_id.as_str()).collect();
         let ats: Vec<i64> = events.iter().map(|e| micros(e.at)).collect();
@@ -1064,13 +1163,16 @@ impl PgTx<'_> {
         let lock = self.event_lock;
         let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
             vec![&lock, &ids, &ats, &actors, &kinds, &details];
+        // Everything held back travels in this one statement, each write a `WITH` entry.
+        let mut with: Vec<String> = Vec::new();
         let unsent = self.unsent.take();
         let lifecycle = unsent
             .as_ref()
             .and_then(|u| u.record.as_ref())
             .map(Lifecycle::of);
-        let mut sql = String::new();
         if let Some(u) = &unsent {
+            let update = update_sql(params.len() + 1, u.secret.is_some(), lifecycle.is_some());
+            with.push(format!("written AS ({update})"));
             params.push(&u.id);
             if let Some(lifecycle) = &lifecycle {
                 params.extend(lifecycle.params());
@@ -1078,18 +1180,33 @@ impl PgTx<'_> {
             if let Some(secret) = &u.secret {
                 params.push(secret);
             }
-            let update = update_sql(7, u.secret.is_some(), lifecycle.is_some());
-            sql = format!("WITH written AS ({update}), ");
+        }
+        let writes = std::mem::take(&mut self.unsent_docs);
+        let arrays = DocArrays::of(&writes);
+        if !writes.rows.is_empty() {
+            with.push(doc_writes_sql(params.len() + 1));
+            params.extend(arrays.params());
         }
         // Every row needs the lock's row, so the lock is held before the first `seq` is
         // drawn; rows are numbered in the order of the array.
-        sql.push_str(if sql.is_empty() { "WITH " } else { "" });
-        sql.push_str(
-            "lock AS (SELECT pg_advisory_xact_lock_shared($1)) \
-             INSERT INTO events (handoff_id, at, actor, kind, detail) \
-             SELECT e.handoff_id, e.at, e.actor, e.kind, e.detail FROM lock, \
+        with.push("lock AS (SELECT pg_advisory_xact_lock_shared($1))".to_owned());
+        let mut from = "lock".to_owned();
+        // Waiting workers learn of new work at commit, from the same statement.
+        let channel = self.channel.clone();
+        if new_work {
+            with.push(format!(
+                "notified AS (SELECT pg_notify(${}, ''))",
+                params.len() + 1
+            ));
+            params.push(&channel);
+            from.push_str(", notified");
+        }
+        let sql = format!(
+            "WITH {} INSERT INTO events (handoff_id, at, actor, kind, detail) \
+             SELECT e.handoff_id, e.at, e.actor, e.kind, e.detail FROM {from}, \
              unnest($2::text[], $3::int8[], $4::text[], $5::text[], $6::text[]) \
              WITH ORDINALITY AS e(handoff_id, at, actor, kind, detail, n) ORDER BY e.n",
+            with.join(", ")
         );
         self.execute(&sql, &params)?;
         self.tx.commit()
@@ -1124,10 +1241,33 @@ impl PgTx<'_> {
         }))
     }
 
-    /// [`PgTx::send_unsent`] before a statement that must see it.
+    /// Sends the document writes held back, if any, in one statement.
+    fn send_docs(&mut self) -> std::result::Result<(), postgres::Error> {
+        let writes = std::mem::take(&mut self.unsent_docs);
+        if writes.rows.is_empty() {
+            return Ok(());
+        }
+        let arrays = DocArrays::of(&writes);
+        let sql = format!("WITH {} SELECT 1", doc_writes_sql(1));
+        self.execute(&sql, &arrays.params()).map(drop)
+    }
+
+    /// Sends the writes held back ([`PgTx::send_unsent`], [`PgTx::send_docs`]) before a
+    /// statement that must see them.
     fn flush(&mut self) -> Result<()> {
         let result = self.send_unsent();
-        self.check("cannot update a record", result)
+        self.check("cannot update a record", result)?;
+        let result = self.send_docs();
+        self.check("cannot write a document", result)
+    }
+
+    /// Holds a document write for [`PgTx::send_docs`].
+    fn hold_doc(&mut self, kind: &str, key: &str, doc: &Doc, insert: bool) -> Result<()> {
+        if !self.unsent_docs.hold(kind, key, doc, insert) {
+            self.flush()?;
+            self.unsent_docs.hold(kind, key, doc, insert);
+        }
+        Ok(())
     }
 
     fn query_record(
@@ -1371,24 +1511,34 @@ impl Tx for PgTx<'_> {
             .transpose()
     }
 
-    fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+    /// One round trip, the rows locked in key order.
+    fn docs_at(&mut self, places: &[(&str, &str)]) -> Result<Vec<Option<Doc>>> {
         self.flush()?;
-        let version = doc.version as i64;
-        let result = self.execute(
-            "INSERT INTO docs (kind, key, version, body) VALUES ($1, $2, $3, $4)",
-            &[&kind, &key, &version, &doc.body],
+        let kinds: Vec<&str> = places.iter().map(|(kind, _)| *kind).collect();
+        let keys: Vec<&str> = places.iter().map(|(_, key)| *key).collect();
+        let rows = self.query(
+            "SELECT d.version, d.body, p.n FROM docs AS d \
+             JOIN unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(kind, key, n) \
+             ON d.kind = p.kind AND d.key = p.key ORDER BY d.kind, d.key FOR UPDATE OF d",
+            &[&kinds, &keys],
         );
-        self.check("cannot write a document", result).map(drop)
+        let mut found = vec![None; places.len()];
+        for row in self.check("cannot read documents", rows)? {
+            let at = usize::try_from(row.get::<_, i64>(2) - 1)
+                .map_err(|e| corrupt("document place", e))?;
+            if let Some(slot) = found.get_mut(at) {
+                *slot = Some(doc_from_row(&row)?);
+            }
+        }
+        Ok(found)
+    }
+
+    fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        self.hold_doc(kind, key, doc, true)
     }
 
     fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
-        self.flush()?;
-        let version = doc.version as i64;
-        let result = self.execute(
-            "UPDATE docs SET version = $3, body = $4 WHERE kind = $1 AND key = $2",
-            &[&kind, &key, &version, &doc.body],
-        );
-        self.check("cannot write a document", result).map(drop)
+        self.hold_doc(kind, key, doc, false)
     }
 
     fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {

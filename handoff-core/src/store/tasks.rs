@@ -129,13 +129,13 @@ fn header(tx: &mut dyn Tx, id: &str) -> Result<Option<(TaskHeader, u64)>> {
         .transpose()
 }
 
-/// The steps named `ids` of task `task`.
+/// The steps named `ids` of task `task`, read together.
 fn steps(tx: &mut dyn Tx, task: &str, ids: &[String]) -> Result<Steps> {
+    let keys: Vec<String> = ids.iter().map(|id| step_key(task, id)).collect();
+    let places: Vec<(&str, &str)> = keys.iter().map(|key| (STEP, key.as_str())).collect();
     let mut read = Steps::default();
-    for id in ids {
-        let doc = tx
-            .doc(STEP, &step_key(task, id))?
-            .ok_or_else(|| Error::storage(format!("task {task} has no step {id}")))?;
+    for (id, doc) in ids.iter().zip(tx.docs_at(&places)?) {
+        let doc = doc.ok_or_else(|| Error::storage(format!("task {task} has no step {id}")))?;
         read.states.push(parsed("step", &doc)?);
         read.versions.push(doc.version);
     }
@@ -270,12 +270,16 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
     let Some(step_id) = step_of(record) else {
         return Ok(());
     };
-    let Some((mut header, version)) = header(tx, &record.task_id)? else {
+    // The header and the step in one read.
+    let step_key = step_key(&record.task_id, step_id);
+    let [Some(header_doc), Some(doc)] =
+        <[Option<Doc>; 2]>::try_from(tx.docs_at(&[(TASK, &record.task_id), (STEP, &step_key)])?)
+            .map_err(|_| Error::storage("a document read returned the wrong count"))?
+    else {
         return Ok(());
     };
-    let Some(doc) = tx.doc(STEP, &step_key(&header.id, step_id))? else {
-        return Ok(());
-    };
+    let (mut header, version): (TaskHeader, u64) =
+        (parsed("task", &header_doc)?, header_doc.version);
     let step: StepState = parsed("step", &doc)?;
     if step.handoff_id.as_deref() != Some(record.id.as_str()) {
         return Ok(());
