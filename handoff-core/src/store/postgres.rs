@@ -621,6 +621,7 @@ impl Backend for PostgresBackend {
                     error: None,
                     events: Vec::new(),
                     unsent: None,
+                    unsent_inserts: Vec::new(),
                     unsent_docs: DocWrites::default(),
                     path: None,
                     locked_tasks: Vec::new(),
@@ -897,6 +898,87 @@ struct Unsent {
     secret: Option<Option<Vec<u8>>>,
 }
 
+/// How many new records a transaction holds back before it sends them.
+const MAX_HELD_INSERTS: usize = 16;
+
+/// A new record's row, held back by [`PgTx`], its values as PostgreSQL takes them.
+struct Insert {
+    id: String,
+    task_id: String,
+    kind: &'static str,
+    from_agent: Option<String>,
+    to_agent: Option<String>,
+    parent_id: Option<String>,
+    created_at: i64,
+    expires_at: Option<i64>,
+    status: &'static str,
+    claimed_by: Option<String>,
+    claim_token: Option<i64>,
+    lease_until: Option<i64>,
+    heartbeat_at: Option<i64>,
+    attempts: i32,
+    completed_at: Option<i64>,
+    outcome: Option<String>,
+    body: String,
+}
+
+impl Insert {
+    fn of(h: &Handoff) -> Result<Insert> {
+        Ok(Insert {
+            id: h.id.clone(),
+            task_id: h.task_id.clone(),
+            kind: h.kind.as_str(),
+            from_agent: h.from_agent.clone(),
+            to_agent: h.to_agent.clone(),
+            parent_id: h.parent_id.clone(),
+            created_at: micros(h.created_at),
+            expires_at: opt_micros(h.expires_at),
+            status: h.status.as_str(),
+            claimed_by: h.claimed_by.clone(),
+            claim_token: h.claim_token.map(|t| t as i64),
+            lease_until: opt_micros(h.lease_until),
+            heartbeat_at: opt_micros(h.heartbeat_at),
+            attempts: h.attempts as i32,
+            completed_at: opt_micros(h.completed_at),
+            outcome: h.outcome.clone(),
+            body: serde_json::to_string(h).map_err(|e| Error::storage(e.to_string()))?,
+        })
+    }
+
+    /// The statement that inserts one row, its values from `$first` on.
+    fn sql(first: usize) -> String {
+        let values: Vec<String> = (first..first + 17).map(|n| format!("${n}")).collect();
+        format!(
+            "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
+             created_at, expires_at, status, claimed_by, claim_token, lease_until, \
+             heartbeat_at, attempts, completed_at, outcome, body) VALUES ({})",
+            values.join(", ")
+        )
+    }
+
+    fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 17] {
+        [
+            &self.id,
+            &self.task_id,
+            &self.kind,
+            &self.from_agent,
+            &self.to_agent,
+            &self.parent_id,
+            &self.created_at,
+            &self.expires_at,
+            &self.status,
+            &self.claimed_by,
+            &self.claim_token,
+            &self.lease_until,
+            &self.heartbeat_at,
+            &self.attempts,
+            &self.completed_at,
+            &self.outcome,
+            &self.body,
+        ]
+    }
+}
+
 /// Document writes held back by [`PgTx`], one per document: a later write of a document
 /// already held replaces the held one (an update of a held insert stays an insert).
 #[derive(Default)]
@@ -1072,6 +1154,9 @@ struct PgTx<'c> {
     /// statement the transaction must send anyway (at best the events' insert at commit),
     /// sent on its own before anything else reads or writes.
     unsent: Option<Unsent>,
+    /// New records not sent yet: sent before the next statement that reads, or at commit
+    /// inside the statement that writes the events.
+    unsent_inserts: Vec<Insert>,
     /// Document writes not sent yet: sent together, as one statement, before the next
     /// statement that reads or at commit, however many the transaction made.
     unsent_docs: DocWrites,
@@ -1138,6 +1223,7 @@ impl PgTx<'_> {
     /// delivers the notification at commit), and commits.
     fn finish(mut self) -> std::result::Result<(), postgres::Error> {
         if self.events.is_empty() {
+            self.send_inserts()?;
             self.send_unsent()?;
             self.send_docs()?;
             return self.tx.commit();
@@ -1165,6 +1251,11 @@ impl PgTx<'_> {
             vec![&lock, &ids, &ats, &actors, &kinds, &details];
         // Everything held back travels in this one statement, each write a `WITH` entry.
         let mut with: Vec<String> = Vec::new();
+        let inserts = std::mem::take(&mut self.unsent_inserts);
+        for (n, insert) in inserts.iter().enumerate() {
+            with.push(format!("inserted_{n} AS ({})", Insert::sql(params.len() + 1)));
+            params.extend(insert.params());
+        }
         let unsent = self.unsent.take();
         let lifecycle = unsent
             .as_ref()
@@ -1232,7 +1323,8 @@ impl PgTx<'_> {
 
     /// The held-back write of the record `id`, to add to: another record's is sent first.
     fn hold(&mut self, id: &str) -> Result<&mut Unsent> {
-        if self.unsent.as_ref().is_some_and(|u| u.id != id) {
+        let inserted_unsent = self.unsent_inserts.iter().any(|i| i.id == id);
+        if inserted_unsent || self.unsent.as_ref().is_some_and(|u| u.id != id) {
             self.flush()?;
         }
         Ok(self.unsent.get_or_insert_with(|| Unsent {
@@ -1252,9 +1344,19 @@ impl PgTx<'_> {
         self.execute(&sql, &arrays.params()).map(drop)
     }
 
-    /// Sends the writes held back ([`PgTx::send_unsent`], [`PgTx::send_docs`]) before a
-    /// statement that must see them.
+    /// Sends the new records held back, if any, one statement each.
+    fn send_inserts(&mut self) -> std::result::Result<(), postgres::Error> {
+        for insert in std::mem::take(&mut self.unsent_inserts) {
+            self.execute(&Insert::sql(1), &insert.params())?;
+        }
+        Ok(())
+    }
+
+    /// Sends the writes held back ([`PgTx::send_inserts`], [`PgTx::send_unsent`],
+    /// [`PgTx::send_docs`]) before a statement that must see them.
     fn flush(&mut self) -> Result<()> {
+        let result = self.send_inserts();
+        self.check("cannot insert a record", result)?;
         let result = self.send_unsent();
         self.check("cannot update a record", result)?;
         let result = self.send_docs();
@@ -1294,40 +1396,21 @@ impl Tx for PgTx<'_> {
     }
 
     fn insert(&mut self, h: &Handoff) -> Result<()> {
-        self.flush()?;
         self.path = None;
-        let body = serde_json::to_string(h).map_err(|e| Error::storage(e.to_string()))?;
-        let claim_token = h.claim_token.map(|t| t as i64);
-        let attempts = h.attempts as i32;
-        let result = self.execute(
-            "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
-             created_at, expires_at, status, claimed_by, claim_token, lease_until, \
-             heartbeat_at, attempts, completed_at, outcome, body) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-            &[
-                &h.id,
-                &h.task_id,
-                &h.kind.as_str(),
-                &h.from_agent,
-                &h.to_agent,
-                &h.parent_id,
-                &micros(h.created_at),
-                &opt_micros(h.expires_at),
-                &h.status.as_str(),
-                &h.claimed_by,
-                &claim_token,
-                &opt_micros(h.lease_until),
-                &opt_micros(h.heartbeat_at),
-                &attempts,
-                &opt_micros(h.completed_at),
-                &h.outcome,
-                &body,
-            ],
-        );
-        self.check("cannot insert a record", result).map(drop)
+        // A batch sends its records as it goes: one statement takes at most 65,535 values.
+        if self.unsent_inserts.len() >= MAX_HELD_INSERTS {
+            self.flush()?;
+        }
+        self.unsent_inserts.push(Insert::of(h)?);
+        Ok(())
     }
 
     fn update(&mut self, h: &Handoff) -> Result<()> {
+        // A record made in this transaction and not sent yet is sent as it is now.
+        if let Some(held) = self.unsent_inserts.iter_mut().find(|i| i.id == h.id) {
+            *held = Insert::of(h)?;
+            return Ok(());
+        }
         let unsent = self.hold(&h.id)?;
         unsent.record = Some(h.clone());
         Ok(())
