@@ -1253,7 +1253,10 @@ impl PgTx<'_> {
         let mut with: Vec<String> = Vec::new();
         let inserts = std::mem::take(&mut self.unsent_inserts);
         for (n, insert) in inserts.iter().enumerate() {
-            with.push(format!("inserted_{n} AS ({})", Insert::sql(params.len() + 1)));
+            with.push(format!(
+                "inserted_{n} AS ({})",
+                Insert::sql(params.len() + 1)
+            ));
             params.extend(insert.params());
         }
         let unsent = self.unsent.take();

@@ -131,6 +131,9 @@ fn header(tx: &mut dyn Tx, id: &str) -> Result<Option<(TaskHeader, u64)>> {
 
 /// The steps named `ids` of task `task`, read together.
 fn steps(tx: &mut dyn Tx, task: &str, ids: &[String]) -> Result<Steps> {
+    if ids.is_empty() {
+        return Ok(Steps::default());
+    }
     let keys: Vec<String> = ids.iter().map(|id| step_key(task, id)).collect();
     let places: Vec<(&str, &str)> = keys.iter().map(|key| (STEP, key.as_str())).collect();
     let mut read = Steps::default();
