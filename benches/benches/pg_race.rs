@@ -27,8 +27,6 @@ use handoff_benches::team::{self, Outcome, Team, micros_now};
 use handoff_core::{ChainPolicy, NewHandoff, Store};
 use postgres::{Client, NoTls};
 
-const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Contender {
     Raw,
@@ -50,7 +48,7 @@ fn main() {
     } else {
         (vec![2], 100, 1)
     };
-    let url = std::env::var("HANDOFF_BENCH_POSTGRES").unwrap_or_else(|_| DEFAULT_URL.into());
+    let url = handoff_benches::pg::url();
     println!(
         "{handoffs} handoffs per run, {rounds} round(s), on {}; fsync of a small file on this \
          machine now: {:.2} ms (median)",

@@ -81,33 +81,19 @@ fn main() {
 
 #[cfg(feature = "postgres")]
 mod pg {
+    use handoff_benches::pg::{drop_schema, fresh_schema};
     use handoff_core::Store;
 
     const SCHEMAS: [&str; 2] = ["hc_bench_protocol_plain", "hc_bench_protocol_run"];
 
-    fn url() -> String {
-        std::env::var("HANDOFF_BENCH_POSTGRES")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-    }
-
-    /// A store in a schema of this bench's own, emptied first (a run may have been stopped).
+    /// A store in a schema of this bench's own.
     pub(super) fn store(_: &tempfile::TempDir, file: &str) -> Store {
         let schema = if file.starts_with("plain") {
             SCHEMAS[0]
         } else {
             SCHEMAS[1]
         };
-        drop_schema(schema);
-        let url = url();
-        let separator = if url.contains('?') { '&' } else { '?' };
-        Store::connect(&format!("{url}{separator}schema={schema}")).unwrap()
-    }
-
-    fn drop_schema(schema: &str) {
-        let mut client = postgres::Client::connect(&url(), postgres::NoTls).unwrap();
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-            .unwrap();
+        Store::connect(&fresh_schema(schema)).unwrap()
     }
 
     pub(super) fn drop_schemas() {

@@ -193,29 +193,16 @@ fn dag_beside_plain(layers: usize, width: usize, rounds: usize, kind: Kind) {
 mod pg {
     use std::sync::Mutex;
 
+    use handoff_benches::pg::{drop_schema, fresh_schema};
+
     /// The schemas this run made, dropped at the end.
     static MADE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-    fn url() -> String {
-        std::env::var("HANDOFF_BENCH_POSTGRES")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-    }
-
-    /// The URL of a schema of this bench's own, emptied first (a run may have been stopped).
+    /// The URL of a schema of this bench's own, emptied first.
     pub(super) fn fresh(name: &str) -> String {
         let schema = format!("hc_bench_tasks_{name}");
-        drop_schema(&schema);
         MADE.lock().unwrap().push(schema.clone());
-        let url = url();
-        let separator = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{separator}schema={schema}")
-    }
-
-    fn drop_schema(schema: &str) {
-        let mut client = postgres::Client::connect(&url(), postgres::NoTls).unwrap();
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-            .unwrap();
+        fresh_schema(&schema)
     }
 
     pub(super) fn drop_schemas() {

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use handoff_core::{NewHandoff, Store};
 
-const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 const LEASE: Duration = Duration::from_secs(60);
 
 fn main() {
@@ -29,7 +28,7 @@ fn main() {
     } else {
         5
     };
-    let url = std::env::var("HANDOFF_BENCH_POSTGRES").unwrap_or_else(|_| DEFAULT_URL.into());
+    let url = handoff_benches::pg::url();
     let schema = format!("hc_bench_{:016x}", fastrand::u64(..));
     let _drop = DropSchema {
         url: url.clone(),

@@ -4,6 +4,8 @@
 //! harness of the multi-process benches ([`team`]).
 #![allow(clippy::unwrap_used, missing_docs)] // Bench code: a failed unwrap is a failed run.
 
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod team;
 
 use std::path::Path;
