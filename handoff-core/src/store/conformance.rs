@@ -355,10 +355,24 @@ pub fn documents_are_kept_by_kind_and_key(store: Store) {
                 .map(|(k, _)| k)
                 .collect();
             assert_eq!(keys, ["t1/a", "t1/b"]);
+            // Several at once, in the order asked, a missing one as `None`; an update of a
+            // document inserted in the same transaction is what is then read.
+            tx.update_doc("step", "t2/a", &doc(2, r#"{"step":false}"#))?;
+            let read = tx.docs_at(&[("step", "t2/a"), ("step", "t3/a"), ("task", "t1")])?;
+            assert_eq!(
+                read,
+                [
+                    Some(doc(2, r#"{"step":false}"#)),
+                    None,
+                    Some(doc(1, r#"{"name":"a"}"#))
+                ]
+            );
+            assert_eq!(tx.docs_at(&[])?, []);
             Ok(())
         })
         .unwrap();
     assert_eq!(backend.doc("task", "t1").unwrap().unwrap().version, 1);
+    assert_eq!(backend.doc("step", "t2/a").unwrap().unwrap().version, 2);
     assert_eq!(backend.doc("step", "t1").unwrap(), None, "kinds are apart");
 
     let keys = |prefix: &str, after: Option<&str>, limit: usize| -> Vec<String> {

@@ -996,7 +996,7 @@ struct DocWrite {
     insert: bool,
 }
 
-/// The columns of `rows`, as arrays for [`DOC_WRITES_SQL`].
+/// The columns of `rows`, as arrays for [`doc_writes_sql`].
 fn doc_columns<'a>(rows: &[&'a DocWrite]) -> (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<&'a str>) {
     (
         rows.iter().map(|w| w.kind.as_str()).collect(),
