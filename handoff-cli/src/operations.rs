@@ -116,8 +116,9 @@ pub(crate) fn cap_to_a_page(args: &mut serde_json::Map<String, Value>) -> usize 
     page
 }
 
-/// The wait a call asks for (`claim_next`'s `wait_seconds`), which the servers run in slices: a positive, finite
-/// number of seconds. Anything else goes to the core whole, to answer or report.
+/// The wait a call asks for (`claim_next`'s `wait_seconds`), which the servers run in slices:
+/// a positive, finite number of seconds. Anything else goes to the core whole, to answer or
+/// report.
 pub(crate) fn asked_wait(args: &serde_json::Map<String, Value>) -> Option<Duration> {
     let seconds = args.get("wait_seconds")?.as_f64()?;
     Duration::try_from_secs_f64(seconds)

@@ -1349,8 +1349,9 @@ impl PgTx<'_> {
 
     /// Sends the new records held back, if any, one statement each.
     fn send_inserts(&mut self) -> std::result::Result<(), postgres::Error> {
+        let sql = Insert::sql(1);
         for insert in std::mem::take(&mut self.unsent_inserts) {
-            self.execute(&Insert::sql(1), &insert.params())?;
+            self.execute(&sql, &insert.params())?;
         }
         Ok(())
     }
