@@ -19,7 +19,11 @@
 //! lifecycles (create, `claim_next`, complete; one queue, as the steps) on another store of the
 //! same kind: time per step and per lifecycle from the first start to the last unit done, in
 //! 11 rounds that alternate the two, each on fresh stores; the medians and each round's ratio
-//! are printed. The bench re-runs its own binary as the workers (see `handoff_benches::team`).
+//! are printed. `TASKS_PROCESSES` (default `4`; a list such as `1,4` runs each) sets the
+//! number of processes: a step's cost that grows with them, where a lifecycle's shrinks, is
+//! contention between the steps of one task. A first argument keeps only the stores whose
+//! names contain it (`-- PostgreSQL`). The bench re-runs its own binary as the workers (see
+//! `handoff_benches::team`).
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::path::Path;
@@ -37,6 +41,8 @@ fn main() {
         return worker(&role);
     }
     let full = std::env::args().any(|arg| arg == "--bench");
+    let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    let chosen = |name: &str| filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
     let sizes: Vec<usize> = if full {
         std::env::var("TASK_STEPS")
             .unwrap_or_else(|_| "100,10000".into())
@@ -47,24 +53,28 @@ fn main() {
         vec![20]
     };
     let largest = sizes.iter().copied().max().unwrap_or(1);
-    println!(
-        "| store | plain lifecycle µs | {} | step ÷ plain (largest plan) |",
-        sizes
-            .iter()
-            .map(|n| format!("step µs, {n}-step plan"))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
-    println!("|---|---|{}---|", "---|".repeat(sizes.len()));
-    for (name, make) in [
-        (
-            "SQLite NORMAL",
-            (|dir: &tempfile::TempDir, name: &str| {
-                open(&Kind::Sqlite(Synchronous::Normal).fresh(dir.path(), name))
-            }) as fn(&tempfile::TempDir, &str) -> Store,
-        ),
-        ("memory", |_: &tempfile::TempDir, _: &str| Store::memory()),
-    ] {
+    let single: Vec<(&str, fn(&tempfile::TempDir, &str) -> Store)> = vec![
+        ("SQLite NORMAL", |dir, name| {
+            open(&Kind::Sqlite(Synchronous::Normal).fresh(dir.path(), name))
+        }),
+        ("memory", |_, _| Store::memory()),
+    ];
+    let single: Vec<_> = single
+        .into_iter()
+        .filter(|(name, _)| chosen(name))
+        .collect();
+    if !single.is_empty() {
+        println!(
+            "| store | plain lifecycle µs | {} | step ÷ plain (largest plan) |",
+            sizes
+                .iter()
+                .map(|n| format!("step µs, {n}-step plan"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        println!("|---|---|{}---|", "---|".repeat(sizes.len()));
+    }
+    for (name, make) in single {
         let dir = tempfile::tempdir().unwrap();
         let plain = plain_lifecycle_us(&make(&dir, "plain.db"), largest);
         let steps: Vec<f64> = sizes
@@ -89,8 +99,15 @@ fn main() {
     ];
     #[cfg(feature = "postgres")]
     kinds.push(Kind::Postgres);
-    for kind in kinds {
-        dag_beside_plain(layers, width, rounds, kind);
+    let processes: Vec<usize> = std::env::var("TASKS_PROCESSES")
+        .unwrap_or_else(|_| "4".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("a list of process counts"))
+        .collect();
+    for kind in kinds.into_iter().filter(|kind| chosen(kind.name())) {
+        for &n in &processes {
+            dag_beside_plain(layers, width, rounds, kind, n);
+        }
     }
 }
 
@@ -148,10 +165,11 @@ fn open(location: &str) -> Store {
     }
 }
 
-/// 4 processes drive a `layers` × `width` DAG, beside 4 running as many plain lifecycles, in
-/// `rounds` rounds that alternate the two teams, each on a fresh store, so that both meet the
-/// machine as it is at that moment; the figures are the medians of the rounds.
-fn dag_beside_plain(layers: usize, width: usize, rounds: usize, kind: Kind) {
+/// `processes` processes drive a `layers` × `width` DAG, beside as many processes running as
+/// many plain lifecycles as the DAG has steps, in `rounds` rounds that alternate the two teams,
+/// each on a fresh store, so that both meet the machine as it is at that moment; the figures
+/// are the medians of the rounds.
+fn dag_beside_plain(layers: usize, width: usize, rounds: usize, kind: Kind, processes: usize) {
     let dir = tempfile::tempdir().unwrap();
     let (mut plain, mut steps, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
@@ -159,16 +177,30 @@ fn dag_beside_plain(layers: usize, width: usize, rounds: usize, kind: Kind) {
         let dag_at = kind.fresh(dir.path(), &format!("dag_{round}"));
         // Each store exists before its workers open it: processes that all find no store
         // would race to create it.
-        let p = team_us(dir.path(), "plain", &plain_at, layers * width, || {
-            open(&plain_at);
-            None
-        });
-        let d = team_us(dir.path(), "dag", &dag_at, layers * width, || {
-            let store = open(&dag_at);
-            let task = store.create_task(dag(layers, width)).unwrap();
-            store.start_task(&task.header.id).unwrap();
-            Some(task.header.id)
-        });
+        let p = team_us(
+            dir.path(),
+            "plain",
+            &plain_at,
+            layers * width,
+            processes,
+            || {
+                open(&plain_at);
+                None
+            },
+        );
+        let d = team_us(
+            dir.path(),
+            "dag",
+            &dag_at,
+            layers * width,
+            processes,
+            || {
+                let store = open(&dag_at);
+                let task = store.create_task(dag(layers, width)).unwrap();
+                store.start_task(&task.header.id).unwrap();
+                Some(task.header.id)
+            },
+        );
         plain.push(p);
         steps.push(d);
         ratios.push(d / p);
@@ -178,7 +210,7 @@ fn dag_beside_plain(layers: usize, width: usize, rounds: usize, kind: Kind) {
     let (plain, step) = (median(plain), median(steps));
     ratios.sort_by(f64::total_cmp);
     println!(
-        "\n4 processes, {}, {rounds} rounds: {} plain lifecycles {plain:.0} µs each, \
+        "\n{processes} processes, {}, {rounds} rounds: {} plain lifecycles {plain:.0} µs each, \
          {}-step DAG {step:.0} µs per step (medians): {:.2}×; per round {:.2}–{:.2}×",
         kind.name(),
         layers * width,
@@ -241,23 +273,26 @@ fn dag(layers: usize, width: usize) -> NewTask {
     }
 }
 
-/// Microseconds per unit for 4 `role` processes doing `units` units on the store at
+/// Microseconds per unit for `processes` `role` processes doing `units` units on the store at
 /// `location` (`seed` prepares it and names the task for a DAG run).
 fn team_us(
     dir: &Path,
     role: &str,
     location: &str,
     units: usize,
+    processes: usize,
     seed: impl FnOnce() -> Option<String>,
 ) -> f64 {
     let task = seed();
-    let team = Team::spawn(dir, role, 4, |n| {
+    let team = Team::spawn(dir, role, processes, |n| {
         vec![
             ("TASKS_STORE", location.into()),
             ("TASKS_TASK", task.clone().unwrap_or_default().into()),
             (
                 "TASKS_UNITS",
-                (units / 4 + usize::from(n < units % 4)).to_string().into(),
+                (units / processes + usize::from(n < units % processes))
+                    .to_string()
+                    .into(),
             ),
         ]
     });
