@@ -36,6 +36,9 @@ use handoff_core::{NewHandoff, SqliteOptions, Store, Synchronous};
 
 const LEASE: Duration = Duration::from_secs(300);
 
+/// Makes a single-process bench's store named so, in the directory.
+type MakeStore = fn(&tempfile::TempDir, &str) -> Store;
+
 fn main() {
     if let Some(role) = team::worker_role() {
         return worker(&role);
@@ -53,7 +56,7 @@ fn main() {
         vec![20]
     };
     let largest = sizes.iter().copied().max().unwrap_or(1);
-    let single: Vec<(&str, fn(&tempfile::TempDir, &str) -> Store)> = vec![
+    let single: Vec<(&str, MakeStore)> = vec![
         ("SQLite NORMAL", |dir, name| {
             open(&Kind::Sqlite(Synchronous::Normal).fresh(dir.path(), name))
         }),
