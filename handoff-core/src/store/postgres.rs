@@ -26,9 +26,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use postgres::error::{Severity, SqlState};
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, IsolationLevel, NoTls, Row, Statement};
+use tokio_postgres::error::{Severity, SqlState};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
 
 use crate::chain::Hop;
 use crate::clock::{from_micros, micros, opt_micros};
@@ -36,6 +36,9 @@ use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
+
+mod conn;
+use conn::{Conn, ConnectError, Params};
 
 /// The schema version this build writes.
 pub const VERSION: i32 = 5;
@@ -148,7 +151,7 @@ impl Default for PostgresOptions {
 
 /// A store in one PostgreSQL schema.
 pub struct PostgresBackend {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     schema: String,
     /// The schema's own advisory-lock namespace, so stores sharing a database never block
     /// one another.
@@ -169,7 +172,7 @@ impl std::fmt::Debug for PostgresBackend {
 }
 
 /// The parts of a `postgres://` URL: the driver's configuration, and the schema.
-fn parse_url(url: &str) -> Result<(postgres::Config, String, String)> {
+fn parse_url(url: &str) -> Result<(tokio_postgres::Config, String, String)> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut schema = "public".to_owned();
     let mut rest = Vec::new();
@@ -190,7 +193,7 @@ fn parse_url(url: &str) -> Result<(postgres::Config, String, String)> {
     } else {
         format!("{base}?{}", rest.join("&"))
     };
-    let config = postgres::Config::from_str(&driver_url)
+    let config = tokio_postgres::Config::from_str(&driver_url)
         .map_err(|e| Error::invalid("url", format!("is not a PostgreSQL URL: {e}")))?;
     let shown = crate::store::display_url(url);
     Ok((config, schema, shown))
@@ -203,7 +206,7 @@ fn is_schema_name(name: &str) -> bool {
         && name.len() <= 63
 }
 
-fn storage(what: &str, e: postgres::Error) -> Error {
+fn storage(what: &str, e: tokio_postgres::Error) -> Error {
     if let Some(busy) = busy(what, &e) {
         return busy;
     }
@@ -214,7 +217,7 @@ fn storage(what: &str, e: postgres::Error) -> Error {
 }
 
 /// [`Error::Busy`] when `e` is the session's `lock_timeout` running out.
-fn busy(what: &str, e: &postgres::Error) -> Option<Error> {
+fn busy(what: &str, e: &tokio_postgres::Error) -> Option<Error> {
     (e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)).then(|| Error::Busy {
         message: format!(
             "PostgreSQL: {what}: another session held a lock for longer than the store's lock \
@@ -225,7 +228,7 @@ fn busy(what: &str, e: &postgres::Error) -> Option<Error> {
 
 /// What the server said, when it refused (the driver's own text is only "db error"), or the
 /// driver's description of what went wrong on its side.
-fn reason(e: &postgres::Error) -> String {
+fn reason(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => e.to_string(),
@@ -235,7 +238,7 @@ fn reason(e: &postgres::Error) -> String {
 /// Whether a failed call found its connection gone: closed, broken (an I/O error), or ended by
 /// the server, whose FATAL errors end the session ("terminating connection due to
 /// administrator command" is what a connection that sat idle through a restart says first).
-fn connection_lost(e: &postgres::Error) -> bool {
+fn connection_lost(e: &tokio_postgres::Error) -> bool {
     e.is_closed()
         || e.as_db_error()
             .is_some_and(|db| db.parsed_severity() == Some(Severity::Fatal))
@@ -243,7 +246,7 @@ fn connection_lost(e: &postgres::Error) -> bool {
 }
 
 /// Whether running the transaction again can succeed.
-fn is_retryable(e: &postgres::Error) -> bool {
+fn is_retryable(e: &tokio_postgres::Error) -> bool {
     e.code().is_some_and(|code| {
         *code == SqlState::T_R_SERIALIZATION_FAILURE
             || *code == SqlState::T_R_DEADLOCK_DETECTED
@@ -343,7 +346,7 @@ fn event_from_row(row: &Row) -> Result<Event> {
 /// A connection and the statements prepared on it: a statement prepared once is sent as a
 /// name and its parameters afterwards, one round trip where the text costs two.
 struct Connection {
-    client: Client,
+    client: Conn,
     statements: HashMap<String, Statement>,
 }
 
@@ -355,21 +358,21 @@ struct Pooled<'a> {
 
 impl Pooled<'_> {
     /// The client and its prepared statements, to be borrowed side by side.
-    fn split(&mut self) -> (&mut Client, &mut HashMap<String, Statement>) {
+    fn split(&mut self) -> (&mut Conn, &mut HashMap<String, Statement>) {
         let conn = self.conn.as_mut().expect("present until dropped");
         (&mut conn.client, &mut conn.statements)
     }
 }
 
 impl std::ops::Deref for Pooled<'_> {
-    type Target = Client;
-    fn deref(&self) -> &Client {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
         &self.conn.as_ref().expect("present until dropped").client
     }
 }
 
 impl std::ops::DerefMut for Pooled<'_> {
-    fn deref_mut(&mut self) -> &mut Client {
+    fn deref_mut(&mut self) -> &mut Conn {
         &mut self.conn.as_mut().expect("present until dropped").client
     }
 }
@@ -419,10 +422,11 @@ impl PostgresBackend {
         let conn = match idle {
             Some(conn) => conn,
             None => {
-                let mut client = self
-                    .config
-                    .connect(NoTls)
-                    .map_err(|e| storage(&format!("cannot connect to {}", self.shown), e))?;
+                let what = format!("cannot connect to {}", self.shown);
+                let client = Conn::connect(&self.config).map_err(|e| match e {
+                    ConnectError::Server(e) => storage(&what, e),
+                    ConnectError::Runtime(e) => Error::storage(format!("PostgreSQL: {what}: {e}")),
+                })?;
                 // Session settings, so that no transaction pays a round trip for them. A
                 // lock_timeout of 0 would mean no limit; an idle timeout is never so short
                 // that a busy machine's scheduling delay between two statements trips it.
@@ -449,10 +453,24 @@ impl PostgresBackend {
 
     /// Creates the schema or brings it to [`VERSION`], one process at a time.
     fn migrate(&self) -> Result<()> {
-        let mut client = self.client()?;
-        let mut tx = client
-            .transaction()
+        let client = self.client()?;
+        client
+            .batch_execute("BEGIN")
             .map_err(|e| storage("cannot begin", e))?;
+        let migrated = self.migrate_in(&client).and_then(|()| {
+            client
+                .batch_execute("COMMIT")
+                .map_err(|e| storage("cannot commit the migration", e))
+        });
+        if migrated.is_err() {
+            // A connection that cannot even roll back is not pooled again.
+            let _ = client.batch_execute("ROLLBACK");
+        }
+        migrated
+    }
+
+    /// The migration's statements, in the transaction [`PostgresBackend::migrate`] began.
+    fn migrate_in(&self, tx: &Conn) -> Result<()> {
         tx.execute(
             "SELECT pg_advisory_xact_lock($1)",
             &[&self.lock_key(MIGRATION_LOCK)],
@@ -500,14 +518,13 @@ impl PostgresBackend {
                 .map_err(|e| storage(&format!("migration {from} failed"), e))?;
         }
         tx.execute("UPDATE handoff_schema SET version = $1", &[&VERSION])
-            .map_err(|e| storage("cannot write the schema version", e))?;
-        tx.commit()
-            .map_err(|e| storage("cannot commit the migration", e))
+            .map_err(|e| storage("cannot write the schema version", e))
+            .map(drop)
     }
 
     /// Runs a read on a pooled connection; once more on a new connection when the pooled one
     /// turns out to be dead (the server restarted since it was last used).
-    fn reading<T>(&self, mut op: impl FnMut(&mut Client) -> Result<T>) -> Result<T> {
+    fn reading<T>(&self, mut op: impl FnMut(&mut Conn) -> Result<T>) -> Result<T> {
         let mut client = self.client()?;
         match op(&mut client) {
             Err(_) if client.is_closed() => {
@@ -550,15 +567,11 @@ struct Listening<'a> {
 
 impl WorkSignal for Listening<'_> {
     fn wait(&mut self, timeout: Duration) -> Result<()> {
-        let mut notifications = self.client.notifications();
-        // One notification is enough to look again; the others are drained so the next wait
+        // One notification is enough to look again; the others are dropped so the next wait
         // does not wake for work this look already saw.
-        notifications
-            .timeout_iter(timeout)
-            .next()
-            .map_err(|e| storage("lost the notification channel", e))?;
-        while let Ok(Some(_)) = notifications.iter().next() {}
-        Ok(())
+        self.client
+            .wait_for_notification(timeout)
+            .map_err(|e| storage("lost the notification channel", e))
     }
 }
 
@@ -600,23 +613,15 @@ impl Backend for PostgresBackend {
             attempt += 1;
             let mut pooled = self.client()?;
             let (client, statements) = pooled.split();
-            let tx = match client
-                .build_transaction()
-                .isolation_level(IsolationLevel::ReadCommitted)
-                .start()
-            {
-                Ok(tx) => tx,
-                // A dead pooled connection: nothing was done, so a new one may begin again.
-                Err(e) if connection_lost(&e) && attempt < MAX_ATTEMPTS => {
-                    self.drop_idle();
-                    continue;
-                }
-                Err(e) => return Err(storage("cannot begin", e)),
-            };
-            // The driver's error, and the closure's when it was the closure that failed.
-            let outcome: std::result::Result<(), (Option<postgres::Error>, Option<Error>)> = {
+            // The driver's error, and the closure's when it was the closure that failed; and
+            // whether the server answered anything of this transaction.
+            type Outcome = std::result::Result<(), (Option<tokio_postgres::Error>, Option<Error>)>;
+            let (outcome, answered): (Outcome, bool) = {
                 let mut handle = PgTx {
-                    tx,
+                    conn: client,
+                    begun: false,
+                    ended: false,
+                    answered: false,
                     statements,
                     error: None,
                     events: Vec::new(),
@@ -629,10 +634,12 @@ impl Backend for PostgresBackend {
                     task_lock_base: self.lock_base,
                     channel: self.channel(),
                 };
-                match work(&mut handle) {
+                let outcome = match work(&mut handle) {
                     Ok(()) => handle.finish().map_err(|pg| (Some(pg), None)),
                     Err(e) => Err((handle.error.take(), Some(e))),
-                }
+                };
+                (outcome, handle.answered)
+                // Dropped unfinished, the transaction is rolled back.
             };
             let (pg, refusal) = match outcome {
                 Ok(()) => return Ok(()),
@@ -642,6 +649,13 @@ impl Backend for PostgresBackend {
                     return Err(refusal.unwrap_or_else(|| Error::storage("the write failed")));
                 }
             };
+            // A dead pooled connection, found on the transaction's first round trip: nothing
+            // was done, so a new connection may begin again.
+            if connection_lost(&pg) && !answered && attempt < MAX_ATTEMPTS {
+                drop(pooled);
+                self.drop_idle();
+                continue;
+            }
             // A statement prepared in a transaction that failed is not trusted again (a
             // migration by another process may also have changed what it returns).
             pooled.split().1.clear();
@@ -695,8 +709,7 @@ impl Backend for PostgresBackend {
             ));
         }
         self.reading(|client| {
-            let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
-                args.iter().map(|a| a as _).collect();
+            let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
             client
                 .query(&sql, &params)
                 .map_err(|e| storage("cannot list records", e))?
@@ -756,12 +769,8 @@ impl Backend for PostgresBackend {
         let event_lock = self.lock_key(EVENT_LOCK);
         self.reading(|client| {
             let settled = settled_seq(client, event_lock)?;
-            let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&after, &settled];
-            params.extend(
-                texts
-                    .iter()
-                    .map(|t| t as &(dyn postgres::types::ToSql + Sync)),
-            );
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&after, &settled];
+            params.extend(texts.iter().map(|t| t as &(dyn ToSql + Sync)));
             client
                 .query(&sql, &params)
                 .map_err(|e| storage("cannot read events", e))?
@@ -864,7 +873,7 @@ fn doc_from_row(row: &Row) -> Result<Doc> {
 /// One round trip; the lock is held for the length of `max`. A writer stopped between its
 /// events and its commit delays the reader at most the session's `lock_timeout` (then `Busy`),
 /// and the server ends the stopped writer's transaction after as long.
-fn settled_seq(client: &mut Client, event_lock: i64) -> Result<i64> {
+fn settled_seq(client: &mut Conn, event_lock: i64) -> Result<i64> {
     let sql = format!(
         "BEGIN; SELECT pg_advisory_xact_lock({event_lock}); \
          SELECT COALESCE(max(seq), 0) FROM events; COMMIT"
@@ -881,7 +890,7 @@ fn settled_seq(client: &mut Client, event_lock: i64) -> Result<i64> {
     messages
         .iter()
         .filter_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(row) => row.get(0),
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
             _ => None,
         })
         .next_back()
@@ -956,7 +965,7 @@ impl Insert {
         )
     }
 
-    fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 17] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 17] {
         [
             &self.id,
             &self.task_id,
@@ -1043,7 +1052,7 @@ impl<'a> DocArrays<'a> {
         }
     }
 
-    fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 8] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
         let (ik, ikey, iv, ib) = &self.inserts;
         let (uk, ukey, uv, ub) = &self.updates;
         [ik, ikey, iv, ib, uk, ukey, uv, ub]
@@ -1131,7 +1140,7 @@ impl<'a> Lifecycle<'a> {
         }
     }
 
-    fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 8] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 8] {
         [
             &self.status,
             self.claimed_by,
@@ -1147,7 +1156,14 @@ impl<'a> Lifecycle<'a> {
 
 /// One write transaction.
 struct PgTx<'c> {
-    tx: postgres::Transaction<'c>,
+    conn: &'c Conn,
+    /// Whether `BEGIN` went (with the first statement).
+    begun: bool,
+    /// Whether `COMMIT` went, or was not needed.
+    ended: bool,
+    /// Whether the server answered a round trip of this transaction: until it has, a lost
+    /// connection means nothing was done.
+    answered: bool,
     /// The connection's prepared statements.
     statements: &'c mut HashMap<String, Statement>,
     /// The last record write not sent yet: held back so that it travels with the next
@@ -1161,7 +1177,7 @@ struct PgTx<'c> {
     /// statement that reads or at commit, however many the transaction made.
     unsent_docs: DocWrites,
     /// The driver's error behind the last failed call, to tell a retryable failure apart.
-    error: Option<postgres::Error>,
+    error: Option<tokio_postgres::Error>,
     /// Events, written at the end under the event lock (see the module doc).
     events: Vec<NewEvent>,
     /// The tasks whose path this transaction has locked.
@@ -1174,41 +1190,97 @@ struct PgTx<'c> {
     channel: String,
 }
 
+impl Drop for PgTx<'_> {
+    fn drop(&mut self) {
+        // A transaction left unfinished (the closure refused, a statement failed) is rolled
+        // back before its connection goes back to the pool; one that cannot be is closed.
+        if self.begun && !self.ended {
+            let _ = self.conn.batch_execute("ROLLBACK");
+        }
+    }
+}
+
 impl PgTx<'_> {
     /// The statement `sql`, prepared on this connection the first time it is used.
-    fn statement(&mut self, sql: &str) -> std::result::Result<Statement, postgres::Error> {
+    fn statement(&mut self, sql: &str) -> std::result::Result<Statement, tokio_postgres::Error> {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
-        let statement = self.tx.prepare(sql)?;
+        let statement = self.conn.prepare(sql);
+        let statement = self.answered(statement)?;
         self.statements.insert(sql.to_owned(), statement.clone());
         Ok(statement)
+    }
+
+    /// `result`, noting that the server answered.
+    fn answered<T>(
+        &mut self,
+        result: std::result::Result<T, tokio_postgres::Error>,
+    ) -> std::result::Result<T, tokio_postgres::Error> {
+        self.answered |= result.is_ok();
+        result
+    }
+
+    /// Whether the next statement must carry the transaction's `BEGIN`: the first one does.
+    fn begin(&mut self) -> bool {
+        !std::mem::replace(&mut self.begun, true)
     }
 
     /// Runs `sql` as a prepared statement; the rows it returns.
     fn query(
         &mut self,
         sql: &str,
-        params: &[&(dyn postgres::types::ToSql + Sync)],
-    ) -> std::result::Result<Vec<Row>, postgres::Error> {
+        params: &[&(dyn ToSql + Sync)],
+    ) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
         let statement = self.statement(sql)?;
-        self.tx.query(&statement, params)
+        let begin = self.begin();
+        let rows = self
+            .conn
+            .query_in_transaction(begin, &statement, params, false);
+        self.answered(rows)
     }
 
     /// Runs `sql` as a prepared statement; how many rows it changed.
     fn execute(
         &mut self,
         sql: &str,
-        params: &[&(dyn postgres::types::ToSql + Sync)],
-    ) -> std::result::Result<u64, postgres::Error> {
+        params: &[&(dyn ToSql + Sync)],
+    ) -> std::result::Result<u64, tokio_postgres::Error> {
         let statement = self.statement(sql)?;
-        self.tx.execute(&statement, params)
+        let begin = self.begin();
+        let changed = self
+            .conn
+            .execute_in_transaction(begin, &statement, params, false);
+        self.answered(changed)
+    }
+
+    /// Runs `sql` as a prepared statement and commits, in one round trip (with the `BEGIN`
+    /// too when it is the transaction's only statement).
+    fn execute_and_commit(
+        &mut self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> std::result::Result<(), tokio_postgres::Error> {
+        let statement = self.statement(sql)?;
+        let begin = self.begin();
+        self.ended = true;
+        self.conn
+            .execute_in_transaction(begin, &statement, params, true)
+            .map(drop)
+    }
+
+    /// Commits what was sent; a transaction that sent nothing has nothing to commit.
+    fn commit(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
+        if !std::mem::replace(&mut self.ended, true) && self.begun {
+            self.conn.batch_execute("COMMIT")?;
+        }
+        Ok(())
     }
 
     fn check<T>(
         &mut self,
         what: &str,
-        result: std::result::Result<T, postgres::Error>,
+        result: std::result::Result<T, tokio_postgres::Error>,
     ) -> Result<T> {
         result.map_err(|e| {
             let err = busy(what, &e)
@@ -1221,12 +1293,12 @@ impl PgTx<'_> {
     /// Writes the events in commit order (one statement, under the event lock, with the record
     /// write still unsent), tells waiting workers when work became claimable (PostgreSQL
     /// delivers the notification at commit), and commits.
-    fn finish(mut self) -> std::result::Result<(), postgres::Error> {
+    fn finish(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
         if self.events.is_empty() {
             self.send_inserts()?;
             self.send_unsent()?;
             self.send_docs()?;
-            return self.tx.commit();
+            return self.commit();
         }
         let new_work = self.events.iter().any(|e| {
             matches!(
@@ -1247,7 +1319,7 @@ impl PgTx<'_> {
             .map(|e| serde_json::to_string(&e.change).unwrap_or_default())
             .collect();
         let lock = self.event_lock;
-        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+        let mut params: Vec<&(dyn ToSql + Sync)> =
             vec![&lock, &ids, &ats, &actors, &kinds, &details];
         // Everything held back travels in this one statement, each write a `WITH` entry.
         let mut with: Vec<String> = Vec::new();
@@ -1302,18 +1374,17 @@ impl PgTx<'_> {
              WITH ORDINALITY AS e(handoff_id, at, actor, kind, detail, n) ORDER BY e.n",
             with.join(", ")
         );
-        self.execute(&sql, &params)?;
-        self.tx.commit()
+        self.execute_and_commit(&sql, &params)
     }
 
     /// Sends the record write held back, if any.
-    fn send_unsent(&mut self) -> std::result::Result<(), postgres::Error> {
+    fn send_unsent(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
         let Some(u) = self.unsent.take() else {
             return Ok(());
         };
         self.path = None;
         let lifecycle = u.record.as_ref().map(Lifecycle::of);
-        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&u.id];
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&u.id];
         if let Some(lifecycle) = &lifecycle {
             params.extend(lifecycle.params());
         }
@@ -1337,7 +1408,7 @@ impl PgTx<'_> {
     }
 
     /// Sends the document writes held back, if any, in one statement.
-    fn send_docs(&mut self) -> std::result::Result<(), postgres::Error> {
+    fn send_docs(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
         let writes = std::mem::take(&mut self.unsent_docs);
         if writes.rows.is_empty() {
             return Ok(());
@@ -1348,7 +1419,7 @@ impl PgTx<'_> {
     }
 
     /// Sends the new records held back, if any, one statement each.
-    fn send_inserts(&mut self) -> std::result::Result<(), postgres::Error> {
+    fn send_inserts(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
         let sql = Insert::sql(1);
         for insert in std::mem::take(&mut self.unsent_inserts) {
             self.execute(&sql, &insert.params())?;
@@ -1379,7 +1450,7 @@ impl PgTx<'_> {
     fn query_record(
         &mut self,
         sql: &str,
-        params: &[&(dyn postgres::types::ToSql + Sync)],
+        params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Handoff>> {
         let rows = self.query(sql, params);
         self.check("cannot read a record", rows)?
@@ -1497,7 +1568,7 @@ impl Tx for PgTx<'_> {
         self.flush()?;
         let now = micros(now);
         let mut sql = format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE {CLAIMABLE}");
-        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&agent, &now];
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&agent, &now];
         if let Some(task) = &task_id {
             params.push(task);
             sql.push_str(&format!(" AND task_id = ${}", params.len()));
@@ -1546,7 +1617,7 @@ impl Tx for PgTx<'_> {
         let now = micros(now);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let path_lock = (self.task_lock_base >> 8) as i32;
-        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+        let mut params: Vec<&(dyn ToSql + Sync)> =
             vec![&agent, &now, &limit, &lock_open_path, &path_lock];
         let of_task = match &task_id {
             Some(task) => {

@@ -1,0 +1,240 @@
+//! One connection to the server, for the synchronous core: its calls block the calling thread,
+//! which drives the connection on a current-thread runtime of its own (so no async runtime
+//! leaks into the library's API or its bindings).
+//!
+//! It exists for what the driver's synchronous client cannot do: send a statement in the same
+//! round trip as the `BEGIN` before it or the `COMMIT` after it. A write transaction that used
+//! to cost `BEGIN`, its statements and `COMMIT` one round trip each now costs one round trip
+//! per statement.
+
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{
+    AsyncMessage, Client, Config, Error, NoTls, Row, SimpleQueryMessage, Statement, ToStatement,
+};
+
+/// Parameters of a statement, as the driver takes them.
+pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// How every write transaction begins.
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
+/// A connection and the runtime that drives it.
+pub(super) struct Conn {
+    runtime: Runtime,
+    client: Client,
+    /// One message per notification the server delivered on a channel this connection
+    /// listens on.
+    notified: mpsc::UnboundedReceiver<()>,
+}
+
+/// Why a connection could not be made: the runtime, or the server.
+pub(super) enum ConnectError {
+    Runtime(std::io::Error),
+    Server(Error),
+}
+
+impl Conn {
+    pub(super) fn connect(config: &Config) -> Result<Conn, ConnectError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(ConnectError::Runtime)?;
+        let (client, mut connection) = runtime
+            .block_on(config.connect(NoTls))
+            .map_err(ConnectError::Server)?;
+        let (tell, notified) = mpsc::unbounded_channel();
+        // The connection's socket is read while some call of this connection blocks: it
+        // routes the replies, and forwards notifications (notices are dropped).
+        runtime.spawn(async move {
+            while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
+                match message {
+                    Ok(AsyncMessage::Notification(_)) => {
+                        let _ = tell.send(());
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        });
+        Ok(Conn {
+            runtime,
+            client,
+            notified,
+        })
+    }
+
+    fn run<F: Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    pub(super) fn prepare(&self, sql: &str) -> Result<Statement, Error> {
+        self.run(self.client.prepare(sql))
+    }
+
+    pub(super) fn query<T>(&self, statement: &T, params: Params<'_>) -> Result<Vec<Row>, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.run(self.client.query(statement, params))
+    }
+
+    pub(super) fn query_opt<T>(
+        &self,
+        statement: &T,
+        params: Params<'_>,
+    ) -> Result<Option<Row>, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.run(self.client.query_opt(statement, params))
+    }
+
+    pub(super) fn query_one<T>(&self, statement: &T, params: Params<'_>) -> Result<Row, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.run(self.client.query_one(statement, params))
+    }
+
+    pub(super) fn execute<T>(&self, statement: &T, params: Params<'_>) -> Result<u64, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.run(self.client.execute(statement, params))
+    }
+
+    pub(super) fn batch_execute(&self, sql: &str) -> Result<(), Error> {
+        self.run(self.client.batch_execute(sql))
+    }
+
+    pub(super) fn simple_query(&self, sql: &str) -> Result<Vec<SimpleQueryMessage>, Error> {
+        self.run(self.client.simple_query(sql))
+    }
+
+    /// Runs the prepared `statement` in a write transaction, in one round trip with the
+    /// transaction's `BEGIN` (when `begin`) and its `COMMIT` (when `commit`); its rows.
+    ///
+    /// The statement must be prepared: the driver sends each request when it is first polled,
+    /// and a statement given as text would be parsed first, its own round trip, after which
+    /// the `COMMIT` would already have gone. When the statement fails, the `COMMIT` finds the
+    /// transaction aborted and rolls it back (the server answers `ROLLBACK`, not an error), so
+    /// the statement's error is the one returned. `BEGIN` fails only when the connection does,
+    /// and then so does every request after it.
+    pub(super) fn query_in_transaction(
+        &self,
+        begin: bool,
+        statement: &Statement,
+        params: Params<'_>,
+        commit: bool,
+    ) -> Result<Vec<Row>, Error> {
+        self.run(self.around(begin, self.client.query(statement, params), commit))
+    }
+
+    /// [`Conn::query_in_transaction`] for a statement whose rows are not wanted: how many
+    /// rows it changed.
+    pub(super) fn execute_in_transaction(
+        &self,
+        begin: bool,
+        statement: &Statement,
+        params: Params<'_>,
+        commit: bool,
+    ) -> Result<u64, Error> {
+        self.run(self.around(begin, self.client.execute(statement, params), commit))
+    }
+
+    /// `BEGIN`, then `work`, then `COMMIT`, each only when asked for, polled together so that
+    /// their requests leave in that order before any reply is awaited.
+    async fn around<T>(
+        &self,
+        begin: bool,
+        work: impl Future<Output = Result<T, Error>>,
+        commit: bool,
+    ) -> Result<T, Error> {
+        let begun = async {
+            match begin {
+                true => self.client.batch_execute(BEGIN).await,
+                false => Ok(()),
+            }
+        };
+        let committed = async {
+            match commit {
+                true => self.client.batch_execute("COMMIT").await,
+                false => Ok(()),
+            }
+        };
+        let (begun, done, committed) = join3(begun, work, committed).await;
+        begun?;
+        let done = done?;
+        committed?;
+        Ok(done)
+    }
+
+    /// Blocks until a notification arrives on a channel this connection listens on, or for
+    /// `timeout`, then drops the others already delivered (the caller's next look covers
+    /// them too). An error when the connection is gone.
+    pub(super) fn wait_for_notification(&mut self, timeout: Duration) -> Result<(), Error> {
+        let Conn {
+            runtime,
+            client,
+            notified,
+        } = self;
+        // Waiting drives the connection, which reads what the server sent meanwhile. (The
+        // timer is made inside the runtime: made outside, it finds no clock and panics.)
+        let arrived =
+            runtime.block_on(async { tokio::time::timeout(timeout, notified.recv()).await });
+        if matches!(arrived, Ok(None)) || client.is_closed() {
+            // The connection ended: a call says how.
+            runtime.block_on(client.batch_execute(""))?;
+        }
+        while notified.try_recv().is_ok() {}
+        Ok(())
+    }
+}
+
+/// Polls three futures together, in order, until all are done: each sends its request on its
+/// first poll, so the three leave before any reply is awaited.
+async fn join3<A: Future, B: Future, C: Future>(
+    a: A,
+    b: B,
+    c: C,
+) -> (A::Output, B::Output, C::Output) {
+    let (mut a, mut b, mut c) = (pin!(a), pin!(b), pin!(c));
+    let (mut done_a, mut done_b, mut done_c) = (None, None, None);
+    poll_fn(move |cx| {
+        if done_a.is_none()
+            && let Poll::Ready(out) = a.as_mut().poll(cx)
+        {
+            done_a = Some(out);
+        }
+        if done_b.is_none()
+            && let Poll::Ready(out) = b.as_mut().poll(cx)
+        {
+            done_b = Some(out);
+        }
+        if done_c.is_none()
+            && let Poll::Ready(out) = c.as_mut().poll(cx)
+        {
+            done_c = Some(out);
+        }
+        if done_a.is_some()
+            && done_b.is_some()
+            && done_c.is_some()
+            && let (Some(a), Some(b), Some(c)) = (done_a.take(), done_b.take(), done_c.take())
+        {
+            return Poll::Ready((a, b, c));
+        }
+        Poll::Pending
+    })
+    .await
+}
