@@ -1297,8 +1297,9 @@ impl PgTx<'_> {
         if self.events.is_empty() {
             self.send_inserts()?;
             self.send_unsent()?;
-            self.send_docs()?;
-            return self.commit();
+            // A transaction that wrote only documents (an agent's memory, say) sends them
+            // with its `COMMIT`.
+            return self.send_docs(true);
         }
         let new_work = self.events.iter().any(|e| {
             matches!(
@@ -1407,15 +1408,20 @@ impl PgTx<'_> {
         }))
     }
 
-    /// Sends the document writes held back, if any, in one statement.
-    fn send_docs(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
+    /// Sends the document writes held back, if any, in one statement; with the transaction's
+    /// `COMMIT` when `commit` (which goes alone when there are none).
+    fn send_docs(&mut self, commit: bool) -> std::result::Result<(), tokio_postgres::Error> {
         let writes = std::mem::take(&mut self.unsent_docs);
         if writes.rows.is_empty() {
-            return Ok(());
+            return if commit { self.commit() } else { Ok(()) };
         }
         let arrays = DocArrays::of(&writes);
         let sql = format!("WITH {} SELECT 1", doc_writes_sql(1));
-        self.execute(&sql, &arrays.params()).map(drop)
+        if commit {
+            self.execute_and_commit(&sql, &arrays.params())
+        } else {
+            self.execute(&sql, &arrays.params()).map(drop)
+        }
     }
 
     /// Sends the new records held back, if any, one statement each.
@@ -1434,7 +1440,7 @@ impl PgTx<'_> {
         self.check("cannot insert a record", result)?;
         let result = self.send_unsent();
         self.check("cannot update a record", result)?;
-        let result = self.send_docs();
+        let result = self.send_docs(false);
         self.check("cannot write a document", result)
     }
 
