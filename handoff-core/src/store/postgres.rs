@@ -1426,6 +1426,10 @@ impl PgTx<'_> {
 
     /// Sends the new records held back, if any, one statement each.
     fn send_inserts(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
+        // Every read flushes first: with nothing held, not even the statement's text is made.
+        if self.unsent_inserts.is_empty() {
+            return Ok(());
+        }
         let sql = Insert::sql(1);
         for insert in std::mem::take(&mut self.unsent_inserts) {
             self.execute(&sql, &insert.params())?;
