@@ -223,6 +223,18 @@ pub struct StepState {
     /// The model tokens it took, as its worker reported them on completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_used: Option<u64>,
+    /// Its worker's start, until the task's log takes it (see [`TaskHeader::step_claimed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_to_log: Option<StepStart>,
+}
+
+/// A worker's start of a step, as the task's log records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StepStart {
+    /// The worker.
+    pub agent: String,
+    /// When it took the step.
+    pub at: DateTime<Utc>,
 }
 
 /// What happened to a task, for its log.
@@ -477,6 +489,9 @@ impl TaskStatistics {
 /// What a transition asks of the store, beyond writing what it changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Effects {
+    /// Starts of steps that the log takes now, before `changes`, each at its own time and by
+    /// its worker (see [`TaskHeader::step_claimed`]).
+    pub started: Vec<(String, StepStart)>,
     /// For the log, in order.
     pub changes: Vec<TaskChange>,
     /// Steps to offer as new handoffs (addressed to the step's agent).
@@ -496,6 +511,39 @@ pub struct TaskRefusal {
     pub event: &'static str,
     /// Why, in words.
     pub reason: String,
+}
+
+/// [`TaskHeader::step_claimed`] without the task, which it does not need: the step of task
+/// `task_id` is taken by `agent`.
+pub fn start_step(
+    task_id: &str,
+    step: &mut StepState,
+    agent: &str,
+    now: DateTime<Utc>,
+) -> std::result::Result<(), TaskRefusal> {
+    if step.status != StepStatus::Ready {
+        return Err(TaskRefusal {
+            task_id: task_id.to_owned(),
+            event: "step_claimed",
+            reason: format!("step {} is {:?}, not ready", step.spec.id, step.status),
+        });
+    }
+    step.status = StepStatus::InProgress;
+    step.started_at.get_or_insert(now);
+    step.start_to_log = Some(StepStart {
+        agent: agent.to_owned(),
+        at: now,
+    });
+    Ok(())
+}
+
+/// The start `step` keeps for the log, taken for the change being made to it.
+fn take_start(step: &mut StepState) -> Vec<(String, StepStart)> {
+    step.start_to_log
+        .take()
+        .map(|start| (step.spec.id.clone(), start))
+        .into_iter()
+        .collect()
 }
 
 impl fmt::Display for TaskRefusal {
@@ -572,6 +620,7 @@ pub fn check_update(
             output: None,
             error: None,
             tokens_used: None,
+            start_to_log: None,
         })
         .collect();
     let mut changed = Vec::new();
@@ -654,6 +703,7 @@ pub fn create(
             output: None,
             error: None,
             tokens_used: None,
+            start_to_log: None,
         })
         .collect();
     let header = TaskHeader {
@@ -764,24 +814,20 @@ impl TaskHeader {
         Ok(effects)
     }
 
-    /// A worker took the step's handoff.
+    /// A worker took the step's handoff: the step is in progress, and nothing else changes.
+    /// The task itself is not written (its version stays), so that workers taking a task's
+    /// steps do not wait for one another on it; the start is kept on the step
+    /// ([`StepState::start_to_log`]) and the task's log takes it, at the time it happened,
+    /// with the step's next change (its completion, failure or release), which does lock the
+    /// task.
     pub fn step_claimed(
-        &mut self,
+        &self,
         step: &mut StepState,
         agent: &str,
         now: DateTime<Utc>,
     ) -> Transition {
-        self.require("step_claimed", step, &[StepStatus::Ready], "ready")?;
-        step.status = StepStatus::InProgress;
-        step.started_at.get_or_insert(now);
-        self.touch(now);
-        Ok(Effects {
-            changes: vec![TaskChange::StepStarted {
-                step: step.spec.id.clone(),
-                agent: agent.to_owned(),
-            }],
-            ..Effects::default()
-        })
+        start_step(&self.id, step, agent, now)?;
+        Ok(Effects::default())
     }
 
     /// The step is done with `output`; those of `dependents` (the step's) that wait for
@@ -809,6 +855,7 @@ impl TaskHeader {
             self.tokens_used = Some(self.tokens_used.unwrap_or(0).saturating_add(tokens));
         }
         let mut effects = Effects {
+            started: take_start(step),
             changes: vec![TaskChange::StepCompleted {
                 step: step.spec.id.clone(),
             }],
@@ -837,6 +884,7 @@ impl TaskHeader {
         self.retries += 1;
         let id = step.spec.id.clone();
         let mut effects = Effects {
+            started: take_start(step),
             changes: vec![TaskChange::StepFailed {
                 step: id.clone(),
                 error: error.to_owned(),
@@ -999,7 +1047,10 @@ impl TaskHeader {
         )?;
         step.status = StepStatus::Ready;
         self.touch(now);
-        Ok(Effects::default())
+        Ok(Effects {
+            started: take_start(step),
+            ..Effects::default()
+        })
     }
 
     /// Cancels the task. Of `open` (its steps not yet done), those not taken by a worker are

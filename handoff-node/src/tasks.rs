@@ -284,6 +284,7 @@ impl Mirror for StepState {
             output,
             error,
             tokens_used,
+            start_to_log: _,
         } = self;
         JsTaskStep {
             id: spec.id,

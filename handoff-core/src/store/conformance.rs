@@ -452,11 +452,23 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
     assert!(err.problems()[0].rule.contains("cycle"), "{err}");
     assert_eq!(store.list_tasks(None, None, None).unwrap().len(), 1);
 
-    store.start_task(&id).unwrap();
+    let started = store.start_task(&id).unwrap();
     let research = store
         .claim_next("researcher", None, MINUTE)
         .unwrap()
         .unwrap();
+    // A worker's start changes the step alone: the task keeps its version, and its log takes
+    // the start with the step's next change.
+    let running = store.get_task(&id).unwrap();
+    assert_eq!(running.header.version, started.header.version);
+    assert!(running.steps[0].start_to_log.is_some());
+    let kinds = |log: &[crate::task::TaskEvent]| -> Vec<String> {
+        log.iter().map(|e| e.change.kind().to_owned()).collect()
+    };
+    assert_eq!(
+        kinds(&store.task_events(&id).unwrap()),
+        ["created", "started", "step_offered"]
+    );
     assert_eq!(research.handoff.kind, Kind::Initialization);
     assert_eq!(research.handoff.task_id, id);
     assert_eq!(research.handoff.metadata["step_id"], "research");
@@ -482,9 +494,8 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
     let done = store.get_task(&id).unwrap();
     assert_eq!(done.header.status, TaskStatus::Completed);
     let log = store.task_events(&id).unwrap();
-    let kinds: Vec<&str> = log.iter().map(|e| e.change.kind()).collect();
     assert_eq!(
-        kinds,
+        kinds(&log),
         [
             "created",
             "started",
@@ -494,8 +505,8 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
             "step_offered",
             "step_offered",
             "step_started",
-            "step_started",
             "step_completed",
+            "step_started",
             "step_completed",
             "step_offered",
             "step_started",
@@ -504,7 +515,11 @@ pub fn tasks_run_their_plans_as_handoffs(store: Store) {
         ]
     );
     assert!(log.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
+    // Each start is logged as it happened: by its worker, at its claim.
     assert_eq!(log[3].actor.as_deref(), Some("researcher"));
+    assert_eq!(Some(log[3].at), running.steps[0].started_at);
+    assert!(log[3].at <= log[4].at);
+    assert!(done.steps.iter().all(|s| s.start_to_log.is_none()));
 
     // Finished tasks are history: this one succeeded; one cancelled before it started failed.
     let other = store.create_task(blog_task()).unwrap().header.id;

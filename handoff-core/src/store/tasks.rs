@@ -145,6 +145,19 @@ fn steps(tx: &mut dyn Tx, task: &str, ids: &[String]) -> Result<Steps> {
     Ok(read)
 }
 
+/// Every step of task `task`, locked: a worker's claim of a step writes the step without
+/// locking its task, so a transition that writes steps it did not lock could undo the claim.
+fn all_steps(tx: &mut dyn Tx, task: &str) -> Result<Steps> {
+    let keys = tx.doc_keys(STEP, &format!("{task}/"))?;
+    let places: Vec<(&str, &str)> = keys.iter().map(|key| (STEP, key.as_str())).collect();
+    let mut read = Steps::default();
+    for doc in tx.docs_at(&places)?.into_iter().flatten() {
+        read.states.push(parsed("step", &doc)?);
+        read.versions.push(doc.version);
+    }
+    Ok(read)
+}
+
 fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
     let doc = Doc {
         version: version + 1,
@@ -192,6 +205,25 @@ fn log(
         )?;
     }
     Ok(())
+}
+
+/// Appends what a transition did to the task's log: first the starts it took from its steps,
+/// each at its own time and by its worker, then its changes, at `at` by `actor`.
+fn log_effects(
+    tx: &mut dyn Tx,
+    header: &mut TaskHeader,
+    effects: task::Effects,
+    actor: Option<&str>,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    for (step, start) in effects.started {
+        let started = task::TaskChange::StepStarted {
+            step,
+            agent: start.agent.clone(),
+        };
+        log(tx, header, vec![started], Some(&start.agent), start.at)?;
+    }
+    log(tx, header, effects.changes, actor, at)
 }
 
 fn step_metadata(step: &str) -> Metadata {
@@ -273,8 +305,13 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
     let Some(step_id) = step_of(record) else {
         return Ok(());
     };
-    // The header and the step in one read.
     let step_key = step_key(&record.task_id, step_id);
+    if let [event] = events
+        && let Change::Claimed { agent, .. } = &event.change
+    {
+        return start_step(tx, record, &step_key, agent, event.at);
+    }
+    // The header and the step in one read.
     let [Some(header_doc), Some(doc)] =
         <[Option<Doc>; 2]>::try_from(tx.docs_at(&[(TASK, &record.task_id), (STEP, &step_key)])?)
             .map_err(|_| Error::storage("a document read returned the wrong count"))?
@@ -329,19 +366,39 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
         };
         changed = true;
         carry_out(tx, &header, &mut touched.states, &effects, now)?;
-        log(
-            tx,
-            &mut header,
-            effects.changes,
-            event.actor.as_deref(),
-            now,
-        )?;
+        log_effects(tx, &mut header, effects, event.actor.as_deref(), now)?;
     }
     if changed {
         write_header(tx, &header, version)?;
         write_steps(tx, &header.id, &touched)?;
     }
     Ok(())
+}
+
+/// A worker took the step `record` carries: the step alone changes (see
+/// [`TaskHeader::step_claimed`]); its task is neither read nor locked. A step whose state
+/// disagrees is left as it is, as in [`follow`].
+fn start_step(
+    tx: &mut dyn Tx,
+    record: &Handoff,
+    step_key: &str,
+    agent: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let Some(doc) = tx.doc(STEP, step_key)? else {
+        return Ok(());
+    };
+    let mut step: StepState = parsed("step", &doc)?;
+    if step.handoff_id.as_deref() != Some(record.id.as_str())
+        || task::start_step(&record.task_id, &mut step, agent, now).is_err()
+    {
+        return Ok(());
+    }
+    let doc = Doc {
+        version: doc.version + 1,
+        body: body(&step)?,
+    };
+    tx.update_doc(STEP, step_key, &doc)
 }
 
 impl Store {
@@ -542,13 +599,7 @@ impl Store {
                 .resolve(step, dependents, retry, now)
                 .map_err(refused)?;
             carry_out(tx, &header, &mut touched.states, &effects, now)?;
-            log(
-                tx,
-                &mut header,
-                effects.changes,
-                record.claimed_by.as_deref(),
-                now,
-            )?;
+            log_effects(tx, &mut header, effects, record.claimed_by.as_deref(), now)?;
             write_header(tx, &header, version)?;
             write_steps(tx, &header.id, &touched)?;
             task_id = header.id.clone();
@@ -599,10 +650,7 @@ impl Store {
             // The plan is read only to add to it.
             let mut existing = Steps::default();
             if !update.add_steps.is_empty() {
-                for (_, doc) in tx.docs(STEP, &format!("{id}/"))? {
-                    existing.states.push(parsed("step", &doc)?);
-                    existing.versions.push(doc.version);
-                }
+                existing = all_steps(tx, id)?;
             }
             let (mut added, changed) =
                 task::check_update(&update, &mut existing.states, &self.limits)?;
@@ -610,7 +658,7 @@ impl Store {
                 .update(update.clone(), &mut added, now)
                 .map_err(refused)?;
             carry_out(tx, &header, &mut added, &effects, now)?;
-            log(tx, &mut header, effects.changes, None, now)?;
+            log_effects(tx, &mut header, effects, None, now)?;
             write_header(tx, &header, version)?;
             let dependencies = Steps {
                 states: changed
@@ -658,12 +706,21 @@ impl Store {
             self.check_text("reason", reason)?;
         }
         self.change_task(id, &mut |tx, header| {
-            let mut open = Steps::default();
+            // The offers' records first, then the steps, locked in the order a claim locks
+            // them: a claim that won the race reads as a step in progress, one that lost
+            // finds its handoff withdrawn.
             for (_, doc) in tx.docs(STEP, &format!("{}/", header.id))? {
                 let step: StepState = parsed("step", &doc)?;
+                if let (task::StepStatus::Ready, Some(offer)) = (step.status, &step.handoff_id) {
+                    tx.get(offer)?;
+                }
+            }
+            let all = all_steps(tx, &header.id)?;
+            let mut open = Steps::default();
+            for (step, version) in all.states.into_iter().zip(all.versions) {
                 if !step.status.is_done() {
                     open.states.push(step);
-                    open.versions.push(doc.version);
+                    open.versions.push(version);
                 }
             }
             let effects = header
@@ -687,7 +744,7 @@ impl Store {
             let (effects, mut touched) = change(tx, &mut header)?;
             let now = self.clock.now();
             carry_out(tx, &header, &mut touched.states, &effects, now)?;
-            log(tx, &mut header, effects.changes, None, now)?;
+            log_effects(tx, &mut header, effects, None, now)?;
             write_header(tx, &header, version)?;
             write_steps(tx, &header.id, &touched)
         })?;
