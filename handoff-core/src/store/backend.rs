@@ -404,6 +404,13 @@ pub trait Tx {
     /// [`Tx::get`]).
     fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>>;
 
+    /// The document `key` of `kind` as last committed, without locking it: a look ahead,
+    /// whose result the caller checks again under a lock. A backend whose transactions
+    /// exclude each other reads it as [`Tx::doc`] does; one that locks rows reads it plainly.
+    fn peek_doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        self.doc(kind, key)
+    }
+
     /// The documents at `places` (`(kind, key)` each), in that order, each `None` where there
     /// is none, locked as [`Tx::doc`] locks one: what a task's step reads with its dependents.
     /// A backend that can read them in one go says so here.

@@ -1667,6 +1667,18 @@ impl Tx for PgTx<'_> {
         Ok((due, next))
     }
 
+    fn peek_doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        self.flush()?;
+        let rows = self.query(
+            "SELECT version, body FROM docs WHERE kind = $1 AND key = $2",
+            &[&kind, &key],
+        );
+        self.check("cannot read a document", rows)?
+            .first()
+            .map(doc_from_row)
+            .transpose()
+    }
+
     fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
         self.flush()?;
         let rows = self.query(

@@ -145,17 +145,36 @@ fn steps(tx: &mut dyn Tx, task: &str, ids: &[String]) -> Result<Steps> {
     Ok(read)
 }
 
-/// Every step of task `task`, locked: a worker's claim of a step writes the step without
-/// locking its task, so a transition that writes steps it did not lock could undo the claim.
+/// Every step of task `task`, for a transition that holds the task's lock. Only a worker's
+/// claim changes a step without that lock (a ready step becomes in progress): the ready steps
+/// are read again, locked, their offers' records first, in the order a claim locks them, so
+/// that a claim that won reads as a step in progress and one that lost waits for this
+/// transaction. Locking nothing else keeps clear of a completion, which locks its step before
+/// the task.
 fn all_steps(tx: &mut dyn Tx, task: &str) -> Result<Steps> {
-    let keys = tx.doc_keys(STEP, &format!("{task}/"))?;
-    let places: Vec<(&str, &str)> = keys.iter().map(|key| (STEP, key.as_str())).collect();
-    let mut read = Steps::default();
-    for doc in tx.docs_at(&places)?.into_iter().flatten() {
-        read.states.push(parsed("step", &doc)?);
-        read.versions.push(doc.version);
+    let mut all = Steps::default();
+    for (_, doc) in tx.docs(STEP, &format!("{task}/"))? {
+        all.states.push(parsed("step", &doc)?);
+        all.versions.push(doc.version);
     }
-    Ok(read)
+    let ready: Vec<usize> = (0..all.states.len())
+        .filter(|&i| all.states[i].status == task::StepStatus::Ready)
+        .collect();
+    for &i in &ready {
+        if let Some(offer) = all.states[i].handoff_id.clone() {
+            tx.get(&offer)?;
+        }
+    }
+    let ids: Vec<String> = ready
+        .iter()
+        .map(|&i| all.states[i].spec.id.clone())
+        .collect();
+    let fresh = steps(tx, task, &ids)?;
+    for ((&i, state), version) in ready.iter().zip(fresh.states).zip(fresh.versions) {
+        all.states[i] = state;
+        all.versions[i] = version;
+    }
+    Ok(all)
 }
 
 fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
@@ -311,11 +330,28 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
     {
         return start_step(tx, record, &step_key, agent, event.at);
     }
-    // The header and the step in one read.
-    let [Some(header_doc), Some(doc)] =
-        <[Option<Doc>; 2]>::try_from(tx.docs_at(&[(TASK, &record.task_id), (STEP, &step_key)])?)
-            .map_err(|_| Error::storage("a document read returned the wrong count"))?
-    else {
+    // A completion offers the step's dependents: they are read with the task and the step,
+    // in one read that locks them all, so that the task stays locked only from there to the
+    // commit. Which they are comes from a look at the step that locks nothing; should the
+    // plan have grown meanwhile, the locked step says so and the rest are read after.
+    let completes = events
+        .iter()
+        .any(|e| matches!(e.change, Change::Completed { .. }));
+    let ahead: Vec<String> = match completes {
+        true => match tx.peek_doc(STEP, &step_key)? {
+            Some(doc) => parsed::<StepState>("step", &doc)?.dependents,
+            None => return Ok(()),
+        },
+        false => Vec::new(),
+    };
+    let ahead_keys: Vec<String> = ahead
+        .iter()
+        .map(|id| self::step_key(&record.task_id, id))
+        .collect();
+    let mut places = vec![(TASK, record.task_id.as_str()), (STEP, step_key.as_str())];
+    places.extend(ahead_keys.iter().map(|key| (STEP, key.as_str())));
+    let mut read = tx.docs_at(&places)?.into_iter();
+    let (Some(Some(header_doc)), Some(Some(doc))) = (read.next(), read.next()) else {
         return Ok(());
     };
     let (mut header, version): (TaskHeader, u64) =
@@ -323,6 +359,13 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
     let step: StepState = parsed("step", &doc)?;
     if step.handoff_id.as_deref() != Some(record.id.as_str()) {
         return Ok(());
+    }
+    let mut read_ahead = Steps::default();
+    for (id, doc) in ahead.iter().zip(read) {
+        let doc =
+            doc.ok_or_else(|| Error::storage(format!("task {} has no step {id}", header.id)))?;
+        read_ahead.states.push(parsed("step", &doc)?);
+        read_ahead.versions.push(doc.version);
     }
     // The step first, then (for a completion) its dependents.
     let mut touched = Steps {
@@ -334,7 +377,11 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
         let now = event.at;
         if matches!(event.change, Change::Completed { .. }) && touched.states.len() == 1 {
             let dependents = touched.states[0].dependents.clone();
-            touched.extend(steps(tx, &header.id, &dependents)?);
+            if dependents == ahead {
+                touched.extend(std::mem::take(&mut read_ahead));
+            } else {
+                touched.extend(steps(tx, &header.id, &dependents)?);
+            }
         }
         let Some((step, dependents)) = touched.states.split_first_mut() else {
             return Ok(());
@@ -706,15 +753,6 @@ impl Store {
             self.check_text("reason", reason)?;
         }
         self.change_task(id, &mut |tx, header| {
-            // The offers' records first, then the steps, locked in the order a claim locks
-            // them: a claim that won the race reads as a step in progress, one that lost
-            // finds its handoff withdrawn.
-            for (_, doc) in tx.docs(STEP, &format!("{}/", header.id))? {
-                let step: StepState = parsed("step", &doc)?;
-                if let (task::StepStatus::Ready, Some(offer)) = (step.status, &step.handoff_id) {
-                    tx.get(offer)?;
-                }
-            }
             let all = all_steps(tx, &header.id)?;
             let mut open = Steps::default();
             for (step, version) in all.states.into_iter().zip(all.versions) {
