@@ -368,6 +368,12 @@ pub fn documents_are_kept_by_kind_and_key(store: Store) {
                 ]
             );
             assert_eq!(tx.docs_at(&[])?, []);
+            // A look that locks nothing still sees the transaction's own writes.
+            assert_eq!(
+                tx.peek_doc("step", "t2/a")?,
+                Some(doc(2, r#"{"step":false}"#))
+            );
+            assert_eq!(tx.peek_doc("step", "t3/a")?, None);
             Ok(())
         })
         .unwrap();
