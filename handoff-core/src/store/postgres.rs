@@ -614,14 +614,14 @@ impl Backend for PostgresBackend {
             let mut pooled = self.client()?;
             let (client, statements) = pooled.split();
             // The driver's error, and the closure's when it was the closure that failed; and
-            // whether the server answered anything of this transaction.
+            // whether it may have done anything.
             type Outcome = std::result::Result<(), (Option<tokio_postgres::Error>, Option<Error>)>;
-            let (outcome, answered): (Outcome, bool) = {
+            let (outcome, untouched): (Outcome, bool) = {
                 let mut handle = PgTx {
                     conn: client,
                     begun: false,
                     ended: false,
-                    answered: false,
+                    untouched: true,
                     statements,
                     error: None,
                     events: Vec::new(),
@@ -638,7 +638,7 @@ impl Backend for PostgresBackend {
                     Ok(()) => handle.finish().map_err(|pg| (Some(pg), None)),
                     Err(e) => Err((handle.error.take(), Some(e))),
                 };
-                (outcome, handle.answered)
+                (outcome, handle.untouched)
                 // Dropped unfinished, the transaction is rolled back.
             };
             let (pg, refusal) = match outcome {
@@ -651,7 +651,7 @@ impl Backend for PostgresBackend {
             };
             // A dead pooled connection, found on the transaction's first round trip: nothing
             // was done, so a new connection may begin again.
-            if connection_lost(&pg) && !answered && attempt < MAX_ATTEMPTS {
+            if connection_lost(&pg) && untouched && attempt < MAX_ATTEMPTS {
                 drop(pooled);
                 self.drop_idle();
                 continue;
@@ -1161,9 +1161,10 @@ struct PgTx<'c> {
     begun: bool,
     /// Whether `COMMIT` went, or was not needed.
     ended: bool,
-    /// Whether the server answered a round trip of this transaction: until it has, a lost
-    /// connection means nothing was done.
-    answered: bool,
+    /// Whether nothing of this transaction can have taken effect: no round trip of it was
+    /// answered and no `COMMIT` went. While so, a lost connection means nothing was done; once
+    /// a `COMMIT` has gone, a lost answer leaves it unknown, and the write is not run again.
+    untouched: bool,
     /// The connection's prepared statements.
     statements: &'c mut HashMap<String, Statement>,
     /// The last record write not sent yet: held back so that it travels with the next
@@ -1217,7 +1218,7 @@ impl PgTx<'_> {
         &mut self,
         result: std::result::Result<T, tokio_postgres::Error>,
     ) -> std::result::Result<T, tokio_postgres::Error> {
-        self.answered |= result.is_ok();
+        self.untouched &= result.is_err();
         result
     }
 
@@ -1230,7 +1231,7 @@ impl PgTx<'_> {
     fn query(
         &mut self,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        params: Params<'_>,
     ) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
         let statement = self.statement(sql)?;
         let begin = self.begin();
@@ -1244,14 +1245,9 @@ impl PgTx<'_> {
     fn execute(
         &mut self,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        params: Params<'_>,
     ) -> std::result::Result<u64, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        let begin = self.begin();
-        let changed = self
-            .conn
-            .execute_in_transaction(begin, &statement, params, false);
-        self.answered(changed)
+        self.execute_then(sql, params, false)
     }
 
     /// Runs `sql` as a prepared statement and commits, in one round trip (with the `BEGIN`
@@ -1261,17 +1257,31 @@ impl PgTx<'_> {
         sql: &str,
         params: Params<'_>,
     ) -> std::result::Result<(), tokio_postgres::Error> {
+        self.execute_then(sql, params, true).map(drop)
+    }
+
+    fn execute_then(
+        &mut self,
+        sql: &str,
+        params: Params<'_>,
+        commit: bool,
+    ) -> std::result::Result<u64, tokio_postgres::Error> {
         let statement = self.statement(sql)?;
         let begin = self.begin();
-        self.ended = true;
-        self.conn
-            .execute_in_transaction(begin, &statement, params, true)
-            .map(drop)
+        if commit {
+            self.ended = true;
+            self.untouched = false;
+        }
+        let changed = self
+            .conn
+            .execute_in_transaction(begin, &statement, params, commit);
+        self.answered(changed)
     }
 
     /// Commits what was sent; a transaction that sent nothing has nothing to commit.
     fn commit(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
         if !std::mem::replace(&mut self.ended, true) && self.begun {
+            self.untouched = false;
             self.conn.batch_execute("COMMIT")?;
         }
         Ok(())
