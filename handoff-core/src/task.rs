@@ -1242,6 +1242,31 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_changes_the_step_alone_and_the_next_change_logs_its_start() {
+        let mut run = Run::new(blog());
+        run.start();
+        let version = run.task.version;
+        let start = StepStart {
+            agent: "r".into(),
+            at: at(2),
+        };
+        let claimed = run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
+        assert_eq!(claimed, Effects::default());
+        assert_eq!(run.task.version, version, "the task itself did not change");
+        assert_eq!(run.status("research"), StepStatus::InProgress);
+        assert_eq!(run.steps["research"].start_to_log, Some(start.clone()));
+        let done = run.with("research", |t, s, d| {
+            t.step_completed(s, d, "notes", None, at(3))
+        });
+        assert_eq!(done.started, [("research".to_owned(), start)]);
+        assert_eq!(run.steps["research"].start_to_log, None, "logged once");
+        // A second claim of a step not offered again is refused, and changes nothing.
+        let mut research = run.steps["research"].clone();
+        assert!(run.task.step_claimed(&mut research, "r", at(4)).is_err());
+        assert_eq!(research, run.steps["research"]);
+    }
+
+    #[test]
     fn failures_retry_then_escalate_and_a_resolution_retries_or_skips() {
         let mut run = Run::new(blog());
         run.start();
