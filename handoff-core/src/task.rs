@@ -521,13 +521,7 @@ pub fn start_step(
     agent: &str,
     now: DateTime<Utc>,
 ) -> std::result::Result<(), TaskRefusal> {
-    if step.status != StepStatus::Ready {
-        return Err(TaskRefusal {
-            task_id: task_id.to_owned(),
-            event: "step_claimed",
-            reason: format!("step {} is {:?}, not ready", step.spec.id, step.status),
-        });
-    }
+    require(task_id, "step_claimed", step, &[StepStatus::Ready], "ready")?;
     step.status = StepStatus::InProgress;
     step.started_at.get_or_insert(now);
     step.start_to_log = Some(StepStart {
@@ -535,6 +529,25 @@ pub fn start_step(
         at: now,
     });
     Ok(())
+}
+
+/// Refuses `event` on a step of task `task_id` unless the step is in one of the `allowed`
+/// states (`expected`, in words).
+fn require(
+    task_id: &str,
+    event: &'static str,
+    step: &StepState,
+    allowed: &[StepStatus],
+    expected: &str,
+) -> std::result::Result<(), TaskRefusal> {
+    if allowed.contains(&step.status) {
+        return Ok(());
+    }
+    Err(TaskRefusal {
+        task_id: task_id.to_owned(),
+        event,
+        reason: format!("step {} is {:?}, not {expected}", step.spec.id, step.status),
+    })
 }
 
 /// The start `step` keeps for the log, taken for the change being made to it.
@@ -750,8 +763,7 @@ impl TaskHeader {
         }
     }
 
-    /// Refuses `event` unless `step` is in one of the `allowed` states (`expected`, in
-    /// words).
+    /// [`require`] for a step of this task.
     fn require(
         &self,
         event: &'static str,
@@ -759,13 +771,7 @@ impl TaskHeader {
         allowed: &[StepStatus],
         expected: &str,
     ) -> std::result::Result<(), TaskRefusal> {
-        if allowed.contains(&step.status) {
-            return Ok(());
-        }
-        Err(self.refuse(
-            event,
-            format!("step {} is {:?}, not {expected}", step.spec.id, step.status),
-        ))
+        require(&self.id, event, step, allowed, expected)
     }
 
     /// Marks the task changed at `now`.

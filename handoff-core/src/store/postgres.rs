@@ -824,10 +824,7 @@ impl Backend for PostgresBackend {
     fn doc(&self, kind: &str, key: &str) -> Result<Option<Doc>> {
         self.reading(|client| {
             client
-                .query_opt(
-                    "SELECT version, body FROM docs WHERE kind = $1 AND key = $2",
-                    &[&kind, &key],
-                )
+                .query_opt(DOC_SQL, &[&kind, &key])
                 .map_err(|e| storage("cannot read a document", e))?
                 .map(|row| doc_from_row(&row))
                 .transpose()
@@ -859,6 +856,12 @@ impl Backend for PostgresBackend {
 const DOCS_SQL: &str = "SELECT version, body, key FROM docs WHERE kind = $1 \
                         AND left(key, length($2)) = $2 AND key COLLATE \"C\" > $3 \
                         ORDER BY key COLLATE \"C\" LIMIT $4";
+
+/// The document of kind `$1` and key `$2`.
+const DOC_SQL: &str = "SELECT version, body FROM docs WHERE kind = $1 AND key = $2";
+/// [`DOC_SQL`], the row locked until the transaction ends.
+const DOC_LOCKED_SQL: &str =
+    "SELECT version, body FROM docs WHERE kind = $1 AND key = $2 FOR UPDATE";
 
 fn doc_from_row(row: &Row) -> Result<Doc> {
     let version: i64 = row.get(0);
@@ -1467,6 +1470,16 @@ impl PgTx<'_> {
         Ok(())
     }
 
+    /// The document `key` of `kind`, read by `sql` ([`DOC_SQL`] or [`DOC_LOCKED_SQL`]).
+    fn read_doc(&mut self, sql: &str, kind: &str, key: &str) -> Result<Option<Doc>> {
+        self.flush()?;
+        let rows = self.query(sql, &[&kind, &key]);
+        self.check("cannot read a document", rows)?
+            .first()
+            .map(doc_from_row)
+            .transpose()
+    }
+
     fn query_record(
         &mut self,
         sql: &str,
@@ -1678,27 +1691,11 @@ impl Tx for PgTx<'_> {
     }
 
     fn peek_doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
-        self.flush()?;
-        let rows = self.query(
-            "SELECT version, body FROM docs WHERE kind = $1 AND key = $2",
-            &[&kind, &key],
-        );
-        self.check("cannot read a document", rows)?
-            .first()
-            .map(doc_from_row)
-            .transpose()
+        self.read_doc(DOC_SQL, kind, key)
     }
 
     fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
-        self.flush()?;
-        let rows = self.query(
-            "SELECT version, body FROM docs WHERE kind = $1 AND key = $2 FOR UPDATE",
-            &[&kind, &key],
-        );
-        self.check("cannot read a document", rows)?
-            .first()
-            .map(doc_from_row)
-            .transpose()
+        self.read_doc(DOC_LOCKED_SQL, kind, key)
     }
 
     /// One round trip, the rows locked in key order.
