@@ -1461,6 +1461,14 @@ impl PgTx<'_> {
         self.check("cannot write a document", result)
     }
 
+    /// Sends the document writes held back before a statement on documents that must see
+    /// them. Record writes stay held: no statement on documents reads records, and one
+    /// statement less in a claim or a completion that reads its step is a round trip less.
+    fn flush_docs(&mut self) -> Result<()> {
+        let result = self.send_docs(false);
+        self.check("cannot write a document", result)
+    }
+
     /// Holds a document write for [`PgTx::send_docs`].
     fn hold_doc(&mut self, kind: &str, key: &str, doc: &Doc, insert: bool) -> Result<()> {
         if !self.unsent_docs.hold(kind, key, doc, insert) {
@@ -1472,7 +1480,7 @@ impl PgTx<'_> {
 
     /// The document `key` of `kind`, read by `sql` ([`DOC_SQL`] or [`DOC_LOCKED_SQL`]).
     fn read_doc(&mut self, sql: &str, kind: &str, key: &str) -> Result<Option<Doc>> {
-        self.flush()?;
+        self.flush_docs()?;
         let rows = self.query(sql, &[&kind, &key]);
         self.check("cannot read a document", rows)?
             .first()
@@ -1700,7 +1708,7 @@ impl Tx for PgTx<'_> {
 
     /// One round trip, the rows locked in key order.
     fn docs_at(&mut self, places: &[(&str, &str)]) -> Result<Vec<Option<Doc>>> {
-        self.flush()?;
+        self.flush_docs()?;
         let kinds: Vec<&str> = places.iter().map(|(kind, _)| *kind).collect();
         let keys: Vec<&str> = places.iter().map(|(_, key)| *key).collect();
         let rows = self.query(
@@ -1729,7 +1737,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {
-        self.flush()?;
+        self.flush_docs()?;
         let result = self.execute(
             "DELETE FROM docs WHERE kind = $1 AND key = $2",
             &[&kind, &key],
@@ -1738,7 +1746,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
-        self.flush()?;
+        self.flush_docs()?;
         let rows = self.query(DOCS_SQL, &[&kind, &prefix, &"", &i64::MAX]);
         self.check("cannot list documents", rows)?
             .iter()
