@@ -137,7 +137,15 @@ impl Store {
             }
             let mut run = run.clone();
             let manager = run.manager.clone();
-            let record = send(tx, &self.limits, &mut run, &message, &manager, None, now)?;
+            let record = send(
+                tx,
+                &self.limits,
+                &mut run,
+                message.clone(),
+                &manager,
+                None,
+                now,
+            )?;
             let doc = Doc {
                 version: 1,
                 body: body(&run)?,
@@ -339,9 +347,10 @@ impl Store {
         let mut sent = None;
         self.change_one(&claim.handoff_id, &mut |tx, h| {
             prove_claim(tx, &h, &claim)?;
+            let (id, status) = (h.id.clone(), h.status);
             let refuse = |reason: String| Error::InvalidTransition {
-                id: h.id.clone(),
-                status: h.status,
+                id: id.clone(),
+                status,
                 event: call,
                 reason,
             };
@@ -356,7 +365,7 @@ impl Store {
                 ));
             }
             // The claim first: a stale one is refused before the run is asked.
-            let settled = transition(h.clone(), &command, now)?;
+            let settled = transition(h, &command, now)?;
             let message = step(&mut run, now).map_err(|err| match err {
                 ProtocolError::OutOfTurn(refusal) => refuse(refusal.to_string()),
                 ProtocolError::Invalid(err) => err,
@@ -364,7 +373,7 @@ impl Store {
             let settled = persist(tx, settled)?;
             run.updated_at = now;
             run.message_id = None;
-            sent = match &message {
+            sent = match message {
                 Some(message) => {
                     let from = settled.claimed_by.clone().unwrap_or_default();
                     Some(send(
@@ -396,7 +405,7 @@ fn send(
     tx: &mut dyn Tx,
     limits: &Limits,
     run: &mut Run,
-    message: &Message,
+    message: Message,
     from: &str,
     parent: Option<&str>,
     now: DateTime<Utc>,
@@ -409,7 +418,7 @@ fn send(
     let mut new = NewHandoff::new(run.task_id.clone(), run.goal.clone())
         .kind(message.body.handoff_type.kind())
         .to_agent(to.clone())
-        .instructions(what_to_do(message))
+        .instructions(what_to_do(&message))
         .files(run.files_modified.clone());
     new.success_criteria.clone_from(&run.success_criteria);
     if !from.is_empty() {
@@ -418,7 +427,7 @@ fn send(
     if let Some(parent) = parent {
         new = new.parent_id(parent);
     }
-    let mut body = message.body.clone();
+    let mut body = message.body;
     if body.handoff_type == HandoffType::Escalation {
         let answers = answers(tx, parent)?;
         for (item, answer) in body.complete_history.iter_mut().zip(answers) {
@@ -472,7 +481,7 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
         tx,
         &Limits::default(),
         &mut run,
-        &message,
+        message,
         "",
         Some(&record.id),
         now,
