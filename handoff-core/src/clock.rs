@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+pub(crate) mod rfc3339;
+
 /// A source of the current time.
 pub trait Clock: Send + Sync + fmt::Debug {
     /// Now, in UTC, at microsecond precision (what every binding and the stores can carry).

@@ -327,6 +327,8 @@ pub struct ProtocolBody {
     /// Which message this is.
     pub handoff_type: HandoffType,
     /// When it was sent.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub timestamp: DateTime<Utc>,
     /// The task the run works on.
     pub task_id: String,
@@ -468,10 +470,16 @@ pub struct Run {
     #[serde(default)]
     pub message_id: Option<String>,
     /// When the run was initialized.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub started_at: DateTime<Utc>,
     /// When the last call changed it.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub updated_at: DateTime<Utc>,
     /// When the iteration under way (or its last recovery) started.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub iteration_started_at: DateTime<Utc>,
     /// How long each closed entry of `history` took, in seconds, in order.
     #[serde(default)]

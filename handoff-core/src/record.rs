@@ -108,9 +108,12 @@ pub struct Handoff {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Box<crate::protocol::ProtocolBody>>,
     /// When the handoff was created.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub created_at: DateTime<Utc>,
     /// When an unclaimed handoff expires; `None` is never.
-    #[serde(default)]
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub expires_at: Option<DateTime<Utc>>,
     /// How many claims may lapse before the handoff fails.
     #[serde(default = "default_max_attempts")]
@@ -126,16 +129,19 @@ pub struct Handoff {
     #[serde(default)]
     pub claim_token: Option<u64>,
     /// When the current claim lapses unless renewed.
-    #[serde(default)]
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub lease_until: Option<DateTime<Utc>>,
     /// When the holder last claimed or heartbeated.
-    #[serde(default)]
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub heartbeat_at: Option<DateTime<Utc>>,
     /// How many claims ended without completion (released or lapsed).
     #[serde(default)]
     pub attempts: u32,
     /// When the handoff reached a terminal status.
-    #[serde(default)]
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub completed_at: Option<DateTime<Utc>>,
     /// The completing agent's result, or why the handoff ended otherwise.
     #[serde(default)]
@@ -319,7 +325,8 @@ pub struct NewHandoff {
     /// one (or imported) is checked like theirs but answers no run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Box<crate::protocol::ProtocolBody>>,
-    #[serde(default)]
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub expires_at: Option<DateTime<Utc>>,
     /// Defaults to [`DEFAULT_MAX_ATTEMPTS`].
     #[serde(default)]

@@ -145,12 +145,20 @@ pub struct TaskHeader {
     /// Grows by one with every change: the task's compare-and-swap token.
     pub version: u64,
     /// When it was created.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub created_at: DateTime<Utc>,
     /// When it was first started.
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub started_at: Option<DateTime<Utc>>,
     /// When it last changed.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub updated_at: DateTime<Utc>,
     /// When it finished.
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub completed_at: Option<DateTime<Utc>>,
     /// The agent that drives it.
     pub orchestrator: Option<String>,
@@ -213,8 +221,12 @@ pub struct StepState {
     /// The handoff that carries its current offer.
     pub handoff_id: Option<String>,
     /// When a worker first took it.
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub started_at: Option<DateTime<Utc>>,
     /// When it was done.
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub completed_at: Option<DateTime<Utc>>,
     /// What came of it.
     pub output: Option<String>,
@@ -234,6 +246,8 @@ pub struct StepStart {
     /// The worker.
     pub agent: String,
     /// When it took the step.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub at: DateTime<Utc>,
 }
 
@@ -337,6 +351,8 @@ pub struct TaskEvent {
     /// The task.
     pub task_id: String,
     /// When it happened.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub at: DateTime<Utc>,
     /// Who caused it: the worker of a step's handoff, the holder of an escalation; `None`
     /// for the caller of a task operation, and for the clock.
