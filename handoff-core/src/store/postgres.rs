@@ -41,7 +41,7 @@ mod conn;
 use conn::{Conn, ConnectError, Params};
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 5;
+pub const VERSION: i32 = 6;
 
 /// `MIGRATIONS[v]` upgrades a schema from version `v` to `v + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -113,6 +113,13 @@ const MIGRATIONS: [&str; VERSION as usize] = [
         body TEXT NOT NULL,
         PRIMARY KEY (kind, key)
     );",
+    // 5 -> 6: document keys in byte order, so that the documents under a prefix (a task's
+    // steps, its log) are one range of the primary key instead of a scan of them all; and
+    // claims that do not walk past the work addressed to other agents.
+    "ALTER TABLE docs ALTER COLUMN key TYPE TEXT COLLATE \"C\";
+    -- The open records in insertion order: with `handoffs_claimable` for an agent's own, the
+    -- two ordered scans a claim merges (see `claimable_sql`).
+    CREATE INDEX handoffs_open ON handoffs (pos) WHERE status = 'pending' AND to_agent IS NULL;",
 ];
 
 /// Advisory lock keys (in the schema's own key space: see [`PostgresBackend::lock_key`]).
@@ -260,6 +267,34 @@ const RECORD_COLUMNS: &str = "status, claimed_by, claim_token, lease_until, hear
 const CLAIMABLE: &str = "status = 'pending' AND kind <> 'checkpoint' \
                          AND (expires_at IS NULL OR expires_at > $2) \
                          AND (to_agent IS NULL OR to_agent = $1)";
+/// The next record `next_claimable` returns (the columns `columns`), locked, skipping the rows
+/// other claimers hold; `filter` adds conditions, `task` is the parameter naming the task when
+/// there is one. A task has few records: they are walked in order. Otherwise the oldest of two
+/// ordered index scans, the open records and the agent's, so that a claim never walks past the
+/// work addressed to other agents; `status` is read again on the row as locked (it is all of
+/// a pending record that changes).
+fn claimable_sql(columns: &str, task: Option<usize>, filter: &str) -> String {
+    const LOCK: &str = "ORDER BY pos LIMIT 1 FOR UPDATE OF handoffs SKIP LOCKED";
+    if let Some(task) = task {
+        return format!(
+            "SELECT {columns} FROM handoffs WHERE {CLAIMABLE} AND task_id = ${task}{filter} {LOCK}"
+        );
+    }
+    let scan = |addressed: &str| {
+        format!(
+            "(SELECT pos FROM handoffs WHERE status = 'pending' AND {addressed} \
+              AND kind <> 'checkpoint' AND (expires_at IS NULL OR expires_at > $2){filter} \
+              ORDER BY pos)"
+        )
+    };
+    format!(
+        "SELECT {columns} FROM ({} UNION ALL {}) AS first JOIN handoffs USING (pos) \
+         WHERE status = 'pending' {LOCK}",
+        scan("to_agent IS NULL"),
+        scan("to_agent = $1")
+    )
+}
+
 /// The records with a time-driven change due at the time `$2`.
 const DUE: &str = "((status = 'claimed' AND lease_until <= $2) \
                    OR (status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $2))";
@@ -845,9 +880,10 @@ impl Backend for PostgresBackend {
     ) -> Result<Vec<(String, Doc)>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let after = after.unwrap_or("");
+        let (sql, end) = docs_sql(prefix);
         self.reading(|client| {
             client
-                .query(DOCS_SQL, &[&kind, &prefix, &after, &limit])
+                .query(sql, &[&kind, &prefix, &after, &limit, &end])
                 .map_err(|e| storage("cannot list documents", e))?
                 .iter()
                 .map(|row| Ok((row.get::<_, String>(2), doc_from_row(row)?)))
@@ -856,11 +892,38 @@ impl Backend for PostgresBackend {
     }
 }
 
-/// Documents of kind `$1` with keys that start with `$2`, after `$3`, at most `$4`, in byte
-/// order (as SQLite and the other stores order them).
+/// Documents of kind `$1` with keys from `$2` on (the prefix) and below `$5` (the end of the
+/// prefix's range, [`prefix_end`]), after `$3`, at most `$4`, in byte order (the keys'
+/// collation, as SQLite and the other stores order them).
 const DOCS_SQL: &str = "SELECT version, body, key FROM docs WHERE kind = $1 \
-                        AND left(key, length($2)) = $2 AND key COLLATE \"C\" > $3 \
-                        ORDER BY key COLLATE \"C\" LIMIT $4";
+                        AND key >= $2 AND key < $5 AND key > $3 ORDER BY key LIMIT $4";
+/// [`DOCS_SQL`] for a prefix whose range has no end (the empty one): `$5` is unused.
+const DOCS_TO_END_SQL: &str = "SELECT version, body, key FROM docs WHERE kind = $1 \
+                               AND key >= $2 AND key > $3 AND $5::text IS NULL \
+                               ORDER BY key LIMIT $4";
+
+/// The least key above every key that starts with `prefix`, in byte order (the order of code
+/// points): the prefix with its last character raised by one, a last U+10FFFF dropped and the
+/// one before raised; `None` when there is no such key (the empty prefix).
+fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        // `from_u32` skips the surrogates, which no string holds.
+        if let Some(next) = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32) {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+/// The statement that lists the documents under `prefix`, and its `$5`.
+fn docs_sql(prefix: &str) -> (&'static str, Option<String>) {
+    match prefix_end(prefix) {
+        Some(end) => (DOCS_SQL, Some(end)),
+        None => (DOCS_TO_END_SQL, None),
+    }
+}
 
 /// The document of kind `$1` and key `$2`.
 const DOC_SQL: &str = "SELECT version, body FROM docs WHERE kind = $1 AND key = $2";
@@ -1613,21 +1676,22 @@ impl Tx for PgTx<'_> {
     ) -> Result<Option<Handoff>> {
         self.flush()?;
         let now = micros(now);
-        let mut sql = format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE {CLAIMABLE}");
         let mut params: Vec<&(dyn ToSql + Sync)> = vec![&agent, &now];
-        if let Some(task) = &task_id {
+        let task = task_id.as_ref().map(|task| {
             params.push(task);
-            sql.push_str(&format!(" AND task_id = ${}", params.len()));
-        }
-        if let Some(after) = &after {
-            params.push(after);
-            sql.push_str(&format!(
-                " AND pos > COALESCE((SELECT pos FROM handoffs WHERE id = ${}), 0)",
-                params.len()
-            ));
-        }
-        // Claimers skip each other's locked rows instead of queueing behind them.
-        sql.push_str(" ORDER BY pos LIMIT 1 FOR UPDATE SKIP LOCKED");
+            params.len()
+        });
+        let filter = match &after {
+            Some(after) => {
+                params.push(after);
+                format!(
+                    " AND pos > COALESCE((SELECT pos FROM handoffs WHERE id = ${}), 0)",
+                    params.len()
+                )
+            }
+            None => String::new(),
+        };
+        let sql = claimable_sql(RECORD_COLUMNS, task, &filter);
         self.query_record(&sql, &params)
     }
 
@@ -1665,19 +1729,19 @@ impl Tx for PgTx<'_> {
         let path_lock = (self.task_lock_base >> 8) as i32;
         let mut params: Vec<&(dyn ToSql + Sync)> =
             vec![&agent, &now, &limit, &lock_open_path, &path_lock];
-        let of_task = match &task_id {
-            Some(task) => {
-                params.push(task);
-                " AND task_id = $6"
-            }
-            None => "",
-        };
+        let task = task_id.as_ref().map(|task| {
+            params.push(task);
+            params.len()
+        });
+        let next = claimable_sql(
+            &format!("{RECORD_COLUMNS}, to_agent, task_id"),
+            task,
+            " AND NOT EXISTS (SELECT 1 FROM due)",
+        );
         let sql = format!(
             "WITH due AS MATERIALIZED (SELECT {RECORD_COLUMNS} FROM handoffs WHERE {DUE} \
                ORDER BY pos LIMIT $3 FOR UPDATE SKIP LOCKED), \
-             next AS MATERIALIZED (SELECT {RECORD_COLUMNS}, to_agent, task_id FROM handoffs \
-               WHERE {CLAIMABLE}{of_task} AND NOT EXISTS (SELECT 1 FROM due) \
-               ORDER BY pos LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             next AS MATERIALIZED ({next}) \
              SELECT {RECORD_COLUMNS}, true, NULL FROM due \
              UNION ALL \
              SELECT {RECORD_COLUMNS}, false, path.hops FROM next, LATERAL (SELECT CASE \
@@ -1752,7 +1816,8 @@ impl Tx for PgTx<'_> {
 
     fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
         self.flush_docs()?;
-        let rows = self.query(DOCS_SQL, &[&kind, &prefix, &"", &i64::MAX]);
+        let (sql, end) = docs_sql(prefix);
+        let rows = self.query(sql, &[&kind, &prefix, &"", &i64::MAX, &end]);
         self.check("cannot list documents", rows)?
             .iter()
             .map(|row| Ok((row.get::<_, String>(2), doc_from_row(row)?)))
@@ -1765,6 +1830,22 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn a_prefix_ends_where_no_key_can_start_with_it() {
+        assert_eq!(prefix_end(""), None);
+        assert_eq!(prefix_end("task-1/").as_deref(), Some("task-10"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        assert_eq!(prefix_end("\u{D7FF}").as_deref(), Some("\u{E000}"));
+        for (prefix, key) in [("t/", "t/\u{10FFFF}x"), ("é", "é\u{10FFFF}")] {
+            let end = prefix_end(prefix).unwrap();
+            assert!(
+                key.starts_with(prefix) && key < end.as_str(),
+                "{prefix} {key}"
+            );
+        }
+    }
 
     #[test]
     fn connect_names_the_wrong_part_of_a_url() {
