@@ -12,8 +12,8 @@
 //! drown the difference) and the in-memory store. `TASK_STEPS` (default `100,10000`) sets the
 //! plan sizes; the plain lifecycles run as many times as the largest plan has steps.
 //!
-//! Then 4 worker processes on one store (SQLite FULL, the default; SQLite NORMAL; PostgreSQL
-//! with `--features postgres`, `HANDOFF_BENCH_POSTGRES` naming the server, schemas
+//! Then 4 worker processes on one store (SQLite FULL, the default; SQLite NORMAL; JSON files;
+//! PostgreSQL with `--features postgres`, `HANDOFF_BENCH_POSTGRES` naming the server, schemas
 //! `hc_bench_tasks_*` made and dropped) drive a 1,000-step DAG (10 layers of 100, each step
 //! waiting for two of the layer before) to completion, beside 4 processes running 1,000 plain
 //! lifecycles (create, `claim_next`, complete; one queue, as the steps) on another store of the
@@ -99,6 +99,7 @@ fn main() {
     let mut kinds = vec![
         Kind::Sqlite(Synchronous::Full),
         Kind::Sqlite(Synchronous::Normal),
+        Kind::Files,
     ];
     #[cfg(feature = "postgres")]
     kinds.push(Kind::Postgres);
@@ -118,6 +119,7 @@ fn main() {
 #[derive(Clone, Copy)]
 enum Kind {
     Sqlite(Synchronous),
+    Files,
     #[cfg(feature = "postgres")]
     Postgres,
 }
@@ -127,6 +129,7 @@ impl Kind {
         match self {
             Kind::Sqlite(Synchronous::Full) => "SQLite FULL",
             Kind::Sqlite(_) => "SQLite NORMAL",
+            Kind::Files => "JSON files",
             #[cfg(feature = "postgres")]
             Kind::Postgres => "PostgreSQL",
         }
@@ -144,6 +147,7 @@ impl Kind {
                 };
                 format!("{mode}:{}", dir.join(format!("{name}.db")).display())
             }
+            Kind::Files => format!("files:{}", dir.join(name).display()),
             #[cfg(feature = "postgres")]
             Kind::Postgres => pg::fresh(name),
         }
