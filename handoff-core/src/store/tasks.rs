@@ -23,7 +23,8 @@ use crate::validate;
 const TASK: &str = "task";
 /// The kind of a step's document, keyed `<task id>/<step id>`.
 const STEP: &str = "step";
-/// The kind of an entry of a task's log, keyed `<task id>/<seq, 20 digits>`.
+/// The kind of an entry of a task's log (the events of one transition, [`Logged`]), keyed
+/// `<task id>/<seq of its first event, 20 digits>`.
 const EVENT: &str = "task_event";
 
 fn step_key(task: &str, step: &str) -> String {
@@ -196,34 +197,50 @@ fn write_steps(tx: &mut dyn Tx, task: &str, steps: &Steps) -> Result<()> {
     Ok(())
 }
 
-/// Appends `changes` to the task's log (and counts them in its header).
+/// An entry of a task's log as stored: the events one transition logged, in one document
+/// keyed by the first one's `seq` (a single event stands alone, as stores written before
+/// batching hold every event).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum Logged {
+    One(task::TaskEvent),
+    Many(Vec<task::TaskEvent>),
+}
+
+/// Appends `changes`, each with its actor and time, to the task's log (and counts them in its
+/// header), as one document.
 fn log(
     tx: &mut dyn Tx,
     header: &mut TaskHeader,
-    changes: Vec<task::TaskChange>,
-    actor: Option<&str>,
-    at: DateTime<Utc>,
+    changes: Vec<(task::TaskChange, Option<&str>, DateTime<Utc>)>,
 ) -> Result<()> {
-    for change in changes {
-        header.events += 1;
-        let event = task::TaskEvent {
-            seq: header.events,
-            task_id: header.id.clone(),
-            at,
-            actor: actor.map(str::to_owned),
-            change,
-        };
-        let key = format!("{}/{:020}", header.id, event.seq);
-        tx.insert_doc(
-            EVENT,
-            &key,
-            &Doc {
-                version: 1,
-                body: body(&event)?,
-            },
-        )?;
-    }
-    Ok(())
+    let Some(first) = header.events.checked_add(1) else {
+        return Err(Error::storage(format!("task {} has a full log", header.id)));
+    };
+    let mut events: Vec<task::TaskEvent> = changes
+        .into_iter()
+        .map(|(change, actor, at)| {
+            header.events += 1;
+            task::TaskEvent {
+                seq: header.events,
+                task_id: header.id.clone(),
+                at,
+                actor: actor.map(str::to_owned),
+                change,
+            }
+        })
+        .collect();
+    let logged = match events.len() {
+        0 => return Ok(()),
+        1 => Logged::One(events.remove(0)),
+        _ => Logged::Many(events),
+    };
+    let key = format!("{}/{first:020}", header.id);
+    let doc = Doc {
+        version: 1,
+        body: body(&logged)?,
+    };
+    tx.insert_doc(EVENT, &key, &doc)
 }
 
 /// Appends what a transition did to the task's log: first the starts it took from its steps,
@@ -235,14 +252,16 @@ fn log_effects(
     actor: Option<&str>,
     at: DateTime<Utc>,
 ) -> Result<()> {
-    for (step, start) in effects.started {
+    let starts = effects.started.iter().map(|(step, start)| {
         let started = task::TaskChange::StepStarted {
-            step,
+            step: step.clone(),
             agent: start.agent.clone(),
         };
-        log(tx, header, vec![started], Some(&start.agent), start.at)?;
-    }
-    log(tx, header, effects.changes, actor, at)
+        (started, Some(start.agent.as_str()), start.at)
+    });
+    let changes = effects.changes.into_iter().map(|change| (change, actor, at));
+    let all = starts.chain(changes).collect();
+    log(tx, header, all)
 }
 
 fn step_metadata(step: &str) -> Metadata {
@@ -456,7 +475,7 @@ impl Store {
         let (mut header, steps) = task::create(new, new_id(now), now, &self.limits)?;
         self.backend.write(&mut |tx| {
             let mut logged = header.clone();
-            log(tx, &mut logged, vec![task::TaskChange::Created], None, now)?;
+            log(tx, &mut logged, vec![(task::TaskChange::Created, None, now)])?;
             tx.insert_doc(
                 TASK,
                 &logged.id,
@@ -500,11 +519,14 @@ impl Store {
         if self.backend.doc(TASK, id)?.is_none() {
             return Err(no_task(id));
         }
-        self.backend
-            .docs(EVENT, &format!("{id}/"), None, usize::MAX)?
-            .iter()
-            .map(|(_, doc)| parsed("task event", doc))
-            .collect()
+        let mut events = Vec::new();
+        for (_, doc) in self.backend.docs(EVENT, &format!("{id}/"), None, usize::MAX)? {
+            match parsed("task event", &doc)? {
+                Logged::One(event) => events.push(event),
+                Logged::Many(batch) => events.extend(batch),
+            }
+        }
+        Ok(events)
     }
 
     /// Finished tasks, newest first, in the seed's `task-history.json` form: how each ended
