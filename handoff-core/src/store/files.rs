@@ -3,7 +3,10 @@
 //!
 //! ```text
 //! DIR/handoffs/<id>.json   each record as it is now (claim secrets are never in it)
-//! DIR/tasks/<task>.json    a task's hops, in order (its chain, as the chain policy reads it)
+//! DIR/tasks/<task>/<id>.json  one hop of a task's chain (as the chain policy reads it) and
+//!                          its place in the chain, so that a record's change rewrites its
+//!                          hop alone; a store written before keeps a task's hops as one array
+//!                          in DIR/tasks/<task>.json until a write to the task replaces it
 //! DIR/pending.json         the index of open records (pending or claimed), in order, with
 //!                          what claiming needs; and the next event's seq
 //! DIR/events.jsonl         the event log, one event per line
@@ -65,6 +68,14 @@ struct OpenEntry {
     claim_secret_sha256: Option<String>,
 }
 
+/// A hop's file: the hop and its place in its task's chain.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct HopFile {
+    pos: u64,
+    #[serde(flatten)]
+    hop: Hop,
+}
+
 /// A document's file: its key, version and body (embedded as JSON, so that it reads as such).
 #[derive(Debug, Serialize, Deserialize)]
 struct DocFile {
@@ -89,6 +100,10 @@ fn doc_path(kind: &str, key: &str) -> Result<String> {
 struct Index {
     /// The `seq` the next event gets.
     next_seq: u64,
+    /// The place the next hop gets in its task's chain (one count for every task: places
+    /// only order the hops of one task).
+    #[serde(default)]
+    next_hop: u64,
     /// The open records, oldest first.
     open: Vec<OpenEntry>,
 }
@@ -313,8 +328,53 @@ impl FilesBackend {
 
     fn task(&self, task_id: &str) -> Result<Vec<Hop>> {
         Ok(self
-            .read_json(&format!("tasks/{task_id}.json"))?
-            .unwrap_or_default())
+            .task_files(task_id)?
+            .into_iter()
+            .map(|file| file.hop)
+            .collect())
+    }
+
+    /// A task's hops in chain order: its folder's files, or else the array a store written
+    /// before per-hop files keeps (placed by their order in it).
+    fn task_files(&self, task_id: &str) -> Result<Vec<HopFile>> {
+        let folder = self.path(&format!("tasks/{task_id}"));
+        let entries = match fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(self.legacy_task(task_id)?.unwrap_or_default());
+            }
+            Err(e) => return Err(io("cannot read", &folder, e)),
+        };
+        let mut files = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io("cannot read", &folder, e))?;
+            // A `.tmp` left by a killed writer is not a hop.
+            let Some(id) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .map(str::to_owned)
+            else {
+                continue;
+            };
+            if let Some(file) = self.read_json::<HopFile>(&format!("tasks/{task_id}/{id}.json"))? {
+                files.push(file);
+            }
+        }
+        files.sort_by_key(|file| file.pos);
+        Ok(files)
+    }
+
+    /// A task's hops as a store written before per-hop files keeps them, if it does.
+    fn legacy_task(&self, task_id: &str) -> Result<Option<Vec<HopFile>>> {
+        Ok(self
+            .read_json::<Vec<Hop>>(&format!("tasks/{task_id}.json"))?
+            .map(|hops| {
+                (0u64..)
+                    .zip(hops)
+                    .map(|(pos, hop)| HopFile { pos, hop })
+                    .collect()
+            }))
     }
 
     /// Applies a journal left by a killed writer, if there is one.
@@ -443,8 +503,9 @@ impl Backend for FilesBackend {
                 store,
                 index: store.index()?,
                 records: BTreeMap::new(),
-                tasks: BTreeMap::new(),
-                changed_tasks: Default::default(),
+                hops: BTreeMap::new(),
+                looked_at: Default::default(),
+                converted: Vec::new(),
                 events: Vec::new(),
                 settings: None,
                 changed_index: false,
@@ -604,9 +665,12 @@ struct FilesTx<'a> {
     store: &'a FilesBackend,
     index: Index,
     records: BTreeMap<String, Handoff>,
-    tasks: BTreeMap<String, Vec<Hop>>,
-    /// The tasks whose hops this write changed (the others were only read).
-    changed_tasks: std::collections::BTreeSet<String>,
+    /// The hops this write made or changed, by task and record.
+    hops: BTreeMap<(String, String), HopFile>,
+    /// The tasks this write has checked for hops kept the old way.
+    looked_at: std::collections::BTreeSet<String>,
+    /// The tasks whose hops this write moves from one array to a file each.
+    converted: Vec<String>,
     events: Vec<Event>,
     settings: Option<BTreeMap<String, String>>,
     changed_index: bool,
@@ -620,15 +684,17 @@ impl FilesTx<'_> {
         for (id, record) in &self.records {
             files.push((format!("handoffs/{id}.json"), pretty(record)?));
         }
-        for (task, hops) in &self.tasks {
-            if self.changed_tasks.contains(task) {
-                files.push((format!("tasks/{task}.json"), compact(hops)?));
-            }
+        for ((task, id), hop) in &self.hops {
+            files.push((format!("tasks/{task}/{id}.json"), compact(hop)?));
         }
         if let Some(settings) = &self.settings {
             files.push(("settings.json".to_owned(), pretty(settings)?));
         }
-        let mut removed = Vec::new();
+        let mut removed: Vec<String> = self
+            .converted
+            .iter()
+            .map(|task| format!("tasks/{task}.json"))
+            .collect();
         for (path, doc) in &self.docs {
             match doc {
                 Some(doc) => files.push((path.clone(), pretty(doc)?)),
@@ -655,13 +721,41 @@ impl FilesTx<'_> {
         self.index.open.iter_mut().find(|e| e.id == id)
     }
 
-    /// The hops of `task_id` as this write has them, read from its file the first time.
-    fn task_mut(&mut self, task_id: &str) -> Result<&mut Vec<Hop>> {
-        if !self.tasks.contains_key(task_id) {
-            let hops = self.store.task(task_id)?;
-            self.tasks.insert(task_id.to_owned(), hops);
+    /// Before the first change to a task's hops: a task whose hops a store written before
+    /// keeps as one array gets a file per hop in this write (and the array goes), in order.
+    fn convert(&mut self, task_id: &str) -> Result<()> {
+        if !self.looked_at.insert(task_id.to_owned()) {
+            return Ok(());
         }
-        Ok(self.tasks.entry(task_id.to_owned()).or_default())
+        if self.store.path(&format!("tasks/{task_id}")).is_dir() {
+            return Ok(());
+        }
+        let Some(old) = self.store.legacy_task(task_id)? else {
+            return Ok(());
+        };
+        for file in old {
+            let pos = self.place();
+            let key = (task_id.to_owned(), file.hop.handoff_id.clone());
+            self.hops.insert(key, HopFile { pos, hop: file.hop });
+        }
+        self.converted.push(task_id.to_owned());
+        Ok(())
+    }
+
+    /// The place of a new hop in its task's chain.
+    fn place(&mut self) -> u64 {
+        let pos = self.index.next_hop;
+        self.index.next_hop += 1;
+        self.changed_index = true;
+        pos
+    }
+
+    /// The hop of record `id` in task `task_id`, as this write has it.
+    fn hop(&self, task_id: &str, id: &str) -> Result<Option<HopFile>> {
+        match self.hops.get(&(task_id.to_owned(), id.to_owned())) {
+            Some(file) => Ok(Some(file.clone())),
+            None => self.store.read_json(&format!("tasks/{task_id}/{id}.json")),
+        }
     }
 
     fn load(&mut self, id: &str) -> Result<Option<Handoff>> {
@@ -699,8 +793,16 @@ impl Tx for FilesTx<'_> {
             self.index.open.push(open_entry(record, None));
         }
         self.changed_index = true;
-        self.task_mut(&record.task_id)?.push(hop_of(record));
-        self.changed_tasks.insert(record.task_id.clone());
+        self.convert(&record.task_id)?;
+        let pos = self.place();
+        let key = (record.task_id.clone(), record.id.clone());
+        self.hops.insert(
+            key,
+            HopFile {
+                pos,
+                hop: hop_of(record),
+            },
+        );
         self.records.insert(record.id.clone(), record.clone());
         Ok(())
     }
@@ -718,15 +820,14 @@ impl Tx for FilesTx<'_> {
             self.index.open.retain(|e| e.id != record.id);
         }
         self.changed_index = true;
+        self.convert(&record.task_id)?;
         let hop = hop_of(record);
-        if let Some(stored) = self
-            .task_mut(&record.task_id)?
-            .iter_mut()
-            .find(|h| h.handoff_id == record.id)
-            && *stored != hop
+        if let Some(mut stored) = self.hop(&record.task_id, &record.id)?
+            && stored.hop != hop
         {
-            *stored = hop;
-            self.changed_tasks.insert(record.task_id.clone());
+            stored.hop = hop;
+            let key = (record.task_id.clone(), record.id.clone());
+            self.hops.insert(key, stored);
         }
         self.records.insert(record.id.clone(), record.clone());
         Ok(())
@@ -771,7 +872,18 @@ impl Tx for FilesTx<'_> {
     }
 
     fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>> {
-        Ok(self.task_mut(task_id)?.clone())
+        let mut files = self.store.task_files(task_id)?;
+        // What this write made or changed replaces what the files hold.
+        let mine: Vec<&HopFile> = self
+            .hops
+            .range((task_id.to_owned(), String::new())..)
+            .take_while(|((task, _), _)| task == task_id)
+            .map(|(_, file)| file)
+            .collect();
+        files.retain(|file| !mine.iter().any(|m| m.hop.handoff_id == file.hop.handoff_id));
+        files.extend(mine.into_iter().cloned());
+        files.sort_by_key(|file| file.pos);
+        Ok(files.into_iter().map(|file| file.hop).collect())
     }
 
     fn next_claimable(
@@ -902,6 +1014,41 @@ mod tests {
     // Without the fsyncs: the suite checks behaviour, which the two modes share (and the tests
     // below use `Full`).
     crate::conformance_tests!(store_with(Synchronous::Normal));
+
+    #[test]
+    fn a_task_kept_as_one_array_gets_a_file_per_hop_at_its_next_write() {
+        let (store, dir) = store();
+        let first = store
+            .create(NewHandoff::new("t", "one").from_agent("a").to_agent("b"))
+            .unwrap();
+        let second = store
+            .create(NewHandoff::new("t", "two").from_agent("b").to_agent("c"))
+            .unwrap();
+        // The task as a store written before per-hop files keeps it.
+        let folder = dir.path().join("tasks/t");
+        let hops = store.chain("t").unwrap().hops;
+        fs::remove_dir_all(&folder).unwrap();
+        let array = serde_json::to_string(&hops).unwrap();
+        fs::write(dir.path().join("tasks/t.json"), array).unwrap();
+        assert_eq!(store.chain("t").unwrap().hops, hops);
+        // A change to one of its records moves every hop to a file, in the same order.
+        let claim = store
+            .claim(&second.id, "c", std::time::Duration::from_secs(60))
+            .unwrap();
+        assert!(!dir.path().join("tasks/t.json").exists());
+        assert_eq!(fs::read_dir(&folder).unwrap().count(), 2);
+        let after = store.chain("t").unwrap().hops;
+        let ids: Vec<&str> = after.iter().map(|h| h.handoff_id.as_str()).collect();
+        assert_eq!(ids, [first.id.as_str(), second.id.as_str()]);
+        assert_eq!(after[1].status, Status::Claimed);
+        store.complete(&claim, "done").unwrap();
+        let third = store
+            .create(NewHandoff::new("t", "three").from_agent("c").to_agent("d"))
+            .unwrap();
+        let last = store.chain("t").unwrap().hops;
+        assert_eq!(last.len(), 3);
+        assert_eq!(last[2].handoff_id, third.id);
+    }
 
     #[test]
     fn a_killed_write_is_finished_by_the_next_process() {

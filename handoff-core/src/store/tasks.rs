@@ -259,7 +259,10 @@ fn log_effects(
         };
         (started, Some(start.agent.as_str()), start.at)
     });
-    let changes = effects.changes.into_iter().map(|change| (change, actor, at));
+    let changes = effects
+        .changes
+        .into_iter()
+        .map(|change| (change, actor, at));
     let all = starts.chain(changes).collect();
     log(tx, header, all)
 }
@@ -475,7 +478,11 @@ impl Store {
         let (mut header, steps) = task::create(new, new_id(now), now, &self.limits)?;
         self.backend.write(&mut |tx| {
             let mut logged = header.clone();
-            log(tx, &mut logged, vec![(task::TaskChange::Created, None, now)])?;
+            log(
+                tx,
+                &mut logged,
+                vec![(task::TaskChange::Created, None, now)],
+            )?;
             tx.insert_doc(
                 TASK,
                 &logged.id,
@@ -520,7 +527,10 @@ impl Store {
             return Err(no_task(id));
         }
         let mut events = Vec::new();
-        for (_, doc) in self.backend.docs(EVENT, &format!("{id}/"), None, usize::MAX)? {
+        for (_, doc) in self
+            .backend
+            .docs(EVENT, &format!("{id}/"), None, usize::MAX)?
+        {
             match parsed("task event", &doc)? {
                 Logged::One(event) => events.push(event),
                 Logged::Many(batch) => events.extend(batch),
