@@ -263,10 +263,10 @@ fn is_retryable(e: &tokio_postgres::Error) -> bool {
 
 const RECORD_COLUMNS: &str = "status, claimed_by, claim_token, lease_until, heartbeat_at, \
                               attempts, completed_at, outcome, body";
-/// The records `next_claimable` may return, for the agent `$1` at the time `$2`.
-const CLAIMABLE: &str = "status = 'pending' AND kind <> 'checkpoint' \
-                         AND (expires_at IS NULL OR expires_at > $2) \
-                         AND (to_agent IS NULL OR to_agent = $1)";
+/// Open work at the time `$2` that a claim may take, addressed to anyone (see
+/// [`claimable_sql`] for whom).
+const OPEN_WORK: &str = "status = 'pending' AND kind <> 'checkpoint' \
+                         AND (expires_at IS NULL OR expires_at > $2)";
 /// The next record `next_claimable` returns (the columns `columns`), locked, skipping the rows
 /// other claimers hold; `filter` adds conditions, `task` is the parameter naming the task when
 /// there is one. A task has few records: they are walked in order. Otherwise the oldest of two
@@ -277,15 +277,12 @@ fn claimable_sql(columns: &str, task: Option<usize>, filter: &str) -> String {
     const LOCK: &str = "ORDER BY pos LIMIT 1 FOR UPDATE OF handoffs SKIP LOCKED";
     if let Some(task) = task {
         return format!(
-            "SELECT {columns} FROM handoffs WHERE {CLAIMABLE} AND task_id = ${task}{filter} {LOCK}"
+            "SELECT {columns} FROM handoffs WHERE {OPEN_WORK} \
+             AND (to_agent IS NULL OR to_agent = $1) AND task_id = ${task}{filter} {LOCK}"
         );
     }
     let scan = |addressed: &str| {
-        format!(
-            "(SELECT pos FROM handoffs WHERE status = 'pending' AND {addressed} \
-              AND kind <> 'checkpoint' AND (expires_at IS NULL OR expires_at > $2){filter} \
-              ORDER BY pos)"
-        )
+        format!("(SELECT pos FROM handoffs WHERE {OPEN_WORK} AND {addressed}{filter} ORDER BY pos)")
     };
     format!(
         "SELECT {columns} FROM ({} UNION ALL {}) AS first JOIN handoffs USING (pos) \
