@@ -505,6 +505,7 @@ impl Backend for FilesBackend {
                 records: BTreeMap::new(),
                 hops: BTreeMap::new(),
                 looked_at: Default::default(),
+                chains: BTreeMap::new(),
                 converted: Vec::new(),
                 events: Vec::new(),
                 settings: None,
@@ -669,6 +670,8 @@ struct FilesTx<'a> {
     hops: BTreeMap<(String, String), HopFile>,
     /// The tasks this write has checked for hops kept the old way.
     looked_at: std::collections::BTreeSet<String>,
+    /// The chains this write has read from the files, by task (read once per write).
+    chains: BTreeMap<String, Vec<HopFile>>,
     /// The tasks whose hops this write moves from one array to a file each.
     converted: Vec<String>,
     events: Vec<Event>,
@@ -872,7 +875,11 @@ impl Tx for FilesTx<'_> {
     }
 
     fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>> {
-        let mut files = self.store.task_files(task_id)?;
+        if !self.chains.contains_key(task_id) {
+            let files = self.store.task_files(task_id)?;
+            self.chains.insert(task_id.to_owned(), files);
+        }
+        let mut files = self.chains.get(task_id).cloned().unwrap_or_default();
         // What this write made or changed replaces what the files hold.
         let mine: Vec<&HopFile> = self
             .hops
