@@ -215,13 +215,19 @@ impl RawLifecycle {
     }
 }
 
+/// An event as the store appends one: linked to its handoff's latest event, which it becomes.
 fn event(tx: &Connection, id: &str, at: i64, kind: &str, detail: &str) {
     tx.prepare_cached(
-        "INSERT INTO events (handoff_id, at, actor, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO events (handoff_id, at, actor, kind, detail, prev) \
+         VALUES (?1, ?2, ?3, ?4, ?5, (SELECT last_event FROM handoffs WHERE id = ?1))",
     )
     .unwrap()
     .execute(params![id, at, "gemini", kind, detail])
     .unwrap();
+    tx.prepare_cached("UPDATE handoffs SET last_event = last_insert_rowid() WHERE id = ?1")
+        .unwrap()
+        .execute([id])
+        .unwrap();
 }
 
 /// One create → claim → complete through the store.

@@ -1508,6 +1508,22 @@ pub fn events_are_paged(store: Store) {
         ..EventFilter::default()
     });
     assert_eq!(one, store.events(Some(&ids[3])).unwrap());
+    let of_one: Vec<_> = all
+        .iter()
+        .filter(|e| e.handoff_id == ids[3])
+        .cloned()
+        .collect();
+    assert_eq!(one, of_one);
+    // Both filters: the handoff's events if it is the task's, else none.
+    let both = |task: &str| {
+        read(EventFilter {
+            handoff_id: Some(ids[3].clone()),
+            task_id: Some(task.into()),
+            ..EventFilter::default()
+        })
+    };
+    assert_eq!(both("odd"), of_one);
+    assert!(both("even").is_empty());
     let after = all[10].seq;
     let tail = store
         .events_page(&EventFilter {

@@ -352,6 +352,13 @@ macro_rules! record_columns {
 }
 const RECORD_COLUMNS: &str = record_columns!();
 
+/// The columns an event is read from, of `events AS e`.
+macro_rules! event_columns {
+    () => {
+        "e.seq, e.handoff_id, e.at, e.actor, e.detail"
+    };
+}
+
 /// The columns a chain's hop is made of.
 macro_rules! hop_columns {
     () => {
@@ -520,27 +527,39 @@ impl Backend for SqliteBackend {
     }
 
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        let mut sql = String::from(
-            "SELECT e.seq, e.handoff_id, e.at, e.actor, e.detail FROM events AS e WHERE e.seq > ?1",
-        );
         let after = filter
             .after
             .map_or(0, |seq| i64::try_from(seq).unwrap_or(i64::MAX));
         let mut texts: Vec<&str> = Vec::new();
-        if let Some(id) = &filter.handoff_id {
-            texts.push(id);
-            sql.push_str(&format!(
-                " AND e.handoff_id = CAST(?{} AS TEXT)",
-                texts.len() + 1
-            ));
-        }
-        if let Some(task) = &filter.task_id {
-            texts.push(task);
-            sql.push_str(&format!(
-                " AND e.handoff_id IN (SELECT id FROM handoffs WHERE task_id = CAST(?{} AS TEXT))",
-                texts.len() + 1
-            ));
-        }
+        let mut sql = if filter.handoff_id.is_none() && filter.task_id.is_none() {
+            String::from(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events AS e WHERE e.seq > ?1"
+            ))
+        } else {
+            // A handoff's events, or a task's, along their links from each handoff's latest
+            // event back to the cursor (schema version 6), then in log order.
+            let mut heads = String::new();
+            for (column, value) in [("id", &filter.handoff_id), ("task_id", &filter.task_id)] {
+                if let Some(value) = value {
+                    texts.push(value);
+                    heads.push_str(&format!(
+                        " AND {column} = CAST(?{} AS TEXT)",
+                        texts.len() + 1
+                    ));
+                }
+            }
+            format!(
+                "WITH RECURSIVE linked (seq) AS ( \
+                   SELECT last_event FROM handoffs WHERE last_event > ?1{heads} \
+                   UNION ALL \
+                   SELECT e.prev FROM events AS e JOIN linked ON e.seq = linked.seq \
+                   WHERE e.prev > ?1) \
+                 SELECT {} FROM linked CROSS JOIN events AS e ON e.seq = linked.seq WHERE 1",
+                event_columns!()
+            )
+        };
         sql.push_str(" ORDER BY e.seq");
         if let Some(limit) = filter.limit {
             sql.push_str(&format!(
@@ -585,10 +604,11 @@ impl Backend for SqliteBackend {
         self.reading(|conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT h.from_agent, coalesce(h.to_agent, h.claimed_by), h.status, h.created_at, \
-                   h.completed_at, \
-                   (SELECT min(e.at) FROM events AS e \
-                     WHERE e.handoff_id = h.id AND e.kind = 'claimed') \
-                 FROM handoffs AS h WHERE h.kind <> 'checkpoint' ORDER BY h.pos",
+                   h.completed_at, first.at \
+                 FROM handoffs AS h LEFT JOIN ( \
+                   SELECT handoff_id, min(at) AS at FROM events WHERE kind = 'claimed' \
+                   GROUP BY handoff_id) AS first ON first.handoff_id = h.id \
+                 WHERE h.kind <> 'checkpoint' ORDER BY h.pos",
             )?;
             let mut rows = stmt.query([])?;
             let mut tally = crate::stats::Tally::default();
@@ -795,10 +815,12 @@ impl Tx for SqliteTx<'_> {
     fn append(&mut self, event: NewEvent) -> Result<()> {
         let detail =
             serde_json::to_string(&event.change).map_err(|e| Error::storage(e.to_string()))?;
+        // The event links to its handoff's latest event, and becomes it (schema version 6).
         let result = self
             .conn
             .prepare_cached(
-                "INSERT INTO events (handoff_id, at, actor, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO events (handoff_id, at, actor, kind, detail, prev) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, (SELECT last_event FROM handoffs WHERE id = ?1))",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -808,6 +830,13 @@ impl Tx for SqliteTx<'_> {
                     event.change.kind(),
                     detail,
                 ])
+            })
+            .and_then(|_| {
+                self.conn
+                    .prepare_cached(
+                        "UPDATE handoffs SET last_event = last_insert_rowid() WHERE id = ?1",
+                    )?
+                    .execute([&event.handoff_id])
             });
         self.check(result).map(drop)
     }
@@ -1212,8 +1241,14 @@ mod migration_tests {
             }
         );
         for h in store.list(&Default::default()).unwrap() {
-            let log: Vec<_> = events.iter().filter(|e| e.handoff_id == h.id).collect();
-            assert_eq!(crate::machine::replay(&h, log.into_iter()), Some(h));
+            let log: Vec<_> = events
+                .iter()
+                .filter(|e| e.handoff_id == h.id)
+                .cloned()
+                .collect();
+            // The migration linked each handoff's events (version 6), before and after it.
+            assert_eq!(store.events(Some(&h.id)).unwrap(), log);
+            assert_eq!(crate::machine::replay(&h, log.iter()), Some(h));
         }
         drop(store);
         // Opening again is a no-op.

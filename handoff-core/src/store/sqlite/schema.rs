@@ -7,7 +7,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this build writes.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 /// "HOFF": marks a file as a handoff-core store.
 const APPLICATION_ID: i32 = 0x484F_4646;
@@ -73,6 +73,20 @@ const MIGRATIONS: [&str; VERSION as usize] = [
         body TEXT NOT NULL,
         PRIMARY KEY (kind, key)
     );",
+    // 5 -> 6: each event links to the previous event of its handoff, and each handoff to its
+    // latest event, so that a handoff's events are found along the links instead of through
+    // an index on (handoff_id, seq): one B-tree fewer written by every transaction (a sixth
+    // of the pages a lifecycle writes). The links are filled in with the index, then it goes.
+    "ALTER TABLE events ADD COLUMN prev INTEGER;
+    ALTER TABLE handoffs ADD COLUMN last_event INTEGER;
+    UPDATE events SET prev = (
+        SELECT max(p.seq) FROM events AS p
+        WHERE p.handoff_id = events.handoff_id AND p.seq < events.seq
+    );
+    UPDATE handoffs SET last_event = (
+        SELECT max(e.seq) FROM events AS e WHERE e.handoff_id = handoffs.id
+    );
+    DROP INDEX events_handoff;",
 ];
 
 /// What a file says about itself, read without writing anything.
