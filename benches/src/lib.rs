@@ -119,11 +119,13 @@ impl RawLifecycle {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .unwrap();
+        // The event first: the record's write names it as its latest.
+        let seq = event(&tx, &id, now, "created", &self.created);
         tx.prepare_cached(
             "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
              created_at, expires_at, status, claimed_by, claim_token, lease_until, \
-             heartbeat_at, attempts, completed_at, outcome, body) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+             heartbeat_at, attempts, completed_at, outcome, body, last_event, claim_secret) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
         )
         .unwrap()
         .execute(params![
@@ -143,10 +145,11 @@ impl RawLifecycle {
             0,
             None::<i64>,
             None::<String>,
-            self.body
+            self.body,
+            seq,
+            None::<Vec<u8>>
         ])
         .unwrap();
-        event(&tx, &id, now, "created", &self.created);
         tx.commit().unwrap();
 
         for (status, kind, detail) in [
@@ -184,13 +187,11 @@ impl RawLifecycle {
                     .query_row([&id], |row| row.get::<_, Option<Vec<u8>>>(0))
                     .unwrap();
             }
-            tx.prepare_cached(
-                "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, \
+            let seq = event(&tx, &id, now, kind, detail);
+            let lifecycle = "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, \
                  lease_until = ?5, heartbeat_at = ?6, attempts = ?7, completed_at = ?8, \
-                 outcome = ?9 WHERE id = ?1",
-            )
-            .unwrap()
-            .execute(params![
+                 outcome = ?9, last_event = coalesce(?10, last_event)";
+            let args = params![
                 id,
                 status,
                 "gemini",
@@ -199,35 +200,40 @@ impl RawLifecycle {
                 now,
                 0,
                 now,
-                "done"
-            ])
-            .unwrap();
+                "done",
+                seq
+            ];
             if kind == "claimed" {
-                // The digest of the claim's secret.
-                tx.prepare_cached("UPDATE handoffs SET claim_secret = ?2 WHERE id = ?1")
+                // With the digest of the claim's secret.
+                let mut with_secret = args.to_vec();
+                let digest = [7u8; 32].to_vec();
+                with_secret.push(&digest);
+                tx.prepare_cached(&format!("{lifecycle}, claim_secret = ?11 WHERE id = ?1"))
                     .unwrap()
-                    .execute(params![id, [7u8; 32].to_vec()])
+                    .execute(with_secret.as_slice())
+                    .unwrap();
+            } else {
+                tx.prepare_cached(&format!("{lifecycle} WHERE id = ?1"))
+                    .unwrap()
+                    .execute(args)
                     .unwrap();
             }
-            event(&tx, &id, now, kind, detail);
             tx.commit().unwrap();
         }
     }
 }
 
-/// An event as the store appends one: linked to its handoff's latest event, which it becomes.
-fn event(tx: &Connection, id: &str, at: i64, kind: &str, detail: &str) {
+/// An event as the store appends one, linked to its handoff's latest event; returns its
+/// `seq`, which the record's write that follows names as the latest.
+fn event(tx: &Connection, id: &str, at: i64, kind: &str, detail: &str) -> i64 {
     tx.prepare_cached(
-        "INSERT INTO events (handoff_id, at, actor, kind, detail, prev) \
-         VALUES (?1, ?2, ?3, ?4, ?5, (SELECT last_event FROM handoffs WHERE id = ?1))",
+        "INSERT INTO events (handoff_id, at, actor, kind, detail, prev) VALUES \
+         (?1, ?2, ?3, ?4, ?5, coalesce(?6, (SELECT last_event FROM handoffs WHERE id = ?1)))",
     )
     .unwrap()
-    .execute(params![id, at, "gemini", kind, detail])
+    .execute(params![id, at, "gemini", kind, detail, None::<i64>])
     .unwrap();
-    tx.prepare_cached("UPDATE handoffs SET last_event = last_insert_rowid() WHERE id = ?1")
-        .unwrap()
-        .execute([id])
-        .unwrap();
+    tx.last_insert_rowid()
 }
 
 /// One create → claim → complete through the store.

@@ -472,8 +472,8 @@ impl Backend for SqliteBackend {
                 .take_turn(LOCK_DEADLINE.get())
                 .map_err(Contended::Core)?;
             let mut tx = Transaction::begin(conn)?;
-            let mut handle = SqliteTx { conn, error: None };
-            if let Err(e) = work(&mut handle) {
+            let mut handle = SqliteTx::new(conn);
+            if let Err(e) = work(&mut handle).and_then(|()| handle.flush()) {
                 // A busy error from inside the transaction restarts the whole write.
                 return Err(match handle.error.take() {
                     Some(sqlite) if is_busy(&sqlite) => Contended::Sqlite(sqlite),
@@ -721,20 +721,145 @@ impl Drop for Transaction<'_> {
     }
 }
 
+/// The update of a record's lifecycle columns and its latest event (`?1` its id).
+macro_rules! update_lifecycle {
+    () => {
+        "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, lease_until = ?5, \
+         heartbeat_at = ?6, attempts = ?7, completed_at = ?8, outcome = ?9, \
+         last_event = coalesce(?10, last_event)"
+    };
+}
+
 /// A write transaction. SQLite errors are kept so that [`SqliteBackend::write`] can tell a
 /// busy store (retry) from a real failure.
 struct SqliteTx<'a> {
     conn: &'a Connection,
     error: Option<rusqlite::Error>,
+    /// The record last inserted or updated, not yet written: the events appended for it and a
+    /// claim's secret set on it right after join the one statement that writes it, instead of
+    /// each updating its row again. Any other call writes it first.
+    held: Option<Held>,
+}
+
+/// A record write [`SqliteTx`] holds back.
+struct Held {
+    record: Handoff,
+    /// Its JSON when it is new (an insert); `None` for an update of its lifecycle columns.
+    body: Option<String>,
+    /// The `seq` of its latest event appended meanwhile.
+    last_event: Option<i64>,
+    /// The digest of its claim's secret, when one was set meanwhile.
+    secret: Option<Option<[u8; 32]>>,
 }
 
 impl SqliteTx<'_> {
+    fn new(conn: &Connection) -> SqliteTx<'_> {
+        SqliteTx {
+            conn,
+            error: None,
+            held: None,
+        }
+    }
+
     fn check<T>(&mut self, result: rusqlite::Result<T>) -> Result<T> {
         result.map_err(|e| {
             let wrapped = storage("sqlite", clone_error(&e));
             self.error = Some(e);
             wrapped
         })
+    }
+
+    /// The held record, when it is `id`'s.
+    fn held_for(&mut self, id: &str) -> Option<&mut Held> {
+        self.held.as_mut().filter(|held| held.record.id == id)
+    }
+
+    /// Holds the write of `record` (see [`SqliteTx::held`]), after writing the one held before.
+    fn hold(&mut self, record: &Handoff, body: Option<String>) -> Result<()> {
+        self.flush()?;
+        self.held = Some(Held {
+            record: record.clone(),
+            body,
+            last_event: None,
+            secret: None,
+        });
+        Ok(())
+    }
+
+    /// Writes the held record, if any.
+    fn flush(&mut self) -> Result<()> {
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        let h = &held.record;
+        let secret = held.secret.map(|digest| digest.map(|d| d.to_vec()));
+        let result = match &held.body {
+            Some(body) => self
+                .conn
+                .prepare_cached(
+                    "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
+                     created_at, expires_at, status, claimed_by, claim_token, lease_until, \
+                     heartbeat_at, attempts, completed_at, outcome, body, last_event, claim_secret) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
+                     ?16, ?17, ?18, ?19)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        h.id,
+                        h.task_id,
+                        h.kind.as_str(),
+                        h.from_agent,
+                        h.to_agent,
+                        h.parent_id,
+                        micros(h.created_at),
+                        opt_micros(h.expires_at),
+                        h.status.as_str(),
+                        h.claimed_by,
+                        h.claim_token.map(|t| t as i64),
+                        opt_micros(h.lease_until),
+                        opt_micros(h.heartbeat_at),
+                        h.attempts,
+                        opt_micros(h.completed_at),
+                        h.outcome,
+                        body,
+                        held.last_event,
+                        secret.flatten(),
+                    ])
+                }),
+            None => {
+                let lifecycle = params![
+                    h.id,
+                    h.status.as_str(),
+                    h.claimed_by,
+                    h.claim_token.map(|t| t as i64),
+                    opt_micros(h.lease_until),
+                    opt_micros(h.heartbeat_at),
+                    h.attempts,
+                    opt_micros(h.completed_at),
+                    h.outcome,
+                    held.last_event,
+                ];
+                match &secret {
+                    None => self.conn.prepare_cached(concat!(
+                        update_lifecycle!(),
+                        " WHERE id = ?1"
+                    )),
+                    Some(_) => self.conn.prepare_cached(concat!(
+                        update_lifecycle!(),
+                        ", claim_secret = ?11 WHERE id = ?1"
+                    )),
+                }
+                .and_then(|mut stmt| match &secret {
+                    None => stmt.execute(lifecycle),
+                    Some(digest) => {
+                        let mut all = lifecycle.to_vec();
+                        all.push(digest);
+                        stmt.execute(all.as_slice())
+                    }
+                })
+            }
+        };
+        self.check(result).map(drop)
     }
 }
 
@@ -750,77 +875,37 @@ fn clone_error(e: &rusqlite::Error) -> rusqlite::Error {
 
 impl Tx for SqliteTx<'_> {
     fn get(&mut self, id: &str) -> Result<Option<Handoff>> {
+        self.flush()?;
         let result = get(self.conn, id);
         self.check(result)
     }
 
     fn insert(&mut self, h: &Handoff) -> Result<()> {
         let body = serde_json::to_string(h).map_err(|e| Error::storage(e.to_string()))?;
-        let result = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
-                 created_at, expires_at, status, claimed_by, claim_token, lease_until, \
-                 heartbeat_at, attempts, completed_at, outcome, body) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    h.id,
-                    h.task_id,
-                    h.kind.as_str(),
-                    h.from_agent,
-                    h.to_agent,
-                    h.parent_id,
-                    micros(h.created_at),
-                    opt_micros(h.expires_at),
-                    h.status.as_str(),
-                    h.claimed_by,
-                    h.claim_token.map(|t| t as i64),
-                    opt_micros(h.lease_until),
-                    opt_micros(h.heartbeat_at),
-                    h.attempts,
-                    opt_micros(h.completed_at),
-                    h.outcome,
-                    &body,
-                ])
-            });
-        self.check(result).map(drop)
+        self.hold(h, Some(body))
     }
 
     fn update(&mut self, h: &Handoff) -> Result<()> {
-        let result = self
-            .conn
-            .prepare_cached(
-                "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, \
-                 lease_until = ?5, heartbeat_at = ?6, attempts = ?7, completed_at = ?8, \
-                 outcome = ?9 WHERE id = ?1",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    h.id,
-                    h.status.as_str(),
-                    h.claimed_by,
-                    h.claim_token.map(|t| t as i64),
-                    opt_micros(h.lease_until),
-                    opt_micros(h.heartbeat_at),
-                    h.attempts,
-                    opt_micros(h.completed_at),
-                    h.outcome,
-                ])
-            });
-        self.check(result).map(drop)
+        self.hold(h, None)
     }
 
     fn append(&mut self, event: NewEvent) -> Result<()> {
         let detail =
             serde_json::to_string(&event.change).map_err(|e| Error::storage(e.to_string()))?;
-        // The event links to its handoff's latest event, and becomes it (schema version 6).
+        // The event links to its handoff's latest event (schema version 6): the one appended
+        // for the held record meanwhile, else the one its row names (none for a new record).
+        let prev = match self.held_for(&event.handoff_id) {
+            Some(held) => held.last_event,
+            None => {
+                self.flush()?;
+                None
+            }
+        };
         let result = self
             .conn
             .prepare_cached(
-                "INSERT INTO events (handoff_id, at, actor, kind, detail, prev) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, (SELECT last_event FROM handoffs WHERE id = ?1))",
+                "INSERT INTO events (handoff_id, at, actor, kind, detail, prev) VALUES \
+                 (?1, ?2, ?3, ?4, ?5, coalesce(?6, (SELECT last_event FROM handoffs WHERE id = ?1)))",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -829,19 +914,25 @@ impl Tx for SqliteTx<'_> {
                     event.actor,
                     event.change.kind(),
                     detail,
+                    prev,
                 ])
-            })
-            .and_then(|_| {
-                self.conn
-                    .prepare_cached(
-                        "UPDATE handoffs SET last_event = last_insert_rowid() WHERE id = ?1",
-                    )?
-                    .execute([&event.handoff_id])
             });
+        self.check(result)?;
+        let seq = self.conn.last_insert_rowid();
+        if let Some(held) = self.held_for(&event.handoff_id) {
+            held.last_event = Some(seq);
+            return Ok(());
+        }
+        // An event of a record not written in this transaction: its row names it now.
+        let result = self
+            .conn
+            .prepare_cached("UPDATE handoffs SET last_event = ?2 WHERE id = ?1")
+            .and_then(|mut stmt| stmt.execute(params![event.handoff_id, seq]));
         self.check(result).map(drop)
     }
 
     fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        self.flush()?;
         let result = self
             .conn
             .prepare_cached(
@@ -853,6 +944,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn claim_secret(&mut self, id: &str) -> Result<Option<[u8; 32]>> {
+        self.flush()?;
         let result = self
             .conn
             .prepare_cached("SELECT claim_secret FROM handoffs WHERE id = ?1")
@@ -867,6 +959,11 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
+        if let Some(held) = self.held_for(id) {
+            held.secret = Some(digest);
+            return Ok(());
+        }
+        self.flush()?;
         let digest = digest.map(|d| d.to_vec());
         let result = self
             .conn
@@ -876,6 +973,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn hops(&mut self, task_id: &str) -> Result<Vec<Hop>> {
+        self.flush()?;
         let result = hops(self.conn, task_id);
         self.check(result)
     }
@@ -887,6 +985,7 @@ impl Tx for SqliteTx<'_> {
         now: DateTime<Utc>,
         after: Option<&str>,
     ) -> Result<Option<Handoff>> {
+        self.flush()?;
         let now = micros(now);
         // Skipping is rare (a policy refused the oldest): it gets statements of its own, so
         // that the common ones stay as the planner likes them.
@@ -970,6 +1069,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>> {
+        self.flush()?;
         // Every claim asks, and almost always nothing is due: two index probes answer that
         // for a fraction of what the query below costs (its union, join and sort are set up
         // even when they find nothing).
@@ -1009,11 +1109,13 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
+        self.flush()?;
         let result = read_doc(self.conn, kind, key);
         self.check(result)
     }
 
     fn insert_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        self.flush()?;
         let result = self
             .conn
             .prepare_cached("INSERT INTO docs (kind, key, version, body) VALUES (?1, ?2, ?3, ?4)")
@@ -1022,6 +1124,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn update_doc(&mut self, kind: &str, key: &str, doc: &Doc) -> Result<()> {
+        self.flush()?;
         let result = self
             .conn
             .prepare_cached("UPDATE docs SET version = ?3, body = ?4 WHERE kind = ?1 AND key = ?2")
@@ -1030,11 +1133,13 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn docs(&mut self, kind: &str, prefix: &str) -> Result<Vec<(String, Doc)>> {
+        self.flush()?;
         let result = read_docs(self.conn, kind, prefix, None, usize::MAX);
         self.check(result)
     }
 
     fn doc_keys(&mut self, kind: &str, prefix: &str) -> Result<Vec<String>> {
+        self.flush()?;
         let result = self
             .conn
             .prepare_cached(
@@ -1056,6 +1161,7 @@ impl Tx for SqliteTx<'_> {
         to: &str,
         start: u64,
     ) -> Result<u64> {
+        self.flush()?;
         // One statement: the rows never leave SQLite. Keys are `<prefix>/<n, ten digits>`, so
         // the run is a key range and `n` the key's last ten characters.
         let result = self
@@ -1074,6 +1180,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn delete_doc(&mut self, kind: &str, key: &str) -> Result<()> {
+        self.flush()?;
         let result = self
             .conn
             .prepare_cached("DELETE FROM docs WHERE kind = ?1 AND key = ?2")
