@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, ToSql, params};
 
 use crate::chain::Hop;
 use crate::clock::{from_micros, micros, opt_micros};
@@ -730,6 +730,47 @@ macro_rules! update_lifecycle {
     };
 }
 
+/// A record's lifecycle columns as SQL values, in the order its insert and its update bind
+/// them (`status` to `outcome`).
+struct LifecycleColumns<'a> {
+    status: &'static str,
+    claimed_by: &'a Option<String>,
+    claim_token: Option<i64>,
+    lease_until: Option<i64>,
+    heartbeat_at: Option<i64>,
+    attempts: &'a u32,
+    completed_at: Option<i64>,
+    outcome: &'a Option<String>,
+}
+
+impl<'a> LifecycleColumns<'a> {
+    fn of(h: &'a Handoff) -> LifecycleColumns<'a> {
+        LifecycleColumns {
+            status: h.status.as_str(),
+            claimed_by: &h.claimed_by,
+            claim_token: h.claim_token.map(|t| t as i64),
+            lease_until: opt_micros(h.lease_until),
+            heartbeat_at: opt_micros(h.heartbeat_at),
+            attempts: &h.attempts,
+            completed_at: opt_micros(h.completed_at),
+            outcome: &h.outcome,
+        }
+    }
+
+    fn values(&self) -> [&dyn ToSql; 8] {
+        [
+            &self.status,
+            self.claimed_by,
+            &self.claim_token,
+            &self.lease_until,
+            &self.heartbeat_at,
+            self.attempts,
+            &self.completed_at,
+            self.outcome,
+        ]
+    }
+}
+
 /// A write transaction. SQLite errors are kept so that [`SqliteBackend::write`] can tell a
 /// busy store (retry) from a real failure.
 struct SqliteTx<'a> {
@@ -793,70 +834,54 @@ impl SqliteTx<'_> {
         };
         let h = &held.record;
         let secret = held.secret.map(|digest| digest.map(|d| d.to_vec()));
+        let lifecycle = LifecycleColumns::of(h);
         let result = match &held.body {
-            Some(body) => self
-                .conn
-                .prepare_cached(
-                    "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
-                     created_at, expires_at, status, claimed_by, claim_token, lease_until, \
-                     heartbeat_at, attempts, completed_at, outcome, body, last_event, claim_secret) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                     ?16, ?17, ?18, ?19)",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        h.id,
-                        h.task_id,
-                        h.kind.as_str(),
-                        h.from_agent,
-                        h.to_agent,
-                        h.parent_id,
-                        micros(h.created_at),
-                        opt_micros(h.expires_at),
-                        h.status.as_str(),
-                        h.claimed_by,
-                        h.claim_token.map(|t| t as i64),
-                        opt_micros(h.lease_until),
-                        opt_micros(h.heartbeat_at),
-                        h.attempts,
-                        opt_micros(h.completed_at),
-                        h.outcome,
-                        body,
-                        held.last_event,
-                        secret.flatten(),
-                    ])
-                }),
-            None => {
-                let lifecycle = params![
-                    h.id,
-                    h.status.as_str(),
-                    h.claimed_by,
-                    h.claim_token.map(|t| t as i64),
-                    opt_micros(h.lease_until),
-                    opt_micros(h.heartbeat_at),
-                    h.attempts,
-                    opt_micros(h.completed_at),
-                    h.outcome,
-                    held.last_event,
+            Some(body) => {
+                let (kind, created_at, expires_at) = (
+                    h.kind.as_str(),
+                    micros(h.created_at),
+                    opt_micros(h.expires_at),
+                );
+                let mut values: Vec<&dyn ToSql> = vec![
+                    &h.id,
+                    &h.task_id,
+                    &kind,
+                    &h.from_agent,
+                    &h.to_agent,
+                    &h.parent_id,
+                    &created_at,
+                    &expires_at,
                 ];
+                let digest = secret.clone().flatten();
+                values.extend(lifecycle.values());
+                values.extend([body as &dyn ToSql, &held.last_event, &digest]);
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
+                         created_at, expires_at, status, claimed_by, claim_token, lease_until, \
+                         heartbeat_at, attempts, completed_at, outcome, body, last_event, \
+                         claim_secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+                         ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                    )
+                    .and_then(|mut stmt| stmt.execute(values.as_slice()))
+            }
+            None => {
+                let mut values: Vec<&dyn ToSql> = vec![&h.id];
+                values.extend(lifecycle.values());
+                values.push(&held.last_event);
                 match &secret {
-                    None => self.conn.prepare_cached(concat!(
-                        update_lifecycle!(),
-                        " WHERE id = ?1"
-                    )),
-                    Some(_) => self.conn.prepare_cached(concat!(
-                        update_lifecycle!(),
-                        ", claim_secret = ?11 WHERE id = ?1"
-                    )),
-                }
-                .and_then(|mut stmt| match &secret {
-                    None => stmt.execute(lifecycle),
+                    None => self
+                        .conn
+                        .prepare_cached(concat!(update_lifecycle!(), " WHERE id = ?1")),
                     Some(digest) => {
-                        let mut all = lifecycle.to_vec();
-                        all.push(digest);
-                        stmt.execute(all.as_slice())
+                        values.push(digest);
+                        self.conn.prepare_cached(concat!(
+                            update_lifecycle!(),
+                            ", claim_secret = ?11 WHERE id = ?1"
+                        ))
                     }
-                })
+                }
+                .and_then(|mut stmt| stmt.execute(values.as_slice()))
             }
         };
         self.check(result).map(drop)
