@@ -188,9 +188,14 @@ impl RawLifecycle {
                     .unwrap();
             }
             let seq = event(&tx, &id, now, kind, detail);
-            let lifecycle = "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, \
-                 lease_until = ?5, heartbeat_at = ?6, attempts = ?7, completed_at = ?8, \
-                 outcome = ?9, last_event = coalesce(?10, last_event)";
+            // Literal statements, as the store's: no string is built per call.
+            macro_rules! lifecycle {
+                () => {
+                    "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, \
+                     lease_until = ?5, heartbeat_at = ?6, attempts = ?7, completed_at = ?8, \
+                     outcome = ?9, last_event = coalesce(?10, last_event)"
+                };
+            }
             let args = params![
                 id,
                 status,
@@ -208,12 +213,12 @@ impl RawLifecycle {
                 let mut with_secret = args.to_vec();
                 let digest = [7u8; 32].to_vec();
                 with_secret.push(&digest);
-                tx.prepare_cached(&format!("{lifecycle}, claim_secret = ?11 WHERE id = ?1"))
+                tx.prepare_cached(concat!(lifecycle!(), ", claim_secret = ?11 WHERE id = ?1"))
                     .unwrap()
                     .execute(with_secret.as_slice())
                     .unwrap();
             } else {
-                tx.prepare_cached(&format!("{lifecycle} WHERE id = ?1"))
+                tx.prepare_cached(concat!(lifecycle!(), " WHERE id = ?1"))
                     .unwrap()
                     .execute(args)
                     .unwrap();

@@ -556,7 +556,7 @@ impl Backend for SqliteBackend {
                    UNION ALL \
                    SELECT e.prev FROM events AS e JOIN linked ON e.seq = linked.seq \
                    WHERE e.prev > ?1) \
-                 SELECT {} FROM linked CROSS JOIN events AS e ON e.seq = linked.seq WHERE 1",
+                 SELECT {} FROM linked CROSS JOIN events AS e ON e.seq = linked.seq",
                 event_columns!()
             )
         };
