@@ -75,6 +75,13 @@ impl fmt::Debug for ClaimSecret {
     }
 }
 
+/// A digest as a database column holds it (see [`ClaimSecret::digest`]): `None` for none, or
+/// for one not 32 bytes long, which no secret can match.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn stored_digest(column: Option<Vec<u8>>) -> Option<[u8; 32]> {
+    column.and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+}
+
 /// `bytes` as lowercase hex digits.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

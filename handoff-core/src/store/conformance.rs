@@ -1385,6 +1385,25 @@ pub fn claims_need_their_secret(store: Store) {
         ErrorKind::LeaseLost
     );
     store.complete(&second, "ok").unwrap();
+    // Inside a transaction, the secret read is the one last set, whether or not the record
+    // was read before (a backend may keep what it read with the record).
+    let b = store.create(NewHandoff::new("t3", "g")).unwrap();
+    let third = store.claim(&b.id, "w", MINUTE).unwrap();
+    let (kept, replaced) = (third.secret.digest(), [7u8; 32]);
+    store
+        .backend()
+        .write(&mut |tx| {
+            assert!(tx.get(&b.id)?.is_some());
+            assert_eq!(tx.claim_secret(&b.id)?, Some(kept));
+            tx.set_claim_secret(&b.id, Some(replaced))?;
+            assert_eq!(tx.claim_secret(&b.id)?, Some(replaced));
+            tx.set_claim_secret(&b.id, None)?;
+            assert_eq!(tx.claim_secret(&b.id)?, None);
+            tx.set_claim_secret(&b.id, Some(kept))?;
+            Ok(())
+        })
+        .unwrap();
+    store.complete(&third, "ok").unwrap();
 }
 
 /// DESIGN §3: cancel by the creator, by the holder with its claim, or by anyone when the

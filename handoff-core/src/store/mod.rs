@@ -46,6 +46,8 @@ pub use backend::{
 pub(crate) use bundles::NO_SOURCE;
 pub use bundles::{Bundle, BundleStatus, ImportReport, NewBundle};
 pub(crate) use claim::hex;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use claim::stored_digest;
 pub use claim::{Claim, ClaimRef, ClaimSecret};
 pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};

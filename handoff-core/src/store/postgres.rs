@@ -35,7 +35,9 @@ use crate::clock::{from_micros, micros, opt_micros};
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
-use crate::store::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
+use crate::store::{
+    Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal, stored_digest,
+};
 
 mod conn;
 use conn::{Conn, ConnectError, Params};
@@ -666,6 +668,7 @@ impl Backend for PostgresBackend {
                     unsent_inserts: Vec::new(),
                     unsent_docs: DocWrites::default(),
                     path: None,
+                    read_secret: None,
                     locked_tasks: Vec::new(),
                     event_lock: self.lock_key(EVENT_LOCK),
                     task_lock_base: self.lock_base,
@@ -1253,6 +1256,9 @@ struct PgTx<'c> {
     locked_tasks: Vec<String>,
     /// A locked task's path read ahead by `lapsed_or_next`, until this transaction writes.
     path: Option<(String, Vec<Hop>)>,
+    /// The claim secret's digest of the record `get` read last: a settle reads the record and
+    /// then proves its claim against this, so the one round trip reads both.
+    read_secret: Option<(String, Option<[u8; 32]>)>,
     event_lock: i64,
     task_lock_base: i64,
     /// Where to tell waiting workers that work became claimable.
@@ -1570,10 +1576,18 @@ impl Tx for PgTx<'_> {
     fn get(&mut self, id: &str) -> Result<Option<Handoff>> {
         self.flush()?;
         // The transaction reads a record to change it: lock it until commit.
-        self.query_record(
-            &format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE id = $1 FOR UPDATE"),
+        let rows = self.query(
+            &format!(
+                "SELECT {RECORD_COLUMNS}, claim_secret FROM handoffs WHERE id = $1 FOR UPDATE"
+            ),
             &[&id],
-        )
+        );
+        let Some(row) = self.check("cannot read a record", rows)?.into_iter().next() else {
+            return Ok(None);
+        };
+        let record = record_from_row(&row)?;
+        self.read_secret = Some((record.id.clone(), stored_digest(row.get(9))));
+        Ok(Some(record))
     }
 
     fn insert(&mut self, h: &Handoff) -> Result<()> {
@@ -1622,15 +1636,26 @@ impl Tx for PgTx<'_> {
         {
             return Ok(digest.as_deref().and_then(|d| <[u8; 32]>::try_from(d).ok()));
         }
+        if let Some((read, secret)) = &self.read_secret
+            && read == id
+        {
+            return Ok(*secret);
+        }
         let result = self.query("SELECT claim_secret FROM handoffs WHERE id = $1", &[&id]);
         Ok(self
             .check("cannot read a claim", result)?
             .first()
-            .and_then(|row| row.get::<_, Option<Vec<u8>>>(0))
-            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()))
+            .and_then(|row| stored_digest(row.get(0))))
     }
 
     fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
+        if self
+            .read_secret
+            .as_ref()
+            .is_some_and(|(read, _)| read == id)
+        {
+            self.read_secret = None;
+        }
         let unsent = self.hold(id)?;
         unsent.secret = Some(digest.map(|d| d.to_vec()));
         Ok(())

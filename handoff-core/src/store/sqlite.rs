@@ -19,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::backend::Watch;
-use crate::store::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal};
+use crate::store::{
+    Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal, stored_digest,
+};
 
 mod schema;
 
@@ -780,6 +782,9 @@ struct SqliteTx<'a> {
     /// claim's secret set on it right after join the one statement that writes it, instead of
     /// each updating its row again. Any other call writes it first.
     held: Option<Held>,
+    /// The claim secret's digest of the record `get` read last: a settle reads the record and
+    /// then proves its claim against this, so the one statement reads both.
+    read_secret: Option<(String, Option<[u8; 32]>)>,
 }
 
 /// A record write [`SqliteTx`] holds back.
@@ -799,6 +804,7 @@ impl SqliteTx<'_> {
             conn,
             error: None,
             held: None,
+            read_secret: None,
         }
     }
 
@@ -901,8 +907,24 @@ fn clone_error(e: &rusqlite::Error) -> rusqlite::Error {
 impl Tx for SqliteTx<'_> {
     fn get(&mut self, id: &str) -> Result<Option<Handoff>> {
         self.flush()?;
-        let result = get(self.conn, id);
-        self.check(result)
+        let result = self
+            .conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                record_columns!(),
+                ", claim_secret FROM handoffs WHERE id = ?1"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row([id], |row| {
+                    let secret = row.get::<_, Option<Vec<u8>>>(9)?;
+                    Ok((record_from_row(row)?, stored_digest(secret)))
+                })
+                .optional()
+            });
+        Ok(self.check(result)?.map(|(record, secret)| {
+            self.read_secret = Some((record.id.clone(), secret));
+            record
+        }))
     }
 
     fn insert(&mut self, h: &Handoff) -> Result<()> {
@@ -969,6 +991,11 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn claim_secret(&mut self, id: &str) -> Result<Option<[u8; 32]>> {
+        if let Some((read, secret)) = &self.read_secret
+            && read == id
+        {
+            return Ok(*secret);
+        }
         self.flush()?;
         let result = self
             .conn
@@ -977,13 +1004,17 @@ impl Tx for SqliteTx<'_> {
                 stmt.query_row([id], |row| row.get::<_, Option<Vec<u8>>>(0))
                     .optional()
             });
-        Ok(self
-            .check(result)?
-            .flatten()
-            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()))
+        Ok(stored_digest(self.check(result)?.flatten()))
     }
 
     fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
+        if self
+            .read_secret
+            .as_ref()
+            .is_some_and(|(read, _)| read == id)
+        {
+            self.read_secret = None;
+        }
         if let Some(held) = self.held_for(id) {
             held.secret = Some(digest);
             return Ok(());
