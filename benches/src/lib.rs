@@ -160,14 +160,15 @@ impl RawLifecycle {
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .unwrap();
+            // With the digest of the claim's secret, which completing checks.
             tx.prepare_cached(
                 "SELECT status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, \
-                 completed_at, outcome, body FROM handoffs WHERE id = ?1",
+                 completed_at, outcome, body, claim_secret FROM handoffs WHERE id = ?1",
             )
             .unwrap()
             .query_row([&id], |row| {
                 let body = row.get_ref(8)?.as_str()?;
-                Ok(body.len())
+                Ok((body.len(), row.get::<_, Option<Vec<u8>>>(9)?))
             })
             .unwrap();
             if kind == "claimed" {
@@ -180,12 +181,6 @@ impl RawLifecycle {
                 .query_map([&task], |row| row.get::<_, String>(0))
                 .unwrap()
                 .for_each(drop);
-            } else {
-                // Completing checks the claim's secret against the stored digest.
-                tx.prepare_cached("SELECT claim_secret FROM handoffs WHERE id = ?1")
-                    .unwrap()
-                    .query_row([&id], |row| row.get::<_, Option<Vec<u8>>>(0))
-                    .unwrap();
             }
             let seq = event(&tx, &id, now, kind, detail);
             // Literal statements, as the store's: no string is built per call.
