@@ -78,8 +78,38 @@ impl fmt::Debug for ClaimSecret {
 /// A digest as a database column holds it (see [`ClaimSecret::digest`]): `None` for none, or
 /// for one not 32 bytes long, which no secret can match.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) fn stored_digest(column: Option<Vec<u8>>) -> Option<[u8; 32]> {
+pub(crate) fn stored_digest(column: Option<&[u8]>) -> Option<[u8; 32]> {
     column.and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+}
+
+/// What a database transaction keeps of the claim secret's digest that its last record read
+/// (`Tx::get`) brought along: a settle reads its record and then proves its claim against
+/// this, so that one statement reads both.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[derive(Debug, Default)]
+pub(crate) struct ReadSecret(Option<(String, Option<[u8; 32]>)>);
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl ReadSecret {
+    /// Keeps `digest`, read with the record `id`.
+    pub(crate) fn keep(&mut self, id: &str, digest: Option<[u8; 32]>) {
+        self.0 = Some((id.to_owned(), digest));
+    }
+
+    /// The digest kept for `id`, if the last record read was `id`'s.
+    pub(crate) fn of(&self, id: &str) -> Option<Option<[u8; 32]>> {
+        self.0
+            .as_ref()
+            .filter(|(read, _)| read == id)
+            .map(|(_, digest)| *digest)
+    }
+
+    /// Forgets what was kept for `id`, whose secret the transaction is changing.
+    pub(crate) fn forget(&mut self, id: &str) {
+        if self.of(id).is_some() {
+            self.0 = None;
+        }
+    }
 }
 
 /// `bytes` as lowercase hex digits.

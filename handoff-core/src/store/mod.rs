@@ -46,9 +46,9 @@ pub use backend::{
 pub(crate) use bundles::NO_SOURCE;
 pub use bundles::{Bundle, BundleStatus, ImportReport, NewBundle};
 pub(crate) use claim::hex;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) use claim::stored_digest;
 pub use claim::{Claim, ClaimRef, ClaimSecret};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use claim::{ReadSecret, stored_digest};
 pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
 pub use lease::{DROPPED, Lease};

@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::{
-    Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal, stored_digest,
+    Backend, Capabilities, Doc, EventFilter, ListFilter, ReadSecret, Tx, WorkSignal, stored_digest,
 };
 
 mod conn;
@@ -668,7 +668,7 @@ impl Backend for PostgresBackend {
                     unsent_inserts: Vec::new(),
                     unsent_docs: DocWrites::default(),
                     path: None,
-                    read_secret: None,
+                    read_secret: ReadSecret::default(),
                     locked_tasks: Vec::new(),
                     event_lock: self.lock_key(EVENT_LOCK),
                     task_lock_base: self.lock_base,
@@ -1256,9 +1256,7 @@ struct PgTx<'c> {
     locked_tasks: Vec<String>,
     /// A locked task's path read ahead by `lapsed_or_next`, until this transaction writes.
     path: Option<(String, Vec<Hop>)>,
-    /// The claim secret's digest of the record `get` read last: a settle reads the record and
-    /// then proves its claim against this, so the one round trip reads both.
-    read_secret: Option<(String, Option<[u8; 32]>)>,
+    read_secret: ReadSecret,
     event_lock: i64,
     task_lock_base: i64,
     /// Where to tell waiting workers that work became claimable.
@@ -1586,7 +1584,7 @@ impl Tx for PgTx<'_> {
             return Ok(None);
         };
         let record = record_from_row(&row)?;
-        self.read_secret = Some((record.id.clone(), stored_digest(row.get(9))));
+        self.read_secret.keep(&record.id, stored_digest(row.get(9)));
         Ok(Some(record))
     }
 
@@ -1634,12 +1632,10 @@ impl Tx for PgTx<'_> {
         }) = &self.unsent
             && unsent == id
         {
-            return Ok(digest.as_deref().and_then(|d| <[u8; 32]>::try_from(d).ok()));
+            return Ok(stored_digest(digest.as_deref()));
         }
-        if let Some((read, secret)) = &self.read_secret
-            && read == id
-        {
-            return Ok(*secret);
+        if let Some(secret) = self.read_secret.of(id) {
+            return Ok(secret);
         }
         let result = self.query("SELECT claim_secret FROM handoffs WHERE id = $1", &[&id]);
         Ok(self
@@ -1649,13 +1645,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
-        if self
-            .read_secret
-            .as_ref()
-            .is_some_and(|(read, _)| read == id)
-        {
-            self.read_secret = None;
-        }
+        self.read_secret.forget(id);
         let unsent = self.hold(id)?;
         unsent.secret = Some(digest.map(|d| d.to_vec()));
         Ok(())

@@ -20,7 +20,7 @@ use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::backend::Watch;
 use crate::store::{
-    Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, WorkSignal, stored_digest,
+    Backend, Capabilities, Doc, EventFilter, ListFilter, ReadSecret, Tx, WorkSignal, stored_digest,
 };
 
 mod schema;
@@ -782,9 +782,7 @@ struct SqliteTx<'a> {
     /// claim's secret set on it right after join the one statement that writes it, instead of
     /// each updating its row again. Any other call writes it first.
     held: Option<Held>,
-    /// The claim secret's digest of the record `get` read last: a settle reads the record and
-    /// then proves its claim against this, so the one statement reads both.
-    read_secret: Option<(String, Option<[u8; 32]>)>,
+    read_secret: ReadSecret,
 }
 
 /// A record write [`SqliteTx`] holds back.
@@ -804,7 +802,7 @@ impl SqliteTx<'_> {
             conn,
             error: None,
             held: None,
-            read_secret: None,
+            read_secret: ReadSecret::default(),
         }
     }
 
@@ -917,12 +915,12 @@ impl Tx for SqliteTx<'_> {
             .and_then(|mut stmt| {
                 stmt.query_row([id], |row| {
                     let secret = row.get::<_, Option<Vec<u8>>>(9)?;
-                    Ok((record_from_row(row)?, stored_digest(secret)))
+                    Ok((record_from_row(row)?, stored_digest(secret.as_deref())))
                 })
                 .optional()
             });
         Ok(self.check(result)?.map(|(record, secret)| {
-            self.read_secret = Some((record.id.clone(), secret));
+            self.read_secret.keep(&record.id, secret);
             record
         }))
     }
@@ -991,10 +989,8 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn claim_secret(&mut self, id: &str) -> Result<Option<[u8; 32]>> {
-        if let Some((read, secret)) = &self.read_secret
-            && read == id
-        {
-            return Ok(*secret);
+        if let Some(secret) = self.read_secret.of(id) {
+            return Ok(secret);
         }
         self.flush()?;
         let result = self
@@ -1004,17 +1000,11 @@ impl Tx for SqliteTx<'_> {
                 stmt.query_row([id], |row| row.get::<_, Option<Vec<u8>>>(0))
                     .optional()
             });
-        Ok(stored_digest(self.check(result)?.flatten()))
+        Ok(stored_digest(self.check(result)?.flatten().as_deref()))
     }
 
     fn set_claim_secret(&mut self, id: &str, digest: Option<[u8; 32]>) -> Result<()> {
-        if self
-            .read_secret
-            .as_ref()
-            .is_some_and(|(read, _)| read == id)
-        {
-            self.read_secret = None;
-        }
+        self.read_secret.forget(id);
         if let Some(held) = self.held_for(id) {
             held.secret = Some(digest);
             return Ok(());
