@@ -102,7 +102,10 @@ impl RawLifecycle {
             conn,
             claimed: r#"{"kind":"claimed","detail":{"agent":"gemini","token":1,"lease_until":"2026-01-01T00:05:00Z"}}"#.into(),
             completed: r#"{"kind":"completed","detail":{"outcome":"done"}}"#.into(),
-            created: format!(r#"{{"kind":"created","detail":{{"record":{body}}}}}"#),
+            // What the store's `created` event holds since schema 4: where the work goes, not
+            // a second copy of the record.
+            created: r#"{"kind":"created","detail":{"task_id":"task-000000","to_agent":null}}"#
+                .into(),
             body,
             next: 0,
         }
