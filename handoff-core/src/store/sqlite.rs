@@ -1070,14 +1070,14 @@ impl Tx for SqliteTx<'_> {
                     "SELECT ",
                     record_columns!(),
                     " FROM ( \
-                       SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_claimable \
-                         WHERE to_agent IS NULL AND ",
+                       SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_queue \
+                         WHERE queue = '' AND to_agent IS NULL AND ",
                     claimable!(),
                     $extra,
                     " ORDER BY pos LIMIT 1) \
                        UNION ALL \
-                       SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_claimable \
-                         WHERE to_agent = CAST(?1 AS TEXT) AND ",
+                       SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_queue \
+                         WHERE queue = CAST(?1 AS TEXT) AND to_agent = CAST(?1 AS TEXT) AND ",
                     claimable!(),
                     $extra,
                     " ORDER BY pos LIMIT 1) \
@@ -1122,8 +1122,8 @@ impl Tx for SqliteTx<'_> {
         let due = self
             .conn
             .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM handoffs INDEXED BY handoffs_leases \
-                   WHERE status = 'claimed' AND lease_until <= ?1) \
+                "SELECT EXISTS (SELECT 1 FROM handoffs INDEXED BY handoffs_queue \
+                   WHERE queue <= ?1 AND status = 'claimed') \
                  OR EXISTS (SELECT 1 FROM handoffs INDEXED BY handoffs_expiry \
                    WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1)",
             )
@@ -1138,9 +1138,9 @@ impl Tx for SqliteTx<'_> {
             .conn
             .prepare_cached(&format!(
                 "SELECT {RECORD_COLUMNS} FROM ( \
-                   SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_leases \
-                     WHERE status = 'claimed' AND lease_until <= ?1 \
-                     ORDER BY lease_until LIMIT {limit}) \
+                   SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_queue \
+                     WHERE queue <= ?1 AND status = 'claimed' \
+                     ORDER BY queue LIMIT {limit}) \
                    UNION ALL \
                    SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_expiry \
                      WHERE status = 'pending' AND expires_at IS NOT NULL \
@@ -1413,6 +1413,14 @@ mod migration_tests {
                 .len(),
             2
         );
+        // The claim made before the upgrade is in the open records' index (version 7): once
+        // its lease has lapsed, it is found and settled.
+        let lapsed = claimed.lease_until.unwrap() + chrono::Duration::seconds(1);
+        let store = Store::open(&path)
+            .unwrap()
+            .with_clock(std::sync::Arc::new(crate::ManualClock::new(lapsed)));
+        assert_eq!(store.reap().unwrap(), 1);
+        assert_ne!(store.get(&claimed.id).unwrap().status, Status::Claimed);
     }
 
     #[test]
