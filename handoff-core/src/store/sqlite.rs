@@ -23,9 +23,11 @@ use crate::store::{
     Backend, Capabilities, Doc, EventFilter, ListFilter, ReadSecret, Tx, WorkSignal, stored_digest,
 };
 
+mod checkpointer;
 mod schema;
 
 use super::turnstile::{self, Turnstile, private_file};
+use checkpointer::Checkpointer;
 pub use schema::VERSION;
 
 pub use super::Synchronous;
@@ -63,6 +65,9 @@ pub struct SqliteBackend {
     turnstile: Option<Turnstile>,
     /// Opened with [`SqliteBackend::open_read_only`]: writes are refused.
     read_only: bool,
+    /// Copies the log back into the database file while writes go on; `None` for in-memory
+    /// and read-only stores. Declared last: it is dropped after the connections.
+    checkpointer: Option<Checkpointer>,
 }
 
 /// Whether a path names a file (rather than `:memory:` or a URI).
@@ -105,6 +110,7 @@ impl SqliteBackend {
             patience: options.lock_patience,
             turnstile: None,
             read_only,
+            checkpointer: None,
         };
         let header = backend
             .retrying(|conn| {
@@ -150,6 +156,10 @@ impl SqliteBackend {
             .map_err(|e| not_a_store(path, e))?;
         if file {
             backend.reader = Some(Mutex::new(connect(path, true)?));
+        }
+        if file && !read_only {
+            let writer = backend.writer.get_mut().unwrap_or_else(|e| e.into_inner());
+            backend.checkpointer = Some(Checkpointer::start(path, writer)?);
         }
         Ok(backend)
     }
