@@ -14,9 +14,8 @@
 
 use std::ffi::c_int;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
@@ -35,8 +34,7 @@ pub(super) const TAIL_PAGES: c_int = 100;
 /// The store's checkpointing thread; dropping it ends the thread and waits for it.
 #[derive(Debug)]
 pub(super) struct Checkpointer {
-    wake: SyncSender<()>,
-    progress: Arc<Progress>,
+    shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     /// The process that started the thread: a child forked from it has no such thread.
     owner: u32,
@@ -44,12 +42,30 @@ pub(super) struct Checkpointer {
 
 /// What the thread and the writer's commits share.
 #[derive(Debug, Default)]
-struct Progress {
+struct Shared {
     /// How many of the log's pages the thread's latest checkpoint left copied; 0 when it has
     /// not finished one since the log last restarted.
     copied: AtomicI32,
-    /// Set when the store closes.
-    stop: AtomicBool,
+    asks: Mutex<Asks>,
+    asked: Condvar,
+}
+
+/// What the thread has been asked to do and not done yet.
+#[derive(Debug, Default)]
+struct Asks {
+    checkpoint: bool,
+    stop: bool,
+}
+
+impl Shared {
+    fn asks(&self) -> MutexGuard<'_, Asks> {
+        self.asks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn ask(&self, what: impl FnOnce(&mut Asks)) {
+        what(&mut self.asks());
+        self.asked.notify_one();
+    }
 }
 
 impl Checkpointer {
@@ -61,43 +77,36 @@ impl Checkpointer {
         // it has no log to checkpoint.
         conn.query_row("PRAGMA schema_version", [], |_| Ok(()))
             .map_err(|e| super::storage("cannot start the checkpoint connection", e))?;
-        let progress = Arc::new(Progress::default());
-        // One pending request is enough: the checkpoint it starts copies whatever the log
-        // holds by then, including the pages of the commits that asked meanwhile.
-        let (wake, woken) = sync_channel(1);
+        let shared = Arc::new(Shared::default());
         let thread = std::thread::Builder::new()
             .name("handoff-sqlite-checkpoint".into())
             .spawn({
-                let progress = Arc::clone(&progress);
-                move || checkpoint_when_asked(&conn, &woken, &progress)
+                let shared = Arc::clone(&shared);
+                move || checkpoint_when_asked(&conn, &shared)
             })
             .map_err(|e| Error::storage(format!("cannot start the checkpoint thread: {e}")))?;
         let owner = std::process::id();
-        let ask = wake.clone();
-        let hook_progress = Arc::clone(&progress);
+        let hook = Arc::clone(&shared);
         writer
             .wal_hook(Some(move |wal: &mut Wal, pages: c_int| {
-                let progress = &hook_progress;
                 if pages < BACKGROUND_PAGES {
-                    progress.copied.store(0, Ordering::Relaxed); // the log has restarted
+                    hook.copied.store(0, Ordering::Relaxed); // the log has restarted
                     return Ok(());
                 }
-                let behind = pages - progress.copied.load(Ordering::Relaxed);
+                let behind = pages - hook.copied.load(Ordering::Relaxed);
                 if pages >= INLINE_PAGES || behind <= TAIL_PAGES || std::process::id() != owner {
-                    progress.copied.store(0, Ordering::Relaxed);
+                    hook.copied.store(0, Ordering::Relaxed);
                     // What the hook returns becomes the commit's result, though the commit is
                     // made: a checkpoint that cannot run now (another one is) is no error.
                     let _ = wal.checkpoint();
                 } else {
-                    // Full: a request is pending already.
-                    let _ = ask.try_send(());
+                    hook.ask(|asks| asks.checkpoint = true);
                 }
                 Ok(())
             }))
             .map_err(|e| super::storage("cannot install the checkpoint hook", e))?;
         Ok(Checkpointer {
-            wake,
-            progress,
+            shared,
             thread: Some(thread),
             owner,
         })
@@ -106,29 +115,33 @@ impl Checkpointer {
 
 /// The thread's loop. A checkpoint that fails (another process is checkpointing, the disk is
 /// full) is left to the next request: the commits that asked have been made durable by the log.
-fn checkpoint_when_asked(conn: &Connection, woken: &Receiver<()>, progress: &Progress) {
-    while woken.recv().is_ok() && !progress.stop.load(Ordering::Relaxed) {
+fn checkpoint_when_asked(conn: &Connection, shared: &Shared) {
+    loop {
+        {
+            let mut asks = shared.asks();
+            while !asks.checkpoint && !asks.stop {
+                asks = shared
+                    .asked
+                    .wait(asks)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            if asks.stop {
+                return;
+            }
+        }
         // PASSIVE never waits for readers or writers: it copies what no reader still needs.
         if let Ok((_, done)) = conn.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE) {
-            progress.copied.store(done, Ordering::Relaxed);
+            shared.copied.store(done, Ordering::Relaxed);
         }
         // The requests made during that checkpoint are the tail's to serve: another
         // checkpoint here now would hold the lock the tail's needs.
-        loop {
-            match woken.try_recv() {
-                Ok(()) => {}
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => return,
-            }
-        }
+        shared.asks().checkpoint = false;
     }
 }
 
 impl Drop for Checkpointer {
     fn drop(&mut self) {
-        self.progress.stop.store(true, Ordering::Relaxed);
-        // Full: the thread has a request to wake up for already.
-        let _ = self.wake.try_send(());
+        self.shared.ask(|asks| asks.stop = true);
         if let Some(thread) = self
             .thread
             .take()
@@ -207,6 +220,28 @@ mod tests {
             most <= (INLINE_PAGES + BACKGROUND_PAGES / 2) as u64,
             "the log grew to {most} pages"
         );
+    }
+
+    #[test]
+    fn a_store_closes_while_its_thread_is_asked_and_busy() {
+        for _ in 0..10 {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("handoff.db");
+            let store = Store::open(&db).unwrap();
+            // About three pages each: past the threshold, each commit asks again, mostly while
+            // the thread is copying.
+            for n in 0..400 {
+                create(&store, n);
+            }
+            let (closed, is_closed) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                drop(store);
+                let _ = closed.send(());
+            });
+            is_closed
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the store's drop waited for a thread that never ended");
+        }
     }
 
     #[test]
