@@ -66,7 +66,7 @@ pub struct SqliteBackend {
     /// Opened with [`SqliteBackend::open_read_only`]: writes are refused.
     read_only: bool,
     /// Copies the log back into the database file while writes go on; `None` for in-memory
-    /// and read-only stores. Declared last: it is dropped after the connections.
+    /// and read-only stores.
     checkpointer: Option<Checkpointer>,
 }
 

@@ -26,11 +26,11 @@ use rusqlite::wal::CheckpointMode;
 use crate::error::{Error, Result};
 
 /// Log pages after which a commit asks the thread for a checkpoint (SQLite's own threshold).
-pub(super) const BACKGROUND_PAGES: c_int = 1_000;
+const BACKGROUND_PAGES: c_int = 1_000;
 /// Log pages after which a commit checkpoints itself.
-pub(super) const INLINE_PAGES: c_int = 4 * BACKGROUND_PAGES;
+const INLINE_PAGES: c_int = 4 * BACKGROUND_PAGES;
 /// The most pages a commit copies itself after the thread has copied the ones before them.
-pub(super) const TAIL_PAGES: c_int = 100;
+const TAIL_PAGES: c_int = 100;
 
 /// The store's checkpointing thread; dropping it ends the thread and waits for it.
 #[derive(Debug)]
@@ -162,7 +162,7 @@ impl Drop for Checkpointer {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::time::{Duration, Instant};
 
     use super::{BACKGROUND_PAGES, INLINE_PAGES};
@@ -178,6 +178,13 @@ mod tests {
         std::fs::metadata(path).map_or(0, |m| m.len())
     }
 
+    /// A new file store, its path, and the folder that holds them.
+    fn fresh_store() -> (Store, PathBuf, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("handoff.db");
+        (Store::open(&db).unwrap(), db, dir)
+    }
+
     fn create(store: &Store, n: usize) {
         let goal = format!("work item {n} {}", "x".repeat(3_000));
         store.create(NewHandoff::new("t", goal)).unwrap();
@@ -185,9 +192,7 @@ mod tests {
 
     #[test]
     fn the_thread_copies_the_log_while_no_commit_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("handoff.db");
-        let store = Store::open(&db).unwrap();
+        let (store, db, _dir) = fresh_store();
         let empty = file_len(&db);
         let mut n = 0;
         // Past the thread's threshold, far below the one where a commit checkpoints itself.
@@ -211,9 +216,7 @@ mod tests {
 
     #[test]
     fn the_log_stays_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("handoff.db");
-        let store = Store::open(&db).unwrap();
+        let (store, db, _dir) = fresh_store();
         // About three pages each: several times what the log may hold. The file is reused
         // from its start when the log starts again, so its size is the most it ever held.
         for n in 0..5_000 {
@@ -231,9 +234,7 @@ mod tests {
     #[test]
     fn a_store_closes_while_its_thread_is_asked_and_busy() {
         for _ in 0..10 {
-            let dir = tempfile::tempdir().unwrap();
-            let db = dir.path().join("handoff.db");
-            let store = Store::open(&db).unwrap();
+            let (store, _db, _dir) = fresh_store();
             // About three pages each: past the threshold, each commit asks again, mostly while
             // the thread is copying.
             for n in 0..400 {
@@ -252,9 +253,7 @@ mod tests {
 
     #[test]
     fn closing_the_store_keeps_everything() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("handoff.db");
-        let store = Store::open(&db).unwrap();
+        let (store, db, _dir) = fresh_store();
         for n in 0..300 {
             create(&store, n);
         }
