@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,10 @@ def test_a_task_replays_as_one_timeline_and_runs_compare() -> None:
         types = [e["type"] for e in r.timeline]
         assert types[:3] == ["handoff.created", "curation.conversation_added", "curation.cherry_picked"]
         assert "handoff.completed" in types
-        assert [e["at"] for e in r.timeline] == sorted(e["at"] for e in r.timeline)
+        # As times, not text: a time on a whole millisecond is written with three digits
+        # ("…20.294Z"), which sorts as text after "…20.294146Z".
+        times = [datetime.fromisoformat(e["at"]) for e in r.timeline]
+        assert times == sorted(times)
         gemini = next(a for a in r.agents if a["agent"] == "gemini")
         assert (gemini["claimed"], gemini["completed"], gemini["curated"]) == (1, 1, 1)
         assert r.outcome["status"] == "completed" and r.outcome["result"] == "refresh retried"
