@@ -43,20 +43,19 @@ def test_a_stuck_writer_makes_writes_busy_and_reads_go_on(tmp_path: Path) -> Non
             with pytest.raises(hc.Busy) as caught:
                 store.create("t", "while stuck")
             waited = time.monotonic() - started
-            assert 0.4 <= waited < 5, waited
+            assert waited >= 0.4, waited  # the watchdog bounds it from above
             err = caught.value
             assert isinstance(err, hc.StorageError) and err.code == "BUSY" and err.detail
             assert "busy" in str(err).lower()
             copy = pickle.loads(pickle.dumps(err))
             assert type(copy) is hc.Busy and copy.detail == err.detail
-            # Reads never wait for a writer, and neither does opening a current store.
-            started = time.monotonic()
+            # Reads never wait for a writer, and neither does opening a current store (one
+            # that did would raise Busy after its patience, or hang until the watchdog).
             assert [r.id for r in store.list()] == [h.id]
             assert store.get(h.id) == h
             assert len(store.events()) == 1
             with hc.open(db, lock_patience_seconds=0.5) as other:
                 assert other.get(h.id) == h
-            assert time.monotonic() - started < 5
         # Nothing was changed or damaged: the next write goes through.
         assert store.create("t", "after").goal == "after"
         assert len(store.list()) == 2
