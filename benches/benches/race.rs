@@ -173,6 +173,9 @@ fn raw_connection(db: &Path, sync: Synchronous) -> rusqlite::Connection {
 }
 
 /// One raw claim: the oldest open pending row, claimed by `agent`; its id, if there was one.
+/// It finds that row through the schema's index of open records (`queue` is the addressee of
+/// a pending record, `''` for anyone), as a hand-written claimer would through an index of its
+/// own: without one, every claim walks past all the rows claimed before it.
 fn raw_update(
     conn: &rusqlite::Connection,
     agent: &str,
@@ -182,8 +185,8 @@ fn raw_update(
         .prepare_cached(
             "UPDATE handoffs SET status = 'claimed', claimed_by = ?1, \
              claim_token = coalesce(claim_token, 0) + 1, lease_until = ?2, heartbeat_at = ?3 \
-             WHERE pos = (SELECT pos FROM handoffs WHERE status = 'pending' AND to_agent IS NULL \
-             ORDER BY pos LIMIT 1) RETURNING id",
+             WHERE pos = (SELECT pos FROM handoffs INDEXED BY handoffs_queue \
+             WHERE queue = '' AND to_agent IS NULL ORDER BY pos LIMIT 1) RETURNING id",
         )
         .map_err(|e| e.to_string())?;
     let mut rows = stmt
