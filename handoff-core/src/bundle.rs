@@ -133,6 +133,8 @@ pub struct BundleData {
     #[serde(default)]
     pub verification_score: Option<f64>,
     /// When it was made.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub created_at: DateTime<Utc>,
     /// `sha256:` and the hex digest of this JSON without `content_hash`.
     #[serde(default)]
@@ -237,9 +239,12 @@ impl BundleData {
         }
         data.check(limits)?;
         let claimed = std::mem::take(&mut data.content_hash);
-        let expected = data.digest_unsealed()?;
+        // A bundle sealed before times were written in six digits hashed them as chrono
+        // writes them: it verifies against that form too.
+        let verified = claimed == data.digest_unsealed()?
+            || claimed == crate::clock::rfc3339::as_before(|| data.digest_unsealed())?;
         data.content_hash = claimed;
-        if data.content_hash != expected {
+        if !verified {
             return Err(Error::invalid(
                 "content_hash",
                 "does not match the content: the bundle was changed after it was made",
@@ -413,6 +418,28 @@ mod tests {
         let json = bundle.to_json().unwrap();
         assert_eq!(BundleData::read(&json, &Limits::default()).unwrap(), bundle);
         let tampered = json.replace("backoff", "no backoff");
+        let err = BundleData::read(&tampered, &Limits::default()).unwrap_err();
+        assert_eq!(err.problems()[0].field, "content_hash");
+    }
+
+    /// Sealed by a version that wrote times as chrono does (`1970-01-01T00:00:00Z`): it
+    /// verifies as it was written, and once re-written by this version (a store's export).
+    #[test]
+    fn a_bundle_sealed_before_six_digit_times_still_verifies() {
+        let data = BundleData {
+            content_hash: String::new(),
+            ..sample()
+        };
+        let old = crate::clock::rfc3339::as_before(|| data.seal()?.to_json()).unwrap();
+        assert!(old.contains("\"1970-01-01T00:00:00Z\""), "{old}");
+        let read = BundleData::read(&old, &Limits::default()).unwrap();
+        let rewritten = read.to_json().unwrap();
+        assert!(rewritten.contains("\"1970-01-01T00:00:00.000000Z\""));
+        assert_eq!(
+            BundleData::read(&rewritten, &Limits::default()).unwrap(),
+            read
+        );
+        let tampered = old.replace("backoff", "no backoff");
         let err = BundleData::read(&tampered, &Limits::default()).unwrap_err();
         assert_eq!(err.problems()[0].field, "content_hash");
     }

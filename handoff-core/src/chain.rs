@@ -26,6 +26,8 @@ pub struct Hop {
     /// The handoff's status.
     pub status: Status,
     /// When the hop was created.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub created_at: DateTime<Utc>,
 }
 

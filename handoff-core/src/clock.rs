@@ -66,6 +66,13 @@ impl Clock for ManualClock {
     }
 }
 
+/// A time as the library writes it everywhere (JSON, the bindings' strings):
+/// `2026-01-01T00:00:00.123456Z`, RFC 3339 in UTC with the fraction always in six digits, so
+/// that times sort as text in time order.
+pub fn to_text(at: &DateTime<Utc>) -> String {
+    rfc3339::text(at)
+}
+
 /// How the stores keep a time: microseconds since the Unix epoch.
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn micros(at: DateTime<Utc>) -> i64 {

@@ -58,7 +58,8 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
     /// When it was said.
-    #[serde(default)]
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub at: Option<DateTime<Utc>>,
     /// A stable id for the manifest; `message-<n>` when absent.
     #[serde(default)]

@@ -581,12 +581,19 @@ pub struct Fact {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_by: Option<String>,
     /// When it was last verified.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::clock::rfc3339::option"
+    )]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub verified_at: Option<DateTime<Utc>>,
     /// The fact a merge copied it from, for a copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
     /// When it was written.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -629,6 +636,8 @@ pub struct Conversation {
     #[serde(default)]
     pub promoted: bool,
     /// When it was written.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -640,6 +649,8 @@ pub struct PickedTo {
     /// Its branch.
     pub branch: Branch,
     /// When.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub picked_at: DateTime<Utc>,
 }
 
@@ -846,6 +857,8 @@ pub enum CurationChange {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CurationEvent {
     /// When.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub at: DateTime<Utc>,
     /// What.
     pub kind: CurationChange,

@@ -32,6 +32,8 @@ pub struct Event {
     /// The handoff it concerns.
     pub handoff_id: String,
     /// When it happened.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub at: DateTime<Utc>,
     /// Who caused it; `None` for the clock (lapses, expiry).
     pub actor: Option<String>,
@@ -73,11 +75,15 @@ pub enum Change {
         /// The fencing token of this claim.
         token: u64,
         /// When the claim lapses unless renewed.
+        #[serde(with = "crate::clock::rfc3339")]
+        #[schemars(with = "DateTime<Utc>")]
         lease_until: DateTime<Utc>,
     },
     /// The holder renewed its lease.
     Heartbeat {
         /// The new end of the lease.
+        #[serde(with = "crate::clock::rfc3339")]
+        #[schemars(with = "DateTime<Utc>")]
         lease_until: DateTime<Utc>,
     },
     /// The holder gave the handoff back.

@@ -1285,8 +1285,12 @@ pub struct RunSummary {
     /// Escalations so far.
     pub escalations: u32,
     /// When it started.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub started_at: DateTime<Utc>,
     /// When it last changed.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -19,6 +19,8 @@ use crate::task::{TaskChange, TaskEvent};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TimelineEntry {
     /// When.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub at: DateTime<Utc>,
     /// What: `handoff.<change>` (`handoff.created`, `handoff.claimed`, …), `task.<change>`
     /// (`task.step_started`, …) or `curation.<change>` (`curation.cherry_picked`, …).
@@ -48,8 +50,12 @@ pub struct AgentContribution {
     /// Curation changes on its branch (conversations, picks, facts, verifications, merges).
     pub curated: u64,
     /// Its first entry.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub first_at: Option<DateTime<Utc>>,
     /// Its last entry.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub last_at: Option<DateTime<Utc>>,
 }
 
@@ -63,8 +69,12 @@ pub struct TaskOutcome {
     /// The last completion's outcome, as its holder wrote it.
     pub result: Option<String>,
     /// The first entry.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub started_at: Option<DateTime<Utc>>,
     /// The last entry.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub finished_at: Option<DateTime<Utc>>,
     /// From the first entry to the last.
     pub duration_seconds: Option<f64>,

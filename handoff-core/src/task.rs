@@ -384,8 +384,12 @@ pub struct HistoryEntry {
     /// How it ended.
     pub result: TaskResult,
     /// When it started (`None`: cancelled before it started).
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub started_at: Option<DateTime<Utc>>,
     /// When it finished.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub completed_at: DateTime<Utc>,
     /// From start to finish.
     pub duration_seconds: Option<f64>,

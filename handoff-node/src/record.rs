@@ -5,7 +5,7 @@
 //! stands for an absent optional value, and `metadata` is the JSON object as stored, as is a
 //! protocol message's `protocol` body (the seed's snake_case names).
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use handoff_core::protocol::ProtocolBody;
 use handoff_core::{Handoff, Metadata};
 use napi::{Env, Unknown};
@@ -17,9 +17,10 @@ use crate::convert;
 use crate::errors::{Naming, Outcome, invalid, snake_case};
 use crate::task::{Mirror, sync};
 
-/// An ISO 8601 time exactly as the JSON wire form writes it.
+/// An ISO 8601 time exactly as the JSON wire form writes it (six digits of fraction, so
+/// that times sort as text).
 pub(crate) fn iso(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+    handoff_core::clock::to_text(&at)
 }
 
 /// A handover record: the work, what is known about it, and who holds it.

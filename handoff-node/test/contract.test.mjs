@@ -144,7 +144,7 @@ for (const [name, make] of Object.entries(backends)) {
           h.expiresAt, h.maxAttempts],
         ['my-id-1', 'partial', 'timeout_300s', 85, 'half', ['c1'], ['p1'], ['d1'], ['a1'], ['w1'], ['e1'],
           ['f.rs'], 'go', { k: [1, 'two', { three: true }], n: null }, parent.id, 's-1', ['b1'], ['l.rs'],
-          ['p'], ['s'], '2099-01-01T00:00:00Z', 5],
+          ['p'], ['s'], '2099-01-01T00:00:00.000000Z', 5],
       )
       // A Date is accepted for expiresAt and stored as the same instant.
       const d = store.create({ taskId: 'dated', goal: 'g', expiresAt: new Date('2099-01-01T00:00:00.250Z') })
@@ -249,13 +249,13 @@ test('revisits are refused by the default policy', () => {
 
 test('a ManualClock drives leases, expiry and stalled without waiting', async () => {
   const clock = new ManualClock('2026-03-01T12:00:00Z')
-  assert.equal(clock.now(), '2026-03-01T12:00:00Z')
+  assert.equal(clock.now(), '2026-03-01T12:00:00.000000Z')
   for (const store of [Store.memory({ clock }), open(':memory:', { clock }), await openAsync(':memory:', { clock })]) {
     clock.set('2026-03-01T12:00:00Z')
     const h = store.create({ taskId: 'clocked', goal: 'g' })
-    assert.equal(h.createdAt, '2026-03-01T12:00:00Z')
+    assert.equal(h.createdAt, '2026-03-01T12:00:00.000000Z')
     const first = store.claim(h.id, 'slow', { leaseSeconds: 60 })
-    assert.equal(first.handoff.leaseUntil, '2026-03-01T12:01:00Z')
+    assert.equal(first.handoff.leaseUntil, '2026-03-01T12:01:00.000000Z')
     assert.deepEqual(store.stalled(30), [])
     clock.advance(61)
     assert.deepEqual(store.stalled(30), ['clocked'])
@@ -270,9 +270,9 @@ test('a ManualClock drives leases, expiry and stalled without waiting', async ()
     assert.equal(store.get(soon.id).status, 'expired')
   }
   const epoch = new ManualClock()
-  assert.equal(epoch.now(), '2026-01-01T00:00:00Z')
+  assert.equal(epoch.now(), '2026-01-01T00:00:00.000000Z')
   epoch.set(new Date('2027-01-01T00:00:00.500Z'))
-  assert.equal(epoch.now(), '2027-01-01T00:00:00.500Z')
+  assert.equal(epoch.now(), '2027-01-01T00:00:00.500000Z')
   assert.throws(() => new ManualClock('yesterday'), (err) => err.code === 'VALIDATION' && err.problems[0].field === 'start')
   assert.throws(() => new ManualClock(5), { code: 'VALIDATION' })
   assert.throws(() => epoch.advance(-1), (err) => err.code === 'VALIDATION' && err.problems[0].field === 'seconds')

@@ -19,7 +19,7 @@ test('memoryPut, memoryGet, memoryList and memoryDelete, with compare-and-swap',
   assert.equal(await store.memoryGetAsync('agent:writer'), null)
 
   const first = store.memoryPut('agent:writer', { style: 'short', drafts: [1, 2] }, { expectedVersion: 0 })
-  assert.deepEqual(first, { scope: 'agent:writer', value: { style: 'short', drafts: [1, 2] }, version: 1, updatedAt: '2025-01-01T00:00:00Z' })
+  assert.deepEqual(first, { scope: 'agent:writer', value: { style: 'short', drafts: [1, 2] }, version: 1, updatedAt: '2025-01-01T00:00:00.000000Z' })
   assert.deepEqual(store.memoryGet('agent:writer'), first)
   const second = await store.memoryPutAsync('agent:writer', { style: 'long' })
   assert.equal(second.version, 2)

@@ -71,7 +71,7 @@ test('list pages by the last id, an argument the core gained and this face shows
 test("expiresAt is judged by the store's clock, not the machine's", async () => {
   const clock = new ManualClock('2020-01-01T00:00:00Z')
   const s = Store.memory({ clock })
-  const later = '2020-01-01T00:01:00Z'
+  const later = '2020-01-01T00:01:00.000000Z' // as the store writes times back
   assert.equal(s.create({ taskId: 't', goal: 'g', expiresAt: later }).expiresAt, later)
   assert.equal((await s.createManyAsync([{ taskId: 't', goal: 'g', expiresAt: later }]))[0].expiresAt, later)
   assert.equal(s.checkpoint('t', 'a', { goal: 'g', expiresAt: later }).expiresAt, later)

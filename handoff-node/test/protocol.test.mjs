@@ -67,7 +67,7 @@ for (const promised of [false, true]) {
     assert.equal(init.goal, start.instructions)
     assert.equal(init.protocol.handoff_type, 'initialization')
     assert.equal(init.protocol.iteration, 1)
-    assert.equal(init.protocol.timestamp, '2026-03-01T09:00:00Z')
+    assert.equal(init.protocol.timestamp, '2026-03-01T09:00:00.000000Z')
     assert.deepEqual(init.protocol.context, { ...start.context, patterns: [] }, 'the seed\'s keys, as given')
     assert.deepEqual(init.protocol.success_criteria, start.successCriteria)
     assert.deepEqual(init.protocol.quality_gates, start.qualityGates)
@@ -184,7 +184,7 @@ for (const promised of [false, true]) {
     assert.deepEqual(run.filesModified, ['src/auth.js', 'src/backoff.js'])
     assert.equal(run.history.at(-1).outcome, 'complete')
     assert.ok(run.history.every((h) => typeof h.manager_instructions === 'string'), 'history in the seed\'s form')
-    assert.equal(run.startedAt, '2026-03-01T09:00:00Z')
+    assert.equal(run.startedAt, '2026-03-01T09:00:00.000000Z')
     assert.ok(run.iterationSeconds.length > 0 && run.iterationSeconds.every((s) => s > 0))
 
     const history = await call('protocolHistory', 'task_12345')

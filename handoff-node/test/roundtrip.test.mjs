@@ -83,7 +83,7 @@ test('JSON written elsewhere (Rust, Python) reads back byte for byte', () => {
   assert.equal(m.reason, 'explicit')
   assert.equal(m.maxAttempts, 3)
   assert.deepEqual(m.metadata, {})
-  assert.equal(m.createdAt, '2026-01-01T00:00:00Z')
+  assert.equal(m.createdAt, '2026-01-01T00:00:00.000000Z')
   // A wrong schema_version is refused.
   assert.throws(() => handoffFromJson(minimal.replace('"schema_version":1', '"schema_version":2')), { code: 'VALIDATION' })
 })

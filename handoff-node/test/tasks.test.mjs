@@ -310,8 +310,8 @@ test('history and statistics of finished tasks carry the tokens their workers re
   assert.deepEqual(history.map((e) => [e.name, e.result]), [['Dropped', 'failure'], ['Bilingual post', 'success']])
   const entry = history[1]
   assert.equal(entry.summary, 'A blog post in English and Korean')
-  assert.equal(entry.startedAt, '2025-01-01T00:00:00Z')
-  assert.equal(entry.completedAt, '2025-01-01T00:02:30Z')
+  assert.equal(entry.startedAt, '2025-01-01T00:00:00.000000Z')
+  assert.equal(entry.completedAt, '2025-01-01T00:02:30.000000Z')
   assert.equal(entry.durationSeconds, 150)
   assert.deepEqual(entry.metrics, { stepsTotal: 3, stepsCompleted: 3, retries: 0, tokensUsed: 2000 })
   assert.deepEqual(entry.lessons, ['start earlier'])

@@ -108,10 +108,12 @@ def test_a_task_replays_as_one_timeline_and_runs_compare() -> None:
         types = [e["type"] for e in r.timeline]
         assert types[:3] == ["handoff.created", "curation.conversation_added", "curation.cherry_picked"]
         assert "handoff.completed" in types
-        # As times, not text: a time on a whole millisecond is written with three digits
-        # ("…20.294Z"), which sorts as text after "…20.294146Z".
         times = [datetime.fromisoformat(e["at"]) for e in r.timeline]
         assert times == sorted(times)
+        # And as text: times are written in a fixed width (once "…20.294Z" for a time on a
+        # whole millisecond, which sorted after "…20.294146Z" and failed this test in CI).
+        assert [e["at"] for e in r.timeline] == sorted(e["at"] for e in r.timeline)
+        assert {len(e["at"]) for e in r.timeline} == {len("2026-01-01T00:00:00.000000Z")}
         gemini = next(a for a in r.agents if a["agent"] == "gemini")
         assert (gemini["claimed"], gemini["completed"], gemini["curated"]) == (1, 1, 1)
         assert r.outcome["status"] == "completed" and r.outcome["result"] == "refresh retried"

@@ -286,7 +286,7 @@ def test_events(store: hc.Store, clock: hc.ManualClock) -> None:
     assert events[1].detail == {
         "agent": "b",
         "token": 1,
-        "lease_until": (clock.now() + timedelta(seconds=60)).isoformat().replace("+00:00", "Z"),
+        "lease_until": (clock.now() + timedelta(seconds=60)).isoformat(timespec="microseconds").replace("+00:00", "Z"),
     }
     assert events[2].detail == {"outcome": "ok"}
     every = store.events()

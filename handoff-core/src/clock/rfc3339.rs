@@ -1,9 +1,11 @@
-//! Times in JSON as chrono's serde writes them (`2026-01-01T00:00:00.123456Z`: RFC 3339, UTC
-//! as `Z`, the fraction in 0, 3, 6 or 9 digits), written and read without chrono's general
-//! formatter and parser. Every record, message and task document carries several times, and
-//! those two were about a tenth of the work of a protocol call. Anything outside the common
-//! shape (another offset, a year past 9999, a leap second) goes through chrono, so this reads
-//! and writes exactly what chrono's own serde does.
+//! Times in JSON: `2026-01-01T00:00:00.123456Z`, RFC 3339 in UTC with the fraction always in six
+//! digits (nine for a time finer than a microsecond, which no clock or store of ours makes), so
+//! that times of the same kind sort as text in time order. chrono's own serde writes 0, 3, 6 or
+//! 9 digits as needed, and `…20.294Z` then sorts after `…20.294146Z`. Reading accepts any RFC 3339
+//! time chrono's serde accepts (another offset, any number of digits), so older documents read
+//! as before. Written and read here without chrono's general formatter and parser: every record,
+//! message and task document carries several times, and those two were about a tenth of the
+//! work of a protocol call.
 //!
 //! Use with `#[serde(with = "crate::clock::rfc3339")]` (or `rfc3339::option` for an
 //! `Option`), beside `#[schemars(with = "DateTime<Utc>")]` for the JSON Schema.
@@ -12,6 +14,25 @@ use std::fmt;
 
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, Timelike, Utc};
 use serde::{Deserializer, Serialize, Serializer, de};
+
+thread_local! {
+    /// Set while [`as_before`] runs: times are written as chrono's serde writes them.
+    static AS_BEFORE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with times written as they were before the fixed width (chrono's serde: 0, 3, 6 or
+/// 9 digits, as needed), for checking a hash taken over JSON written then: a bundle sealed by
+/// an earlier version must still verify.
+pub(crate) fn as_before<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            AS_BEFORE.with(|flag| flag.set(self.0));
+        }
+    }
+    let _reset = Reset(AS_BEFORE.with(|flag| flag.replace(true)));
+    f()
+}
 
 /// The longest text [`write`] makes: `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`.
 const LONGEST: usize = 30;
@@ -41,7 +62,8 @@ impl Text {
     }
 }
 
-/// `at` as chrono's serde writes it, or `None` when it is outside the common shape.
+/// `at` in the shape above, or `None` when it is outside chrono's common shape (a year past
+/// 9999, a leap second).
 fn write(at: &DateTime<Utc>) -> Option<Text> {
     let year = at.year();
     let nano = at.nanosecond();
@@ -65,8 +87,8 @@ fn write(at: &DateTime<Utc>) -> Option<Text> {
         text.digits(value, 2);
     }
     let (fraction, width) = match nano {
-        0 => (0, 0),
-        n if n % 1_000_000 == 0 => (n / 1_000_000, 3),
+        0 if AS_BEFORE.with(|flag| flag.get()) => (0, 0),
+        n if n % 1_000_000 == 0 && AS_BEFORE.with(|flag| flag.get()) => (n / 1_000_000, 3),
         n if n % 1_000 == 0 => (n / 1_000, 6),
         n => (n, 9),
     };
@@ -107,7 +129,15 @@ fn read(text: &str) -> Option<DateTime<Utc>> {
     Some(time.and_utc())
 }
 
-/// Writes a time as chrono's serde does.
+/// `at` as text, in the shape above (what [`serialize`] writes).
+pub(crate) fn text(at: &DateTime<Utc>) -> String {
+    match write(at) {
+        Some(text) => text.as_str().to_owned(),
+        None => at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+    }
+}
+
+/// Writes a time in the shape above.
 pub(crate) fn serialize<S: Serializer>(
     at: &DateTime<Utc>,
     serializer: S,
@@ -207,36 +237,39 @@ mod tests {
 
     use super::*;
 
-    /// Both ways, against chrono's own serde.
+    /// Reads what chrono's own serde reads; writes six digits of fraction (nine when finer).
     #[test]
-    fn reads_and_writes_what_chrono_does() {
+    fn reads_what_chrono_does_and_writes_a_fixed_width() {
         let times = [
-            "2026-01-01T00:00:00Z",
-            "2026-11-27T17:03:55.123Z",
-            "2026-11-27T17:03:55.123456Z",
-            "2026-11-27T17:03:55.123456789Z",
-            "2026-11-27T17:03:55.000001Z",
-            "0000-01-01T00:00:00Z",
-            "9999-12-31T23:59:59.999999999Z",
-            "2024-02-29T12:00:00.5Z",
-            "2026-11-27T17:03:55+02:00",
-            "2026-11-27t17:03:55z",
-            "2026-11-27 17:03:55Z",
-            "+10000-01-01T00:00:00Z",
-            "2016-12-31T23:59:60Z",
+            ("2026-01-01T00:00:00Z", "2026-01-01T00:00:00.000000Z"),
+            ("2026-11-27T17:03:55.123Z", "2026-11-27T17:03:55.123000Z"),
+            ("2026-11-27T17:03:55.123456Z", "2026-11-27T17:03:55.123456Z"),
+            (
+                "2026-11-27T17:03:55.123456789Z",
+                "2026-11-27T17:03:55.123456789Z",
+            ),
+            ("2026-11-27T17:03:55.000001Z", "2026-11-27T17:03:55.000001Z"),
+            ("0000-01-01T00:00:00Z", "0000-01-01T00:00:00.000000Z"),
+            (
+                "9999-12-31T23:59:59.999999999Z",
+                "9999-12-31T23:59:59.999999999Z",
+            ),
+            ("2024-02-29T12:00:00.5Z", "2024-02-29T12:00:00.500000Z"),
+            ("2026-11-27T17:03:55+02:00", "2026-11-27T15:03:55.000000Z"),
+            ("2026-11-27t17:03:55z", "2026-11-27T17:03:55.000000Z"),
+            ("2026-11-27 17:03:55Z", "2026-11-27T17:03:55.000000Z"),
+            ("+10000-01-01T00:00:00Z", "+10000-01-01T00:00:00Z"),
+            ("2016-12-31T23:59:60Z", "2016-12-31T23:59:60Z"),
         ];
-        for text in times {
+        for (text, written) in times {
             let json = serde_json::to_string(text).unwrap();
             let ours = deserialize(&mut serde_json::Deserializer::from_str(&json)).unwrap();
             let theirs: DateTime<Utc> = serde_json::from_str(&json).unwrap();
             assert_eq!(ours, theirs, "{text}");
-            let mut written = Vec::new();
-            serialize(&ours, &mut serde_json::Serializer::new(&mut written)).unwrap();
-            assert_eq!(
-                String::from_utf8(written).unwrap(),
-                serde_json::to_string(&theirs).unwrap(),
-                "{text}"
-            );
+            let mut out = Vec::new();
+            serialize(&ours, &mut serde_json::Serializer::new(&mut out)).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), format!("\"{written}\""));
+            assert_eq!(super::text(&ours), written);
         }
         for bad in [
             "2026-02-30T00:00:00Z",
@@ -249,6 +282,41 @@ mod tests {
             let theirs = serde_json::from_str::<DateTime<Utc>>(&json);
             assert_eq!(ours.is_err(), theirs.is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn as_before_writes_what_chrono_does() {
+        for text in [
+            "2026-01-01T00:00:00Z",
+            "2026-11-27T17:03:55.123Z",
+            "2026-11-27T17:03:55.123456Z",
+            "2026-11-27T17:03:55.123456789Z",
+        ] {
+            let at: DateTime<Utc> = serde_json::from_str(&format!("\"{text}\"")).unwrap();
+            assert_eq!(as_before(|| super::text(&at)), text);
+        }
+        let at: DateTime<Utc> = serde_json::from_str("\"2026-01-01T00:00:00Z\"").unwrap();
+        assert_eq!(
+            super::text(&at),
+            "2026-01-01T00:00:00.000000Z",
+            "the mode ends with the call"
+        );
+    }
+
+    /// The point of the fixed width: text order is time order.
+    #[test]
+    fn times_sort_as_text() {
+        let base = DateTime::parse_from_rfc3339("2026-11-29T07:26:20Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let times: Vec<DateTime<Utc>> = [0, 1, 999, 1_000, 294_000, 294_146, 999_999, 1_000_000]
+            .iter()
+            .map(|&micros| base + chrono::TimeDelta::microseconds(micros))
+            .collect();
+        let texts: Vec<String> = times.iter().map(super::text).collect();
+        let mut sorted = texts.clone();
+        sorted.sort();
+        assert_eq!(texts, sorted);
     }
 
     #[test]

@@ -192,7 +192,8 @@ content_arguments! {
     #[serde(default)]
     success_criteria: Vec<String>,
     /// When an unclaimed handoff expires (RFC 3339).
-    #[serde(default)]
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     expires_at: Option<DateTime<Utc>>,
     /// How many claims may lapse before the handoff fails (default 3).
     #[serde(default)]

@@ -45,7 +45,8 @@ pub struct ContextItemArgs {
     /// Higher is kept first when the budget is short.
     pub priority: i32,
     /// When it happened (RFC 3339).
-    #[serde(default)]
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub at: Option<DateTime<Utc>>,
 }
 

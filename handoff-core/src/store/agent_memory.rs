@@ -30,6 +30,7 @@ pub struct Memory {
     /// Grows by one with every write, from 1.
     pub version: u64,
     /// When it was last written.
+    #[serde(with = "crate::clock::rfc3339")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -39,6 +40,7 @@ pub struct Memory {
 #[derive(Serialize, Deserialize)]
 struct Stored {
     value: Metadata,
+    #[serde(with = "crate::clock::rfc3339")]
     updated_at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     deleted: bool,

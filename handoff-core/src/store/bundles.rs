@@ -79,8 +79,12 @@ pub struct Bundle {
     /// The portable form's content hash.
     pub content_hash: String,
     /// When it was made.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub created_at: DateTime<Utc>,
     /// When it last changed.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub updated_at: DateTime<Utc>,
     /// The portable form.
     pub data: BundleData,

@@ -61,7 +61,9 @@ struct OpenEntry {
     kind: Kind,
     status: Status,
     to_agent: Option<String>,
+    #[serde(with = "crate::clock::rfc3339::option")]
     expires_at: Option<DateTime<Utc>>,
+    #[serde(with = "crate::clock::rfc3339::option")]
     lease_until: Option<DateTime<Utc>>,
     /// SHA-256 of the current claim's secret, in hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]

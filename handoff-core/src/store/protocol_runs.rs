@@ -131,7 +131,7 @@ impl Store {
                         "task {} has a protocol run already (started {}): a task runs the \
                          protocol once",
                         existing.task_id,
-                        existing.started_at.to_rfc3339()
+                        crate::clock::to_text(&existing.started_at)
                     ),
                 ));
             }

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::backend::{body, parsed};
 use super::{Doc, Store, Tx, insert_handoff, new_id, persist};
+use crate::clock::to_text;
 use crate::error::{Error, Result};
 use crate::machine::{Change, Command, NewEvent, transition};
 use crate::record::{Handoff, Kind, Metadata, NewHandoff};
@@ -84,7 +85,8 @@ impl Task {
                     "cluster": s.spec.cluster, "status": s.status,
                     "dependencies": s.spec.dependencies, "attempts": s.attempts,
                     "max_attempts": s.spec.attempts(), "handoff_id": s.handoff_id,
-                    "started_at": s.started_at, "completed_at": s.completed_at,
+                    "started_at": s.started_at.as_ref().map(to_text),
+                    "completed_at": s.completed_at.as_ref().map(to_text),
                     "output": s.output, "error": s.error, "tokens_used": s.tokens_used,
                 })
             })
@@ -99,8 +101,8 @@ impl Task {
         let current = self.current_steps();
         json!({
             "id": h.id, "name": h.name, "status": h.status, "version": h.version,
-            "started_at": h.started_at, "updated_at": h.updated_at,
-            "completed_at": h.completed_at, "orchestrator": h.orchestrator,
+            "started_at": h.started_at.as_ref().map(to_text), "updated_at": to_text(&h.updated_at),
+            "completed_at": h.completed_at.as_ref().map(to_text), "orchestrator": h.orchestrator,
             "plan": {
                 "goal": h.goal, "success_criteria": h.success_criteria,
                 "steps": steps, "current_steps": current,
