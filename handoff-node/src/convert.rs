@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use handoff_core::{Error, Problem};
 use napi::bindgen_prelude::{
     Either, Function, JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter, Object,
@@ -309,7 +309,7 @@ impl Reader {
                     .then(|| DateTime::<Utc>::from_timestamp_millis(millis as i64))
                     .flatten()
                 {
-                    Some(at) => Value::String(at.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+                    Some(at) => Value::String(handoff_core::clock::to_text(&at)),
                     None => {
                         self.problem(path.clone(), "is an invalid Date");
                         Value::Null

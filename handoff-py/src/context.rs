@@ -118,7 +118,7 @@ impl ContextBuilder {
                 .filter(|at| !at.is_none() && !at.is_instance_of::<PyString>())
             {
                 if let Some(at) = args.opt_time(&format!("{field}.at"), Some(&at)) {
-                    dict.set_item("at", at.to_rfc3339())?;
+                    dict.set_item("at", handoff_core::clock::to_text(&at))?;
                 } else {
                     continue;
                 }

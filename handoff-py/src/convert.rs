@@ -10,7 +10,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use chrono::{DateTime, FixedOffset, SecondsFormat, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use handoff_core::{Error, Problem};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -586,10 +586,7 @@ impl<'s> ToJson<'s> {
             let time = node.get("format").and_then(Value::as_str) == Some("date-time");
             if kind == "string" && time && obj.is_instance_of::<PyDateTime>() {
                 return match obj.extract::<DateTime<FixedOffset>>() {
-                    Ok(at) => Value::String(
-                        at.with_timezone(&Utc)
-                            .to_rfc3339_opts(SecondsFormat::AutoSi, true),
-                    ),
+                    Ok(at) => Value::String(handoff_core::clock::to_text(&at.with_timezone(&Utc))),
                     Err(_) => self.problem(
                         field,
                         "must be a timezone-aware datetime (e.g. tzinfo=timezone.utc)",
