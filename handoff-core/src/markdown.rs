@@ -58,10 +58,10 @@ impl Handoff {
             md,
             "- Status: {} · Created: {}",
             self.status,
-            self.created_at.to_rfc3339()
+            crate::clock::to_text(&self.created_at)
         )?;
         if let Some(expires) = self.expires_at {
-            writeln!(md, "- Expires: {}", expires.to_rfc3339())?;
+            writeln!(md, "- Expires: {}", crate::clock::to_text(&expires))?;
         }
 
         writeln!(md, "\n## Current Goal\n\n{}", self.goal.trim())?;
@@ -107,7 +107,7 @@ fn write_protocol(md: &mut String, p: &ProtocolBody) -> std::fmt::Result {
         wire_name(&p.handoff_type),
         p.iteration
     )?;
-    writeln!(md, "- Sent: {}", p.timestamp.to_rfc3339())?;
+    writeln!(md, "- Sent: {}", crate::clock::to_text(&p.timestamp))?;
     if let (Some(retries), Some(max)) = (p.retry_count, p.max_retries) {
         writeln!(md, "- Recoveries: {retries} of {max}")?;
     }
