@@ -303,6 +303,16 @@ mod tests {
         );
     }
 
+    /// Times outside four-digit years are chrono's to write, and read back.
+    #[test]
+    fn the_ends_of_time_write_and_read_back() {
+        for at in [DateTime::<Utc>::MIN_UTC, DateTime::<Utc>::MAX_UTC] {
+            let json = serde_json::to_string(&super::text(&at)).unwrap();
+            let back = deserialize(&mut serde_json::Deserializer::from_str(&json)).unwrap();
+            assert_eq!(back, at, "{json}");
+        }
+    }
+
     /// The point of the fixed width: text order is time order.
     #[test]
     fn times_sort_as_text() {
