@@ -71,7 +71,7 @@ impl ManualClock {
     fn __repr__(&self) -> String {
         format!(
             "ManualClock({})",
-            core::Clock::now(&*self.inner).to_rfc3339()
+            core::clock::to_text(&core::Clock::now(&*self.inner))
         )
     }
 }
