@@ -148,6 +148,11 @@ pub struct Handoff {
     pub outcome: Option<String>,
 }
 
+/// How [`Handoff::to_json`] ends for a record whose lifecycle is a new one's (the lifecycle
+/// fields come last; a test keeps this in step with the struct).
+#[cfg(any(feature = "sqlite", feature = "postgres", test))]
+const NEW_LIFECYCLE_TAIL: &str = r#","status":"pending","claimed_by":null,"claim_token":null,"lease_until":null,"heartbeat_at":null,"attempts":0,"completed_at":null,"outcome":null}"#;
+
 fn default_max_attempts() -> u32 {
     DEFAULT_MAX_ATTEMPTS
 }
@@ -186,6 +191,21 @@ impl Handoff {
     pub fn to_json(&self) -> String {
         // A record is plain data with string keys: serialising it cannot fail.
         serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The JSON a database keeps beside its lifecycle columns: [`Handoff::to_json`] without
+    /// the lifecycle fields while they are a new record's. The columns hold those fields and
+    /// override whatever a body says (reading fills in the defaults), so they were dead bytes
+    /// in every stored record: about 135 of them, enough that two ~2 KB records did not share
+    /// a 4 KB SQLite page and every create wrote a page of its own.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn stored_body(&self) -> String {
+        let mut json = self.to_json();
+        if json.ends_with(NEW_LIFECYCLE_TAIL) {
+            json.truncate(json.len() - NEW_LIFECYCLE_TAIL.len());
+            json.push('}');
+        }
+        json
     }
 
     /// Checks every rule of the record, reporting all broken ones at once.
@@ -804,5 +824,33 @@ impl JsonSchema for Reason {
             "type": "string",
             "pattern": "^(explicit|task_complete|context_limit_(100|[1-9]?[0-9])|timeout_[0-9]+s|error:.*)$"
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_new_record_ends_with_the_lifecycle_tail_a_stored_body_leaves_out() {
+        let new = NewHandoff::new("t", "g").into_record("h1".into(), Utc::now());
+        assert!(
+            new.to_json().ends_with(NEW_LIFECYCLE_TAIL),
+            "{}",
+            new.to_json()
+        );
+        #[cfg(any(feature = "sqlite", feature = "postgres"))]
+        {
+            let body = new.stored_body();
+            assert!(!body.contains("\"status\""), "{body}");
+            // Read back as the backends read a body, before their columns fill the lifecycle.
+            assert_eq!(serde_json::from_str::<Handoff>(&body).unwrap(), new);
+            // A record with a lifecycle of its own (an import) keeps it in full.
+            let mut claimed = new.clone();
+            claimed.status = Status::Claimed;
+            assert_eq!(claimed.stored_body(), claimed.to_json());
+        }
     }
 }

@@ -1003,8 +1003,8 @@ struct Insert {
 }
 
 impl Insert {
-    fn of(h: &Handoff) -> Result<Insert> {
-        Ok(Insert {
+    fn of(h: &Handoff) -> Insert {
+        Insert {
             id: h.id.clone(),
             task_id: h.task_id.clone(),
             kind: h.kind.as_str(),
@@ -1021,8 +1021,8 @@ impl Insert {
             attempts: h.attempts as i32,
             completed_at: opt_micros(h.completed_at),
             outcome: h.outcome.clone(),
-            body: serde_json::to_string(h).map_err(|e| Error::storage(e.to_string()))?,
-        })
+            body: h.stored_body(),
+        }
     }
 
     /// The statement that inserts one row, its values from `$first` on.
@@ -1606,14 +1606,14 @@ impl Tx for PgTx<'_> {
         if self.unsent_inserts.len() >= MAX_HELD_INSERTS {
             self.flush()?;
         }
-        self.unsent_inserts.push(Insert::of(h)?);
+        self.unsent_inserts.push(Insert::of(h));
         Ok(())
     }
 
     fn update(&mut self, h: &Handoff) -> Result<()> {
         // A record made in this transaction and not sent yet is sent as it is now.
         if let Some(held) = self.unsent_inserts.iter_mut().find(|i| i.id == h.id) {
-            *held = Insert::of(h)?;
+            *held = Insert::of(h);
             return Ok(());
         }
         let unsent = self.hold(&h.id)?;

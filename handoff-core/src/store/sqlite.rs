@@ -2,8 +2,9 @@
 //! processes: WAL journal, `BEGIN IMMEDIATE` for every write, and lock contention retried here
 //! with short randomised waits so that it never reaches a caller and no process starves.
 //!
-//! A record is stored as its creation-time JSON (`body`, written once) plus the lifecycle
-//! fields in columns, which are all an update writes.
+//! A record is stored as its creation-time JSON (`body`, written once, without the lifecycle
+//! fields: see `Handoff::stored_body`) plus the lifecycle fields in columns, which are all an
+//! update writes.
 
 use std::cell::Cell;
 use std::path::Path;
@@ -936,8 +937,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn insert(&mut self, h: &Handoff) -> Result<()> {
-        let body = serde_json::to_string(h).map_err(|e| Error::storage(e.to_string()))?;
-        self.hold(h, Some(body))
+        self.hold(h, Some(h.stored_body()))
     }
 
     fn update(&mut self, h: &Handoff) -> Result<()> {
