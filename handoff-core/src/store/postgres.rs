@@ -270,18 +270,9 @@ const RECORD_COLUMNS: &str = "status, claimed_by, claim_token, lease_until, hear
 const OPEN_WORK: &str = "status = 'pending' AND kind <> 'checkpoint' \
                          AND (expires_at IS NULL OR expires_at > $2)";
 /// How many of the oldest open records, and of the oldest addressed to the claimer, a claim
-/// considers (see [`next_ctes`]).
-const CANDIDATES: usize = 32;
-
-/// Which claimable records [`next_ctes`] considers.
-#[derive(Clone, Copy, PartialEq)]
-enum Scope {
-    /// The first [`CANDIDATES`] of each ordered scan: enough unless as many claimers hold
-    /// them at once, which the query then reports ([`RowKind::Saturated`]).
-    Oldest,
-    /// All of them: after a [`RowKind::Saturated`] answer.
-    All,
-}
+/// considers (see [`next_ctes`]); when other claimers hold every one of them, how many it
+/// considers next; and after that, all of them.
+const CANDIDATES: [usize; 2] = [64, 4_096];
 
 /// What a row of a claim's read is ([`next_claimable`](Tx::next_claimable), `lapsed_or_next`):
 /// the value of its column [`KIND_COLUMN`].
@@ -290,7 +281,7 @@ enum RowKind {
     Due = 0,
     Next = 1,
     /// No row is for the taking among the candidates, and all of them may have been taken by
-    /// other claimers: there may be more beyond them ([`Scope::All`] looks).
+    /// other claimers: there may be more beyond them (more [`CANDIDATES`] look).
     Saturated = 2,
 }
 
@@ -311,7 +302,7 @@ impl RowKind {
 /// The `WITH` entries that find the next record a claim may take, locked, skipping the rows
 /// other claimers hold: `next`, with the columns `columns`, and for a claim from any task
 /// `candidates`. `filter` adds conditions, `task` is the parameter naming the task when there
-/// is one.
+/// is one, `limit` how many candidates each scan gives (`None`: all).
 ///
 /// A task has few records: they are walked in order. Otherwise the candidates are the oldest
 /// of the open records and of the agent's own, two short ordered index scans (so that a claim
@@ -320,7 +311,7 @@ impl RowKind {
 /// scans joined to the table, the scans under the join had no limit to stop at, and whether
 /// PostgreSQL read a few entries or sorted every pending record depended on its statistics
 /// (with small records it sorted: 1.5 ms a claim at 3,000 pending, against 0.1 ms this way).
-fn next_ctes(columns: &str, task: Option<usize>, filter: &str, scope: Scope) -> String {
+fn next_ctes(columns: &str, task: Option<usize>, filter: &str, limit: Option<usize>) -> String {
     const LOCK: &str = "ORDER BY pos LIMIT 1 FOR UPDATE OF handoffs SKIP LOCKED";
     if let Some(task) = task {
         return format!(
@@ -328,10 +319,7 @@ fn next_ctes(columns: &str, task: Option<usize>, filter: &str, scope: Scope) -> 
              AND (to_agent IS NULL OR to_agent = $1) AND task_id = ${task}{filter} {LOCK})"
         );
     }
-    let limit = match scope {
-        Scope::Oldest => format!(" LIMIT {CANDIDATES}"),
-        Scope::All => String::new(),
-    };
+    let limit = limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
     let scan = |addressed: &str| {
         format!(
             "(SELECT pos FROM handoffs WHERE {OPEN_WORK} AND {addressed}{filter} \
@@ -348,13 +336,13 @@ fn next_ctes(columns: &str, task: Option<usize>, filter: &str, scope: Scope) -> 
 }
 
 /// The row that reports [`RowKind::Saturated`] (every column of a record `NULL`), when the
-/// claim had candidates only ([`Scope::Oldest`], no task), took none, and there were as many
-/// as it looks at. `with_due`: in `lapsed_or_next`'s statement, whose rows also carry a path
+/// claim had a `limit` of candidates (and no task), took none, and there were as many as it
+/// looks at. `with_due`: in `lapsed_or_next`'s statement, whose rows also carry a path
 /// and which reports a saturation only when nothing is due.
-fn saturated_row(task: Option<usize>, scope: Scope, with_due: bool) -> String {
-    if task.is_some() || scope == Scope::All {
+fn saturated_row(task: Option<usize>, limit: Option<usize>, with_due: bool) -> String {
+    let Some(limit) = limit.filter(|_| task.is_none()) else {
         return String::new();
-    }
+    };
     let nulls = ["NULL"; KIND_COLUMN].join(", ");
     let (path, nothing_due) = match with_due {
         true => (", NULL", " AND NOT EXISTS (SELECT 1 FROM due)"),
@@ -362,7 +350,7 @@ fn saturated_row(task: Option<usize>, scope: Scope, with_due: bool) -> String {
     };
     format!(
         " UNION ALL SELECT {nulls}, {}{path} FROM candidates \
-         WHERE cardinality(list) >= {CANDIDATES} AND NOT EXISTS (SELECT 1 FROM next){nothing_due}",
+         WHERE cardinality(list) >= {limit} AND NOT EXISTS (SELECT 1 FROM next){nothing_due}",
         RowKind::Saturated as i32
     )
 }
@@ -1793,12 +1781,12 @@ impl Tx for PgTx<'_> {
             }
             None => String::new(),
         };
-        for scope in [Scope::Oldest, Scope::All] {
+        for limit in CANDIDATES.map(Some).into_iter().chain([None]) {
             let sql = format!(
                 "WITH {} SELECT {RECORD_COLUMNS}, {} FROM next{}",
-                next_ctes(RECORD_COLUMNS, task, &filter, scope),
+                next_ctes(RECORD_COLUMNS, task, &filter, limit),
                 RowKind::Next as i32,
-                saturated_row(task, scope, false)
+                saturated_row(task, limit, false)
             );
             let result = self.query(&sql, &params);
             let rows = self.check("cannot read claimable records", result)?;
@@ -1850,7 +1838,7 @@ impl Tx for PgTx<'_> {
             &format!("{RECORD_COLUMNS}, to_agent, task_id"),
             task,
             " AND NOT EXISTS (SELECT 1 FROM due)",
-            Scope::Oldest,
+            Some(CANDIDATES[0]),
         );
         let due = due_sql(RECORD_COLUMNS, "");
         let sql = format!(
@@ -1862,7 +1850,7 @@ impl Tx for PgTx<'_> {
                AS path(hops){}",
             RowKind::Due as i32,
             RowKind::Next as i32,
-            saturated_row(task, Scope::Oldest, true)
+            saturated_row(task, Some(CANDIDATES[0]), true)
         );
         let result = self.query(&sql, &params);
         let rows = self.check("cannot read claimable records", result)?;
@@ -2198,7 +2186,8 @@ mod conformance {
         let Some((store, schema)) = store() else {
             return;
         };
-        let news = (0..super::CANDIDATES + 2).map(|i| crate::NewHandoff::new(format!("t{i}"), "g"));
+        let news =
+            (0..super::CANDIDATES[0] + 2).map(|i| crate::NewHandoff::new(format!("t{i}"), "g"));
         let created = store.create_many(news.collect()).unwrap();
         let mut other = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
         let mut tx = other.transaction().unwrap();
@@ -2206,12 +2195,12 @@ mod conformance {
             "SET LOCAL search_path TO \"{}\"; \
              SELECT 1 FROM handoffs ORDER BY pos LIMIT {} FOR UPDATE",
             schema.name,
-            super::CANDIDATES
+            super::CANDIDATES[0]
         ))
         .unwrap();
         let lease = std::time::Duration::from_secs(60);
         let first = store.claim_next("w", None, lease).unwrap().unwrap();
-        assert_eq!(first.handoff.id, created[super::CANDIDATES].id);
+        assert_eq!(first.handoff.id, created[super::CANDIDATES[0]].id);
         // `next_claimable` on its own, as a claim calls it after the policy refused a record.
         let mut found = None;
         store
@@ -2223,7 +2212,7 @@ mod conformance {
             .unwrap();
         assert_eq!(
             found.map(|h| h.id),
-            Some(created[super::CANDIDATES + 1].id.clone())
+            Some(created[super::CANDIDATES[0] + 1].id.clone())
         );
         tx.rollback().unwrap();
         assert_eq!(
