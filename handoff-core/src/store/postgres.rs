@@ -1637,6 +1637,52 @@ impl PgTx<'_> {
         Ok(())
     }
 
+    /// [`Tx::next_claimable`], looking first at `CANDIDATES[first]` candidates of each scan: a
+    /// claim that found every one of the first ones held starts with the next number.
+    fn claimable(
+        &mut self,
+        agent: &str,
+        task_id: Option<&str>,
+        now: DateTime<Utc>,
+        after: Option<&str>,
+        first: usize,
+    ) -> Result<Option<Handoff>> {
+        self.flush()?;
+        let now = micros(now);
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&agent, &now];
+        let task = task_id.as_ref().map(|task| {
+            params.push(task);
+            params.len()
+        });
+        let filter = match &after {
+            Some(after) => {
+                params.push(after);
+                format!(
+                    " AND pos > COALESCE((SELECT pos FROM handoffs WHERE id = ${}), 0)",
+                    params.len()
+                )
+            }
+            None => String::new(),
+        };
+        let limits = CANDIDATES.iter().skip(first).copied().map(Some);
+        for limit in limits.chain([None]) {
+            let sql = format!(
+                "WITH {} SELECT {RECORD_COLUMNS}, {} FROM next{}",
+                next_ctes(RECORD_COLUMNS, task, &filter, limit),
+                RowKind::Next as i32,
+                saturated_row(task, limit, false)
+            );
+            let result = self.query(&sql, &params);
+            let rows = self.check("cannot read claimable records", result)?;
+            match rows.first() {
+                Some(row) if RowKind::of(row)? == RowKind::Saturated => continue,
+                Some(row) => return record_from_row(row).map(Some),
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
     /// The document `key` of `kind`, read by `sql` ([`DOC_SQL`] or [`DOC_LOCKED_SQL`]).
     fn read_doc(&mut self, sql: &str, kind: &str, key: &str) -> Result<Option<Doc>> {
         self.flush_docs()?;
@@ -1764,39 +1810,7 @@ impl Tx for PgTx<'_> {
         now: DateTime<Utc>,
         after: Option<&str>,
     ) -> Result<Option<Handoff>> {
-        self.flush()?;
-        let now = micros(now);
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&agent, &now];
-        let task = task_id.as_ref().map(|task| {
-            params.push(task);
-            params.len()
-        });
-        let filter = match &after {
-            Some(after) => {
-                params.push(after);
-                format!(
-                    " AND pos > COALESCE((SELECT pos FROM handoffs WHERE id = ${}), 0)",
-                    params.len()
-                )
-            }
-            None => String::new(),
-        };
-        for limit in CANDIDATES.map(Some).into_iter().chain([None]) {
-            let sql = format!(
-                "WITH {} SELECT {RECORD_COLUMNS}, {} FROM next{}",
-                next_ctes(RECORD_COLUMNS, task, &filter, limit),
-                RowKind::Next as i32,
-                saturated_row(task, limit, false)
-            );
-            let result = self.query(&sql, &params);
-            let rows = self.check("cannot read claimable records", result)?;
-            match rows.first() {
-                Some(row) if RowKind::of(row)? == RowKind::Saturated => continue,
-                Some(row) => return record_from_row(row).map(Some),
-                None => return Ok(None),
-            }
-        }
-        Ok(None)
+        self.claimable(agent, task_id, now, after, 0)
     }
 
     fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>> {
@@ -1867,9 +1881,9 @@ impl Tx for PgTx<'_> {
                     }
                     next = Some(record);
                 }
-                // Every candidate was taken: the rest of the queue is looked at, and the
-                // chain policy's read of the path (`hops`) locks it itself.
-                RowKind::Saturated => next = self.next_claimable(agent, task_id, now, None)?,
+                // Every candidate was taken: more of the queue is looked at, and the chain
+                // policy's read of the path (`hops`) locks it itself.
+                RowKind::Saturated => next = self.claimable(agent, task_id, now, None, 1)?,
             }
         }
         Ok((due, next))
