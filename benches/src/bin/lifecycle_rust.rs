@@ -9,47 +9,13 @@
 //! read from stdin, runs `n` lifecycles and prints the microseconds per lifecycle on a line: the
 //! Python script alternates such blocks with its own, so that both sides meet the same disk.
 //!
-//! The record is the one the Python script uses (`RECORD` there): about 1.5 KB as JSON.
+//! The record is `handoff_benches::record`, the one the Python script uses (`RECORD` there).
 #![allow(clippy::unwrap_used, missing_docs)] // Bench code: a failed unwrap is a failed run.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use handoff_core::{NewHandoff, Reason, SqliteOptions, Store, Synchronous};
-
-fn record(task: &str) -> NewHandoff {
-    let line = |topic: &str, i: usize| {
-        format!(
-            "{topic} {i}: checked the module boundaries and wrote down what the next agent needs"
-        )
-    };
-    NewHandoff::new(
-        task,
-        "Migrate the billing service from the legacy ORM to sqlx",
-    )
-    .from_agent("claude")
-    .reason(Reason::ContextLimit { percent: 85 })
-    .context_usage(85)
-    .progress("Half of the repositories are ported; invoices and refunds remain. Tests pass.")
-    .completed((0..4).map(|i| line("ported", i)))
-    .pending((0..4).map(|i| line("port", i)))
-    .decisions((0..3).map(|i| line("decided", i)))
-    .assumptions(["the schema is frozen until the release"])
-    .warnings(["refunds use a different rounding mode"])
-    .files([
-        "src/billing/invoices.rs",
-        "src/billing/refunds.rs",
-        "src/db.rs",
-    ])
-    .instructions("Port invoices first; run the billing tests after each repository.")
-}
-
-fn lifecycle(store: &Store, n: usize) {
-    let h = store.create(record(&format!("task-{n:07}"))).unwrap();
-    let claim = store
-        .claim(&h.id, "gemini", Duration::from_secs(300))
-        .unwrap();
-    store.complete(&claim, "done").unwrap();
-}
+use handoff_benches::store_lifecycle;
+use handoff_core::{SqliteOptions, Store, Synchronous};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -87,7 +53,7 @@ fn main() {
             let n: usize = line.unwrap().trim().parse().unwrap();
             let started = Instant::now();
             for i in done..done + n {
-                lifecycle(&store, i);
+                store_lifecycle(&store, i as u64);
             }
             done += n;
             writeln!(out, "{}", started.elapsed().as_secs_f64() * 1e6 / n as f64).unwrap();
@@ -96,11 +62,11 @@ fn main() {
         return;
     }
     for n in 0..warmup {
-        lifecycle(&store, n);
+        store_lifecycle(&store, n as u64);
     }
     let started = Instant::now();
     for n in warmup..warmup + iterations {
-        lifecycle(&store, n);
+        store_lifecycle(&store, n as u64);
     }
     let seconds = started.elapsed().as_secs_f64();
     println!(

@@ -30,6 +30,44 @@ pub struct ListFilter {
     pub after: Option<String>,
 }
 
+impl ListFilter {
+    /// The SQL query that lists the matching records of the `handoffs` table with the columns
+    /// `columns`, in insertion order, and its text arguments: what the SQL backends share.
+    /// `param(n)` spells the n-th parameter (from 1) in the backend's dialect, typed as text.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn sql(&self, columns: &str, param: fn(usize) -> String) -> (String, Vec<String>) {
+        let mut sql = format!("SELECT {columns} FROM handoffs WHERE 1 = 1");
+        let mut args: Vec<String> = Vec::new();
+        for (column, value) in [
+            ("status", self.status.map(|s| s.as_str().to_owned())),
+            ("task_id", self.task_id.clone()),
+            ("to_agent", self.to_agent.clone()),
+            ("kind", self.kind.map(|k| k.as_str().to_owned())),
+        ] {
+            if let Some(value) = value {
+                args.push(value);
+                sql.push_str(&format!(" AND {column} = {}", param(args.len())));
+            }
+        }
+        if let Some(after) = &self.after {
+            args.push(after.clone());
+            // An unknown id gives nothing: the comparison with NULL is never true.
+            sql.push_str(&format!(
+                " AND pos > (SELECT pos FROM handoffs WHERE id = {})",
+                param(args.len())
+            ));
+        }
+        sql.push_str(" ORDER BY pos");
+        if let Some(limit) = self.limit {
+            sql.push_str(&format!(
+                " LIMIT {}",
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ));
+        }
+        (sql, args)
+    }
+}
+
 /// How many records are in one status for one addressee ([`Backend::queue_counts`]).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct QueueCount {

@@ -799,33 +799,7 @@ impl Backend for PostgresBackend {
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<Handoff>> {
-        let mut sql = format!("SELECT {RECORD_COLUMNS} FROM handoffs WHERE true");
-        let mut args: Vec<String> = Vec::new();
-        for (column, value) in [
-            ("status", filter.status.map(|s| s.as_str().to_owned())),
-            ("task_id", filter.task_id.clone()),
-            ("to_agent", filter.to_agent.clone()),
-            ("kind", filter.kind.map(|k| k.as_str().to_owned())),
-        ] {
-            if let Some(value) = value {
-                args.push(value);
-                sql.push_str(&format!(" AND {column} = ${}", args.len()));
-            }
-        }
-        if let Some(after) = &filter.after {
-            args.push(after.clone());
-            sql.push_str(&format!(
-                " AND pos > COALESCE((SELECT pos FROM handoffs WHERE id = ${}), 9223372036854775807)",
-                args.len()
-            ));
-        }
-        sql.push_str(" ORDER BY pos");
-        if let Some(limit) = filter.limit {
-            sql.push_str(&format!(
-                " LIMIT {}",
-                i64::try_from(limit).unwrap_or(i64::MAX)
-            ));
-        }
+        let (sql, args) = filter.sql(RECORD_COLUMNS, |n| format!("${n}"));
         self.reading(|client| {
             let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
             client
