@@ -171,10 +171,22 @@ def test_claim_next_waits_no_longer_than_asked() -> None:
         assert [f for f, _ in got] == ["wait_seconds"]
 
 
+@contextmanager
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt meanwhile, as in a terminal, even where Python started
+    with it ignored (a command started in the background by a non-interactive shell, such as
+    `make test &`)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_ends_a_waiting_claim_next() -> None:
     # The wait is far longer than the watchdog: only the interrupt can end it in time, so the
     # test needs no clock of its own (which a loaded machine could outrun).
-    with hc.Store.memory() as store, deadlock_watchdog(120):
+    with hc.Store.memory() as store, deadlock_watchdog(120), ctrl_c_raises():
         timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
         try:
             with pytest.raises(KeyboardInterrupt):
