@@ -53,7 +53,7 @@ def line(topic: str, i: int) -> str:
     return f"{topic} {i}: checked the module boundaries and wrote down what the next agent needs"
 
 
-# The same record as `record()` in benches/src/bin/lifecycle_rust.rs.
+# The same record as `record()` in benches/src/lib.rs (the Rust side, `lifecycle_rust`, uses it).
 RECORD: dict[str, Any] = dict(
     goal="Migrate the billing service from the legacy ORM to sqlx",
     from_agent="claude",
