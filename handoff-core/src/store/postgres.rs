@@ -278,7 +278,9 @@ const CANDIDATES: [usize; 2] = [64, 4_096];
 /// the value of its column [`KIND_COLUMN`].
 #[derive(Clone, Copy, PartialEq)]
 enum RowKind {
+    /// Records are due (`lapsed_or_next`): they are read on their own, and the row has none.
     Due = 0,
+    /// The row is the record to take.
     Next = 1,
     /// No row is for the taking among the candidates, and all of them may have been taken by
     /// other claimers: there may be more beyond them (more [`CANDIDATES`] look).
@@ -337,20 +339,15 @@ fn next_ctes(columns: &str, task: Option<usize>, filter: &str, limit: Option<usi
 
 /// The row that reports [`RowKind::Saturated`] (every column of a record `NULL`), when the
 /// claim had a `limit` of candidates (and no task), took none, and there were as many as it
-/// looks at. `with_due`: in `lapsed_or_next`'s statement, whose rows also carry a path
-/// and which reports a saturation only when nothing is due.
-fn saturated_row(task: Option<usize>, limit: Option<usize>, with_due: bool) -> String {
+/// looks at.
+fn saturated_row(task: Option<usize>, limit: Option<usize>) -> String {
     let Some(limit) = limit.filter(|_| task.is_none()) else {
         return String::new();
     };
     let nulls = ["NULL"; KIND_COLUMN].join(", ");
-    let (path, nothing_due) = match with_due {
-        true => (", NULL", " AND NOT EXISTS (SELECT 1 FROM due)"),
-        false => ("", ""),
-    };
     format!(
-        " UNION ALL SELECT {nulls}, {}{path} FROM candidates \
-         WHERE cardinality(list) >= {limit} AND NOT EXISTS (SELECT 1 FROM next){nothing_due}",
+        " UNION ALL SELECT {nulls}, {} FROM candidates \
+         WHERE cardinality(list) >= {limit} AND NOT EXISTS (SELECT 1 FROM next)",
         RowKind::Saturated as i32
     )
 }
@@ -358,21 +355,26 @@ fn saturated_row(task: Option<usize>, limit: Option<usize>, with_due: bool) -> S
 /// The records with a time-driven change due at the time `$2`.
 const DUE: &str = "((status = 'claimed' AND lease_until <= $2) \
                    OR (status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $2))";
-/// Up to `$3` records due at `$2` ([`DUE`]), locked, oldest first, with the columns `columns`
-/// (`also` is a condition before the others, ending in `AND`). They are found as the first
-/// entries of the two indexes that order leases and expiries, which stop at once when nothing
-/// is due (the usual case). A plan for `DUE` itself, made once for every time `$2`, could walk
-/// the whole table in `pos` order looking for one, and did once most records were claimed
-/// (2.5 ms a claim at 3,000 records).
-fn due_sql(columns: &str, also: &str) -> String {
+/// Whether any record is due at the time `$2` ([`DUE`]): the first entry of each of the two
+/// indexes that order leases and expiries, where the search stops at once.
+const DUE_PROBE: &str = "EXISTS (SELECT 1 FROM handoffs WHERE status = 'claimed' \
+                           AND lease_until <= $2) \
+                         OR EXISTS (SELECT 1 FROM handoffs WHERE status = 'pending' \
+                           AND expires_at IS NOT NULL AND expires_at <= $2)";
+/// Up to `$1` records due at `$2` ([`DUE`]), locked, oldest first. They are found as the
+/// first entries of the two indexes that order leases and expiries, which stop at once when
+/// nothing is due. A plan for `DUE` itself, made once for every time `$2`, could walk the whole
+/// table in `pos` order looking for one, and did once most records were claimed (2.5 ms a
+/// claim at 3,000 records).
+fn due_sql() -> String {
     format!(
-        "SELECT {columns} FROM handoffs WHERE {also} pos = ANY(ARRAY(\
+        "SELECT {RECORD_COLUMNS} FROM handoffs WHERE pos = ANY(ARRAY(\
            (SELECT pos FROM handoffs WHERE status = 'claimed' AND lease_until <= $2 \
-            ORDER BY lease_until LIMIT $3) \
+            ORDER BY lease_until LIMIT $1) \
            UNION ALL \
            (SELECT pos FROM handoffs WHERE status = 'pending' AND expires_at IS NOT NULL \
-            AND expires_at <= $2 ORDER BY expires_at LIMIT $3))) \
-         AND {DUE} ORDER BY pos LIMIT $3 FOR UPDATE SKIP LOCKED"
+            AND expires_at <= $2 ORDER BY expires_at LIMIT $1))) \
+         AND {DUE} ORDER BY pos LIMIT $1 FOR UPDATE SKIP LOCKED"
     )
 }
 const HOP_COLUMNS: &str =
@@ -1644,7 +1646,7 @@ impl PgTx<'_> {
                 "WITH {} SELECT {RECORD_COLUMNS}, {} FROM next{}",
                 next_ctes(RECORD_COLUMNS, task, &filter, limit),
                 RowKind::Next as i32,
-                saturated_row(task, limit, false)
+                saturated_row(task, limit)
             );
             let result = self.query(&sql, &params);
             let rows = self.check("cannot read claimable records", result)?;
@@ -1790,20 +1792,19 @@ impl Tx for PgTx<'_> {
     fn lapsed(&mut self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Handoff>> {
         self.flush()?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        // `$1` is there so that the time is `$2`, as in `lapsed_or_next`.
-        let result = self.query(
-            &due_sql(RECORD_COLUMNS, "$1::text IS NULL AND"),
-            &[&None::<&str>, &micros(now), &limit],
-        );
+        let result = self.query(&due_sql(), &[&limit, &micros(now)]);
         self.check("cannot read lapsed records", result)?
             .iter()
             .map(record_from_row)
             .collect()
     }
 
-    /// One statement: the due records, or else the candidate, with its task's path locked and
-    /// read when asked (after the row is locked, so only for the row returned), kept for the
-    /// [`Tx::hops`] that follows.
+    /// One statement with a small plan (PostgreSQL builds every node of a plan again at each
+    /// execution, and reading the due records in the same statement made that half of a
+    /// claim's CPU): the candidate, locked; its task's path locked and read when asked (after
+    /// the row is locked, so only for the row returned), kept for the [`Tx::hops`] that
+    /// follows; and whether any record is due, probed on the indexes of leases and expiries.
+    /// Only when one is due are they read, by [`Tx::lapsed`].
     fn lapsed_or_next(
         &mut self,
         agent: &str,
@@ -1814,53 +1815,61 @@ impl Tx for PgTx<'_> {
     ) -> Result<(Vec<Handoff>, Option<Handoff>)> {
         self.flush()?;
         let at = micros(now);
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let path_lock = (self.task_lock_base >> 8) as i32;
-        let mut params: Vec<&(dyn ToSql + Sync)> =
-            vec![&agent, &at, &limit, &lock_open_path, &path_lock];
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&agent, &at, &lock_open_path, &path_lock];
         let task = task_id.as_ref().map(|task| {
             params.push(task);
             params.len()
         });
+        let candidates = CANDIDATES[0];
         let next = next_ctes(
             &format!("{RECORD_COLUMNS}, to_agent, task_id"),
             task,
-            " AND NOT EXISTS (SELECT 1 FROM due)",
-            Some(CANDIDATES[0]),
+            "",
+            Some(candidates),
         );
-        let due = due_sql(RECORD_COLUMNS, "");
+        let saturated = match task {
+            None => format!("(SELECT cardinality(list) FROM candidates) >= {candidates}"),
+            Some(_) => "false".to_owned(),
+        };
         let sql = format!(
-            "WITH due AS MATERIALIZED ({due}), {next} \
-             SELECT {RECORD_COLUMNS}, {}, NULL FROM due \
-             UNION ALL \
-             SELECT {RECORD_COLUMNS}, {}, path.hops FROM next, LATERAL (SELECT CASE \
-               WHEN $4 AND next.to_agent IS NULL THEN locked_path($5, next.task_id) END) \
-               AS path(hops){}",
+            "WITH probe AS MATERIALIZED (SELECT {DUE_PROBE} AS due), {next} \
+             SELECT {RECORD_COLUMNS}, CASE WHEN probe.due THEN {} \
+               WHEN next.status IS NOT NULL THEN {} ELSE {} END, \
+               CASE WHEN $3 AND NOT probe.due AND next.to_agent IS NULL \
+                 AND next.task_id IS NOT NULL THEN locked_path($4, next.task_id) END \
+             FROM probe LEFT JOIN next ON true \
+             WHERE probe.due OR next.status IS NOT NULL OR {saturated}",
             RowKind::Due as i32,
             RowKind::Next as i32,
-            saturated_row(task, Some(CANDIDATES[0]), true)
+            RowKind::Saturated as i32,
         );
         let result = self.query(&sql, &params);
         let rows = self.check("cannot read claimable records", result)?;
-        let mut due = Vec::new();
-        let mut next = None;
-        for row in &rows {
-            match RowKind::of(row)? {
-                RowKind::Due => due.push(record_from_row(row)?),
-                RowKind::Next => {
-                    let record = record_from_row(row)?;
-                    if let Some(hops) = row.get::<_, Option<&str>>(KIND_COLUMN + 1) {
-                        self.locked_tasks.push(record.task_id.clone());
-                        self.path = Some((record.task_id.clone(), hops_from_json(hops)?));
-                    }
-                    next = Some(record);
+        let Some(row) = rows.first() else {
+            return Ok((Vec::new(), None));
+        };
+        match RowKind::of(row)? {
+            RowKind::Due => {
+                let due = self.lapsed(now, limit)?;
+                if due.is_empty() {
+                    // Other claimers hold every one of them, to settle them: the claim goes on.
+                    return Ok((due, self.claimable(agent, task_id, now, None, 0)?));
                 }
-                // Every candidate was taken: more of the queue is looked at, and the chain
-                // policy's read of the path (`hops`) locks it itself.
-                RowKind::Saturated => next = self.claimable(agent, task_id, now, None, 1)?,
+                Ok((due, None))
             }
+            RowKind::Next => {
+                let record = record_from_row(row)?;
+                if let Some(hops) = row.get::<_, Option<&str>>(KIND_COLUMN + 1) {
+                    self.locked_tasks.push(record.task_id.clone());
+                    self.path = Some((record.task_id.clone(), hops_from_json(hops)?));
+                }
+                Ok((Vec::new(), Some(record)))
+            }
+            // Every candidate was taken: more of the queue is looked at, and the chain policy's
+            // read of the path (`hops`) locks it itself.
+            RowKind::Saturated => Ok((Vec::new(), self.claimable(agent, task_id, now, None, 1)?)),
         }
-        Ok((due, next))
     }
 
     fn peek_doc(&mut self, kind: &str, key: &str) -> Result<Option<Doc>> {
@@ -2211,6 +2220,43 @@ mod conformance {
                 .handoff
                 .id,
             created[0].id
+        );
+    }
+
+    /// A claim reads due records only when its probe finds one; when other claimers hold
+    /// every due record (to settle it), it takes the open work instead of answering that
+    /// there is nothing, and the next claim settles and takes the lapsed record first.
+    #[test]
+    fn a_claim_takes_open_work_while_others_settle_the_lapsed() {
+        let Some((store, schema)) = store() else {
+            return;
+        };
+        let clock = std::sync::Arc::new(crate::clock::ManualClock::at_epoch());
+        let store = store.with_clock(clock.clone());
+        let lapsing = store.create(crate::NewHandoff::new("t1", "g")).unwrap();
+        let open = store.create(crate::NewHandoff::new("t2", "g")).unwrap();
+        let lease = std::time::Duration::from_secs(60);
+        let held = store.claim_next("w", None, lease).unwrap().unwrap();
+        assert_eq!(held.handoff.id, lapsing.id);
+        clock.advance(std::time::Duration::from_secs(61));
+
+        let mut other = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
+        let mut tx = other.transaction().unwrap();
+        tx.batch_execute(&format!(
+            "SET LOCAL search_path TO \"{}\"; \
+             SELECT 1 FROM handoffs WHERE id = '{}' FOR UPDATE",
+            schema.name, lapsing.id
+        ))
+        .unwrap();
+        let taken = store.claim_next("v", None, lease).unwrap().unwrap();
+        assert_eq!(taken.handoff.id, open.id);
+        tx.rollback().unwrap();
+
+        let retaken = store.claim_next("v", None, lease).unwrap().unwrap();
+        assert_eq!(retaken.handoff.id, lapsing.id);
+        assert_eq!(
+            retaken.handoff.attempts, 1,
+            "the lapsed lease was settled first"
         );
     }
 
