@@ -29,7 +29,8 @@ macro_rules! conformance_tests {
             create_and_get, idempotent_create, claim_is_exclusive, addressed_handoffs,
             heartbeat_release_and_reclaim, terminal_states_accept_nothing, fencing,
             lapses_fail_after_max_attempts, pending_expiry, reject_and_cancel,
-            claim_next_order_and_filters, claim_next_reclaims_lapsed_leases, chain_and_policy,
+            claim_next_order_and_filters, claim_next_reclaims_lapsed_leases,
+            lapsed_leases_go_before_newer_work, chain_and_policy,
             checkpoints_and_stalled, list_filters, events_replay_to_records,
             bad_ids_change_nothing, create_many_is_atomic, unknown_parent, path_stats,
             limits_count_paths_not_tasks, open_handoffs_obey_the_policy_at_claim,
@@ -976,6 +977,31 @@ pub fn claim_next_reclaims_lapsed_leases(store: Store) {
     assert_eq!(second.handoff.id, h.id);
     assert_eq!(second.token, first.token + 1);
     assert_eq!(second.handoff.attempts, 1);
+}
+
+/// A lapsed lease is settled by the next claim that looks, before it takes anything, so the
+/// record goes back to its place in the queue: ahead of newer work, in a claim from its task
+/// as in one from anywhere.
+pub fn lapsed_leases_go_before_newer_work(store: Store) {
+    let (store, clock) = timed(store);
+    let old = store.create(NewHandoff::new("t1", "goal")).unwrap();
+    let other_task = store.create(NewHandoff::new("t2", "goal")).unwrap();
+    let held = store.claim(&old.id, "a1", MINUTE).unwrap();
+    let newer = store.create(NewHandoff::new("t1", "goal")).unwrap();
+    clock.advance(Duration::from_secs(61));
+
+    let again = store.claim_next("a2", Some("t1"), MINUTE).unwrap().unwrap();
+    assert_eq!(again.handoff.id, old.id);
+    assert_eq!((again.handoff.attempts, again.token), (1, held.token + 1));
+    let next = store.claim_next("a3", Some("t1"), MINUTE).unwrap().unwrap();
+    assert_eq!(next.handoff.id, newer.id);
+    let rest = store.claim_next("a4", None, MINUTE).unwrap().unwrap();
+    assert_eq!(rest.handoff.id, other_task.id);
+    assert!(store.claim_next("a5", None, MINUTE).unwrap().is_none());
+    assert_eq!(
+        kind_of(&store.complete(&held, "late").unwrap_err()),
+        ErrorKind::LeaseLost
+    );
 }
 
 pub fn chain_and_policy(store: Store) {
