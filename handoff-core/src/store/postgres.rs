@@ -554,7 +554,8 @@ impl PostgresBackend {
                     .batch_execute(&format!(
                         "SET search_path TO \"{}\"; SET lock_timeout = {patience}; \
                          SET idle_in_transaction_session_timeout = {idle}; \
-                         SET plan_cache_mode = force_generic_plan",
+                         SET plan_cache_mode = force_generic_plan; \
+                         SET default_transaction_isolation = 'read committed'",
                         self.schema
                     ))
                     .map_err(|e| storage("cannot set up the session", e))?;

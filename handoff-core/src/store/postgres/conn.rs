@@ -22,8 +22,10 @@ use tokio_postgres::{
 /// Parameters of a statement, as the driver takes them.
 pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
-/// How every write transaction begins.
-const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+/// How every write transaction begins: at the session's isolation level, READ COMMITTED (set
+/// with the session's other settings). Naming the level here would set it in every transaction,
+/// and PostgreSQL then resets every setting it knows at the transaction's end.
+const BEGIN: &str = "BEGIN";
 
 /// A connection and the runtime that drives it.
 pub(super) struct Conn {
