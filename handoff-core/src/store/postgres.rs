@@ -278,7 +278,8 @@ const CANDIDATES: [usize; 2] = [64, 4_096];
 /// the value of its column [`KIND_COLUMN`].
 #[derive(Clone, Copy, PartialEq)]
 enum RowKind {
-    /// Records are due (`lapsed_or_next`): they are read on their own, and the row has none.
+    /// Records are due (`lapsed_or_next`): they are read on their own and settled first, and
+    /// the candidate the row may carry is not taken.
     Due = 0,
     /// The row is the record to take.
     Next = 1,
