@@ -338,17 +338,25 @@ fn next_ctes(columns: &str, task: Option<usize>, filter: &str, limit: Option<usi
     )
 }
 
+/// When a claim can have found its candidates all taken by other claimers, so that there may be
+/// more beyond them ([`RowKind::Saturated`]): it looked at a `limit` of them (not at a task's
+/// records) and there were as many. The condition, over [`next_ctes`]' `candidates`.
+fn saturation(task: Option<usize>, limit: Option<usize>) -> Option<String> {
+    let limit = limit.filter(|_| task.is_none())?;
+    Some(format!(
+        "(SELECT cardinality(list) FROM candidates) >= {limit}"
+    ))
+}
+
 /// The row that reports [`RowKind::Saturated`] (every column of a record `NULL`), when the
-/// claim had a `limit` of candidates (and no task), took none, and there were as many as it
-/// looks at.
+/// claim took none of its candidates and [`saturation`] holds.
 fn saturated_row(task: Option<usize>, limit: Option<usize>) -> String {
-    let Some(limit) = limit.filter(|_| task.is_none()) else {
+    let Some(saturated) = saturation(task, limit) else {
         return String::new();
     };
     let nulls = ["NULL"; KIND_COLUMN].join(", ");
     format!(
-        " UNION ALL SELECT {nulls}, {} FROM candidates \
-         WHERE cardinality(list) >= {limit} AND NOT EXISTS (SELECT 1 FROM next)",
+        " UNION ALL SELECT {nulls}, {} WHERE {saturated} AND NOT EXISTS (SELECT 1 FROM next)",
         RowKind::Saturated as i32
     )
 }
@@ -1823,17 +1831,14 @@ impl Tx for PgTx<'_> {
             params.push(task);
             params.len()
         });
-        let candidates = CANDIDATES[0];
+        let candidates = Some(CANDIDATES[0]);
         let next = next_ctes(
             &format!("{RECORD_COLUMNS}, to_agent, task_id"),
             task,
             "",
-            Some(candidates),
+            candidates,
         );
-        let saturated = match task {
-            None => format!("(SELECT cardinality(list) FROM candidates) >= {candidates}"),
-            Some(_) => "false".to_owned(),
-        };
+        let saturated = saturation(task, candidates).unwrap_or_else(|| "false".to_owned());
         let sql = format!(
             "WITH probe AS MATERIALIZED (SELECT {DUE_PROBE} AS due), {next} \
              SELECT {RECORD_COLUMNS}, CASE WHEN probe.due THEN {} \
