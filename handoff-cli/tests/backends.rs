@@ -595,4 +595,22 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
     assert!(exists, "the CLI did not write into {}", schema.name);
     // Nothing of the store lands on the local disk.
     assert_eq!(common::files_in(env.dir.path()), Vec::<String>::new());
+
+    // `sslmode=` in the URL: encrypted when the server offers TLS, refused by name otherwise.
+    let tls_on: String = client.query_one("SHOW ssl", &[]).expect("query").get(0);
+    let encrypted = PgSchema::new(&server);
+    env.db = PathBuf::from(format!("{}&sslmode=require", encrypted.url()));
+    if tls_on == "on" {
+        lifecycle(&env);
+    } else {
+        let run = env.run(&["list", "--json"]).expect(STORAGE);
+        assert!(run.stderr.contains("TLS"), "{run:?}");
+    }
+    env.db = PathBuf::from(format!("{}&sslmode=verify", schema.url()));
+    let run = env.run(&["list", "--json"]).expect(INVALID);
+    assert_eq!(
+        run.error()["problems"][0]["field"],
+        "url.sslmode",
+        "{run:?}"
+    );
 }

@@ -103,7 +103,8 @@ test('a path and sqlite:PATH open the same SQLite store', async () => {
 
 test('bad URLs and options are VALIDATION errors naming them, thrown and rejected alike', async () => {
   for (const [url, field] of [['', 'url'], ['files:', 'url'], ['http://example.com/x', 'url'], [42, 'url'],
-    [undefined, 'url'], ['postgres://u@127.0.0.1/db?schema=Bad-Name', 'url.schema']]) {
+    [undefined, 'url'], ['postgres://u@127.0.0.1/db?schema=Bad-Name', 'url.schema'],
+    ['postgres://u@127.0.0.1/db?sslmode=verify', 'url.sslmode'], ['postgres://u@127.0.0.1/db?sslkey=k.pem', 'url.sslkey']]) {
     const check = (err) => err.code === 'VALIDATION' && err.problems.some((p) => p.field === field)
     assert.throws(() => connect(url), check, String(url))
     await assert.rejects(connectAsync(url), check, String(url))
@@ -272,6 +273,20 @@ test('postgres://…?schema=: a full lifecycle in a fresh schema, seen by a seco
   const url = freshSchema()
   const ids = await lifecycle(await connectAsync(url))
   await seenAgain(connect(url), ids)
+})
+
+test('postgres://…&sslmode=require: the lifecycle over TLS when the server offers it, a STORAGE error when not', { skip: NO_POSTGRES }, async () => {
+  const application = `hc_node_tls_${process.pid}`
+  const url = `${freshSchema()}&sslmode=require&application_name=${application}`
+  const psql = (sql) => execFileSync('psql', [POSTGRES, '-Atqc', sql]).toString().trim()
+  if (psql('SHOW ssl') !== 'on') {
+    await assert.rejects(connectAsync(url), (err) => err.code === 'STORAGE' && /TLS/.test(err.message))
+    return
+  }
+  const store = await connectAsync(url)
+  await lifecycle(store)
+  assert.equal(psql('SELECT bool_and(s.ssl) FROM pg_stat_ssl AS s JOIN pg_stat_activity AS a USING (pid) ' +
+    `WHERE a.application_name = '${application}'`), 't')
 })
 
 test('postgres://…?schema=: claimNextAsync is woken by a create on another connection', { skip: NO_POSTGRES }, async () => {

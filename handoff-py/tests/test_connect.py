@@ -137,6 +137,18 @@ def test_a_bad_schema_name_is_named_url_schema() -> None:
     assert [f for f, _ in got] == ["url.schema"], got
 
 
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("postgres://u@127.0.0.1:1/db?sslmode=verify", "url.sslmode"),
+        ("postgres://u@127.0.0.1:1/db?sslcert=client.pem", "url.sslcert"),
+        ("postgres://u@127.0.0.1:1/db?sslmode=verify-ca&sslrootcert=/no/such/root.pem", "url.sslrootcert"),
+    ],
+)
+def test_tls_parameters_are_named_when_wrong(url: str, field: str) -> None:
+    assert [f for f, _ in problems_of(lambda: hc.connect(url))] == [field]
+
+
 def test_url_must_be_text() -> None:
     got = problems_of(lambda: hc.connect(3))  # type: ignore[arg-type]
     assert [f for f, _ in got] == ["url"] and "str" in got[0][1]
@@ -396,6 +408,29 @@ def test_postgres_lifecycle_and_a_second_connect(postgres_url: str) -> None:
         assert again.get(done).status == "completed"
         assert [h.id for h in again.list()] == [done]
         assert "postgres" in repr(again)
+
+
+def psql(sql: str) -> str:
+    assert POSTGRES is not None
+    done = subprocess.run(["psql", POSTGRES, "-Atqc", sql], check=True, capture_output=True, text=True, timeout=60)
+    return done.stdout.strip()
+
+
+@needs_postgres
+def test_postgres_over_tls_with_sslmode_require(postgres_url: str) -> None:
+    application = f"hc_py_tls_{secrets.token_hex(4)}"
+    url = f"{postgres_url}&sslmode=require&application_name={application}"
+    if psql("SHOW ssl") != "on":
+        with pytest.raises(hc.StorageError, match="TLS"):
+            hc.connect(url)
+        return
+    with hc.connect(url) as store:
+        lifecycle(store)
+        encrypted = psql(
+            "SELECT bool_and(s.ssl) FROM pg_stat_ssl AS s JOIN pg_stat_activity AS a USING (pid) "
+            f"WHERE a.application_name = '{application}'"
+        )
+        assert encrypted == "t", encrypted
 
 
 @needs_postgres

@@ -40,7 +40,10 @@ use crate::store::{
 };
 
 mod conn;
+mod tls;
 use conn::{Conn, ConnectError, Params};
+use tls::TlsParams;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// The schema version this build writes.
 pub const VERSION: i32 = 6;
@@ -161,6 +164,8 @@ impl Default for PostgresOptions {
 /// A store in one PostgreSQL schema.
 pub struct PostgresBackend {
     config: tokio_postgres::Config,
+    /// How connections are encrypted; `None`: not at all.
+    tls: Option<MakeRustlsConnect>,
     schema: String,
     /// The schema's own advisory-lock namespace, so stores sharing a database never block
     /// one another.
@@ -180,15 +185,49 @@ impl std::fmt::Debug for PostgresBackend {
     }
 }
 
-/// The parts of a `postgres://` URL: the driver's configuration, and the schema.
-fn parse_url(url: &str) -> Result<(tokio_postgres::Config, String, String)> {
+/// The parts of a `postgres://` URL: the driver's configuration, the schema, TLS, and the URL
+/// without its password for messages.
+struct Target {
+    config: tokio_postgres::Config,
+    schema: String,
+    tls: Option<MakeRustlsConnect>,
+    shown: String,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.shown)
+            .field("schema", &self.schema)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse_url(url: &str) -> Result<Target> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut schema = "public".to_owned();
+    let mut tls = TlsParams::default();
     let mut rest = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some(("schema", name)) => schema = name.to_owned(),
-            _ => rest.push(pair),
+        let Some((key, raw)) = pair.split_once('=') else {
+            rest.push(pair);
+            continue;
+        };
+        if key != "schema" && !TlsParams::KEYS.contains(&key) {
+            rest.push(pair);
+            continue;
+        }
+        let value = percent_decoded(raw).ok_or_else(|| {
+            Error::invalid(
+                format!("url.{key}"),
+                "has a malformed %-escape or is not UTF-8",
+            )
+        })?;
+        if key == "schema" {
+            schema = value;
+        } else {
+            tls.take(key, &value)?;
         }
     }
     if !is_schema_name(&schema) {
@@ -202,10 +241,34 @@ fn parse_url(url: &str) -> Result<(tokio_postgres::Config, String, String)> {
     } else {
         format!("{base}?{}", rest.join("&"))
     };
-    let config = tokio_postgres::Config::from_str(&driver_url)
+    let mut config = tokio_postgres::Config::from_str(&driver_url)
         .map_err(|e| Error::invalid("url", format!("is not a PostgreSQL URL: {e}")))?;
+    let tls = tls.apply(&mut config)?;
     let shown = crate::store::display_url(url);
-    Ok((config, schema, shown))
+    Ok(Target {
+        config,
+        schema,
+        tls,
+        shown,
+    })
+}
+
+/// `text` with its `%XX` escapes decoded; `None` when one is malformed or the result is not
+/// UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, after)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(after.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &after[2..];
+        } else {
+            bytes.push(byte);
+            rest = after;
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 fn is_schema_name(name: &str) -> bool {
@@ -236,11 +299,20 @@ fn busy(what: &str, e: &tokio_postgres::Error) -> Option<Error> {
 }
 
 /// What the server said, when it refused (the driver's own text is only "db error"), or the
-/// driver's description of what went wrong on its side.
+/// driver's description of what went wrong on its side with its causes (a refused certificate
+/// is the cause of "error performing TLS handshake").
 fn reason(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(inner) = cause {
+                text = format!("{text}: {inner}");
+                cause = inner.source();
+            }
+            text
+        }
     }
 }
 
@@ -516,11 +588,17 @@ impl PostgresBackend {
     /// Connects to the schema the URL names (`?schema=NAME`, default `public`), creating it
     /// and its tables, or migrating them, as needed.
     pub fn connect(url: &str, options: &PostgresOptions) -> Result<PostgresBackend> {
-        let (mut config, schema, shown) = parse_url(url)?;
+        let Target {
+            mut config,
+            schema,
+            tls,
+            shown,
+        } = parse_url(url)?;
         config.connect_timeout(options.connect_timeout);
         let lock_base = i64::from(crc32(schema.as_bytes())) << 8;
         let backend = PostgresBackend {
             config,
+            tls,
             schema,
             lock_base,
             idle: Mutex::new(Vec::new()),
@@ -546,10 +624,13 @@ impl PostgresBackend {
             Some(conn) => conn,
             None => {
                 let what = format!("cannot connect to {}", self.shown);
-                let client = Conn::connect(&self.config).map_err(|e| match e {
-                    ConnectError::Server(e) => storage(&what, e),
-                    ConnectError::Runtime(e) => Error::storage(format!("PostgreSQL: {what}: {e}")),
-                })?;
+                let client =
+                    Conn::connect(&self.config, self.tls.as_ref()).map_err(|e| match e {
+                        ConnectError::Server(e) => storage(&what, e),
+                        ConnectError::Runtime(e) => {
+                            Error::storage(format!("PostgreSQL: {what}: {e}"))
+                        }
+                    })?;
                 // Session settings, so that no transaction pays a round trip for them. A
                 // lock_timeout of 0 would mean no limit; an idle timeout is never so short
                 // that a busy machine's scheduling delay between two statements trips it.
@@ -1974,11 +2055,11 @@ mod tests {
         assert_eq!(err.problems()[0].field, "url.schema");
         let err = parse_url("postgres://u@h:notaport/db").unwrap_err();
         assert_eq!(err.problems()[0].field, "url");
-        let (_, schema, shown) =
+        let target =
             parse_url("postgres://app:secret@db.internal/agents?schema=swarm1&sslmode=disable")
                 .unwrap();
-        assert_eq!(schema, "swarm1");
-        assert!(!shown.contains("secret"), "{shown}");
+        assert_eq!(target.schema, "swarm1");
+        assert!(!target.shown.contains("secret"), "{}", target.shown);
     }
 }
 
@@ -1995,6 +2076,22 @@ mod conformance {
     pub(super) struct Schema {
         url: String,
         name: String,
+    }
+
+    impl Schema {
+        /// A new schema's name on the server at `url` (created by the first store on it).
+        pub(super) fn fresh(url: &str) -> Schema {
+            Schema {
+                url: url.to_owned(),
+                name: format!("hc_test_{:016x}", fastrand::u64(..)),
+            }
+        }
+
+        /// `url` (the same server's, another way to reach it) with this schema and `params`.
+        pub(super) fn store_url(&self, url: &str, params: &str) -> String {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{separator}schema={}{params}", self.name)
+        }
     }
 
     impl Drop for Schema {

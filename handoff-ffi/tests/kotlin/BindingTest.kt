@@ -313,6 +313,8 @@ fun connect(dir: String) {
     }
     val bad = raises<HandoffException.Validation> { Store.connect("http://example.com/x") }
     check(bad.problems.map { it.field } == listOf("url")) { "${bad.problems}" }
+    val badTls = raises<HandoffException.Validation> { Store.connect("postgres://u@h/db?sslmode=verify") }
+    check(badTls.problems.map { it.field } == listOf("url.sslmode")) { "${badTls.problems}" }
 
     // One set of options for every URL; each store reads what concerns it, and only SQLite
     // opens read-only: memory refuses it by name.

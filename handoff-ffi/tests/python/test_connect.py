@@ -127,6 +127,8 @@ def test_capabilities_say_what_each_store_can_do(tmp_path: Path) -> None:
         ("files:", "url"),
         ("postgres://u@h:notaport/db", "url"),
         ("postgres://u@h/db?schema=Bad-Name", "url.schema"),
+        ("postgres://u@h/db?sslmode=verify", "url.sslmode"),
+        ("postgres://u@h/db?sslcert=client.pem", "url.sslcert"),
     ],
 )
 def test_a_bad_url_is_named(url: str, field: str) -> None:

@@ -12,12 +12,15 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{
-    AsyncMessage, Client, Config, Error, NoTls, Row, SimpleQueryMessage, Statement, ToStatement,
+    AsyncMessage, Client, Config, Connection, Error, NoTls, Row, SimpleQueryMessage, Statement,
+    ToStatement,
 };
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Parameters of a statement, as the driver takes them.
 pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
@@ -43,28 +46,33 @@ pub(super) enum ConnectError {
 }
 
 impl Conn {
-    pub(super) fn connect(config: &Config) -> Result<Conn, ConnectError> {
+    /// Connects as `config` says, over TLS when `tls` is given (the config's `sslmode` says
+    /// whether TLS may be skipped when the server does not offer it).
+    pub(super) fn connect(
+        config: &Config,
+        tls: Option<&MakeRustlsConnect>,
+    ) -> Result<Conn, ConnectError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(ConnectError::Runtime)?;
-        let (client, mut connection) = runtime
-            .block_on(config.connect(NoTls))
-            .map_err(ConnectError::Server)?;
         let (tell, notified) = mpsc::unbounded_channel();
-        // The connection's socket is read while some call of this connection blocks: it
-        // routes the replies, and forwards notifications (notices are dropped).
-        runtime.spawn(async move {
-            while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
-                match message {
-                    Ok(AsyncMessage::Notification(_)) => {
-                        let _ = tell.send(());
-                    }
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
+        let client = match tls {
+            None => {
+                let (client, connection) = runtime
+                    .block_on(config.connect(NoTls))
+                    .map_err(ConnectError::Server)?;
+                runtime.spawn(drive(connection, tell));
+                client
             }
-        });
+            Some(tls) => {
+                let (client, connection) = runtime
+                    .block_on(config.connect(tls.clone()))
+                    .map_err(ConnectError::Server)?;
+                runtime.spawn(drive(connection, tell));
+                client
+            }
+        };
         Ok(Conn {
             runtime,
             client,
@@ -201,6 +209,24 @@ impl Conn {
         }
         while notified.try_recv().is_ok() {}
         Ok(())
+    }
+}
+
+/// Reads the connection's socket while some call of its [`Conn`] blocks: routes the replies,
+/// and forwards notifications to `tell` (notices are dropped).
+async fn drive<S, T>(mut connection: Connection<S, T>, tell: mpsc::UnboundedSender<()>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
+        match message {
+            Ok(AsyncMessage::Notification(_)) => {
+                let _ = tell.send(());
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
     }
 }
 
