@@ -2087,10 +2087,16 @@ mod conformance {
             }
         }
 
-        /// `url` (the same server's, another way to reach it) with this schema and `params`.
-        pub(super) fn store_url(&self, url: &str, params: &str) -> String {
-            let separator = if url.contains('?') { '&' } else { '?' };
-            format!("{url}{separator}schema={}{params}", self.name)
+        /// The URL of this schema's store on `server` (the test server, or another way to
+        /// reach it), with `params` (`&key=value…`) after the schema.
+        pub(super) fn url_on(&self, server: &str, params: &str) -> String {
+            let separator = if server.contains('?') { '&' } else { '?' };
+            format!("{server}{separator}schema={}{params}", self.name)
+        }
+
+        /// The URL of this schema's store on the test server.
+        pub(super) fn store_url(&self) -> String {
+            self.url_on(&self.url, "")
         }
     }
 
@@ -2109,14 +2115,10 @@ mod conformance {
             eprintln!("HANDOFF_TEST_POSTGRES is not set: skipping a PostgreSQL case");
             return None;
         };
-        let name = format!("hc_test_{:016x}", fastrand::u64(..));
-        let separator = if url.contains('?') { '&' } else { '?' };
-        let backend = PostgresBackend::connect(
-            &format!("{url}{separator}schema={name}"),
-            &PostgresOptions::default(),
-        )
-        .unwrap_or_else(|e| panic!("HANDOFF_TEST_POSTGRES={url} is unreachable: {e}"));
-        Some((Store::new(backend), Schema { url, name }))
+        let schema = Schema::fresh(&url);
+        let backend = PostgresBackend::connect(&schema.store_url(), &PostgresOptions::default())
+            .unwrap_or_else(|e| panic!("HANDOFF_TEST_POSTGRES={url} is unreachable: {e}"));
+        Some((Store::new(backend), schema))
     }
 
     crate::conformance_tests!(optional store());
@@ -2129,17 +2131,8 @@ mod conformance {
         let Ok(url) = std::env::var("HANDOFF_TEST_POSTGRES") else {
             return;
         };
-        let name = format!("hc_test_{:016x}", fastrand::u64(..));
-        let schema = Schema {
-            url: url.clone(),
-            name: name.clone(),
-        };
-        let separator = if url.contains('?') { '&' } else { '?' };
-        let backend = PostgresBackend::connect(
-            &format!("{url}{separator}schema={name}"),
-            &Default::default(),
-        )
-        .unwrap();
+        let schema = Schema::fresh(&url);
+        let backend = PostgresBackend::connect(&schema.store_url(), &Default::default()).unwrap();
         let event_lock = backend.lock_key(super::EVENT_LOCK);
         let store = Store::new(backend);
         let first = store.create(crate::NewHandoff::new("t", "first")).unwrap();
@@ -2148,7 +2141,7 @@ mod conformance {
         // A writer in flight: its event has its number and is not committed.
         let mut late = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
         let mut tx = late.transaction().unwrap();
-        tx.batch_execute(&format!("SET LOCAL search_path TO \"{name}\""))
+        tx.batch_execute(&format!("SET LOCAL search_path TO \"{}\"", schema.name))
             .unwrap();
         tx.execute("SELECT pg_advisory_xact_lock_shared($1)", &[&event_lock])
             .unwrap();
@@ -2233,9 +2226,8 @@ mod conformance {
             return;
         };
         let h = store.create(crate::NewHandoff::new("t", "g")).unwrap();
-        let separator = if schema.url.contains('?') { '&' } else { '?' };
         let patient = crate::Store::connect_with(
-            &format!("{}{separator}schema={}", schema.url, schema.name),
+            &schema.store_url(),
             &crate::ConnectOptions {
                 lock_patience: std::time::Duration::from_millis(300),
                 ..Default::default()
@@ -2366,13 +2358,9 @@ mod conformance {
 
     /// The advisory-lock namespace of the store on `schema`.
     fn store_lock_base(schema: &Schema) -> i64 {
-        let separator = if schema.url.contains('?') { '&' } else { '?' };
-        PostgresBackend::connect(
-            &format!("{}{separator}schema={}", schema.url, schema.name),
-            &Default::default(),
-        )
-        .unwrap()
-        .lock_base
+        PostgresBackend::connect(&schema.store_url(), &Default::default())
+            .unwrap()
+            .lock_base
     }
 
     #[test]
@@ -2384,18 +2372,12 @@ mod conformance {
         assert_eq!(a.list(&Default::default()).unwrap().len(), 1);
         assert!(b.list(&Default::default()).unwrap().is_empty());
 
-        let url = std::env::var("HANDOFF_TEST_POSTGRES").unwrap();
-        let name = format!("hc_test_{:016x}", fastrand::u64(..));
-        let _schema = Schema {
-            url: url.clone(),
-            name: name.clone(),
-        };
-        let separator = if url.contains('?') { '&' } else { '?' };
-        let store = Store::connect(&format!("{url}{separator}schema={name}")).unwrap();
+        let schema = Schema::fresh(&std::env::var("HANDOFF_TEST_POSTGRES").unwrap());
+        let store = Store::connect(&schema.store_url()).unwrap();
         store
             .create(crate::NewHandoff::new("t", "via connect"))
             .unwrap();
-        let again = Store::connect(&format!("{url}{separator}schema={name}")).unwrap();
+        let again = Store::connect(&schema.store_url()).unwrap();
         assert_eq!(
             again.list(&Default::default()).unwrap()[0].goal,
             "via connect"

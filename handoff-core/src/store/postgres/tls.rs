@@ -353,12 +353,12 @@ mod tests {
 
         let plain = application();
         let store =
-            Store::connect(&schema.store_url(&url, &format!("&application_name={plain}"))).unwrap();
+            Store::connect(&schema.url_on(&url, &format!("&application_name={plain}"))).unwrap();
         store.create(NewHandoff::new("t", "plain")).unwrap();
         assert!(!encrypted(&mut client, &plain));
 
         let secure = application();
-        let asked = schema.store_url(&url, &format!("&sslmode=require&application_name={secure}"));
+        let asked = schema.url_on(&url, &format!("&sslmode=require&application_name={secure}"));
         if !tls_on {
             let err = Store::connect(&asked).unwrap_err();
             assert!(matches!(err, crate::Error::Storage { .. }), "{err}");
@@ -395,7 +395,7 @@ mod tests {
         let schema = Schema::fresh(&url);
 
         let checked = application();
-        let store = Store::connect(&schema.store_url(
+        let store = Store::connect(&schema.url_on(
             &url,
             &format!("&sslmode=verify-ca&sslrootcert={cert_file}&application_name={checked}"),
         ))
@@ -409,7 +409,7 @@ mod tests {
             "/tests/fixtures/unrelated-root.pem"
         );
         let untrusted = Store::connect(
-            &schema.store_url(&url, &format!("&sslmode=verify-ca&sslrootcert={unrelated}")),
+            &schema.url_on(&url, &format!("&sslmode=verify-ca&sslrootcert={unrelated}")),
         );
         let err = untrusted.unwrap_err();
         assert!(
@@ -434,7 +434,7 @@ mod tests {
             "postgres://{user}@not-the-server.invalid:{port}/{db}?hostaddr={}",
             address.ip()
         );
-        let err = Store::connect(&schema.store_url(
+        let err = Store::connect(&schema.url_on(
             &renamed,
             &format!("&sslmode=verify-full&sslrootcert={cert_file}"),
         ))
