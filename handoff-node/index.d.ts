@@ -2334,8 +2334,9 @@ export interface Claim {
  * database (default `public`). Each store reads the options that concern it: `synchronous`
  * (SQLite, files) and `lockPatienceSeconds` (also PostgreSQL), `readOnly` (SQLite only: every other URL is a
  * `VALIDATION` error on `readOnly`), `poolSize` and `connectTimeoutSeconds` (PostgreSQL). A
- * URL it cannot read is a `VALIDATION` error on `url` (or `url.schema`), a bad option one on
- * the option; a server it cannot reach is `STORAGE`. The policy and limits saved in the store
+ * URL it cannot read is a `VALIDATION` error on `url` (or the part that is wrong: `url.schema`,
+ * `url.sslmode`, `url.sslrootcert`; TLS as libpq reads `sslmode`), a bad option one on the
+ * option; a server it cannot reach, or whose certificate is refused, is `STORAGE`. The policy and limits saved in the store
  * apply unless `options` gives its own. Connecting to a server blocks this thread until it
  * answers: prefer `connectAsync` there.
  */

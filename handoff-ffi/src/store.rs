@@ -217,7 +217,8 @@ impl Store {
     /// path or `sqlite:PATH` (SQLite), `memory:`, `files:DIR` (a folder of JSON files, made if
     /// needed), or `postgres://…` (also `postgresql://`) with `?schema=NAME` to keep several
     /// stores in one database. A URL that names no store is `Validation` on `url`, a bad schema
-    /// name on `url.schema`. Each store reads the `options` that concern it (see
+    /// name on `url.schema`, a bad TLS setting on `url.sslmode` or `url.sslrootcert` (TLS as
+    /// libpq reads `sslmode`). Each store reads the `options` that concern it (see
     /// `OpenOptions`); `read_only` for a store other than SQLite is `Validation` on
     /// `read_only`.
     #[uniffi::constructor(default(options))]

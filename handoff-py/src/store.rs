@@ -521,8 +521,9 @@ pub fn open(
 /// files), `lock_patience_seconds` (SQLite, files, PostgreSQL), `read_only` (SQLite only: any other URL is a
 /// `ValidationError` naming `read_only`), `pool_size` and `connect_timeout_seconds`
 /// (PostgreSQL). Without `policy`/`limits`, the ones saved in the store apply. A URL that names
-/// no store is a `ValidationError` naming `url` (or the part that is wrong, `url.schema`); a
-/// store that cannot be reached is a `StorageError`. Bad arguments leave nothing created.
+/// no store is a `ValidationError` naming `url` (or the part that is wrong: `url.schema`,
+/// `url.sslmode`, `url.sslrootcert`; TLS as libpq reads `sslmode`); a store that cannot be
+/// reached, or whose certificate is refused, is a `StorageError`. Bad arguments leave nothing created.
 #[pyfunction]
 #[pyo3(signature = (url, *, synchronous=None, lock_patience_seconds=None, read_only=false, pool_size=None, connect_timeout_seconds=None, clock=None, policy=None, limits=None))]
 #[allow(clippy::too_many_arguments)]

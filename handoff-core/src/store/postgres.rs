@@ -142,7 +142,7 @@ const MAX_ATTEMPTS: usize = 16;
 pub struct PostgresOptions {
     /// How many connections the store keeps open at most (default 8).
     pub pool_size: usize,
-    /// How long connecting may take (default 10 s).
+    /// How long connecting may take, per host: the socket, TLS, authentication (default 10 s).
     pub connect_timeout: Duration,
     /// How long a statement waits for a lock another session holds (a record, a task's path,
     /// the event log's end) before the call fails with [`Error::Busy`], and how long one of
@@ -630,6 +630,11 @@ impl PostgresBackend {
                         ConnectError::Runtime(e) => {
                             Error::storage(format!("PostgreSQL: {what}: {e}"))
                         }
+                        ConnectError::Silent(limit) => Error::storage(format!(
+                            "PostgreSQL: {what}: it accepted the connection and did not finish \
+                             starting it within {} s (connect_timeout)",
+                            limit.as_secs_f64()
+                        )),
                     })?;
                 // Session settings, so that no transaction pays a round trip for them. A
                 // lock_timeout of 0 would mean no limit; an idle timeout is never so short
@@ -2038,6 +2043,39 @@ mod tests {
                 "{prefix} {key}"
             );
         }
+    }
+
+    /// Something that accepts connections and never answers (the wrong port, a stalled
+    /// server, a proxy with nothing behind it): connecting gives up after `connect_timeout`
+    /// with a storage error, where the driver's own timeout covers the socket's connect only.
+    #[test]
+    fn a_listener_that_never_answers_is_a_storage_error_not_a_hang() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept() {
+                held.push(socket);
+            }
+        });
+        let (done, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let options = PostgresOptions {
+                connect_timeout: Duration::from_millis(300),
+                ..PostgresOptions::default()
+            };
+            let url = format!("postgres://u@127.0.0.1:{port}/db");
+            let _ = done.send(PostgresBackend::connect(&url, &options).map(drop));
+        });
+        // A liveness check, not a timing one: before the fix the connect never returned.
+        let result = outcome
+            .recv_timeout(Duration::from_secs(120))
+            .expect("connecting to a silent listener hung");
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, Error::Storage { .. }) && err.to_string().contains("did not finish"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1954,7 +1954,8 @@ def connect(
 ) -> Store:
     """Opens the store ``url`` names: a path or ``sqlite:PATH``, ``memory:``, ``files:DIR`` or
     ``postgres://…`` (``?schema=NAME`` to share a database). ``ValidationError`` naming ``url``
-    (or ``url.schema``) for a URL that names no store.
+    (or the part that is wrong: ``url.schema``, ``url.sslmode``, ``url.sslrootcert``; TLS as
+    libpq reads ``sslmode``) for a URL that names no store.
 
     Each store reads the options that concern it: ``synchronous`` (SQLite, files),
     ``lock_patience_seconds`` (SQLite, files, PostgreSQL), ``read_only`` (SQLite only; any other URL is a

@@ -39,15 +39,23 @@ pub(super) struct Conn {
     notified: mpsc::UnboundedReceiver<()>,
 }
 
-/// Why a connection could not be made: the runtime, or the server.
+/// Why a connection could not be made: the runtime, the server, or no answer in time.
 pub(super) enum ConnectError {
     Runtime(std::io::Error),
     Server(Error),
+    /// The server (or whatever listens at its address) accepted the connection and did not
+    /// finish its start within this long.
+    Silent(Duration),
 }
 
 impl Conn {
     /// Connects as `config` says, over TLS when `tls` is given (the config's `sslmode` says
     /// whether TLS may be skipped when the server does not offer it).
+    ///
+    /// The config's connect timeout bounds the whole start, per host: the driver applies it
+    /// to the socket's connect only, and something that accepts the connection and never
+    /// answers (a stalled server, a proxy with nothing behind it, the wrong port) would
+    /// otherwise keep the caller waiting for good.
     pub(super) fn connect(
         config: &Config,
         tls: Option<&MakeRustlsConnect>,
@@ -56,19 +64,20 @@ impl Conn {
             .enable_all()
             .build()
             .map_err(ConnectError::Runtime)?;
+        let limit = config
+            .get_connect_timeout()
+            .map(|each| *each * u32::try_from(config.get_hosts().len().max(1)).unwrap_or(u32::MAX));
         let (tell, notified) = mpsc::unbounded_channel();
         let client = match tls {
             None => {
-                let (client, connection) = runtime
-                    .block_on(config.connect(NoTls))
-                    .map_err(ConnectError::Server)?;
+                let (client, connection) =
+                    runtime.block_on(within(limit, config.connect(NoTls)))?;
                 runtime.spawn(drive(connection, tell));
                 client
             }
             Some(tls) => {
-                let (client, connection) = runtime
-                    .block_on(config.connect(tls.clone()))
-                    .map_err(ConnectError::Server)?;
+                let (client, connection) =
+                    runtime.block_on(within(limit, config.connect(tls.clone())))?;
                 runtime.spawn(drive(connection, tell));
                 client
             }
@@ -209,6 +218,20 @@ impl Conn {
         }
         while notified.try_recv().is_ok() {}
         Ok(())
+    }
+}
+
+/// `start`, a connection's start, given at most `limit`.
+async fn within<T>(
+    limit: Option<Duration>,
+    start: impl Future<Output = Result<T, Error>>,
+) -> Result<T, ConnectError> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, start)
+            .await
+            .map_err(|_| ConnectError::Silent(limit))?
+            .map_err(ConnectError::Server),
+        None => start.await.map_err(ConnectError::Server),
     }
 }
 
