@@ -243,6 +243,7 @@ fn parse_url(url: &str) -> Result<Target> {
     };
     let mut config = tokio_postgres::Config::from_str(&driver_url)
         .map_err(|e| Error::invalid("url", format!("is not a PostgreSQL URL: {e}")))?;
+    notice_lost_peers(&mut config, &rest);
     let tls = tls.apply(&mut config)?;
     let shown = crate::store::display_url(url);
     Ok(Target {
@@ -251,6 +252,33 @@ fn parse_url(url: &str) -> Result<Target> {
         tls,
         shown,
     })
+}
+
+/// How long a statement sent on a connection may go unacknowledged before the connection is
+/// taken for lost (the server's machine gone, the network between cut); the operating system's
+/// default is about 15 minutes, which a call would spend blocked.
+const LOST_AFTER: Duration = Duration::from_secs(30);
+/// When an idle connection starts being probed, how often, and how many unanswered probes
+/// lose it: about a minute, where the operating system's default is over two hours.
+const PROBE_AFTER: Duration = Duration::from_secs(30);
+const PROBE_EVERY: Duration = Duration::from_secs(10);
+const PROBES: u32 = 3;
+
+/// Sets the limits above on `config`, except those the URL's `params` name.
+fn notice_lost_peers(config: &mut tokio_postgres::Config, params: &[&str]) {
+    let named = |key: &str| params.iter().any(|p| p.split('=').next() == Some(key));
+    if !named("tcp_user_timeout") {
+        config.tcp_user_timeout(LOST_AFTER);
+    }
+    if !named("keepalives_idle") {
+        config.keepalives_idle(PROBE_AFTER);
+    }
+    if !named("keepalives_interval") {
+        config.keepalives_interval(PROBE_EVERY);
+    }
+    if !named("keepalives_retries") {
+        config.keepalives_retries(PROBES);
+    }
 }
 
 /// `text` with its `%XX` escapes decoded; `None` when one is malformed or the result is not
@@ -2085,6 +2113,26 @@ mod tests {
             let err = crate::Store::connect(bad).unwrap_err();
             assert_eq!(err.problems()[0].field, "url", "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_lost_peer_is_noticed_within_a_minute_unless_the_url_says_otherwise() {
+        let target = parse_url("postgres://u@db.internal/d").unwrap();
+        assert_eq!(target.config.get_tcp_user_timeout(), Some(&LOST_AFTER));
+        assert_eq!(target.config.get_keepalives_idle(), PROBE_AFTER);
+        assert_eq!(target.config.get_keepalives_interval(), Some(PROBE_EVERY));
+        assert_eq!(target.config.get_keepalives_retries(), Some(PROBES));
+        let own = parse_url(
+            "postgres://u@db.internal/d?tcp_user_timeout=120&keepalives_idle=600&keepalives_retries=9",
+        )
+        .unwrap();
+        assert_eq!(
+            own.config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(120))
+        );
+        assert_eq!(own.config.get_keepalives_idle(), Duration::from_secs(600));
+        assert_eq!(own.config.get_keepalives_interval(), Some(PROBE_EVERY));
+        assert_eq!(own.config.get_keepalives_retries(), Some(9));
     }
 
     #[test]
