@@ -64,9 +64,11 @@ impl Conn {
             .enable_all()
             .build()
             .map_err(ConnectError::Runtime)?;
+        // A limit too large to add up is no limit (a caller's "wait as long as it takes").
+        let hosts = u32::try_from(config.get_hosts().len().max(1)).unwrap_or(u32::MAX);
         let limit = config
             .get_connect_timeout()
-            .map(|each| *each * u32::try_from(config.get_hosts().len().max(1)).unwrap_or(u32::MAX));
+            .and_then(|each| each.checked_mul(hosts));
         let (tell, notified) = mpsc::unbounded_channel();
         let client = match tls {
             None => {
