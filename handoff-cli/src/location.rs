@@ -94,7 +94,9 @@ fn redact_error(e: Error, url: &str) -> Error {
         return e;
     };
     let clean = |text: &str| {
-        let text = text.replace(&format!(":{password}@"), ":***@");
+        let text = text
+            .replace(&format!(":{password}@"), ":***@")
+            .replace(&format!("password={password}"), "password=***");
         if password.chars().count() >= 6 {
             text.replace(password, "***")
         } else {

@@ -112,6 +112,13 @@ test('bad URLs and options are VALIDATION errors naming them, thrown and rejecte
   assert.throws(() => connect('memory:', { limits: { maxDepth: 101 } }), (err) => err.problems[0].field === 'limits.maxDepth')
 })
 
+test('an unreachable server is STORAGE, and its message never shows the password', async () => {
+  for (const url of ['postgres://u:pw1@127.0.0.1:1/db', 'postgres://u@127.0.0.1:1/db?password=pw1']) {
+    await assert.rejects(connectAsync(url, { connectTimeoutSeconds: 5 }),
+      (err) => err.code === 'STORAGE' && !err.message.includes('pw1') && err.message.includes('***'), url)
+  }
+})
+
 /** The fields of the VALIDATION problems `call` throws, and that its Promise twin rejects with. */
 async function fieldsOf(call, callAsync) {
   let fields

@@ -149,6 +149,13 @@ def test_tls_parameters_are_named_when_wrong(url: str, field: str) -> None:
     assert [f for f, _ in problems_of(lambda: hc.connect(url))] == [field]
 
 
+@pytest.mark.parametrize("url", ["postgres://u:pw1@127.0.0.1:1/db", "postgres://u@127.0.0.1:1/db?password=pw1"])
+def test_an_unreachable_server_error_never_shows_the_password(url: str) -> None:
+    with pytest.raises(hc.StorageError) as info:
+        hc.connect(url, connect_timeout_seconds=5)
+    assert "pw1" not in str(info.value) and "***" in str(info.value), str(info.value)
+
+
 def test_url_must_be_text() -> None:
     got = problems_of(lambda: hc.connect(3))  # type: ignore[arg-type]
     assert [f for f, _ in got] == ["url"] and "str" in got[0][1]

@@ -2106,6 +2106,22 @@ mod tests {
         );
     }
 
+    /// libpq also takes the password as a parameter: no message carries it.
+    #[test]
+    fn a_password_given_as_a_parameter_stays_out_of_messages() {
+        let err = PostgresBackend::connect(
+            "postgres://u@127.0.0.1:1/db?password=hunter22&schema=x",
+            &PostgresOptions {
+                connect_timeout: Duration::from_secs(5),
+                ..PostgresOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::Storage { .. }), "{err}");
+        assert!(!err.to_string().contains("hunter22"), "{err}");
+        assert!(err.to_string().contains("password=***"), "{err}");
+    }
+
     #[test]
     fn connect_names_the_wrong_part_of_a_url() {
         assert!(crate::Store::connect("memory:").is_ok());

@@ -51,13 +51,26 @@ impl Location {
     }
 }
 
-/// The password of `url` (`scheme://user:PASSWORD@host…`), if it has one.
+/// The password of `url` (`scheme://user:PASSWORD@host…`, or libpq's `?password=…`), if it
+/// has one.
 pub fn url_password(url: &str) -> Option<&str> {
+    userinfo_password(url).or_else(|| query_password(url))
+}
+
+fn userinfo_password(url: &str) -> Option<&str> {
     let (_, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?']).next()?;
     let (userinfo, _) = authority.rsplit_once('@')?;
     let (_, password) = userinfo.split_once(':')?;
     (!password.is_empty()).then_some(password)
+}
+
+fn query_password(url: &str) -> Option<&str> {
+    let (_, query) = url.split_once('?')?;
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("password="))
+        .filter(|password| !password.is_empty())
 }
 
 /// `url` with its password, if any, replaced by `***`: what every message and `repr` shows.
@@ -68,11 +81,19 @@ pub fn url_password(url: &str) -> Option<&str> {
 ///     display_url("postgres://app:s3cret@db.internal/agents?schema=swarm1"),
 ///     "postgres://app:***@db.internal/agents?schema=swarm1"
 /// );
+/// assert_eq!(
+///     display_url("postgres://app@db.internal/agents?password=s3cret&schema=swarm1"),
+///     "postgres://app@db.internal/agents?password=***&schema=swarm1"
+/// );
 /// assert_eq!(display_url("files:.handoff"), "files:.handoff");
 /// ```
 pub fn display_url(url: &str) -> String {
-    match url_password(url) {
-        Some(password) => url.replacen(&format!(":{password}@"), ":***@", 1),
-        None => url.to_owned(),
+    let mut shown = url.to_owned();
+    if let Some(password) = userinfo_password(url) {
+        shown = shown.replacen(&format!(":{password}@"), ":***@", 1);
     }
+    if let Some(password) = query_password(url) {
+        shown = shown.replacen(&format!("password={password}"), "password=***", 1);
+    }
+    shown
 }
