@@ -179,5 +179,13 @@ mod tests {
         assert!(!e.to_string().contains("s3cr:et"), "{e}");
         let e = redact_error(Error::storage("must be a path"), "postgres://a:b@h/db");
         assert_eq!(e.to_string(), Error::storage("must be a path").to_string());
+        // libpq's parameter form, with a password too short to be replaced on its own.
+        let url = "postgres://alice@h/db?password=pw1&schema=x";
+        assert_eq!(
+            Location::new(url).shown(),
+            "postgres://alice@h/db?password=***&schema=x"
+        );
+        let e = redact_error(Error::storage(format!("cannot reach {url}")), url);
+        assert!(!e.to_string().contains("pw1"), "{e}");
     }
 }
