@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use handoff_core::store::{self, display_url, url_password};
+use handoff_core::store::{self, display_url, hide_url_passwords, url_password};
 use handoff_core::{ConnectOptions, Error, Store};
 
 /// The store `--db` names, as given (a password included: never shown).
@@ -94,9 +94,7 @@ fn redact_error(e: Error, url: &str) -> Error {
         return e;
     };
     let clean = |text: &str| {
-        let text = text
-            .replace(&format!(":{password}@"), ":***@")
-            .replace(&format!("password={password}"), "password=***");
+        let text = hide_url_passwords(text, url);
         if password.chars().count() >= 6 {
             text.replace(password, "***")
         } else {

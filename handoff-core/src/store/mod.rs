@@ -54,7 +54,7 @@ pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
 pub use lease::{DROPPED, Lease};
 pub use sessions::Session;
 pub use tasks::Task;
-pub use url::{Location, display_url, url_password};
+pub use url::{Location, display_url, hide_url_passwords, url_password};
 
 /// How durable each commit is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

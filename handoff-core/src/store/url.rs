@@ -88,12 +88,20 @@ fn query_password(url: &str) -> Option<&str> {
 /// assert_eq!(display_url("files:.handoff"), "files:.handoff");
 /// ```
 pub fn display_url(url: &str) -> String {
-    let mut shown = url.to_owned();
-    if let Some(password) = userinfo_password(url) {
-        shown = shown.replacen(&format!(":{password}@"), ":***@", 1);
-    }
-    if let Some(password) = query_password(url) {
-        shown = shown.replacen(&format!("password={password}"), "password=***", 1);
+    hide_url_passwords(url, url)
+}
+
+/// `text` (a message that may quote `url`) with each password of `url` replaced by `***`
+/// wherever it stands as a URL spells it: `:PASSWORD@` or `password=PASSWORD`.
+pub fn hide_url_passwords(text: &str, url: &str) -> String {
+    let mut shown = text.to_owned();
+    for password in [userinfo_password(url), query_password(url)]
+        .into_iter()
+        .flatten()
+    {
+        shown = shown
+            .replace(&format!(":{password}@"), ":***@")
+            .replace(&format!("password={password}"), "password=***");
     }
     shown
 }

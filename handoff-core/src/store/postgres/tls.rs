@@ -36,9 +36,9 @@ use crate::error::{Error, Result};
 #[derive(Debug, Default)]
 pub(super) struct TlsParams {
     /// `sslmode`, when given.
-    pub(super) mode: Option<String>,
+    mode: Option<String>,
     /// `sslrootcert`, when given.
-    pub(super) root_cert: Option<String>,
+    root_cert: Option<String>,
 }
 
 impl TlsParams {
