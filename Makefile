@@ -1,8 +1,9 @@
 # `make test` builds every binding and runs every language's tests. It installs what it needs
 # itself (a Python venv, npm packages from the lockfile); CI calls exactly this.
-.PHONY: test test-lint test-rust test-python test-node test-ffi ffi-bindings bench bench-node
+.PHONY: test test-lint test-rust cli-bin test-python test-node test-ffi ffi-bindings bench bench-node
 
 CARGO ?= cargo
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 
 test: test-lint test-rust test-python test-node test-cli test-serve test-ffi
 
@@ -14,13 +15,22 @@ test-lint:
 	$(CARGO) clippy -p handoff-core --features postgres --all-targets --quiet -- -D warnings
 	$(CARGO) build --quiet -p handoff-core --no-default-features
 
+# Every Rust test of the default members, in one build.
+RUST_TESTS := $(CARGO) test --all-targets --features handoff-core/postgres
+# The `handoff` binary as the workspace's tests build it: a plain `cargo build -p handoff-cli`
+# leaves out features that only dev-dependencies turn on (num-traits' and bitflags' `std`), which
+# changes chrono and rusqlite and so rebuilds the core and the CLI a second time (a minute here).
+CLI_BIN := $(TARGET_DIR)/debug/handoff
+cli-bin:
+	$(RUST_TESTS) --no-run --quiet
+
 # The PostgreSQL cases run in the one workspace run (they read HANDOFF_TEST_POSTGRES, which
 # .ci/run sets). The restart test restarts the server (HANDOFF_TEST_POSTGRES_RESTART, also set
 # by .ci/run), which breaks any PostgreSQL test running meanwhile: it is #[ignore]d there and
 # runs here alone, after all the others.
 test-rust:
 	@test -n "$$HANDOFF_TEST_POSTGRES" || echo "HANDOFF_TEST_POSTGRES is not set: the PostgreSQL cases are skipped (.ci/run sets it)"
-	$(CARGO) test --all-targets --features handoff-core/postgres
+	$(RUST_TESTS)
 	$(CARGO) test --doc
 	$(CARGO) test --quiet -p handoff-core --features postgres --test postgres_restart -- --include-ignored
 	$(CARGO) run --quiet --example quickstart -- --db "$$(mktemp -d)/quickstart.db"
@@ -118,9 +128,8 @@ $(PY_VENV)/.mcp: $(PY_VENV)/.tools
 	$(PY_VENV)/bin/python -m pip install --quiet "mcp>=2.3,<3"
 	touch $@
 
-test-cli: $(PY_VENV)/.mcp
-	$(CARGO) build --quiet -p handoff-cli
-	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py "$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/handoff"
+test-cli: $(PY_VENV)/.mcp cli-bin
+	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py $(CLI_BIN)
 
 # `handoff serve`: the API over HTTP and the dashboard, in headless Chromium (Debian's, installed
 # here when it is missing and this runs as root; otherwise the browser test says it skips).
@@ -134,9 +143,8 @@ chromium:
 	  { apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
 	  echo "Chromium could not be installed: the dashboard's browser test will be skipped"
 
-test-serve: $(PY_VENV)/.serve chromium
-	$(CARGO) build --quiet -p handoff-cli
-	HANDOFF_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/handoff" \
+test-serve: $(PY_VENV)/.serve chromium cli-bin
+	HANDOFF_BIN=$(CLI_BIN) \
 	  $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider handoff-cli/tests/http handoff-cli/tests/dashboard
 
 # Not part of `make test`: `handoff serve` under load on loopback beside the same lifecycle
@@ -152,7 +160,6 @@ bench-serve: $(PY_VENV)/.tools
 # uniffi: libhandoff_ffi plus the Swift, Kotlin and Python sources generated from it by the
 # workspace's own `uniffi-bindgen` (the same uniffi version as the library). Both packages are
 # built in one cargo invocation so that uniffi is compiled once, with the same features.
-TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 FFI_LIB := libhandoff_ffi.$(if $(filter Darwin,$(shell uname -s)),dylib,so)
 
 # $(1): the cargo profile's directory (debug, release); $(2): where the sources go, one folder
