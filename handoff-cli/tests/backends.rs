@@ -613,4 +613,30 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
         "url.sslmode",
         "{run:?}"
     );
+    env.db = PathBuf::from(format!("{}&reply_timeout=soon", schema.url()));
+    let run = env.run(&["list", "--json"]).expect(INVALID);
+    assert_eq!(
+        run.error()["problems"][0]["field"],
+        "url.reply_timeout",
+        "{run:?}"
+    );
+
+    // A call the server does not answer within the URL's `reply_timeout` (here a session
+    // holding the record's lock, the CLI's lock patience far longer) is a storage error naming
+    // it; once the lock is gone the same call succeeds.
+    env.db = PathBuf::from(schema.url());
+    let id = env.create(&["--task-id", "stuck", "--goal", "Wait for a silent server"]);
+    env.db = PathBuf::from(format!("{}&reply_timeout=0.3", schema.url()));
+    let mut tx = client.transaction().expect("begin");
+    tx.batch_execute(&format!(
+        "SET LOCAL search_path TO \"{}\"; SELECT 1 FROM handoffs WHERE id = '{id}' FOR UPDATE",
+        schema.name
+    ))
+    .expect("lock the record");
+    let run = env
+        .run(&["claim", &id, "--agent", "w", "--json"])
+        .expect(STORAGE);
+    assert!(run.stderr.contains("reply_timeout"), "{run:?}");
+    tx.rollback().expect("rollback");
+    env.run(&["claim", &id, "--agent", "w", "--json"]).expect(0);
 }

@@ -137,6 +137,12 @@ def test_a_bad_schema_name_is_named_url_schema() -> None:
     assert [f for f, _ in got] == ["url.schema"], got
 
 
+@pytest.mark.parametrize("value", ["soon", "-1", "inf"])
+def test_a_bad_reply_timeout_is_named(value: str) -> None:
+    got = problems_of(lambda: hc.connect(f"postgres://u@127.0.0.1:1/db?reply_timeout={value}"))
+    assert [f for f, _ in got] == ["url.reply_timeout"], got
+
+
 @pytest.mark.parametrize(
     ("url", "field"),
     [

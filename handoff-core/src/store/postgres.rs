@@ -41,7 +41,7 @@ use crate::store::{
 
 mod conn;
 mod tls;
-use conn::{Conn, ConnectError, Params};
+use conn::{CallError, Conn, ConnectError, Params};
 use tls::TlsParams;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -134,6 +134,10 @@ const EVENT_LOCK: i64 = 2;
 /// The shortest time the server lets one of our transactions sit idle before ending it.
 const IDLE_FLOOR: Duration = Duration::from_secs(10);
 
+/// How much longer than the lock patience a call waits for its reply, unless the URL's
+/// `reply_timeout` says otherwise: a statement may wait that long for a lock, then run.
+const REPLY_MARGIN: Duration = Duration::from_secs(60);
+
 /// How often one write runs again after serialisation failures before it gives up.
 const MAX_ATTEMPTS: usize = 16;
 
@@ -142,12 +146,16 @@ const MAX_ATTEMPTS: usize = 16;
 pub struct PostgresOptions {
     /// How many connections the store keeps open at most (default 8).
     pub pool_size: usize,
-    /// How long connecting may take, per host: the socket, TLS, authentication (default 10 s).
+    /// How long connecting may take, per host: the socket, TLS, authentication (default 10 s;
+    /// the URL's `connect_timeout`, when it names one, instead).
     pub connect_timeout: Duration,
     /// How long a statement waits for a lock another session holds (a record, a task's path,
     /// the event log's end) before the call fails with [`Error::Busy`], and how long one of
     /// this store's transactions may sit idle before the server ends it (at least 10 s), so
-    /// that a stopped process frees what it locked (default 60 s).
+    /// that a stopped process frees what it locked (default 60 s). A call waits for the
+    /// server's reply up to a minute longer, then fails with a storage error and its
+    /// connection is closed (a server stopped or stuck on its disk never answers); the URL's
+    /// `reply_timeout=SECONDS` sets that limit instead, `0` for none.
     pub lock_patience: Duration,
 }
 
@@ -170,6 +178,8 @@ pub struct PostgresBackend {
     /// The schema's own advisory-lock namespace, so stores sharing a database never block
     /// one another.
     lock_base: i64,
+    /// How long a call waits for the server's reply (`None`: as long as it takes).
+    reply_timeout: Option<Duration>,
     idle: Mutex<Vec<Connection>>,
     options: PostgresOptions,
     /// The URL without its password, for messages.
@@ -185,18 +195,20 @@ impl std::fmt::Debug for PostgresBackend {
     }
 }
 
-/// The parts of a `postgres://` URL: the driver's configuration, the schema, TLS, and the URL
-/// without its password for messages.
+/// The parts of a `postgres://` URL: the driver's configuration, the schema, TLS, the reply
+/// timeout when it names one, and the URL without its password for messages.
 struct Target {
     config: tokio_postgres::Config,
     schema: String,
     tls: Option<MakeRustlsConnect>,
+    reply_timeout: Option<Option<Duration>>,
     shown: String,
 }
 
 fn parse_url(url: &str) -> Result<Target> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut schema = "public".to_owned();
+    let mut reply_timeout = None;
     let mut tls = TlsParams::default();
     let mut rest = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -204,7 +216,7 @@ fn parse_url(url: &str) -> Result<Target> {
             rest.push(pair);
             continue;
         };
-        if key != "schema" && !TlsParams::KEYS.contains(&key) {
+        if key != "schema" && key != "reply_timeout" && !TlsParams::KEYS.contains(&key) {
             rest.push(pair);
             continue;
         }
@@ -216,6 +228,8 @@ fn parse_url(url: &str) -> Result<Target> {
         })?;
         if key == "schema" {
             schema = value;
+        } else if key == "reply_timeout" {
+            reply_timeout = Some(seconds("url.reply_timeout", &value)?);
         } else {
             tls.take(key, &value)?;
         }
@@ -240,8 +254,25 @@ fn parse_url(url: &str) -> Result<Target> {
         config,
         schema,
         tls,
+        reply_timeout,
         shown,
     })
+}
+
+/// A URL parameter given in seconds (decimals allowed): `0` for no limit.
+fn seconds(field: &str, value: &str) -> Result<Option<Duration>> {
+    let rule = "must be 0 (no limit) or a number of seconds from 0.001 to 4294967295";
+    let seconds: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| Error::invalid(field, rule))?;
+    if seconds == 0.0 {
+        return Ok(None);
+    }
+    if !(0.001..=f64::from(u32::MAX)).contains(&seconds) {
+        return Err(Error::invalid(field, rule));
+    }
+    Ok(Some(Duration::from_secs_f64(seconds)))
 }
 
 /// How long a statement sent on a connection may go unacknowledged before the connection is
@@ -296,7 +327,7 @@ fn is_schema_name(name: &str) -> bool {
         && name.len() <= 63
 }
 
-fn storage(what: &str, e: tokio_postgres::Error) -> Error {
+fn storage(what: &str, e: CallError) -> Error {
     if let Some(busy) = busy(what, &e) {
         return busy;
     }
@@ -307,7 +338,7 @@ fn storage(what: &str, e: tokio_postgres::Error) -> Error {
 }
 
 /// [`Error::Busy`] when `e` is the session's `lock_timeout` running out.
-fn busy(what: &str, e: &tokio_postgres::Error) -> Option<Error> {
+fn busy(what: &str, e: &CallError) -> Option<Error> {
     (e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)).then(|| Error::Busy {
         message: format!(
             "PostgreSQL: {what}: another session held a lock for longer than the store's lock \
@@ -319,7 +350,10 @@ fn busy(what: &str, e: &tokio_postgres::Error) -> Option<Error> {
 /// What the server said, when it refused (the driver's own text is only "db error"), or the
 /// driver's description of what went wrong on its side with its causes (a refused certificate
 /// is the cause of "error performing TLS handshake").
-fn reason(e: &tokio_postgres::Error) -> String {
+fn reason(e: &CallError) -> String {
+    let Some(e) = e.driver() else {
+        return e.to_string();
+    };
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => {
@@ -337,7 +371,11 @@ fn reason(e: &tokio_postgres::Error) -> String {
 /// Whether a failed call found its connection gone: closed, broken (an I/O error), or ended by
 /// the server, whose FATAL errors end the session ("terminating connection due to
 /// administrator command" is what a connection that sat idle through a restart says first).
-fn connection_lost(e: &tokio_postgres::Error) -> bool {
+fn connection_lost(e: &CallError) -> bool {
+    let Some(e) = e.driver() else {
+        // Given up on: running the write again on a new connection could wait as long again.
+        return false;
+    };
     e.is_closed()
         || e.as_db_error()
             .is_some_and(|db| db.parsed_severity() == Some(Severity::Fatal))
@@ -345,7 +383,7 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
 }
 
 /// Whether running the transaction again can succeed.
-fn is_retryable(e: &tokio_postgres::Error) -> bool {
+fn is_retryable(e: &CallError) -> bool {
     e.code().is_some_and(|code| {
         *code == SqlState::T_R_SERIALIZATION_FAILURE
             || *code == SqlState::T_R_DEADLOCK_DETECTED
@@ -610,15 +648,22 @@ impl PostgresBackend {
             mut config,
             schema,
             tls,
+            reply_timeout,
             shown,
         } = parse_url(url)?;
-        config.connect_timeout(options.connect_timeout);
+        // The URL's own `connect_timeout`, when it names one, is the more particular wish.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.connect_timeout);
+        }
+        let reply_timeout =
+            reply_timeout.unwrap_or_else(|| options.lock_patience.checked_add(REPLY_MARGIN));
         let lock_base = i64::from(crc32(schema.as_bytes())) << 8;
         let backend = PostgresBackend {
             config,
             tls,
             schema,
             lock_base,
+            reply_timeout,
             idle: Mutex::new(Vec::new()),
             options: options.clone(),
             shown,
@@ -642,9 +687,9 @@ impl PostgresBackend {
             Some(conn) => conn,
             None => {
                 let what = format!("cannot connect to {}", self.shown);
-                let client =
-                    Conn::connect(&self.config, self.tls.as_ref()).map_err(|e| match e {
-                        ConnectError::Server(e) => storage(&what, e),
+                let client = Conn::connect(&self.config, self.tls.as_ref(), self.reply_timeout)
+                    .map_err(|e| match e {
+                        ConnectError::Server(e) => storage(&what, e.into()),
                         ConnectError::Runtime(e) => {
                             Error::storage(format!("PostgreSQL: {what}: {e}"))
                         }
@@ -747,7 +792,8 @@ impl PostgresBackend {
             )));
         }
         for (from, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.batch_execute(migration)
+            // A migration may rewrite a large table: no reply timeout cuts it short.
+            tx.without_reply_timeout(|tx| tx.batch_execute(migration))
                 .map_err(|e| storage(&format!("migration {from} failed"), e))?;
         }
         tx.execute("UPDATE handoff_schema SET version = $1", &[&VERSION])
@@ -756,11 +802,12 @@ impl PostgresBackend {
     }
 
     /// Runs a read on a pooled connection; once more on a new connection when the pooled one
-    /// turns out to be dead (the server restarted since it was last used).
+    /// turns out to be dead (the server restarted since it was last used), but not after a
+    /// call gave up waiting for its reply, which the next would wait as long for.
     fn reading<T>(&self, mut op: impl FnMut(&mut Conn) -> Result<T>) -> Result<T> {
         let mut client = self.client()?;
         match op(&mut client) {
-            Err(_) if client.is_closed() => {
+            Err(_) if client.is_closed() && client.gave_up().is_none() => {
                 drop(client);
                 self.drop_idle();
                 op(&mut *self.client()?)
@@ -848,7 +895,7 @@ impl Backend for PostgresBackend {
             let (client, statements) = pooled.split();
             // The driver's error, and the closure's when it was the closure that failed; and
             // whether it may have done anything.
-            type Outcome = std::result::Result<(), (Option<tokio_postgres::Error>, Option<Error>)>;
+            type Outcome = std::result::Result<(), (Option<CallError>, Option<Error>)>;
             let (outcome, untouched): (Outcome, bool) = {
                 let mut handle = PgTx {
                     conn: client,
@@ -1417,7 +1464,7 @@ struct PgTx<'c> {
     /// statement that reads or at commit, however many the transaction made.
     unsent_docs: DocWrites,
     /// The driver's error behind the last failed call, to tell a retryable failure apart.
-    error: Option<tokio_postgres::Error>,
+    error: Option<CallError>,
     /// Events, written at the end under the event lock (see the module doc).
     events: Vec<NewEvent>,
     /// The tasks whose path this transaction has locked.
@@ -1443,7 +1490,7 @@ impl Drop for PgTx<'_> {
 
 impl PgTx<'_> {
     /// The statement `sql`, prepared on this connection the first time it is used.
-    fn statement(&mut self, sql: &str) -> std::result::Result<Statement, tokio_postgres::Error> {
+    fn statement(&mut self, sql: &str) -> std::result::Result<Statement, CallError> {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
@@ -1456,8 +1503,8 @@ impl PgTx<'_> {
     /// `result`, noting that the server answered.
     fn answered<T>(
         &mut self,
-        result: std::result::Result<T, tokio_postgres::Error>,
-    ) -> std::result::Result<T, tokio_postgres::Error> {
+        result: std::result::Result<T, CallError>,
+    ) -> std::result::Result<T, CallError> {
         self.untouched &= result.is_err();
         result
     }
@@ -1468,11 +1515,7 @@ impl PgTx<'_> {
     }
 
     /// Runs `sql` as a prepared statement; the rows it returns.
-    fn query(
-        &mut self,
-        sql: &str,
-        params: Params<'_>,
-    ) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
+    fn query(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Vec<Row>, CallError> {
         let statement = self.statement(sql)?;
         let begin = self.begin();
         let rows = self
@@ -1482,11 +1525,7 @@ impl PgTx<'_> {
     }
 
     /// Runs `sql` as a prepared statement; how many rows it changed.
-    fn execute(
-        &mut self,
-        sql: &str,
-        params: Params<'_>,
-    ) -> std::result::Result<u64, tokio_postgres::Error> {
+    fn execute(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<u64, CallError> {
         self.execute_then(sql, params, false)
     }
 
@@ -1496,7 +1535,7 @@ impl PgTx<'_> {
         &mut self,
         sql: &str,
         params: Params<'_>,
-    ) -> std::result::Result<(), tokio_postgres::Error> {
+    ) -> std::result::Result<(), CallError> {
         self.execute_then(sql, params, true).map(drop)
     }
 
@@ -1505,7 +1544,7 @@ impl PgTx<'_> {
         sql: &str,
         params: Params<'_>,
         commit: bool,
-    ) -> std::result::Result<u64, tokio_postgres::Error> {
+    ) -> std::result::Result<u64, CallError> {
         let statement = self.statement(sql)?;
         let begin = self.begin();
         if commit {
@@ -1519,7 +1558,7 @@ impl PgTx<'_> {
     }
 
     /// Commits what was sent; a transaction that sent nothing has nothing to commit.
-    fn commit(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
+    fn commit(&mut self) -> std::result::Result<(), CallError> {
         if !std::mem::replace(&mut self.ended, true) && self.begun {
             self.untouched = false;
             self.conn.batch_execute("COMMIT")?;
@@ -1527,11 +1566,7 @@ impl PgTx<'_> {
         Ok(())
     }
 
-    fn check<T>(
-        &mut self,
-        what: &str,
-        result: std::result::Result<T, tokio_postgres::Error>,
-    ) -> Result<T> {
+    fn check<T>(&mut self, what: &str, result: std::result::Result<T, CallError>) -> Result<T> {
         result.map_err(|e| {
             let err = busy(what, &e)
                 .unwrap_or_else(|| Error::storage(format!("PostgreSQL: {what}: {}", reason(&e))));
@@ -1543,7 +1578,7 @@ impl PgTx<'_> {
     /// Writes the events in commit order (one statement, under the event lock, with the record
     /// write still unsent), tells waiting workers when work became claimable (PostgreSQL
     /// delivers the notification at commit), and commits.
-    fn finish(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
+    fn finish(&mut self) -> std::result::Result<(), CallError> {
         if self.events.is_empty() {
             self.send_inserts()?;
             self.send_unsent()?;
@@ -1641,7 +1676,7 @@ impl PgTx<'_> {
     }
 
     /// Sends the record write held back, if any.
-    fn send_unsent(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
+    fn send_unsent(&mut self) -> std::result::Result<(), CallError> {
         let Some(u) = self.unsent.take() else {
             return Ok(());
         };
@@ -1672,7 +1707,7 @@ impl PgTx<'_> {
 
     /// Sends the document writes held back, if any, in one statement; with the transaction's
     /// `COMMIT` when `commit` (which goes alone when there are none).
-    fn send_docs(&mut self, commit: bool) -> std::result::Result<(), tokio_postgres::Error> {
+    fn send_docs(&mut self, commit: bool) -> std::result::Result<(), CallError> {
         let writes = std::mem::take(&mut self.unsent_docs);
         if writes.rows.is_empty() {
             return if commit { self.commit() } else { Ok(()) };
@@ -1687,7 +1722,7 @@ impl PgTx<'_> {
     }
 
     /// Sends the new records held back, if any, one statement each.
-    fn send_inserts(&mut self) -> std::result::Result<(), tokio_postgres::Error> {
+    fn send_inserts(&mut self) -> std::result::Result<(), CallError> {
         // Every read flushes first: with nothing held, not even the statement's text is made.
         if self.unsent_inserts.is_empty() {
             return Ok(());
@@ -2096,6 +2131,43 @@ mod tests {
         );
     }
 
+    /// The URL's `connect_timeout` (libpq's parameter) is the one used when it names one,
+    /// over the options' default.
+    #[test]
+    fn the_urls_connect_timeout_is_the_one_used() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept() {
+                held.push(socket);
+            }
+        });
+        let url = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=1");
+        let err = PostgresBackend::connect(&url, &PostgresOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("within 1 s"), "{err}");
+    }
+
+    #[test]
+    fn reply_timeouts_are_seconds_or_none() {
+        let timeout = |url: &str| parse_url(url).map(|t| t.reply_timeout);
+        assert!(matches!(timeout("postgres://u@h/d"), Ok(None)));
+        assert!(matches!(
+            timeout("postgres://u@h/d?reply_timeout=0"),
+            Ok(Some(None))
+        ));
+        assert!(matches!(
+            timeout("postgres://u@h/d?reply_timeout=2.5"),
+            Ok(Some(Some(limit))) if limit == Duration::from_millis(2500)
+        ));
+        for bad in ["-1", "soon", "inf", "NaN", "1e300", "", "0.0001"] {
+            let Err(err) = timeout(&format!("postgres://u@h/d?reply_timeout={bad}")) else {
+                panic!("reply_timeout={bad} was accepted");
+            };
+            assert_eq!(err.problems()[0].field, "url.reply_timeout", "{bad}");
+        }
+    }
+
     /// libpq also takes the password as a parameter: no message carries it.
     #[test]
     fn a_password_given_as_a_parameter_stays_out_of_messages() {
@@ -2364,6 +2436,50 @@ mod conformance {
                 .is_ok()
         );
         assert_eq!(patient.events(None).unwrap().len(), 2);
+    }
+
+    /// A call the server does not answer (its process stopped, its disk hung: the socket stays
+    /// open and the kernel keeps acknowledging, so no TCP limit ends the wait) gives up after
+    /// the URL's `reply_timeout` with a storage error naming it, and closes its connection;
+    /// the store's next call, on a new connection, succeeds. Here a session holding the
+    /// locks, with the store's lock patience far longer, stands in for the silent server.
+    #[test]
+    fn a_call_gives_up_after_the_reply_timeout_and_the_next_recovers() {
+        let Some((store, schema)) = store() else {
+            return;
+        };
+        let h = store.create(crate::NewHandoff::new("t", "g")).unwrap();
+        let impatient =
+            crate::Store::connect(&schema.url_on(&schema.url, "&reply_timeout=0.3")).unwrap();
+
+        let mut stuck = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
+        let mut tx = stuck.transaction().unwrap();
+        tx.batch_execute(&format!(
+            "SET LOCAL search_path TO \"{}\"; \
+             SELECT 1 FROM handoffs FOR UPDATE; \
+             SELECT pg_advisory_xact_lock_shared({})",
+            schema.name,
+            store_lock_base(&schema) | super::EVENT_LOCK
+        ))
+        .unwrap();
+        let before = store.get(&h.id).unwrap();
+
+        let claim = impatient.claim(&h.id, "w", std::time::Duration::from_secs(60));
+        let err = claim.as_ref().unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Storage, "{err}");
+        assert!(err.to_string().contains("reply_timeout"), "{err}");
+        let read = impatient.events(None);
+        let err = read.as_ref().unwrap_err();
+        assert!(err.to_string().contains("reply_timeout"), "{err}");
+
+        tx.rollback().unwrap();
+        assert_eq!(store.get(&h.id).unwrap(), before);
+        assert!(
+            impatient
+                .claim(&h.id, "w", std::time::Duration::from_secs(60))
+                .is_ok()
+        );
+        assert_eq!(impatient.events(None).unwrap().len(), 2);
     }
 
     /// A claim looks at the oldest few open records first: when other claimers hold every

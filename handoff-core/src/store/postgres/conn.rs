@@ -6,7 +6,13 @@
 //! round trip as the `BEGIN` before it or the `COMMIT` after it. A write transaction that used
 //! to cost `BEGIN`, its statements and `COMMIT` one round trip each now costs one round trip
 //! per statement.
+//!
+//! Each call waits for its reply at most the connection's reply timeout. Past it the
+//! connection is closed and the call fails with [`CallError::NoReply`]: a server process that
+//! is stopped, or stuck on a disk that no longer answers, keeps its socket open and its
+//! kernel acknowledging, so neither TCP's limits nor keepalives would ever end the wait.
 
+use std::cell::Cell;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::task::Poll;
@@ -15,6 +21,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{
     AsyncMessage, Client, Config, Connection, Error, NoTls, Row, SimpleQueryMessage, Statement,
@@ -34,9 +42,65 @@ const BEGIN: &str = "BEGIN";
 pub(super) struct Conn {
     runtime: Runtime,
     client: Client,
+    /// The task that reads the connection's socket; aborted, it closes the connection.
+    driver: JoinHandle<()>,
+    /// How long a call waits for its reply; `None`: for as long as it takes.
+    reply_timeout: Cell<Option<Duration>>,
+    /// The reply timeout a call gave up after, which closed the connection.
+    gave_up: Cell<Option<Duration>>,
     /// One message per notification the server delivered on a channel this connection
     /// listens on.
     notified: mpsc::UnboundedReceiver<()>,
+}
+
+/// Why a call failed: the driver's error, or no reply within the reply timeout.
+#[derive(Debug)]
+pub(super) enum CallError {
+    Driver(Error),
+    /// The server sent no reply within this long; the connection was closed (a late reply
+    /// could not be told apart from the next call's).
+    NoReply(Duration),
+}
+
+impl From<Error> for CallError {
+    fn from(e: Error) -> CallError {
+        CallError::Driver(e)
+    }
+}
+
+impl CallError {
+    /// The driver's error, when it was one.
+    pub(super) fn driver(&self) -> Option<&Error> {
+        match self {
+            CallError::Driver(e) => Some(e),
+            CallError::NoReply(_) => None,
+        }
+    }
+
+    /// The server's SQLSTATE, when the server refused.
+    pub(super) fn code(&self) -> Option<&SqlState> {
+        self.driver().and_then(Error::code)
+    }
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Driver(e) => e.fmt(f),
+            CallError::NoReply(limit) => write!(
+                f,
+                "the server sent no reply within {} s (reply_timeout) and the connection was \
+                 closed",
+                limit.as_secs_f64()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.driver().and_then(std::error::Error::source)
+    }
 }
 
 /// Why a connection could not be made: the runtime, the server, or no answer in time.
@@ -59,6 +123,7 @@ impl Conn {
     pub(super) fn connect(
         config: &Config,
         tls: Option<&MakeRustlsConnect>,
+        reply_timeout: Option<Duration>,
     ) -> Result<Conn, ConnectError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -70,40 +135,76 @@ impl Conn {
             .get_connect_timeout()
             .and_then(|each| each.checked_mul(hosts));
         let (tell, notified) = mpsc::unbounded_channel();
-        let client = match tls {
+        let (client, driver) = match tls {
             None => {
                 let (client, connection) =
                     runtime.block_on(within(limit, config.connect(NoTls)))?;
-                runtime.spawn(drive(connection, tell));
-                client
+                (client, runtime.spawn(drive(connection, tell)))
             }
             Some(tls) => {
                 let (client, connection) =
                     runtime.block_on(within(limit, config.connect(tls.clone())))?;
-                runtime.spawn(drive(connection, tell));
-                client
+                (client, runtime.spawn(drive(connection, tell)))
             }
         };
         Ok(Conn {
             runtime,
             client,
+            driver,
+            reply_timeout: Cell::new(reply_timeout),
+            gave_up: Cell::new(None),
             notified,
         })
     }
 
-    fn run<F: Future>(&self, future: F) -> F::Output {
-        self.runtime.block_on(future)
+    /// Calls made meanwhile wait for their replies as long as it takes (a migration rewrites
+    /// whole tables); then the reply timeout applies again.
+    pub(super) fn without_reply_timeout<T>(&self, work: impl FnOnce(&Conn) -> T) -> T {
+        let limit = self.reply_timeout.replace(None);
+        let out = work(self);
+        self.reply_timeout.set(limit);
+        out
+    }
+
+    /// Blocks on `future` until it is done, or until the reply timeout, when the connection
+    /// is closed.
+    fn run<T, F>(&self, future: F) -> Result<T, CallError>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        if let Some(limit) = self.gave_up() {
+            return Err(CallError::NoReply(limit));
+        }
+        let Some(limit) = self.reply_timeout.get() else {
+            return Ok(self.runtime.block_on(future)?);
+        };
+        // The timer is made inside the runtime: made outside, it finds no clock and panics.
+        self.runtime
+            .block_on(async { tokio::time::timeout(limit, future).await })
+            .map_err(|_| {
+                // The request may still sit in the connection's queue or be half sent: only
+                // ending the connection makes sure nothing more of it goes.
+                self.driver.abort();
+                self.gave_up.set(Some(limit));
+                CallError::NoReply(limit)
+            })?
+            .map_err(CallError::Driver)
     }
 
     pub(super) fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        self.gave_up().is_some() || self.client.is_closed()
     }
 
-    pub(super) fn prepare(&self, sql: &str) -> Result<Statement, Error> {
+    /// The reply timeout after which a call gave up waiting (and closed the connection).
+    pub(super) fn gave_up(&self) -> Option<Duration> {
+        self.gave_up.get()
+    }
+
+    pub(super) fn prepare(&self, sql: &str) -> Result<Statement, CallError> {
         self.run(self.client.prepare(sql))
     }
 
-    pub(super) fn query<T>(&self, statement: &T, params: Params<'_>) -> Result<Vec<Row>, Error>
+    pub(super) fn query<T>(&self, statement: &T, params: Params<'_>) -> Result<Vec<Row>, CallError>
     where
         T: ?Sized + ToStatement,
     {
@@ -114,32 +215,32 @@ impl Conn {
         &self,
         statement: &T,
         params: Params<'_>,
-    ) -> Result<Option<Row>, Error>
+    ) -> Result<Option<Row>, CallError>
     where
         T: ?Sized + ToStatement,
     {
         self.run(self.client.query_opt(statement, params))
     }
 
-    pub(super) fn query_one<T>(&self, statement: &T, params: Params<'_>) -> Result<Row, Error>
+    pub(super) fn query_one<T>(&self, statement: &T, params: Params<'_>) -> Result<Row, CallError>
     where
         T: ?Sized + ToStatement,
     {
         self.run(self.client.query_one(statement, params))
     }
 
-    pub(super) fn execute<T>(&self, statement: &T, params: Params<'_>) -> Result<u64, Error>
+    pub(super) fn execute<T>(&self, statement: &T, params: Params<'_>) -> Result<u64, CallError>
     where
         T: ?Sized + ToStatement,
     {
         self.run(self.client.execute(statement, params))
     }
 
-    pub(super) fn batch_execute(&self, sql: &str) -> Result<(), Error> {
+    pub(super) fn batch_execute(&self, sql: &str) -> Result<(), CallError> {
         self.run(self.client.batch_execute(sql))
     }
 
-    pub(super) fn simple_query(&self, sql: &str) -> Result<Vec<SimpleQueryMessage>, Error> {
+    pub(super) fn simple_query(&self, sql: &str) -> Result<Vec<SimpleQueryMessage>, CallError> {
         self.run(self.client.simple_query(sql))
     }
 
@@ -158,7 +259,7 @@ impl Conn {
         statement: &Statement,
         params: Params<'_>,
         commit: bool,
-    ) -> Result<Vec<Row>, Error> {
+    ) -> Result<Vec<Row>, CallError> {
         self.run(self.around(begin, self.client.query(statement, params), commit))
     }
 
@@ -170,7 +271,7 @@ impl Conn {
         statement: &Statement,
         params: Params<'_>,
         commit: bool,
-    ) -> Result<u64, Error> {
+    ) -> Result<u64, CallError> {
         self.run(self.around(begin, self.client.execute(statement, params), commit))
     }
 
@@ -204,11 +305,12 @@ impl Conn {
     /// Blocks until a notification arrives on a channel this connection listens on, or for
     /// `timeout`, then drops the others already delivered (the caller's next look covers
     /// them too). An error when the connection is gone.
-    pub(super) fn wait_for_notification(&mut self, timeout: Duration) -> Result<(), Error> {
+    pub(super) fn wait_for_notification(&mut self, timeout: Duration) -> Result<(), CallError> {
         let Conn {
             runtime,
             client,
             notified,
+            ..
         } = self;
         // Waiting drives the connection, which reads what the server sent meanwhile. (The
         // timer is made inside the runtime: made outside, it finds no clock and panics.)
