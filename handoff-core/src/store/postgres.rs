@@ -40,6 +40,7 @@ use crate::store::{
 };
 
 mod conn;
+mod passfile;
 mod tls;
 use conn::{CallError, Conn, ConnectError, Params};
 use tls::TlsParams;
@@ -651,6 +652,7 @@ impl PostgresBackend {
             reply_timeout,
             shown,
         } = parse_url(url)?;
+        passfile::fill_in(&mut config);
         // The URL's own `connect_timeout`, when it names one, is the more particular wish.
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.connect_timeout);
