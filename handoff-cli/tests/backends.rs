@@ -640,3 +640,84 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
     tx.rollback().expect("rollback");
     env.run(&["claim", &id, "--agent", "w", "--json"]).expect(0);
 }
+
+/// The password `handoff list` sends to a server at `127.0.0.1` that asks for one in clear
+/// text, connecting as `user_info@` to database `agents` with `vars` in its environment (and
+/// no other password source): a fake server records it and hangs up. `None` when none came.
+fn password_sent(user_info: &str, vars: &[(&str, &str)], home: &std::path::Path) -> Option<String> {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let server = std::thread::spawn(move || -> Option<String> {
+        let (mut socket, _) = listener.accept().ok()?;
+        socket
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .ok()?;
+        let read_message = |socket: &mut std::net::TcpStream| -> Option<Vec<u8>> {
+            let mut len = [0u8; 4];
+            socket.read_exact(&mut len).ok()?;
+            let mut body = vec![
+                0u8;
+                usize::try_from(u32::from_be_bytes(len))
+                    .ok()?
+                    .checked_sub(4)?
+            ];
+            socket.read_exact(&mut body).ok()?;
+            Some(body)
+        };
+        read_message(&mut socket)?; // the startup message
+        // AuthenticationCleartextPassword.
+        socket.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 3]).ok()?;
+        let mut tag = [0u8; 1];
+        socket.read_exact(&mut tag).ok()?;
+        let mut password = read_message(&mut socket)?;
+        password.pop(); // its terminating NUL
+        String::from_utf8(password).ok()
+    });
+    let mut env = Env::new();
+    env.db = PathBuf::from(format!(
+        "postgres://{user_info}@127.0.0.1:{port}/agents?connect_timeout=30"
+    ));
+    let mut command = env.command(&["list", "--json"]);
+    command
+        .env_remove("PGPASSWORD")
+        .env_remove("PGPASSFILE")
+        .env("HOME", home)
+        .envs(vars.iter().copied());
+    let _ = command.output().expect("run handoff");
+    server.join().expect("the fake server")
+}
+
+/// A URL without a password takes it as libpq does: `PGPASSWORD`, else the password file's
+/// first matching line; the URL's own password wins; nothing is sent when none is found.
+#[test]
+fn a_password_kept_out_of_the_url_comes_from_pgpassword_or_the_password_file() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let file = home.path().join("pgpass");
+    std::fs::write(
+        &file,
+        "# for the agents\n127.0.0.1:*:other:app:not-this\n127.0.0.1:*:agents:app:from-file\n",
+    )
+    .expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let file = file.display().to_string();
+    let passfile = [("PGPASSFILE", file.as_str())];
+    let both = [("PGPASSFILE", file.as_str()), ("PGPASSWORD", "from-env")];
+    assert_eq!(
+        password_sent("app", &passfile, home.path()).as_deref(),
+        Some("from-file")
+    );
+    assert_eq!(
+        password_sent("app", &both, home.path()).as_deref(),
+        Some("from-env")
+    );
+    assert_eq!(
+        password_sent("app:in-url", &both, home.path()).as_deref(),
+        Some("in-url")
+    );
+    assert_eq!(password_sent("someone-else", &passfile, home.path()), None);
+}
