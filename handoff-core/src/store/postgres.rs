@@ -26,6 +26,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use tokio_postgres::config::SslMode;
 use tokio_postgres::error::{Severity, SqlState};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
@@ -690,6 +691,17 @@ impl PostgresBackend {
             None => {
                 let what = format!("cannot connect to {}", self.shown);
                 let client = Conn::connect(&self.config, self.tls.as_ref(), self.reply_timeout)
+                    .or_else(|e| match e {
+                        // libpq's `prefer`: a handshake that fails is tried again without TLS.
+                        ConnectError::Server(e)
+                            if self.tls.is_some()
+                                && self.config.get_ssl_mode() == SslMode::Prefer
+                                && tls::handshake_failed(&e) =>
+                        {
+                            Conn::connect(&self.config, None, self.reply_timeout)
+                        }
+                        e => Err(e),
+                    })
                     .map_err(|e| match e {
                         ConnectError::Server(e) => storage(&what, e.into()),
                         ConnectError::Runtime(e) => {
@@ -2131,6 +2143,49 @@ mod tests {
             matches!(err, Error::Storage { .. }) && err.to_string().contains("did not finish"),
             "{err}"
         );
+    }
+
+    /// Under `sslmode=prefer`, as libpq: a server whose TLS handshake fails (here it agrees to
+    /// TLS, then answers with something that is not TLS) is connected to again without TLS.
+    #[test]
+    fn prefer_connects_again_without_tls_when_the_handshake_fails() {
+        use std::io::{Read, Write};
+        const SSL_REQUEST: u32 = 80_877_103;
+        const PROTOCOL_3: u32 = 196_608;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let mut opening = Vec::new();
+            for _ in 0..2 {
+                let Ok((mut socket, _)) = listener.accept() else {
+                    break;
+                };
+                socket
+                    .set_read_timeout(Some(Duration::from_secs(60)))
+                    .unwrap();
+                let mut head = [0u8; 8];
+                if socket.read_exact(&mut head).is_err() {
+                    break;
+                }
+                let code = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+                opening.push(code);
+                if code == SSL_REQUEST {
+                    let mut hello = [0u8; 4096];
+                    socket.write_all(b"S").unwrap();
+                    let _ = socket.read(&mut hello);
+                    socket.write_all(b"this is not TLS\r\n").unwrap();
+                    // Until the client gives up on it.
+                    while socket.read(&mut hello).is_ok_and(|n| n > 0) {}
+                }
+            }
+            opening
+        });
+        let url = format!("postgres://u@127.0.0.1:{port}/db?sslmode=prefer");
+        let err = PostgresBackend::connect(&url, &PostgresOptions::default()).unwrap_err();
+        assert!(matches!(err, Error::Storage { .. }), "{err}");
+        // Without a second attempt the server still waits for one: this ends its wait.
+        drop(std::net::TcpStream::connect(("127.0.0.1", port)));
+        assert_eq!(server.join().unwrap(), [SSL_REQUEST, PROTOCOL_3]);
     }
 
     /// The URL's `connect_timeout` (libpq's parameter) is the one used when it names one,

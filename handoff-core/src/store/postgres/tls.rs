@@ -101,6 +101,26 @@ impl TlsParams {
     }
 }
 
+/// Whether connecting failed in the TLS handshake itself: the server's TLS and ours have
+/// nothing in common, or what answered was not TLS. Under `prefer`, libpq then connects again
+/// without TLS.
+pub(super) fn handshake_failed(e: &tokio_postgres::Error) -> bool {
+    let mut cause = std::error::Error::source(e);
+    while let Some(inner) = cause {
+        // The TLS stream reports rustls' refusal inside an I/O error, whose `source` skips it.
+        let refused = inner.is::<rustls::Error>()
+            || inner
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+                .is_some_and(|io| io.is::<rustls::Error>());
+        if refused {
+            return true;
+        }
+        cause = inner.source();
+    }
+    false
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     Disable,
