@@ -613,6 +613,9 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
         "url.sslmode",
         "{run:?}"
     );
+    env.db = PathBuf::from(format!("{}&bogus=1", schema.url()));
+    let run = env.run(&["list", "--json"]).expect(INVALID);
+    assert_eq!(run.error()["problems"][0]["field"], "url.bogus", "{run:?}");
     env.db = PathBuf::from(format!("{}&reply_timeout=soon", schema.url()));
     let run = env.run(&["list", "--json"]).expect(INVALID);
     assert_eq!(

@@ -137,6 +137,18 @@ def test_a_bad_schema_name_is_named_url_schema() -> None:
     assert [f for f, _ in got] == ["url.schema"], got
 
 
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("postgres://u@127.0.0.1:notaport/db", "url.port"),
+        ("postgres://u@127.0.0.1/db?connect_timeout=soon", "url.connect_timeout"),
+        ("postgres://u@127.0.0.1/db?bogus=1", "url.bogus"),
+    ],
+)
+def test_the_part_of_a_postgres_url_the_driver_cannot_read_is_named(url: str, field: str) -> None:
+    assert [f for f, _ in problems_of(lambda: hc.connect(url))] == [field]
+
+
 @pytest.mark.parametrize("value", ["soon", "-1", "inf"])
 def test_a_bad_reply_timeout_is_named(value: str) -> None:
     got = problems_of(lambda: hc.connect(f"postgres://u@127.0.0.1:1/db?reply_timeout={value}"))

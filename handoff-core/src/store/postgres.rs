@@ -247,8 +247,7 @@ fn parse_url(url: &str) -> Result<Target> {
     } else {
         format!("{base}?{}", rest.join("&"))
     };
-    let mut config = tokio_postgres::Config::from_str(&driver_url)
-        .map_err(|e| Error::invalid("url", format!("is not a PostgreSQL URL: {e}")))?;
+    let mut config = tokio_postgres::Config::from_str(&driver_url).map_err(|e| unreadable(&e))?;
     notice_lost_peers(&mut config, &rest);
     let tls = tls.apply(&mut config)?;
     let shown = crate::store::display_url(url);
@@ -259,6 +258,26 @@ fn parse_url(url: &str) -> Result<Target> {
         reply_timeout,
         shown,
     })
+}
+
+/// The driver's refusal of a URL, naming the part it could not read: `url.NAME` for an option
+/// it does not know or whose value it cannot read (its reason names the option between
+/// backticks), `url` otherwise.
+fn unreadable(e: &tokio_postgres::Error) -> Error {
+    let Some(cause) = std::error::Error::source(e).map(ToString::to_string) else {
+        return Error::invalid("url", format!("is not a PostgreSQL URL: {e}"));
+    };
+    let named = cause.split('`').nth(1).filter(|name| {
+        name.len() <= 63 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    });
+    match named {
+        Some(name) if cause.starts_with("unknown option") => Error::invalid(
+            format!("url.{name}"),
+            "is not a parameter of a PostgreSQL URL",
+        ),
+        Some(name) => Error::invalid(format!("url.{name}"), format!("cannot be read ({cause})")),
+        None => Error::invalid("url", format!("is not a PostgreSQL URL: {cause}")),
+    }
 }
 
 /// A URL parameter given in seconds (decimals allowed): `0` for no limit.
@@ -2244,9 +2263,25 @@ mod tests {
     #[test]
     fn connect_names_the_wrong_part_of_a_url() {
         assert!(crate::Store::connect("memory:").is_ok());
-        for bad in ["", "http://example.com/x", "postgres://u@h:notaport/db"] {
+        for bad in ["", "http://example.com/x", "postgres://u@h/db?keepalives"] {
             let err = crate::Store::connect(bad).unwrap_err();
             assert_eq!(err.problems()[0].field, "url", "{bad}: {err}");
+        }
+        for (bad, field) in [
+            ("postgres://u@h:notaport/db", "url.port"),
+            ("postgres://u@[::1/db", "url.host"),
+            (
+                "postgres://u@h/db?connect_timeout=soon",
+                "url.connect_timeout",
+            ),
+            (
+                "postgres://u@h/db?target_session_attrs=maybe",
+                "url.target_session_attrs",
+            ),
+            ("postgres://u@h/db?bogus=1", "url.bogus"),
+        ] {
+            let err = crate::Store::connect(bad).unwrap_err();
+            assert_eq!(err.problems()[0].field, field, "{bad}: {err}");
         }
     }
 
@@ -2279,7 +2314,7 @@ mod tests {
         let Err(err) = parse_url("postgres://u@h:notaport/db") else {
             panic!("a bad port was accepted");
         };
-        assert_eq!(err.problems()[0].field, "url");
+        assert_eq!(err.problems()[0].field, "url.port");
         let target =
             parse_url("postgres://app:secret@db.internal/agents?schema=swarm1&sslmode=disable")
                 .unwrap();
