@@ -213,6 +213,7 @@ fn parse_url(url: &str) -> Result<Target> {
     let mut reply_timeout = None;
     let mut tls = TlsParams::default();
     let mut rest = Vec::new();
+    let mut seen = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let Some((key, raw)) = pair.split_once('=') else {
             rest.push(pair);
@@ -222,6 +223,11 @@ fn parse_url(url: &str) -> Result<Target> {
             rest.push(pair);
             continue;
         }
+        // Which of two schemas (or TLS modes) was meant cannot be guessed.
+        if seen.contains(&key) {
+            return Err(Error::invalid(format!("url.{key}"), "is given twice"));
+        }
+        seen.push(key);
         let value = percent_decoded(raw).ok_or_else(|| {
             Error::invalid(
                 format!("url.{key}"),
@@ -2309,6 +2315,10 @@ mod tests {
     fn urls_name_the_part_that_is_wrong() {
         let Err(err) = parse_url("postgres://u@h/db?schema=Bad-Name") else {
             panic!("a bad schema name was accepted");
+        };
+        assert_eq!(err.problems()[0].field, "url.schema");
+        let Err(err) = parse_url("postgres://u@h/db?schema=a&sslmode=disable&schema=b") else {
+            panic!("two schemas were accepted");
         };
         assert_eq!(err.problems()[0].field, "url.schema");
         let Err(err) = parse_url("postgres://u@h:notaport/db") else {
