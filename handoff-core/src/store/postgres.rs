@@ -2487,6 +2487,22 @@ mod conformance {
         assert_eq!(store.get(&child.id).unwrap().status, crate::Status::Pending);
     }
 
+    /// A session (a process stopped inside its transaction, say) that holds every record's
+    /// lock and the event log's end, until it rolls back.
+    fn stuck_session(schema: &Schema) -> postgres::Client {
+        let mut stuck = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
+        stuck
+            .batch_execute(&format!(
+                "BEGIN; SET LOCAL search_path TO \"{}\"; \
+                 SELECT 1 FROM handoffs FOR UPDATE; \
+                 SELECT pg_advisory_xact_lock_shared({})",
+                schema.name,
+                store_lock_base(schema) | super::EVENT_LOCK
+            ))
+            .unwrap();
+        stuck
+    }
+
     /// A session that holds a record's lock (a process stopped inside its transaction) delays
     /// a writer of that record, and a reader of the log, at most the store's lock patience:
     /// then `Busy`, with nothing changed; once the lock is gone the same calls succeed.
@@ -2505,16 +2521,7 @@ mod conformance {
         )
         .unwrap();
 
-        let mut stuck = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
-        let mut tx = stuck.transaction().unwrap();
-        tx.batch_execute(&format!(
-            "SET LOCAL search_path TO \"{}\"; \
-             SELECT 1 FROM handoffs FOR UPDATE; \
-             SELECT pg_advisory_xact_lock_shared({})",
-            schema.name,
-            store_lock_base(&schema) | super::EVENT_LOCK
-        ))
-        .unwrap();
+        let mut stuck = stuck_session(&schema);
         let before = store.get(&h.id).unwrap();
 
         let claim = patient.claim(&h.id, "w", std::time::Duration::from_secs(60));
@@ -2531,7 +2538,7 @@ mod conformance {
         );
         assert_eq!(store.get(&h.id).unwrap(), before);
 
-        tx.rollback().unwrap();
+        stuck.batch_execute("ROLLBACK").unwrap();
         assert!(
             patient
                 .claim(&h.id, "w", std::time::Duration::from_secs(60))
@@ -2554,16 +2561,7 @@ mod conformance {
         let impatient =
             crate::Store::connect(&schema.url_on(&schema.url, "&reply_timeout=0.3")).unwrap();
 
-        let mut stuck = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
-        let mut tx = stuck.transaction().unwrap();
-        tx.batch_execute(&format!(
-            "SET LOCAL search_path TO \"{}\"; \
-             SELECT 1 FROM handoffs FOR UPDATE; \
-             SELECT pg_advisory_xact_lock_shared({})",
-            schema.name,
-            store_lock_base(&schema) | super::EVENT_LOCK
-        ))
-        .unwrap();
+        let mut stuck = stuck_session(&schema);
         let before = store.get(&h.id).unwrap();
 
         let claim = impatient.claim(&h.id, "w", std::time::Duration::from_secs(60));
@@ -2574,7 +2572,7 @@ mod conformance {
         let err = read.as_ref().unwrap_err();
         assert!(err.to_string().contains("reply_timeout"), "{err}");
 
-        tx.rollback().unwrap();
+        stuck.batch_execute("ROLLBACK").unwrap();
         assert_eq!(store.get(&h.id).unwrap(), before);
         assert!(
             impatient
