@@ -94,7 +94,8 @@ pub struct ConnectOptions {
     /// Opens an existing store for reading only; writes fail (SQLite; any other URL is
     /// refused). Default `false`.
     pub read_only: bool,
-    /// At most this many connections (PostgreSQL). Default 8.
+    /// At most this many connections (PostgreSQL); a call that finds them all in use waits
+    /// for one up to `lock_patience`, then fails with [`Error::Busy`]. Default 8.
     pub pool_size: usize,
     /// How long connecting may take (PostgreSQL). Default 10 s.
     pub connect_timeout: Duration,

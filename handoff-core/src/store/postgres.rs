@@ -22,8 +22,8 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::config::SslMode;
@@ -146,7 +146,9 @@ const MAX_ATTEMPTS: usize = 16;
 /// How a PostgreSQL store connects.
 #[derive(Clone, Debug)]
 pub struct PostgresOptions {
-    /// How many connections the store keeps open at most (default 8).
+    /// How many connections the store keeps open at most (default 8). A call that finds
+    /// them all in use waits for one as long as the lock patience, then fails with
+    /// [`Error::Busy`]; a worker waiting in `claim_next` for work does not hold one of them.
     pub pool_size: usize,
     /// How long connecting may take, per host: the socket, TLS, authentication (default 10 s;
     /// the URL's `connect_timeout`, when it names one, instead).
@@ -182,7 +184,9 @@ pub struct PostgresBackend {
     lock_base: i64,
     /// How long a call waits for the server's reply (`None`: as long as it takes).
     reply_timeout: Option<Duration>,
-    idle: Mutex<Vec<Connection>>,
+    pool: Mutex<Pool>,
+    /// Signalled whenever a connection goes back to the pool or closes.
+    freed: Condvar,
     options: PostgresOptions,
     /// The URL without its password, for messages.
     shown: String,
@@ -628,13 +632,40 @@ struct Connection {
     statements: HashMap<String, Statement>,
 }
 
+/// The store's connections: those idle, and how many are open in all (idle or in use),
+/// which `pool_size` bounds. A worker's listening connection is not counted while it
+/// listens: it waits for notifications, and its claims take connections of their own.
+#[derive(Default)]
+struct Pool {
+    idle: Vec<Connection>,
+    open: usize,
+}
+
 /// A pooled connection, returned to the pool when dropped unless it broke.
 struct Pooled<'a> {
     conn: Option<Connection>,
     backend: &'a PostgresBackend,
+    /// Whether it counts against `pool_size` (all but a listening one).
+    counted: bool,
 }
 
-impl Pooled<'_> {
+impl<'a> Pooled<'a> {
+    fn counted(conn: Connection, backend: &'a PostgresBackend) -> Pooled<'a> {
+        Pooled {
+            conn: Some(conn),
+            backend,
+            counted: true,
+        }
+    }
+
+    /// Stops counting it against `pool_size` while it is held (it listens).
+    fn uncount(&mut self) {
+        if std::mem::replace(&mut self.counted, false) {
+            self.backend.pool().open -= 1;
+            self.backend.freed.notify_one();
+        }
+    }
+
     /// The client and its prepared statements, to be borrowed side by side.
     fn split(&mut self) -> (&mut Conn, &mut HashMap<String, Statement>) {
         let conn = self.conn.as_mut().expect("present until dropped");
@@ -657,13 +688,18 @@ impl std::ops::DerefMut for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take()
-            && !conn.client.is_closed()
-            && let Ok(mut idle) = self.backend.idle.lock()
-            && idle.len() < self.backend.options.pool_size
-        {
-            idle.push(conn);
+        let conn = self.conn.take().filter(|conn| !conn.client.is_closed());
+        let mut pool = self.backend.pool();
+        match conn {
+            Some(conn) if self.counted || pool.open < self.backend.options.pool_size => {
+                pool.open += usize::from(!self.counted);
+                pool.idle.push(conn);
+            }
+            // Broken (or one too many, from listening): closed as it drops.
+            _ => pool.open -= usize::from(self.counted),
         }
+        drop(pool);
+        self.backend.freed.notify_one();
     }
 }
 
@@ -671,6 +707,13 @@ impl PostgresBackend {
     /// Connects to the schema the URL names (`?schema=NAME`, default `public`), creating it
     /// and its tables, or migrating them, as needed.
     pub fn connect(url: &str, options: &PostgresOptions) -> Result<PostgresBackend> {
+        let backend = PostgresBackend::unconnected(url, options)?;
+        backend.migrate()?;
+        Ok(backend)
+    }
+
+    /// The store the URL names, before any connection is made.
+    fn unconnected(url: &str, options: &PostgresOptions) -> Result<PostgresBackend> {
         let Target {
             mut config,
             schema,
@@ -686,85 +729,125 @@ impl PostgresBackend {
         let reply_timeout =
             reply_timeout.unwrap_or_else(|| options.lock_patience.checked_add(REPLY_MARGIN));
         let lock_base = i64::from(crc32(schema.as_bytes())) << 8;
-        let backend = PostgresBackend {
+        Ok(PostgresBackend {
             config,
             tls,
             schema,
             lock_base,
             reply_timeout,
-            idle: Mutex::new(Vec::new()),
+            pool: Mutex::new(Pool::default()),
+            freed: Condvar::new(),
             options: options.clone(),
             shown,
-        };
-        backend.migrate()?;
-        Ok(backend)
+        })
     }
 
     fn lock_key(&self, key: i64) -> i64 {
         self.lock_base | key
     }
 
-    /// A connection from the pool, or a new one with the schema on its search path.
+    fn pool(&self) -> MutexGuard<'_, Pool> {
+        // Every change to the pool is one assignment: a panic leaves it consistent.
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A connection from the pool, or a new one with the schema on its search path when
+    /// fewer than `pool_size` are open. When all are in use, the call waits for one as long as
+    /// the lock patience, then fails with [`Error::Busy`].
     fn client(&self) -> Result<Pooled<'_>> {
-        // A connection the server closed (a restart, an idle timeout) is left behind.
-        let idle =
-            self.idle.lock().ok().and_then(|mut idle| {
-                std::iter::from_fn(|| idle.pop()).find(|c| !c.client.is_closed())
-            });
-        let conn = match idle {
-            Some(conn) => conn,
-            None => {
-                let what = format!("cannot connect to {}", self.shown);
-                let client = Conn::connect(&self.config, self.tls.as_ref(), self.reply_timeout)
-                    .or_else(|e| match e {
-                        // libpq's `prefer`: a handshake that fails is tried again without TLS.
-                        ConnectError::Server(e)
-                            if self.tls.is_some()
-                                && self.config.get_ssl_mode() == SslMode::Prefer
-                                && tls::handshake_failed(&e) =>
-                        {
-                            Conn::connect(&self.config, None, self.reply_timeout)
-                        }
-                        e => Err(e),
-                    })
-                    .map_err(|e| match e {
-                        ConnectError::Server(e) => storage(&what, e.into()),
-                        ConnectError::Runtime(e) => {
-                            Error::storage(format!("PostgreSQL: {what}: {e}"))
-                        }
-                        ConnectError::Silent(limit) => Error::storage(format!(
-                            "PostgreSQL: {what}: it accepted the connection and did not finish \
+        let deadline = Instant::now().checked_add(self.options.lock_patience);
+        let mut pool = self.pool();
+        loop {
+            // A connection the server closed (a restart, an idle timeout) is left behind.
+            while let Some(conn) = pool.idle.pop() {
+                if !conn.client.is_closed() {
+                    return Ok(Pooled::counted(conn, self));
+                }
+                pool.open = pool.open.saturating_sub(1);
+            }
+            if pool.open < self.options.pool_size {
+                pool.open += 1;
+                break;
+            }
+            pool = match deadline {
+                None => self
+                    .freed
+                    .wait(pool)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(Error::Busy {
+                            message: format!(
+                                "PostgreSQL: all {} connections of the store (pool_size) were \
+                                 in use for longer than its lock patience; nothing was changed",
+                                self.options.pool_size
+                            ),
+                        });
+                    }
+                    self.freed
+                        .wait_timeout(pool, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+        }
+        drop(pool);
+        match self.connect_one() {
+            Ok(conn) => Ok(Pooled::counted(conn, self)),
+            Err(e) => {
+                self.pool().open -= 1;
+                self.freed.notify_one();
+                Err(e)
+            }
+        }
+    }
+
+    /// A new connection with the session set up.
+    fn connect_one(&self) -> Result<Connection> {
+        let what = format!("cannot connect to {}", self.shown);
+        let client = Conn::connect(&self.config, self.tls.as_ref(), self.reply_timeout)
+            .or_else(|e| match e {
+                // libpq's `prefer`: a handshake that fails is tried again without TLS.
+                ConnectError::Server(e)
+                    if self.tls.is_some()
+                        && self.config.get_ssl_mode() == SslMode::Prefer
+                        && tls::handshake_failed(&e) =>
+                {
+                    Conn::connect(&self.config, None, self.reply_timeout)
+                }
+                e => Err(e),
+            })
+            .map_err(|e| match e {
+                ConnectError::Server(e) => storage(&what, e.into()),
+                ConnectError::Runtime(e) => Error::storage(format!("PostgreSQL: {what}: {e}")),
+                ConnectError::Silent(limit) => Error::storage(format!(
+                    "PostgreSQL: {what}: it accepted the connection and did not finish \
                              starting it within {} s (connect_timeout)",
-                            limit.as_secs_f64()
-                        )),
-                    })?;
-                // Session settings, so that no transaction pays a round trip for them. A
-                // lock_timeout of 0 would mean no limit; an idle timeout is never so short
-                // that a busy machine's scheduling delay between two statements trips it.
-                // Generic plans: the statements are prepared once per connection and their
-                // best plan does not depend on the values (keys, times, arrays); left to
-                // choose, the server planned the larger writes again on every execution, a
-                // sixth of its work in a task's step.
-                let patience = self.options.lock_patience.as_millis().max(1);
-                let idle = patience.max(IDLE_FLOOR.as_millis());
-                client
-                    .batch_execute(&format!(
-                        "SET search_path TO \"{}\"; SET lock_timeout = {patience}; \
+                    limit.as_secs_f64()
+                )),
+            })?;
+        // Session settings, so that no transaction pays a round trip for them. A
+        // lock_timeout of 0 would mean no limit; an idle timeout is never so short
+        // that a busy machine's scheduling delay between two statements trips it.
+        // Generic plans: the statements are prepared once per connection and their
+        // best plan does not depend on the values (keys, times, arrays); left to
+        // choose, the server planned the larger writes again on every execution, a
+        // sixth of its work in a task's step.
+        let patience = self.options.lock_patience.as_millis().max(1);
+        let idle = patience.max(IDLE_FLOOR.as_millis());
+        client
+            .batch_execute(&format!(
+                "SET search_path TO \"{}\"; SET lock_timeout = {patience}; \
                          SET idle_in_transaction_session_timeout = {idle}; \
                          SET plan_cache_mode = force_generic_plan; \
                          SET default_transaction_isolation = 'read committed'",
-                        self.schema
-                    ))
-                    .map_err(|e| storage("cannot set up the session", e))?;
-                Connection {
-                    client,
-                    statements: HashMap::new(),
-                }
-            }
-        };
-        Ok(Pooled {
-            conn: Some(conn),
-            backend: self,
+                self.schema
+            ))
+            .map_err(|e| storage("cannot set up the session", e))?;
+        Ok(Connection {
+            client,
+            statements: HashMap::new(),
         })
     }
 
@@ -862,9 +945,11 @@ impl PostgresBackend {
     /// kept, each would fail one more call after the server is back; dropped, the retry
     /// connects anew.
     fn drop_idle(&self) {
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.clear();
-        }
+        let mut pool = self.pool();
+        pool.open -= pool.idle.len();
+        pool.idle.clear();
+        drop(pool);
+        self.freed.notify_all();
     }
 
     /// The schema's name.
@@ -1103,6 +1188,7 @@ impl Backend for PostgresBackend {
                 .batch_execute(&listen)
                 .map_err(|e| storage("cannot listen for work", e))?;
         }
+        client.uncount();
         Ok(Box::new(Listening { client }))
     }
 
@@ -2170,6 +2256,40 @@ mod tests {
         );
     }
 
+    /// A call that finds all `pool_size` connections in use waits for one no longer than
+    /// the lock patience, then is `Busy`; a connection given back wakes it.
+    #[test]
+    fn a_call_waits_for_a_connection_of_the_full_pool_then_is_busy() {
+        let options = PostgresOptions {
+            pool_size: 2,
+            lock_patience: Duration::from_millis(200),
+            ..PostgresOptions::default()
+        };
+        let backend =
+            PostgresBackend::unconnected("postgres://u@127.0.0.1:1/db", &options).unwrap();
+        backend.pool().open = 2;
+        let Err(err) = backend.client() else {
+            panic!("a connection beyond pool_size was made");
+        };
+        assert!(matches!(err, Error::Busy { .. }), "{err}");
+        assert!(err.to_string().contains("pool_size"), "{err}");
+        assert_eq!(backend.pool().open, 2, "a refused call changes nothing");
+        // One given back (here: one that broke, so a new one may be made) lets the next
+        // call try to connect, which this address refuses.
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| backend.client().map(drop));
+            backend.pool().open -= 1;
+            backend.freed.notify_one();
+            let err = waiter.join().unwrap().unwrap_err();
+            assert!(matches!(err, Error::Storage { .. }), "{err}");
+        });
+        assert_eq!(
+            backend.pool().open,
+            1,
+            "a failed connect gives its place back"
+        );
+    }
+
     /// Under `sslmode=prefer`, as libpq: a server whose TLS handshake fails (here it agrees to
     /// TLS, then answers with something that is not TLS) is connected to again without TLS.
     #[test]
@@ -2580,6 +2700,66 @@ mod conformance {
                 .is_ok()
         );
         assert_eq!(impatient.events(None).unwrap().len(), 2);
+    }
+
+    /// `pool_size` bounds the connections a store opens: with one, a read made while a
+    /// claim holds it (waiting on a stuck session's lock until its reply timeout) waits for
+    /// that connection instead of opening a second, so it ends after the claim.
+    #[test]
+    fn a_store_opens_no_more_connections_than_its_pool_size() {
+        let Some((store, schema)) = store() else {
+            return;
+        };
+        let h = store.create(crate::NewHandoff::new("t", "g")).unwrap();
+        let name = format!("hc_pool_{:08x}", fastrand::u32(..));
+        let url = schema.url_on(
+            &schema.url,
+            &format!("&reply_timeout=1&application_name={name}"),
+        );
+        let options = crate::ConnectOptions {
+            pool_size: 1,
+            lock_patience: std::time::Duration::from_secs(60),
+            ..Default::default()
+        };
+        let small = crate::Store::connect_with(&url, &options).unwrap();
+        let mut stuck = stuck_session(&schema);
+        let mut watch = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        let (small, id) = (&small, h.id.as_str());
+        std::thread::scope(|scope| {
+            let claim_done = done.clone();
+            scope.spawn(move || {
+                let claim = small.claim(id, "w", std::time::Duration::from_secs(60));
+                claim_done.send(("claim", claim.is_ok())).unwrap();
+            });
+            // Once the claim waits on the lock, its connection is the pool's only one.
+            let started = std::time::Instant::now();
+            while watch
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                    &[&name],
+                )
+                .unwrap()
+                .get::<_, i64>(0)
+                == 0
+            {
+                assert!(started.elapsed() < std::time::Duration::from_secs(60));
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            scope.spawn(move || {
+                let read = small.get(id);
+                done.send(("read", read.is_ok())).unwrap();
+            });
+            assert_eq!(finished.recv().unwrap(), ("claim", false));
+            assert_eq!(finished.recv().unwrap(), ("read", true));
+        });
+        stuck.batch_execute("ROLLBACK").unwrap();
+        assert!(
+            small
+                .claim(&h.id, "w", std::time::Duration::from_secs(60))
+                .is_ok()
+        );
     }
 
     /// A claim looks at the oldest few open records first: when other claimers hold every
