@@ -639,6 +639,8 @@ struct Connection {
 struct Pool {
     idle: Vec<Connection>,
     open: usize,
+    /// Calls waiting for a connection.
+    waiting: usize,
 }
 
 /// A pooled connection, returned to the pool when dropped unless it broke.
@@ -661,8 +663,9 @@ impl<'a> Pooled<'a> {
     /// Stops counting it against `pool_size` while it is held (it listens).
     fn uncount(&mut self) {
         if std::mem::replace(&mut self.counted, false) {
-            self.backend.pool().open -= 1;
-            self.backend.freed.notify_one();
+            let mut pool = self.backend.pool();
+            pool.open -= 1;
+            self.backend.wake(pool);
         }
     }
 
@@ -698,8 +701,7 @@ impl Drop for Pooled<'_> {
             // Broken (or one too many, from listening): closed as it drops.
             _ => pool.open -= usize::from(self.counted),
         }
-        drop(pool);
-        self.backend.freed.notify_one();
+        self.backend.wake(pool);
     }
 }
 
@@ -751,6 +753,16 @@ impl PostgresBackend {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Unlocks `pool`, waking the calls waiting for a connection, if any, to look again (a
+    /// wake-up costs a system call, which most calls need not pay).
+    fn wake(&self, pool: MutexGuard<'_, Pool>) {
+        let waiting = pool.waiting > 0;
+        drop(pool);
+        if waiting {
+            self.freed.notify_all();
+        }
+    }
+
     /// A connection from the pool, or a new one with the schema on its search path when
     /// fewer than `pool_size` are open. When all are in use, the call waits for one as long as
     /// the lock patience, then fails with [`Error::Busy`].
@@ -769,6 +781,7 @@ impl PostgresBackend {
                 pool.open += 1;
                 break;
             }
+            pool.waiting += 1;
             pool = match deadline {
                 None => self
                     .freed
@@ -777,6 +790,7 @@ impl PostgresBackend {
                 Some(deadline) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
+                        pool.waiting -= 1;
                         return Err(Error::Busy {
                             message: format!(
                                 "PostgreSQL: all {} connections of the store (pool_size) were \
@@ -791,13 +805,15 @@ impl PostgresBackend {
                         .0
                 }
             };
+            pool.waiting -= 1;
         }
         drop(pool);
         match self.connect_one() {
             Ok(conn) => Ok(Pooled::counted(conn, self)),
             Err(e) => {
-                self.pool().open -= 1;
-                self.freed.notify_one();
+                let mut pool = self.pool();
+                pool.open -= 1;
+                self.wake(pool);
                 Err(e)
             }
         }
@@ -948,8 +964,7 @@ impl PostgresBackend {
         let mut pool = self.pool();
         pool.open -= pool.idle.len();
         pool.idle.clear();
-        drop(pool);
-        self.freed.notify_all();
+        self.wake(pool);
     }
 
     /// The schema's name.
@@ -2278,8 +2293,9 @@ mod tests {
         // call try to connect, which this address refuses.
         std::thread::scope(|scope| {
             let waiter = scope.spawn(|| backend.client().map(drop));
-            backend.pool().open -= 1;
-            backend.freed.notify_one();
+            let mut pool = backend.pool();
+            pool.open -= 1;
+            backend.wake(pool);
             let err = waiter.join().unwrap().unwrap_err();
             assert!(matches!(err, Error::Storage { .. }), "{err}");
         });
