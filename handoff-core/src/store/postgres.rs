@@ -839,25 +839,24 @@ impl PostgresBackend {
                 ConnectError::Runtime(e) => Error::storage(format!("PostgreSQL: {what}: {e}")),
                 ConnectError::Silent(limit) => Error::storage(format!(
                     "PostgreSQL: {what}: it accepted the connection and did not finish \
-                             starting it within {} s (connect_timeout)",
+                     starting it within {} s (connect_timeout)",
                     limit.as_secs_f64()
                 )),
             })?;
-        // Session settings, so that no transaction pays a round trip for them. A
-        // lock_timeout of 0 would mean no limit; an idle timeout is never so short
-        // that a busy machine's scheduling delay between two statements trips it.
-        // Generic plans: the statements are prepared once per connection and their
-        // best plan does not depend on the values (keys, times, arrays); left to
-        // choose, the server planned the larger writes again on every execution, a
-        // sixth of its work in a task's step.
+        // Session settings, so that no transaction pays a round trip for them. A lock_timeout
+        // of 0 would mean no limit; an idle timeout is never so short that a busy machine's
+        // scheduling delay between two statements trips it. Generic plans: the statements are
+        // prepared once per connection and their best plan does not depend on the values
+        // (keys, times, arrays); left to choose, the server planned the larger writes again
+        // on every execution, a sixth of its work in a task's step.
         let patience = self.options.lock_patience.as_millis().max(1);
         let idle = patience.max(IDLE_FLOOR.as_millis());
         client
             .batch_execute(&format!(
                 "SET search_path TO \"{}\"; SET lock_timeout = {patience}; \
-                         SET idle_in_transaction_session_timeout = {idle}; \
-                         SET plan_cache_mode = force_generic_plan; \
-                         SET default_transaction_isolation = 'read committed'",
+                 SET idle_in_transaction_session_timeout = {idle}; \
+                 SET plan_cache_mode = force_generic_plan; \
+                 SET default_transaction_isolation = 'read committed'",
                 self.schema
             ))
             .map_err(|e| storage("cannot set up the session", e))?;
