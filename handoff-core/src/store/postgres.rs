@@ -2870,6 +2870,27 @@ mod conformance {
             .lock_base
     }
 
+    /// Several hosts are tried in order, as libpq tries them: a first one that refuses
+    /// (here a port nothing listens on) leaves the store on the next, which a primary/standby
+    /// pair relies on with `target_session_attrs=read-write`.
+    #[test]
+    fn a_url_with_several_hosts_reaches_the_one_that_answers() {
+        let Some((store, schema)) = store() else {
+            return;
+        };
+        let h = store.create(crate::NewHandoff::new("t", "g")).unwrap();
+        let url = schema.url_on(&schema.url, "&target_session_attrs=read-write");
+        let (scheme, rest) = url.split_once("://").unwrap();
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (user, hosts) = match authority.rsplit_once('@') {
+            Some((user, hosts)) => (format!("{user}@"), hosts),
+            None => (String::new(), authority),
+        };
+        let several = format!("{scheme}://{user}127.0.0.1:1,{hosts}/{path}");
+        let other = crate::Store::connect(&several).unwrap();
+        assert_eq!(other.get(&h.id).unwrap(), h);
+    }
+
     #[test]
     fn schemas_keep_stores_apart_and_connect_reads_the_url() {
         let (Some((a, _one)), Some((b, _two))) = (store(), store()) else {
