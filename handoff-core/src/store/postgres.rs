@@ -2638,6 +2638,28 @@ mod conformance {
         stuck
     }
 
+    /// With a stuck session holding every lock, a claim and a read of the log through `other`
+    /// (a second store on the same schema) each fail as `check` expects, changing nothing;
+    /// once the session rolls back, the same calls succeed.
+    fn stuck_then_freed(
+        store: &crate::Store,
+        schema: &Schema,
+        other: &crate::Store,
+        check: impl Fn(&crate::Error),
+    ) {
+        let h = store.create(crate::NewHandoff::new("t", "g")).unwrap();
+        let lease = std::time::Duration::from_secs(60);
+        let mut stuck = stuck_session(schema);
+        let before = store.get(&h.id).unwrap();
+        check(&other.claim(&h.id, "w", lease).unwrap_err());
+        check(&other.events(None).unwrap_err());
+        assert_eq!(store.get(&h.id).unwrap(), before);
+
+        stuck.batch_execute("ROLLBACK").unwrap();
+        assert!(other.claim(&h.id, "w", lease).is_ok());
+        assert_eq!(other.events(None).unwrap().len(), 2);
+    }
+
     /// A session that holds a record's lock (a process stopped inside its transaction) delays
     /// a writer of that record, and a reader of the log, at most the store's lock patience:
     /// then `Busy`, with nothing changed; once the lock is gone the same calls succeed.
@@ -2646,40 +2668,14 @@ mod conformance {
         let Some((store, schema)) = store() else {
             return;
         };
-        let h = store.create(crate::NewHandoff::new("t", "g")).unwrap();
-        let patient = crate::Store::connect_with(
-            &schema.store_url(),
-            &crate::ConnectOptions {
-                lock_patience: std::time::Duration::from_millis(300),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-
-        let mut stuck = stuck_session(&schema);
-        let before = store.get(&h.id).unwrap();
-
-        let claim = patient.claim(&h.id, "w", std::time::Duration::from_secs(60));
-        assert_eq!(
-            claim.as_ref().map_err(crate::Error::kind).unwrap_err(),
-            crate::ErrorKind::Busy,
-            "{claim:?}"
-        );
-        let read = patient.events(None);
-        assert_eq!(
-            read.as_ref().map_err(crate::Error::kind).unwrap_err(),
-            crate::ErrorKind::Busy,
-            "{read:?}"
-        );
-        assert_eq!(store.get(&h.id).unwrap(), before);
-
-        stuck.batch_execute("ROLLBACK").unwrap();
-        assert!(
-            patient
-                .claim(&h.id, "w", std::time::Duration::from_secs(60))
-                .is_ok()
-        );
-        assert_eq!(patient.events(None).unwrap().len(), 2);
+        let options = crate::ConnectOptions {
+            lock_patience: std::time::Duration::from_millis(300),
+            ..Default::default()
+        };
+        let patient = crate::Store::connect_with(&schema.store_url(), &options).unwrap();
+        stuck_then_freed(&store, &schema, &patient, |err| {
+            assert_eq!(err.kind(), crate::ErrorKind::Busy, "{err}");
+        });
     }
 
     /// A call the server does not answer (its process stopped, its disk hung: the socket stays
@@ -2692,29 +2688,12 @@ mod conformance {
         let Some((store, schema)) = store() else {
             return;
         };
-        let h = store.create(crate::NewHandoff::new("t", "g")).unwrap();
         let impatient =
             crate::Store::connect(&schema.url_on(&schema.url, "&reply_timeout=0.3")).unwrap();
-
-        let mut stuck = stuck_session(&schema);
-        let before = store.get(&h.id).unwrap();
-
-        let claim = impatient.claim(&h.id, "w", std::time::Duration::from_secs(60));
-        let err = claim.as_ref().unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::Storage, "{err}");
-        assert!(err.to_string().contains("reply_timeout"), "{err}");
-        let read = impatient.events(None);
-        let err = read.as_ref().unwrap_err();
-        assert!(err.to_string().contains("reply_timeout"), "{err}");
-
-        stuck.batch_execute("ROLLBACK").unwrap();
-        assert_eq!(store.get(&h.id).unwrap(), before);
-        assert!(
-            impatient
-                .claim(&h.id, "w", std::time::Duration::from_secs(60))
-                .is_ok()
-        );
-        assert_eq!(impatient.events(None).unwrap().len(), 2);
+        stuck_then_freed(&store, &schema, &impatient, |err| {
+            assert_eq!(err.kind(), crate::ErrorKind::Storage, "{err}");
+            assert!(err.to_string().contains("reply_timeout"), "{err}");
+        });
     }
 
     /// `pool_size` bounds the connections a store opens: with one, a read made while a
