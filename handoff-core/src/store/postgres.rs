@@ -2237,11 +2237,8 @@ mod tests {
         }
     }
 
-    /// Something that accepts connections and never answers (the wrong port, a stalled
-    /// server, a proxy with nothing behind it): connecting gives up after `connect_timeout`
-    /// with a storage error, where the driver's own timeout covers the socket's connect only.
-    #[test]
-    fn a_listener_that_never_answers_is_a_storage_error_not_a_hang() {
+    /// The port of something that accepts connections and never answers.
+    fn silent_listener() -> u16 {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         std::thread::spawn(move || {
@@ -2250,6 +2247,15 @@ mod tests {
                 held.push(socket);
             }
         });
+        port
+    }
+
+    /// Something that accepts connections and never answers (the wrong port, a stalled
+    /// server, a proxy with nothing behind it): connecting gives up after `connect_timeout`
+    /// with a storage error, where the driver's own timeout covers the socket's connect only.
+    #[test]
+    fn a_listener_that_never_answers_is_a_storage_error_not_a_hang() {
+        let port = silent_listener();
         let (done, outcome) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let options = PostgresOptions {
@@ -2352,14 +2358,7 @@ mod tests {
     /// over the options' default.
     #[test]
     fn the_urls_connect_timeout_is_the_one_used() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            let mut held = Vec::new();
-            while let Ok((socket, _)) = listener.accept() {
-                held.push(socket);
-            }
-        });
+        let port = silent_listener();
         let url = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=1");
         let err = PostgresBackend::connect(&url, &PostgresOptions::default()).unwrap_err();
         assert!(err.to_string().contains("within 1 s"), "{err}");
