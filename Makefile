@@ -130,7 +130,7 @@ $(PY_VENV)/.mcp: $(PY_VENV)/.tools
 	touch $@
 
 test-cli: $(PY_VENV)/.mcp cli-bin
-	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py $(CLI_BIN)
+	$(PY_VENV)/bin/python handoff-cli/tests/mcp_e2e.py "$(CLI_BIN)"
 
 # `handoff serve`: the API over HTTP and the dashboard, in headless Chromium (Debian's, installed
 # here when it is missing and this runs as root; otherwise the browser test says it skips).
@@ -145,7 +145,7 @@ chromium:
 	  echo "Chromium could not be installed: the dashboard's browser test will be skipped"
 
 test-serve: $(PY_VENV)/.serve chromium cli-bin
-	HANDOFF_BIN=$(CLI_BIN) \
+	HANDOFF_BIN="$(CLI_BIN)" \
 	  $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider handoff-cli/tests/http handoff-cli/tests/dashboard
 
 # Not part of `make test`: `handoff serve` under load on loopback beside the same lifecycle

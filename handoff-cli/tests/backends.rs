@@ -610,23 +610,16 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
         let run = env.run(&["list", "--json"]).expect(STORAGE);
         assert!(run.stderr.contains("TLS"), "{run:?}");
     }
-    env.db = PathBuf::from(format!("{}&sslmode=verify", schema.url()));
-    let run = env.run(&["list", "--json"]).expect(INVALID);
-    assert_eq!(
-        run.error()["problems"][0]["field"],
-        "url.sslmode",
-        "{run:?}"
-    );
-    env.db = PathBuf::from(format!("{}&bogus=1", schema.url()));
-    let run = env.run(&["list", "--json"]).expect(INVALID);
-    assert_eq!(run.error()["problems"][0]["field"], "url.bogus", "{run:?}");
-    env.db = PathBuf::from(format!("{}&reply_timeout=soon", schema.url()));
-    let run = env.run(&["list", "--json"]).expect(INVALID);
-    assert_eq!(
-        run.error()["problems"][0]["field"],
-        "url.reply_timeout",
-        "{run:?}"
-    );
+    // A part of the URL that cannot be read is named.
+    for (param, field) in [
+        ("sslmode=verify", "url.sslmode"),
+        ("bogus=1", "url.bogus"),
+        ("reply_timeout=soon", "url.reply_timeout"),
+    ] {
+        env.db = PathBuf::from(format!("{}&{param}", schema.url()));
+        let run = env.run(&["list", "--json"]).expect(INVALID);
+        assert_eq!(run.error()["problems"][0]["field"], field, "{run:?}");
+    }
 
     // A call the server does not answer within the URL's `reply_timeout` (here a session
     // holding the record's lock, the CLI's lock patience far longer) is a storage error naming

@@ -140,30 +140,20 @@ def test_a_bad_schema_name_is_named_url_schema() -> None:
 @pytest.mark.parametrize(
     ("url", "field"),
     [
+        # What the driver cannot read.
         ("postgres://u@127.0.0.1:notaport/db", "url.port"),
         ("postgres://u@127.0.0.1/db?connect_timeout=soon", "url.connect_timeout"),
         ("postgres://u@127.0.0.1/db?bogus=1", "url.bogus"),
-    ],
-)
-def test_the_part_of_a_postgres_url_the_driver_cannot_read_is_named(url: str, field: str) -> None:
-    assert [f for f, _ in problems_of(lambda: hc.connect(url))] == [field]
-
-
-@pytest.mark.parametrize("value", ["soon", "-1", "inf"])
-def test_a_bad_reply_timeout_is_named(value: str) -> None:
-    got = problems_of(lambda: hc.connect(f"postgres://u@127.0.0.1:1/db?reply_timeout={value}"))
-    assert [f for f, _ in got] == ["url.reply_timeout"], got
-
-
-@pytest.mark.parametrize(
-    ("url", "field"),
-    [
+        # The store's own parameters.
+        ("postgres://u@127.0.0.1:1/db?reply_timeout=soon", "url.reply_timeout"),
+        ("postgres://u@127.0.0.1:1/db?reply_timeout=-1", "url.reply_timeout"),
+        ("postgres://u@127.0.0.1:1/db?reply_timeout=inf", "url.reply_timeout"),
         ("postgres://u@127.0.0.1:1/db?sslmode=verify", "url.sslmode"),
         ("postgres://u@127.0.0.1:1/db?sslcert=client.pem", "url.sslcert"),
         ("postgres://u@127.0.0.1:1/db?sslmode=verify-ca&sslrootcert=/no/such/root.pem", "url.sslrootcert"),
     ],
 )
-def test_tls_parameters_are_named_when_wrong(url: str, field: str) -> None:
+def test_the_wrong_part_of_a_postgres_url_is_named(url: str, field: str) -> None:
     assert [f for f, _ in problems_of(lambda: hc.connect(url))] == [field]
 
 

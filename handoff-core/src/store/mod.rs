@@ -97,7 +97,8 @@ pub struct ConnectOptions {
     /// At most this many connections (PostgreSQL); a call that finds them all in use waits
     /// for one up to `lock_patience`, then fails with [`Error::Busy`]. Default 8.
     pub pool_size: usize,
-    /// How long connecting may take (PostgreSQL). Default 10 s.
+    /// How long connecting may take (PostgreSQL). Default 10 s; the URL's `connect_timeout`,
+    /// when it names one, instead.
     pub connect_timeout: Duration,
 }
 
