@@ -3,7 +3,7 @@
 //! Each store operation is a type implementing [`Operation`]: its name, the arguments a caller
 //! may give positionally, what it returns, and its argument type, a serde + schemars struct
 //! whose field names, docs and defaults are the ones every face shows. The faces derive from
-//! it: Python and Node turn their native values into JSON and read them with [`Operation::read`]
+//! it: Python and Node turn their native values into JSON and read them with [`Arguments::read`]
 //! (so every face reports the same [`Problem`]s), the MCP server and the CLI build their tools and
 //! subcommands from [`catalog`], and the Python stubs are generated from it.
 //!
