@@ -216,6 +216,7 @@ fn parse_url(url: &str) -> Result<Target> {
     let mut schema = "public".to_owned();
     let mut reply_timeout = None;
     let mut tls = TlsParams::default();
+    let mut peers = PeerLimits::default();
     let mut rest = Vec::new();
     let mut seen = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -223,15 +224,19 @@ fn parse_url(url: &str) -> Result<Target> {
             rest.push(pair);
             continue;
         };
-        if key != "schema" && key != "reply_timeout" && !TlsParams::KEYS.contains(&key) {
+        let ours = ["schema", "reply_timeout"].contains(&key)
+            || PeerLimits::KEYS.contains(&key)
+            || TlsParams::KEYS.contains(&key);
+        if !ours {
             rest.push(pair);
             continue;
         }
         // Which of two schemas (or TLS modes) was meant cannot be guessed.
-        if seen.contains(&key) {
+        let setting = PeerLimits::setting(key);
+        if seen.contains(&setting) {
             return Err(Error::invalid(format!("url.{key}"), "is given twice"));
         }
-        seen.push(key);
+        seen.push(setting);
         let value = percent_decoded(raw).ok_or_else(|| {
             Error::invalid(
                 format!("url.{key}"),
@@ -242,6 +247,8 @@ fn parse_url(url: &str) -> Result<Target> {
             schema = value;
         } else if key == "reply_timeout" {
             reply_timeout = Some(seconds("url.reply_timeout", &value)?);
+        } else if PeerLimits::KEYS.contains(&key) {
+            peers.take(key, &value)?;
         } else {
             tls.take(key, &value)?;
         }
@@ -258,7 +265,7 @@ fn parse_url(url: &str) -> Result<Target> {
         format!("{base}?{}", rest.join("&"))
     };
     let mut config = tokio_postgres::Config::from_str(&driver_url).map_err(|e| unreadable(&e))?;
-    notice_lost_peers(&mut config, &rest);
+    peers.apply(&mut config, &rest);
     let tls = tls.apply(&mut config)?;
     let shown = crate::store::display_url(url);
     Ok(Target {
@@ -316,20 +323,65 @@ const PROBE_AFTER: Duration = Duration::from_secs(30);
 const PROBE_EVERY: Duration = Duration::from_secs(10);
 const PROBES: u32 = 3;
 
-/// Sets the limits above on `config`, except those the URL's `params` name.
-fn notice_lost_peers(config: &mut tokio_postgres::Config, params: &[&str]) {
-    let named = |key: &str| params.iter().any(|p| p.split('=').next() == Some(key));
-    if !named("tcp_user_timeout") {
-        config.tcp_user_timeout(LOST_AFTER);
+/// The URL's own limits for a lost peer, read as libpq reads them: the driver takes
+/// `tcp_user_timeout` in seconds where libpq takes milliseconds (a URL written for libpq would
+/// wait a thousand times longer), and knows `keepalives_count` only as `keepalives_retries`.
+/// `None`: not given; `Some(None)`: `0`, the operating system's default.
+#[derive(Default)]
+struct PeerLimits {
+    unacknowledged: Option<Option<Duration>>,
+    probes: Option<Option<u32>>,
+}
+
+impl PeerLimits {
+    const KEYS: [&'static str; 3] = ["tcp_user_timeout", "keepalives_count", "keepalives_retries"];
+
+    /// The setting `key` sets: `keepalives_retries` is the driver's name for libpq's
+    /// `keepalives_count`, so the two may not both be given.
+    fn setting(key: &str) -> &str {
+        if key == "keepalives_retries" {
+            "keepalives_count"
+        } else {
+            key
+        }
     }
-    if !named("keepalives_idle") {
-        config.keepalives_idle(PROBE_AFTER);
+
+    fn take(&mut self, key: &str, value: &str) -> Result<()> {
+        let field = format!("url.{key}");
+        if key == "tcp_user_timeout" {
+            let rule = "must be a whole number of milliseconds (0: the operating system's default)";
+            let millis: u32 = value
+                .trim()
+                .parse()
+                .map_err(|_| Error::invalid(&field, rule))?;
+            self.unacknowledged = Some((millis > 0).then(|| Duration::from_millis(millis.into())));
+        } else {
+            let rule = "must be a whole number of probes (0: the operating system's default)";
+            let probes: u32 = value
+                .trim()
+                .parse()
+                .map_err(|_| Error::invalid(&field, rule))?;
+            self.probes = Some((probes > 0).then_some(probes));
+        }
+        Ok(())
     }
-    if !named("keepalives_interval") {
-        config.keepalives_interval(PROBE_EVERY);
-    }
-    if !named("keepalives_retries") {
-        config.keepalives_retries(PROBES);
+
+    /// Sets the limits the URL gave, and the store's own where it named none (`params`: the
+    /// parameters the driver read).
+    fn apply(&self, config: &mut tokio_postgres::Config, params: &[&str]) {
+        let named = |key: &str| params.iter().any(|p| p.split('=').next() == Some(key));
+        if let Some(limit) = self.unacknowledged.unwrap_or(Some(LOST_AFTER)) {
+            config.tcp_user_timeout(limit);
+        }
+        if !named("keepalives_idle") {
+            config.keepalives_idle(PROBE_AFTER);
+        }
+        if !named("keepalives_interval") {
+            config.keepalives_interval(PROBE_EVERY);
+        }
+        if let Some(probes) = self.probes.unwrap_or(Some(PROBES)) {
+            config.keepalives_retries(probes);
+        }
     }
 }
 
@@ -2432,17 +2484,48 @@ mod tests {
         assert_eq!(target.config.get_keepalives_idle(), PROBE_AFTER);
         assert_eq!(target.config.get_keepalives_interval(), Some(PROBE_EVERY));
         assert_eq!(target.config.get_keepalives_retries(), Some(PROBES));
+        // As libpq reads them: `tcp_user_timeout` in milliseconds, `keepalives_count`.
         let own = parse_url(
-            "postgres://u@db.internal/d?tcp_user_timeout=120&keepalives_idle=600&keepalives_retries=9",
+            "postgres://u@db.internal/d?tcp_user_timeout=1500&keepalives_idle=600&keepalives_count=9",
         )
         .unwrap();
         assert_eq!(
             own.config.get_tcp_user_timeout(),
-            Some(&Duration::from_secs(120))
+            Some(&Duration::from_millis(1500))
         );
         assert_eq!(own.config.get_keepalives_idle(), Duration::from_secs(600));
         assert_eq!(own.config.get_keepalives_interval(), Some(PROBE_EVERY));
         assert_eq!(own.config.get_keepalives_retries(), Some(9));
+        // The driver's name for the count, too; `0` leaves the operating system's default.
+        let driver = parse_url("postgres://u@h/d?keepalives_retries=4").unwrap();
+        assert_eq!(driver.config.get_keepalives_retries(), Some(4));
+        let system = parse_url("postgres://u@h/d?tcp_user_timeout=0&keepalives_count=0").unwrap();
+        assert_eq!(system.config.get_tcp_user_timeout(), None);
+        assert_eq!(system.config.get_keepalives_retries(), None);
+        for (bad, field, rule) in [
+            (
+                "tcp_user_timeout=1.5",
+                "url.tcp_user_timeout",
+                "milliseconds",
+            ),
+            (
+                "tcp_user_timeout=-1",
+                "url.tcp_user_timeout",
+                "milliseconds",
+            ),
+            ("keepalives_count=many", "url.keepalives_count", "probes"),
+            (
+                "keepalives_count=3&keepalives_retries=3",
+                "url.keepalives_retries",
+                "given twice",
+            ),
+        ] {
+            let Err(err) = parse_url(&format!("postgres://u@h/d?{bad}")) else {
+                panic!("{bad} was accepted");
+            };
+            assert_eq!(err.problems()[0].field, field, "{bad}: {err}");
+            assert!(err.to_string().contains(rule), "{bad}: {err}");
+        }
     }
 
     #[test]
