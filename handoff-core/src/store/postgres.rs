@@ -2610,6 +2610,36 @@ mod conformance {
 
     crate::conformance_tests!(optional store());
 
+    /// A store called from an `async fn` and dropped there, as an MCP server drops its store
+    /// inside its runtime and as a Rust caller may use one from `#[tokio::main]`: tokio
+    /// refuses, with a panic, to block on one runtime inside another and to wait for a
+    /// runtime's threads as it drops. Neither may reach the caller.
+    #[test]
+    fn a_store_is_called_and_dropped_inside_an_async_runtime() {
+        let Some((store, _schema)) = store() else {
+            return;
+        };
+        let lease = std::time::Duration::from_secs(60);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let created = store
+                .create(crate::NewHandoff::new("t1", "Called from async code").to_agent("w"))
+                .unwrap();
+            let claim = store.claim_next("w", None, lease).unwrap().unwrap();
+            assert_eq!(claim.handoff_id(), created.id);
+            store.complete(&claim, "done").unwrap();
+            // A wait listens on a connection of its own.
+            let nothing = store
+                .claim_next_wait("w", None, lease, std::time::Duration::from_millis(50))
+                .unwrap();
+            assert!(nothing.is_none());
+            drop(store);
+        });
+    }
+
     /// Writers number their events without waiting for one another, so one can commit a
     /// larger `seq` before another commits a smaller one: a reader following the log must
     /// not hand out the larger one first (its cursor would then skip the smaller for good).

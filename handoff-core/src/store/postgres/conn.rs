@@ -40,7 +40,7 @@ const BEGIN: &str = "BEGIN";
 
 /// A connection and the runtime that drives it.
 pub(super) struct Conn {
-    runtime: Runtime,
+    runtime: Driver,
     client: Client,
     /// The task that reads the connection's socket; aborted, it closes the connection.
     driver: JoinHandle<()>,
@@ -51,6 +51,67 @@ pub(super) struct Conn {
     /// One message per notification the server delivered on a channel this connection
     /// listens on.
     notified: mpsc::UnboundedReceiver<()>,
+}
+
+/// The current-thread runtime that drives one connection, on the calling thread.
+///
+/// The core is synchronous, but its callers may not be: an MCP server drops its store inside
+/// its async runtime, and a Rust caller may call the store from an `async fn`. Tokio refuses
+/// both with a panic (blocking on a runtime from within another, and waiting for a runtime's
+/// threads as it drops), so a call made on an async thread blocks a thread of its own
+/// instead, and dropping does not wait.
+struct Driver(Option<Runtime>);
+
+impl Driver {
+    fn new() -> std::io::Result<Driver> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(Driver(Some(runtime)))
+    }
+
+    fn runtime(&self) -> &Runtime {
+        // Taken only as it drops.
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("a connection's runtime is used after its drop"))
+    }
+
+    /// Runs `future` to its end, driving the connection meanwhile.
+    fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        let runtime = self.runtime();
+        if tokio::runtime::Handle::try_current().is_err() {
+            return runtime.block_on(future);
+        }
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| runtime.block_on(future))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runtime().spawn(future)
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            // Its tasks (the connection's driver) end now; a host name lookup still under
+            // way finishes on its own thread.
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// Why a call failed: the driver's error, or no reply within the reply timeout.
@@ -125,10 +186,7 @@ impl Conn {
         tls: Option<&MakeRustlsConnect>,
         reply_timeout: Option<Duration>,
     ) -> Result<Conn, ConnectError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(ConnectError::Runtime)?;
+        let runtime = Driver::new().map_err(ConnectError::Runtime)?;
         // A limit too large to add up is no limit (a caller's "wait as long as it takes").
         let hosts = u32::try_from(config.get_hosts().len().max(1)).unwrap_or(u32::MAX);
         let limit = config
@@ -170,7 +228,8 @@ impl Conn {
     /// is closed.
     fn run<T, F>(&self, future: F) -> Result<T, CallError>
     where
-        F: Future<Output = Result<T, Error>>,
+        F: Future<Output = Result<T, Error>> + Send,
+        T: Send,
     {
         if let Some(limit) = self.gave_up() {
             return Err(CallError::NoReply(limit));
@@ -206,7 +265,7 @@ impl Conn {
 
     pub(super) fn query<T>(&self, statement: &T, params: Params<'_>) -> Result<Vec<Row>, CallError>
     where
-        T: ?Sized + ToStatement,
+        T: ?Sized + ToStatement + Sync,
     {
         self.run(self.client.query(statement, params))
     }
@@ -217,21 +276,21 @@ impl Conn {
         params: Params<'_>,
     ) -> Result<Option<Row>, CallError>
     where
-        T: ?Sized + ToStatement,
+        T: ?Sized + ToStatement + Sync,
     {
         self.run(self.client.query_opt(statement, params))
     }
 
     pub(super) fn query_one<T>(&self, statement: &T, params: Params<'_>) -> Result<Row, CallError>
     where
-        T: ?Sized + ToStatement,
+        T: ?Sized + ToStatement + Sync,
     {
         self.run(self.client.query_one(statement, params))
     }
 
     pub(super) fn execute<T>(&self, statement: &T, params: Params<'_>) -> Result<u64, CallError>
     where
-        T: ?Sized + ToStatement,
+        T: ?Sized + ToStatement + Sync,
     {
         self.run(self.client.execute(statement, params))
     }
@@ -260,7 +319,12 @@ impl Conn {
         params: Params<'_>,
         commit: bool,
     ) -> Result<Vec<Row>, CallError> {
-        self.run(self.around(begin, self.client.query(statement, params), commit))
+        self.run(around(
+            &self.client,
+            begin,
+            self.client.query(statement, params),
+            commit,
+        ))
     }
 
     /// [`Conn::query_in_transaction`] for a statement whose rows are not wanted: how many
@@ -272,34 +336,12 @@ impl Conn {
         params: Params<'_>,
         commit: bool,
     ) -> Result<u64, CallError> {
-        self.run(self.around(begin, self.client.execute(statement, params), commit))
-    }
-
-    /// `BEGIN`, then `work`, then `COMMIT`, each only when asked for, polled together so that
-    /// their requests leave in that order before any reply is awaited.
-    async fn around<T>(
-        &self,
-        begin: bool,
-        work: impl Future<Output = Result<T, Error>>,
-        commit: bool,
-    ) -> Result<T, Error> {
-        let begun = async {
-            match begin {
-                true => self.client.batch_execute(BEGIN).await,
-                false => Ok(()),
-            }
-        };
-        let committed = async {
-            match commit {
-                true => self.client.batch_execute("COMMIT").await,
-                false => Ok(()),
-            }
-        };
-        let (begun, done, committed) = join3(begun, work, committed).await;
-        begun?;
-        let done = done?;
-        committed?;
-        Ok(done)
+        self.run(around(
+            &self.client,
+            begin,
+            self.client.execute(statement, params),
+            commit,
+        ))
     }
 
     /// Blocks until a notification arrives on a channel this connection listens on, or for
@@ -323,6 +365,33 @@ impl Conn {
         while notified.try_recv().is_ok() {}
         Ok(())
     }
+}
+
+/// `BEGIN`, then `work`, then `COMMIT`, each only when asked for, polled together so that
+/// their requests leave in that order before any reply is awaited.
+async fn around<T>(
+    client: &Client,
+    begin: bool,
+    work: impl Future<Output = Result<T, Error>>,
+    commit: bool,
+) -> Result<T, Error> {
+    let begun = async {
+        match begin {
+            true => client.batch_execute(BEGIN).await,
+            false => Ok(()),
+        }
+    };
+    let committed = async {
+        match commit {
+            true => client.batch_execute("COMMIT").await,
+            false => Ok(()),
+        }
+    };
+    let (begun, done, committed) = join3(begun, work, committed).await;
+    begun?;
+    let done = done?;
+    committed?;
+    Ok(done)
 }
 
 /// `start`, a connection's start, given at most `limit`.
