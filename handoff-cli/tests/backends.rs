@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::pg_schema::PgSchema;
 use common::{Env, Mcp, Run};
 use serde_json::{Value, json};
 
@@ -525,46 +526,6 @@ fn a_cancelled_waiting_claim_stops_and_claims_nothing() {
     assert_eq!(claim["handoff_id"], id.as_str(), "{claim}");
 }
 
-/// A PostgreSQL schema of its own, dropped when the test ends however it ends.
-struct PgSchema {
-    server: String,
-    name: String,
-}
-
-impl PgSchema {
-    fn new(server: &str) -> PgSchema {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let name = format!("hc_cli_{:x}{:x}", std::process::id(), nanos);
-        PgSchema {
-            server: server.to_owned(),
-            name,
-        }
-    }
-
-    fn url(&self) -> String {
-        let joiner = if self.server.contains('?') { '&' } else { '?' };
-        format!("{}{joiner}schema={}", self.server, self.name)
-    }
-
-    fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.server, postgres::NoTls).unwrap_or_else(|e| {
-            panic!("HANDOFF_TEST_POSTGRES is set but the server cannot be reached: {e}")
-        })
-    }
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        if let Ok(mut client) = postgres::Client::connect(&self.server, postgres::NoTls) {
-            let _ =
-                client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name));
-        }
-    }
-}
-
 #[test]
 fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
     let Ok(server) = std::env::var("HANDOFF_TEST_POSTGRES") else {
@@ -588,6 +549,14 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
     );
     let run = env.run(&["--read-only", "list", "--json"]).expect(INVALID);
     assert_eq!(run.error()["problems"][0]["field"], "read_only", "{run:?}");
+    // The MCP server serves it, and ends cleanly when its session does (it drops the store
+    // inside its async runtime, which a connection's runtime must not refuse with a panic).
+    let mut mcp = Mcp::start(&env, &[]);
+    mcp.ok(
+        "handoff_create",
+        json!({"task_id": "over-mcp", "goal": "Served over MCP"}),
+    );
+    assert!(mcp.close().success(), "handoff mcp did not exit cleanly");
 
     let exists: bool = client
         .query_one(

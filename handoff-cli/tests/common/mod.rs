@@ -1,6 +1,8 @@
 //! Runs the built `handoff` binary on a temporary store.
 #![allow(dead_code, unreachable_pub)] // Each test binary uses part of this module.
 
+pub mod pg_schema;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -320,6 +322,20 @@ impl Mcp {
         let message = error["message"].as_str().expect("message");
         assert!(Mcp::text(&result).contains(message), "{result}");
         error
+    }
+}
+
+impl Mcp {
+    /// Ends the session (closes the server's input) and returns how the server exited.
+    pub fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        for _ in 0..600 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("the server did not exit within a minute of its input closing");
     }
 }
 
