@@ -248,6 +248,10 @@ impl Store {
     /// `sqlite:PATH` (SQLite), `memory:`, `files:DIR` (a folder of JSON files), or
     /// `postgres://…` / `postgresql://…` with `?schema=NAME` to share one database (feature
     /// `postgres`). The saved policy and limits apply, as with [`Store::open`].
+    ///
+    /// Every store's calls block the calling thread: from async code, make them in
+    /// `spawn_blocking`. (A PostgreSQL store called on an async thread still works, each call
+    /// blocking a thread of its own; it may be dropped there too.)
     pub fn connect(url: &str) -> Result<Store> {
         Store::connect_with(url, &ConnectOptions::default())
     }
