@@ -1,8 +1,9 @@
 //! One iteration of the manager/worker protocol (the worker takes its instructions and
 //! reports, the manager takes the report and decides CONTINUE) beside a plain handoff
 //! lifecycle (`create`, `claim_next`, `complete`), on the same kind of store, in the same run,
-//! in interleaved blocks. Each protocol call settles one claim and creates one message with a
-//! larger body, so an iteration does about two lifecycles' work; the target is ≤ 2.2×.
+//! in interleaved blocks, on every backend (in memory, SQLite NORMAL and FULL, JSON files and,
+//! with the feature, PostgreSQL). Each protocol call settles one claim and creates one message
+//! with a larger body, so an iteration does about two lifecycles' work; the target is ≤ 2.2×.
 //!
 //! ```sh
 //! cargo bench -p handoff-benches --bench protocol            # prints a Markdown table
@@ -33,6 +34,7 @@ fn main() {
         ("in-memory", memory as fn(&tempfile::TempDir, &str) -> Store),
         ("SQLite NORMAL", sqlite_normal),
         ("SQLite FULL", sqlite_full),
+        ("JSON files", files),
     ];
     #[cfg(feature = "postgres")]
     stores.push(("PostgreSQL", pg::store));
@@ -103,6 +105,10 @@ mod pg {
 
 fn memory(_: &tempfile::TempDir, _: &str) -> Store {
     Store::memory()
+}
+
+fn files(dir: &tempfile::TempDir, name: &str) -> Store {
+    Store::connect(&format!("files:{}", dir.path().join(name).display())).unwrap()
 }
 
 fn sqlite_normal(dir: &tempfile::TempDir, file: &str) -> Store {
