@@ -584,6 +584,11 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
         ("sslmode=verify", "url.sslmode"),
         ("bogus=1", "url.bogus"),
         ("reply_timeout=soon", "url.reply_timeout"),
+        ("tcp_user_timeout=1.5", "url.tcp_user_timeout"),
+        (
+            "keepalives_count=3&keepalives_retries=3",
+            "url.keepalives_retries",
+        ),
     ] {
         env.db = PathBuf::from(format!("{}&{param}", schema.url()));
         let run = env.run(&["list", "--json"]).expect(INVALID);

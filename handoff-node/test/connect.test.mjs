@@ -106,6 +106,8 @@ test('bad URLs and options are VALIDATION errors naming them, thrown and rejecte
     [undefined, 'url'], ['postgres://u@127.0.0.1/db?schema=Bad-Name', 'url.schema'],
     ['postgres://u@127.0.0.1/db?sslmode=verify', 'url.sslmode'], ['postgres://u@127.0.0.1/db?sslkey=k.pem', 'url.sslkey'],
     ['postgres://u@127.0.0.1/db?reply_timeout=soon', 'url.reply_timeout'],
+    ['postgres://u@127.0.0.1/db?tcp_user_timeout=1.5', 'url.tcp_user_timeout'],
+    ['postgres://u@127.0.0.1/db?keepalives_count=3&keepalives_retries=3', 'url.keepalives_retries'],
     ['postgres://u@127.0.0.1:notaport/db', 'url.port'], ['postgres://u@127.0.0.1/db?bogus=1', 'url.bogus']]) {
     const check = (err) => err.code === 'VALIDATION' && err.problems.some((p) => p.field === field)
     assert.throws(() => connect(url), check, String(url))

@@ -148,6 +148,9 @@ def test_a_bad_schema_name_is_named_url_schema() -> None:
         ("postgres://u@127.0.0.1:1/db?reply_timeout=soon", "url.reply_timeout"),
         ("postgres://u@127.0.0.1:1/db?reply_timeout=-1", "url.reply_timeout"),
         ("postgres://u@127.0.0.1:1/db?reply_timeout=inf", "url.reply_timeout"),
+        # libpq's milliseconds, and its name for the keepalive count beside the driver's.
+        ("postgres://u@127.0.0.1:1/db?tcp_user_timeout=1.5", "url.tcp_user_timeout"),
+        ("postgres://u@127.0.0.1:1/db?keepalives_count=3&keepalives_retries=3", "url.keepalives_retries"),
         ("postgres://u@127.0.0.1:1/db?sslmode=verify", "url.sslmode"),
         ("postgres://u@127.0.0.1:1/db?sslcert=client.pem", "url.sslcert"),
         ("postgres://u@127.0.0.1:1/db?sslmode=verify-ca&sslrootcert=/no/such/root.pem", "url.sslrootcert"),

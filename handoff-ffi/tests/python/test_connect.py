@@ -131,6 +131,7 @@ def test_capabilities_say_what_each_store_can_do(tmp_path: Path) -> None:
         ("postgres://u@h/db?sslmode=verify", "url.sslmode"),
         ("postgres://u@h/db?sslcert=client.pem", "url.sslcert"),
         ("postgres://u@h/db?reply_timeout=-1", "url.reply_timeout"),
+        ("postgres://u@h/db?tcp_user_timeout=1.5", "url.tcp_user_timeout"),
     ],
 )
 def test_a_bad_url_is_named(url: str, field: str) -> None:
