@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Union
 
 import pytest
 
@@ -84,7 +84,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 class Server:
     """A running `handoff serve`."""
 
-    db: Path
+    db: Union[Path, str]
     process: subprocess.Popen[bytes]
     url: str
     token: Optional[str] = None
@@ -162,14 +162,20 @@ class Server:
             self.process.stdout.close()
 
 
-def start_server(db: Path, *args: str, token: Optional[str] = None, log_dir: Optional[Path] = None) -> Server:
-    """Starts `handoff --db DB serve --bind 127.0.0.1:0 [args]` and waits for its line."""
+def start_server(
+    db: Union[Path, str], *args: str, token: Optional[str] = None, log_dir: Optional[Path] = None
+) -> Server:
+    """Starts `handoff --db DB serve --bind 127.0.0.1:0 [args]` and waits for its line. `db` is a
+    store file, or a URL (`postgres://…`, with `log_dir` given) that runs in `log_dir`."""
+    home = db.parent if isinstance(db, Path) else log_dir
+    name = db.stem if isinstance(db, Path) else "url"
+    assert home is not None, "a store URL needs a log_dir to run in"
     if not BIN.exists():
         pytest.fail(f"no handoff binary at {BIN}: build it (cargo build -p handoff-cli) or set HANDOFF_BIN")
     command = [str(BIN), "--db", str(db), "serve", "--bind", "127.0.0.1:0", *args]
     if token is not None:
         command += ["--token", token]
-    stderr_path = (log_dir or db.parent) / f"serve-{db.stem}-{os.getpid()}-{threading.get_ident()}.stderr"
+    stderr_path = (log_dir or home) / f"serve-{name}-{os.getpid()}-{threading.get_ident()}.stderr"
     stderr_file = open(stderr_path, "wb")
     process = subprocess.Popen(
         command,
@@ -177,7 +183,7 @@ def start_server(db: Path, *args: str, token: Optional[str] = None, log_dir: Opt
         stdout=subprocess.PIPE,
         stderr=stderr_file,
         env=server_env(),
-        cwd=db.parent,
+        cwd=home,
     )
     stderr_file.close()
     line: list[bytes] = []
@@ -203,7 +209,7 @@ class Servers:
         self.tmp_path = tmp_path
         self.started: list[Server] = []
 
-    def start(self, db: Optional[Path] = None, *args: str, token: Optional[str] = None) -> Server:
+    def start(self, db: Union[Path, str, None] = None, *args: str, token: Optional[str] = None) -> Server:
         db = db or self.tmp_path / f"store{len(self.started)}.db"
         server = start_server(db, *args, token=token, log_dir=self.tmp_path)
         self.started.append(server)

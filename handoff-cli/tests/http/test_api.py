@@ -5,6 +5,7 @@ token, the limits on what a request may carry, and the OpenAPI document."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -143,6 +144,28 @@ def test_claim_next_waits_for_work(server: Server) -> None:
     assert answer and answer[0].status == 200, answer
     assert answer[0].json["handoff_id"] == h["id"]
     assert time.monotonic() - started < 10
+
+
+POSTGRES = os.environ.get("HANDOFF_TEST_POSTGRES")
+
+
+@pytest.mark.skipif(not POSTGRES, reason="HANDOFF_TEST_POSTGRES is not set (e.g. postgres://postgres@127.0.0.1:5432/test)")
+def test_a_postgres_store_is_served_and_the_server_stops_cleanly(servers: Servers) -> None:
+    """The server on a PostgreSQL store (a schema of this test's own): the lifecycle, a waiting
+    claim, and a clean stop (it drops its store inside its async runtime, which panicked)."""
+    assert POSTGRES is not None
+    schema = "hc_serve_" + uid()
+    joiner = "&" if "?" in POSTGRES else "?"
+    try:
+        server = servers.start(f"{POSTGRES}{joiner}schema={schema}")
+        test_lifecycle_create_claim_next_heartbeat_complete_then_chain_and_events(server)
+        test_claim_next_waits_for_work(server)
+        servers.started.remove(server)
+        server.stop()
+        assert server.process.returncode == 0 and "panicked" not in server.stderr(), server.stderr()
+    finally:
+        drop = f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'
+        subprocess.run(["psql", POSTGRES, "-qc", drop], check=False, capture_output=True, timeout=60)
 
 
 def test_paging_gives_next_after(server: Server) -> None:
