@@ -217,6 +217,7 @@ fn parse_url(url: &str) -> Result<Target> {
     let mut reply_timeout = None;
     let mut tls = TlsParams::default();
     let mut peers = PeerLimits::default();
+    let mut fallback_name = None;
     let mut rest = Vec::new();
     let mut seen = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -224,7 +225,7 @@ fn parse_url(url: &str) -> Result<Target> {
             rest.push(pair);
             continue;
         };
-        let ours = ["schema", "reply_timeout"].contains(&key)
+        let ours = ["schema", "reply_timeout", "fallback_application_name"].contains(&key)
             || PeerLimits::KEYS.contains(&key)
             || TlsParams::KEYS.contains(&key);
         if !ours {
@@ -247,6 +248,8 @@ fn parse_url(url: &str) -> Result<Target> {
             schema = value;
         } else if key == "reply_timeout" {
             reply_timeout = Some(seconds("url.reply_timeout", &value)?);
+        } else if key == "fallback_application_name" {
+            fallback_name = Some(value);
         } else if PeerLimits::KEYS.contains(&key) {
             peers.take(key, &value)?;
         } else {
@@ -266,6 +269,11 @@ fn parse_url(url: &str) -> Result<Target> {
     };
     let mut config = tokio_postgres::Config::from_str(&driver_url).map_err(|e| unreadable(&e))?;
     peers.apply(&mut config, &rest);
+    // What `pg_stat_activity` shows an operator for these sessions, unless the URL names it:
+    // libpq's `fallback_application_name`, which the driver does not know, else `handoff`.
+    if config.get_application_name().is_none() {
+        config.application_name(fallback_name.as_deref().unwrap_or(DEFAULT_APPLICATION_NAME));
+    }
     let tls = tls.apply(&mut config)?;
     let shown = crate::store::display_url(url);
     Ok(Target {
@@ -312,6 +320,9 @@ fn seconds(field: &str, value: &str) -> Result<Option<Duration>> {
     }
     Ok(Some(Duration::from_secs_f64(seconds)))
 }
+
+/// The `application_name` of the store's sessions when the URL names none.
+const DEFAULT_APPLICATION_NAME: &str = "handoff";
 
 /// How long a statement sent on a connection may go unacknowledged before the connection is
 /// taken for lost (the server's machine gone, the network between cut); the operating system's
@@ -2475,6 +2486,29 @@ mod tests {
             let err = crate::Store::connect(bad).unwrap_err();
             assert_eq!(err.problems()[0].field, field, "{bad}: {err}");
         }
+    }
+
+    /// What `pg_stat_activity` shows an operator: `handoff`, unless the URL names the
+    /// application (libpq's `fallback_application_name` yields to `application_name`).
+    #[test]
+    fn sessions_are_named_for_operators_unless_the_url_names_them() {
+        let name = |url: &str| {
+            parse_url(url)
+                .unwrap()
+                .config
+                .get_application_name()
+                .map(str::to_owned)
+        };
+        assert_eq!(name("postgres://u@h/d").as_deref(), Some("handoff"));
+        assert_eq!(
+            name("postgres://u@h/d?fallback_application_name=billing").as_deref(),
+            Some("billing")
+        );
+        assert_eq!(
+            name("postgres://u@h/d?fallback_application_name=billing&application_name=swarm-7")
+                .as_deref(),
+            Some("swarm-7")
+        );
     }
 
     #[test]
