@@ -28,7 +28,7 @@ struct Island {
 }
 
 impl Island {
-    /// `None` when this process may not make one (not root, no `ip`).
+    /// `None` when this machine or process cannot make one (not root, no `ip`, no veth).
     fn new() -> Option<Island> {
         let id = std::process::id();
         let name = format!("hc_cut_{id}");
@@ -38,11 +38,13 @@ impl Island {
         let block = (id % 16_384) * 4;
         let here = Ipv4Addr::new(10, 231, (block >> 8) as u8, (block & 0xff) as u8 + 1);
         let there = Ipv4Addr::new(10, 231, (block >> 8) as u8, (block & 0xff) as u8 + 2);
-        let made = Command::new("ip")
-            .args(["netns", "add", &name])
-            .output()
-            .is_ok_and(|out| out.status.success());
-        if !made {
+        let made = |args: &[&str]| {
+            Command::new("ip")
+                .args(args)
+                .output()
+                .is_ok_and(|out| out.status.success())
+        };
+        if !made(&["netns", "add", &name]) {
             return None;
         }
         let island = Island {
@@ -51,18 +53,12 @@ impl Island {
             here,
         };
         let ns = island.name.as_str();
-        ip(&[
-            "link",
-            "add",
-            &island.outside,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &inside,
-            "netns",
-            ns,
-        ]);
+        let outer = island.outside.as_str();
+        if !made(&[
+            "link", "add", outer, "type", "veth", "peer", "name", &inside, "netns", ns,
+        ]) {
+            return None;
+        }
         ip(&["addr", "add", &format!("{here}/30"), "dev", &island.outside]);
         ip(&["link", "set", &island.outside, "up"]);
         ip(&[
