@@ -250,8 +250,8 @@ impl Store {
     /// `postgres`). The saved policy and limits apply, as with [`Store::open`].
     ///
     /// Every store's calls block the calling thread: from async code, make them in
-    /// `spawn_blocking`. (A PostgreSQL store called on an async thread still works, each call
-    /// blocking a thread of its own; it may be dropped there too.)
+    /// `spawn_blocking`. (A PostgreSQL store called on an async runtime's thread still works,
+    /// blocking with `block_in_place` or a thread of its own; it may be dropped there too.)
     pub fn connect(url: &str) -> Result<Store> {
         Store::connect_with(url, &ConnectOptions::default())
     }

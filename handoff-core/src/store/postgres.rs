@@ -2644,34 +2644,57 @@ mod conformance {
 
     crate::conformance_tests!(optional store());
 
-    /// A store called from an `async fn` and dropped there, as an MCP server drops its store
+    /// A store called from async code and dropped there, as an MCP server drops its store
     /// inside its runtime and as a Rust caller may use one from `#[tokio::main]`: tokio
     /// refuses, with a panic, to block on one runtime inside another and to wait for a
-    /// runtime's threads as it drops. Neither may reach the caller.
+    /// runtime's threads as it drops. Neither may reach the caller, on either kind of runtime,
+    /// from a task, from the runtime's own `block_on`, or from `spawn_blocking`.
     #[test]
     fn a_store_is_called_and_dropped_inside_an_async_runtime() {
+        use std::sync::Arc;
         let Some((store, _schema)) = store() else {
             return;
         };
-        let lease = std::time::Duration::from_secs(60);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
+        let store = Arc::new(store);
+        fn lifecycle(store: &crate::Store, task: &str) {
+            let lease = std::time::Duration::from_secs(60);
             let created = store
-                .create(crate::NewHandoff::new("t1", "Called from async code").to_agent("w"))
+                .create(crate::NewHandoff::new(task, "Called from async code").to_agent(task))
                 .unwrap();
-            let claim = store.claim_next("w", None, lease).unwrap().unwrap();
+            let claim = store.claim_next(task, None, lease).unwrap().unwrap();
             assert_eq!(claim.handoff_id(), created.id);
             store.complete(&claim, "done").unwrap();
             // A wait listens on a connection of its own.
             let nothing = store
-                .claim_next_wait("w", None, lease, std::time::Duration::from_millis(50))
+                .claim_next_wait(task, None, lease, std::time::Duration::from_millis(50))
                 .unwrap();
             assert!(nothing.is_none());
-            drop(store);
-        });
+        }
+        for multi in [false, true] {
+            let mut builder = if multi {
+                tokio::runtime::Builder::new_multi_thread()
+            } else {
+                tokio::runtime::Builder::new_current_thread()
+            };
+            let runtime = builder.enable_all().build().unwrap();
+            let tag = if multi { "multi" } else { "current" };
+            let (a, b) = (Arc::clone(&store), Arc::clone(&store));
+            runtime.block_on(async move {
+                lifecycle(&a, &format!("{tag}-block-on"));
+                tokio::spawn(async move { lifecycle(&b, &format!("{tag}-task")) })
+                    .await
+                    .unwrap();
+            });
+            let c = Arc::clone(&store);
+            let blocking =
+                runtime.spawn_blocking(move || lifecycle(&c, &format!("{tag}-blocking")));
+            runtime.block_on(blocking).unwrap();
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move { drop(store) });
     }
 
     /// Writers number their events without waiting for one another, so one can commit a

@@ -19,7 +19,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::runtime::Runtime;
+use tokio::runtime::{Runtime, RuntimeFlavor};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_postgres::error::SqlState;
@@ -58,8 +58,8 @@ pub(super) struct Conn {
 /// The core is synchronous, but its callers may not be: an MCP server drops its store inside
 /// its async runtime, and a Rust caller may call the store from an `async fn`. Tokio refuses
 /// both with a panic (blocking on a runtime from within another, and waiting for a runtime's
-/// threads as it drops), so a call made on an async thread blocks a thread of its own
-/// instead, and dropping does not wait.
+/// threads as it drops), so a call made on an async thread blocks in a way tokio allows
+/// there, and dropping does not wait.
 struct Driver(Option<Runtime>);
 
 impl Driver {
@@ -84,15 +84,24 @@ impl Driver {
         F::Output: Send,
     {
         let runtime = self.runtime();
-        if tokio::runtime::Handle::try_current().is_err() {
-            return runtime.block_on(future);
+        match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+            // No async runtime here: the usual case.
+            Err(_) => runtime.block_on(future),
+            // A multi-thread runtime's thread: tokio hands a worker's other tasks to another
+            // thread for the call, and lets a `spawn_blocking` thread (the MCP server's and
+            // `serve`'s calls) block as it is.
+            Ok(RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(|| runtime.block_on(future))
+            }
+            // A current-thread runtime has no thread to spare: the call blocks one of its own
+            // (about 35 µs more).
+            Ok(_) => std::thread::scope(|scope| {
+                scope
+                    .spawn(|| runtime.block_on(future))
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            }),
         }
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| runtime.block_on(future))
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
     }
 
     fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
