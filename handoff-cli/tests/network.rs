@@ -8,12 +8,12 @@
 
 mod common;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
 
 use common::Mcp;
-use common::pg_schema::PgSchema;
+use common::pg_schema::{PgSchema, through};
 use serde_json::{Value, json};
 
 /// Far longer than any limit the store is given here: reaching it means a hang.
@@ -140,18 +140,6 @@ fn proxy(at: Ipv4Addr, server: SocketAddr) -> u16 {
     port
 }
 
-/// `url` with its host and port replaced by `address`.
-fn through(url: &str, address: &str) -> String {
-    let (scheme, rest) = url.split_once("://").expect("a URL");
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let user = authority
-        .rsplit_once('@')
-        .map(|(user, _)| format!("{user}@"))
-        .unwrap_or_default();
-    format!("{scheme}://{user}{address}{tail}")
-}
-
 /// Runs `call` on the server in a thread of its own; a hang fails the test instead of
 /// blocking it.
 fn bounded(mcp: Mcp, call: impl FnOnce(&mut Mcp) -> Value + Send + 'static) -> (Mcp, Value) {
@@ -181,13 +169,7 @@ fn a_cut_network_fails_calls_by_tcp_limits_and_the_store_recovers_when_it_return
     let schema = PgSchema::new(&server);
     // Set but unreachable fails here.
     let mut client = schema.client();
-    let row = client
-        .query_one("SELECT host(inet_server_addr()), inet_server_port()", &[])
-        .expect("server address");
-    let (Some(host), Some(port)) = (
-        row.get::<_, Option<String>>(0),
-        row.get::<_, Option<i32>>(1),
-    ) else {
+    let Some(server_address) = PgSchema::tcp_address(&mut client) else {
         eprintln!("skipped: HANDOFF_TEST_POSTGRES does not connect over TCP");
         return;
     };
@@ -195,9 +177,7 @@ fn a_cut_network_fails_calls_by_tcp_limits_and_the_store_recovers_when_it_return
         eprintln!("skipped: cannot make a network namespace here (`ip netns add` needs root)");
         return;
     };
-    let host: IpAddr = host.parse().expect("an address");
-    let port = u16::try_from(port).expect("a port");
-    let forwarded = proxy(island.here, SocketAddr::new(host, port));
+    let forwarded = proxy(island.here, server_address);
     // libpq's parameters: a statement unacknowledged for 1 s (milliseconds, as libpq reads
     // them) or an idle connection unanswered by 2 probes 1 s apart loses its connection. No
     // reply timeout, so that nothing but TCP's limits can end a call.
