@@ -28,7 +28,7 @@ cli-bin:
 # .ci/run sets). The restart test restarts the server (HANDOFF_TEST_POSTGRES_RESTART, also set
 # by .ci/run), which breaks any PostgreSQL test running meanwhile: it is #[ignore]d there and
 # runs here alone, after all the others.
-test-rust:
+test-rust: pgbouncer
 	@test -n "$$HANDOFF_TEST_POSTGRES" || echo "HANDOFF_TEST_POSTGRES is not set: the PostgreSQL cases are skipped (.ci/run sets it)"
 	$(RUST_TESTS)
 	$(CARGO) test --doc
@@ -36,6 +36,14 @@ test-rust:
 	$(CARGO) run --quiet --example quickstart -- --db "$$(mktemp -d)/quickstart.db"
 	$(CARGO) run --quiet --example tasks -- --db "$$(mktemp -d)/tasks.db"
 	$(CARGO) run --quiet --example protocol -- --db "$$(mktemp -d)/protocol.db"
+
+# The pooler test (handoff-cli/tests/pooler.rs) runs the store through PgBouncer, installed
+# from Debian's packages where this runs as root; elsewhere that test says it is skipped.
+.PHONY: pgbouncer
+pgbouncer:
+	@test -x /usr/sbin/pgbouncer || { test "$$(id -u)" = 0 && export DEBIAN_FRONTEND=noninteractive && \
+	  { apt-get install -y -q pgbouncer >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q pgbouncer >/dev/null; }; }; } || \
+	  echo "PgBouncer could not be installed: the pooler test will be skipped"
 
 # >>> python (owned by handoff-py)
 # A venv of its own under target/ (gitignored, shares the workspace's cargo target dir). VIRTUAL_ENV

@@ -431,6 +431,11 @@ fn storage(what: &str, e: CallError) -> Error {
     }
 }
 
+/// Why a connection would find prepared statements it did not make, or miss its own: its
+/// server session is shared between clients, which the store cannot work with (it keeps its
+/// schema, settings and statements in its session).
+const SHARED_SESSION: &str = "; the server session is shared with other clients between     transactions, as a pooler in transaction mode does (PgBouncer's pool_mode=transaction):     connect directly or through session pooling";
+
 /// [`Error::Busy`] when `e` is the session's `lock_timeout` running out.
 fn busy(what: &str, e: &CallError) -> Option<Error> {
     (e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)).then(|| Error::Busy {
@@ -449,7 +454,15 @@ fn reason(e: &CallError) -> String {
         return e.to_string();
     };
     match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        Some(db) => {
+            let shared = [
+                SqlState::DUPLICATE_PSTATEMENT,
+                SqlState::INVALID_SQL_STATEMENT_NAME,
+            ]
+            .contains(db.code());
+            let hint = if shared { SHARED_SESSION } else { "" };
+            format!("{} ({}){hint}", db.message(), db.code().code())
+        }
         None => {
             let mut text = e.to_string();
             let mut cause = std::error::Error::source(e);
