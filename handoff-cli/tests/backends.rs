@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::pg_schema::PgSchema;
+use common::pg_schema::{PgSchema, test_server};
 use common::{Env, Mcp, Run};
 use serde_json::{Value, json};
 
@@ -528,11 +528,7 @@ fn a_cancelled_waiting_claim_stops_and_claims_nothing() {
 
 #[test]
 fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
-    let Ok(server) = std::env::var("HANDOFF_TEST_POSTGRES") else {
-        eprintln!(
-            "skipped: HANDOFF_TEST_POSTGRES is not set (e.g. \
-             postgres://postgres@127.0.0.1:5432/test)"
-        );
+    let Some(server) = test_server() else {
         return;
     };
     let schema = PgSchema::new(&server);

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::Mcp;
-use common::pg_schema::{PgSchema, through};
+use common::pg_schema::{PgSchema, test_server, through};
 use serde_json::{Value, json};
 
 /// Far longer than any limit the store is given here: reaching it means a hang.
@@ -162,8 +162,7 @@ fn error_code(result: &Value) -> &str {
 
 #[test]
 fn a_cut_network_fails_calls_by_tcp_limits_and_the_store_recovers_when_it_returns() {
-    let Ok(server) = std::env::var("HANDOFF_TEST_POSTGRES") else {
-        eprintln!("skipped: HANDOFF_TEST_POSTGRES is not set");
+    let Some(server) = test_server() else {
         return;
     };
     let schema = PgSchema::new(&server);

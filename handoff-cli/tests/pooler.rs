@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Env;
-use common::pg_schema::{PgSchema, through};
+use common::pg_schema::{PgSchema, test_server, through};
 use serde_json::Value;
 
 const STORAGE: i32 = 6;
@@ -127,8 +127,7 @@ fn task_ids(env: &Env) -> Vec<String> {
 
 #[test]
 fn session_pooling_serves_several_stores_and_transaction_pooling_is_named() {
-    let Ok(server) = std::env::var("HANDOFF_TEST_POSTGRES") else {
-        eprintln!("skipped: HANDOFF_TEST_POSTGRES is not set");
+    let Some(server) = test_server() else {
         return;
     };
     let (a, b) = (PgSchema::new(&server), PgSchema::new(&server));

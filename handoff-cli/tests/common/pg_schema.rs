@@ -1,5 +1,18 @@
 //! A PostgreSQL schema for one test.
 
+/// The server `HANDOFF_TEST_POSTGRES` names, or `None` after saying the test is skipped
+/// (`.ci/run` always sets it).
+pub fn test_server() -> Option<String> {
+    let server = std::env::var("HANDOFF_TEST_POSTGRES").ok();
+    if server.is_none() {
+        eprintln!(
+            "skipped: HANDOFF_TEST_POSTGRES is not set (e.g. \
+             postgres://postgres@127.0.0.1:5432/test)"
+        );
+    }
+    server
+}
+
 /// A PostgreSQL schema of its own, dropped when the test ends however it ends.
 pub struct PgSchema {
     pub server: String,
