@@ -173,4 +173,9 @@ fn session_pooling_serves_several_stores_and_transaction_pooling_is_named() {
     let run = env_b.run(&["create", "--task-id", "b", "--goal", "Shared", "--json"]);
     assert_eq!(run.code, STORAGE, "{run:?}\n{}", pooler.log());
     assert!(run.stderr.contains("pool_mode=transaction"), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("shared with other clients between transactions"),
+        "{run:?}"
+    );
 }

@@ -358,21 +358,21 @@ impl PeerLimits {
     }
 
     fn take(&mut self, key: &str, value: &str) -> Result<()> {
-        let field = format!("url.{key}");
+        // A whole number of `unit`; `None` for 0.
+        let whole = |unit: &str| -> Result<Option<u32>> {
+            let number: u32 = value.trim().parse().map_err(|_| {
+                Error::invalid(
+                    format!("url.{key}"),
+                    format!("must be a whole number of {unit} (0: the operating system's default)"),
+                )
+            })?;
+            Ok((number > 0).then_some(number))
+        };
         if key == "tcp_user_timeout" {
-            let rule = "must be a whole number of milliseconds (0: the operating system's default)";
-            let millis: u32 = value
-                .trim()
-                .parse()
-                .map_err(|_| Error::invalid(&field, rule))?;
-            self.unacknowledged = Some((millis > 0).then(|| Duration::from_millis(millis.into())));
+            let millis = whole("milliseconds")?;
+            self.unacknowledged = Some(millis.map(|ms| Duration::from_millis(ms.into())));
         } else {
-            let rule = "must be a whole number of probes (0: the operating system's default)";
-            let probes: u32 = value
-                .trim()
-                .parse()
-                .map_err(|_| Error::invalid(&field, rule))?;
-            self.probes = Some((probes > 0).then_some(probes));
+            self.probes = Some(whole("probes")?);
         }
         Ok(())
     }
@@ -434,7 +434,9 @@ fn storage(what: &str, e: CallError) -> Error {
 /// Why a connection would find prepared statements it did not make, or miss its own: its
 /// server session is shared between clients, which the store cannot work with (it keeps its
 /// schema, settings and statements in its session).
-const SHARED_SESSION: &str = "; the server session is shared with other clients between     transactions, as a pooler in transaction mode does (PgBouncer's pool_mode=transaction):     connect directly or through session pooling";
+const SHARED_SESSION: &str = "; the server session is shared with other clients between \
+    transactions, as a pooler in transaction mode does (PgBouncer's pool_mode=transaction): \
+    connect directly or through session pooling";
 
 /// [`Error::Busy`] when `e` is the session's `lock_timeout` running out.
 fn busy(what: &str, e: &CallError) -> Option<Error> {
