@@ -323,9 +323,7 @@ impl Mcp {
         assert!(Mcp::text(&result).contains(message), "{result}");
         error
     }
-}
 
-impl Mcp {
     /// Ends the session (closes the server's input) and returns how the server exited.
     pub fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
