@@ -152,6 +152,12 @@ pub(crate) enum Command {
         /// beyond loopback. A browser opens the dashboard once with `?token=`.
         #[arg(long, env = "HANDOFF_SERVE_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Seconds a connection may take to send a request's head, from its opening or its
+        /// last answer, before it is closed (a client that connects and sends nothing holds
+        /// nothing for long). Behind a proxy that keeps connections open, make it longer than
+        /// the proxy's idle timeout.
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        idle_timeout: u64,
     },
 }
 

@@ -73,8 +73,19 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
             )?;
             return Ok(ExitCode::SUCCESS);
         }
-        (Some(Command::Serve { bind, token }), _) => {
-            let config = serve::Config { bind, token };
+        (
+            Some(Command::Serve {
+                bind,
+                token,
+                idle_timeout,
+            }),
+            _,
+        ) => {
+            let config = serve::Config {
+                bind,
+                token,
+                idle_timeout: std::time::Duration::from_secs(idle_timeout),
+            };
             config.check()?;
             let store = ctx.open()?;
             serve::serve(store, ctx.db, config, ctx.out)?;

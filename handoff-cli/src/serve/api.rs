@@ -279,7 +279,8 @@ const WAITING_AT_ONCE: usize = 64;
 const WAIT_SLICE: Duration = Duration::from_secs(1);
 
 /// Runs a waiting `claim-next` a slice at a time, each slice on a blocking thread when one of
-/// [`WAITING_AT_ONCE`] is free, until it has claimed something or its wait is over.
+/// [`WAITING_AT_ONCE`] is free, until it has claimed something, its wait is over or the server
+/// is stopping (then it looks once more, without waiting, and answers).
 async fn waiting(
     app: &Arc<App>,
     route: &'static Route,
@@ -290,19 +291,21 @@ async fn waiting(
     let deadline = Instant::now() + wait;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let slot = tokio::time::timeout(left, SLOTS.acquire()).await;
+        let slot = tokio::select! {
+            slot = tokio::time::timeout(left, SLOTS.acquire()) => slot.ok(),
+            () = app.stop.begun() => None,
+        };
         let left = deadline.saturating_duration_since(Instant::now());
-        let slice = if slot.is_ok() {
-            left.min(WAIT_SLICE)
-        } else {
-            Duration::ZERO
+        let slice = match slot {
+            Some(_) if !app.stop.has_begun() => left.min(WAIT_SLICE),
+            _ => Duration::ZERO,
         };
         args.insert("wait_seconds".into(), json!(slice.as_secs_f64()));
         let asked = args.clone();
         let (status, body) = app.blocking(move |app| run(app, route, asked)).await??;
         drop(slot);
         let claimed = body.get("handoff_id").is_some();
-        if claimed || slice >= left {
+        if claimed || slice >= left || app.stop.has_begun() {
             return Ok((status, body));
         }
     }

@@ -7,11 +7,13 @@
 //! through [`Output`], which redacts.
 
 mod api;
+mod connections;
 mod dashboard;
 mod openapi;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -24,6 +26,7 @@ use serde_json::Value;
 use crate::error::{CliError, CliResult};
 use crate::location::Location;
 use crate::output::Output;
+use connections::Stop;
 
 /// What the server needs besides the store.
 pub(crate) struct Config {
@@ -31,6 +34,9 @@ pub(crate) struct Config {
     pub bind: SocketAddr,
     /// The bearer token every request must carry, if any.
     pub token: Option<String>,
+    /// How long a connection may take to send a request's head, counted from its opening or
+    /// its last answer, before it is closed.
+    pub idle_timeout: Duration,
 }
 
 /// The shared state of every request.
@@ -39,6 +45,8 @@ pub(crate) struct App {
     pub db: Location,
     pub out: Output,
     pub token: Option<String>,
+    /// Begins when the server is told to stop: waiting claims end early.
+    pub stop: Stop,
 }
 
 /// The cookie a browser keeps the token in, once it has opened the dashboard with `?token=`.
@@ -68,12 +76,6 @@ impl Config {
 /// Serves `store` until the process is interrupted or terminated. The caller has checked
 /// `config` ([`Config::check`]) before opening the store.
 pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> CliResult<()> {
-    let app = Arc::new(App {
-        store,
-        db,
-        out,
-        token: config.token,
-    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -87,11 +89,17 @@ pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> 
             .map_err(|e| CliError::input("bind", config.bind, e))?;
         // The one line a script waits for (the port, when --bind asked for port 0).
         println!("handoff serve: listening on http://{local}/ (API at /api/v1, OpenAPI at /api/v1/openapi.json)");
+        let stop = Stop::on(stopped());
+        let app = Arc::new(App {
+            store,
+            db,
+            out,
+            token: config.token,
+            stop: stop.clone(),
+        });
         let router = Router::new().fallback(handle).with_state(app);
-        axum::serve(listener, router)
-            .with_graceful_shutdown(stopped())
-            .await
-            .map_err(|e| CliError::output("the HTTP server", e))
+        connections::serve(listener, router, stop, config.idle_timeout).await;
+        Ok(())
     })
 }
 
