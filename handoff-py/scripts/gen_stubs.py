@@ -40,6 +40,10 @@ RETURNS = {
     "CurationEvent": "dict[str, Any]",
 }
 
+#: The Python return types of the calls that hand out a claim: ``aio`` runs them through
+#: ``_claiming``, which gives back a claim its cancelled caller never received.
+CLAIMS = {"Claim", "Optional[Claim]"}
+
 #: What a method takes beyond the catalog's arguments: code, which JSON cannot carry. Each is
 #: (name, type, doc); it follows the positional arguments, `None` by default, and ``aio`` hands
 #: it to the worker thread through ``_from_thread``.
@@ -202,12 +206,17 @@ class Operation:
         args = ["self._store." + self.name]
         args += [f"_from_thread({p.name})" if p is self.callable else p.name for p in self.positional]
         args += [f"{p.name}={p.name}" for p in self.keyword]
-        call = f"asyncio.to_thread({', '.join(args)})"
+        runner = "asyncio.to_thread"
+        if self.returns in CLAIMS:
+            # A claim the awaiting task was cancelled before receiving is released (aio.py).
+            runner = "_claiming"
+            args[0:1] = ["self._store", f"\"{self.name}\""]
+        call = f"{runner}({', '.join(args)})"
         verb = "await" if self.returns == "None" else "return await"
         line = f"        {verb} {call}"
         if len(line) > WIDTH:
             inner = "".join(f"            {a},\n" for a in args)
-            line = f"        {verb} asyncio.to_thread(\n{inner}        )"
+            line = f"        {verb} {runner}(\n{inner}        )"
         return f"{self.signature('async ')}\n{self.docstring(with_arguments=False)}\n{line}\n"
 
 

@@ -80,3 +80,64 @@ def test_event_loop_runs_while_a_call_waits(tmp_path: Path) -> None:
 
     with deadlock_watchdog():
         asyncio.run(main())
+
+
+@pytest.mark.parametrize("call", ["claim", "claim_next"])
+def test_a_claim_its_cancelled_task_never_received_is_released(tmp_path: Path, call: str) -> None:
+    """Cancelling the task leaves the worker thread to finish its call; the claim it then makes
+    would be held by nobody until its lease lapsed. It is given back instead."""
+    path = tmp_path / "cancel.db"
+    with hc.open(path) as sync:
+        h = sync.create("t", "wanted once", to_agent="w")
+
+    async def main() -> None:
+        store = await aio.open(path, lock_patience_seconds=30)
+        with write_lock_held(path):
+            # The call waits for the write lock another process holds: cancelled meanwhile.
+            if call == "claim":
+                task = asyncio.ensure_future(store.claim(h.id, "w", lease_seconds=3600))
+            else:
+                task = asyncio.ensure_future(store.claim_next("w", lease_seconds=3600))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        # The thread now claims, finds nobody waiting, and releases (30 s, within the watchdog's
+        # minute, to see it happen).
+        for _ in range(300):
+            kinds = [e.kind for e in await store.events(h.id)]
+            if "released" in kinds:
+                break
+            await asyncio.sleep(0.1)
+        assert kinds == ["created", "claimed", "released"]
+        again = await store.claim_next("w")
+        assert again is not None and again.handoff_id == h.id
+        store.close()
+
+    with deadlock_watchdog():
+        asyncio.run(main())
+
+
+def test_a_cancelled_waiting_claim_stops_waiting(tmp_path: Path) -> None:
+    """A worker's `claim_next(wait_seconds=...)` cancelled (a shutdown, `asyncio.wait_for`)
+    stops waiting: work created afterwards is left for the next worker, not claimed by a
+    thread nobody listens to."""
+    path = tmp_path / "wait.db"
+
+    async def main() -> None:
+        store = await aio.open(path)
+        waiting = asyncio.ensure_future(store.claim_next("w", wait_seconds=60))
+        await asyncio.sleep(0.3)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        # Eight slices' time for the thread to see the cancellation; without it, the thread
+        # waits out its minute and claims what comes.
+        await asyncio.sleep(2)
+        h = await store.create("t", "arrives after the worker left", to_agent="w")
+        await asyncio.sleep(1)
+        assert [e.kind for e in await store.events(h.id)] == ["created"]
+        store.close()
+
+    with deadlock_watchdog():
+        asyncio.run(main())

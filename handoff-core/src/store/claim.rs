@@ -154,6 +154,11 @@ pub struct Claim {
 }
 
 impl Claim {
+    /// The reason a claim is released with when the caller it was made for was gone before
+    /// receiving it: a cancelled task, a client that disconnected while the claim was made.
+    /// Nobody holds such a claim, so it is given back rather than left to lapse.
+    pub const UNRECEIVED: &'static str = "the claimant was gone before it received the claim";
+
     /// The claimed handoff's id.
     pub fn handoff_id(&self) -> &str {
         &self.handoff.id

@@ -94,6 +94,7 @@ __all__ = [
 
 SCHEMA_VERSION: int
 MAX_DEPTH: int
+_UNRECEIVED: str
 __version__: str
 
 @final

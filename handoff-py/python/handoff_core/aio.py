@@ -22,6 +22,8 @@ import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 import inspect
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Optional, Union
 
@@ -57,7 +59,7 @@ from handoff_core._native import (
     TaskSummary,
     VerifyReport,
 )
-from handoff_core._errors import Busy, Conflict
+from handoff_core._errors import Busy, Conflict, HandoffError
 from handoff_core._types import Kind, Status, StrPath, Synchronous, TaskStatus
 
 __all__ = ["Lease", "Store", "connect", "open"]
@@ -93,6 +95,68 @@ def _from_thread(function: Optional[Callable[[Any], Any]]) -> Optional[Callable[
 
     call.__name__ = getattr(function, "__name__", type(function).__name__)
     return call
+
+
+#: The longest a waiting ``claim_next`` waits in one native call: a cancelled task's worker
+#: thread stops waiting within this much of the cancellation.
+_WAIT_SLICE = 0.25
+
+async def _claiming(store: _native.Store, name: str, *args: Any, **kwargs: Any) -> Any:
+    """``store.<name>(*args, **kwargs)`` for ``claim`` and ``claim_next``, in a worker thread.
+
+    Cancelling the awaiting task does not stop the thread, and a claim the thread made after
+    the cancellation would be held by nobody until its lease lapsed: the work delayed by a
+    lease and an attempt counted. So a waiting ``claim_next`` waits in slices and stops within
+    ``_WAIT_SLICE`` of the cancellation, and a claim the task did not receive is released."""
+    function = getattr(store, name)
+    wait = kwargs.get("wait_seconds")
+    seconds = wait.total_seconds() if isinstance(wait, timedelta) else wait
+    # Only a real wait is sliced; anything else goes as given, for the store to judge.
+    sliced = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 < seconds < float("inf")
+    lock = threading.Lock()
+    abandoned = False
+    received: Optional[Claim] = None
+
+    def run() -> Optional[Claim]:
+        nonlocal received
+        deadline = time.monotonic() + seconds if sliced else 0.0
+        while True:
+            left = deadline - time.monotonic()
+            if sliced:
+                kwargs["wait_seconds"] = max(0.0, min(left, _WAIT_SLICE))
+            claim = function(*args, **kwargs)
+            with lock:
+                gone = abandoned
+                if not gone:
+                    received = claim
+            if gone:
+                if claim is not None:
+                    _release_unreceived(store, claim)
+                return None
+            if claim is not None or not sliced or left <= _WAIT_SLICE:
+                return claim
+
+    pending = asyncio.ensure_future(asyncio.to_thread(run))
+    try:
+        return await asyncio.shield(pending)
+    except asyncio.CancelledError:
+        with lock:
+            abandoned = True
+            claim = received
+        if claim is not None:
+            threading.Thread(target=_release_unreceived, args=(store, claim)).start()
+        # The thread's own end (an error included) has nobody left to hear it.
+        pending.add_done_callback(lambda done: done.cancelled() or done.exception())
+        raise
+
+
+def _release_unreceived(store: _native.Store, claim: Claim) -> None:
+    """Gives back a claim nobody received; if that fails (the lease lapsed, the store closed),
+    the claim lapses as any abandoned one does."""
+    try:
+        store.release(claim, _native._UNRECEIVED)
+    except HandoffError:
+        pass
 
 
 #: How often ``memory_update`` reads and writes again after other writers came first (the
@@ -399,7 +463,7 @@ class Store:
         """Claims the handoff `id` for `agent`. `AlreadyClaimed` while another claim is live;
         `InvalidTransition` when it is finished or addressed to another agent.
         """
-        return await asyncio.to_thread(self._store.claim, id, agent, lease_seconds)
+        return await _claiming(self._store, "claim", id, agent, lease_seconds)
 
     async def claim_next(
         self,
@@ -412,8 +476,9 @@ class Store:
         """Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
         nothing when there is none, after waiting up to `wait_seconds` for some to arrive.
         """
-        return await asyncio.to_thread(
-            self._store.claim_next,
+        return await _claiming(
+            self._store,
+            "claim_next",
             agent,
             task_id,
             lease_seconds,
