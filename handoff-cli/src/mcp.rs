@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use handoff_core::ops::Arguments;
-use handoff_core::{Error, Store};
+use handoff_core::{Claim, Error, Store};
 use rmcp::handler::server::tool::{schema_for_input, schema_for_type};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -280,6 +280,13 @@ impl Server {
             (None, None) => op.call(&self.store, Value::Object(args)),
         }
         .map_err(|e| if flat { name_flat_claim(e) } else { e })?;
+        // The answer to a call its client cancelled is never sent (nor one the server is
+        // closing under): a claim made for it would be held by nobody until its lease lapsed.
+        if cancelled()
+            && let Some(claim) = result.claim()
+        {
+            let _ = self.store.release(claim, Claim::UNRECEIVED);
+        }
         let reads = op.reads_only();
         let mut text = result.text(&self.out, reads);
         let mut json = result.structured(&self.out, reads);

@@ -4,8 +4,9 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::pg_schema::{PgSchema, test_server};
@@ -522,6 +523,90 @@ fn a_cancelled_waiting_claim_stops_and_claims_nothing() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(env.show(&id)["status"], "pending");
     // The server still serves.
+    let claim = mcp.ok("handoff_claim_next", json!({"agent": "worker"}));
+    assert_eq!(claim["handoff_id"], id.as_str(), "{claim}");
+}
+
+/// Holds SQLite's write lock on `db` from another process (POSIX locks do not conflict within
+/// one) until dropped: Python's `sqlite3` in an immediate transaction.
+struct WriteLock(std::process::Child);
+
+impl WriteLock {
+    fn hold(db: &Path) -> WriteLock {
+        let mut holder = Command::new("python3")
+            .args([
+                "-c",
+                "import sqlite3, sys\n\
+                 c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+                 c.execute('BEGIN IMMEDIATE')\n\
+                 print('locked', flush=True)\n\
+                 sys.stdin.readline()\n\
+                 c.execute('ROLLBACK')",
+            ])
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 holds the lock");
+        let mut line = String::new();
+        let stdout = holder.stdout.as_mut().expect("stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+            .expect("the holder's word");
+        assert_eq!(line.trim(), "locked");
+        WriteLock(holder)
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        if let Some(stdin) = self.0.stdin.as_mut() {
+            let _ = stdin.write_all(b"go\n");
+        }
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_claim_made_for_a_cancelled_call_is_given_back() {
+    let env = Env::new();
+    let id = env.create(&[
+        "--task-id",
+        "t",
+        "--goal",
+        "wanted once",
+        "--to-agent",
+        "worker",
+    ]);
+    let mut mcp = Mcp::start(&env, &[]);
+    {
+        let _lock = WriteLock::hold(&env.db);
+        // The claim waits for the lock another process holds; the client gives up meanwhile.
+        mcp.send_request(
+            9201,
+            "tools/call",
+            json!({"name": "handoff_claim_next", "arguments": {"agent": "worker"}}),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        mcp.notify(
+            "notifications/cancelled",
+            json!({"requestId": 9201, "reason": "the user gave up"}),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // The call now claims, for nobody: the claim is given back, not left to lapse.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let events = loop {
+        let events = env.run(&["events", &id, "--json"]).expect(0).json();
+        if kinds(&events).contains(&"released") || Instant::now() > deadline {
+            break events;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        kinds(&events),
+        ["created", "claimed", "released"],
+        "{events}"
+    );
     let claim = mcp.ok("handoff_claim_next", json!({"agent": "worker"}));
     assert_eq!(claim["handoff_id"], id.as_str(), "{claim}");
 }

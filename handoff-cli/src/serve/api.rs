@@ -14,6 +14,7 @@ use axum::response::Response;
 use handoff_core::{Error, ErrorKind, Limits};
 use serde_json::{Map, Value, json};
 
+use super::receipt::{Handover, Receipt};
 use super::{App, json_response, openapi, query_pairs};
 use crate::error::CliError;
 use crate::operations::{self, Op, asked_wait, cap_to_a_page, name_flat_claim};
@@ -256,13 +257,16 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
         Ok(args) => args,
         Err(e) => return failure(&app, &e.into()),
     };
+    let receipt = Receipt::new(&app);
+    let handover = receipt.handover();
     let answer = match asked_wait(&args) {
-        Some(wait) => waiting(&app, route, args, wait).await,
+        Some(wait) => waiting(&app, route, args, wait, &handover).await,
         None => app
-            .blocking(move |app| run(app, route, args))
+            .blocking(move |app| run(app, route, args, &handover))
             .await
             .and_then(|answer| answer),
     };
+    receipt.received();
     match answer {
         Ok((status, body)) => json_response(status, &body),
         // A claim given in the body is named by its own fields, as the caller gave them.
@@ -286,6 +290,7 @@ async fn waiting(
     route: &'static Route,
     mut args: Map<String, Value>,
     wait: Duration,
+    handover: &Handover,
 ) -> Result<(StatusCode, Value), Error> {
     static SLOTS: Semaphore = Semaphore::const_new(WAITING_AT_ONCE);
     let deadline = Instant::now() + wait;
@@ -302,7 +307,10 @@ async fn waiting(
         };
         args.insert("wait_seconds".into(), json!(slice.as_secs_f64()));
         let asked = args.clone();
-        let (status, body) = app.blocking(move |app| run(app, route, asked)).await??;
+        let handover = handover.clone();
+        let (status, body) = app
+            .blocking(move |app| run(app, route, asked, &handover))
+            .await??;
         drop(slot);
         let claimed = body.get("handoff_id").is_some();
         if claimed || slice >= left || app.stop.has_begun() {
@@ -413,10 +421,13 @@ fn typed(schema: Option<&Value>, text: &str) -> Value {
 }
 
 /// Runs the route's operation: its status and JSON answer.
+/// Runs the route's operation on the store (blocking). A claim it makes is offered to the
+/// request through `handover`, which gives it back if the request is gone.
 fn run(
     app: &App,
     route: &Route,
     mut args: Map<String, Value>,
+    handover: &Handover,
 ) -> Result<(StatusCode, Value), Error> {
     let op = route.op();
     if matches!(route.shape, Shape::StoredBundle | Shape::StoredBundleCheck) {
@@ -433,6 +444,14 @@ fn run(
         .then(|| args.get("limit").and_then(Value::as_u64))
         .flatten();
     let result = op.call(&app.store, Value::Object(args))?;
+    if let Some(claim) = result.claim()
+        && !handover.offer(&app.store, claim)
+    {
+        return Err(Error::invalid(
+            "request",
+            "its client was gone before the answer",
+        ));
+    }
     let mut body = result.structured(&app.out, op.reads_only());
     if let (Some(page), Some((count, Some(last)))) = (page, result.extent())
         && count as u64 == page

@@ -10,6 +10,7 @@ mod api;
 mod connections;
 mod dashboard;
 mod openapi;
+mod receipt;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 """`handoff serve`'s connections: a client that connects and sends part of a request, or keeps
 a connection open between requests, holds it for `--idle-timeout` at most and cannot keep a
-stopping server from exiting; a worker waiting for work is answered when the server stops.
+stopping server from exiting; a worker waiting for work is answered when the server stops; a
+claim made for a client that disconnected is given back.
 
 Time bounds here are hang detectors, far from the durations they guard: without the deadlines
 these waits never end (a connection held for good, a stop that never exits)."""
@@ -8,9 +9,14 @@ these waits never end (a connection held for good, a stop that never exits)."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from conftest import Server, Servers
@@ -105,3 +111,54 @@ def _waiting(server: Server) -> bool:
     local = f":{port:04X}"
     return any(row.split()[1].endswith(local) and row.split()[3] == "01" for row in rows)
 
+
+
+@contextmanager
+def write_lock_held(db: Path) -> Iterator[None]:
+    """SQLite's write lock on `db`, held by another process (POSIX locks do not conflict within
+    one) until the block ends."""
+    hold = (
+        "import sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "c.execute('ROLLBACK')\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=HANG) == 0
+
+
+def test_a_claim_made_for_a_client_that_disconnected_is_given_back(servers: Servers) -> None:
+    server = servers.start(None)
+    h = server.ok("POST", "/handoffs", {"task_id": "t", "goal": "wanted once", "to_agent": "worker"})["handoff"]
+    assert isinstance(server.db, Path)
+    with write_lock_held(server.db):
+        # The claim waits for the lock another process holds; its client leaves meanwhile.
+        client = connect(server)
+        body = b'{"agent": "worker"}'
+        client.sendall(
+            b"POST /api/v1/handoffs/claim-next HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        time.sleep(0.3)
+        client.close()
+        time.sleep(0.3)
+    # The call now claims, for nobody: the claim is given back, not left to lapse.
+    deadline = time.monotonic() + HANG
+    while time.monotonic() < deadline:
+        kinds = [e["kind"] for e in server.ok("GET", f"/handoffs/{h['id']}/events")["events"]]
+        if "released" in kinds:
+            break
+        time.sleep(0.1)
+    assert kinds == ["created", "claimed", "released"]
+    again = server.ok("POST", "/handoffs/claim-next", {"agent": "worker"})
+    assert again["handoff_id"] == h["id"]
