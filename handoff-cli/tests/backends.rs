@@ -527,22 +527,15 @@ fn a_cancelled_waiting_claim_stops_and_claims_nothing() {
     assert_eq!(claim["handoff_id"], id.as_str(), "{claim}");
 }
 
-/// Holds SQLite's write lock on `db` from another process (POSIX locks do not conflict within
-/// one) until dropped: Python's `sqlite3` in an immediate transaction.
+/// Holds SQLite's write lock on `db` from another process until dropped
+/// (`tests/common/hold_write_lock.py`).
 struct WriteLock(std::process::Child);
 
 impl WriteLock {
     fn hold(db: &Path) -> WriteLock {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/hold_write_lock.py");
         let mut holder = Command::new("python3")
-            .args([
-                "-c",
-                "import sqlite3, sys\n\
-                 c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
-                 c.execute('BEGIN IMMEDIATE')\n\
-                 print('locked', flush=True)\n\
-                 sys.stdin.readline()\n\
-                 c.execute('ROLLBACK')",
-            ])
+            .arg(script)
             .arg(db)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -210,7 +210,7 @@ class Operation:
         if self.returns in CLAIMS:
             # A claim the awaiting task was cancelled before receiving is released (aio.py).
             runner = "_claiming"
-            args[0:1] = ["self._store", f"\"{self.name}\""]
+            args.insert(0, "self._store")
         call = f"{runner}({', '.join(args)})"
         verb = "await" if self.returns == "None" else "return await"
         line = f"        {verb} {call}"

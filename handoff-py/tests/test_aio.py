@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,6 +95,7 @@ def test_a_claim_its_cancelled_task_never_received_is_released(tmp_path: Path, c
         store = await aio.open(path, lock_patience_seconds=30)
         with write_lock_held(path):
             # The call waits for the write lock another process holds: cancelled meanwhile.
+            task: asyncio.Future[Any]
             if call == "claim":
                 task = asyncio.ensure_future(store.claim(h.id, "w", lease_seconds=3600))
             else:

@@ -115,17 +115,9 @@ def _waiting(server: Server) -> bool:
 
 @contextmanager
 def write_lock_held(db: Path) -> Iterator[None]:
-    """SQLite's write lock on `db`, held by another process (POSIX locks do not conflict within
-    one) until the block ends."""
-    hold = (
-        "import sqlite3, sys\n"
-        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-        "c.execute('BEGIN IMMEDIATE')\n"
-        "print('locked', flush=True)\n"
-        "sys.stdin.readline()\n"
-        "c.execute('ROLLBACK')\n"
-    )
-    holder = subprocess.Popen([sys.executable, "-c", hold, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    """SQLite's write lock on `db`, held by another process until the block ends."""
+    script = Path(__file__).parent.parent / "common" / "hold_write_lock.py"
+    holder = subprocess.Popen([sys.executable, str(script), str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdin is not None and holder.stdout is not None
     try:
         assert holder.stdout.readline().strip() == "locked"

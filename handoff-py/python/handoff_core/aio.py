@@ -25,7 +25,7 @@ import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, TypeVar, Union
 
 from handoff_core import _native
 from handoff_core._native import (
@@ -69,6 +69,9 @@ _Span = Union[int, float, timedelta]
 _AnyClaim = Union[Claim, ClaimRef]
 _Change = Callable[[dict[str, Any]], Union[Mapping[str, Any], Awaitable[Mapping[str, Any]]]]
 
+#: What ``claim`` and ``claim_next`` return (``_claiming``).
+_Claimed = TypeVar("_Claimed", Claim, Optional[Claim])
+
 _Score = Union[float, tuple[float, Optional[str]], Mapping[str, Any]]
 #: A verifier (``Store.verify``): a plain function or a coroutine function.
 _Verifier = Callable[[dict[str, Any]], Union[_Score, Awaitable[_Score]]]
@@ -101,28 +104,31 @@ def _from_thread(function: Optional[Callable[[Any], Any]]) -> Optional[Callable[
 #: thread stops waiting within this much of the cancellation.
 _WAIT_SLICE = 0.25
 
-async def _claiming(store: _native.Store, name: str, *args: Any, **kwargs: Any) -> Any:
-    """``store.<name>(*args, **kwargs)`` for ``claim`` and ``claim_next``, in a worker thread.
+
+async def _claiming(store: _native.Store, function: Callable[..., _Claimed], *args: Any, **kwargs: Any) -> _Claimed:
+    """``function(*args, **kwargs)``, the ``store``'s ``claim`` or ``claim_next``, in a worker
+    thread.
 
     Cancelling the awaiting task does not stop the thread, and a claim the thread made after
     the cancellation would be held by nobody until its lease lapsed: the work delayed by a
     lease and an attempt counted. So a waiting ``claim_next`` waits in slices and stops within
     ``_WAIT_SLICE`` of the cancellation, and a claim the task did not receive is released."""
-    function = getattr(store, name)
     wait = kwargs.get("wait_seconds")
     seconds = wait.total_seconds() if isinstance(wait, timedelta) else wait
     # Only a real wait is sliced; anything else goes as given, for the store to judge.
-    sliced = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 < seconds < float("inf")
+    sliced: Optional[float] = None
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 < seconds < float("inf"):
+        sliced = float(seconds)
     lock = threading.Lock()
     abandoned = False
     received: Optional[Claim] = None
 
-    def run() -> Optional[Claim]:
+    def run() -> _Claimed:
         nonlocal received
-        deadline = time.monotonic() + seconds if sliced else 0.0
+        deadline = time.monotonic() + sliced if sliced is not None else 0.0
         while True:
             left = deadline - time.monotonic()
-            if sliced:
+            if sliced is not None:
                 kwargs["wait_seconds"] = max(0.0, min(left, _WAIT_SLICE))
             claim = function(*args, **kwargs)
             with lock:
@@ -132,8 +138,8 @@ async def _claiming(store: _native.Store, name: str, *args: Any, **kwargs: Any) 
             if gone:
                 if claim is not None:
                     _release_unreceived(store, claim)
-                return None
-            if claim is not None or not sliced or left <= _WAIT_SLICE:
+                return claim
+            if claim is not None or sliced is None or left <= _WAIT_SLICE:
                 return claim
 
     pending = asyncio.ensure_future(asyncio.to_thread(run))
@@ -463,7 +469,7 @@ class Store:
         """Claims the handoff `id` for `agent`. `AlreadyClaimed` while another claim is live;
         `InvalidTransition` when it is finished or addressed to another agent.
         """
-        return await _claiming(self._store, "claim", id, agent, lease_seconds)
+        return await _claiming(self._store, self._store.claim, id, agent, lease_seconds)
 
     async def claim_next(
         self,
@@ -478,7 +484,7 @@ class Store:
         """
         return await _claiming(
             self._store,
-            "claim_next",
+            self._store.claim_next,
             agent,
             task_id,
             lease_seconds,
