@@ -420,9 +420,8 @@ fn typed(schema: Option<&Value>, text: &str) -> Value {
     Value::String(text.to_owned())
 }
 
-/// Runs the route's operation: its status and JSON answer.
-/// Runs the route's operation on the store (blocking). A claim it makes is offered to the
-/// request through `handover`, which gives it back if the request is gone.
+/// Runs the route's operation (blocking): its status and JSON answer. A claim it makes is
+/// offered to the request through `handover`, which gives it back if the request is gone.
 fn run(
     app: &App,
     route: &Route,

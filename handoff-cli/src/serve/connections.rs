@@ -44,6 +44,7 @@ impl Stop {
         Stop(stop)
     }
 
+    /// Whether the stop has begun.
     pub(crate) fn has_begun(&self) -> bool {
         *self.0.borrow()
     }
