@@ -28,8 +28,8 @@
 //! again before doing anything else. Reads take the lock too, so they never see half a write.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, Write};
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -48,6 +48,9 @@ use crate::store::backend::Watch;
 use crate::store::{
     Backend, Capabilities, Doc, EventFilter, ListFilter, Synchronous, Tx, WorkSignal, hop_of,
 };
+use layout::{Place, io, replace, sync_dir};
+
+mod layout;
 
 /// How long a call waits for another process's write before it fails with `Busy`.
 const DEFAULT_LOCK_PATIENCE: Duration = Duration::from_secs(60);
@@ -137,13 +140,6 @@ pub struct FilesBackend {
     local: Mutex<()>,
 }
 
-fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::Storage {
-        message: format!("{what} {}: {e}", path.display()),
-        source: Some(Box::new(e)),
-    }
-}
-
 /// A record as people read it: indented.
 fn pretty(value: &impl Serialize) -> Result<Box<RawValue>> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::storage(e.to_string()))?;
@@ -166,28 +162,33 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// Replaces `path` with `content` atomically: a temporary file beside it, fsync (with
-/// [`Synchronous::Full`]), rename.
-fn replace(path: &Path, content: &str, sync: Synchronous) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut file = super::turnstile::private_file(&tmp).map_err(|e| io("cannot write", &tmp, e))?;
-    file.set_len(0)
-        .and_then(|()| file.write_all(content.as_bytes()))
-        .and_then(|()| match sync {
-            Synchronous::Full => file.sync_all(),
-            Synchronous::Normal => Ok(()),
-        })
-        .map_err(|e| io("cannot write", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| io("cannot replace", path, e))
-}
-
-fn sync_dir(dir: &Path, sync: Synchronous) -> Result<()> {
-    if sync == Synchronous::Normal {
-        return Ok(());
+/// Where the last line of a log of `len` bytes begins and its bytes, when it has no end
+/// (`None` when the log ends with a newline).
+fn torn_tail(log: &mut File, len: u64) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+    let mut last = [0u8];
+    log.seek(SeekFrom::Start(len - 1))?;
+    log.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(None);
     }
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io("cannot sync", dir, e))
+    // Backwards, a block at a time, to the newline before it (or the log's start).
+    let mut tail = Vec::new();
+    let mut end = len;
+    while end > 0 {
+        let start = end.saturating_sub(64 * 1024);
+        let mut block = vec![0u8; usize::try_from(end - start).unwrap_or(0)];
+        log.seek(SeekFrom::Start(start))?;
+        log.read_exact(&mut block)?;
+        let newline = memchr::memrchr(b'\n', &block);
+        block.extend_from_slice(&tail);
+        tail = block;
+        if let Some(at) = newline {
+            let line = tail.split_off(at + 1);
+            return Ok(Some((start + at as u64 + 1, line)));
+        }
+        end = start;
+    }
+    Ok(Some((0, tail)))
 }
 
 impl FilesBackend {
@@ -261,24 +262,24 @@ impl FilesBackend {
         }
     }
 
-    fn path(&self, relative: &str) -> PathBuf {
-        self.dir.join(relative)
+    /// Where the layout's file `relative` is (see [`layout::resolve`]): refused when it is no
+    /// file of the layout (an id read from a file that is not one) or a link is on the way.
+    fn path(&self, relative: &str) -> Result<PathBuf> {
+        layout::resolve(&self.dir, relative, "the store's files")
     }
 
     fn read_text(&self, relative: &str) -> Result<Option<String>> {
-        let path = self.path(relative);
-        match fs::read_to_string(&path) {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io("cannot read", &path, e)),
-        }
+        layout::read(&self.path(relative)?)
     }
 
     fn read_json<T: for<'de> Deserialize<'de>>(&self, relative: &str) -> Result<Option<T>> {
         self.read_text(relative)?
             .map(|text| {
                 serde_json::from_str(&text).map_err(|e| {
-                    Error::storage(format!("corrupt {}: {e}", self.path(relative).display()))
+                    Error::storage(format!(
+                        "corrupt {}: {e}; `handoff check --repair` moves it aside",
+                        self.dir.join(relative).display()
+                    ))
                 })
             })
             .transpose()
@@ -303,7 +304,10 @@ impl FilesBackend {
 
     /// Every key of `kind` (the files under `docs/<kind>`, folders walked), in no order.
     fn doc_keys(&self, kind: &str) -> Result<Vec<String>> {
-        let root = self.path(&format!("docs/{kind}"));
+        let root = self.dir.join("docs").join(kind);
+        if !crate::validate::is_ident(kind) {
+            return Ok(Vec::new());
+        }
         let mut keys = Vec::new();
         let mut folders = vec![(root.clone(), String::new())];
         while let Some((folder, prefix)) = folders.pop() {
@@ -318,9 +322,16 @@ impl FilesBackend {
                     continue;
                 };
                 let path = entry.path();
-                if path.is_dir() {
-                    folders.push((path, format!("{prefix}{name}/")));
-                } else if let Some(stem) = name.strip_suffix(".json") {
+                let kind = entry.file_type().map_err(|e| io("cannot read", &path, e))?;
+                if kind.is_symlink() {
+                    return Err(layout::link(&path));
+                } else if kind.is_dir() {
+                    if crate::validate::is_ident(&name) {
+                        folders.push((path, format!("{prefix}{name}/")));
+                    }
+                } else if let Some(stem) = name.strip_suffix(".json")
+                    && crate::validate::is_ident(stem)
+                {
                     keys.push(format!("{prefix}{stem}"));
                 }
             }
@@ -339,7 +350,9 @@ impl FilesBackend {
     /// A task's hops in chain order: its folder's files, or else the array a store written
     /// before per-hop files keeps (placed by their order in it).
     fn task_files(&self, task_id: &str) -> Result<Vec<HopFile>> {
-        let folder = self.path(&format!("tasks/{task_id}"));
+        // Checked as the folder of one of its files is: never a link.
+        self.path(&format!("tasks/{task_id}/{task_id}.json"))?;
+        let folder = self.dir.join("tasks").join(task_id);
         let entries = match fs::read_dir(&folder) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -355,6 +368,7 @@ impl FilesBackend {
                 .file_name()
                 .to_str()
                 .and_then(|n| n.strip_suffix(".json"))
+                .filter(|id| crate::validate::is_ident(id))
                 .map(str::to_owned)
             else {
                 continue;
@@ -379,23 +393,88 @@ impl FilesBackend {
             }))
     }
 
-    /// Applies a journal left by a killed writer, if there is one.
+    /// Applies a journal left by a killed writer, if there is one, once it is known to be one
+    /// this store could have written: every path a file of the layout, and the event log as
+    /// long as it says (or longer by part of what it appends, where the writer was killed
+    /// while appending). Any other journal is refused and left as it is.
     fn recover(&self) -> Result<()> {
         if let Some(journal) = self.read_json::<Journal>("journal.json")? {
+            self.check_log(&journal)?;
             self.apply(&journal)?;
         }
         Ok(())
     }
 
+    /// Whether the event log agrees with `journal` (see [`FilesBackend::recover`]).
+    fn check_log(&self, journal: &Journal) -> Result<()> {
+        let refuse = |why: String| {
+            Err(Error::storage(format!(
+                "{} was refused and left as it is: {why}; a killed writer leaves no such \
+                 journal (`handoff check --repair` moves it aside)",
+                self.dir.join("journal.json").display()
+            )))
+        };
+        let path = self.path("events.jsonl")?;
+        let len = self.log_len(&path)?;
+        let appended: Vec<u8> = journal
+            .events
+            .iter()
+            .flat_map(|line| line.get().bytes().chain([b'\n']))
+            .collect();
+        let at = journal.events_len;
+        if at > len || len - at > appended.len() as u64 {
+            return refuse(format!(
+                "it appends to an event log of {at} bytes, and the log has {len}"
+            ));
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        // The byte before `events_len` (a line's end) and what follows it.
+        let from = at.saturating_sub(1);
+        let mut tail = Vec::new();
+        layout::open(&path, fs::OpenOptions::new().read(true))
+            .and_then(|mut log| {
+                log.seek(SeekFrom::Start(from))?;
+                log.take(len - from).read_to_end(&mut tail)
+            })
+            .map_err(|e| io("cannot read", &path, e))?;
+        let rest = match at {
+            0 => &tail[..],
+            _ if tail.first() == Some(&b'\n') => &tail[1..],
+            _ => return refuse(format!("byte {at} of the event log does not end a line")),
+        };
+        if !appended.starts_with(rest) {
+            return refuse(format!(
+                "the event log goes on past byte {at} with lines the journal does not hold"
+            ));
+        }
+        Ok(())
+    }
+
     /// The second step of a write: replace the files, append the events, drop the journal.
-    /// Running it twice gives the same result.
+    /// Running it twice gives the same result. Every path is checked before anything is
+    /// written: a journal naming anything but the layout's data files changes nothing.
     fn apply(&self, journal: &Journal) -> Result<()> {
+        let data = |relative: &String| match layout::place(relative) {
+            Some(Place::Data) => layout::resolve(&self.dir, relative, "journal.json"),
+            _ => Err(layout::foreign(relative, "journal.json")),
+        };
+        let files = journal
+            .files
+            .iter()
+            .map(|(relative, content)| Ok((data(relative)?, content)))
+            .collect::<Result<Vec<_>>>()?;
+        let removed = journal
+            .removed
+            .iter()
+            .map(data)
+            .collect::<Result<Vec<_>>>()?;
         let mut folders: std::collections::BTreeSet<PathBuf> = ["handoffs", "tasks"]
             .iter()
-            .map(|sub| self.path(sub))
+            .map(|sub| self.dir.join(sub))
             .collect();
-        for (relative, content) in &journal.files {
-            let path = self.path(relative);
+        for (path, content) in files {
             if let Some(folder) = path.parent()
                 && folders.insert(folder.to_path_buf())
             {
@@ -403,8 +482,7 @@ impl FilesBackend {
             }
             replace(&path, content.get(), self.sync)?;
         }
-        for relative in &journal.removed {
-            let path = self.path(relative);
+        for path in removed {
             match fs::remove_file(&path) {
                 Ok(()) => {
                     if let Some(folder) = path.parent() {
@@ -419,16 +497,11 @@ impl FilesBackend {
             sync_dir(folder, self.sync)?;
         }
         if !journal.events.is_empty() {
-            let path = self.path("events.jsonl");
-            let mut log = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .map_err(|e| io("cannot open", &path, e))?;
+            let path = self.path("events.jsonl")?;
+            let mut log = layout::open_log(&path)?;
             // A killed writer may have appended part of its lines: cut back to where it began.
             log.set_len(journal.events_len)
-                .and_then(|()| log.seek(std::io::SeekFrom::End(0)).map(drop))
+                .and_then(|()| log.seek(SeekFrom::End(0)).map(drop))
                 .and_then(|()| {
                     journal
                         .events
@@ -441,7 +514,7 @@ impl FilesBackend {
                 })
                 .map_err(|e| io("cannot append to", &path, e))?;
         }
-        let path = self.path("journal.json");
+        let path = self.path("journal.json")?;
         fs::remove_file(&path).or_else(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Ok(()),
             _ => Err(io("cannot remove", &path, e)),
@@ -449,41 +522,83 @@ impl FilesBackend {
         sync_dir(&self.dir, self.sync)
     }
 
-    fn events_len(&self) -> Result<u64> {
-        let path = self.path("events.jsonl");
-        match fs::metadata(&path) {
+    /// The event log's length in bytes (0 when there is none).
+    fn log_len(&self, path: &Path) -> Result<u64> {
+        match fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => Err(layout::link(path)),
             Ok(meta) => Ok(meta.len()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(io("cannot read", &path, e)),
+            Err(e) => Err(io("cannot read", path, e)),
         }
     }
 
-    fn all_events(&self) -> Result<Vec<Event>> {
-        let path = self.path("events.jsonl");
-        let file = match File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io("cannot read", &path, e)),
+    /// Where the next event line goes: the log's length, once a torn last line is mended.
+    /// The store's own writes end every line (or leave a journal that does), so a last line
+    /// without its end is damage from outside: a whole event that lost only its newline gets
+    /// it back, anything else is cut away.
+    fn events_len(&self) -> Result<u64> {
+        let path = self.path("events.jsonl")?;
+        let len = self.log_len(&path)?;
+        if len == 0 {
+            return Ok(0);
+        }
+        let mut log = layout::open_log(&path)?;
+        let torn = torn_tail(&mut log, len).map_err(|e| io("cannot read", &path, e))?;
+        let Some((start, line)) = torn else {
+            return Ok(len);
         };
-        BufReader::new(file)
-            .lines()
-            .map(|line| {
-                let line = line.map_err(|e| io("cannot read", &path, e))?;
-                serde_json::from_str(&line).map_err(|e| {
-                    Error::storage(format!("corrupt event in {}: {e}", path.display()))
-                })
-            })
-            .collect()
+        if serde_json::from_slice::<Event>(&line).is_ok() {
+            log.seek(SeekFrom::End(0))
+                .and_then(|_| log.write_all(b"\n"))
+                .map_err(|e| io("cannot append to", &path, e))?;
+            Ok(len + 1)
+        } else {
+            log.set_len(start).map_err(|e| io("cannot cut", &path, e))?;
+            Ok(start)
+        }
+    }
+
+    /// Every event in the log, in order. A torn last line (see [`FilesBackend::events_len`])
+    /// is read as the next write will leave it; any other line that is not an event is
+    /// reported with its number.
+    fn all_events(&self) -> Result<Vec<Event>> {
+        let path = self.path("events.jsonl")?;
+        let Some(text) = layout::read(&path)? else {
+            return Ok(Vec::new());
+        };
+        let mut events = Vec::new();
+        for (number, line) in (1..).zip(text.split_inclusive('\n')) {
+            match line.strip_suffix('\n') {
+                Some(line) => events.push(serde_json::from_str(line).map_err(|e| {
+                    Error::storage(format!(
+                        "corrupt event on line {number} of {}: {e}; `handoff check --repair` \
+                         moves it aside",
+                        path.display()
+                    ))
+                })?),
+                None => events.extend(serde_json::from_str::<Event>(line).ok()),
+            }
+        }
+        Ok(events)
     }
 
     fn records_of(&self, ids: &[String]) -> Result<Vec<Handoff>> {
-        ids.iter()
-            .map(|id| {
-                self.record(id)?.ok_or_else(|| {
-                    Error::storage(format!("the index names {id}, which has no record file"))
-                })
-            })
-            .collect()
+        ids.iter().map(|id| self.named_record(id)).collect()
+    }
+
+    /// The record `id`, which the store's index, log or chain names: missing, it is damage,
+    /// reported by name (never read as an empty queue).
+    fn named_record(&self, id: &str) -> Result<Handoff> {
+        self.record(id)?.ok_or_else(|| {
+            Error::storage(format!(
+                "the store names handoff {id}, but {} is missing; `handoff check --repair` \
+                 takes it out of the index",
+                self.dir
+                    .join("handoffs")
+                    .join(format!("{id}.json"))
+                    .display()
+            ))
+        })
     }
 }
 
@@ -521,7 +636,7 @@ impl Backend for FilesBackend {
             }
             let text =
                 serde_json::to_string(&journal).map_err(|e| Error::storage(e.to_string()))?;
-            replace(&store.path("journal.json"), &text, store.sync)?;
+            replace(&store.path("journal.json")?, &text, store.sync)?;
             sync_dir(&store.dir, store.sync)?;
             store.apply(&journal)
         })
@@ -608,7 +723,7 @@ impl Backend for FilesBackend {
     /// Watches `pending.json`, which every write that opens or closes work replaces (a new
     /// file by rename): a `stat` per look, without the store's lock.
     fn subscribe(&self) -> Result<Box<dyn WorkSignal + '_>> {
-        let index = self.path("pending.json");
+        let index = self.path("pending.json")?;
         let fingerprint = move || {
             Ok(fs::metadata(&index).ok().map(|m| {
                 #[cfg(unix)]
@@ -732,7 +847,7 @@ impl FilesTx<'_> {
         if !self.looked_at.insert(task_id.to_owned()) {
             return Ok(());
         }
-        if self.store.path(&format!("tasks/{task_id}")).is_dir() {
+        if self.store.dir.join("tasks").join(task_id).is_dir() {
             return Ok(());
         }
         let Some(old) = self.store.legacy_task(task_id)? else {
@@ -767,6 +882,14 @@ impl FilesTx<'_> {
         match self.records.get(id) {
             Some(h) => Ok(Some(h.clone())),
             None => self.store.record(id),
+        }
+    }
+
+    /// An open record of the index, which must have its file.
+    fn open_record(&mut self, id: &str) -> Result<Handoff> {
+        match self.records.get(id) {
+            Some(h) => Ok(h.clone()),
+            None => self.store.named_record(id),
         }
     }
 }
@@ -917,7 +1040,7 @@ impl Tx for FilesTx<'_> {
                 && task_id.is_none_or(|task| e.task_id == task)
         });
         match found.map(|e| e.id.clone()) {
-            Some(id) => self.load(&id),
+            Some(id) => self.open_record(&id).map(Some),
             None => Ok(None),
         }
     }
@@ -937,9 +1060,7 @@ impl Tx for FilesTx<'_> {
             .collect();
         let mut out = Vec::with_capacity(due.len());
         for id in due {
-            if let Some(h) = self.load(&id)? {
-                out.push(h);
-            }
+            out.push(self.open_record(&id)?);
         }
         Ok(out)
     }
@@ -1009,6 +1130,7 @@ mod tests {
 
     use super::*;
     use crate::{NewHandoff, Store};
+    use std::fs::OpenOptions;
 
     fn store_with(sync: Synchronous) -> (Store, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
@@ -1094,7 +1216,7 @@ mod tests {
             .append(true)
             .open(dir.path().join("events.jsonl"))
             .unwrap();
-        log.write_all(b"{\"partial").unwrap();
+        log.write_all(b"{\"line\":\"the wh").unwrap();
 
         let reopened = FilesBackend::open(dir.path(), Synchronous::Full).unwrap();
         assert!(!dir.path().join("journal.json").exists());
@@ -1104,7 +1226,7 @@ mod tests {
         );
         let text = fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
         assert!(text.ends_with("{\"line\":\"the whole line\"}\n"), "{text}");
-        assert!(!text.contains("partial"));
+        assert_eq!(text.matches("the wh").count(), 1, "{text}");
     }
 
     #[test]
@@ -1135,5 +1257,195 @@ mod tests {
         assert_eq!(index["open"], serde_json::json!([]));
         let lines = fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
         assert_eq!(lines.lines().count(), 3);
+    }
+
+    /// A store in `<tmp>/store`, with room beside it for what must stay untouched.
+    fn store_in_folder() -> (Store, tempfile::TempDir, PathBuf) {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("store");
+        let store = Store::new(FilesBackend::open(&dir, Synchronous::Full).unwrap());
+        (store, outer, dir)
+    }
+
+    #[test]
+    fn a_planted_journal_is_refused_and_writes_nothing_outside_the_store() {
+        let (store, outer, dir) = store_in_folder();
+        store.create(NewHandoff::new("t", "before")).unwrap();
+        let victim = outer.path().join("victim.txt");
+        fs::write(&victim, "keep me").unwrap();
+        let log_before = fs::read(dir.join("events.jsonl")).unwrap();
+        let planted = r#"{"files":[["../written.json",["x"]]],"removed":["../victim.txt"],"events":[],"events_len":0}"#;
+        fs::write(dir.join("journal.json"), planted).unwrap();
+        // Even a read replays the journal first: refused, by name, and left as it is.
+        let err = store.list(&ListFilter::default()).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Storage);
+        assert!(err.to_string().contains("journal.json"), "{err}");
+        assert!(victim.exists());
+        assert!(!outer.path().join("written.json").exists());
+        assert_eq!(fs::read(dir.join("events.jsonl")).unwrap(), log_before);
+        assert_eq!(
+            fs::read_to_string(dir.join("journal.json")).unwrap(),
+            planted
+        );
+        // Paths that try other ways out, or at files that are not the store's data.
+        for path in [
+            "/tmp/x.json",
+            "handoffs/../../x.json",
+            ".git/config",
+            "journal.json",
+        ] {
+            let journal = serde_json::json!({"files": [[path, {}]], "events": [],
+                                             "events_len": log_before.len()});
+            fs::write(dir.join("journal.json"), journal.to_string()).unwrap();
+            let err = store.get("anything").unwrap_err();
+            assert!(err.to_string().contains(path), "{path}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_journal_that_disagrees_with_the_event_log_is_refused() {
+        let (store, _outer, dir) = store_in_folder();
+        let h = store.create(NewHandoff::new("t", "before")).unwrap();
+        let log = fs::read(dir.join("events.jsonl")).unwrap();
+        let len = log.len() as u64;
+        let line = r#"{"line":"x"}"#;
+        let cases = [
+            (len + 10, vec![line]), // past the log's end
+            (len - 3, vec![line]),  // not at a line's end
+            (0, vec![line]),        // would cut the whole log
+            (len - 1, Vec::new()),  // not at a line's end, nothing appended
+        ];
+        for (events_len, events) in cases {
+            let journal = serde_json::json!({"files": [], "events_len": events_len,
+                "events": events.iter().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>()});
+            fs::write(dir.join("journal.json"), journal.to_string()).unwrap();
+            let err = store.get(&h.id).unwrap_err();
+            assert!(err.to_string().contains("refused"), "{events_len}: {err}");
+            assert_eq!(
+                fs::read(dir.join("events.jsonl")).unwrap(),
+                log,
+                "{events_len}"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_never_follow_a_planted_link() {
+        let (store, outer, dir) = store_in_folder();
+        let target = outer.path().join("target.txt");
+        fs::write(&target, "keep me").unwrap();
+        std::os::unix::fs::symlink("../target.txt", dir.join("pending.tmp")).unwrap();
+        store
+            .create(NewHandoff::new("t", "after the link"))
+            .unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep me");
+        // A folder of the layout that is a link elsewhere is refused by name.
+        let elsewhere = outer.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::rename(dir.join("handoffs"), outer.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join("handoffs")).unwrap();
+        let err = store
+            .create(NewHandoff::new("t", "through the link"))
+            .unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+        // The event log too.
+        fs::remove_file(dir.join("handoffs")).unwrap();
+        fs::rename(outer.path().join("moved"), dir.join("handoffs")).unwrap();
+        fs::rename(dir.join("events.jsonl"), outer.path().join("log")).unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("events.jsonl")).unwrap();
+        let err = store
+            .create(NewHandoff::new("t", "into the log"))
+            .unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep me");
+    }
+
+    #[test]
+    fn an_id_read_from_the_index_that_is_a_path_is_refused() {
+        let (store, outer, dir) = store_in_folder();
+        // A record outside the store, which a claim would rewrite if the id were followed.
+        let h = store.create(NewHandoff::new("t", "outside")).unwrap();
+        let mut record: serde_json::Value = serde_json::from_str(
+            &fs::read_to_string(dir.join(format!("handoffs/{}.json", h.id))).unwrap(),
+        )
+        .unwrap();
+        record["id"] = "../../x".into();
+        let outside = outer.path().join("x.json");
+        fs::write(&outside, record.to_string()).unwrap();
+        let index = fs::read_to_string(dir.join("pending.json"))
+            .unwrap()
+            .replace(&h.id, "../../x");
+        fs::write(dir.join("pending.json"), index).unwrap();
+        let err = store
+            .claim_next("b", None, Duration::from_secs(60))
+            .unwrap_err();
+        assert!(err.to_string().contains("../../x"), "{err}");
+        assert_eq!(fs::read_to_string(&outside).unwrap(), record.to_string());
+    }
+
+    #[test]
+    fn a_missing_or_empty_record_is_reported_by_name_never_as_an_empty_queue() {
+        let (store, _outer, dir) = store_in_folder();
+        let h = store.create(NewHandoff::new("t", "listed")).unwrap();
+        let file = dir.join(format!("handoffs/{}.json", h.id));
+        fs::remove_file(&file).unwrap();
+        let err = store
+            .claim_next("b", None, Duration::from_secs(60))
+            .unwrap_err();
+        assert!(err.to_string().contains(&h.id), "{err}");
+        assert!(err.to_string().contains("missing"), "{err}");
+        fs::write(&file, "").unwrap();
+        let err = store
+            .claim_next("b", None, Duration::from_secs(60))
+            .unwrap_err();
+        assert!(err.to_string().contains(&format!("{}.json", h.id)), "{err}");
+    }
+
+    #[test]
+    fn a_torn_last_event_line_is_cut_at_the_next_write() {
+        let (store, _outer, dir) = store_in_folder();
+        let first = store.create(NewHandoff::new("t", "one")).unwrap();
+        let log = dir.join("events.jsonl");
+        OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .unwrap()
+            .write_all(b"{\"seq\":2,\"hand")
+            .unwrap();
+        // Read as the next write will leave it.
+        assert_eq!(store.events(None).unwrap().len(), 1);
+        let second = store.create(NewHandoff::new("t", "two")).unwrap();
+        let events = store.events(None).unwrap();
+        let ids: Vec<&str> = events.iter().map(|e| e.handoff_id.as_str()).collect();
+        assert_eq!(ids, [first.id.as_str(), second.id.as_str()]);
+        assert!(fs::read_to_string(&log).unwrap().ends_with("}\n"));
+        // A whole event that lost only its newline keeps its place.
+        let text = fs::read_to_string(&log).unwrap();
+        fs::write(&log, text.trim_end()).unwrap();
+        store.create(NewHandoff::new("t", "three")).unwrap();
+        assert_eq!(store.events(None).unwrap().len(), 3);
+        // A broken line inside the log is named by its number.
+        let text = fs::read_to_string(&log).unwrap();
+        fs::write(&log, text.replacen("{", "{{", 1)).unwrap();
+        let err = store.events(None).unwrap_err();
+        assert!(err.to_string().contains("line 1 of"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn every_file_is_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let (store, _outer, dir) = store_in_folder();
+        let h = store.create(NewHandoff::new("t", "private")).unwrap();
+        for file in [
+            "events.jsonl",
+            "pending.json",
+            &format!("handoffs/{}.json", h.id),
+        ] {
+            let mode = fs::metadata(dir.join(file)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{file}");
+        }
     }
 }
