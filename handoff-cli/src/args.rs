@@ -105,7 +105,8 @@ Exit codes (and the error's code, which --json prints as {\"error\": {\"code\", 
      cannot be written (STORAGE)
   7  not allowed in the handoff's state, or not by this agent (INVALID_TRANSITION)
   8  another process held the store's write lock longer than --lock-patience; nothing was
-     changed, try again (BUSY)";
+     changed, try again (BUSY)
+  9  `handoff check` found damage it did not repair (`--repair` moves it aside)";
 
 /// The commands that are not store operations. The store operations' subcommands are derived
 /// from the core's catalog (`subcommands.rs`).

@@ -22,6 +22,8 @@ pub(crate) mod code {
     pub(crate) const INVALID_TRANSITION: u8 = 7;
     /// Another process held the write lock past `--lock-patience`; nothing changed.
     pub(crate) const BUSY: u8 = 8;
+    /// `handoff check` found damage that it did not repair.
+    pub(crate) const DAMAGED: u8 = 9;
 }
 
 /// Everything a command can fail with.

@@ -41,6 +41,7 @@ fn entries() -> Vec<Op> {
         Op::reads::<ops::Stats>(),
         Op::reads::<ops::QueueCounts>(),
         Op::writes::<ops::Reap>(),
+        Op::writes::<ops::Check>(),
         Op::reads::<ops::Capabilities>(),
         Op::creates::<ops::CreateTask>(),
         Op::writes::<ops::StartTask>(),

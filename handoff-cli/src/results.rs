@@ -3,7 +3,9 @@
 //! catalog's `returns`), shared by every operation that returns it. Everything goes through
 //! [`Output`], which redacts.
 
-use handoff_core::{Capabilities, Chain, Claim, Event, Handoff, PathStats, QueueCount};
+use handoff_core::{
+    Capabilities, Chain, CheckReport, Claim, Event, Handoff, PathStats, QueueCount,
+};
 use serde_json::{Value, json};
 
 use crate::output::{Output, chain_json, chain_text, table, to_json};
@@ -29,6 +31,10 @@ pub(crate) trait Shown {
     /// The claim a successor may be started on.
     fn claim(&self) -> Option<&Claim> {
         None
+    }
+    /// The exit code it calls for.
+    fn exit(&self) -> u8 {
+        crate::error::code::OK
     }
 }
 
@@ -301,6 +307,40 @@ impl Shown for usize {
 
     fn structured(&self, _out: &Output, _reads: bool) -> Value {
         json!({ "count": self })
+    }
+}
+
+/// What `check` found: a line per damage (what, the problem, what the repair did); exit code
+/// `DAMAGED` while any is left unrepaired.
+impl Shown for CheckReport {
+    fn text(&self, _out: &Output, _reads: bool) -> String {
+        if self.is_clean() {
+            return "no damage found\n".to_owned();
+        }
+        let rows: Vec<Vec<String>> = self
+            .damage
+            .iter()
+            .map(|d| {
+                let repaired = d.repaired.as_deref().unwrap_or("not repaired");
+                vec![d.what.clone(), d.problem.clone(), repaired.to_owned()]
+            })
+            .collect();
+        table(&["WHAT", "PROBLEM", "REPAIR"], &rows)
+    }
+
+    fn json(&self, _out: &Output) -> Value {
+        to_json(self)
+    }
+
+    fn structured(&self, _out: &Output, _reads: bool) -> Value {
+        to_json(self)
+    }
+
+    fn exit(&self) -> u8 {
+        match self.damage.iter().any(|d| d.repaired.is_none()) {
+            true => crate::error::code::DAMAGED,
+            false => crate::error::code::OK,
+        }
     }
 }
 

@@ -635,7 +635,13 @@ pub(crate) fn run(ctx: &Ctx, name: &str, matches: &ArgMatches, as_json: bool) ->
         }
     }
     let out = &ctx.out;
-    Ok(Reply::new(result.text(out, op.reads_only()), result.json(out)).into())
+    Ok(Done {
+        reply: Some(Reply::new(
+            result.text(out, op.reads_only()),
+            result.json(out),
+        )),
+        exit: result.exit(),
+    })
 }
 
 /// Prints a list read a page at a time, so that memory stays flat however long it is:

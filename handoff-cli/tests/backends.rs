@@ -180,6 +180,55 @@ fn capabilities_say_what_each_store_can_do() {
 }
 
 #[test]
+fn check_names_the_damage_and_repair_moves_it_aside_on_every_store() {
+    const DAMAGED: i32 = 9;
+    let files = files_env();
+    let id = files.create(&["--task-id", "t", "--goal", "emptied by hand"]);
+    let kept = files.create(&["--task-id", "t", "--goal", "untouched"]);
+    let folder = files.dir.path().join("store");
+    assert_eq!(files.run(&["check"]).expect(0).stdout, "no damage found\n");
+    std::fs::write(folder.join(format!("handoffs/{id}.json")), "").expect("empty it");
+    // The queue does not read as empty: the damage is named.
+    let run = files.run(&["claim-next", "--agent", "b"]).expect(STORAGE);
+    assert!(run.stderr.contains(&format!("{id}.json")), "{run:?}");
+    let found = files.run(&["check", "--json"]).expect(DAMAGED).json();
+    let whats: Vec<&str> = found["damage"]
+        .as_array()
+        .expect("damage")
+        .iter()
+        .filter_map(|d| d["what"].as_str())
+        .collect();
+    let file = format!("handoffs/{id}.json");
+    assert!(whats.contains(&file.as_str()), "{found}");
+    assert!(found["damage"][0]["repaired"].is_null(), "{found}");
+    let text = files.run(&["check", "--repair"]).expect(0).stdout;
+    assert!(text.contains("quarantine/"), "{text}");
+    files.run(&["check"]).expect(0);
+    let claim = files
+        .run(&["claim-next", "--agent", "b", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(claim["handoff_id"], kept.as_str());
+    // The MCP tool answers the same.
+    let mut mcp = Mcp::start(&files, &[]);
+    assert_eq!(mcp.ok("handoff_check", json!({})), json!({"damage": []}));
+
+    // SQLite (its integrity check) and memory: a sound store is clean.
+    let sqlite = Env::new();
+    sqlite.create(&["--task-id", "t", "--goal", "sound"]);
+    assert_eq!(
+        sqlite.run(&["check", "--json"]).expect(0).json(),
+        json!({"damage": []})
+    );
+    let mut memory = Env::new();
+    memory.db = PathBuf::from("memory:");
+    assert_eq!(
+        memory.run(&["check", "--json"]).expect(0).json(),
+        json!({"damage": []})
+    );
+}
+
+#[test]
 fn read_only_is_for_sqlite_files_and_refused_by_name_elsewhere() {
     let files = files_env();
     let id = files.create(&["--task-id", "t", "--goal", "g"]);
@@ -620,6 +669,10 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
         capabilities(&env),
         json!({"durable": true, "shared_by_processes": true, "shared_by_machines": true,
                "backup": false, "wakes_waiters": true})
+    );
+    assert_eq!(
+        env.run(&["check", "--json"]).expect(0).json(),
+        json!({"damage": []})
     );
     let run = env.run(&["--read-only", "list", "--json"]).expect(INVALID);
     assert_eq!(run.error()["problems"][0]["field"], "read_only", "{run:?}");

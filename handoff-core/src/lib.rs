@@ -36,8 +36,8 @@ pub use stats::PathStats;
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::SqliteOptions;
 pub use store::{
-    Capabilities, Claim, ClaimRef, ClaimSecret, ConnectOptions, DEFAULT_LEASE, EventFilter,
-    ListFilter, QueueCount, Store, Synchronous,
+    Capabilities, CheckReport, Claim, ClaimRef, ClaimSecret, ConnectOptions, DEFAULT_LEASE, Damage,
+    EventFilter, ListFilter, QueueCount, Store, Synchronous,
 };
 pub use tools::{AgentRegistry, HandoffIntent, Provider};
 pub use validate::{Limits, MAX_DEPTH};

@@ -991,3 +991,32 @@ impl Operation for Backup {
         store.backup(&args.path)
     }
 }
+
+/// Looks through the whole store for damage (files deleted, emptied or edited by hand, links
+/// planted, a bad disk) and reports each piece by name. With `repair`, a files store moves what
+/// is damaged into its `quarantine/` folder and mends what referred to it; a database store
+/// reports only (restore a backup).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckArgs {
+    /// Move what is damaged aside and mend what referred to it (a files store).
+    #[serde(default)]
+    pub repair: bool,
+}
+
+impl Arguments for CheckArgs {}
+
+/// The `check` operation.
+pub struct Check;
+
+impl Operation for Check {
+    const NAME: &'static str = "check";
+    const POSITIONAL: &'static [&'static str] = &[];
+    const RETURNS: &'static str = "CheckReport";
+    type Args = CheckArgs;
+    type Output = store::CheckReport;
+
+    fn run(store: &Store, args: CheckArgs) -> Result<store::CheckReport> {
+        store.check(args.repair)
+    }
+}

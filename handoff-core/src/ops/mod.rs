@@ -177,6 +177,7 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<QueueCounts>(),
         OperationInfo::of::<Reap>(),
         OperationInfo::of::<Backup>(),
+        OperationInfo::of::<Check>(),
         OperationInfo::of::<Capabilities>(),
         OperationInfo::of::<CreateTask>(),
         OperationInfo::of::<StartTask>(),

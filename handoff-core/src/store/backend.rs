@@ -218,6 +218,16 @@ pub trait Backend: Send + Sync + fmt::Debug {
         Err(crate::Error::storage("this backend cannot write a backup"))
     }
 
+    /// Looks for damage ([`Store::check`](crate::Store::check)). The default reads every
+    /// record and event through this trait and reports what cannot be read; it repairs
+    /// nothing.
+    fn check(&self, repair: bool) -> Result<crate::store::CheckReport> {
+        let _ = repair;
+        let mut report = crate::store::CheckReport::default();
+        crate::store::check::read_everything(self, &mut report);
+        Ok(report)
+    }
+
     /// Statistics per from→to pair. The default reads every record and event; a backend with
     /// a query language computes them there, without loading records.
     fn path_stats(&self) -> Result<Vec<crate::stats::PathStats>> {

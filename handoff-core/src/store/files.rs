@@ -50,6 +50,7 @@ use crate::store::{
 };
 use layout::{Place, io, replace, sync_dir};
 
+mod check;
 mod layout;
 
 /// How long a call waits for another process's write before it fails with `Busy`.
@@ -227,6 +228,14 @@ impl FilesBackend {
     /// Runs `op` holding the store's lock (threads, then processes), after recovering any
     /// write a killed process left half done.
     fn locked<T>(&self, op: impl FnOnce(&Self) -> Result<T>) -> Result<T> {
+        self.exclusive(|store| {
+            store.recover()?;
+            op(store)
+        })
+    }
+
+    /// Runs `op` holding the store's lock (threads, then processes), as it finds the files.
+    fn exclusive<T>(&self, op: impl FnOnce(&Self) -> Result<T>) -> Result<T> {
         let deadline = Instant::now() + self.lock_patience;
         let _local = loop {
             match self.local.try_lock() {
@@ -248,7 +257,6 @@ impl FilesBackend {
                 self.dir.display()
             )));
         }
-        self.recover()?;
         op(self)
     }
 
@@ -603,6 +611,10 @@ impl FilesBackend {
 }
 
 impl Backend for FilesBackend {
+    fn check(&self, repair: bool) -> Result<crate::store::CheckReport> {
+        self.exclusive(|store| store.check_files(repair))
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             durable: true,

@@ -19,6 +19,7 @@ use crate::validate::{self, Limits};
 mod agent_memory;
 mod backend;
 mod bundles;
+pub(crate) mod check;
 mod claim;
 mod curation;
 pub mod files;
@@ -45,6 +46,7 @@ pub use backend::{
 };
 pub(crate) use bundles::NO_SOURCE;
 pub use bundles::{Bundle, BundleStatus, ImportReport, NewBundle};
+pub use check::{CheckReport, Damage};
 pub(crate) use claim::hex;
 pub use claim::{Claim, ClaimRef, ClaimSecret};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

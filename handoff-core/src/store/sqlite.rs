@@ -564,6 +564,24 @@ impl Backend for SqliteBackend {
         })
     }
 
+    /// SQLite's `PRAGMA integrity_check` (pages, indexes, constraints), then every record and
+    /// event read. Nothing is repaired in place: a damaged database is restored from a backup.
+    fn check(&self, _repair: bool) -> Result<crate::store::CheckReport> {
+        let mut report = crate::store::CheckReport::default();
+        let lines = self.reading(|conn| {
+            let mut statement = conn.prepare("PRAGMA integrity_check")?;
+            let lines = statement
+                .query_map([], |row| row.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(lines)
+        })?;
+        for line in lines.into_iter().filter(|line| line != "ok") {
+            report.found("integrity", format!("{line} (restore a backup)"));
+        }
+        crate::store::check::read_everything(self, &mut report);
+        Ok(report)
+    }
+
     fn backup(&self, path: &Path) -> Result<()> {
         if path.exists() {
             return Err(Error::invalid(
