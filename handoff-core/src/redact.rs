@@ -386,7 +386,9 @@ fn is_placeholder(value: &str) -> bool {
     WORDS.iter().any(|w| value.eq_ignore_ascii_case(w))
 }
 
-/// The built-in rules: `(id, pattern, keywords)`.
+/// The built-in rules: `(id, pattern, keywords)`. A secret starts after anything but a letter
+/// or a digit, not at a `\b`: for `\b`, `_` is part of a word, and secrets are glued to names
+/// by it (`DB_PASSWORD=...`, `context_limit_ghp_...`, `x_AKIA...`).
 const BUILTIN: &[(&str, &str, &[&str])] = &[
     (
         "private-key",
@@ -395,32 +397,32 @@ const BUILTIN: &[(&str, &str, &[&str])] = &[
     ),
     (
         "anthropic-api-key",
-        r"\b(sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_-]{20,})",
+        r"(?:^|[^A-Za-z0-9])(sk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_-]{20,})",
         &["sk-ant-"],
     ),
     (
         "openai-api-key",
-        r"\b(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,})",
+        r"(?:^|[^A-Za-z0-9])(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,})",
         &["sk-"],
     ),
     (
         "aws-access-key-id",
-        r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})\b",
+        r"(?:^|[^A-Za-z0-9])((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})(?:[^A-Za-z0-9]|$)",
         &["akia", "asia", "abia", "acca", "a3t"],
     ),
     (
         "aws-secret-access-key",
-        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})\b"#,
+        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)"#,
         &["aws_secret", "awssecret", "aws_secret_access_key"],
     ),
     (
         "github-token",
-        r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        r"(?:^|[^A-Za-z0-9])((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
         &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
     ),
     (
         "slack-token",
-        r"\b(xox[abposr]-(?:[0-9A-Za-z]+-){1,4}[0-9A-Za-z]{6,}|xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+)",
+        r"(?:^|[^A-Za-z0-9])(xox[abposr]-(?:[0-9A-Za-z]+-){1,4}[0-9A-Za-z]{6,}|xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+)",
         &[
             "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-",
         ],
@@ -431,10 +433,14 @@ const BUILTIN: &[(&str, &str, &[&str])] = &[
         &["hooks.slack.com"],
     ),
     // Google keys have exactly 35 characters after `AIza`.
-    ("google-api-key", r"\b(AIza[0-9A-Za-z_-]{35})", &["aiza"]),
+    (
+        "google-api-key",
+        r"(?:^|[^A-Za-z0-9])(AIza[0-9A-Za-z_-]{35})",
+        &["aiza"],
+    ),
     (
         "stripe-key",
-        r"\b((?:sk|rk|pk)_(?:test|live|prod)_[0-9A-Za-z]{10,})",
+        r"(?:^|[^A-Za-z0-9])((?:sk|rk|pk)_(?:test|live|prod)_[0-9A-Za-z]{10,})",
         &[
             "sk_test_", "sk_live_", "sk_prod_", "rk_test_", "rk_live_", "rk_prod_", "pk_live_",
             "pk_test_",
@@ -442,22 +448,22 @@ const BUILTIN: &[(&str, &str, &[&str])] = &[
     ),
     (
         "jwt",
-        r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
+        r"(?:^|[^A-Za-z0-9])(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
         &["eyj"],
     ),
     (
         "url-password",
-        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@\[\]]{1,100}:([^\s/@\[\]]{1,200})@[^\s]",
+        r"(?:^|[^A-Za-z0-9])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@\[\]]{1,100}:([^\s/@\[\]]{1,200})@[^\s]",
         &["://"],
     ),
     (
         "bearer-token",
-        r"(?i)\bauthorization\b[\s:=\x22']{1,5}bearer\s+([A-Za-z0-9._~+/=-]{8,})",
+        r"(?i)(?:^|[^A-Za-z0-9])authorization\b[\s:=\x22']{1,5}bearer\s+([A-Za-z0-9._~+/=-]{8,})",
         &["bearer"],
     ),
     (
         "password-assignment",
-        r#"(?i)\b(?:password|passwd|pwd|secret|client_secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*["']?([^\s"'`,;&<>${}%*][^\s"'`,;&]{3,199})"#,
+        r#"(?i)(?:^|[^A-Za-z0-9])(?:password|passwd|pwd|secret|client_secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*["']?([^\s"'`,;&<>${}%*][^\s"'`,;&]{3,199})"#,
         &[
             "password",
             "passwd",

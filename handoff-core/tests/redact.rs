@@ -75,6 +75,30 @@ fn true_positives() -> Vec<(&'static str, String, String)> {
         ),
     ];
     out.extend(keyed.map(|(rule, text, secret)| (rule, text.to_owned(), secret.to_owned())));
+    // Glued to a name by `_`, which `\b` counts as part of a word.
+    let glued = [
+        (
+            "github-token",
+            format!("context_limit_ghp_{mixed36}"),
+            format!("ghp_{mixed36}"),
+        ),
+        (
+            "aws-access-key-id",
+            "x_AKIAZ3MSJV6WIBXQNJKH_prod".to_owned(),
+            "AKIAZ3MSJV6WIBXQNJKH".to_owned(),
+        ),
+        (
+            "password-assignment",
+            "DB_PASSWORD=hunter2hunter2".to_owned(),
+            "hunter2hunter2".to_owned(),
+        ),
+        (
+            "openai-api-key",
+            "OPENAI_sk-T3BlbkFJ4fGh7jKl0mNp3qRs6tUv9wXy2z".to_owned(),
+            "sk-T3BlbkFJ4fGh7jKl0mNp3qRs6tUv9wXy2z".to_owned(),
+        ),
+    ];
+    out.extend(glued);
     out
 }
 
@@ -95,6 +119,8 @@ const FALSE_POSITIVES: &[&str] = &[
     "Stripe test keys start with sk_test_ and that is all.",
     "Set token expiry to 300 seconds; the tokenizer counts tokens.",
     "Run `pip install pydantic-settings` then read docs://local/readme",
+    "Order a desk-organizer-for-the-whole-office-floor and a task-planner-for-everyone-here.",
+    "The password_policy: strict-enough-for-us",
 ];
 
 #[test]
