@@ -42,7 +42,7 @@ macro_rules! conformance_tests {
             sessions_say_who_owns_a_conversation, protocol_runs_answer_each_message_once,
             lost_protocol_messages_escalate_their_run, curated_knowledge_moves_up_once_verified,
             bundles_share_verified_knowledge_and_import_once,
-            replays_tell_a_task_in_order_and_compare_runs,
+            replays_tell_a_task_in_order_and_compare_runs, judges_texts_are_held_to_the_limits,
         );
     };
     ($make:expr) => {
@@ -2581,4 +2581,58 @@ pub fn replays_tell_a_task_in_order_and_compare_runs(store: Store) {
         store.replay("../x", false).unwrap_err().kind(),
         ErrorKind::Validation
     );
+}
+
+/// What a judge supplies is held to a record field's size: an explanation over it fails its
+/// item (reported, the item left as it was), a name over it refuses the verification.
+pub fn judges_texts_are_held_to_the_limits(store: Store) {
+    use crate::curation::{NewFact, Score, Thresholds, Verifier, VerifyItem};
+
+    struct Wordy(String, usize);
+    impl Verifier for Wordy {
+        fn name(&self) -> &str {
+            &self.0
+        }
+        fn verify(&mut self, _: VerifyItem<'_>) -> crate::Result<Score> {
+            Ok(Score {
+                score: 0.9,
+                explanation: Some("x".repeat(self.1)),
+            })
+        }
+    }
+    let branch = "task/sizes";
+    let fact = NewFact {
+        text: "retries need backoff".into(),
+        confidence: None,
+        source: None,
+    };
+    store.add_facts(branch, vec![fact]).unwrap();
+    let limit = store.limits().max_field_bytes;
+    let before = store.facts(branch, None).unwrap();
+    let report = store
+        .verify(
+            branch,
+            Some(&mut Wordy("judge".into(), limit + 1)),
+            &Thresholds::default(),
+        )
+        .unwrap();
+    assert_eq!((report.verified, report.failed), (0, 1), "{report:?}");
+    assert_eq!(store.facts(branch, None).unwrap(), before);
+    let err = store
+        .verify(
+            branch,
+            Some(&mut Wordy("j".repeat(limit + 1), 1)),
+            &Thresholds::default(),
+        )
+        .unwrap_err();
+    assert_eq!(err.problems()[0].field, "verifier.name");
+    assert_eq!(store.facts(branch, None).unwrap(), before);
+    let report = store
+        .verify(
+            branch,
+            Some(&mut Wordy("judge".into(), limit)),
+            &Thresholds::default(),
+        )
+        .unwrap();
+    assert_eq!(report.verified, 1);
 }

@@ -632,6 +632,8 @@ impl Store {
         let facts = self.facts(branch.as_str(), None)?;
         let conversations = self.list_conversations(Some(branch.as_str()), None)?;
         let by = verifier.as_ref().map_or("neutral", |v| v.name()).to_owned();
+        // Stored on every item it scores: held to a record field's size like its answers.
+        self.check_text("verifier.name", &by)?;
         let mut report = VerifyReport {
             branch: Some(branch.clone()),
             ..VerifyReport::default()
@@ -642,6 +644,9 @@ impl Store {
                 Some(v) => {
                     let answer = v.verify(item)?;
                     curation::check_score(answer.score)?;
+                    if let Some(explanation) = &answer.explanation {
+                        self.check_text("explanation", explanation)?;
+                    }
                     Ok(answer)
                 }
                 None => Ok(curation::Score {
