@@ -262,6 +262,13 @@ fn parse_url(url: &str) -> Result<Target> {
             "must be 1 to 63 characters from a-z 0-9 _, starting with a letter or _",
         ));
     }
+    // The store creates and drops its tables there: never among PostgreSQL's own catalogs.
+    if schema == "information_schema" || schema.starts_with("pg_") {
+        return Err(Error::invalid(
+            "url.schema",
+            format!("must not be a system schema ({schema}): PostgreSQL keeps its catalogs there"),
+        ));
+    }
     let driver_url = if rest.is_empty() {
         base.to_owned()
     } else {
@@ -2583,6 +2590,13 @@ mod tests {
             panic!("a bad schema name was accepted");
         };
         assert_eq!(err.problems()[0].field, "url.schema");
+        for system in ["information_schema", "pg_catalog", "pg_toast", "pg_temp_1"] {
+            let Err(err) = parse_url(&format!("postgres://u@h/db?schema={system}")) else {
+                panic!("the system schema {system} was accepted");
+            };
+            assert_eq!(err.problems()[0].field, "url.schema");
+            assert!(err.to_string().contains("system schema"), "{err}");
+        }
         let Err(err) = parse_url("postgres://u@h/db?schema=a&sslmode=disable&schema=b") else {
             panic!("two schemas were accepted");
         };
