@@ -81,15 +81,26 @@ pub fn ident(field: &str, text: &str) -> Result<()> {
 }
 
 /// The rule for agent names.
-pub const AGENT_RULE: &str = "must be 1 to 128 printable characters, with no control characters \
-     and no space at either end";
+pub const AGENT_RULE: &str = "must be 1 to 128 printable characters, with no control, \
+     bidirectional or zero-width characters and no space at either end";
 
 /// Whether `text` is a valid agent name. Agents are named as people and SDKs name them
 /// ("Tech Support", "Billing agent"), so any printable text will do; unlike ids, agent names
-/// never name files.
+/// never name files. Characters that are not seen are refused: a name could otherwise pass for
+/// another (`gem\u{202e}ini` and `gemini\u{200b}` both show as `gemini`).
 pub fn is_agent_name(text: &str) -> bool {
     let count = text.chars().count();
-    (1..=128).contains(&count) && !text.chars().any(char::is_control) && text.trim() == text
+    (1..=128).contains(&count)
+        && !text.chars().any(|c| c.is_control() || is_unseen(c))
+        && text.trim() == text
+}
+
+/// Bidirectional controls and zero-width characters: they change how a name shows, or do not
+/// show at all.
+fn is_unseen(c: char) -> bool {
+    matches!(c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        | '\u{00ad}' | '\u{180e}' | '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
 }
 
 /// Checks an agent name given as a call argument.

@@ -86,6 +86,11 @@ fn agent_names_are_display_names() {
         "tab\there",
         "nul\0",
         &"x".repeat(129),
+        // Names that would show as another's.
+        "gem\u{202e}ini",
+        "gemini\u{200b}",
+        "\u{feff}gemini",
+        "gem\u{2066}ini",
     ] {
         let mut h = record();
         h.from_agent = Some(bad.into());

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 
 import { AgentRegistry, Store, open } from '../index.mjs'
 
-const AGENT_RULE = 'must be 1 to 128 printable characters, with no control characters and no space at either end'
+const AGENT_RULE = 'must be 1 to 128 printable characters, with no control, bidirectional or zero-width characters and no space at either end'
 const ARGS = { reason: 'VPN drops', summary: 'customer 42 cannot connect', pending: ['check the logs'], instructions: 'be kind' }
 const chat = (name, args = ARGS, id = 'call_1') => ({
   id: 'chatcmpl-1', object: 'chat.completion',

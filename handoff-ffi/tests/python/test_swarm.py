@@ -10,7 +10,7 @@ import pytest
 
 from conftest import hf
 
-AGENT_RULE = "must be 1 to 128 printable characters, with no control characters and no space at either end"
+AGENT_RULE = "must be 1 to 128 printable characters, with no control, bidirectional or zero-width characters and no space at either end"
 ARGS = {"reason": "VPN drops", "summary": "customer 42 cannot connect", "pending": ["check the logs"],
         "instructions": "be kind"}
 
