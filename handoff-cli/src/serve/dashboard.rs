@@ -66,7 +66,9 @@ pub(super) async fn handle(app: Arc<App>, path: &str, query: &str) -> Response {
 }
 
 /// A page opened with `?token=`: the token goes into a cookie and the page is loaded again
-/// without it, so that it stays out of the history and of links.
+/// without it, so that it stays out of the history and of links. Only ever a page of this
+/// server: a path that starts with `//` (or `/\`, which browsers read the same way) would send
+/// the browser to another server, so the slashes it starts with become one.
 pub(super) fn remember_token(app: &App, path: &str) -> Response {
     let token = app.token.as_deref().unwrap_or_default();
     let cookie = format!("{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
@@ -75,8 +77,8 @@ pub(super) fn remember_token(app: &App, path: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         headers.insert(header::SET_COOKIE, value);
     }
-    let back = if path.starts_with('/') { path } else { "/" };
-    if let Ok(value) = HeaderValue::from_str(back) {
+    let back = format!("/{}", path.trim_start_matches(['/', '\\']));
+    if let Ok(value) = HeaderValue::from_str(&back) {
         headers.insert(header::LOCATION, value);
     }
     response
