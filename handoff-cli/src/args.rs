@@ -155,8 +155,8 @@ pub(crate) enum Command {
         token: Option<String>,
         /// Seconds a connection may take to send a request's head, from its opening or its
         /// last answer, before it is closed (a client that connects and sends nothing holds
-        /// nothing for long). Behind a proxy that keeps connections open, make it longer than
-        /// the proxy's idle timeout.
+        /// nothing for long); and then as long again for the request's body. Behind a proxy
+        /// that keeps connections open, make it longer than the proxy's idle timeout.
         #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
         idle_timeout: u64,
     },

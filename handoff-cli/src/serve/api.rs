@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use axum::body::to_bytes;
 use axum::extract::Request;
 use std::time::{Duration, Instant};
 
@@ -14,14 +13,12 @@ use axum::response::Response;
 use handoff_core::{Error, ErrorKind, Limits};
 use serde_json::{Map, Value, json};
 
+use super::bodies::{self, MAX_BODY_BYTES};
 use super::receipt::{Handover, Receipt};
-use super::{App, json_response, openapi, query_pairs};
+use super::{App, Refusal, json_response, openapi, query_pairs};
 use crate::error::CliError;
 use crate::operations::{self, Op, asked_wait, cap_to_a_page, name_flat_claim};
 use tokio::sync::Semaphore;
-
-/// The largest request body: a bundle's portable JSON at its largest, and some room.
-pub(super) const MAX_BODY_BYTES: usize = handoff_core::bundle::MAX_BUNDLE_BYTES + 64 * 1024;
 
 /// The longest a request waits for work (`claim-next` with `wait_seconds`).
 const MAX_WAIT_SECONDS: f64 = 50.0;
@@ -245,15 +242,19 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
         };
     };
     let query = request.uri().query().unwrap_or_default().to_owned();
-    let body = match to_bytes(request.into_body(), MAX_BODY_BYTES).await {
-        Ok(body) => body,
-        Err(_) => {
-            let e = Error::invalid("body", format!("must be at most {MAX_BODY_BYTES} bytes"));
-            return failure(&app, &e.into());
+    // A read takes its arguments from the query string: a body it carries is not read.
+    let (parts, body) = request.into_parts();
+    let body = if route.reads_query() {
+        None
+    } else {
+        match bodies::read(body, &parts.headers, app.body_timeout).await {
+            Ok(read) => Some(read),
+            Err(refusal) => return refused(&refusal),
         }
     };
+    let bytes = body.as_ref().map_or(&[][..], |read| &read.bytes[..]);
     let limits = app.store.limits().clone();
-    let args = match arguments(route, parameters, &query, &body, &limits) {
+    let args = match arguments(route, parameters, &query, bytes, &limits) {
         Ok(args) => args,
         Err(e) => return failure(&app, &e.into()),
     };
@@ -267,6 +268,8 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
             .and_then(|answer| answer),
     };
     receipt.received();
+    // The body's share of what may be buffered at once is given back with the answer.
+    drop(body);
     match answer {
         Ok((status, body)) => json_response(status, &body),
         // A claim given in the body is named by its own fields, as the caller gave them.
@@ -502,6 +505,25 @@ fn problem(status: StatusCode, code: &str, message: &str) -> Response {
         status,
         &json!({ "error": { "code": code, "message": message } }),
     )
+}
+
+/// A request the HTTP layer refused (the body's size or deadline), in the same form, naming what was refused and the rule. The connection is closed
+/// after it: what is left of the request is not read.
+pub(super) fn refused(refusal: &Refusal) -> Response {
+    let mut response = json_response(
+        refusal.status,
+        &json!({ "error": {
+            "code": refusal.code,
+            "message": refusal.message(),
+            "problems": [{ "field": refusal.field, "rule": refusal.rule }],
+        } }),
+    );
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    if refusal.status == StatusCode::SERVICE_UNAVAILABLE {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 /// No or the wrong bearer token.

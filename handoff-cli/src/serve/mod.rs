@@ -7,6 +7,7 @@
 //! through [`Output`], which redacts.
 
 mod api;
+mod bodies;
 mod connections;
 mod dashboard;
 mod openapi;
@@ -36,7 +37,7 @@ pub(crate) struct Config {
     /// The bearer token every request must carry, if any.
     pub token: Option<String>,
     /// How long a connection may take to send a request's head, counted from its opening or
-    /// its last answer, before it is closed.
+    /// its last answer, before it is closed; and then its body.
     pub idle_timeout: Duration,
 }
 
@@ -46,6 +47,8 @@ pub(crate) struct App {
     pub db: Location,
     pub out: Output,
     pub token: Option<String>,
+    /// How long a request's body may take to arrive after its head.
+    pub body_timeout: Duration,
     /// Begins when the server is told to stop: waiting claims end early.
     pub stop: Stop,
 }
@@ -96,6 +99,7 @@ pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> 
             db,
             out,
             token: config.token,
+            body_timeout: config.idle_timeout,
             stop: stop.clone(),
         });
         let router = Router::new().fallback(handle).with_state(app);
@@ -146,6 +150,36 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         dashboard::handle(app, &path, &query).await
     } else {
         (StatusCode::METHOD_NOT_ALLOWED, "the dashboard only reads\n").into_response()
+    }
+}
+
+/// A request refused by the HTTP layer: its status, its error code, the header or part of
+/// the request refused and the rule it broke.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub field: &'static str,
+    pub rule: String,
+}
+
+impl Refusal {
+    /// A request whose `field` broke `rule` (`VALIDATION`, as the store's own input errors).
+    pub(crate) fn invalid(status: StatusCode, field: &'static str, rule: String) -> Refusal {
+        Refusal {
+            status,
+            code: "VALIDATION",
+            field,
+            rule,
+        }
+    }
+
+    /// What it says, as every error's message does.
+    pub(crate) fn message(&self) -> String {
+        match self.code {
+            "VALIDATION" => format!("invalid input: {}: {}", self.field, self.rule),
+            _ => format!("refused: {}: {}", self.field, self.rule),
+        }
     }
 }
 

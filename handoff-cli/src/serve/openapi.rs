@@ -182,7 +182,7 @@ fn responses(route: &Route) -> Value {
     } else {
         "200"
     };
-    json!({
+    let mut responses = json!({
         ok: {"description": "The operation's answer, as the MCP tool's structured content.",
              "content": {"application/json": {"schema": {"type": "object"}}}},
         "400": error("Bad input: every problem at once, each naming its field and rule."),
@@ -190,8 +190,16 @@ fn responses(route: &Route) -> Value {
         "404": error("Nothing has that id (or no route has that path)."),
         "405": error("The path does not take that method."),
         "409": error("The record is not in a state that allows it (claimed, lease lost, conflict, chain policy)."),
-        "503": error("Another writer held the store's lock too long; nothing changed, retry."),
-    })
+        "503": error("Another writer held the store's lock too long, or other requests' bodies filled the server's room for them; nothing changed, retry."),
+    });
+    if !route.reads_query() {
+        responses["408"] = error(
+            "The body did not arrive whole within the server's idle timeout of the request's head.",
+        );
+        responses["413"] =
+            error("The body is, or was announced as, longer than the limit the message names.");
+    }
+    responses
 }
 
 /// `schema` with its `$defs` moved into `schemas` and its references pointed there.

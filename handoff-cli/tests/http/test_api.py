@@ -669,7 +669,7 @@ def test_a_body_over_the_limit_is_refused_naming_body(server: Server) -> None:
     filler = b"a" * (MAX_BODY_BYTES + 4096)
     payload = b'{"task_id": "big", "goal": "' + filler + b'"}'
     status, body = raw_post(server, "/handoffs", payload)
-    assert status == 400, body[:500]
+    assert status == 413, body[:500]
     error = json.loads(body)["error"]
     assert error["code"] == "VALIDATION"
     assert [p["field"] for p in error["problems"]] == ["body"], error
