@@ -159,6 +159,18 @@ pub(crate) enum Command {
         /// that keeps connections open, make it longer than the proxy's idle timeout.
         #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
         idle_timeout: u64,
+        /// A name (or NAME:PORT) clients reach this server by, besides its own address and
+        /// `localhost`: every request's `Host` must be one of them, so that a web page cannot
+        /// reach the server through a name of its own (DNS rebinding). Needed behind a proxy
+        /// that passes its own name on, or for clients that use this machine's name. Repeat
+        /// it; in the environment, separate names with commas.
+        #[arg(
+            long = "allow-host",
+            value_name = "NAME",
+            env = "HANDOFF_SERVE_ALLOW_HOST",
+            value_delimiter = ','
+        )]
+        allow_host: Vec<String>,
     },
 }
 

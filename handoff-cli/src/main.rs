@@ -78,6 +78,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 bind,
                 token,
                 idle_timeout,
+                allow_host,
             }),
             _,
         ) => {
@@ -85,6 +86,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 bind,
                 token,
                 idle_timeout: std::time::Duration::from_secs(idle_timeout),
+                allow_hosts: allow_host,
             };
             config.check()?;
             let store = ctx.open()?;

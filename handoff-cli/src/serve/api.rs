@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::bodies::{self, MAX_BODY_BYTES};
 use super::receipt::{Handover, Receipt};
-use super::{App, Refusal, json_response, openapi, query_pairs};
+use super::{App, Refusal, browsers, json_response, openapi, query_pairs};
 use crate::error::CliError;
 use crate::operations::{self, Op, asked_wait, cap_to_a_page, name_flat_claim};
 use tokio::sync::Semaphore;
@@ -247,7 +247,11 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
     let body = if route.reads_query() {
         None
     } else {
-        match bodies::read(body, &parts.headers, app.body_timeout).await {
+        let read = match browsers::json_body(&parts.headers) {
+            Ok(()) => bodies::read(body, &parts.headers, app.body_timeout).await,
+            Err(refusal) => Err(refusal),
+        };
+        match read {
             Ok(read) => Some(read),
             Err(refusal) => return refused(&refusal),
         }
@@ -507,7 +511,8 @@ fn problem(status: StatusCode, code: &str, message: &str) -> Response {
     )
 }
 
-/// A request the HTTP layer refused (the body's size or deadline), in the same form, naming what was refused and the rule. The connection is closed
+/// A request the HTTP layer refused (`Host`, `Origin`, `Content-Type`, the body's size or
+/// deadline), in the same form, naming what was refused and the rule. The connection is closed
 /// after it: what is left of the request is not read.
 pub(super) fn refused(refusal: &Refusal) -> Response {
     let mut response = json_response(

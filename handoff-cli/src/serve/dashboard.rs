@@ -14,7 +14,8 @@ use handoff_core::bundle::Visibility;
 use handoff_core::{Error, ErrorKind, Handoff, ListFilter, Status, Store};
 use serde_json::Value;
 
-use super::{App, TOKEN_COOKIE, query_pairs};
+use super::Refusal;
+use super::{App, TOKEN_COOKIE, json_response, openapi, query_pairs};
 use crate::output::{Output, clip, time};
 
 /// How often a page reloads itself, in seconds.
@@ -28,6 +29,10 @@ const STALLED_AFTER: Duration = Duration::from_secs(60);
 pub(super) async fn handle(app: Arc<App>, path: &str, query: &str) -> Response {
     let refresh = !query_pairs(query).any(|(k, v)| k == "refresh" && v == "0");
     let path = path.trim_end_matches('/').to_owned();
+    // The API's document, where the dashboard's cookie opens it (it never opens `/api/`).
+    if path == "/openapi.json" {
+        return json_response(StatusCode::OK, openapi::document());
+    }
     let segments: Vec<String> = path.split('/').skip(1).map(super::path_segment).collect();
     let page = app
         .blocking(move |app| {
@@ -81,6 +86,18 @@ pub(super) fn remember_token(app: &App, path: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(&back) {
         headers.insert(header::LOCATION, value);
     }
+    response
+}
+
+/// A request refused before it is read ([`super::browsers`]): the rule, on a page.
+pub(super) fn refused(app: &App, refusal: &Refusal) -> Response {
+    let message = app.out.text(&refusal.message()).into_owned();
+    let page = Page::new("Refused", String::new())
+        .section("", format!("<p class=\"error\">{}</p>", esc(&message)));
+    let mut response = html(refusal.status, &page.render(false, ""));
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 
@@ -191,7 +208,7 @@ impl Page {
         );
         html.push_str(
             "<nav><strong>handoff</strong> <a href=\"/\">Queue</a> <a href=\"/tasks\">Tasks</a> \
-             <a href=\"/bundles\">Bundles</a> <a href=\"/api/v1/openapi.json\">API</a>",
+             <a href=\"/bundles\">Bundles</a> <a href=\"/openapi.json\">API</a>",
         );
         let _ = write!(html, " <span class=\"db\">{}</span></nav><main>", esc(db));
         let _ = write!(html, "<h1>{}</h1>", esc(&self.title));

@@ -3,11 +3,13 @@
 //! operators ([`dashboard`]).
 //!
 //! Loopback by default. Beyond loopback a bearer token is required (`--token` or
-//! `HANDOFF_SERVE_TOKEN`); given on loopback, it is required there too. Every answer leaves
-//! through [`Output`], which redacts.
+//! `HANDOFF_SERVE_TOKEN`); given on loopback, it is required there too. What a web page could
+//! make a browser send is refused first ([`browsers`]). Every answer leaves through [`Output`],
+//! which redacts.
 
 mod api;
 mod bodies;
+mod browsers;
 mod connections;
 mod dashboard;
 mod openapi;
@@ -28,6 +30,7 @@ use serde_json::Value;
 use crate::error::{CliError, CliResult};
 use crate::location::Location;
 use crate::output::Output;
+use browsers::Hosts;
 use connections::Stop;
 
 /// What the server needs besides the store.
@@ -39,6 +42,8 @@ pub(crate) struct Config {
     /// How long a connection may take to send a request's head, counted from its opening or
     /// its last answer, before it is closed; and then its body.
     pub idle_timeout: Duration,
+    /// Names a request's `Host` may carry besides the server's own address (`--allow-host`).
+    pub allow_hosts: Vec<String>,
 }
 
 /// The shared state of every request.
@@ -47,6 +52,8 @@ pub(crate) struct App {
     pub db: Location,
     pub out: Output,
     pub token: Option<String>,
+    /// What a request's `Host` may name.
+    pub hosts: Hosts,
     /// How long a request's body may take to arrive after its head.
     pub body_timeout: Duration,
     /// Begins when the server is told to stop: waiting claims end early.
@@ -73,6 +80,7 @@ impl Config {
             )
             .into());
         }
+        Hosts::new(self.bind.ip(), &self.allow_hosts)?;
         Ok(())
     }
 }
@@ -99,6 +107,7 @@ pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> 
             db,
             out,
             token: config.token,
+            hosts: Hosts::new(local.ip(), &config.allow_hosts)?,
             body_timeout: config.idle_timeout,
             stop: stop.clone(),
         });
@@ -132,12 +141,25 @@ async fn stopped() {
     }
 }
 
-/// Every request: authenticated, then the API or a dashboard page.
+/// Every request: refused if a web page could have sent it ([`browsers`]), authenticated,
+/// then the API or a dashboard page.
 async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or_default().to_owned();
     let api = path == "/api/v1" || path.starts_with("/api/v1/");
-    match (app.authorized(request.headers(), &query), api) {
+    let (headers, uri) = (request.headers(), request.uri());
+    let browser = app
+        .hosts
+        .check(headers, uri)
+        .and_then(|()| browsers::same_origin(headers, uri));
+    if let Err(refusal) = browser {
+        return if api {
+            api::refused(&refusal)
+        } else {
+            dashboard::refused(&app, &refusal)
+        };
+    }
+    match (app.authorized(request.headers(), &query, api), api) {
         (Access::Granted, _) => {}
         (Access::FromQuery, false) => return dashboard::remember_token(&app, &path),
         // A token in a URL ends up in logs and histories: the API takes it in a header only.
@@ -164,6 +186,16 @@ pub(crate) struct Refusal {
 }
 
 impl Refusal {
+    /// A request this server will not serve whatever its token (403, `FORBIDDEN`).
+    pub(crate) fn forbidden(field: &'static str, rule: String) -> Refusal {
+        Refusal {
+            status: StatusCode::FORBIDDEN,
+            code: "FORBIDDEN",
+            field,
+            rule,
+        }
+    }
+
     /// A request whose `field` broke `rule` (`VALIDATION`, as the store's own input errors).
     pub(crate) fn invalid(status: StatusCode, field: &'static str, rule: String) -> Refusal {
         Refusal {
@@ -192,7 +224,10 @@ enum Access {
 }
 
 impl App {
-    fn authorized(&self, headers: &HeaderMap, query: &str) -> Access {
+    /// Whether the request carries the token: as a bearer token, or (for the dashboard's pages
+    /// only) in the dashboard's cookie or the query string. The cookie never opens the API: a
+    /// browser sends it along with whatever another page of the same site asks of the server.
+    fn authorized(&self, headers: &HeaderMap, query: &str, api: bool) -> Access {
         let Some(expected) = &self.token else {
             return Access::Granted;
         };
@@ -204,9 +239,10 @@ impl App {
             .and_then(|v| v.split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim());
-        let cookie = headers
-            .get_all(header::COOKIE)
-            .iter()
+        let cookie = (!api)
+            .then(|| headers.get_all(header::COOKIE))
+            .into_iter()
+            .flatten()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .filter_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))

@@ -35,7 +35,7 @@ fn build() -> Value {
                 "type": "object",
                 "required": ["code", "message"],
                 "properties": {
-                    "code": {"type": "string", "description": "VALIDATION, NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, CONFLICT, VERSION_CONFLICT, INVALID_TRANSITION, CHAIN_VIOLATION, BUSY, STORAGE or UNAUTHORIZED: the same codes as every other face"},
+                    "code": {"type": "string", "description": "VALIDATION, NOT_FOUND, ALREADY_CLAIMED, LEASE_LOST, CONFLICT, VERSION_CONFLICT, INVALID_TRANSITION, CHAIN_VIOLATION, BUSY, STORAGE, UNAUTHORIZED or FORBIDDEN: the same codes as every other face, and the HTTP layer's own two"},
                     "message": {"type": "string"},
                     "problems": {"type": "array", "items": {
                         "type": "object",
@@ -187,6 +187,7 @@ fn responses(route: &Route) -> Value {
              "content": {"application/json": {"schema": {"type": "object"}}}},
         "400": error("Bad input: every problem at once, each naming its field and rule."),
         "401": error("A bearer token is required and was missing or wrong."),
+        "403": error("The request's Host is not this server's, or its Origin is another site's or port's (FORBIDDEN, naming host or origin)."),
         "404": error("Nothing has that id (or no route has that path)."),
         "405": error("The path does not take that method."),
         "409": error("The record is not in a state that allows it (claimed, lease lost, conflict, chain policy)."),
@@ -198,6 +199,7 @@ fn responses(route: &Route) -> Value {
         );
         responses["413"] =
             error("The body is, or was announced as, longer than the limit the message names.");
+        responses["415"] = error("The body is not application/json.");
     }
     responses
 }

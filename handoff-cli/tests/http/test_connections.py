@@ -59,7 +59,7 @@ def test_a_client_that_sends_part_of_a_request_head_is_disconnected(servers: Ser
 def test_a_kept_alive_connection_is_closed_after_the_idle_timeout(servers: Servers) -> None:
     server = servers.start(None, "--idle-timeout", "1")
     sock = connect(server)
-    sock.sendall(b"GET /api/v1/handoffs HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.sendall(b"GET /api/v1/handoffs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     head = sock.recv(65536)
     assert head.startswith(b"HTTP/1.1 200"), head
     assert closed_by_server(sock), "an idle kept-alive connection was held open"
@@ -137,7 +137,7 @@ def test_a_claim_made_for_a_client_that_disconnected_is_given_back(servers: Serv
         client = connect(server)
         body = b'{"agent": "worker"}'
         client.sendall(
-            b"POST /api/v1/handoffs/claim-next HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /api/v1/handoffs/claim-next HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
