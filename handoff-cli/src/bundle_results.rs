@@ -30,7 +30,7 @@ impl Shown for Bundle {
             self.conversation_count,
             self.message_count,
             self.source_branch.as_deref().unwrap_or("-"),
-            self.share_token,
+            self.share_token.as_deref().unwrap_or("none (private)"),
         )
     }
 

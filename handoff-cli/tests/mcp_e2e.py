@@ -601,13 +601,15 @@ async def bundles_and_replay(stack: AsyncExitStack, binary: str, db: str) -> Non
     await ok(source, "verify", {"branch": "task/fix-oauth", "fact_threshold": 0.5})
     await ok(source, "handoff_create", {"task_id": "fix-oauth", "goal": "Ship it", "from_agent": "claude"})
     made = (await ok(source, "bundle_create", {"name": "OAuth Playbook", "task_id": "fix-oauth"}))["bundle"]
-    assert made["share_token"].startswith("kb_") and OPENAI_KEY not in json.dumps(made), made
-    private = await tool_error(source, "bundle_shared", {"token": made["share_token"]})
-    wrong = await tool_error(source, "bundle_shared", {"token": "kb_nope"})
-    assert private == wrong and private["code"] == "NOT_FOUND", (private, wrong)
-    await ok(source, "bundle_visibility", {"id": made["id"], "visibility": "team"})
-    shared = await ok(source, "bundle_shared", {"token": made["share_token"]})
+    assert made["share_token"] is None and OPENAI_KEY not in json.dumps(made), made
+    team = (await ok(source, "bundle_visibility", {"id": made["id"], "visibility": "team"}))["bundle"]
+    assert team["share_token"].startswith("kb_"), team
+    shared = await ok(source, "bundle_shared", {"token": team["share_token"]})
     assert shared["bundle"]["id"] == made["id"]
+    await ok(source, "bundle_visibility", {"id": made["id"], "visibility": "private"})
+    revoked = await tool_error(source, "bundle_shared", {"token": team["share_token"]})
+    wrong = await tool_error(source, "bundle_shared", {"token": "kb_nope"})
+    assert revoked == wrong and revoked["code"] == "NOT_FOUND", (revoked, wrong)
 
     portable = made["data"]
     for bad in ({**portable, "content_hash": "sha256:00"}, {**portable, "schema_version": 7}, "{\"facts\": [",

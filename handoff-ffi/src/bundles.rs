@@ -87,9 +87,9 @@ pub struct Bundle {
     /// Who verified its items (their verifiers' names, joined with `, `).
     pub verified_by: Option<String>,
     /// `kb_` and 256 random bits: whoever holds it finds the bundle with
-    /// `Store.bundle_by_token`, unless the bundle is private. Hand it only to whoever is to
-    /// read the bundle.
-    pub share_token: String,
+    /// `Store.bundle_by_token`; none while the bundle is private (sharing it issues a new one,
+    /// making it private again kills it). Hand it only to whoever is to read the bundle.
+    pub share_token: Option<String>,
     /// Who may find it by its token.
     pub visibility: Visibility,
     /// Labels for finding it.
@@ -288,13 +288,14 @@ mod tests {
         assert_eq!(bundle.verification_status, BundleStatus::Verified);
         assert_eq!(bundle.verified_by.as_deref(), Some("backoff"));
         let printed = bundle.to_string();
-        assert!(!printed.contains(&bundle.share_token), "{printed}");
+        let token = bundle.share_token.clone().unwrap();
+        assert!(!printed.contains(&token), "{printed}");
         assert!(!printed.contains("schema_version"), "{printed}");
         let portable: serde_json::Value = serde_json::from_str(&bundle.portable_json).unwrap();
         assert_eq!(portable["content_hash"], bundle.content_hash.as_str());
         assert_eq!(store.get_bundle(bundle.id.clone()).unwrap(), bundle);
         assert_eq!(
-            store.bundle_by_token(bundle.share_token.clone()).unwrap(),
+            store.bundle_by_token(token).unwrap(),
             bundle
         );
 

@@ -316,10 +316,11 @@ pub struct JsBundle {
     /// Who verified its items (their verifiers' names, joined).
     #[napi(js_name = "verified_by")]
     pub verified_by: Option<String>,
-    /// `kb_` and 256 random bits: `bundleByToken` finds the bundle with it, unless it is
-    /// private. Keep it as you would a password.
+    /// `kb_` and 256 random bits: `bundleByToken` finds the bundle with it; `null` while it is
+    /// private (sharing it issues a new one, making it private again kills it). Keep it as you
+    /// would a password.
     #[napi(js_name = "share_token")]
-    pub share_token: String,
+    pub share_token: Option<String>,
     /// Who may find it by its token.
     #[napi(ts_type = "Visibility")]
     pub visibility: String,
@@ -527,7 +528,7 @@ impl Mirror for ImportReport {
 /// (a bundle's `data`, `JSON.parse` of its text), or the `Bundle` itself.
 const BUNDLE_ARGUMENT: &str = "string | Bundle | BundleData | JsonObject";
 
-/// The portable form `bundle` stands for: a `Bundle` (an object with a `share_token` and its
+/// The portable form `bundle` stands for: a `Bundle` (an object with a `visibility` and its
 /// portable form as `data`, whether `createBundle` returned it or it went through
 /// `JSON.stringify`) stands for its `data`; text and any other value stand for themselves.
 fn portable<'env>(bundle: &Unknown<'env>) -> Outcome<Unknown<'env>> {
@@ -535,7 +536,7 @@ fn portable<'env>(bundle: &Unknown<'env>) -> Outcome<Unknown<'env>> {
         return Ok(*bundle);
     }
     let object: Object<'env> = bundle.coerce_to_object()?;
-    if object.has_own_property("schema_version")? || !object.has_own_property("share_token")? {
+    if object.has_own_property("schema_version")? || !object.has_own_property("visibility")? {
         return Ok(*bundle);
     }
     let data: Unknown<'env> = object.get_named_property("data")?;

@@ -82,11 +82,11 @@ impl Bundle {
     fn verified_by(&self) -> Option<&str> {
         self.inner.verified_by.as_deref()
     }
-    /// `kb_` and 256 random bits: finds the bundle with `bundle_by_token` unless it is
-    /// private.
+    /// `kb_` and 256 random bits: finds the bundle with `bundle_by_token`; `None` while it
+    /// is private (sharing it issues a new one, making it private again kills it).
     #[getter]
-    fn share_token(&self) -> &str {
-        &self.inner.share_token
+    fn share_token(&self) -> Option<&str> {
+        self.inner.share_token.as_deref()
     }
     /// `private`, `team` or `public`.
     #[getter]

@@ -36,12 +36,13 @@ def test_a_bundle_leaves_one_store_and_enters_another_once(tmp_path: Path) -> No
         b = source.create_bundle("OAuth2 Token Refresh Fix Playbook", task_id="fix-oauth",
                                  visibility="team", tags=["oauth"])
         assert (b.fact_count, b.conversation_count, b.message_count) == (1, 1, 2)
-        assert b.share_token.startswith("kb_") and len(b.share_token) >= 3 + 32
+        token = b.share_token
+        assert token is not None and token.startswith("kb_") and len(token) >= 3 + 32
         assert b.visibility == "team" and b.verification_status == "verified"
         portable = b.to_json()
         assert OPENAI_KEY not in portable, "a bundle is redacted by default"
         assert json.loads(portable)["content_hash"] == b.content_hash
-        assert source.bundle_by_token(b.share_token).id == b.id
+        assert source.bundle_by_token(token).id == b.id
         assert [x.id for x in source.list_bundles(visibility="team")] == [b.id]
 
         checked = other.import_bundle(portable, target_branch="main", dry_run=True)
@@ -56,17 +57,24 @@ def test_a_bundle_leaves_one_store_and_enters_another_once(tmp_path: Path) -> No
         assert [f.status for f in other.facts("main")] == ["verified"]
 
 
-def test_private_bundles_and_wrong_tokens_look_the_same() -> None:
+def test_private_bundles_have_no_token_and_a_revoked_one_looks_wrong() -> None:
     with hc.Store.memory() as store:
         curated(store)
         b = store.create_bundle("Playbook", task_id="fix-oauth")
-        with pytest.raises(hc.NotFound) as private:
-            store.bundle_by_token(b.share_token)
+        assert b.share_token is None
+        assert [x.share_token for x in store.list_bundles()] == [None]
+        token = store.set_visibility(b.id, "public").share_token
+        assert token is not None and token.startswith("kb_")
+        assert store.bundle_by_token(token).id == b.id
+        assert store.set_visibility(b.id, "private").share_token is None
+        with pytest.raises(hc.NotFound) as revoked:
+            store.bundle_by_token(token)
         with pytest.raises(hc.NotFound) as wrong:
             store.bundle_by_token("kb_" + "0" * 64)
-        assert str(private.value) == str(wrong.value)
-        assert store.set_visibility(b.id, "public").visibility == "public"
-        assert store.bundle_by_token(b.share_token).id == b.id
+        assert str(revoked.value) == str(wrong.value)
+        again = store.set_visibility(b.id, "team").share_token
+        assert again is not None and again != token
+        assert store.bundle_by_token(again).id == b.id
         store.delete_bundle(b.id)
         with pytest.raises(hc.NotFound):
             store.get_bundle(b.id)

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use handoff_core::bundle::Visibility;
 use handoff_core::{Error, ErrorKind, Handoff, ListFilter, Status, Store};
 use serde_json::Value;
 
@@ -668,14 +667,15 @@ fn bundles(store: &Store, out: &Output) -> Result<Page, Error> {
     let rows: Vec<Vec<String>> = bundles
         .iter()
         .map(|b| {
-            let shared = if b.visibility == Visibility::Private {
-                "private".to_owned()
-            } else {
-                let link = format!("/api/v1/bundles/shared/{}", seg(&b.share_token));
-                format!("<a href=\"{link}\">{}</a>", esc(&link))
+            let shared = match &b.share_token {
+                None => "private".to_owned(),
+                Some(token) => {
+                    let link = format!("/api/v1/bundles/shared/{}", seg(token));
+                    format!("<a href=\"{link}\">{}</a>", esc(&link))
+                }
             };
             vec![
-                esc(&b.name),
+                esc(&out.text(&b.name)),
                 esc(&clip(&b.id, 13)),
                 badge(&format!("{:?}", b.visibility).to_lowercase()),
                 b.fact_count.to_string(),

@@ -336,9 +336,9 @@ def test_bundle_api_end_to_end(server: Server) -> None:
     bundle = created.json["bundle"]
     assert bundle["visibility"] == "private"
     assert bundle["fact_count"] == 2
-    assert bundle["share_token"].startswith("kb_")
+    assert bundle["share_token"] is None, "a private bundle has no token"
     assert bundle["content_hash"].startswith("sha256:")
-    bid, token = bundle["id"], bundle["share_token"]
+    bid = bundle["id"]
 
     listed = server.ok("GET", "/bundles")
     assert [b["id"] for b in listed["bundles"]] == [bid]
@@ -347,16 +347,25 @@ def test_bundle_api_end_to_end(server: Server) -> None:
     assert got["name"] == "what we know"
     assert sorted(f["text"] for f in got["data"]["facts"]) == ["retries cap at 3", "the cache is cold on Mondays"]
 
-    # Private: never found by its token, and the answer is the same as for a wrong token.
-    private = server.get(f"/bundles/shared/{token}")
-    wrong = server.get("/bundles/shared/kb_" + "0" * 64)
-    assert private.status == wrong.status == 404
-    assert private.json == wrong.json
-    assert token not in private.text
+    assert all(b["share_token"] is None for b in listed["bundles"])
 
+    # Sharing issues a token; making it private again kills it (the same answer as a wrong
+    # token), and sharing once more issues another.
     shared = server.request("PATCH", f"/bundles/{bid}/visibility", {"visibility": "team"})
     assert shared.status == 200, shared
     assert shared.json["bundle"]["visibility"] == "team"
+    revoked = shared.json["bundle"]["share_token"]
+    assert revoked.startswith("kb_")
+    assert server.ok("GET", f"/bundles/shared/{revoked}")["bundle"]["id"] == bid
+    server.ok("PATCH", f"/bundles/{bid}/visibility", {"visibility": "private"})
+    private = server.get(f"/bundles/shared/{revoked}")
+    wrong = server.get("/bundles/shared/kb_" + "0" * 64)
+    assert private.status == wrong.status == 404
+    assert private.json == wrong.json
+    assert revoked not in private.text
+    token = server.ok("PATCH", f"/bundles/{bid}/visibility", {"visibility": "team"})["bundle"]["share_token"]
+    assert token != revoked
+    assert server.get(f"/bundles/shared/{revoked}").status == 404
     by_token = server.ok("GET", f"/bundles/shared/{token}")["bundle"]
     assert by_token["id"] == bid
     assert server.ok("GET", "/bundles?visibility=team")["count"] == 1

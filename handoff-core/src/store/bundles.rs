@@ -70,8 +70,9 @@ pub struct Bundle {
     pub verification_score: Option<f64>,
     /// Who verified its items (their verifiers' names, joined).
     pub verified_by: Option<String>,
-    /// `kb_` and 256 random bits: finds the bundle unless it is private.
-    pub share_token: String,
+    /// `kb_` and 256 random bits: finds the bundle; `None` while it is private. Sharing a
+    /// private bundle issues a new token, and making it private again kills it.
+    pub share_token: Option<String>,
     /// Who may find it by its token.
     pub visibility: Visibility,
     /// Labels for finding it.
@@ -336,7 +337,10 @@ impl Store {
             verification_score,
             verified_by: (!verifiers.is_empty())
                 .then(|| verifiers.into_iter().collect::<Vec<_>>().join(", ")),
-            share_token: bundle::new_share_token()?,
+            share_token: match new.visibility {
+                Visibility::Private => None,
+                _ => Some(bundle::new_share_token()?),
+            },
             visibility: new.visibility,
             tags: new.tags,
             content_hash: data.content_hash.clone(),
@@ -346,11 +350,9 @@ impl Store {
         };
         self.backend.write(&mut |tx| {
             write_bundle(tx, &bundle, 1)?;
-            let index = Doc {
-                version: 1,
-                body: body(&json!({ "bundle_id": bundle.id }))?,
-            };
-            tx.insert_doc(TOKEN, &bundle::token_digest(&bundle.share_token), &index)?;
+            if let Some(token) = &bundle.share_token {
+                index_token(tx, &bundle.id, token)?;
+            }
             let detail = json!({"bundle_id": bundle.id, "name": bundle.name,
                                 "facts": bundle.fact_count,
                                 "conversations": bundle.conversation_count});
@@ -369,7 +371,7 @@ impl Store {
     pub fn get_bundle(&self, id: &str) -> Result<Bundle> {
         validate::ident("id", id)?;
         let doc = self.backend.doc(BUNDLE, id)?.ok_or_else(|| no_bundle(id))?;
-        parsed("bundle", &doc)
+        read_bundle(&doc)
     }
 
     /// The store's bundles, oldest first, optionally only those of one visibility.
@@ -378,7 +380,7 @@ impl Store {
             .backend
             .docs(BUNDLE, "", None, usize::MAX)?
             .iter()
-            .map(|(_, doc)| parsed::<Bundle>("bundle", doc))
+            .map(|(_, doc)| read_bundle(doc))
             .collect::<Result<_>>()?;
         bundles.retain(|b| visibility.is_none_or(|v| b.visibility == v));
         bundles.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
@@ -403,9 +405,11 @@ impl Store {
         let Some(doc) = self.backend.doc(BUNDLE, id)? else {
             return Err(not_found());
         };
-        let bundle: Bundle = parsed("bundle", &doc)?;
-        if bundle::same_token(&bundle.share_token, token)
-            && bundle.visibility != Visibility::Private
+        let bundle = read_bundle(&doc)?;
+        if bundle
+            .share_token
+            .as_deref()
+            .is_some_and(|own| bundle::same_token(own, token))
         {
             Ok(bundle)
         } else {
@@ -413,14 +417,34 @@ impl Store {
         }
     }
 
-    /// Changes who may find a bundle by its token.
+    /// Changes who may find a bundle by its token: a private bundle shared gets a new token,
+    /// a shared one made private loses its token for good.
     pub fn set_visibility(&self, id: &str, visibility: Visibility) -> Result<Bundle> {
         validate::ident("id", id)?;
         let now = self.clock.now();
+        // Drawn outside the write, which may run more than once.
+        let fresh = bundle::new_share_token()?;
         let mut changed = None;
         self.backend.write(&mut |tx| {
             let doc = tx.doc(BUNDLE, id)?.ok_or_else(|| no_bundle(id))?;
             let mut bundle: Bundle = parsed("bundle", &doc)?;
+            let old = bundle.share_token.take();
+            // Shared to shared keeps its token; anything else ends it (a store written before
+            // kept a token for a private bundle: it is not the one the bundle is shared with).
+            let keep =
+                visibility != Visibility::Private && bundle.visibility != Visibility::Private;
+            match old {
+                Some(old) if keep => bundle.share_token = Some(old),
+                old => {
+                    if let Some(old) = old {
+                        tx.delete_doc(TOKEN, &bundle::token_digest(&old))?;
+                    }
+                    if visibility != Visibility::Private {
+                        index_token(tx, &bundle.id, &fresh)?;
+                        bundle.share_token = Some(fresh.clone());
+                    }
+                }
+            }
             bundle.visibility = visibility;
             bundle.updated_at = now;
             write_bundle(tx, &bundle, doc.version + 1)?;
@@ -436,7 +460,9 @@ impl Store {
         self.backend.write(&mut |tx| {
             let doc = tx.doc(BUNDLE, id)?.ok_or_else(|| no_bundle(id))?;
             let bundle: Bundle = parsed("bundle", &doc)?;
-            tx.delete_doc(TOKEN, &bundle::token_digest(&bundle.share_token))?;
+            if let Some(token) = &bundle.share_token {
+                tx.delete_doc(TOKEN, &bundle::token_digest(token))?;
+            }
             tx.delete_doc(BUNDLE, id)
         })
     }
@@ -565,6 +591,25 @@ impl Store {
 enum Mode {
     Import,
     Check,
+}
+
+/// A stored bundle as callers see it: a private one shows no token (a store written before
+/// kept one from its making; it never works, and sharing issues a new one).
+fn read_bundle(doc: &Doc) -> Result<Bundle> {
+    let mut bundle: Bundle = parsed("bundle", doc)?;
+    if bundle.visibility == Visibility::Private {
+        bundle.share_token = None;
+    }
+    Ok(bundle)
+}
+
+/// Makes `token` find the bundle `id`.
+fn index_token(tx: &mut dyn Tx, id: &str, token: &str) -> Result<()> {
+    let index = Doc {
+        version: 1,
+        body: body(&json!({ "bundle_id": id }))?,
+    };
+    tx.insert_doc(TOKEN, &bundle::token_digest(token), &index)
 }
 
 fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {

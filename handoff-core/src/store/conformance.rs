@@ -2389,21 +2389,43 @@ pub fn bundles_share_verified_knowledge_and_import_once(store: Store) {
         bundle.verification_status,
         crate::store::BundleStatus::Verified
     );
-    assert!(bundle.share_token.starts_with("kb_") && bundle.share_token.len() >= 3 + 32);
+    // A private bundle has no token to find it by, in any listing.
+    assert_eq!(bundle.share_token, None);
     let json = bundle.to_json().unwrap();
     assert!(!json.contains(key), "a bundle is redacted by default");
     assert_eq!(store.get_bundle(&bundle.id).unwrap(), bundle);
+    assert!(store.list_bundles(None).unwrap()[0].share_token.is_none());
 
-    // A private bundle is not found by its token, and says so as a wrong token does.
-    let private = store.bundle_by_token(&bundle.share_token).unwrap_err();
-    let wrong = store.bundle_by_token("kb_0000").unwrap_err();
-    assert_eq!(private.to_string(), wrong.to_string());
-    assert_eq!(private.kind(), ErrorKind::NotFound);
-    store.set_visibility(&bundle.id, Visibility::Team).unwrap();
+    // Sharing issues a token; a wrong one says what a revoked one does.
+    let team = store.set_visibility(&bundle.id, Visibility::Team).unwrap();
+    let token = team.share_token.clone().unwrap();
+    assert!(token.starts_with("kb_") && token.len() >= 3 + 32);
+    assert_eq!(store.bundle_by_token(&token).unwrap().id, bundle.id);
+    let public = store
+        .set_visibility(&bundle.id, Visibility::Public)
+        .unwrap();
     assert_eq!(
-        store.bundle_by_token(&bundle.share_token).unwrap().id,
-        bundle.id
+        public.share_token.as_deref(),
+        Some(token.as_str()),
+        "shared to shared keeps it"
     );
+    // Made private, the token dies for good: sharing again issues another.
+    let private = store
+        .set_visibility(&bundle.id, Visibility::Private)
+        .unwrap();
+    assert_eq!(private.share_token, None);
+    let revoked = store.bundle_by_token(&token).unwrap_err();
+    let wrong = store.bundle_by_token("kb_0000").unwrap_err();
+    assert_eq!(revoked.to_string(), wrong.to_string());
+    assert_eq!(revoked.kind(), ErrorKind::NotFound);
+    let shared = store.set_visibility(&bundle.id, Visibility::Team).unwrap();
+    let token = shared.share_token.clone().unwrap();
+    assert!(
+        store
+            .bundle_by_token(&team.share_token.clone().unwrap())
+            .is_err()
+    );
+    assert_eq!(store.bundle_by_token(&token).unwrap().id, bundle.id);
     assert_eq!(store.list_bundles(Some(Visibility::Team)).unwrap().len(), 1);
     assert!(
         store
@@ -2466,7 +2488,7 @@ pub fn bundles_share_verified_knowledge_and_import_once(store: Store) {
         store.get_bundle(&bundle.id).unwrap_err().kind(),
         ErrorKind::NotFound
     );
-    assert!(store.bundle_by_token(&bundle.share_token).is_err());
+    assert!(store.bundle_by_token(&token).is_err());
     assert_eq!(store.facts("main", None).unwrap().len(), 1, "imports stay");
 }
 

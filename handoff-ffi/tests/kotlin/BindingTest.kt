@@ -660,27 +660,31 @@ fun bundles(dir: String) {
 
             val bundle = store.createBundle("OAuth2 Token Refresh Fix Playbook", taskId = "fix-oauth",
                 visibility = Visibility.TEAM, tags = listOf("oauth"))
-            check(bundle.shareToken.startsWith("kb_") && bundle.shareToken.length >= 35) { "a kb_ token" }
+            val token = bundle.shareToken ?: error("a team bundle has a token")
+            check(token.startsWith("kb_") && token.length >= 35) { "a kb_ token" }
             check(bundle.factCount == 1uL && bundle.conversationCount == 1uL && bundle.messageCount == 3uL) { "$bundle" }
             check(bundle.verificationStatus == BundleStatus.VERIFIED && bundle.verifiedBy == "reviewer") { "$bundle" }
             check(bundle.bundleType == BundleType.TASK_EXPORT && bundle.sourceBranch == "task/fix-oauth") { "$bundle" }
             check(key !in bundle.portableJson && "[REDACTED" in bundle.portableJson) { "the portable form is redacted" }
             check(bundle.portableJson.contains("\"content_hash\":\"${bundle.contentHash}\"")) { "hashed" }
-            check(bundle.shareToken !in bundle.toString() && "content_hash" !in bundle.toString()) { bundle.toString() }
+            check(token !in bundle.toString() && "content_hash" !in bundle.toString()) { bundle.toString() }
             check(store.getBundle(bundle.id) == bundle && store.listBundles() == listOf(bundle)) { "found by id" }
             check(store.listBundles(Visibility.PUBLIC).isEmpty()) { "filtered by visibility" }
 
-            check(store.bundleByToken(bundle.shareToken) == bundle) { "a team bundle is found by its token" }
+            check(store.bundleByToken(token) == bundle) { "a team bundle is found by its token" }
             clock.advance(second)
             val privateBundle = store.createBundle("private notes", taskId = "fix-oauth")
-            check(privateBundle.visibility == Visibility.PRIVATE) { "private by default" }
-            val hidden = raises<HandoffException.NotFound> { store.bundleByToken(privateBundle.shareToken) }
+            check(privateBundle.visibility == Visibility.PRIVATE && privateBundle.shareToken == null) { "private by default, no token" }
+            val shared = store.setVisibility(privateBundle.id, Visibility.TEAM).shareToken ?: error("shared, a token")
+            check(store.setVisibility(privateBundle.id, Visibility.PRIVATE).shareToken == null) { "made private, no token" }
+            val hidden = raises<HandoffException.NotFound> { store.bundleByToken(shared) }
             val wrong = raises<HandoffException.NotFound> { store.bundleByToken("kb_" + "0".repeat(64)) }
             check(hidden.description == wrong.description && hidden.id == wrong.id && hidden.what == wrong.what) {
-                "a private bundle's token and a wrong one: ${hidden.description} / ${wrong.description}"
+                "a revoked token and a wrong one: ${hidden.description} / ${wrong.description}"
             }
             val publicBundle = store.setVisibility(privateBundle.id, Visibility.PUBLIC)
-            check(store.bundleByToken(privateBundle.shareToken) == publicBundle) { "made public" }
+            val publicToken = publicBundle.shareToken ?: error("made public, a token")
+            check(publicToken != shared && store.bundleByToken(publicToken) == publicBundle) { "made public, a new token" }
 
             val first = other.importBundle(bundle.portableJson)
             check(first == ImportReport(bundle.name, "main", 1uL, 0uL, 1uL, 0uL, 3uL)) { "$first" }
@@ -734,7 +738,7 @@ fun bundles(dir: String) {
 
             store.deleteBundle(bundle.id)
             raises<HandoffException.NotFound> { store.getBundle(bundle.id) }
-            raises<HandoffException.NotFound> { store.bundleByToken(bundle.shareToken) }
+            raises<HandoffException.NotFound> { store.bundleByToken(token) }
             check(store.listBundles() == listOf(publicBundle)) { "one bundle left" }
             check(other.facts("main").size == 1) { "what was imported stays" }
         }

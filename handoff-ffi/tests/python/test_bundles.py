@@ -101,6 +101,7 @@ def test_a_bundle_of_a_curated_task(store: hf.Store, clock: hf.ManualClock) -> N
     curate(store, clock)
     bundle = team_bundle(store)
 
+    assert bundle.share_token is not None
     assert bundle.share_token.startswith("kb_") and len(bundle.share_token) >= 3 + 32
     assert (bundle.name, bundle.description, bundle.tags) == (
         "OAuth2 Token Refresh Fix Playbook", "How the refresh was fixed", ["oauth", "auth"],
@@ -152,11 +153,16 @@ def test_a_share_token_finds_only_a_bundle_that_is_not_private(store: hf.Store, 
     curate(store, clock)
     team = team_bundle(store)
     private = store.create_bundle("private notes", task_id=TASK_ID)
-    assert private.visibility == hf.Visibility.PRIVATE and private.share_token.startswith("kb_")
+    assert private.visibility == hf.Visibility.PRIVATE and private.share_token is None
+    assert team.share_token is not None
 
     assert store.bundle_by_token(team.share_token) == team
+    # A token that was shared, then made private: it never works again.
+    shared = store.set_visibility(private.id, hf.Visibility.TEAM).share_token
+    assert shared is not None
+    assert store.set_visibility(private.id, hf.Visibility.PRIVATE).share_token is None
     with pytest.raises(hf.HandoffError.NotFound) as hidden:
-        store.bundle_by_token(private.share_token)
+        store.bundle_by_token(shared)
     with pytest.raises(hf.HandoffError.NotFound) as wrong:
         store.bundle_by_token("kb_" + "0" * 64)
     with pytest.raises(hf.HandoffError.NotFound) as garbage:
@@ -169,9 +175,10 @@ def test_a_share_token_finds_only_a_bundle_that_is_not_private(store: hf.Store, 
 
     clock.advance(SECOND)
     public = store.set_visibility(private.id, hf.Visibility.PUBLIC)
-    assert (public.visibility, public.share_token) == (hf.Visibility.PUBLIC, private.share_token)
+    assert public.visibility == hf.Visibility.PUBLIC
+    assert public.share_token is not None and public.share_token != shared
     assert public.updated_at == private.updated_at + SECOND
-    assert store.bundle_by_token(private.share_token) == public
+    assert store.bundle_by_token(public.share_token) == public
     hidden_again = store.set_visibility(team.id, hf.Visibility.PRIVATE)
     assert store.get_bundle(team.id) == hidden_again
     with pytest.raises(hf.HandoffError.NotFound):
