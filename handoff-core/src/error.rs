@@ -36,13 +36,14 @@ pub enum Error {
 
     /// The caller's claim is no longer the current one: its lease ran out, or the handoff was
     /// released, completed or claimed again since. Nothing was changed.
-    #[error("lease lost on handoff {id}: token {token} is no longer current ({reason})")]
+    #[error("lease lost on handoff {id} (token {token}): {reason}")]
     LeaseLost {
         /// The handoff.
         id: String,
         /// The fencing token the caller presented.
         token: u64,
-        /// Why the token is no longer current.
+        /// Why: the token is no longer current (and what happened since), or the claim
+        /// secret does not match.
         reason: String,
     },
 

@@ -260,13 +260,14 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
         reason: reason.to_owned(),
     };
     let lease_lost = |token: u64| {
-        let reason = match (h.status, h.claim_token) {
+        let since = match (h.status, h.claim_token) {
             (Status::Claimed, Some(current)) => {
-                format!("handoff was claimed again with token {current}")
+                format!("the handoff was claimed again with token {current}")
             }
-            (Status::Pending, _) => "claim was released or its lease ran out".to_owned(),
-            (status, _) => format!("handoff is {status}"),
+            (Status::Pending, _) => "the claim was released or its lease ran out".to_owned(),
+            (status, _) => format!("the handoff is {status}"),
         };
+        let reason = format!("token {token} is no longer current: {since}");
         Error::LeaseLost {
             id: h.id.clone(),
             token,
