@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 
 mod bundles;
 mod chain;
+mod check;
 mod clock;
 mod context;
 mod convert;
@@ -43,6 +44,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Claim>()?;
     m.add_class::<store::ClaimRef>()?;
     m.add_class::<store::Capabilities>()?;
+    m.add_class::<check::CheckReport>()?;
+    m.add_class::<check::Damage>()?;
     m.add_class::<machine::Event>()?;
     m.add_class::<chain::Chain>()?;
     m.add_class::<chain::Hop>()?;

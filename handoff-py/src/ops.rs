@@ -311,6 +311,7 @@ wrapped! {
     core::PathStats => PathStats, PathStats::new;
     core::QueueCount => QueueCount, QueueCount::new;
     core::Capabilities => Capabilities, Capabilities::new;
+    core::CheckReport => crate::check::CheckReport, crate::check::CheckReport::new;
     core::store::Task => Task, Task::new;
     core::task::TaskHeader => TaskSummary, TaskSummary::new;
     core::task::TaskEvent => TaskEvent, TaskEvent::new;

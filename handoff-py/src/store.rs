@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::bundles::{Bundle, ImportReport, TaskComparison, TaskReplay};
 use crate::chain::{Chain, ChainPolicy};
+use crate::check::CheckReport;
 use crate::clock::ManualClock;
 use crate::context::Packet;
 use crate::convert::{Args, py_repr, seconds, to_py};
@@ -776,6 +777,14 @@ impl Store {
     #[pyo3(signature = (path, **kwargs))]
     fn backup(&self, py: Python<'_>, path: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
         self.call::<ops::Backup>(py, given!(kwargs; path))
+    }
+
+    /// Looks through the whole store for damage (files deleted, emptied or edited by hand,
+    /// links planted, a bad disk) and names each piece; with `repair=True` a files store moves
+    /// what is damaged into its `quarantine/` folder and mends what referred to it.
+    #[pyo3(signature = (**kwargs))]
+    fn check(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<CheckReport> {
+        self.call::<ops::Check>(py, given!(kwargs;))
     }
 
     /// What this store can do beyond what every store does: whether it is durable, shared by

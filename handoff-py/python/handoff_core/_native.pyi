@@ -51,10 +51,12 @@ __all__ = [
     "Capabilities",
     "Chain",
     "ChainPolicy",
+    "CheckReport",
     "Claim",
     "ClaimRef",
     "ContextBuilder",
     "Conversation",
+    "Damage",
     "Event",
     "Fact",
     "Handoff",
@@ -360,6 +362,29 @@ class Capabilities:
     @property
     def wakes_waiters(self) -> bool: ...
     def to_dict(self) -> dict[str, bool]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class Damage:
+    """One piece of damage ``Store.check()`` found."""
+
+    @property
+    def what(self) -> str: ...
+    @property
+    def problem(self) -> str: ...
+    @property
+    def repaired(self) -> Optional[str]: ...
+    def to_dict(self) -> dict[str, Optional[str]]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class CheckReport:
+    """What ``Store.check()`` found: nothing damaged when ``damage`` is empty."""
+
+    @property
+    def damage(self) -> list[Damage]: ...
+    def is_clean(self) -> bool: ...
+    def to_dict(self) -> dict[str, list[dict[str, Optional[str]]]]: ...
     def __eq__(self, value: object, /) -> bool: ...
 
 @final
@@ -1238,6 +1263,15 @@ class Store:
 
         Args:
             path: Where the copy goes.
+        """
+    def check(self, *, repair: Optional[bool] = None) -> CheckReport:
+        """Looks through the whole store for damage (files deleted, emptied or edited by hand, links
+        planted, a bad disk) and reports each piece by name. With `repair`, a files store moves what
+        is damaged into its `quarantine/` folder and mends what referred to it; a database store
+        reports only (restore a backup).
+
+        Args:
+            repair: Move what is damaged aside and mend what referred to it (a files store).
         """
     def capabilities(self) -> Capabilities:
         """What the store can do beyond what every store does: durable, shared by processes or by

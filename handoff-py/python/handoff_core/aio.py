@@ -33,6 +33,7 @@ from handoff_core._native import (
     Capabilities,
     Chain,
     ChainPolicy,
+    CheckReport,
     Claim,
     ClaimRef,
     Conversation,
@@ -639,6 +640,14 @@ class Store:
         not exist yet.
         """
         await asyncio.to_thread(self._store.backup, path)
+
+    async def check(self, *, repair: Optional[bool] = None) -> CheckReport:
+        """Looks through the whole store for damage (files deleted, emptied or edited by hand, links
+        planted, a bad disk) and reports each piece by name. With `repair`, a files store moves what
+        is damaged into its `quarantine/` folder and mends what referred to it; a database store
+        reports only (restore a backup).
+        """
+        return await asyncio.to_thread(self._store.check, repair=repair)
 
     async def capabilities(self) -> Capabilities:
         """What the store can do beyond what every store does: durable, shared by processes or by
