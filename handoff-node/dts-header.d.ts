@@ -335,6 +335,11 @@ export interface CheckpointFields {
   /** How many claims may lapse before the handoff fails (default 3). */
   maxAttempts?: number | null
 }
+/** The options of `store.check`. */
+export interface CheckOptions {
+  /** Move what is damaged aside and mend what referred to it (a files store). */
+  repair?: boolean | null
+}
 /** The options of `store.createTask`. */
 export interface CreateTaskOptions {
   /** What the task is called. */

@@ -335,6 +335,11 @@ export interface CheckpointFields {
   /** How many claims may lapse before the handoff fails (default 3). */
   maxAttempts?: number | null
 }
+/** The options of `store.check`. */
+export interface CheckOptions {
+  /** Move what is damaged aside and mend what referred to it (a files store). */
+  repair?: boolean | null
+}
 /** The options of `store.createTask`. */
 export interface CreateTaskOptions {
   /** What the task is called. */
@@ -1445,6 +1450,22 @@ export declare class Store {
    */
   backupAsync(path: string): Promise<void>
   /**
+   * Looks through the whole store for damage (files deleted, emptied or edited by hand, links
+   * planted, a bad disk) and names each piece; with `repair: true` a files store moves what is
+   * damaged into its `quarantine/` folder and mends what referred to it (a database store
+   * reports only: restore a backup).
+   */
+  check(options?: CheckOptions): CheckReport
+  /**
+   * Looks through the whole store for damage (files deleted, emptied or edited by hand, links
+   * planted, a bad disk) and names each piece; with `repair: true` a files store moves what is
+   * damaged into its `quarantine/` folder and mends what referred to it (a database store
+   * reports only: restore a backup).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  checkAsync(options?: CheckOptions): Promise<CheckReport>
+  /**
    * What this store can do beyond what every store does: whether it outlives the process,
    * can be shared by processes or machines, writes backups, wakes waiting workers.
    */
@@ -2150,10 +2171,11 @@ export interface Bundle {
   /** Who verified its items (their verifiers' names, joined). */
   verified_by: string | null
   /**
-   * `kb_` and 256 random bits: `bundleByToken` finds the bundle with it, unless it is
-   * private. Keep it as you would a password.
+   * `kb_` and 256 random bits: `bundleByToken` finds the bundle with it; `null` while it is
+   * private (sharing it issues a new one, making it private again kills it). Keep it as you
+   * would a password.
    */
-  share_token: string
+  share_token: string | null
   /** Who may find it by its token. */
   visibility: Visibility
   /** Labels for finding it. */
@@ -2298,6 +2320,12 @@ export interface ChainPolicy {
   maxRevisits: number
   /** Who may hand off to whom; `null` allows every pair. */
   collaborators: Record<string, Array<string>> | null
+}
+
+/** What `check` found: nothing damaged when `damage` is empty. */
+export interface CheckReport {
+  /** Each damage, in the order it was found. */
+  damage: Array<Damage>
 }
 
 /**
@@ -2464,6 +2492,22 @@ export interface CurationEvent {
   branch: string
   /** Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...). */
   detail: JsonObject
+}
+
+/** One piece of damage `check` found. */
+export interface Damage {
+  /**
+   * What is damaged: a file of a files store (`handoffs/<id>.json`, `events.jsonl line 7`),
+   * or a part of a database store (`handoffs`, `integrity`).
+   */
+  what: string
+  /** What is wrong with it. */
+  problem: string
+  /**
+   * What the repair did about it (`moved to quarantine/...`); `null` when it was not
+   * repaired (not asked to, or a damage no repair in place can mend).
+   */
+  repaired: string | null
 }
 
 /** `registry.detect` options. */

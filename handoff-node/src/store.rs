@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core::{
-    Capabilities, ChainPolicy, Claim, Clock, ConnectOptions as CoreConnectOptions, Limits, Problem,
-    SqliteOptions, Store as CoreStore, Synchronous,
+    Capabilities, ChainPolicy, CheckReport, Claim, Clock, ConnectOptions as CoreConnectOptions,
+    Damage, Limits, Problem, SqliteOptions, Store as CoreStore, Synchronous,
 };
 use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt};
 use napi::{Env, JsValue, Unknown};
@@ -286,6 +286,63 @@ impl Mirror for Capabilities {
             backup,
             wakes_waiters,
         }
+    }
+}
+
+/// One piece of damage `check` found.
+#[napi(
+    object,
+    js_name = "Damage",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
+#[derive(Serialize)]
+pub struct JsDamage {
+    /// What is damaged: a file of a files store (`handoffs/<id>.json`, `events.jsonl line 7`),
+    /// or a part of a database store (`handoffs`, `integrity`).
+    pub what: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// What the repair did about it (`moved to quarantine/...`); `null` when it was not
+    /// repaired (not asked to, or a damage no repair in place can mend).
+    pub repaired: Option<String>,
+}
+
+/// What `check` found: nothing damaged when `damage` is empty.
+#[napi(
+    object,
+    js_name = "CheckReport",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsCheckReport {
+    /// Each damage, in the order it was found.
+    pub damage: Vec<JsDamage>,
+}
+
+impl Mirror for CheckReport {
+    type Out = JsCheckReport;
+    fn mirror(self) -> JsCheckReport {
+        let damage = self
+            .damage
+            .into_iter()
+            .map(|d| {
+                // Destructured in full: a field the core adds fails to compile here until mapped.
+                let Damage {
+                    what,
+                    problem,
+                    repaired,
+                } = d;
+                JsDamage {
+                    what,
+                    problem,
+                    repaired,
+                }
+            })
+            .collect();
+        JsCheckReport { damage }
     }
 }
 
@@ -733,6 +790,12 @@ store_operations! {
     "the store stays in use: an SQLite snapshot, readable by its owner only. A store without"
     "the `backup` capability refuses with `STORAGE`."
     backup, backup_async = Backup(path: "string") -> "void", "Promise<void>";
+
+    "Looks through the whole store for damage (files deleted, emptied or edited by hand, links"
+    "planted, a bad disk) and names each piece; with `repair: true` a files store moves what is"
+    "damaged into its `quarantine/` folder and mends what referred to it (a database store"
+    "reports only: restore a backup)."
+    check, check_async = Check(; options?: "CheckOptions") -> "CheckReport", "Promise<CheckReport>";
 
     "What this store can do beyond what every store does: whether it outlives the process,"
     "can be shared by processes or machines, writes backups, wakes waiting workers."
