@@ -61,7 +61,8 @@ pub use replay::{
     AgentContribution, Overlap, TaskComparison, TaskOutcome, TaskReplay, TimelineEntry,
 };
 pub use store::{
-    Capabilities, ChainPolicy, Limits, ListFilter, OpenOptions, SavedPolicy, Store, Synchronous,
+    Capabilities, ChainPolicy, CheckReport, Damage, Limits, ListFilter, OpenOptions, SavedPolicy,
+    Store, Synchronous,
 };
 pub use tasks::{
     HistoryEntry, HistoryMetrics, StepSpec, StepStatus, Task, TaskEvent, TaskResult,

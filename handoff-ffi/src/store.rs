@@ -139,6 +139,26 @@ pub struct Capabilities {
     pub wakes_waiters: bool,
 }
 
+/// One piece of damage `Store.check` found.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Damage {
+    /// What is damaged: a file of a files store (`handoffs/<id>.json`, `events.jsonl line 7`),
+    /// or a part of a database store (`handoffs`, `integrity`).
+    pub what: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// What the repair did about it (`moved to quarantine/...`); none when it was not repaired
+    /// (not asked to, or a damage no repair in place can mend).
+    pub repaired: Option<String>,
+}
+
+/// What `Store.check` found: nothing damaged when `damage` is empty.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct CheckReport {
+    /// Each damage, in the order it was found.
+    pub damage: Vec<Damage>,
+}
+
 /// Which handoffs `Store.list` returns; a field left out does not filter. The names are the
 /// arguments of `list` in every binding.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, uniffi::Record)]
@@ -396,6 +416,15 @@ impl Store {
     /// `capabilities().backup` is false refuses with `Storage`.
     pub fn backup(&self, path: String) -> Result<()> {
         self.run::<ops::Backup>(arguments! { path })
+    }
+
+    /// Looks through the whole store for damage (files deleted, emptied or edited by hand,
+    /// links planted, a bad disk) and names each piece. With `repair`, a files store moves what
+    /// is damaged into its `quarantine/` folder and mends what referred to it; a database store
+    /// reports only (restore a backup).
+    #[uniffi::method(default(repair = false))]
+    pub fn check(&self, repair: bool) -> Result<CheckReport> {
+        Ok(self.run::<ops::Check>(arguments! { repair })?.into())
     }
 
     /// Settles every lapsed lease and expired handoff now; returns how many changed.
@@ -1234,6 +1263,29 @@ impl From<core::Capabilities> for Capabilities {
             backup: c.backup,
             wakes_waiters: c.wakes_waiters,
         }
+    }
+}
+
+impl From<core::CheckReport> for CheckReport {
+    fn from(report: core::CheckReport) -> Self {
+        let damage = report
+            .damage
+            .into_iter()
+            .map(|d| {
+                // Destructured in full: a field the core adds fails to compile here until mapped.
+                let core::Damage {
+                    what,
+                    problem,
+                    repaired,
+                } = d;
+                Damage {
+                    what,
+                    problem,
+                    repaired,
+                }
+            })
+            .collect();
+        CheckReport { damage }
     }
 }
 
