@@ -13,7 +13,7 @@ use handoff_core::{Error, Problem};
 use napi::bindgen_prelude::{
     Either, Function, JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter, Object,
 };
-use napi::{JsValue, Unknown, ValueType};
+use napi::{Env, JsValue, Unknown, ValueType};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
@@ -151,13 +151,27 @@ pub(crate) fn from_json<T: DeserializeOwned>(json: Value, field: &str) -> Outcom
 
 /// Reads a JavaScript value as JSON, as `JSON.stringify` would see it: an object's own
 /// enumerable properties (not its prototype's getters), `undefined` ones left out, an object
-/// with a `toJSON` method read as what that returns, a `Date` as its ISO string; functions, symbols, bigints, non-finite
-/// numbers and values nested too deeply (or cyclic) are refused, every one of them named.
+/// with a `toJSON` method read as what that returns, a `Date` as its ISO string; functions, symbols, bigints, `Map`s and
+/// `Set`s (which it would write as `{}`), non-finite numbers and values nested too deeply (or cyclic) are refused, every
+/// one of them named.
 pub(crate) fn json(value: &Unknown<'_>, field: &str) -> Outcome<Value> {
     let mut reader = Reader::default();
     let json = reader.value(value, &mut field.to_owned(), 0)?;
     reader.finish()?;
     Ok(json)
+}
+
+/// The built-in collection `object` is (`Map`, `Set` or their weak twins), if it is one: their
+/// contents are no properties, so read as JSON they would be an empty object.
+fn collection(object: &Object<'_>) -> Outcome<Option<&'static str>> {
+    let global = Env::from_raw(object.value().env).get_global()?;
+    for name in ["Map", "Set", "WeakMap", "WeakSet"] {
+        let constructor: Unknown<'_> = global.get_named_property(name)?;
+        if constructor.get_type()? == ValueType::Function && object.instanceof(constructor)? {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
 }
 
 /// Reads JavaScript values as JSON, collecting the problems of the values it meets (each value
@@ -247,6 +261,13 @@ impl Reader {
             path.clone()
         };
         let entries = self.entries(object, &owner)?;
+        if entries.is_empty()
+            && let Some(name) = collection(object)?
+        {
+            // JSON.stringify writes it as `{}`: what it holds would be lost without a word.
+            self.problem(owner, format!("must be JSON, got a {name}"));
+            return Ok(Value::Null);
+        }
         let mut map = Map::new();
         let base = path.len();
         for (key, item) in entries {

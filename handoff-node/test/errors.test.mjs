@@ -317,3 +317,22 @@ test('no value of any type crashes Node', async () => {
   builder.build()
   assert.ok(calls > 4000)
 })
+
+test('a Map or a Set is refused by name, as JSON.stringify would write it as {}', async () => {
+  const s = Store.memory()
+  const create = (metadata) => [() => s.create({ taskId: 't', goal: 'g', metadata }), () => s.createAsync({ taskId: 't', goal: 'g', metadata })]
+  for (const [value, name] of [[new Map([['a', 1]]), 'Map'], [new Set([1, 2]), 'Set'], [new Map(), 'Map'], [new WeakMap(), 'WeakMap'], [new WeakSet(), 'WeakSet']]) {
+    const err = await failsAlike(...create({ m: value }), 'VALIDATION')
+    assert.deepEqual(err.problems, [{ field: 'metadata.m', rule: `must be JSON, got a ${name}` }])
+    const nested = await failsAlike(...create({ list: [1, { deep: value }] }), 'VALIDATION')
+    assert.deepEqual(nested.problems.map((p) => p.field), ['metadata.list[1].deep'])
+  }
+  // The whole metadata, and a class of one's own (a Map still).
+  class Registry extends Map {}
+  await invalid(...create(new Map([['a', 1]])), 'metadata')
+  await invalid(...create({ r: new Registry([['a', 1]]) }), 'metadata.r')
+  // A Map with a toJSON is read as what that returns, as JSON.stringify reads it; `{}` is fine.
+  const withJson = Object.assign(new Map([['a', 1]]), { toJSON() { return Object.fromEntries(this) } })
+  assert.deepEqual(s.create({ taskId: 't', goal: 'g', metadata: { m: withJson, e: {} } }).metadata, { m: { a: 1 }, e: {} })
+  assert.equal(s.list().length, 1, 'nothing refused was written')
+})
