@@ -97,6 +97,32 @@ pub fn redact<'py>(
     run(py, &core::Redactor::default(), text)
 }
 
+/// `text` as it may leave the library (an exception's message, an event's reason): with the
+/// core's built-in redaction, as the CLI shows its errors and events.
+pub(crate) fn shown(text: &str) -> String {
+    let (clean, found) = core::redact(text);
+    if found.is_empty() {
+        text.to_owned()
+    } else {
+        clean
+    }
+}
+
+/// Every string inside `value` [`shown`]; keys are left alone (they name, not carry).
+pub(crate) fn redact_json(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    // Iterative, so that nesting depth costs heap, not stack.
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(text) => *text = shown(text),
+            Value::Array(items) => pending.extend(items.iter_mut()),
+            Value::Object(map) => pending.extend(map.values_mut()),
+            _ => {}
+        }
+    }
+}
+
 /// A redactor with the built-in rules and any rules you add. Build once and reuse.
 #[pyclass(module = "handoff_core", name = "Redactor", frozen)]
 pub struct Redactor {

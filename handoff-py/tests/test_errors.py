@@ -79,3 +79,28 @@ def test_storage_error_on_a_file_that_is_not_a_store(tmp_path) -> None:  # type:
 def test_storage_error_on_a_missing_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(hc.StorageError):
         hc.open(tmp_path / "no" / "such" / "dir" / "x.db")
+
+
+# Tokens as errors quote them back: glued to a word by `_` (an id, a reason), in a path, an agent.
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+
+
+@pytest.mark.parametrize(("make", "cls"), [
+    (lambda s, _: s.create("t", "g", reason=f"context_limit_{GITHUB}"), hc.ValidationError),
+    (lambda s, _: s.get(f"x_{AWS}"), hc.NotFound),
+    (lambda s, tmp: hc.open(tmp / "missing" / f"key {GITHUB}" / "h.db"), hc.StorageError),
+    (lambda s, _: s.claim(s.create("t", "g", from_agent=f"x_{AWS}").id, f"x_{AWS}"), hc.ChainViolation),
+])
+def test_error_texts_are_redacted(make, cls, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with hc.Store.memory() as store, pytest.raises(cls) as caught:
+        make(store, tmp_path)
+    err = caught.value
+    shown = f"{err} {err!r} {err.__dict__!r}"
+    assert GITHUB not in shown and AWS not in shown, shown
+    assert "[REDACTED:" in str(err), str(err)
+    # What is not a secret is still there to say what went wrong.
+    if isinstance(err, hc.ValidationError):
+        assert err.fields == ["reason"] and "unknown value" in err.problems[0][1]
+    copy = pickle.loads(pickle.dumps(err))
+    assert str(copy) == str(err) and copy.__dict__ == err.__dict__
