@@ -124,6 +124,13 @@ pub(crate) enum Command {
         /// The new file; it must not exist.
         path: PathBuf,
     },
+    /// Make a key pair for signing bundles: the secret key goes into FILE (owner-only; it must
+    /// not exist), for `handoff bundle sign ID --secret-key FILE`; the public key is printed,
+    /// for the stores that are to trust your bundles (`handoff bundle trust --trust KEY`).
+    Keygen {
+        /// Where the secret key goes.
+        file: PathBuf,
+    },
     /// Read records written by `export` (JSON lines) and create them.
     Import {
         /// The file to read; `-` or absent for standard input.

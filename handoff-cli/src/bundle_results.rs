@@ -3,7 +3,7 @@
 //! (`--json` has it whole). Everything goes through [`Output`], which redacts.
 
 use handoff_core::replay::{Overlap, TaskComparison, TaskOutcome, TaskReplay};
-use handoff_core::store::{Bundle, ImportReport};
+use handoff_core::store::{Bundle, ImportReport, TrustedKey};
 use serde_json::{Value, json};
 
 use crate::output::{Output, clip, table, time, to_json};
@@ -73,15 +73,36 @@ impl Row for Bundle {
     }
 }
 
+impl Row for TrustedKey {
+    const KEY: &'static str = "trusted_keys";
+    const HEADER: &'static [&'static str] = &["PUBLIC KEY", "TRUSTED AT"];
+    const NONE: &'static str = "no bundle keys trusted\n";
+
+    fn row(&self, _out: &Output) -> Vec<String> {
+        vec![self.public_key.clone(), time(self.trusted_at)]
+    }
+
+    fn item(&self, _out: &Output) -> Value {
+        to_json(self)
+    }
+}
+
 impl Shown for ImportReport {
     fn text(&self, out: &Output, _reads: bool) -> String {
         let target = self
             .target_branch
             .as_ref()
             .map_or_else(|| "-".to_owned(), ToString::to_string);
+        let trust = match (&self.signed_by, self.trusted) {
+            (Some(key), true) => format!("signed by {key}, trusted here: its verdicts taken"),
+            (Some(key), false) => format!(
+                "signed by {key}, not trusted here: its verdicts kept as its claim, unverified"
+            ),
+            (None, _) => "not signed: its verdicts kept as its claim, unverified".to_owned(),
+        };
         format!(
             "imported \"{}\" into {target}: {} facts and {} conversations ({} messages) added, \
-             {} facts and {} conversations already there\n",
+             {} facts and {} conversations already there\n{trust}\n",
             clip(&out.text(&self.bundle), 60),
             self.facts_added,
             self.conversations_added,

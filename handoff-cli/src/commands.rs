@@ -121,6 +121,7 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
             let json = json!({ "backup": path.display().to_string() });
             Ok(Reply::new(text, json).into())
         }
+        Command::Keygen { file } => keygen(&file),
         Command::Import {
             file,
             unfinished_only,
@@ -134,6 +135,38 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
 /// error.
 fn servers_are_not_commands() -> CliResult<Done> {
     Err(Error::invalid("command", "a server is not a one-shot command").into())
+}
+
+/// `handoff keygen FILE`: a key pair for signing bundles, the secret half in a new owner-only
+/// file, the public half printed.
+fn keygen(file: &Path) -> CliResult<Done> {
+    let keys = handoff_core::bundle::BundleKeyPair::generate()?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options.open(file).and_then(|mut f| {
+        std::io::Write::write_all(&mut f, format!("{}\n", keys.secret_key).as_bytes())
+    });
+    if let Err(e) = written {
+        let rule = match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                "must not exist: a key file is never overwritten".to_owned()
+            }
+            _ => format!("cannot be written: {e}"),
+        };
+        return Err(
+            handoff_core::Error::invalid("file", format!("{} {rule}", file.display())).into(),
+        );
+    }
+    let text = format!(
+        "secret key written to {} (keep it as you would a password)\npublic key: {}\n",
+        file.display(),
+        keys.public_key
+    );
+    let json =
+        json!({ "public_key": keys.public_key, "secret_key_file": file.display().to_string() });
+    Ok(Reply::new(text, json).into())
 }
 
 /// Reads all of `source` (a path, or `-` for stdin), refusing more than `limit` bytes.

@@ -92,6 +92,8 @@ fn entries() -> Vec<Op> {
         Op::reads::<ops::ListBundles>(),
         Op::reads::<ops::BundleByToken>(),
         Op::writes::<ops::SetVisibility>(),
+        Op::writes::<ops::SignBundle>(),
+        Op::writes::<ops::TrustBundleKeys>(),
         Op::writes::<ops::DeleteBundle>(),
         Op::creates::<ops::ImportBundle>(),
         Op::reads::<ops::Replay>(),

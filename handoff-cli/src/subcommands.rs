@@ -567,6 +567,18 @@ fn arguments(op: &'static Op, matches: &ArgMatches) -> CliResult<(&'static Op, V
         let text = read_text("bundle", path, handoff_core::bundle::MAX_BUNDLE_BYTES)?;
         args.insert("bundle".to_owned(), Value::String(text));
     }
+    // A secret key is read from the file `handoff keygen` wrote, so that it stays off the
+    // command line (the key itself is taken too).
+    if op.name() == "sign_bundle"
+        && let Some(Value::String(source)) = args.get("secret_key")
+        && !source.starts_with(handoff_core::bundle::SECRET_KEY_PREFIX)
+    {
+        let text = read_text("secret_key", Some(Path::new(source.as_str())), 4096)?;
+        args.insert(
+            "secret_key".to_owned(),
+            Value::String(text.trim().to_owned()),
+        );
+    }
     if op.name() == "cancel"
         && let Some(Value::Object(mut claim)) = args.remove("claim")
         && let Some(cancel_claim) = operations::find("cancel_claim")

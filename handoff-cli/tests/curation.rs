@@ -227,6 +227,69 @@ fn bundles_go_from_one_store_to_another_and_a_task_replays() {
         ),
         (Some(0), Some(1))
     );
+    // Unsigned: the bundle's verdicts are its claim, not the target's verification.
+    let facts = target
+        .run(&["facts", "list", "main", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(facts[0]["status"], "active", "{facts}");
+    assert!(
+        facts[0]["verified_by"]
+            .as_str()
+            .is_some_and(|by| by.starts_with("bundle:sha256:") && !by.contains("signed")),
+        "{facts}"
+    );
+    assert_eq!(first["trusted"], false);
+
+    // Signed with a key the target trusts: the verdicts come in.
+    let key_file = source.dir.path().join("bundle.key");
+    let key_path = key_file.to_str().expect("a path");
+    let made = source
+        .run(&["keygen", key_path, "--json"])
+        .expect(OK)
+        .json();
+    let public_key = made["public_key"].as_str().unwrap_or_default().to_owned();
+    assert!(public_key.starts_with("ed25519:"), "{made}");
+    source.run(&["keygen", key_path]).expect(INVALID);
+    let id = bundle["id"].as_str().unwrap_or_default();
+    let signed = source
+        .run(&["bundle", "sign", id, "--secret-key", key_path, "--json"])
+        .expect(OK);
+    let secret = std::fs::read_to_string(&key_file).expect("the key file");
+    assert!(!signed.stdout.contains(secret.trim()), "{}", signed.stdout);
+    let signed = signed.json();
+    assert_eq!(
+        signed["data"]["signature"]["public_key"],
+        public_key.as_str()
+    );
+    let trusted = target
+        .run(&["bundle", "trust", "--trust", &public_key, "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(trusted[0]["public_key"], public_key.as_str());
+    let signed_file = target.dir.path().join("signed.json");
+    std::fs::write(&signed_file, signed["data"].to_string()).expect("written");
+    let vouched = target
+        .run(&[
+            "bundle",
+            "import",
+            signed_file.to_str().expect("a path"),
+            "--target-branch",
+            "task/vouched",
+        ])
+        .expect(OK);
+    assert!(
+        vouched.stdout.contains("trusted here"),
+        "{}",
+        vouched.stdout
+    );
+    // Its verdicts are taken (a neutral 0.5 stays under the gate) as the signer's.
+    let facts = target
+        .run(&["facts", "list", "task/vouched", "--json"])
+        .expect(OK)
+        .json();
+    let by = facts[0]["verified_by"].as_str().unwrap_or_default();
+    assert!(by.ends_with(&format!("signed by {public_key}")), "{facts}");
     let tampered = bundle["data"].to_string().replace("backoff", "no backoff");
     let bad = target
         .run(&["bundle", "import", &tampered, "--json"])

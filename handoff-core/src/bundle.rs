@@ -16,6 +16,11 @@ use crate::error::{Error, Result};
 use crate::store::check_messages;
 use crate::validate::{self, Collector, Limits};
 
+mod signing;
+pub use signing::{
+    BundleKeyPair, BundleSignature, PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX, public_key,
+};
+
 /// The version of the portable form this library writes and reads.
 pub const BUNDLE_SCHEMA_VERSION: u32 = 1;
 
@@ -136,24 +141,29 @@ pub struct BundleData {
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "DateTime<Utc>")]
     pub created_at: DateTime<Utc>,
-    /// `sha256:` and the hex digest of this JSON without `content_hash`.
+    /// `sha256:` and the hex digest of this JSON without `content_hash` and `signature`.
     #[serde(default)]
     pub content_hash: String,
+    /// The signature of whoever vouches for it ([`BundleData::sign`]), over `content_hash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<BundleSignature>,
 }
 
 impl BundleData {
-    /// The hash of the content: the SHA-256 of its JSON with `content_hash` empty.
+    /// The hash of the content: the SHA-256 of its JSON with `content_hash` empty and no
+    /// `signature`.
     pub fn hash(&self) -> Result<String> {
-        if self.content_hash.is_empty() {
+        if self.content_hash.is_empty() && self.signature.is_none() {
             return self.digest_unsealed();
         }
         let mut unsealed = self.clone();
         unsealed.content_hash.clear();
+        unsealed.signature = None;
         unsealed.digest_unsealed()
     }
 
-    /// [`BundleData::hash`] of a bundle whose `content_hash` is empty, streamed into the
-    /// digest without a copy of the JSON.
+    /// [`BundleData::hash`] of a bundle whose `content_hash` is empty and that has no
+    /// `signature`, streamed into the digest without a copy of the JSON.
     fn digest_unsealed(&self) -> Result<String> {
         struct Hashing(Sha256);
         impl std::io::Write for Hashing {
@@ -174,9 +184,11 @@ impl BundleData {
         ))
     }
 
-    /// Sets `content_hash` for the content as it is.
+    /// Sets `content_hash` for the content as it is (a signature, which was of the content
+    /// before, goes).
     pub fn seal(mut self) -> Result<BundleData> {
         self.content_hash.clear();
+        self.signature = None;
         self.content_hash = self.digest_unsealed()?;
         Ok(self)
     }
@@ -238,18 +250,21 @@ impl BundleData {
             return Err(version_error(Some(data.schema_version.into())));
         }
         data.check(limits)?;
+        let signature = data.signature.take();
         let claimed = std::mem::take(&mut data.content_hash);
         // A bundle sealed before times were written in six digits hashed them as chrono
         // writes them: it verifies against that form too.
         let verified = claimed == data.digest_unsealed()?
             || claimed == crate::clock::rfc3339::as_before(|| data.digest_unsealed())?;
         data.content_hash = claimed;
+        data.signature = signature;
         if !verified {
             return Err(Error::invalid(
                 "content_hash",
                 "does not match the content: the bundle was changed after it was made",
             ));
         }
+        data.signer()?;
         Ok(data)
     }
 
@@ -385,7 +400,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn sample() -> BundleData {
+    pub(super) fn sample() -> BundleData {
         BundleData {
             schema_version: BUNDLE_SCHEMA_VERSION,
             name: "OAuth2 Token Refresh Fix Playbook".into(),
@@ -407,6 +422,7 @@ mod tests {
             verification_score: Some(0.9),
             created_at: DateTime::UNIX_EPOCH,
             content_hash: String::new(),
+            signature: None,
         }
         .seal()
         .unwrap()

@@ -447,6 +447,11 @@ const BUILTIN: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
+        "bundle-secret-key",
+        r"(?:^|[^A-Za-z0-9])(ed25519-secret:[0-9A-Fa-f]{64})",
+        &["ed25519-secret:"],
+    ),
+    (
         "jwt",
         r"(?:^|[^A-Za-z0-9])(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
         &["eyj"],

@@ -231,9 +231,28 @@ pub struct JsBundleData {
     /// When it was made (ISO 8601).
     #[napi(js_name = "created_at")]
     pub created_at: String,
-    /// `sha256:` and the hex digest of the portable JSON without it.
+    /// `sha256:` and the hex digest of the portable JSON without it and its signature.
     #[napi(js_name = "content_hash")]
     pub content_hash: String,
+    /// The signature of whoever vouches for it (`signBundle`), over `content_hash`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<JsBundleSignature>,
+}
+
+/// Who vouches for a bundle: an Ed25519 signature over its `content_hash`.
+#[napi(
+    object,
+    js_name = "BundleSignature",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsBundleSignature {
+    /// The signer's public key: `ed25519:` and 64 hex digits.
+    #[napi(js_name = "public_key")]
+    pub public_key: String,
+    /// The signature of the `content_hash` text: 128 hex digits.
+    pub signature: String,
 }
 
 impl Mirror for BundleData {
@@ -253,6 +272,7 @@ impl Mirror for BundleData {
             verification_score,
             created_at,
             content_hash,
+            signature,
         } = self;
         JsBundleData {
             schema_version: schema_version.into(),
@@ -268,6 +288,10 @@ impl Mirror for BundleData {
             verification_score,
             created_at: iso(created_at),
             content_hash,
+            signature: signature.map(|s| JsBundleSignature {
+                public_key: s.public_key,
+                signature: s.signature,
+            }),
         }
     }
 }
@@ -474,7 +498,8 @@ impl Settle for Vec<Bundle> {
     object,
     js_name = "ImportReport",
     object_from_js = false,
-    object_to_js = false
+    object_to_js = false,
+    use_nullable = true
 )]
 #[derive(Serialize)]
 pub struct JsImportReport {
@@ -498,6 +523,13 @@ pub struct JsImportReport {
     /// Messages written with the conversations.
     #[napi(js_name = "messages_added")]
     pub messages_added: f64,
+    /// The public key that signed the bundle (`ed25519:...`), or `null`.
+    #[napi(js_name = "signed_by")]
+    pub signed_by: Option<String>,
+    /// Whether this store trusts that key: then the bundle's verdicts were taken as verified;
+    /// otherwise its facts and conversations came in unverified, its verdicts kept as its
+    /// claim (`verified_by: bundle:<hash>`).
+    pub trusted: bool,
 }
 
 impl Mirror for ImportReport {
@@ -511,6 +543,8 @@ impl Mirror for ImportReport {
             conversations_added,
             conversations_skipped,
             messages_added,
+            signed_by,
+            trusted,
         } = self;
         JsImportReport {
             bundle,
@@ -520,6 +554,8 @@ impl Mirror for ImportReport {
             conversations_added: number(conversations_added),
             conversations_skipped: number(conversations_skipped),
             messages_added: number(messages_added),
+            signed_by,
+            trusted,
         }
     }
 }

@@ -195,6 +195,67 @@ impl Operation for SetVisibility {
     }
 }
 
+/// Signs a bundle with a secret key (`ed25519-secret:...`): a store that trusts its public
+/// key imports the bundle's verdicts as verified. The signature travels in the portable form.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignBundleArgs {
+    /// The bundle's id.
+    pub id: String,
+    /// `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff bundle keygen`).
+    pub secret_key: String,
+}
+
+impl Arguments for SignBundleArgs {}
+
+/// The `sign_bundle` operation.
+pub struct SignBundle;
+
+impl Operation for SignBundle {
+    const NAME: &'static str = "sign_bundle";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "sign"));
+    const POSITIONAL: &'static [&'static str] = &["id"];
+    const RETURNS: &'static str = "Bundle";
+    type Args = SignBundleArgs;
+    type Output = Bundle;
+
+    fn run(store: &Store, args: SignBundleArgs) -> Result<Bundle> {
+        store.sign_bundle(&args.id, &args.secret_key)
+    }
+}
+
+/// Trusts public keys (`ed25519:...`) to vouch for bundles, or stops trusting them: a bundle
+/// signed by a trusted key is imported with its verdicts; any other bundle's verdicts stay its
+/// claim. Returns the keys trusted afterwards (none given: only lists them).
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrustBundleKeysArgs {
+    /// Public keys to trust.
+    #[serde(default)]
+    pub trust: Vec<String>,
+    /// Public keys to stop trusting.
+    #[serde(default)]
+    pub distrust: Vec<String>,
+}
+
+impl Arguments for TrustBundleKeysArgs {}
+
+/// The `trust_bundle_keys` operation.
+pub struct TrustBundleKeys;
+
+impl Operation for TrustBundleKeys {
+    const NAME: &'static str = "trust_bundle_keys";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "trust"));
+    const POSITIONAL: &'static [&'static str] = &[];
+    const RETURNS: &'static str = "[TrustedKey]";
+    type Args = TrustBundleKeysArgs;
+    type Output = Vec<crate::store::TrustedKey>;
+
+    fn run(store: &Store, args: TrustBundleKeysArgs) -> Result<Vec<crate::store::TrustedKey>> {
+        store.trust_bundle_keys(&args.trust, &args.distrust)
+    }
+}
+
 /// Deletes a bundle and its share token; what was imported from it stays.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

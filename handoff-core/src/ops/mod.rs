@@ -228,6 +228,8 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<ListBundles>(),
         OperationInfo::of::<BundleByToken>(),
         OperationInfo::of::<SetVisibility>(),
+        OperationInfo::of::<SignBundle>(),
+        OperationInfo::of::<TrustBundleKeys>(),
         OperationInfo::of::<DeleteBundle>(),
         OperationInfo::of::<ImportBundle>(),
         OperationInfo::of::<Replay>(),

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::redact::redact;
 use crate::validate::{self, Collector};
 
-const BUNDLE: &str = "bundle";
+pub(super) const BUNDLE: &str = "bundle";
 const TOKEN: &str = "bundle_token";
 
 /// How far a bundle got through the gate.
@@ -156,12 +156,18 @@ pub struct ImportReport {
     pub conversations_skipped: u64,
     /// Messages written with the conversations.
     pub messages_added: u64,
+    /// The public key that signed the bundle (`ed25519:...`), if it is signed.
+    pub signed_by: Option<String>,
+    /// Whether this store trusts that key: then the bundle's verdicts were taken as verified;
+    /// otherwise they were kept as the bundle's claim (`verified_by: bundle:<hash>`), its facts
+    /// and conversations unverified until this store verifies them.
+    pub trusted: bool,
 }
 
 /// What `create_bundle` says when it is given neither a task nor a branch.
 pub(crate) const NO_SOURCE: &str = "a task or a branch must be given";
 
-fn no_bundle(id: &str) -> Error {
+pub(super) fn no_bundle(id: &str) -> Error {
     Error::NotFound {
         what: "bundle",
         id: id.to_owned(),
@@ -310,6 +316,7 @@ impl Store {
             verification_score,
             created_at: now,
             content_hash: String::new(),
+            signature: None,
         }
         .seal()?;
         data.check(&self.limits)?;
@@ -468,9 +475,14 @@ impl Store {
     }
 
     /// Imports a bundle's portable JSON into `target_branch`, checked whole before anything is
-    /// written (size and nesting before parsing, schema version, content hash, every id, text
-    /// and message): its facts (verified where their score passes the gate) and conversations
-    /// with their messages, in one transaction. Importing the same bundle again adds nothing.
+    /// written (size and nesting before parsing, schema version, content hash, signature, every
+    /// id, text and message): its facts and conversations with their messages, in one
+    /// transaction. Importing the same bundle again adds nothing.
+    ///
+    /// Anyone can edit a bundle and seal it again, so the verdicts it carries are kept as its
+    /// claim (`verified_by: bundle:<hash>`, the score kept, the item unverified) unless the
+    /// bundle is signed by a key this store trusts ([`Store::trust_bundle_keys`]); then an
+    /// item whose score passes the gate is verified. Verify the branch to check the rest.
     pub fn import_bundle(&self, json: &str, target_branch: &str) -> Result<ImportReport> {
         self.import_or_check(json, target_branch, Mode::Import)
     }
@@ -485,13 +497,29 @@ impl Store {
     fn import_or_check(&self, json: &str, target_branch: &str, mode: Mode) -> Result<ImportReport> {
         let target = Branch::named("target_branch", target_branch)?;
         let data = BundleData::read(json, &self.limits)?;
+        let signer = data.signer()?;
         let now = self.clock.now();
         let gate = Thresholds::default();
         let mut report = ImportReport::default();
         self.backend.write(&mut |tx| {
+            let trusted = match &signer {
+                Some(key) => tx.doc(super::bundle_keys::TRUSTED_KEY, key)?.is_some(),
+                None => false,
+            };
+            // Who vouches for what the bundle says, on every item it brings.
+            let short = data
+                .content_hash
+                .get(..7 + 16)
+                .unwrap_or(&data.content_hash);
+            let vouched = match (&signer, trusted) {
+                (Some(key), true) => format!("bundle:{short} signed by {key}"),
+                _ => format!("bundle:{short}"),
+            };
             report = ImportReport {
                 bundle: data.name.clone(),
                 target_branch: Some(target.clone()),
+                signed_by: signer.clone(),
+                trusted,
                 ..ImportReport::default()
             };
             // One read of the keys already there (ids within the bundle are distinct).
@@ -506,7 +534,7 @@ impl Store {
                     report.facts_skipped += 1;
                     continue;
                 }
-                let verified = fact.score.is_some_and(|s| s >= gate.fact_threshold);
+                let verified = trusted && fact.score.is_some_and(|s| s >= gate.fact_threshold);
                 let stored = Fact {
                     id: fact.id.clone(),
                     branch: target.clone(),
@@ -519,8 +547,8 @@ impl Store {
                         FactStatus::Active
                     },
                     score: fact.score,
-                    explanation: None,
-                    verified_by: fact.verified_by.clone(),
+                    explanation: claimed(fact.score, fact.verified_by.as_deref(), trusted),
+                    verified_by: Some(vouched.clone()),
                     verified_at: None,
                     // It keeps its id: nothing in this store is its origin.
                     origin: None,
@@ -541,9 +569,10 @@ impl Store {
                     report.conversations_skipped += 1;
                     continue;
                 }
-                let verified = conversation
-                    .verification_score
-                    .is_some_and(|s| s >= gate.conversation_threshold);
+                let verified = trusted
+                    && conversation
+                        .verification_score
+                        .is_some_and(|s| s >= gate.conversation_threshold);
                 let stored = Conversation {
                     id: id.clone(),
                     branch: target.clone(),
@@ -557,8 +586,8 @@ impl Store {
                         Verdict::Unverified
                     },
                     verification_score: conversation.verification_score,
-                    explanation: None,
-                    verified_by: None,
+                    explanation: claimed(conversation.verification_score, None, trusted),
+                    verified_by: Some(vouched.clone()),
                     cherry_picked_from: None,
                     origin: Some(conversation.id.clone()),
                     promoted: false,
@@ -577,6 +606,7 @@ impl Store {
                 return Ok(());
             }
             let detail = json!({"bundle": data.name, "content_hash": data.content_hash,
+                                "signed_by": signer, "trusted": trusted,
                                 "facts": report.facts_added,
                                 "conversations": report.conversations_added,
                                 "skipped": report.facts_skipped + report.conversations_skipped});
@@ -584,6 +614,19 @@ impl Store {
         })?;
         Ok(report)
     }
+}
+
+/// What an imported item's explanation says of the verdict the bundle carried.
+fn claimed(score: Option<f64>, by: Option<&str>, trusted: bool) -> Option<String> {
+    let score = score?;
+    let by = by.map(|by| format!(" by {by}")).unwrap_or_default();
+    Some(match trusted {
+        true => format!("scored {score}{by} in a bundle signed by a key this store trusts"),
+        false => format!(
+            "scored {score}{by} in the bundle: its claim, not verified in this store (verify \
+             the branch, or trust the key that signs the bundle)"
+        ),
+    })
 }
 
 /// Whether an import writes, or only says what it would write.
@@ -595,7 +638,7 @@ enum Mode {
 
 /// A stored bundle as callers see it: a private one shows no token (a store written before
 /// kept one from its making; it never works, and sharing issues a new one).
-fn read_bundle(doc: &Doc) -> Result<Bundle> {
+pub(super) fn read_bundle(doc: &Doc) -> Result<Bundle> {
     let mut bundle: Bundle = parsed("bundle", doc)?;
     if bundle.visibility == Visibility::Private {
         bundle.share_token = None;
@@ -612,7 +655,7 @@ fn index_token(tx: &mut dyn Tx, id: &str, token: &str) -> Result<()> {
     tx.insert_doc(TOKEN, &bundle::token_digest(token), &index)
 }
 
-fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {
+pub(super) fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {
     let doc = Doc {
         version,
         body: body(bundle)?,

@@ -123,6 +123,18 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     text
 }
 
+/// `N` bytes from `2 * N` hex digits (either case), `None` for anything else.
+pub(crate) fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    let mut out = [0u8; N];
+    if text.len() != 2 * N || !text.is_ascii() {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
 /// What heartbeat, release, complete and a holder's cancel need of a claim: which handoff,
 /// the fencing token, the secret and the lease length. A [`Claim`] gives one
 /// ([`Claim::reference`]); a process that was handed the four values builds one itself, without

@@ -2477,12 +2477,71 @@ pub fn bundles_share_verified_knowledge_and_import_once(store: Store) {
         ),
         (0, 1, 1)
     );
+    // Unsigned: what the bundle says of its items is its claim, not this store's verdict.
     let imported = store.facts("main", None).unwrap();
     assert_eq!(imported.len(), 1);
-    assert_eq!(imported[0].status, crate::curation::FactStatus::Verified);
+    assert_eq!(imported[0].status, crate::curation::FactStatus::Active);
+    assert_eq!(imported[0].score, Some(0.9), "the claim is kept");
+    let short = &bundle.content_hash[..7 + 16];
+    assert_eq!(imported[0].verified_by, Some(format!("bundle:{short}")));
+    let conversations = store.list_conversations(Some("main"), None).unwrap();
+    assert_eq!(conversations.len(), 1);
     assert_eq!(
-        store.list_conversations(Some("main"), None).unwrap().len(),
-        1
+        conversations[0].verification_status,
+        crate::curation::Verdict::Unverified
+    );
+    assert_eq!((first.signed_by.as_deref(), first.trusted), (None, false));
+
+    // Signed by a key this store trusts: the verdicts come in as verified, and the packet
+    // says whose word they are.
+    let keys = crate::bundle::BundleKeyPair::generate().unwrap();
+    let signed = store.sign_bundle(&bundle.id, &keys.secret_key).unwrap();
+    let signed_json = signed.to_json().unwrap();
+    assert!(signed_json.contains(&keys.public_key) && !signed_json.contains(&keys.secret_key));
+    let untrusted = store.import_bundle(&signed_json, "task/later").unwrap();
+    assert_eq!(
+        (untrusted.signed_by.as_deref(), untrusted.trusted),
+        (Some(keys.public_key.as_str()), false)
+    );
+    assert_eq!(
+        store.facts("task/later", None).unwrap()[0].status,
+        crate::curation::FactStatus::Active
+    );
+    let trusted = store
+        .trust_bundle_keys(std::slice::from_ref(&keys.public_key), &[])
+        .unwrap();
+    assert_eq!(trusted.len(), 1);
+    assert_eq!(trusted[0].public_key, keys.public_key);
+    let vouched = store.import_bundle(&signed_json, "task/vouched").unwrap();
+    assert!(vouched.trusted);
+    let fact = &store.facts("task/vouched", None).unwrap()[0];
+    assert_eq!(fact.status, crate::curation::FactStatus::Verified);
+    let by = format!("bundle:{short} signed by {}", keys.public_key);
+    assert_eq!(fact.verified_by.as_deref(), Some(by.as_str()));
+    let h = store
+        .create(NewHandoff::new("vouched", "Use what the playbook says"))
+        .unwrap();
+    let md = store.context_for(&h.id, 4000).unwrap().to_markdown();
+    assert!(md.contains(&format!("(verified by {by})")), "{md}");
+    // A signature that does not hold is refused by name; bad keys, every one at once.
+    let forged = signed_json.replace(
+        &keys.public_key,
+        &crate::bundle::BundleKeyPair::generate().unwrap().public_key,
+    );
+    let err = store.import_bundle(&forged, "task/forged").unwrap_err();
+    assert_eq!(err.problems()[0].field, "signature");
+    let err = store
+        .trust_bundle_keys(&["nope".into()], &["ed25519:00".into()])
+        .unwrap_err();
+    let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["trust[0]", "distrust[0]"]);
+    let err = store.sign_bundle(&bundle.id, &keys.public_key).unwrap_err();
+    assert_eq!(err.problems()[0].field, "secret_key");
+    assert!(
+        store
+            .trust_bundle_keys(&[], std::slice::from_ref(&keys.public_key))
+            .unwrap()
+            .is_empty()
     );
 
     store.delete_bundle(&bundle.id).unwrap();

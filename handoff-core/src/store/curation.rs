@@ -877,7 +877,11 @@ impl Store {
         builder.add_handoff(&handoff);
         let verified =
             self.facts_under(&task_facts_of(&task), |f| f.status == FactStatus::Verified)?;
-        builder.add_facts(verified.into_iter().map(|f| f.text));
+        // A fact a signed bundle vouched for says so: the successor knows whose word it is.
+        builder.add_facts(verified.into_iter().map(|f| match f.verified_by {
+            Some(by) if by.starts_with("bundle:") => format!("{} (verified by {by})", f.text),
+            _ => f.text,
+        }));
         let key = |c: &Conversation| {
             c.verification_status == Verdict::Verified
                 || (c.cherry_picked_from.is_some() && c.verification_status != Verdict::Invalidated)

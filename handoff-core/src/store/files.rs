@@ -38,7 +38,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::claim::hex;
+use super::claim::{hex, unhex};
 use super::turnstile::{Turn, Turnstile};
 use crate::chain::Hop;
 use crate::error::{Error, Result};
@@ -150,17 +150,6 @@ fn pretty(value: &impl Serialize) -> Result<Box<RawValue>> {
 /// An index as the store reads it: one line.
 fn compact(value: &impl Serialize) -> Result<Box<RawValue>> {
     serde_json::value::to_raw_value(value).map_err(|e| Error::storage(e.to_string()))
-}
-
-fn unhex(text: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    if text.len() != 64 {
-        return None;
-    }
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
 }
 
 /// Where the last line of a log of `len` bytes begins and its bytes, when it has no end

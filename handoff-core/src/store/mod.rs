@@ -18,6 +18,7 @@ use crate::validate::{self, Limits};
 
 mod agent_memory;
 mod backend;
+mod bundle_keys;
 mod bundles;
 pub(crate) mod check;
 mod claim;
@@ -44,13 +45,14 @@ pub(crate) use backend::hop_of;
 pub use backend::{
     Backend, Capabilities, Doc, EventFilter, ListFilter, QueueCount, Tx, WorkSignal,
 };
+pub use bundle_keys::TrustedKey;
 pub(crate) use bundles::NO_SOURCE;
 pub use bundles::{Bundle, BundleStatus, ImportReport, NewBundle};
 pub use check::{CheckReport, Damage};
-pub(crate) use claim::hex;
 pub use claim::{Claim, ClaimRef, ClaimSecret};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) use claim::{ReadSecret, stored_digest};
+pub(crate) use claim::{hex, unhex};
 pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
 pub use lease::{DROPPED, Lease};
