@@ -488,8 +488,10 @@ mod tests {
             .unwrap()
             .write_all(b"{\"seq\":9")
             .unwrap();
+        let outside = outer.path().join("outside.json");
+        fs::write(&outside, "keep me").unwrap();
         #[cfg(unix)]
-        std::os::unix::fs::symlink("/etc/hostname", dir.join("handoffs/planted.json")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("handoffs/planted.json")).unwrap();
 
         let before = fs::read(&log).unwrap();
         let found = store.check(false).unwrap();
@@ -542,7 +544,7 @@ mod tests {
                 .unwrap()
                 .starts_with("{{")
         );
-        assert_eq!(fs::read_to_string("/etc/hostname").is_ok(), true);
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "keep me");
         // The queue works again: the untouched record is the one to claim.
         let claim = store
             .claim_next("b", None, Duration::from_secs(60))
