@@ -281,6 +281,12 @@ export interface EventsOptions {
   after?: number | null
   /** At most this many events (a page). */
   limit?: number | null
+  /**
+   * Replace secrets in each event's texts (a reason, an outcome, an error, the addressee)
+   * with `[REDACTED:<rule>]`, as the CLI shows them (default `true`); `false` is the owner's
+   * opt-out.
+   */
+  redact?: boolean | null
 }
 /** The fields of `store.checkpoint`. */
 export interface CheckpointFields {

@@ -281,6 +281,12 @@ export interface EventsOptions {
   after?: number | null
   /** At most this many events (a page). */
   limit?: number | null
+  /**
+   * Replace secrets in each event's texts (a reason, an outcome, an error, the addressee)
+   * with `[REDACTED:<rule>]`, as the CLI shows them (default `true`); `false` is the owner's
+   * opt-out.
+   */
+  redact?: boolean | null
 }
 /** The fields of `store.checkpoint`. */
 export interface CheckpointFields {
@@ -1173,6 +1179,16 @@ export declare class Store {
    */
   withLease<T>(claim: Claim | ClaimReference, work: (lease: Lease) => T, options?: WithLeaseOptions<Awaited<T>>): Promise<LeaseResult<Awaited<T>>>
   /**
+   * The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
+   * (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
+   * `limit`, until a page comes back empty. Every text an event carries (a reason, an
+   * outcome, an error, the addressee) is redacted, as the CLI shows it, unless
+   * `redact: false` (the owner's opt-out).
+   */
+  events(options?: EventsOptions): Event[]
+  /** `events`, as a Promise: the work runs on libuv's thread pool. */
+  eventsAsync(options?: EventsOptions): Promise<Event[]>
+  /**
    * Changes the memory of `scope` with `change`, safely against other writers: reads the
    * document (`{}` when none was written), calls `change` with it, and writes what it
    * returns if nobody wrote meanwhile; otherwise reads and calls `change` again (so
@@ -1357,20 +1373,6 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   cancelClaimAsync(claim: Claim | ClaimReference, options?: CancelClaimOptions): Promise<Handoff>
-  /**
-   * The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
-   * (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
-   * `limit`, until a page comes back empty.
-   */
-  events(options?: EventsOptions): Event[]
-  /**
-   * The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task
-   * (`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a
-   * `limit`, until a page comes back empty.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  eventsAsync(options?: EventsOptions): Promise<Event[]>
   /** The task's chain of hops, oldest first. */
   chain(taskId: string): Chain
   /**

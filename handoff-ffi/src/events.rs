@@ -178,6 +178,35 @@ impl From<core::Event> for Event {
     }
 }
 
+impl Event {
+    /// The event as it may be shown: every text its change carries (an outcome, a reason, an
+    /// error, the addressee, whatever a newer change adds) through the core's redaction, as the
+    /// CLI shows events.
+    pub(crate) fn redacted(mut event: core::Event) -> Event {
+        if let Ok(mut change) = serde_json::to_value(&event.change) {
+            // Iterative, so that nesting depth costs heap, not stack; keys name, not carry.
+            let mut pending = vec![&mut change];
+            while let Some(value) = pending.pop() {
+                match value {
+                    serde_json::Value::String(text) => {
+                        let (clean, found) = core::redact(text);
+                        if !found.is_empty() {
+                            *text = clean;
+                        }
+                    }
+                    serde_json::Value::Array(items) => pending.extend(items.iter_mut()),
+                    serde_json::Value::Object(map) => pending.extend(map.values_mut()),
+                    _ => {}
+                }
+            }
+            if let Ok(change) = serde_json::from_value(change) {
+                event.change = change;
+            }
+        }
+        event.into()
+    }
+}
+
 impl From<core::Change> for Change {
     fn from(change: core::Change) -> Self {
         use core::Change as C;

@@ -188,7 +188,7 @@ mod tests {
             HandoffStatus::Pending
         );
         let events = store
-            .events(Some(claim.handoff_id), None, None, None)
+            .events(Some(claim.handoff_id), None, None, None, true)
             .unwrap();
         assert!(matches!(&events.last().unwrap().change,
                          crate::events::Change::AttemptFailed { error, .. }
@@ -207,7 +207,7 @@ mod tests {
         let fields: Vec<_> = problems.iter().map(|p| p.field.as_str()).collect();
         assert_eq!(fields, ["secret", "lease"]);
         let events = store
-            .events(Some(claim.handoff_id), None, None, None)
+            .events(Some(claim.handoff_id), None, None, None, true)
             .unwrap();
         assert_eq!(events.len(), 2, "created and claimed, nothing else");
     }

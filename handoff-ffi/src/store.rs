@@ -435,18 +435,24 @@ impl Store {
     /// A page of the event log, oldest first: the whole store's, or only handoff `id`'s, or
     /// only task `task_id`'s; after the cursor `after` (the `seq` of the last event already
     /// read), at most `limit` events. Read a long log page by page: pass the last `seq` of
-    /// one page as the next one's `after`.
-    #[uniffi::method(default(id = None, task_id = None, after = None, limit = None))]
+    /// one page as the next one's `after`. Every text an event carries (a reason, an outcome,
+    /// an error, the addressee) is redacted, as the CLI shows it, unless `redact` is false
+    /// (the owner's opt-out).
+    #[uniffi::method(default(id = None, task_id = None, after = None, limit = None, redact = true))]
     pub fn events(
         &self,
         id: Option<String>,
         task_id: Option<String>,
         after: Option<u64>,
         limit: Option<u64>,
+        redact: bool,
     ) -> Result<Vec<Event>> {
         let arguments = arguments! { handoff_id: id, task_id, after, limit };
         let events = self.run::<ops::Events>(arguments)?;
-        Ok(events.into_iter().map(Event::from).collect())
+        Ok(match redact {
+            true => events.into_iter().map(Event::redacted).collect(),
+            false => events.into_iter().map(Event::from).collect(),
+        })
     }
 
     /// The task's hops in creation order.

@@ -36,6 +36,12 @@ const OVERRIDES = {
   // A bundle's portable JSON as text or data, or the Bundle itself (src/bundles.rs).
   'ImportBundleArgs.bundle': 'string | Bundle | BundleData | JsonObject',
 }
+/** Options of this face's own beside the core's arguments, per options type: [key, type, doc]. */
+const OWN_OPTIONS = {
+  EventsOptions: [
+    ['redact', 'boolean', 'Replace secrets in each event\'s texts (a reason, an outcome, an error, the addressee)\nwith `[REDACTED:<rule>]`, as the CLI shows them (default `true`); `false` is the owner\'s\nopt-out.'],
+  ],
+}
 /** A result in the catalog's type language, in TypeScript. */
 const RETURNS = { integer: 'number', unit: 'void', string: 'string' }
 
@@ -135,7 +141,7 @@ function tsType(schema, root, how = {}) {
  * the way `inner` says; `nullable` for an object the binding reads as options, where `null` is
  * `undefined` (an optional key takes `null` too, as values from JSON or an SDK often are).
  */
-function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner = {}, skip = [], aliases = [], nullable = false } = {}) {
+function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner = {}, skip = [], aliases = [], nullable = false, own = [] } = {}) {
   const key = camelKeys ? camel : (k) => k
   const required = new Set(schema.required ?? [])
   let out = jsdoc(doc, '', !camelKeys) + `export interface ${name} {\n`
@@ -148,6 +154,9 @@ function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner =
       const text = `The same as \`${camel(target)}\` (its older name); give one or the other.\n@deprecated Use \`${camel(target)}\`.`
       out += jsdoc(text, '  ') + `  ${camel(alias)}?: ${type}\n`
     }
+  }
+  for (const [k, type, text] of own) {
+    out += jsdoc(text, '  ', true) + `  ${k}?: ${type}${nullable ? ' | null' : ''}\n`
   }
   return `${out}}\n`
 }
@@ -192,7 +201,8 @@ for (const op of operations) {
     const skip = method.positional.map((p) => p.name)
     const doc = `The ${method.options.name} of \`store.${camel(op.name)}\`.`
     const inner = { camelItems: true }
-    generated += interfaceOf(method.options.ts, doc, root, root, { inner, skip, aliases: method.aliases, nullable: true })
+    const own = OWN_OPTIONS[method.options.ts] ?? []
+    generated += interfaceOf(method.options.ts, doc, root, root, { inner, skip, aliases: method.aliases, nullable: true, own })
   } else if (Object.keys(root.properties ?? {}).some((k) => !method.positional.some((p) => p.name === k))) {
     problems.push(`${where}: the core's arguments beyond ${method.positional.map((p) => p.name).join(', ') || 'none'} need an options object`)
   }

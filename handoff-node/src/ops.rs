@@ -152,6 +152,8 @@ pub fn catalog_json() -> String {
     methods.extend(crate::curation::methods());
     // Those that read an argument themselves (`importBundle` takes a `Bundle` too).
     methods.extend(crate::bundles::methods());
+    // Those that take an option of this face's own (`events`' `redact`).
+    methods.extend(crate::machine::methods());
     let catalog = serde_json::json!({
         "operations": ops::catalog(),
         "methods": methods,
@@ -453,6 +455,26 @@ impl JsArguments {
     /// Takes argument `name` out, for the face to read itself (`null` when left out).
     pub(crate) fn take(&mut self, name: &str) -> Value {
         self.value.remove(name).unwrap_or(Value::Null)
+    }
+
+    /// Takes the face's own boolean option `name` out (`default` when left out); anything but a
+    /// boolean is refused by name, with the call's other problems.
+    pub(crate) fn take_bool(&mut self, name: &str, default: bool) -> bool {
+        match self.take(name) {
+            Value::Null => default,
+            Value::Bool(on) => on,
+            other => {
+                let got = match other {
+                    Value::Number(_) => "a number",
+                    Value::String(_) => "a string",
+                    Value::Array(_) => "an array",
+                    _ => "an object",
+                };
+                let rule = format!("must be true or false, got {got}");
+                self.refused.push(Problem::new(camel_case(name), rule));
+                default
+            }
+        }
     }
 
     /// Reads the arguments into the core's argument type `A` under `limits` and calls `then`

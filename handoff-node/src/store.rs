@@ -755,11 +755,7 @@ store_operations! {
         CancelClaim(claim: "Claim | ClaimReference"; options?: "CancelClaimOptions")
         -> "Handoff", "Promise<Handoff>";
 
-    "The event log, oldest first: of the whole store, one handoff (`handoffId`) or one task"
-    "(`taskId`). Read a large log in pages: pass the last event's `seq` as `after` and a"
-    "`limit`, until a page comes back empty."
-    events, events_async = Events(; options?: "EventsOptions")
-        -> "Event[]", "Promise<Event[]>";
+    // `events` and `eventsAsync` are written in src/machine.rs: they redact unless told not to.
 
     "The task's chain of hops, oldest first."
     chain, chain_async = Chain(task_id: "string") -> "Chain", "Promise<Chain>";

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from handoff_core import _native
 
@@ -60,6 +60,20 @@ CALLABLES = {
         "Decides for each message (a dict with its ``index``) in place of the heuristics: "
         "``judge(message) -> bool``.",
     ),
+}
+
+#: What a method takes beyond the catalog's arguments that is Python's own, keyword only, after
+#: them: (name, type, default, doc) each; ``aio`` passes it on by keyword.
+OPTIONS = {
+    "events": [
+        (
+            "redact",
+            "bool",
+            "True",
+            "Replace secrets in each event's texts (a reason, an outcome, an error, the addressee) "
+            "with ``[REDACTED:<rule>]``, as the CLI shows them; ``False`` is the owner's opt-out.",
+        ),
+    ],
 }
 
 #: The core's error codes, which its docs name, as the exceptions Python raises.
@@ -134,10 +148,10 @@ def one_line(text: str) -> str:
 
 
 class Parameter:
-    def __init__(self, name: str, annotation: str, required: bool, doc: str) -> None:
+    def __init__(self, name: str, annotation: str, required: bool, doc: str, default: Optional[str] = None) -> None:
         self.name = name
-        self.annotation = annotation if required else f"Optional[{annotation}]"
-        self.default = "" if required else " = None"
+        self.annotation = annotation if required or default else f"Optional[{annotation}]"
+        self.default = "" if required else f" = {default or 'None'}"
         self.doc = doc
 
     def __str__(self) -> str:
@@ -170,6 +184,7 @@ class Operation:
             alias.name = core
             alias.doc = f"The same as `{python}`."
             self.keyword.append(alias)
+        self.keyword += [Parameter(n, t, False, doc, default) for n, t, default, doc in OPTIONS.get(self.name, [])]
         self.returns = return_type(entry["returns"])
         self.description = one_line(schema.get("description", ""))
 

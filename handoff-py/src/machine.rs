@@ -18,6 +18,19 @@ impl Event {
     pub(crate) fn new(inner: core::Event) -> Event {
         Event { inner }
     }
+
+    /// The event as it may be shown: every text its change carries (an outcome, a reason, an
+    /// error, the addressee, whatever a newer change adds) through the core's redaction, as
+    /// the CLI shows events.
+    pub(crate) fn redacted(mut inner: core::Event) -> Event {
+        if let Ok(mut change) = serde_json::to_value(&inner.change) {
+            crate::redact::redact_json(&mut change);
+            if let Ok(change) = serde_json::from_value(change) {
+                inner.change = change;
+            }
+        }
+        Event { inner }
+    }
 }
 
 #[pymethods]

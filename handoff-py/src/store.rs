@@ -803,8 +803,11 @@ impl Store {
 
     /// The event log, oldest first: of one handoff (`id`, or `handoff_id`) or one task
     /// (`task_id`), or all of it. Read a large log in pages: `after` is the `seq` of the last
-    /// event already read, `limit` the most events to return.
-    #[pyo3(signature = (id=None, task_id=None, after=None, limit=None, **kwargs))]
+    /// event already read, `limit` the most events to return. Every text an event carries (a
+    /// reason, an outcome, an error, the addressee) is redacted, as the CLI shows it, unless
+    /// `redact=False` (the owner's opt-out).
+    #[pyo3(signature = (id=None, task_id=None, after=None, limit=None, *, redact=true, **kwargs))]
+    #[allow(clippy::too_many_arguments)] // the operation's arguments, and the face's `redact`
     fn events(
         &self,
         py: Python<'_>,
@@ -812,9 +815,16 @@ impl Store {
         task_id: Arg<'_>,
         after: Arg<'_>,
         limit: Arg<'_>,
+        redact: bool,
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Vec<Event>> {
-        self.call::<ops::Events>(py, given!(kwargs; id, task_id, after, limit))
+        let store = self.store()?;
+        let given = given!(kwargs; id, task_id, after, limit);
+        let events = crate::ops::call::<ops::Events>(py, &store, given)?;
+        Ok(match redact {
+            true => events.into_iter().map(Event::redacted).collect(),
+            false => events.into_iter().map(Event::new).collect(),
+        })
     }
 
     /// Saves this store's chain policy and limits in the store itself, so that every process

@@ -85,6 +85,8 @@ def test_list_pages_with_the_cores_after() -> None:
 
 #: What a method takes beyond the catalog's arguments: code, which JSON cannot carry.
 CALLABLES = {"verify": ["verifier"], "cherry_pick_decisions": ["judge"]}
+#: And options of Python's own (scripts/gen_stubs.py's OPTIONS).
+OPTIONS = {"events": ["redact"]}
 
 
 def test_every_catalog_operation_is_in_python_and_aio() -> None:
@@ -94,6 +96,6 @@ def test_every_catalog_operation_is_in_python_and_aio() -> None:
             assert method.__doc__, (store, op["name"])
         params = list(inspect.signature(getattr(hc.aio.Store, op["name"])).parameters)[1:]
         expected = list(op["arguments"].get("properties", {})) + list(op["aliases"])
-        expected += CALLABLES.get(op["name"], [])
+        expected += CALLABLES.get(op["name"], []) + OPTIONS.get(op["name"], [])
         assert sorted(params) == sorted(expected), op["name"]
         assert params[: len(op["positional"])] == op["positional"], op["name"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import handoff_core as hc
@@ -66,3 +68,32 @@ def test_stats(store: hc.Store, clock: hc.ManualClock) -> None:
     queue = [(q.status, q.to_agent, q.count) for q in store.queue_counts()]
     assert queue == [("completed", "gemini", 1), ("pending", None, 1), ("rejected", "gemini", 1)]
     assert isinstance(store.queue_counts()[0], hc.QueueCount)
+
+
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+
+
+def test_events_are_redacted_unless_the_owner_asks(store: hc.Store) -> None:
+    h = store.create("t", "g", to_agent="bob")
+    store.release(store.claim(h.id, "bob"), f"stuck: token {GITHUB}")
+    store.complete(store.claim(h.id, "bob"), f"done, key {AWS}")
+    shown = store.events(h.id)
+    assert [e.kind for e in shown] == ["created", "claimed", "released", "claimed", "completed"]
+    everything = "".join(f"{e.to_json()} {e.detail!r} {e.to_dict()!r}" for e in shown)
+    assert GITHUB not in everything and AWS not in everything
+    assert shown[2].detail["reason"] == "stuck: token [REDACTED:github-token]"
+    assert shown[4].detail["outcome"] == "done, key [REDACTED:aws-access-key-id]"
+    # The owner reads the log as written; a page of it too.
+    raw = store.events(h.id, redact=False)
+    assert raw[2].detail["reason"] == f"stuck: token {GITHUB}"
+    assert raw[4].detail["outcome"] == f"done, key {AWS}"
+    assert [e.seq for e in raw] == [e.seq for e in shown]
+    assert store.events(task_id="t", after=raw[3].seq)[0].detail["outcome"].endswith("[REDACTED:aws-access-key-id]")
+
+    async def main() -> tuple[list[hc.Event], list[hc.Event]]:
+        astore = hc.aio.Store(store)
+        return await astore.events(h.id), await astore.events(h.id, redact=False)
+
+    redacted, written = asyncio.run(main())
+    assert redacted == shown and written == raw

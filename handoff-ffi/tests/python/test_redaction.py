@@ -50,3 +50,28 @@ def test_json_and_the_record_keep_secrets(store: hf.Store) -> None:
     assert text.count(SECRET) == 7 + len(LISTS)
     assert hf.handoff_from_json(text) == h
     assert json.loads(h.metadata)["nested"]["list"][1] == f"bearer {SECRET}"
+
+
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+
+
+def test_events_are_redacted_unless_the_owner_asks(store: hf.Store) -> None:
+    """As the CLI shows them, and as Python and Node read them."""
+    h = store.create(new(to_agent="bob"))
+    store.release(store.claim(h.id, "bob").reference(), f"stuck: token {GITHUB}")
+    store.fail(store.claim(h.id, "bob").reference(), f"401 for x_{AWS}")
+    store.complete(store.claim(h.id, "bob").reference(), f"done, key {AWS}")
+    shown = store.events(h.id)
+    texts = repr([(vars(e), vars(e.change)) for e in shown])
+    assert GITHUB not in texts and AWS not in texts, texts
+    assert shown[2].change == hf.Change.RELEASED(reason="stuck: token [REDACTED:github-token]")
+    assert shown[4].change.error == "401 for x_[REDACTED:aws-access-key-id]"
+    assert shown[6].change.outcome == "done, key [REDACTED:aws-access-key-id]"
+    assert store.events(h.id, redact=True) == shown
+    assert store.events(task_id="task-1", after=shown[5].seq) == shown[6:]
+    raw = store.events(h.id, redact=False)
+    assert raw[2].change == hf.Change.RELEASED(reason=f"stuck: token {GITHUB}")
+    assert raw[4].change.error == f"401 for x_{AWS}"
+    assert raw[6].change.outcome == f"done, key {AWS}"
+    assert [e.seq for e in raw] == [e.seq for e in shown]

@@ -1166,6 +1166,7 @@ class Store:
         limit: Optional[int] = None,
         *,
         handoff_id: Optional[str] = None,
+        redact: bool = True,
     ) -> builtins.list[Event]:
         """The event log, oldest first: all of it, one handoff's or one task's, a page at a time.
 
@@ -1175,6 +1176,9 @@ class Store:
             after: Only events after this cursor: the `seq` of the last event already read.
             limit: At most this many events (a page).
             handoff_id: The same as `id`.
+            redact: Replace secrets in each event's texts (a reason, an outcome, an error, the
+                addressee) with ``[REDACTED:<rule>]``, as the CLI shows them; ``False`` is the
+                owner's opt-out.
         """
     def chain(self, task_id: str) -> Chain:
         """The task's chain: who handed to whom, in order.

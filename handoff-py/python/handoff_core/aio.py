@@ -541,6 +541,7 @@ class Store:
         limit: Optional[int] = None,
         *,
         handoff_id: Optional[str] = None,
+        redact: bool = True,
     ) -> builtins.list[Event]:
         """The event log, oldest first: all of it, one handoff's or one task's, a page at a time."""
         return await asyncio.to_thread(
@@ -550,6 +551,7 @@ class Store:
             after,
             limit,
             handoff_id=handoff_id,
+            redact=redact,
         )
 
     async def chain(self, task_id: str) -> Chain:
