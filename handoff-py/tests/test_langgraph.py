@@ -196,6 +196,37 @@ def test_the_worker_resumes_the_thread_on_the_packet_and_completes() -> None:
     assert (done.status, done.outcome) == ("completed", "Refunded order 7")
 
 
+def resumed(redact: Optional[bool] = None) -> list[BaseMessage]:
+    """What the successor's model was asked when it resumed a thread holding a secret."""
+    store = hc.aio.Store.memory()
+    graph, billing_model = swarm(durable_checkpointer(InMemorySaver(), store))
+    ask(graph)
+
+    async def work() -> Any:
+        claim = await store.claim_next("billing")
+        assert claim is not None
+        if redact is None:
+            return await run_claimed(store, graph, claim)
+        return await run_claimed(store, graph, claim, redact=redact)
+
+    asyncio.run(work())
+    (asked,) = billing_model.calls
+    return asked
+
+
+def test_the_successor_model_gets_the_thread_redacted() -> None:
+    asked = resumed()
+    seen = repr([m.model_dump() for m in asked])
+    assert SECRET not in seen, "a secret of the predecessor's thread reached the successor's model"
+    assert "key [REDACTED:aws-access-key-id]" in seen and "Charged twice" in seen
+    # The messages keep their kinds and the tool call its pairing.
+    assert [type(m).__name__ for m in asked][-4:] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage"]
+
+
+def test_the_owner_may_resume_the_thread_as_written() -> None:
+    assert SECRET in repr([m.model_dump() for m in resumed(redact=False)])
+
+
 def test_an_async_graph_records_through_aput() -> None:
     store = hc.aio.Store.memory()
     graph, _ = swarm(durable_checkpointer(InMemorySaver(), store))

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Optional, Union
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.checkpoint.base import (
@@ -29,6 +29,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.graph import END
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt import InjectedState
 from langgraph.pregel import Pregel
 from langgraph.types import Command
@@ -36,7 +37,7 @@ from pydantic import BaseModel, Field
 
 from handoff_core import tracing
 from handoff_core._errors import HandoffError
-from handoff_core._native import AgentRegistry, Claim, ClaimRef, ContextBuilder, Handoff
+from handoff_core._native import AgentRegistry, Claim, ClaimRef, ContextBuilder, Handoff, redact
 from handoff_core.integrations._records import AnyStore, as_async, create_once, create_once_sync, record_id, settle
 
 __all__ = ["HandoffCheckpointer", "durable_checkpointer", "handoff_tool", "run_claimed"]
@@ -274,11 +275,38 @@ def durable_checkpointer(saver: BaseCheckpointSaver[Any], store: AnyStore, *, ta
     return HandoffCheckpointer(saver, store, task_id=task_id)
 
 
-def _briefing(handoff: Handoff, budget_tokens: int) -> dict[str, str]:
-    """The packet as the next agent's input: the record, redacted, within the budget (the
-    conversation itself is in the thread)."""
-    packet = ContextBuilder(budget_tokens).add_handoff(handoff).build()
+def _briefing(handoff: Handoff, budget_tokens: int, redacted: bool) -> dict[str, str]:
+    """The packet as the next agent's input: the record, redacted unless not ``redacted``, within
+    the budget (the conversation itself is in the thread)."""
+    packet = ContextBuilder(budget_tokens, redact=redacted).add_handoff(handoff).build()
     return {"role": "user", "content": packet.markdown}
+
+
+def _redact_texts(value: Any) -> Any:
+    """``value`` (a message's fields as data) with every string in it redacted by the core."""
+    if isinstance(value, str):
+        return redact(value)[0]
+    if isinstance(value, Mapping):
+        return {key: _redact_texts(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redact_texts(item) for item in value]
+    return value
+
+
+def _redacted_thread(messages: Sequence[Any]) -> Optional[list[Any]]:
+    """The thread's messages with every text in them (content, a tool call's arguments, ...)
+    redacted, each keeping its kind and id; None when none of them carries a secret."""
+    clean: list[Any] = []
+    changed = False
+    for message in messages:
+        if isinstance(message, BaseMessage):
+            fields = message.model_dump()
+            update = {key: value for key, value in _redact_texts(fields).items() if value != fields[key]}
+            if update:
+                changed = True
+                message = message.model_copy(update=update)
+        clean.append(message)
+    return clean if changed else None
 
 
 def _outcome(result: Any) -> str:
@@ -296,10 +324,15 @@ async def run_claimed(
     *,
     budget_tokens: int = 4000,
     config: Optional[RunnableConfig] = None,
+    redact: bool = True,
 ) -> Any:
     """Resumes the claimed handoff's thread: the thread's active agent (the one handed to) runs
     with the packet as its input, the claim heartbeats meanwhile, and the handoff is completed
-    with the agent's last message, or failed with the exception, which propagates."""
+    with the agent's last message, or failed with the exception, which propagates.
+
+    The successor's model reads the thread redacted, as it reads the packet: a message that
+    carries a secret is replaced by its redacted copy in the resumed thread (the checkpoints
+    before it keep what was written). ``redact=False`` is the owner's opt-out."""
     astore = as_async(store)
     handoff = claim.handoff if isinstance(claim, Claim) else await astore.get(claim.handoff_id)
     thread = handoff.metadata.get("thread_id")
@@ -309,10 +342,16 @@ async def run_claimed(
     run_config["configurable"] = {**(run_config.get("configurable") or {}), "thread_id": thread}
 
     def resume() -> Any:
-        active = graph.get_state(run_config).values.get("active_agent")
+        values = graph.get_state(run_config).values
+        active = values.get("active_agent")
         if active != handoff.to_agent:
             raise HandoffError(f"thread {thread}'s active agent is {active!r}, not {handoff.to_agent!r}")
-        return graph.invoke({"messages": [_briefing(handoff, budget_tokens)]}, run_config)
+        messages: list[Any] = [_briefing(handoff, budget_tokens, redact)]
+        clean = _redacted_thread(values.get("messages") or []) if redact else None
+        if clean is not None:
+            # The thread's messages give way to their redacted copies (the swarm's reducer).
+            messages = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *clean, *messages]
+        return graph.invoke({"messages": messages}, run_config)
 
     # The graph's synchronous API, in a worker thread: every checkpointer has it (SqliteSaver
     # has no async one; an async saver's sync calls from another thread run on this loop).
