@@ -294,10 +294,7 @@ mod tests {
         let portable: serde_json::Value = serde_json::from_str(&bundle.portable_json).unwrap();
         assert_eq!(portable["content_hash"], bundle.content_hash.as_str());
         assert_eq!(store.get_bundle(bundle.id.clone()).unwrap(), bundle);
-        assert_eq!(
-            store.bundle_by_token(token).unwrap(),
-            bundle
-        );
+        assert_eq!(store.bundle_by_token(token).unwrap(), bundle);
 
         let other = Store::memory(OpenOptions::default()).unwrap();
         let report = other
