@@ -96,7 +96,7 @@ Exit codes (and the error's code, which --json prints as {\"error\": {\"code\", 
   0  ok
   1  the spawned successor command failed (the handoff was released)
   2  invalid input: bad arguments, an unreadable input file, an export onto the store
-     (VALIDATION)
+     (VALIDATION); `handoff mcp --credentials` without a token they list (UNAUTHORIZED)
   3  no handoff has this id (NOT_FOUND)
   4  conflict: claimed by someone else, a stale token or wrong claim secret, an id reused
      with other content (ALREADY_CLAIMED, LEASE_LOST, CONFLICT)
@@ -149,6 +149,8 @@ pub(crate) enum Command {
     Mcp {
         #[command(flatten)]
         spawn: SpawnOpts,
+        #[command(flatten)]
+        credentials: CredentialOpts,
     },
     /// Serve the store over HTTP: the JSON API (/api/v1, OpenAPI at /api/v1/openapi.json)
     /// and a dashboard (/). Loopback by default; any other address needs a bearer token.
@@ -157,7 +159,8 @@ pub(crate) enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         bind: std::net::SocketAddr,
         /// The bearer token every request must carry (at least 16 characters); required
-        /// beyond loopback. A browser opens the dashboard once with `?token=`.
+        /// beyond loopback unless --credentials is given, beside whose tokens it is the
+        /// operator's, acting as any agent. A browser opens the dashboard once with `?token=`.
         #[arg(long, env = "HANDOFF_SERVE_TOKEN", hide_env_values = true)]
         token: Option<String>,
         /// Seconds a connection may take to send a request's head, from its opening or its
@@ -178,7 +181,33 @@ pub(crate) enum Command {
             value_delimiter = ','
         )]
         allow_host: Vec<String>,
+        #[command(flatten)]
+        credentials: CredentialOpts,
     },
+}
+
+/// Who an agent is, for the servers. (`--agents` is the folder of agent Markdown files that
+/// gives the chain policy its collaborators, hence another name.)
+#[derive(Clone, Debug, Default, Args)]
+pub(crate) struct CredentialOpts {
+    /// Agent-scoped credentials: a JSON file listing tokens (by their SHA-256) and the agents
+    /// each may act as, {"tokens": [{"sha256": "...", "agents": ["gemini"]}]} ("*": any
+    /// agent). Every argument naming the agent acting (claim's agent, cancel's by, create's
+    /// from_agent, ...) must then be one of the caller's. `serve`: each request carries its
+    /// token as `Authorization: Bearer`; `mcp`: the token is in HANDOFF_AGENT_TOKEN. Without
+    /// it, an agent is whoever a call names.
+    #[arg(long, env = "HANDOFF_CREDENTIALS", value_name = "FILE")]
+    pub credentials: Option<PathBuf>,
+}
+
+impl CredentialOpts {
+    /// The credentials file, read and checked, if one was given.
+    pub(crate) fn load(&self) -> crate::error::CliResult<Option<crate::credentials::Credentials>> {
+        self.credentials
+            .as_deref()
+            .map(crate::credentials::Credentials::load)
+            .transpose()
+    }
 }
 
 /// `handoff policy ...`

@@ -33,6 +33,11 @@ pub(crate) enum CliError {
     Core(Error),
     /// A command that does not create the store was pointed at one that does not exist.
     MissingStore(Location),
+    /// With agent-scoped credentials (`--credentials`), an argument names an agent acting
+    /// that the caller may not act as: `FORBIDDEN`, naming the argument and the rule.
+    Forbidden { field: String, rule: String },
+    /// With agent-scoped credentials, no token or one they do not list: `UNAUTHORIZED`.
+    Unauthorized { field: String, rule: String },
 }
 
 impl From<Error> for CliError {
@@ -54,11 +59,14 @@ impl CliError {
         Error::storage(format!("{what}: {e}")).into()
     }
 
-    /// The stable code: the core's `ErrorKind::code()` (the CLI adds none of its own).
+    /// The stable code: the core's `ErrorKind::code()`, and the servers' `FORBIDDEN` and
+    /// `UNAUTHORIZED` (the codes the HTTP layer gives its own refusals).
     pub(crate) fn code(&self) -> &'static str {
         match self {
             CliError::Core(e) => e.kind().code(),
             CliError::MissingStore(_) => ErrorKind::Storage.code(),
+            CliError::Forbidden { .. } => "FORBIDDEN",
+            CliError::Unauthorized { .. } => "UNAUTHORIZED",
         }
     }
 
@@ -77,6 +85,9 @@ impl CliError {
                 _ => code::STORAGE,
             },
             CliError::MissingStore(_) => code::STORAGE,
+            // Only a server refuses a call; `handoff mcp` started without a token it knows
+            // exits as for any bad input.
+            CliError::Forbidden { .. } | CliError::Unauthorized { .. } => code::INVALID,
         }
     }
 
@@ -113,6 +124,9 @@ impl CliError {
             }
             CliError::MissingStore(path) => {
                 error["path"] = json!(path.shown());
+            }
+            CliError::Forbidden { field, rule } | CliError::Unauthorized { field, rule } => {
+                error["problems"] = json!([{ "field": field, "rule": rule }]);
             }
             _ => {}
         }
@@ -188,6 +202,8 @@ impl std::fmt::Display for CliError {
                     _ => "the file does not exist",
                 }
             ),
+            CliError::Forbidden { field, rule } => write!(f, "refused: {field}: {rule}"),
+            CliError::Unauthorized { field, rule } => write!(f, "unauthorized: {field}: {rule}"),
         }
     }
 }

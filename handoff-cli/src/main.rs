@@ -8,6 +8,7 @@ use serde_json::json;
 mod args;
 mod bundle_results;
 mod commands;
+mod credentials;
 mod curation_results;
 mod error;
 mod export;
@@ -63,13 +64,19 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
         out,
     };
     let done = match (cli.command, matches.subcommand()) {
-        (Some(Command::Mcp { spawn }), _) => {
+        (Some(Command::Mcp { spawn, credentials }), _) => {
+            // The caller's agents are fixed for the session, before the store is opened.
+            let caller = match credentials.load()? {
+                Some(credentials) => credentials.of_the_environment()?,
+                None => credentials::Agents::Any,
+            };
             let store = ctx.open()?;
             mcp::serve(
                 store,
                 ctx.db,
                 spawn::SpawnConfig::from_opts(&spawn),
                 ctx.out,
+                caller,
             )?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -79,6 +86,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 token,
                 idle_timeout,
                 allow_host,
+                credentials,
             }),
             _,
         ) => {
@@ -87,6 +95,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 token,
                 idle_timeout: std::time::Duration::from_secs(idle_timeout),
                 allow_hosts: allow_host,
+                credentials: credentials.load()?,
             };
             config.check()?;
             let store = ctx.open()?;

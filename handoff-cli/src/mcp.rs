@@ -26,6 +26,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::credentials::{self, Agents};
 use crate::error::{CliError, CliResult};
 use crate::jsonrpc;
 use crate::location::Location;
@@ -81,6 +82,9 @@ pub(crate) struct Server {
     /// (the owner's choice; no tool argument can change it).
     out: Output,
     tools: Arc<[Tool]>,
+    /// The agents this session may act as: every agent, unless the server was started with
+    /// `--credentials` (then the agents of the token in `HANDOFF_AGENT_TOKEN`).
+    caller: Arc<Agents>,
 }
 
 const INSTRUCTIONS: &str = "Hand unfinished work to another agent, or take it over. \
@@ -230,6 +234,7 @@ impl Server {
         db: Location,
         spawn: Option<SpawnConfig>,
         out: Output,
+        caller: Agents,
     ) -> Server {
         Server {
             store,
@@ -237,6 +242,7 @@ impl Server {
             spawn: spawn.map(Arc::new),
             out,
             tools: tools().into(),
+            caller: Arc::new(caller),
         }
     }
 
@@ -269,6 +275,7 @@ impl Server {
         model: Option<&ClientModel>,
     ) -> CliResult<Reply> {
         let (op, flat) = old_spellings(op, &mut args);
+        credentials::check(op, &args, &self.caller)?;
         let page = op.is_paged().then(|| cap_to_a_page(&mut args));
         // A tool that can use the client's model takes the switch out of the arguments
         // whether or not the client can sample.
@@ -346,6 +353,7 @@ impl Server {
         let claim_op = operations::find("claim")
             .ok_or_else(|| Error::invalid("name", "no claim operation"))?;
         let (op, _) = old_spellings(claim_op, &mut claim_args);
+        credentials::check(op, &claim_args, &self.caller)?;
         let result = op.call(&self.store, Value::Object(claim_args))?;
         Ok(match result.claim() {
             Some(claim) => {
@@ -458,6 +466,7 @@ pub(crate) fn serve(
     db: Location,
     spawn: Option<SpawnConfig>,
     out: Output,
+    caller: Agents,
 ) -> CliResult<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -476,7 +485,7 @@ pub(crate) fn serve(
             Arc::clone(&stdout),
         ));
         let forwarding = tokio::spawn(jsonrpc::forward(answers, stdout));
-        let service = Server::new(store, db, spawn, out)
+        let service = Server::new(store, db, spawn, out, caller)
             .serve((server_in, server_out))
             .await
             .map_err(|e| {

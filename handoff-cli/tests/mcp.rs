@@ -1,7 +1,7 @@
 //! `handoff mcp` spoken to in JSON-RPC, and the CLI commands that mirror its tools: the seed's
 //! own create payload, the chain policy from flags, a file or agent files, reject, cancel,
-//! events, stats, checkpoint, stalled, display names, and claim-and-spawn's per-call
-//! instructions and timeout.
+//! events, stats, checkpoint, stalled, display names, claim-and-spawn's per-call
+//! instructions and timeout, and agent-scoped credentials.
 
 mod common;
 
@@ -522,4 +522,156 @@ fn claim_and_spawn_takes_instructions_and_a_bounded_timeout() {
         stdout.contains("## Additional Instructions\n\nWrite the summary in French."),
         "{stdout}"
     );
+}
+
+/// A credentials file (owner-only) giving `gemini_token` the agent gemini, in `env`'s folder.
+fn credentials(env: &Env, gemini_token: &str) -> String {
+    let path = env.dir.path().join("credentials.json");
+    let file = json!({"tokens": [
+        {"sha256": handoff_core::bundle::token_digest(gemini_token), "agents": ["gemini"]},
+    ]});
+    std::fs::write(&path, file.to_string()).expect("write credentials");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn credentials_fix_the_agents_a_session_may_act_as() {
+    let env = Env::new();
+    let token = "gemini-session-token-0123456789abcdef";
+    let file = credentials(&env, token);
+    // Made from the shell, which has the store itself: no credentials there.
+    let for_claude = env.create(&[
+        "--task-id",
+        "t1",
+        "--goal",
+        "g",
+        "--from-agent",
+        "codex",
+        "--to-agent",
+        "claude",
+    ]);
+    let for_gemini = env.create(&[
+        "--task-id",
+        "t2",
+        "--goal",
+        "g",
+        "--from-agent",
+        "codex",
+        "--to-agent",
+        "gemini",
+    ]);
+    let before = env.show(&for_claude);
+
+    let mut command = env.command(&[]);
+    command.env("HANDOFF_AGENT_TOKEN", token);
+    let mut mcp = Mcp::start_with(command, &["--credentials", &file, "--spawn", "true"]);
+    let forbidden = |error: Value, field: &str| {
+        assert_eq!(error["code"], "FORBIDDEN", "{error}");
+        assert_eq!(error["problems"][0]["field"], field, "{error}");
+        let rule = error["problems"][0]["rule"].as_str().expect("rule");
+        assert!(rule.contains("may act as (gemini)"), "{rule}");
+    };
+    forbidden(
+        mcp.err(
+            "handoff_reject",
+            json!({"id": for_claude, "agent": "claude", "reason": "not mine"}),
+        ),
+        "agent",
+    );
+    forbidden(
+        mcp.err(
+            "handoff_claim",
+            json!({"id": for_claude, "agent": "claude"}),
+        ),
+        "agent",
+    );
+    forbidden(
+        mcp.err("handoff_claim_next", json!({"agent": "claude"})),
+        "agent",
+    );
+    // The tools' first spelling (a claim without an id is claim_next) is checked the same.
+    forbidden(
+        mcp.err("handoff_claim", json!({"agent": "claude"})),
+        "agent",
+    );
+    forbidden(
+        mcp.err("handoff_cancel", json!({"id": for_claude, "by": "codex"})),
+        "by",
+    );
+    forbidden(
+        mcp.err(
+            "handoff_claim_and_spawn",
+            json!({"handoff_id": for_claude, "agent": "claude"}),
+        ),
+        "agent",
+    );
+    forbidden(
+        mcp.err(
+            "handoff_create",
+            json!({"task_id": "t3", "goal": "g", "from_agent": "claude"}),
+        ),
+        "from_agent",
+    );
+    forbidden(
+        mcp.err(
+            "handoff_create_many",
+            json!({"items": [{"task_id": "t4", "goal": "g"}, {"task_id": "t5", "goal": "g", "from_agent": "claude"}]}),
+        ),
+        "items[1].from_agent",
+    );
+    forbidden(
+        mcp.err(
+            "handoff_checkpoint",
+            json!({"task_id": "t1", "agent": "claude", "goal": "g"}),
+        ),
+        "agent",
+    );
+    assert_eq!(env.show(&for_claude), before, "a refusal changes nothing");
+    assert_eq!(
+        mcp.ok("handoff_list", json!({}))["count"],
+        2,
+        "nothing was created"
+    );
+
+    // As gemini it may; and it reads everything.
+    let claim = mcp.ok(
+        "handoff_claim",
+        json!({"id": for_gemini, "agent": "gemini"}),
+    );
+    assert_eq!(claim["handoff"]["claimed_by"], "gemini");
+    mcp.ok(
+        "handoff_create",
+        json!({"task_id": "t2", "goal": "review", "from_agent": "gemini", "to_agent": "claude"}),
+    );
+    assert_eq!(
+        mcp.ok("handoff_get", json!({"id": for_claude}))["handoff"]["status"],
+        "pending"
+    );
+    drop(mcp);
+
+    // No token, or one the file does not list: the server does not start.
+    for given in [None, Some("another-token-0123456789abcdef")] {
+        let mut command = env.command(&["mcp", "--credentials", &file]);
+        if let Some(given) = given {
+            command.env("HANDOFF_AGENT_TOKEN", given);
+        }
+        let run = common::finish(&mut command, None).expect(INVALID);
+        assert!(
+            run.stderr.contains("unauthorized: HANDOFF_AGENT_TOKEN"),
+            "{run:?}"
+        );
+    }
+
+    // Without the file an agent is whoever a call names, as before.
+    let mut open = Mcp::start(&env, &[]);
+    let rejected = open.ok(
+        "handoff_reject",
+        json!({"id": for_claude, "agent": "claude", "reason": "anyone may"}),
+    );
+    assert_eq!(rejected["handoff"]["status"], "rejected");
 }

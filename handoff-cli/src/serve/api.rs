@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use super::bodies::{self, MAX_BODY_BYTES};
 use super::receipt::{Handover, Receipt};
 use super::{App, Refusal, browsers, json_response, openapi, query_pairs};
+use crate::credentials::{self, Agents};
 use crate::error::CliError;
 use crate::operations::{self, Op, asked_wait, cap_to_a_page, name_flat_claim};
 use tokio::sync::Semaphore;
@@ -205,8 +206,8 @@ impl Route {
     }
 }
 
-/// An API request to its answer.
-pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
+/// An API request to its answer, made by a caller acting as `caller`.
+pub(super) async fn handle(app: Arc<App>, request: Request, caller: Agents) -> Response {
     let path = request.uri().path().trim_end_matches('/').to_owned();
     let rest = path.strip_prefix("/api/v1").unwrap_or_default();
     if rest == "/openapi.json" && request.method() == Method::GET {
@@ -262,6 +263,10 @@ pub(super) async fn handle(app: Arc<App>, request: Request) -> Response {
         Ok(args) => args,
         Err(e) => return failure(&app, &e.into()),
     };
+    // Who the caller says it is, against who its token says it may be (`--credentials`).
+    if let Err(e) = credentials::check(route.op(), &args, &caller) {
+        return failure(&app, &e);
+    }
     let receipt = Receipt::new(&app);
     let handover = receipt.handover();
     let answer = match asked_wait(&args) {
@@ -493,6 +498,8 @@ fn failure(app: &App, e: &CliError) -> Response {
     let status = match e {
         CliError::Core(e) => status(e.kind()),
         CliError::MissingStore(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        CliError::Forbidden { .. } => StatusCode::FORBIDDEN,
+        CliError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
     };
     let mut response = json_response(status, &e.shown_json(&app.out));
     if status == StatusCode::SERVICE_UNAVAILABLE {

@@ -73,8 +73,7 @@ pub(super) async fn handle(app: Arc<App>, path: &str, query: &str) -> Response {
 /// without it, so that it stays out of the history and of links. Only ever a page of this
 /// server: a path that starts with `//` (or `/\`, which browsers read the same way) would send
 /// the browser to another server, so the slashes it starts with become one.
-pub(super) fn remember_token(app: &App, path: &str) -> Response {
-    let token = app.token.as_deref().unwrap_or_default();
+pub(super) fn remember_token(path: &str, token: &str) -> Response {
     let cookie = format!("{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();

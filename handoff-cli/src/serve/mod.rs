@@ -3,9 +3,10 @@
 //! operators ([`dashboard`]).
 //!
 //! Loopback by default. Beyond loopback a bearer token is required (`--token` or
-//! `HANDOFF_SERVE_TOKEN`); given on loopback, it is required there too. What a web page could
-//! make a browser send is refused first ([`browsers`]). Every answer leaves through [`Output`],
-//! which redacts.
+//! `HANDOFF_SERVE_TOKEN`, or the agent-scoped tokens of `--credentials`); given on loopback,
+//! it is required there too. With credentials, each request's token also says which agents
+//! it may act as ([`crate::credentials`]). What a web page could make a browser send is
+//! refused first ([`browsers`]). Every answer leaves through [`Output`], which redacts.
 
 mod api;
 mod bodies;
@@ -27,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use handoff_core::{Error, Store};
 use serde_json::Value;
 
+use crate::credentials::{Agents, Credentials};
 use crate::error::{CliError, CliResult};
 use crate::location::Location;
 use crate::output::Output;
@@ -44,6 +46,9 @@ pub(crate) struct Config {
     pub idle_timeout: Duration,
     /// Names a request's `Host` may carry besides the server's own address (`--allow-host`).
     pub allow_hosts: Vec<String>,
+    /// Agent-scoped tokens (`--credentials`): with them every request needs one of these
+    /// tokens (or `token`, the operator's), and acts only as its agents.
+    pub credentials: Option<Credentials>,
 }
 
 /// The shared state of every request.
@@ -52,6 +57,8 @@ pub(crate) struct App {
     pub db: Location,
     pub out: Output,
     pub token: Option<String>,
+    /// Agent-scoped tokens, if any ([`Config::credentials`]).
+    pub credentials: Option<Credentials>,
     /// What a request's `Host` may name.
     pub hosts: Hosts,
     /// How long a request's body may take to arrive after its head.
@@ -72,11 +79,11 @@ impl Config {
         {
             return Err(Error::invalid("token", "must be at least 16 characters").into());
         }
-        if !self.bind.ip().is_loopback() && self.token.is_none() {
+        if !self.bind.ip().is_loopback() && self.token.is_none() && self.credentials.is_none() {
             return Err(Error::invalid(
                 "bind",
                 "a bind address beyond loopback needs a bearer token: give --token or \
-                 HANDOFF_SERVE_TOKEN",
+                 HANDOFF_SERVE_TOKEN, or agent-scoped tokens with --credentials",
             )
             .into());
         }
@@ -107,6 +114,7 @@ pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> 
             db,
             out,
             token: config.token,
+            credentials: config.credentials,
             hosts: Hosts::new(local.ip(), &config.allow_hosts)?,
             body_timeout: config.idle_timeout,
             stop: stop.clone(),
@@ -159,15 +167,17 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             dashboard::refused(&app, &refusal)
         };
     }
-    match (app.authorized(request.headers(), &query, api), api) {
-        (Access::Granted, _) => {}
-        (Access::FromQuery, false) => return dashboard::remember_token(&app, &path),
+    let caller = match (app.authorized(request.headers(), &query, api), api) {
+        (Access::Granted(caller), _) => caller,
+        (Access::FromQuery(token), false) => {
+            return dashboard::remember_token(&path, &token);
+        }
         // A token in a URL ends up in logs and histories: the API takes it in a header only.
-        (Access::FromQuery | Access::Denied, true) => return api::unauthorized(),
+        (Access::FromQuery(_) | Access::Denied, true) => return api::unauthorized(),
         (Access::Denied, false) => return dashboard::unauthorized(),
-    }
+    };
     if api {
-        api::handle(app, request).await
+        api::handle(app, request, caller).await
     } else if request.method() == Method::GET || request.method() == Method::HEAD {
         dashboard::handle(app, &path, &query).await
     } else {
@@ -217,21 +227,33 @@ impl Refusal {
 
 /// Whether a request may go on.
 enum Access {
-    Granted,
-    /// The token came in the query string: fine once; the dashboard moves it to a cookie.
-    FromQuery,
+    /// Yes, acting as these agents.
+    Granted(Agents),
+    /// The token (given here) came in the query string: fine once; the dashboard moves it to a
+    /// cookie.
+    FromQuery(String),
     Denied,
 }
 
 impl App {
-    /// Whether the request carries the token: as a bearer token, or (for the dashboard's pages
+    /// Whether the request carries a token: as a bearer token, or (for the dashboard's pages
     /// only) in the dashboard's cookie or the query string. The cookie never opens the API: a
     /// browser sends it along with whatever another page of the same site asks of the server.
+    /// `--token` acts as any agent; a token of `--credentials` as its agents.
     fn authorized(&self, headers: &HeaderMap, query: &str, api: bool) -> Access {
-        let Some(expected) = &self.token else {
-            return Access::Granted;
+        if self.token.is_none() && self.credentials.is_none() {
+            return Access::Granted(Agents::Any);
+        }
+        let agents = |given: &str| -> Option<Agents> {
+            let operator = self
+                .token
+                .as_deref()
+                .is_some_and(|expected| handoff_core::bundle::same_token(given, expected));
+            if operator {
+                return Some(Agents::Any);
+            }
+            self.credentials.as_ref()?.agents_of(given).cloned()
         };
-        let same = |given: &str| handoff_core::bundle::same_token(given, expected);
         // The scheme is case-insensitive (RFC 9110 §11.1).
         let bearer = headers
             .get(header::AUTHORIZATION)
@@ -247,16 +269,12 @@ impl App {
             .flat_map(|v| v.split(';'))
             .filter_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))
             .next();
-        if bearer.or(cookie).is_some_and(same) {
-            return Access::Granted;
+        if let Some(caller) = bearer.or(cookie).and_then(agents) {
+            return Access::Granted(caller);
         }
-        let in_query = query_pairs(query)
-            .find(|(name, _)| name == "token")
-            .is_some_and(|(_, value)| same(&value));
-        if in_query {
-            Access::FromQuery
-        } else {
-            Access::Denied
+        match query_pairs(query).find(|(name, _)| name == "token") {
+            Some((_, token)) if agents(&token).is_some() => Access::FromQuery(token),
+            _ => Access::Denied,
         }
     }
 

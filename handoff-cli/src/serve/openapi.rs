@@ -187,7 +187,7 @@ fn responses(route: &Route) -> Value {
              "content": {"application/json": {"schema": {"type": "object"}}}},
         "400": error("Bad input: every problem at once, each naming its field and rule."),
         "401": error("A bearer token is required and was missing or wrong."),
-        "403": error("The request's Host is not this server's, or its Origin is another site's or port's (FORBIDDEN, naming host or origin)."),
+        "403": error("The request's Host is not this server's, or its Origin is another site's or port's (FORBIDDEN, naming host or origin); or, on a server with --credentials, an argument names an agent acting that the caller's token may not act as (FORBIDDEN, naming the argument)."),
         "404": error("Nothing has that id (or no route has that path)."),
         "405": error("The path does not take that method."),
         "409": error("The record is not in a state that allows it (claimed, lease lost, conflict, chain policy)."),

@@ -81,6 +81,8 @@ impl Env {
             .arg(&self.db)
             .args(args)
             .env_remove("HANDOFF_DB")
+            .env_remove("HANDOFF_CREDENTIALS")
+            .env_remove("HANDOFF_AGENT_TOKEN")
             .current_dir(self.dir.path());
         command
     }
