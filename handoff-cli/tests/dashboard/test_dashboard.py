@@ -90,6 +90,32 @@ def test_text_is_escaped_and_secrets_redacted(server: Server) -> None:
     assert status == 200 and SECRET not in record and "## Current Goal" in record
 
 
+def test_names_that_could_pass_for_ascii_show_their_code_points(tmp_path: Path) -> None:
+    """`gemіni` (a Cyrillic і) would pass for `gemini` on the page: beside it, its code points."""
+    path = tmp_path / "names.db"
+    lookalike, cyrillic_ceo, genuine = "gem\u0456ni", "\u0441\u0435\u043e", "\u0410\u043d\u043d\u0430"
+    with hc.open(path) as store:
+        h = store.create("names", "review the fix", from_agent=lookalike, to_agent="claude")
+        store.create("names", "plan the release", from_agent="codex", to_agent=cyrillic_ceo)
+        store.create("names", "translate", from_agent="codex", to_agent=genuine)
+        store.create("names", "<b>", from_agent="codex", to_agent="<\u0430>")
+    running = Server(path)
+    try:
+        marked = f'{lookalike} <span class="cp">(U+0456 at 4)</span>'
+        queue = running.get("/?refresh=0")[1]
+        assert marked + " → claude" in queue, queue
+        assert f'{cyrillic_ceo} <span class="cp">(U+0441 at 1, U+0435 at 2, U+043E at 3)</span>' in queue
+        assert "&lt;\u0430&gt; <span class=\"cp\">(U+0430 at 2)</span>" in queue, "escaped like every name"
+        # A name in another script is shown as it is.
+        assert genuine in queue and f"{genuine} <span" not in queue
+        assert marked in running.get(f"/handoffs/{h.id}")[1]
+        task = running.get("/tasks/names")[1]
+        assert f"<title>{lookalike} (U+0456 at 4) → claude</title>" in task, task
+        assert marked in task, "the timeline"
+    finally:
+        running.stop()
+
+
 def test_a_task_page_has_its_plan_chain_run_and_timeline(server: Server) -> None:
     tasks = server.get("/tasks")[1]
     assert "Write a post" in tasks
