@@ -1,14 +1,17 @@
-//! `handoff_core.Bundle`, `ImportReport`, `TaskReplay` and `TaskComparison`: what the bundle,
-//! replay and comparison operations return (DESIGN §9). Each is a read-only view of the core's
-//! value with one property per field and `to_dict()`; a bundle's `to_json()` is its portable
-//! form, which `import_bundle` reads in this store or another.
+//! `handoff_core.Bundle`, `ImportReport`, `TrustedKey`, `TaskReplay` and `TaskComparison`:
+//! what the bundle, replay and comparison operations return (DESIGN §9). Each is a read-only
+//! view of the core's value with one property per field and `to_dict()`; a bundle's
+//! `to_json()` is its portable form, which `import_bundle` reads in this store or another.
+//! `generate_bundle_key()` makes the key pair that signs bundles (`BundleKeyPair`, whose
+//! `repr` hides the secret key).
 
 use chrono::{DateTime, Utc};
-use handoff_core::{replay, store};
+use handoff_core::{bundle, replay, store};
 use pyo3::prelude::*;
 
 use crate::convert::{opt_repr, py_repr, to_py};
 use crate::curation::{Conversation, Fact};
+use crate::errors::Result;
 use crate::tasks::word;
 
 /// A knowledge bundle: a task's or a branch's verified knowledge, shareable by token.
@@ -116,7 +119,8 @@ impl Bundle {
         self.portable()
     }
 
-    /// Every field as a `dict`, the portable form under `data`.
+    /// Every field as a `dict`, the portable form under `data` (with its `signature`, once
+    /// `sign_bundle` signed it).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner)
     }
@@ -176,6 +180,18 @@ impl ImportReport {
     fn messages_added(&self) -> u64 {
         self.inner.messages_added
     }
+    /// The public key that signed the bundle (`ed25519:...`), `None` when it is not signed.
+    #[getter]
+    fn signed_by(&self) -> Option<&str> {
+        self.inner.signed_by.as_deref()
+    }
+    /// Whether this store trusts that key (`trust_bundle_keys`): then the bundle's verdicts
+    /// were taken as verified; otherwise its facts and conversations came in unverified, its
+    /// verdicts kept as its claim (`verified_by: "bundle:sha256:..."`).
+    #[getter]
+    fn trusted(&self) -> bool {
+        self.inner.trusted
+    }
 
     /// Every field as a `dict`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -185,15 +201,93 @@ impl ImportReport {
     fn __repr__(&self) -> String {
         format!(
             "ImportReport(bundle={}, target_branch={}, facts_added={}, facts_skipped={}, \
-             conversations_added={}, conversations_skipped={})",
+             conversations_added={}, conversations_skipped={}, signed_by={}, trusted={})",
             py_repr(&self.inner.bundle),
             opt_repr(self.target_branch()),
             self.inner.facts_added,
             self.inner.facts_skipped,
             self.inner.conversations_added,
-            self.inner.conversations_skipped
+            self.inner.conversations_skipped,
+            opt_repr(self.signed_by()),
+            if self.inner.trusted { "True" } else { "False" }
         )
     }
+}
+
+/// A public key the store trusts to vouch for bundles: `trust_bundle_keys` lists them.
+#[pyclass(module = "handoff_core", name = "TrustedKey", frozen)]
+pub struct TrustedKey {
+    inner: store::TrustedKey,
+}
+
+impl TrustedKey {
+    pub(crate) fn new(inner: store::TrustedKey) -> TrustedKey {
+        TrustedKey { inner }
+    }
+}
+
+#[pymethods]
+impl TrustedKey {
+    /// `ed25519:` and 64 hex digits.
+    #[getter]
+    fn public_key(&self) -> &str {
+        &self.inner.public_key
+    }
+    /// When it was trusted.
+    #[getter]
+    fn trusted_at(&self) -> DateTime<Utc> {
+        self.inner.trusted_at
+    }
+
+    /// Every field as a `dict`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TrustedKey(public_key={}, trusted_at={})",
+            py_repr(&self.inner.public_key),
+            py_repr(&self.inner.trusted_at.to_rfc3339())
+        )
+    }
+}
+
+/// A key pair for signing bundles, from `generate_bundle_key()`: `sign_bundle` takes the
+/// secret key, the stores that are to take your bundles' verdicts trust the public key
+/// (`trust_bundle_keys`). Keep the secret key as you would a password: its `repr` hides it.
+#[pyclass(module = "handoff_core", name = "BundleKeyPair", frozen)]
+pub struct BundleKeyPair {
+    inner: bundle::BundleKeyPair,
+}
+
+#[pymethods]
+impl BundleKeyPair {
+    /// `ed25519:` and 64 hex digits: what a store trusts.
+    #[getter]
+    fn public_key(&self) -> &str {
+        &self.inner.public_key
+    }
+    /// `ed25519-secret:` and 64 hex digits: what signs.
+    #[getter]
+    fn secret_key(&self) -> &str {
+        &self.inner.secret_key
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "BundleKeyPair(public_key={}, secret_key=<hidden>)",
+            py_repr(&self.inner.public_key)
+        )
+    }
+}
+
+/// A new key pair for signing bundles, from the operating system's random generator.
+#[pyfunction]
+pub fn generate_bundle_key() -> Result<BundleKeyPair> {
+    Ok(BundleKeyPair {
+        inner: bundle::BundleKeyPair::generate()?,
+    })
 }
 
 /// A task's whole run: its timeline, its agents, its key knowledge and how it ended.

@@ -69,6 +69,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<curation::MergeReport>()?;
     m.add_class::<bundles::Bundle>()?;
     m.add_class::<bundles::ImportReport>()?;
+    m.add_class::<bundles::TrustedKey>()?;
+    m.add_class::<bundles::BundleKeyPair>()?;
+    m.add_function(wrap_pyfunction!(bundles::generate_bundle_key, m)?)?;
     m.add_class::<bundles::TaskReplay>()?;
     m.add_class::<bundles::TaskComparison>()?;
     m.add_class::<lease::Lease>()?;

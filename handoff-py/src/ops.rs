@@ -331,6 +331,7 @@ wrapped! {
     core::Packet => crate::context::Packet, crate::context::Packet::new;
     core::store::Bundle => crate::bundles::Bundle, crate::bundles::Bundle::new;
     core::store::ImportReport => crate::bundles::ImportReport, crate::bundles::ImportReport::new;
+    core::store::TrustedKey => crate::bundles::TrustedKey, crate::bundles::TrustedKey::new;
     core::replay::TaskReplay => crate::bundles::TaskReplay, crate::bundles::TaskReplay::new;
     core::replay::TaskComparison => crate::bundles::TaskComparison, crate::bundles::TaskComparison::new;
     bool => bool, std::convert::identity;

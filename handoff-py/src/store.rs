@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use serde_json::{Value, json};
 
-use crate::bundles::{Bundle, ImportReport, TaskComparison, TaskReplay};
+use crate::bundles::{Bundle, ImportReport, TaskComparison, TaskReplay, TrustedKey};
 use crate::chain::{Chain, ChainPolicy};
 use crate::check::CheckReport;
 use crate::clock::ManualClock;
@@ -1489,6 +1489,29 @@ impl Store {
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Bundle> {
         self.call::<ops::SetVisibility>(py, given!(kwargs; id, visibility))
+    }
+
+    /// Signs a bundle with a secret key (`secret_key=`, from `generate_bundle_key()`): a store
+    /// that trusts its public key imports the bundle's verdicts as verified.
+    #[pyo3(signature = (id, **kwargs))]
+    fn sign_bundle(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Bundle> {
+        self.call::<ops::SignBundle>(py, given!(kwargs; id))
+    }
+
+    /// Trusts public keys to vouch for bundles (`trust=`), or stops trusting them
+    /// (`distrust=`); the keys trusted afterwards.
+    #[pyo3(signature = (**kwargs))]
+    fn trust_bundle_keys(
+        &self,
+        py: Python<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<TrustedKey>> {
+        self.call::<ops::TrustBundleKeys>(py, given!(kwargs;))
     }
 
     /// Deletes a bundle and its share token.

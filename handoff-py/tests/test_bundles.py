@@ -54,7 +54,12 @@ def test_a_bundle_leaves_one_store_and_enters_another_once(tmp_path: Path) -> No
         for same in (portable.encode(), json.loads(portable), b):
             again = other.import_bundle(same)
             assert (again.facts_added, again.facts_skipped, again.conversations_skipped) == (0, 1, 1)
-        assert [f.status for f in other.facts("main")] == ["verified"]
+        # Unsigned, the bundle's verdicts come in as its claim: kept, not this store's word.
+        assert (first.signed_by, first.trusted) == (None, False)
+        [fact] = other.facts("main")
+        assert fact.status == "active" and fact.score == 0.9
+        assert fact.verified_by == "bundle:" + b.content_hash[: len("sha256:") + 16]
+        assert [c.verification_status for c in other.list_conversations(branch="main")] == ["unverified"]
 
 
 def test_private_bundles_have_no_token_and_a_revoked_one_looks_wrong() -> None:
@@ -107,6 +112,68 @@ def test_hostile_bundles_are_refused_and_change_nothing() -> None:
         assert other.facts("main") == [] and other.list_conversations() == []
 
 
+def test_a_signed_bundle_is_verified_only_where_its_key_is_trusted() -> None:
+    keys = hc.generate_bundle_key()
+    assert keys.public_key.startswith("ed25519:") and keys.secret_key.startswith("ed25519-secret:")
+    for shown in (repr(keys), str(keys)):
+        assert keys.secret_key not in shown and keys.secret_key[len("ed25519-secret:"):] not in shown
+        assert keys.public_key in shown and "hidden" in shown
+    with hc.Store.memory() as source, hc.Store.memory() as other:
+        curated(source)
+        made = source.create_bundle("Playbook", task_id="fix-oauth")
+        assert "signature" not in made.to_dict()["data"]
+        signed = source.sign_bundle(made.id, secret_key=keys.secret_key)
+        assert signed.content_hash == made.content_hash
+        assert signed.to_dict()["data"]["signature"]["public_key"] == keys.public_key
+        portable = signed.to_json()
+        assert json.loads(portable)["signature"]["public_key"] == keys.public_key
+        assert keys.secret_key not in portable and keys.secret_key not in repr(signed)
+
+        # Signed by a key the other store does not trust: its verdicts stay its claim.
+        untrusted = other.import_bundle(portable)
+        assert (untrusted.signed_by, untrusted.trusted) == (keys.public_key, False)
+        assert untrusted.to_dict()["signed_by"] == keys.public_key and not untrusted.to_dict()["trusted"]
+        assert f"signed_by={keys.public_key!r}, trusted=False" in repr(untrusted)
+        [fact] = other.facts("main")
+        assert fact.status == "active" and fact.verified_by == "bundle:" + made.content_hash[:23]
+
+        # Trusted: the same bundle comes into another branch verified, and says by whose word.
+        [trusted_key] = other.trust_bundle_keys(trust=[keys.public_key])
+        assert trusted_key.public_key == keys.public_key
+        assert isinstance(trusted_key.trusted_at, datetime) and trusted_key.trusted_at.tzinfo is not None
+        assert trusted_key.to_dict()["public_key"] == keys.public_key
+        assert repr(trusted_key).startswith(f"TrustedKey(public_key={keys.public_key!r}, trusted_at=")
+        assert [k.public_key for k in other.trust_bundle_keys()] == [keys.public_key]
+        report = other.import_bundle(portable, target_branch="task/rerun")
+        assert (report.signed_by, report.trusted, report.facts_added) == (keys.public_key, True, 1)
+        [fact] = other.facts("task/rerun")
+        assert fact.status == "verified"
+        assert fact.verified_by is not None and fact.verified_by.endswith(f"signed by {keys.public_key}")
+        [conversation] = other.list_conversations(branch="task/rerun")
+        assert conversation.verification_status == "verified"
+        assert other.trust_bundle_keys(distrust=[keys.public_key]) == []
+
+        # Another key claimed for the signature does not hold: refused by name, nothing written.
+        data = json.loads(portable)
+        data["signature"]["public_key"] = hc.generate_bundle_key().public_key
+        with pytest.raises(hc.ValidationError) as err:
+            other.import_bundle(json.dumps(data), target_branch="task/claimed")
+        assert [field for field, _ in err.value.problems] == ["signature"]
+        assert other.facts("task/claimed") == []
+
+        # Keys are read by their form, every bad one named and nothing changed.
+        with pytest.raises(hc.ValidationError) as err:
+            other.trust_bundle_keys(trust=[keys.secret_key, keys.public_key], distrust=["ssh-ed25519 AAAA"])
+        assert [field for field, _ in err.value.problems] == ["trust[0]", "distrust[0]"]
+        assert other.trust_bundle_keys() == []
+        with pytest.raises(hc.ValidationError) as err:
+            source.sign_bundle(made.id, secret_key=keys.public_key)
+        assert [field for field, _ in err.value.problems] == ["secret_key"]
+        assert keys.public_key not in str(err.value)
+        with pytest.raises(hc.NotFound):
+            source.sign_bundle("no-such-bundle", secret_key=keys.secret_key)
+
+
 def test_a_task_replays_as_one_timeline_and_runs_compare() -> None:
     with hc.Store.memory() as store:
         curated(store)
@@ -146,6 +213,12 @@ def test_aio_shares_and_replays() -> None:
             b = await store.create_bundle("Playbook", task_id="t1", verified_only=False)
             report = await store.import_bundle(b, target_branch="task/t2")
             assert report.facts_added == 1
+            keys = hc.generate_bundle_key()
+            signed = await store.sign_bundle(b.id, secret_key=keys.secret_key)
+            [trusted] = await store.trust_bundle_keys(trust=[keys.public_key])
+            assert trusted.public_key == keys.public_key
+            again = await store.import_bundle(signed, target_branch="task/t3")
+            assert (again.signed_by, again.trusted) == (keys.public_key, True)
             r = await store.replay("t1")
             assert r.timeline[0]["type"] == "curation.facts_added"
             assert (await store.compare("t1", "t2")).facts["both"] == ["refresh needs backoff"]

@@ -48,6 +48,7 @@ __all__ = [
     "Agent",
     "AgentRegistry",
     "Bundle",
+    "BundleKeyPair",
     "Capabilities",
     "Chain",
     "ChainPolicy",
@@ -87,9 +88,11 @@ __all__ = [
     "TaskReplay",
     "TaskStatistics",
     "TaskSummary",
+    "TrustedKey",
     "VerifyReport",
     "__version__",
     "connect",
+    "generate_bundle_key",
     "open",
     "redact",
 ]
@@ -874,7 +877,33 @@ class ImportReport:
     def conversations_skipped(self) -> int: ...
     @property
     def messages_added(self) -> int: ...
+    @property
+    def signed_by(self) -> Optional[str]: ...
+    @property
+    def trusted(self) -> bool: ...
     def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class TrustedKey:
+    """A public key the store trusts to vouch for bundles: ``trust_bundle_keys`` lists them."""
+
+    @property
+    def public_key(self) -> str: ...
+    @property
+    def trusted_at(self) -> datetime: ...
+    def to_dict(self) -> dict[str, str]: ...
+
+@final
+class BundleKeyPair:
+    """A key pair for signing bundles, from ``generate_bundle_key()``; its ``repr`` hides the
+    secret key."""
+
+    @property
+    def public_key(self) -> str: ...
+    @property
+    def secret_key(self) -> str: ...
+
+def generate_bundle_key() -> BundleKeyPair: ...
 
 @final
 class TaskReplay:
@@ -1906,6 +1935,29 @@ class Store:
         Args:
             id: The bundle's id.
             visibility: `private`, `team` or `public`.
+        """
+    def sign_bundle(self, id: str, *, secret_key: str) -> Bundle:
+        """Signs a bundle with a secret key (`ed25519-secret:...`): a store that trusts its public
+        key imports the bundle's verdicts as verified. The signature travels in the portable form.
+
+        Args:
+            id: The bundle's id.
+            secret_key: `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff bundle
+                keygen`).
+        """
+    def trust_bundle_keys(
+        self,
+        *,
+        trust: Optional[Sequence[str]] = None,
+        distrust: Optional[Sequence[str]] = None,
+    ) -> builtins.list[TrustedKey]:
+        """Trusts public keys (`ed25519:...`) to vouch for bundles, or stops trusting them: a bundle
+        signed by a trusted key is imported with its verdicts; any other bundle's verdicts stay its
+        claim. Returns the keys trusted afterwards (none given: only lists them).
+
+        Args:
+            trust: Public keys to trust.
+            distrust: Public keys to stop trusting.
         """
     def delete_bundle(self, id: str) -> None:
         """Deletes a bundle and its share token; what was imported from it stays.

@@ -58,6 +58,7 @@ from handoff_core._native import (
     TaskReplay,
     TaskStatistics,
     TaskSummary,
+    TrustedKey,
     VerifyReport,
 )
 from handoff_core._errors import Busy, Conflict, HandoffError
@@ -1258,6 +1259,28 @@ class Store:
     ) -> Bundle:
         """Changes who may find a bundle by its token."""
         return await asyncio.to_thread(self._store.set_visibility, id, visibility)
+
+    async def sign_bundle(self, id: str, *, secret_key: str) -> Bundle:
+        """Signs a bundle with a secret key (`ed25519-secret:...`): a store that trusts its public
+        key imports the bundle's verdicts as verified. The signature travels in the portable form.
+        """
+        return await asyncio.to_thread(self._store.sign_bundle, id, secret_key=secret_key)
+
+    async def trust_bundle_keys(
+        self,
+        *,
+        trust: Optional[Sequence[str]] = None,
+        distrust: Optional[Sequence[str]] = None,
+    ) -> builtins.list[TrustedKey]:
+        """Trusts public keys (`ed25519:...`) to vouch for bundles, or stops trusting them: a bundle
+        signed by a trusted key is imported with its verdicts; any other bundle's verdicts stay its
+        claim. Returns the keys trusted afterwards (none given: only lists them).
+        """
+        return await asyncio.to_thread(
+            self._store.trust_bundle_keys,
+            trust=trust,
+            distrust=distrust,
+        )
 
     async def delete_bundle(self, id: str) -> None:
         """Deletes a bundle and its share token; what was imported from it stays."""
