@@ -631,6 +631,18 @@ export interface ListBundlesOptions {
   /** Only bundles of this visibility. */
   visibility?: Visibility | null
 }
+/** The options of `store.signBundle`. */
+export interface SignBundleOptions {
+  /** `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff bundle keygen`). */
+  secretKey: string
+}
+/** The options of `store.trustBundleKeys`. */
+export interface TrustBundleKeysOptions {
+  /** Public keys to trust. */
+  trust?: string[] | null
+  /** Public keys to stop trusting. */
+  distrust?: string[] | null
+}
 /** The options of `store.importBundle`. */
 export interface ImportBundleOptions {
   /** Where its knowledge goes (default `main`). */

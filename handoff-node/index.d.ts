@@ -631,6 +631,18 @@ export interface ListBundlesOptions {
   /** Only bundles of this visibility. */
   visibility?: Visibility | null
 }
+/** The options of `store.signBundle`. */
+export interface SignBundleOptions {
+  /** `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff bundle keygen`). */
+  secretKey: string
+}
+/** The options of `store.trustBundleKeys`. */
+export interface TrustBundleKeysOptions {
+  /** Public keys to trust. */
+  trust?: string[] | null
+  /** Public keys to stop trusting. */
+  distrust?: string[] | null
+}
 /** The options of `store.importBundle`. */
 export interface ImportBundleOptions {
   /** Where its knowledge goes (default `main`). */
@@ -2065,6 +2077,40 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   setVisibilityAsync(id: string, visibility: Visibility): Promise<Bundle>
+  /**
+   * Signs a bundle with a secret key (`secretKey`, `ed25519-secret:...` from
+   * `generateBundleKey()`): a store that trusts its public key (`trustBundleKeys`) imports the
+   * bundle's verdicts as verified. The signature travels in the portable form (`data.signature`,
+   * `toJson()`); a key that is no secret key is `VALIDATION` naming `secretKey`.
+   */
+  signBundle(id: string, options: SignBundleOptions): Bundle
+  /**
+   * Signs a bundle with a secret key (`secretKey`, `ed25519-secret:...` from
+   * `generateBundleKey()`): a store that trusts its public key (`trustBundleKeys`) imports the
+   * bundle's verdicts as verified. The signature travels in the portable form (`data.signature`,
+   * `toJson()`); a key that is no secret key is `VALIDATION` naming `secretKey`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  signBundleAsync(id: string, options: SignBundleOptions): Promise<Bundle>
+  /**
+   * Trusts public keys (`trust`, each `ed25519:...`) to vouch for bundles, or stops trusting
+   * them (`distrust`): a bundle signed by a trusted key is imported with its verdicts; any other
+   * bundle's verdicts stay its claim (its facts `active`, `verified_by: bundle:sha256:...`).
+   * Every bad key is named (`trust[0]`) and nothing changes then. Returns the keys trusted
+   * afterwards (none given: only lists them).
+   */
+  trustBundleKeys(options?: TrustBundleKeysOptions): TrustedKey[]
+  /**
+   * Trusts public keys (`trust`, each `ed25519:...`) to vouch for bundles, or stops trusting
+   * them (`distrust`): a bundle signed by a trusted key is imported with its verdicts; any other
+   * bundle's verdicts stay its claim (its facts `active`, `verified_by: bundle:sha256:...`).
+   * Every bad key is named (`trust[0]`) and nothing changes then. Returns the keys trusted
+   * afterwards (none given: only lists them).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  trustBundleKeysAsync(options?: TrustBundleKeysOptions): Promise<TrustedKey[]>
   /** Deletes a bundle and its share token; what was imported from it stays. */
   deleteBundle(id: string): void
   /**
@@ -2242,8 +2288,13 @@ export interface BundleData {
   verification_score: number | null
   /** When it was made (ISO 8601). */
   created_at: string
-  /** `sha256:` and the hex digest of the portable JSON without it. */
+  /** `sha256:` and the hex digest of the portable JSON without it and its signature. */
   content_hash: string
+  /**
+   * The signature of whoever vouches for it (`signBundle`), over `content_hash`; absent
+   * while it is not signed, as in the portable JSON.
+   */
+  signature: BundleSignature | undefined
 }
 
 /** A fact as a bundle carries it. */
@@ -2260,6 +2311,22 @@ export interface BundleFact {
   score: number | null
   /** Who verified it. */
   verified_by: string | null
+}
+
+/**
+ * A key pair for signing bundles, from `generateBundleKey()`: `signBundle` takes the secret
+ * key, the stores that are to take your bundles' verdicts trust the public key
+ * (`trustBundleKeys`).
+ */
+export interface BundleKeyPair {
+  /** `ed25519:` and 64 hex digits: what a store trusts. */
+  public_key: string
+  /**
+   * `ed25519-secret:` and 64 hex digits: what signs. Keep it as you would a password. Not
+   * enumerable: printing (`console.log`, `util.inspect`), spreading or `JSON.stringify`
+   * of the pair leaves it out.
+   */
+  readonly secret_key: string
 }
 
 /** A message as a bundle carries it: OpenAI's chat shape, as the store keeps it. */
@@ -2280,6 +2347,14 @@ export interface BundleMessage {
   id: string | null
   /** The priority it came with. */
   priority: number | null
+}
+
+/** Who vouches for a bundle: an Ed25519 signature over its `content_hash`. */
+export interface BundleSignature {
+  /** The signer's public key: `ed25519:` and 64 hex digits. */
+  public_key: string
+  /** The signature of the `content_hash` text: 128 hex digits. */
+  signature: string
 }
 
 /**
@@ -2605,6 +2680,12 @@ export interface Fact {
   created_at: string
 }
 
+/**
+ * A new key pair for signing bundles, from the operating system's random generator:
+ * `{ public_key, secret_key }`, the secret not enumerable.
+ */
+export declare function generateBundleKey(): BundleKeyPair
+
 /** A handover record: the work, what is known about it, and who holds it. */
 export interface Handoff {
   /** Always 1. */
@@ -2789,6 +2870,14 @@ export interface ImportReport {
   conversations_skipped: number
   /** Messages written with the conversations. */
   messages_added: number
+  /** The public key that signed the bundle (`ed25519:...`), or `null`. */
+  signed_by: string | null
+  /**
+   * Whether this store trusts that key: then the bundle's verdicts were taken as verified;
+   * otherwise its facts and conversations came in unverified, its verdicts kept as its
+   * claim (`verified_by: bundle:<hash>`).
+   */
+  trusted: boolean
 }
 
 /** `addItem` options. */
@@ -3537,6 +3626,14 @@ export interface Truncation {
   originalTokens: number
   /** Tokens kept. */
   keptTokens: number
+}
+
+/** A public key the store trusts to vouch for bundles: `trustBundleKeys` returns them. */
+export interface TrustedKey {
+  /** `ed25519:` and 64 hex digits. */
+  public_key: string
+  /** When it was trusted (ISO 8601). */
+  trusted_at: string
 }
 
 /** A problem as JavaScript sees it. */

@@ -16,6 +16,7 @@ export const {
   open,
   openAsync,
   redact,
+  generateBundleKey,
   toMarkdown,
   handoffToJson,
   handoffFromJson,

@@ -8,12 +8,16 @@
 //! `toJson` is a method of the plain bundle object, not enumerable (as a packet's
 //! `toMessages`): a bundle still compares, spreads and serialises as data, and
 //! `JSON.stringify(bundle)` keeps its `data`, which `importBundle` reads back as well.
+//!
+//! Signing: `generateBundleKey()` gives a key pair whose `secret_key` is not enumerable, so
+//! that printing, spreading or serialising the pair never shows it; `signBundle` and
+//! `trustBundleKeys` are table entries, returning a `Bundle` and `TrustedKey`s.
 
 use handoff_core::Store as CoreStore;
-use handoff_core::bundle::{BundleConversation, BundleData, BundleFact};
+use handoff_core::bundle::{BundleConversation, BundleData, BundleFact, BundleKeyPair};
 use handoff_core::context::Message;
 use handoff_core::ops::{self, Operation};
-use handoff_core::store::{Bundle, BundleStatus, ImportReport};
+use handoff_core::store::{Bundle, BundleStatus, ImportReport, TrustedKey};
 use napi::bindgen_prelude::{Function, FunctionCallContext, JsObjectValue, Object};
 use napi::{Env, JsValue, Property, PropertyAttributes, Unknown, ValueType};
 use napi_derive::napi;
@@ -234,9 +238,23 @@ pub struct JsBundleData {
     /// `sha256:` and the hex digest of the portable JSON without it and its signature.
     #[napi(js_name = "content_hash")]
     pub content_hash: String,
-    /// The signature of whoever vouches for it (`signBundle`), over `content_hash`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signature: Option<JsBundleSignature>,
+    /// The signature of whoever vouches for it (`signBundle`), over `content_hash`; absent
+    /// while it is not signed, as in the portable JSON.
+    #[napi(ts_type = "BundleSignature | undefined")]
+    #[serde(skip_serializing_if = "Signed::is_none")]
+    pub signature: Signed,
+}
+
+/// A bundle's signature if it has one: left out of the data when it has none, so that the data
+/// stays what its portable JSON reads as (an `Option` field would be typed `| null` here).
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Signed(Option<JsBundleSignature>);
+
+impl Signed {
+    fn is_none(&self) -> bool {
+        self.0.is_none()
+    }
 }
 
 /// Who vouches for a bundle: an Ed25519 signature over its `content_hash`.
@@ -288,10 +306,10 @@ impl Mirror for BundleData {
             verification_score,
             created_at: iso(created_at),
             content_hash,
-            signature: signature.map(|s| JsBundleSignature {
+            signature: Signed(signature.map(|s| JsBundleSignature {
                 public_key: s.public_key,
                 signature: s.signature,
-            }),
+            })),
         }
     }
 }
@@ -558,6 +576,90 @@ impl Mirror for ImportReport {
             trusted,
         }
     }
+}
+
+/// A public key the store trusts to vouch for bundles: `trustBundleKeys` returns them.
+#[napi(
+    object,
+    js_name = "TrustedKey",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsTrustedKey {
+    /// `ed25519:` and 64 hex digits.
+    #[napi(js_name = "public_key")]
+    pub public_key: String,
+    /// When it was trusted (ISO 8601).
+    #[napi(js_name = "trusted_at")]
+    pub trusted_at: String,
+}
+
+impl Mirror for TrustedKey {
+    type Out = JsTrustedKey;
+    fn mirror(self) -> JsTrustedKey {
+        let TrustedKey {
+            public_key,
+            trusted_at,
+        } = self;
+        JsTrustedKey {
+            public_key,
+            trusted_at: iso(trusted_at),
+        }
+    }
+}
+
+/// A key pair for signing bundles, from `generateBundleKey()`: `signBundle` takes the secret
+/// key, the stores that are to take your bundles' verdicts trust the public key
+/// (`trustBundleKeys`).
+#[napi(
+    object,
+    js_name = "BundleKeyPair",
+    object_from_js = false,
+    object_to_js = false
+)]
+#[derive(Serialize)]
+pub struct JsBundleKeyPair {
+    /// `ed25519:` and 64 hex digits: what a store trusts.
+    #[napi(js_name = "public_key")]
+    pub public_key: String,
+    /// `ed25519-secret:` and 64 hex digits: what signs. Keep it as you would a password. Not
+    /// enumerable: printing (`console.log`, `util.inspect`), spreading or `JSON.stringify`
+    /// of the pair leaves it out.
+    #[napi(js_name = "secret_key", readonly)]
+    #[serde(skip)]
+    pub secret_key: String,
+}
+
+/// The public half of a key pair, as JSON builds it (the secret is added apart).
+struct PublicHalf(String);
+
+impl Mirror for PublicHalf {
+    type Out = JsBundleKeyPair;
+    fn mirror(self) -> JsBundleKeyPair {
+        JsBundleKeyPair {
+            public_key: self.0,
+            secret_key: String::new(),
+        }
+    }
+}
+
+/// A new key pair for signing bundles, from the operating system's random generator:
+/// `{ public_key, secret_key }`, the secret not enumerable.
+#[napi(catch_unwind, ts_return_type = "BundleKeyPair")]
+pub fn generate_bundle_key(env: Env) -> napi::Result<Unknown<'static>> {
+    let BundleKeyPair {
+        public_key,
+        secret_key,
+    } = guarded(&env, Naming::Js, || Ok(BundleKeyPair::generate()?))?;
+    let value = json_to_js(&env, PublicHalf(public_key))?;
+    let secret = env.create_string(&secret_key)?;
+    let mut object = value.coerce_to_object()?;
+    object.define_properties(&[Property::new()
+        .with_utf8_name("secret_key")?
+        .with_value(&secret)
+        .with_property_attributes(PropertyAttributes::Configurable)])?;
+    Ok(value)
 }
 
 /// What `importBundle` takes by position, in TypeScript: the portable JSON as text, as data

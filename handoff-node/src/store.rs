@@ -1062,6 +1062,21 @@ store_operations! {
     set_visibility, set_visibility_async = SetVisibility(id: "string", visibility: "Visibility")
         -> "Bundle", "Promise<Bundle>";
 
+    "Signs a bundle with a secret key (`secretKey`, `ed25519-secret:...` from"
+    "`generateBundleKey()`): a store that trusts its public key (`trustBundleKeys`) imports the"
+    "bundle's verdicts as verified. The signature travels in the portable form (`data.signature`,"
+    "`toJson()`); a key that is no secret key is `VALIDATION` naming `secretKey`."
+    sign_bundle, sign_bundle_async = SignBundle(id: "string"; options: "SignBundleOptions")
+        -> "Bundle", "Promise<Bundle>";
+
+    "Trusts public keys (`trust`, each `ed25519:...`) to vouch for bundles, or stops trusting"
+    "them (`distrust`): a bundle signed by a trusted key is imported with its verdicts; any other"
+    "bundle's verdicts stay its claim (its facts `active`, `verified_by: bundle:sha256:...`)."
+    "Every bad key is named (`trust[0]`) and nothing changes then. Returns the keys trusted"
+    "afterwards (none given: only lists them)."
+    trust_bundle_keys, trust_bundle_keys_async = TrustBundleKeys(; options?: "TrustBundleKeysOptions")
+        -> "TrustedKey[]", "Promise<TrustedKey[]>";
+
     "Deletes a bundle and its share token; what was imported from it stays."
     delete_bundle, delete_bundle_async = DeleteBundle(id: "string") -> "void", "Promise<void>";
 

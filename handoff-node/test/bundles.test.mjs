@@ -8,8 +8,9 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { inspect } from 'node:util'
 
-import { Store, open } from '../index.mjs'
+import { Store, generateBundleKey, open } from '../index.mjs'
 import { bothFail } from './helpers.mjs'
 
 const TASK = 'fix-oauth'
@@ -209,6 +210,8 @@ test('importBundle takes the text, the data or the Bundle, into another store, o
     conversations_added: 1,
     conversations_skipped: 0,
     messages_added: 3,
+    signed_by: null,
+    trusted: false,
   })
   const again = { ...first, facts_added: 0, facts_skipped: 2, conversations_added: 0, conversations_skipped: 1, messages_added: 0 }
   assert.deepEqual(target.importBundle(JSON.parse(text)), again)
@@ -217,9 +220,12 @@ test('importBundle takes the text, the data or the Bundle, into another store, o
   assert.deepEqual(await target.importBundleAsync(bundle), again)
   // A Bundle that went through JSON (over the wire, into a file) is still a Bundle.
   assert.deepEqual(target.importBundle(JSON.parse(JSON.stringify(bundle))), again)
-  // The facts arrive verified (their scores pass the gate), the secret still redacted.
+  // Unsigned, the bundle's verdicts arrive as its claim: the facts active, their scores kept,
+  // vouched for by the bundle (not this store); the secret still redacted.
   const facts = target.facts('main')
-  assert.deepEqual(facts.map((f) => f.status), ['verified', 'verified'])
+  assert.deepEqual(facts.map((f) => [f.status, f.score, f.verified_by]),
+    [['active', 0.9, `bundle:${bundle.content_hash.slice(0, 23)}`], ['active', 0.9, `bundle:${bundle.content_hash.slice(0, 23)}`]])
+  assert.deepEqual(target.listConversations({ branch: 'main' }).map((c) => c.verification_status), ['unverified'])
   assert.ok(facts.every((f) => !f.text.includes(KEY)))
   assert.ok(facts.some((f) => f.text.includes('[REDACTED:openai-api-key]')))
   const [conversation] = target.listConversations({ branch: 'main' })
@@ -239,6 +245,74 @@ test('importBundle takes the text, the data or the Bundle, into another store, o
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+})
+
+test('a signed bundle is verified only where its key is trusted; the secret key is never shown', async () => {
+  const keys = generateBundleKey()
+  assert.match(keys.public_key, /^ed25519:[0-9a-f]{64}$/)
+  assert.match(keys.secret_key, /^ed25519-secret:[0-9a-f]{64}$/)
+  // The secret is not enumerable: printing, serialising or spreading the pair leaves it out.
+  for (const shown of [inspect(keys), inspect(keys, { depth: 9 }), String(keys), JSON.stringify(keys), JSON.stringify({ ...keys })]) {
+    assert.ok(!shown.includes(keys.secret_key.slice('ed25519-secret:'.length)), shown)
+  }
+  assert.deepEqual(Object.keys(keys), ['public_key'])
+
+  const source = Store.memory()
+  curated(source)
+  const made = source.createBundle('playbook', { taskId: TASK })
+  assert.equal('signature' in made.data, false)
+  const signed = source.signBundle(made.id, { secretKey: keys.secret_key })
+  assert.equal(signed.content_hash, made.content_hash)
+  assert.equal(signed.data.signature.public_key, keys.public_key)
+  assert.match(signed.data.signature.signature, /^[0-9a-f]{128}$/)
+  assert.deepEqual(JSON.parse(signed.toJson()), signed.data)
+  assert.ok(!signed.toJson().includes(keys.secret_key))
+  assert.deepEqual(await source.signBundleAsync(made.id, { secretKey: keys.secret_key }), { ...signed, updated_at: source.getBundle(made.id).updated_at })
+
+  // Into a store that does not trust the key: signed, not trusted, its verdicts its claim.
+  const target = Store.memory()
+  const untrusted = target.importBundle(signed)
+  assert.deepEqual([untrusted.signed_by, untrusted.trusted, untrusted.facts_added], [keys.public_key, false, 2])
+  assert.deepEqual(target.facts('main').map((f) => f.status), ['active', 'active'])
+
+  // Trusted: into another branch, verified, saying whose word it is.
+  const trusted = target.trustBundleKeys({ trust: [keys.public_key] })
+  assert.deepEqual(trusted.map((k) => k.public_key), [keys.public_key])
+  assert.match(trusted[0].trusted_at, /^\d{4}-\d\d-\d\dT/)
+  assert.deepEqual(await target.trustBundleKeysAsync(), trusted)
+  assert.deepEqual(target.trustBundleKeys({ trust: [keys.public_key] }), trusted, 'trusting again changes nothing')
+  const report = await target.importBundleAsync(signed.toJson(), { targetBranch: 'task/rerun' })
+  assert.deepEqual([report.signed_by, report.trusted, report.facts_added], [keys.public_key, true, 2])
+  const facts = target.facts('task/rerun')
+  assert.deepEqual(facts.map((f) => f.status), ['verified', 'verified'])
+  assert.ok(facts.every((f) => f.verified_by.endsWith(`signed by ${keys.public_key}`)), facts.map((f) => f.verified_by).join())
+  // The conversation's score (0.5) does not pass the gate even from a trusted signer.
+  assert.deepEqual(target.listConversations({ branch: 'task/rerun' }).map((c) => [c.verification_status, c.verified_by]),
+    [['unverified', `bundle:${made.content_hash.slice(0, 23)} signed by ${keys.public_key}`]])
+  assert.deepEqual(await target.trustBundleKeysAsync({ distrust: [keys.public_key] }), [])
+
+  // The signature claimed for another key does not hold: refused by name, nothing written.
+  const claimed = JSON.parse(signed.toJson())
+  claimed.signature.public_key = generateBundleKey().public_key
+  let err = await bothFail(() => target.importBundle(claimed, { targetBranch: 'task/claimed' }),
+    () => target.importBundleAsync(JSON.stringify(claimed), { targetBranch: 'task/claimed' }))
+  assert.deepEqual([err.code, err.problems.map((p) => p.field)], ['VALIDATION', ['signature']])
+  assert.deepEqual(target.facts('task/claimed'), [])
+
+  // Keys are read by their form: every bad one named, nothing trusted.
+  err = await bothFail(() => target.trustBundleKeys({ trust: [keys.secret_key, keys.public_key], distrust: ['ssh-ed25519 AAAA'] }),
+    () => target.trustBundleKeysAsync({ trust: [keys.secret_key, keys.public_key], distrust: ['ssh-ed25519 AAAA'] }))
+  assert.deepEqual(err.problems.map((p) => p.field), ['trust[0]', 'distrust[0]'])
+  assert.ok(!err.message.includes(keys.secret_key.slice('ed25519-secret:'.length)), err.message)
+  assert.deepEqual(target.trustBundleKeys(), [])
+  err = await bothFail(() => source.signBundle(made.id, { secretKey: keys.public_key }),
+    () => source.signBundleAsync(made.id, { secretKey: keys.public_key }))
+  assert.deepEqual(err.problems.map((p) => p.field), ['secretKey'])
+  err = await bothFail(() => source.signBundle(made.id, {}), () => source.signBundleAsync(made.id, {}))
+  assert.deepEqual(err.problems.map((p) => p.field), ['secretKey'])
+  err = await bothFail(() => source.signBundle('no-such-bundle', { secretKey: keys.secret_key }),
+    () => source.signBundleAsync('no-such-bundle', { secretKey: keys.secret_key }))
+  assert.deepEqual([err.code, err.what], ['NOT_FOUND', 'bundle'])
 })
 
 test('a hostile bundle is refused whole, its problem named, and the store is left as it was', async () => {
