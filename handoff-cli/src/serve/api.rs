@@ -90,6 +90,8 @@ pub(super) const ROUTES: &[Route] = &[
         ..route("POST", "/bundles/{id}/verify", "import_bundle")
     },
     route("PATCH", "/bundles/{id}/visibility", "set_visibility"),
+    route("POST", "/bundles/{id}/sign", "sign_bundle"),
+    route("POST", "/bundle-keys", "trust_bundle_keys"),
     route("DELETE", "/bundles/{id}", "delete_bundle"),
     route("POST", "/bundles/import", "import_bundle"),
     // Handoffs.
@@ -115,6 +117,7 @@ pub(super) const ROUTES: &[Route] = &[
     route("GET", "/stalled", "stalled"),
     route("POST", "/reap", "reap"),
     route("GET", "/capabilities", "capabilities"),
+    route("POST", "/check", "check"),
     // Tasks.
     route("GET", "/tasks", "list_tasks"),
     route("POST", "/tasks", "create_task"),

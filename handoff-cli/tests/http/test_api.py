@@ -9,6 +9,7 @@ import os
 import re
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -397,6 +398,25 @@ def test_bundle_api_end_to_end(server: Server) -> None:
     portable = json.dumps(got["data"])
     other = "task/portable-" + uid()
     assert server.ok("POST", "/bundles/import", {"bundle": portable, "target_branch": other})["facts_added"] == 2
+
+    # Unsigned, the bundle's verdicts came in as its claim; signed by a trusted key, as verified.
+    claimed = server.ok("GET", f"/facts?branch={target}")["facts"]
+    assert {f["verified_by"][:14] for f in claimed} == {"bundle:sha256:"}, claimed
+    key_file = Path(tempfile.mkdtemp()) / "bundle.key"
+    made = subprocess.run([str(BIN), "keygen", str(key_file), "--json"], check=True, capture_output=True, text=True)
+    keys = json.loads(made.stdout)
+    secret = key_file.read_text().strip()
+    signed = server.ok("POST", f"/bundles/{bid}/sign", {"secret_key": secret})["bundle"]
+    assert signed["data"]["signature"]["public_key"] == keys["public_key"]
+    assert secret not in json.dumps(signed)
+    bad = server.post(f"/bundles/{bid}/sign", {"secret_key": keys["public_key"]})
+    assert bad.status == 400 and "secret_key" in {f for f, _ in bad.problems()}, bad
+    trusted = server.ok("POST", "/bundle-keys", {"trust": [keys["public_key"]]})
+    assert [k["public_key"] for k in trusted["trusted_keys"]] == [keys["public_key"]], trusted
+    vouched = "task/vouched-" + uid()
+    report = server.ok("POST", f"/bundles/{bid}/import", {"target_branch": vouched})
+    assert (report["signed_by"], report["trusted"]) == (keys["public_key"], True), report
+    assert server.ok("POST", "/check", {})["damage"] == []
 
     deleted = server.request("DELETE", f"/bundles/{bid}")
     assert deleted.status == 200, deleted
