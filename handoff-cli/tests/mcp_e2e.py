@@ -43,6 +43,7 @@ OPERATION_TOOLS = {
     "handoff_stats",
     "handoff_queue_counts",
     "handoff_reap",
+    "handoff_check",
     "handoff_capabilities",
     "task_create",
     "task_start",
@@ -93,6 +94,8 @@ OPERATION_TOOLS = {
     "bundle_list",
     "bundle_shared",
     "bundle_visibility",
+    "bundle_sign",
+    "bundle_trust",
     "bundle_delete",
     "bundle_import",
     "task_replay",
@@ -610,6 +613,12 @@ async def bundles_and_replay(stack: AsyncExitStack, binary: str, db: str) -> Non
     revoked = await tool_error(source, "bundle_shared", {"token": team["share_token"]})
     wrong = await tool_error(source, "bundle_shared", {"token": "kb_nope"})
     assert revoked == wrong and revoked["code"] == "NOT_FOUND", (revoked, wrong)
+    # Whose word a bundle is: no key trusted yet, and a key that is not one is named.
+    assert (await ok(other, "bundle_trust", {}))["trusted_keys"] == []
+    bad_key = await tool_error(other, "bundle_trust", {"trust": ["ssh-ed25519 AAAA"]})
+    assert bad_key["code"] == "VALIDATION" and bad_key["problems"][0]["field"] == "trust[0]", bad_key
+    unsigned = await tool_error(source, "bundle_sign", {"id": made["id"], "secret_key": "nope"})
+    assert unsigned["problems"][0]["field"] == "secret_key", unsigned
 
     portable = made["data"]
     for bad in ({**portable, "content_hash": "sha256:00"}, {**portable, "schema_version": 7}, "{\"facts\": [",
