@@ -5,6 +5,10 @@
 //! A [`Bundle`] carries its portable form beside its fields (`portable_json`, what the core's
 //! `Bundle::to_json` writes): a Swift or Kotlin app writes it to a file, sends it, and
 //! `Store.import_bundle` reads it anywhere, checked whole before anything is written.
+//!
+//! What a bundle says of its items is kept as its claim on import unless a key the importing
+//! store trusts signed it: [`generate_bundle_key`] makes a [`BundleKeyPair`],
+//! `Store.sign_bundle` signs with its secret, `Store.trust_bundle_keys` trusts its public key.
 
 use std::fmt;
 use std::time::SystemTime;
@@ -124,6 +128,73 @@ pub struct ImportReport {
     pub conversations_skipped: u64,
     /// Messages written with the conversations.
     pub messages_added: u64,
+    /// The public key that signed the bundle (`ed25519:…`), none when it is not signed.
+    pub signed_by: Option<String>,
+    /// Whether this store trusts that key (`Store.trust_bundle_keys`): then the bundle's
+    /// verdicts were taken as verified; otherwise its facts came in `ACTIVE` and its
+    /// conversations `UNVERIFIED`, its verdicts kept as its claim (`verified_by`
+    /// `bundle:sha256:…`).
+    pub trusted: bool,
+}
+
+/// A public key the store trusts to vouch for bundles: `Store.trust_bundle_keys` lists them.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct TrustedKey {
+    /// `ed25519:` and 64 hex digits.
+    pub public_key: String,
+    /// When it was trusted.
+    pub trusted_at: SystemTime,
+}
+
+/// A key pair for signing bundles, from `generate_bundle_key()`: `Store.sign_bundle` takes the
+/// secret key; the stores that are to take your bundles' verdicts trust the public key
+/// (`Store.trust_bundle_keys`).
+///
+/// Printing one (`toString`, `description`, `str`) shows its public key, never its secret key.
+#[derive(Clone, PartialEq, Eq, uniffi::Record)]
+#[uniffi::export(Display)]
+pub struct BundleKeyPair {
+    /// `ed25519:` and 64 hex digits: what a store trusts.
+    pub public_key: String,
+    /// `ed25519-secret:` and 64 hex digits: what signs. Keep it as you would a password.
+    pub secret_key: String,
+}
+
+impl fmt::Display for BundleKeyPair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BundleKeyPair({}, secret key hidden)", self.public_key)
+    }
+}
+
+impl fmt::Debug for BundleKeyPair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BundleKeyPair")
+            .field("public_key", &self.public_key)
+            .field("secret_key", &"…")
+            .finish()
+    }
+}
+
+/// A new key pair for signing bundles, from the operating system's random generator.
+#[uniffi::export]
+pub fn generate_bundle_key() -> Result<BundleKeyPair> {
+    let bundle::BundleKeyPair {
+        public_key,
+        secret_key,
+    } = bundle::BundleKeyPair::generate()?;
+    Ok(BundleKeyPair {
+        public_key,
+        secret_key,
+    })
+}
+
+impl From<core_store::TrustedKey> for TrustedKey {
+    fn from(key: core_store::TrustedKey) -> Self {
+        TrustedKey {
+            public_key: key.public_key,
+            trusted_at: time(key.trusted_at),
+        }
+    }
 }
 
 impl fmt::Display for Bundle {
@@ -181,6 +252,8 @@ impl From<core_store::ImportReport> for ImportReport {
             conversations_added: report.conversations_added,
             conversations_skipped: report.conversations_skipped,
             messages_added: report.messages_added,
+            signed_by: report.signed_by,
+            trusted: report.trusted,
         }
     }
 }
@@ -308,6 +381,63 @@ mod tests {
             .import_bundle(bundle.portable_json.clone(), Some("main".into()), false)
             .unwrap();
         assert_eq!((again.facts_added, again.facts_skipped), (0, 1));
+    }
+
+    /// Printing a key pair, by `Display` (what Swift, Kotlin and Python print) or `Debug`,
+    /// never shows its secret key; a signed bundle imports verified only once its key is trusted.
+    #[test]
+    fn a_key_pair_hides_its_secret_and_signs_for_trusting_stores() {
+        let keys = generate_bundle_key().unwrap();
+        let secret = keys.secret_key.trim_start_matches("ed25519-secret:");
+        assert_eq!(secret.len(), 64);
+        for printed in [keys.to_string(), format!("{keys:?}"), format!("{keys:#?}")] {
+            assert!(!printed.contains(secret), "{printed}");
+            assert!(printed.contains(&keys.public_key), "{printed}");
+        }
+
+        let store = curated();
+        let bundle = store
+            .create_bundle(
+                "Playbook".into(),
+                Some("t1".into()),
+                None,
+                true,
+                None,
+                None,
+                vec![],
+                None,
+                true,
+            )
+            .unwrap();
+        let signed = store
+            .sign_bundle(bundle.id.clone(), keys.secret_key.clone())
+            .unwrap();
+        let other = Store::memory(OpenOptions::default()).unwrap();
+        let report = other
+            .import_bundle(signed.portable_json.clone(), None, false)
+            .unwrap();
+        assert_eq!(
+            (report.signed_by.as_deref(), report.trusted),
+            (Some(keys.public_key.as_str()), false)
+        );
+        let trusted = other
+            .trust_bundle_keys(vec![keys.public_key.clone()], vec![])
+            .unwrap();
+        assert_eq!(trusted.len(), 1);
+        assert_eq!(trusted[0].public_key, keys.public_key);
+        let report = other
+            .import_bundle(signed.portable_json, Some("task/t2".into()), false)
+            .unwrap();
+        assert!(report.trusted);
+
+        let err = store
+            .sign_bundle(bundle.id, keys.public_key.clone())
+            .unwrap_err();
+        assert_eq!(fields(err), ["secret_key"]);
+        let err = other
+            .trust_bundle_keys(vec![keys.secret_key.clone()], vec![])
+            .unwrap_err();
+        assert_eq!(fields(err), ["trust[0]"]);
     }
 
     #[test]

@@ -31,7 +31,10 @@ mod store;
 mod tasks;
 mod tools;
 
-pub use bundles::{Bundle, BundleStatus, BundleType, ImportReport, Visibility};
+pub use bundles::{
+    Bundle, BundleKeyPair, BundleStatus, BundleType, ImportReport, TrustedKey, Visibility,
+    generate_bundle_key,
+};
 pub use claim::{Claim, ClaimRef};
 pub use clock::ManualClock;
 pub use context::{

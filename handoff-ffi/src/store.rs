@@ -9,7 +9,7 @@ use handoff_core::ops;
 use serde::Serialize;
 
 use crate::arguments::{self, JsonTexts, ObjectText, arguments};
-use crate::bundles::{self, Bundle, BundleType, ImportReport, Visibility};
+use crate::bundles::{self, Bundle, BundleType, ImportReport, TrustedKey, Visibility};
 use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
 use crate::context::{ContextMessage, Packet};
@@ -1166,6 +1166,30 @@ impl Store {
             .try_into()
     }
 
+    /// Signs the bundle `id` with `secret_key` (`ed25519-secret:…`, from
+    /// `generate_bundle_key()`): a store that trusts its public key imports the bundle's
+    /// verdicts as verified. The signature travels in `portable_json`. Another key is
+    /// `Validation` naming `secret_key` (the key not quoted); no such bundle, `NotFound`.
+    pub fn sign_bundle(&self, id: String, secret_key: String) -> Result<Bundle> {
+        self.run::<ops::SignBundle>(arguments! { id, secret_key })?
+            .try_into()
+    }
+
+    /// Trusts the public keys `trust` (each `ed25519:…`) to vouch for bundles and stops
+    /// trusting `distrust`: a bundle signed by a trusted key is imported with its verdicts; any
+    /// other bundle's verdicts stay its claim. Every bad key is `Validation` naming it
+    /// (`trust[0]`), and nothing changes then. The keys trusted afterwards, in key order (none
+    /// given: only lists them).
+    #[uniffi::method(default(trust = [], distrust = []))]
+    pub fn trust_bundle_keys(
+        &self,
+        trust: Vec<String>,
+        distrust: Vec<String>,
+    ) -> Result<Vec<TrustedKey>> {
+        let keys = self.run::<ops::TrustBundleKeys>(arguments! { trust, distrust })?;
+        Ok(keys.into_iter().map(TrustedKey::from).collect())
+    }
+
     /// Deletes the bundle `id` and its share token; what was imported from it stays.
     /// `NotFound` if there is none.
     pub fn delete_bundle(&self, id: String) -> Result<()> {
@@ -1174,10 +1198,14 @@ impl Store {
 
     /// Imports a bundle's portable JSON (`Bundle.portable_json`, from this store or another)
     /// into `target_branch` (none is `main`), checked whole before anything is written: its
-    /// size and nesting before it is parsed, then the schema version, the content hash, every
-    /// id, text and message. A bundle that fails is `Validation` naming what failed
-    /// (`schema_version`, `content_hash`, `facts[0].text`, ...) and nothing is written.
-    /// Importing the same bundle again adds nothing: the report counts what was skipped.
+    /// size and nesting before it is parsed, then the schema version, the content hash, the
+    /// signature, every id, text and message. A bundle that fails is `Validation` naming what
+    /// failed (`schema_version`, `content_hash`, `signature`, `facts[0].text`, ...) and nothing
+    /// is written. Unless a key this store trusts signed it, what the bundle says of its items
+    /// is kept as its claim: its facts come in `ACTIVE`, its conversations `UNVERIFIED`, with
+    /// `verified_by` `bundle:sha256:…` and the scores kept (the report's `signed_by` and
+    /// `trusted` say which). Importing the same bundle again adds nothing: the report counts
+    /// what was skipped.
     /// With `dry_run`, nothing is written: the report counts what the import would add.
     #[uniffi::method(default(target_branch = None, dry_run = false))]
     pub fn import_bundle(

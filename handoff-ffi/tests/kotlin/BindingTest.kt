@@ -687,11 +687,14 @@ fun bundles(dir: String) {
             check(publicToken != shared && store.bundleByToken(publicToken) == publicBundle) { "made public, a new token" }
 
             val first = other.importBundle(bundle.portableJson)
-            check(first == ImportReport(bundle.name, "main", 1uL, 0uL, 1uL, 0uL, 3uL)) { "$first" }
+            check(first == ImportReport(bundle.name, "main", 1uL, 0uL, 1uL, 0uL, 3uL, null, false)) { "$first" }
             val again = other.importBundle(bundle.portableJson, "main")
             check(again.factsAdded == 0uL && again.factsSkipped == 1uL && again.conversationsSkipped == 1uL) { "$again" }
+            // Unsigned: the bundle's verdicts are its claim, kept, not this store's word.
             val imported = other.facts("main").single()
-            check(imported.status == FactStatus.VERIFIED && key !in imported.text) { "$imported" }
+            check(imported.status == FactStatus.ACTIVE && key !in imported.text) { "$imported" }
+            check(imported.score == 0.9 && imported.verifiedBy == "bundle:" + bundle.contentHash.take(23)) { "$imported" }
+            check(other.listConversations().single().verificationStatus == Verdict.UNVERIFIED) { "claimed, not verified" }
 
             val before = Triple(other.facts("main"), other.listConversations(), other.curationEvents())
             fun refused(bundleJson: String) =
@@ -741,6 +744,51 @@ fun bundles(dir: String) {
             raises<HandoffException.NotFound> { store.bundleByToken(token) }
             check(store.listBundles() == listOf(publicBundle)) { "one bundle left" }
             check(other.facts("main").size == 1) { "what was imported stays" }
+        }
+    }
+}
+
+// Signed bundles: a key pair whose printing hides the secret key, a bundle signed with it and
+// imported as its claim where the key is not trusted, verified where it is; a signature claimed
+// for another key, bad keys and a public key given as the secret refused by name.
+fun signedBundles() {
+    val keys = generateBundleKey()
+    val hexSecret = keys.secretKey.removePrefix("ed25519-secret:")
+    check(keys.publicKey.startsWith("ed25519:") && hexSecret.length == 64) { "a key pair" }
+    check(hexSecret !in keys.toString() && keys.publicKey in keys.toString()) { "printing hides the secret" }
+    Store.memory().use { store ->
+        Store.memory().use { other ->
+            store.addFacts("task/t1", listOf(NewFact("the refresh needs retries with backoff")))
+            store.verify("task/t1", BundleReviewer())
+            val bundle = store.createBundle("playbook", taskId = "t1")
+            val signed = store.signBundle(bundle.id, keys.secretKey)
+            check(signed.contentHash == bundle.contentHash && "\"signature\"" in signed.portableJson) { "signed" }
+            check(hexSecret !in signed.portableJson && hexSecret !in signed.toString()) { "the secret stays out" }
+
+            val untrusted = other.importBundle(signed.portableJson)
+            check(untrusted.signedBy == keys.publicKey && !untrusted.trusted) { "$untrusted" }
+            check(other.facts("main").single().status == FactStatus.ACTIVE) { "untrusted: a claim" }
+
+            check(other.trustBundleKeys().isEmpty()) { "nothing trusted yet" }
+            val trusted = other.trustBundleKeys(trust = listOf(keys.publicKey)).single()
+            check(trusted.publicKey == keys.publicKey) { "$trusted" }
+            val report = other.importBundle(signed.portableJson, "task/rerun")
+            check(report.signedBy == keys.publicKey && report.trusted && report.factsAdded == 1uL) { "$report" }
+            val fact = other.facts("task/rerun").single()
+            check(fact.status == FactStatus.VERIFIED && fact.verifiedBy!!.endsWith("signed by ${keys.publicKey}")) { "$fact" }
+            check(other.trustBundleKeys(distrust = listOf(keys.publicKey)).isEmpty()) { "distrusted" }
+
+            val claimed = signed.portableJson.replace(keys.publicKey, generateBundleKey().publicKey)
+            val forged = raises<HandoffException.Validation> { other.importBundle(claimed, "task/claimed") }
+            check(forged.problems.map { it.field } == listOf("signature")) { "${forged.problems}" }
+            check(other.facts("task/claimed").isEmpty()) { "nothing written" }
+            val bad = raises<HandoffException.Validation> {
+                other.trustBundleKeys(trust = listOf(keys.secretKey, keys.publicKey), distrust = listOf("ssh-ed25519 AAAA"))
+            }
+            check(bad.problems.map { it.field } == listOf("trust[0]", "distrust[0]")) { "${bad.problems}" }
+            check(other.trustBundleKeys().isEmpty()) { "nothing trusted" }
+            val notSecret = raises<HandoffException.Validation> { store.signBundle(bundle.id, keys.publicKey) }
+            check(notSecret.problems.map { it.field } == listOf("secret_key")) { "${notSecret.problems}" }
         }
     }
 }
@@ -821,6 +869,7 @@ fun main(args: Array<String>) {
         "protocol run" to ::protocolRun,
         "curation" to ::curation,
         "bundles, replay and compare" to { bundles(dir) },
+        "signed bundles" to ::signedBundles,
         "leases" to ::leases,
         "panic becomes an exception" to ::panicBecomesAnException,
     )

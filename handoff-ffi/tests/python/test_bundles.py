@@ -2,9 +2,11 @@
 §9): a task curated on task/fix-oauth with a Python verifier, packaged as a redacted bundle with
 a kb_ share token that finds it unless it is private (a private bundle's token and a wrong one
 give the same NotFound), its portable JSON imported into a second store once (the second
-import adds nothing), hostile bundles (tampered, another schema version, truncated, deeply
-nested) refused without writing anything, the task's run replayed as one ordered timeline and
-compared with a rerun, and a bundle deleted while what was imported from it stays."""
+import adds nothing; an unsigned bundle's verdicts kept as its claim), a signed bundle imported
+verified only where its key is trusted, hostile bundles (tampered, another schema version,
+truncated, deeply nested, a signature claimed for another key) refused without writing anything,
+the task's run replayed as one ordered timeline and compared with a rerun, and a bundle deleted
+while what was imported from it stays."""
 
 from __future__ import annotations
 
@@ -197,16 +199,20 @@ def test_a_bundle_is_imported_into_another_store_once(store: hf.Store, clock: hf
     assert checked == first
     assert first == hf.ImportReport(
         bundle=bundle.name, target_branch="main", facts_added=1, facts_skipped=0,
-        conversations_added=1, conversations_skipped=0, messages_added=5,
+        conversations_added=1, conversations_skipped=0, messages_added=5, signed_by=None, trusted=False,
     )
     again = other.import_bundle(bundle.portable_json, target_branch="main")
     assert (again.facts_added, again.facts_skipped, again.conversations_added, again.conversations_skipped,
             again.messages_added) == (0, 1, 0, 1, 0)
 
+    # Unsigned: what the bundle says of its items is its claim, kept, not this store's word.
+    claim = "bundle:" + bundle.content_hash[: len("sha256:") + 16]
     [fact] = other.facts("main")
-    assert fact.status == hf.FactStatus.VERIFIED and KEY not in fact.text and "backoff" in fact.text
+    assert fact.status == hf.FactStatus.ACTIVE and KEY not in fact.text and "backoff" in fact.text
+    assert (fact.score, fact.verified_by) == (0.9, claim)
     [conversation] = other.list_conversations(branch="main")
-    assert conversation.message_count == 5 and conversation.verification_status == hf.Verdict.VERIFIED
+    assert conversation.message_count == 5 and conversation.verification_status == hf.Verdict.UNVERIFIED
+    assert (conversation.verification_score, conversation.verified_by) == (0.8, claim)
     assert [m.content for m in other.messages(conversation.id)][-1] == "all tests pass"
     assert [e.kind for e in other.curation_events()] == [hf.CurationChange.BUNDLE_IMPORTED] * 2
 
@@ -214,6 +220,71 @@ def test_a_bundle_is_imported_into_another_store_once(store: hf.Store, clock: hf
     into_task = store.import_bundle(bundle.portable_json, target_branch="task/fix-oauth-rerun")
     assert (into_task.target_branch, into_task.facts_added) == ("task/fix-oauth-rerun", 1)
     assert len(store.facts("task/fix-oauth-rerun")) == 1
+
+
+def test_a_signed_bundle_is_verified_only_where_its_key_is_trusted(
+    store: hf.Store, clock: hf.ManualClock, other: hf.Store
+) -> None:
+    keys = hf.generate_bundle_key()
+    assert keys.public_key.startswith("ed25519:") and len(keys.public_key) == len("ed25519:") + 64
+    assert keys.secret_key.startswith("ed25519-secret:") and len(keys.secret_key) == len("ed25519-secret:") + 64
+    hex_secret = keys.secret_key[len("ed25519-secret:"):]
+    for printed in (str(keys), repr(keys), f"{keys}"):
+        assert hex_secret not in printed, printed
+    assert keys.public_key in str(keys)
+
+    curate(store, clock)
+    bundle = team_bundle(store)
+    assert "signature" not in json.loads(bundle.portable_json)
+    clock.advance(SECOND)
+    signed = store.sign_bundle(bundle.id, keys.secret_key)
+    assert (signed.id, signed.content_hash, signed.updated_at) == (bundle.id, bundle.content_hash, clock.now())
+    assert store.get_bundle(bundle.id) == signed
+    signature = json.loads(signed.portable_json)["signature"]
+    assert signature["public_key"] == keys.public_key and len(signature["signature"]) == 128
+    assert hex_secret not in signed.portable_json and hex_secret not in str(signed)
+
+    # Into a store that does not trust the key: signed by it, not trusted, the verdicts a claim.
+    untrusted = other.import_bundle(signed.portable_json)
+    assert (untrusted.signed_by, untrusted.trusted, untrusted.facts_added) == (keys.public_key, False, 1)
+    [fact] = other.facts("main")
+    assert fact.status == hf.FactStatus.ACTIVE and fact.verified_by == "bundle:" + bundle.content_hash[:23]
+
+    # Trusted: into another branch, verified, saying whose word it is.
+    assert other.trust_bundle_keys() == []
+    [trusted] = other.trust_bundle_keys(trust=[keys.public_key])
+    assert trusted.public_key == keys.public_key and trusted.trusted_at.tzinfo is not None
+    assert other.trust_bundle_keys(trust=[keys.public_key]) == [trusted], "trusting again changes nothing"
+    report = other.import_bundle(signed.portable_json, target_branch="task/rerun")
+    assert (report.signed_by, report.trusted, report.facts_added, report.conversations_added) == (
+        keys.public_key, True, 1, 1,
+    )
+    [fact] = other.facts("task/rerun")
+    assert fact.status == hf.FactStatus.VERIFIED
+    assert fact.verified_by is not None and fact.verified_by.endswith(f"signed by {keys.public_key}")
+    [conversation] = other.list_conversations(branch="task/rerun")
+    assert conversation.verification_status == hf.Verdict.VERIFIED
+    assert other.trust_bundle_keys(distrust=[keys.public_key]) == []
+
+    # The signature claimed for another key does not hold: refused by name, nothing written.
+    claimed = json.loads(signed.portable_json)
+    claimed["signature"]["public_key"] = hf.generate_bundle_key().public_key
+    with pytest.raises(hf.HandoffError.Validation) as err:
+        other.import_bundle(json.dumps(claimed), target_branch="task/claimed")
+    assert [p.field for p in err.value.problems] == ["signature"]
+    assert other.facts("task/claimed") == []
+
+    # Keys are read by their form: every bad one named, nothing trusted.
+    with pytest.raises(hf.HandoffError.Validation) as err:
+        other.trust_bundle_keys(trust=[keys.secret_key, keys.public_key], distrust=["ssh-ed25519 AAAA"])
+    assert [p.field for p in err.value.problems] == ["trust[0]", "distrust[0]"]
+    assert hex_secret not in str(err.value)
+    assert other.trust_bundle_keys() == []
+    with pytest.raises(hf.HandoffError.Validation) as err:
+        store.sign_bundle(bundle.id, keys.public_key)
+    assert [p.field for p in err.value.problems] == ["secret_key"]
+    with pytest.raises(hf.HandoffError.NotFound):
+        store.sign_bundle("no-such-bundle", keys.secret_key)
 
 
 def test_hostile_bundles_are_refused_and_change_nothing(store: hf.Store, clock: hf.ManualClock, other: hf.Store) -> None:
