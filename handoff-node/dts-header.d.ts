@@ -633,7 +633,7 @@ export interface ListBundlesOptions {
 }
 /** The options of `store.signBundle`. */
 export interface SignBundleOptions {
-  /** `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff bundle keygen`). */
+  /** `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff keygen FILE` or `generate_bundle_key`). */
   secretKey: string
 }
 /** The options of `store.trustBundleKeys`. */

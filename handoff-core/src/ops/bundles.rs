@@ -202,7 +202,7 @@ impl Operation for SetVisibility {
 pub struct SignBundleArgs {
     /// The bundle's id.
     pub id: String,
-    /// `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff bundle keygen`).
+    /// `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff keygen FILE` or `generate_bundle_key`).
     pub secret_key: String,
 }
 
