@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Store;
 use super::backend::{Doc, body, parsed};
-use super::bundles::{BUNDLE, Bundle, no_bundle, read_bundle, write_bundle};
+use super::bundles::{BUNDLE, Bundle, as_shown, no_bundle, write_bundle};
 use crate::bundle::public_key;
 use crate::error::{Error, Result};
 use crate::validate::{self, Collector};
@@ -41,11 +41,12 @@ impl Store {
             bundle.data.sign(secret_key)?;
             bundle.updated_at = now;
             write_bundle(tx, &bundle, doc.version + 1)?;
-            signed = Some(body(&bundle)?);
+            signed = Some(bundle);
             Ok(())
         })?;
-        let body = signed.ok_or_else(|| Error::storage("write returned no bundle"))?;
-        read_bundle(&Doc { version: 0, body })
+        signed
+            .map(as_shown)
+            .ok_or_else(|| Error::storage("write returned no bundle"))
     }
 
     /// Trusts the public keys `trust` and stops trusting `distrust` (each `ed25519:...`, every

@@ -639,11 +639,15 @@ enum Mode {
 /// A stored bundle as callers see it: a private one shows no token (a store written before
 /// kept one from its making; it never works, and sharing issues a new one).
 pub(super) fn read_bundle(doc: &Doc) -> Result<Bundle> {
-    let mut bundle: Bundle = parsed("bundle", doc)?;
+    parsed("bundle", doc).map(as_shown)
+}
+
+/// `bundle` as callers see it (see [`read_bundle`]).
+pub(super) fn as_shown(mut bundle: Bundle) -> Bundle {
     if bundle.visibility == Visibility::Private {
         bundle.share_token = None;
     }
-    Ok(bundle)
+    bundle
 }
 
 /// Makes `token` find the bundle `id`.
