@@ -1942,8 +1942,8 @@ class Store:
 
         Args:
             id: The bundle's id.
-            secret_key: `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff bundle
-                keygen`).
+            secret_key: `ed25519-secret:` and 64 hex digits (a key pair comes from `handoff keygen
+                FILE` or `generate_bundle_key`).
         """
     def trust_bundle_keys(
         self,
