@@ -121,9 +121,13 @@ impl Run<'_> {
     }
 
     /// The entries of the store's folder `relative` (name, is a folder), links reported as
-    /// damage and left out; none when it does not exist.
+    /// damage and left out; none when it does not exist, or is itself a link (reported where
+    /// it was met: never listed, so nothing outside the store is read).
     fn entries(&mut self, relative: &str) -> Result<Vec<(String, bool)>> {
         let folder = self.store.dir.join(relative);
+        if fs::symlink_metadata(&folder).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Ok(Vec::new());
+        }
         let read = match fs::read_dir(&folder) {
             Ok(read) => read,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -553,6 +557,29 @@ mod tests {
         assert_eq!(claim.handoff_id(), fine.id);
         store.complete(&claim, "done").unwrap();
         assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_that_is_a_link_is_reported_and_never_listed() {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("store");
+        let store = Store::new(FilesBackend::open(&dir, Synchronous::Normal).unwrap());
+        store.create(NewHandoff::new("t", "kept")).unwrap();
+        let elsewhere = outer.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::write(elsewhere.join("not-ours.json"), "{").unwrap();
+        fs::rename(dir.join("handoffs"), outer.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join("handoffs")).unwrap();
+        let found = store.check(false).unwrap();
+        assert!(whats(&found).contains(&"handoffs"), "{found:#?}");
+        assert!(
+            !whats(&found).iter().any(|w| w.contains("not-ours")),
+            "{found:#?}"
+        );
+        store.check(true).unwrap();
+        assert!(elsewhere.join("not-ours.json").exists());
+        assert!(!dir.join("handoffs").exists());
     }
 
     #[test]
