@@ -100,12 +100,16 @@ fn main() {
             .verify(&branch, Some(&mut Instant1), &Thresholds::default())
             .unwrap();
         let h = store.create(NewHandoff::new(task, "Go on")).unwrap();
-        store.context_for(&h.id, 2000).unwrap(); // warm-up
+        store
+            .context_for(&h.id, handoff_core::store::ContextOptions::tokens(2000))
+            .unwrap(); // warm-up
         // The best of five: on a shared machine the slowest runs measure the neighbours.
         let best = (0..5)
             .map(|_| {
                 let started = Instant::now();
-                store.context_for(&h.id, 2000).unwrap();
+                store
+                    .context_for(&h.id, handoff_core::store::ContextOptions::tokens(2000))
+                    .unwrap();
                 started.elapsed().as_secs_f64()
             })
             .fold(f64::INFINITY, f64::min);

@@ -1,10 +1,13 @@
-//! The context builder: what a successor reads, within a token budget, with secrets redacted
-//! and a manifest of everything included, truncated, dropped and redacted.
+//! The context builder: what a successor reads, within a budget (in tokens or in characters),
+//! with secrets redacted and a manifest of everything included, cut, summarised, dropped and
+//! redacted.
 //!
 //! Mandatory sections (goal, pending steps, instructions, blockers) are always present, cut
-//! with a visible marker if they must be. Everything else is chosen by priority, then
-//! recency (newest first), then insertion order, so the same input always gives the same
-//! packet. Nothing is dropped without an entry in the manifest.
+//! with a visible marker if they must be. Everything else is chosen item by item by priority,
+//! then recency (newest first, and the last added first among items of one time), so the
+//! same input always gives the same packet; the best item that no longer fits whole is cut to the room left (a list keeps its
+//! most recent entries) or, with a [`Summarizer`], compressed. Nothing is cut or dropped
+//! without an entry in the manifest.
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -75,6 +78,12 @@ pub struct Message {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ItemKind {
+    /// The task's state: its goal, plan and current step, or a protocol run's message.
+    Task,
+    /// Who worked on the task before, in order.
+    History,
+    /// What the work depends on: finished steps' outcomes, earlier attempts' errors.
+    Output,
     /// A section of a handoff record.
     Handoff,
     /// A fact the successor should know.
@@ -98,6 +107,12 @@ struct Item {
     tool_calls: Vec<ToolCall>,
     tool_call_id: Option<String>,
     is_error: bool,
+    /// The heading it is listed under with others (a bullet, or a message of a named
+    /// conversation); `None` gives a block under its own title (or, for a message, the plain
+    /// `Conversation`).
+    group: Option<String>,
+    /// Cut from the front (a list whose latest entries matter most), not from the end.
+    keep_end: bool,
 }
 
 /// One piece of content in the packet.
@@ -124,6 +139,10 @@ pub struct Section {
     /// For a tool result, whether the tool failed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// The heading it is listed under with others (a bullet of `Verified Facts`, a message of
+    /// `Conversation: …`); without one, a section under its own title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// What happened to every item offered to the builder.
@@ -131,15 +150,18 @@ pub struct Section {
 pub struct Manifest {
     /// Ids included whole.
     pub included: Vec<String>,
-    /// Items included in part.
+    /// Items included in part (cut, marked `…`).
     pub truncated: Vec<Truncation>,
+    /// Items included compressed by the builder's [`Summarizer`] instead of cut.
+    #[serde(default)]
+    pub summarized: Vec<Truncation>,
     /// Items left out.
     pub dropped: Vec<Dropped>,
     /// Secrets replaced, by item and rule.
     pub redacted: Vec<RedactedItem>,
 }
 
-/// An item included in part.
+/// An item included in part, or summarised; costs are in the packet's [`BudgetUnit`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Truncation {
     /// The item.
@@ -180,21 +202,91 @@ pub struct RedactedItem {
     pub count: usize,
 }
 
+/// What a budget counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetUnit {
+    /// Tokens, counted with the builder's [`Tokenizer`].
+    #[default]
+    Tokens,
+    /// Characters of the packet's Markdown ([`Packet::to_markdown`]).
+    Chars,
+}
+
+/// A packet's budget: tokens, or characters of its Markdown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    /// At most this many tokens.
+    Tokens(usize),
+    /// At most this many characters of Markdown.
+    Chars(usize),
+}
+
+impl Budget {
+    /// How many units it allows.
+    pub fn limit(self) -> usize {
+        match self {
+            Budget::Tokens(n) | Budget::Chars(n) => n,
+        }
+    }
+
+    /// What it counts.
+    pub fn unit(self) -> BudgetUnit {
+        match self {
+            Budget::Tokens(_) => BudgetUnit::Tokens,
+            Budget::Chars(_) => BudgetUnit::Chars,
+        }
+    }
+}
+
+/// What a [`Summarizer`] is asked to compress.
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryRequest<'a> {
+    /// The item's id.
+    pub id: &'a str,
+    /// Its heading.
+    pub title: &'a str,
+    /// Its text, already redacted.
+    pub text: &'a str,
+    /// At most how long the summary may be, in `unit`.
+    pub budget: usize,
+    /// What `budget` counts.
+    pub unit: BudgetUnit,
+}
+
+/// Compresses an item that does not fit whole (an LLM, say), instead of cutting it: the
+/// seed's context compression. An answer that is empty, fails or still does not fit is not
+/// used: the item is cut as without one. Its answer is redacted like any text.
+pub trait Summarizer: Send + Sync {
+    /// `request.text` in at most `request.budget` units.
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String>;
+}
+
 /// The successor's context: sections within the budget, and the manifest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Packet {
     /// Mandatory sections first, then the rest by kind, messages in chronological order.
     pub sections: Vec<Section>,
-    /// Tokens used, counted with the builder's tokenizer.
+    /// What it uses, in `unit`: tokens counted with the builder's tokenizer, or characters of
+    /// its Markdown.
     pub tokens: usize,
-    /// The budget it was built for.
+    /// The budget it was built for, in `unit`.
     pub budget: usize,
-    /// What was included, truncated, dropped and redacted.
+    /// What the budget counts.
+    #[serde(default)]
+    pub unit: BudgetUnit,
+    /// What was included, truncated, summarised, dropped and redacted.
     pub manifest: Manifest,
 }
 
-/// Marks text cut to fit the budget.
+/// Marks text cut at its end to fit the budget.
 const CUT_MARKER: &str = " … [truncated]";
+/// Marks text cut at its start (its latest part kept).
+const CUT_FRONT_MARKER: &str = "[truncated] … ";
+/// At most this many items are cut (or summarised) to use the room the whole ones leave.
+const MAX_CUTS: usize = 4;
+/// The least text, in tokens (four times as many characters), worth showing of a cut item.
+const MIN_CUT_TOKENS: usize = 16;
 
 /// Builds a [`Packet`] for a successor.
 ///
@@ -214,9 +306,10 @@ const CUT_MARKER: &str = " … [truncated]";
 /// assert!(packet.to_markdown().contains("[REDACTED:openai-api-key]"));
 /// ```
 pub struct ContextBuilder {
-    budget: usize,
+    budget: Budget,
     redactor: Option<Redactor>,
     tokenizer: Box<dyn Tokenizer>,
+    summarizer: Option<Box<dyn Summarizer>>,
     items: Vec<Item>,
 }
 
@@ -225,19 +318,65 @@ impl std::fmt::Debug for ContextBuilder {
         f.debug_struct("ContextBuilder")
             .field("budget", &self.budget)
             .field("redact", &self.redactor.is_some())
+            .field("summarize", &self.summarizer.is_some())
             .field("items", &self.items.len())
             .finish()
     }
+}
+
+/// How an item is rendered, which decides what it costs beyond its text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// `## title` then its text.
+    Block,
+    /// `- text`, under its group's heading.
+    Bullet,
+    /// `**role:** text`, under a conversation's heading.
+    Line,
+}
+
+impl Item {
+    fn shape(&self) -> Shape {
+        match (self.kind, &self.group) {
+            (ItemKind::Message, _) => Shape::Line,
+            (_, Some(_)) => Shape::Bullet,
+            (_, None) => Shape::Block,
+        }
+    }
+
+    /// The heading it shares with others of its group, if it has one.
+    fn heading(&self) -> Option<String> {
+        match self.shape() {
+            Shape::Line => Some(conversation_heading(self.group.as_deref())),
+            Shape::Bullet => self.group.clone(),
+            Shape::Block => None,
+        }
+    }
+}
+
+/// The heading of a conversation's messages.
+fn conversation_heading(group: Option<&str>) -> String {
+    group.map_or_else(
+        || "Conversation".to_owned(),
+        |g| format!("Conversation: {g}"),
+    )
 }
 
 impl ContextBuilder {
     /// A builder for `budget_tokens`, redacting with the built-in rules, counting with
     /// [`EstimateTokenizer`].
     pub fn new(budget_tokens: usize) -> Self {
+        Self::with_budget(Budget::Tokens(budget_tokens))
+    }
+
+    /// A builder for `budget`: tokens, or characters of the packet's Markdown (the seed's
+    /// 2,000-character packets).
+    pub fn with_budget(budget: Budget) -> Self {
         ContextBuilder {
-            budget: budget_tokens,
+            budget,
             redactor: Some(Redactor::default()),
             tokenizer: Box::new(EstimateTokenizer),
+            summarizer: None,
             items: Vec::new(),
         }
     }
@@ -257,6 +396,18 @@ impl ContextBuilder {
     /// Counts tokens with `tokenizer`.
     pub fn tokenizer(mut self, tokenizer: impl Tokenizer + 'static) -> Self {
         self.tokenizer = Box::new(tokenizer);
+        self
+    }
+
+    /// Compresses items that do not fit whole with `summarizer` instead of cutting them.
+    pub fn summarizer(mut self, summarizer: impl Summarizer + 'static) -> Self {
+        self.summarizer = Some(Box::new(summarizer));
+        self
+    }
+
+    /// The same, boxed (for a face's callable chosen at run time).
+    pub fn boxed_summarizer(mut self, summarizer: Option<Box<dyn Summarizer>>) -> Self {
+        self.summarizer = summarizer;
         self
     }
 
@@ -280,13 +431,15 @@ impl ContextBuilder {
             tool_calls: Vec::new(),
             tool_call_id: None,
             is_error: false,
+            group: None,
+            keep_end: false,
         });
         let last = self.items.len() - 1;
         &mut self.items[last]
     }
 
     /// Adds a handoff record: goal, pending steps, instructions and blockers are mandatory;
-    /// the other sections compete by priority.
+    /// the other sections compete by priority, and a list cut to fit keeps its latest entries.
     pub fn add_handoff(&mut self, h: &Handoff) -> &mut Self {
         let list = |items: &[String]| {
             items
@@ -295,13 +448,21 @@ impl ContextBuilder {
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        let mut sections: Vec<(&str, &str, String, i32, bool)> = vec![
-            ("goal", "Current Goal", h.goal.clone(), 100, true),
+        let files: Vec<String> = h
+            .modified_files
+            .iter()
+            .map(|f| format!("modified: {f}"))
+            .chain(h.locked_files.iter().map(|f| format!("locked: {f}")))
+            .collect();
+        // (field, title, text, priority, mandatory, a list)
+        let sections: [(&str, &str, String, i32, bool, bool); 13] = [
+            ("goal", "Current Goal", h.goal.clone(), 100, true, false),
             (
                 "pending_steps",
                 "Pending",
                 list(&h.pending_steps),
                 100,
+                true,
                 true,
             ),
             (
@@ -310,24 +471,25 @@ impl ContextBuilder {
                 h.instructions.clone().unwrap_or_default(),
                 100,
                 true,
+                false,
             ),
-            ("blockers", "Blockers", list(&h.blockers), 100, true),
-        ];
-        sections.extend([
+            ("blockers", "Blockers", list(&h.blockers), 100, true, true),
             (
                 "progress_summary",
                 "Progress",
                 h.progress_summary.clone(),
                 90,
                 false,
+                false,
             ),
-            ("warnings", "Warnings", list(&h.warnings), 85, false),
+            ("warnings", "Warnings", list(&h.warnings), 85, false, true),
             (
                 "unresolved_errors",
                 "Unresolved Errors",
                 list(&h.unresolved_errors),
                 85,
                 false,
+                true,
             ),
             (
                 "key_decisions",
@@ -335,6 +497,7 @@ impl ContextBuilder {
                 list(&h.key_decisions),
                 80,
                 false,
+                true,
             ),
             (
                 "priority_items",
@@ -342,6 +505,7 @@ impl ContextBuilder {
                 list(&h.priority_items),
                 80,
                 false,
+                true,
             ),
             (
                 "success_criteria",
@@ -349,6 +513,7 @@ impl ContextBuilder {
                 list(&h.success_criteria),
                 75,
                 false,
+                true,
             ),
             (
                 "assumptions",
@@ -356,6 +521,7 @@ impl ContextBuilder {
                 list(&h.assumptions),
                 70,
                 false,
+                true,
             ),
             (
                 "completed_steps",
@@ -363,16 +529,11 @@ impl ContextBuilder {
                 list(&h.completed_steps),
                 60,
                 false,
+                true,
             ),
-        ]);
-        let files: Vec<String> = h
-            .modified_files
-            .iter()
-            .map(|f| format!("modified: {f}"))
-            .chain(h.locked_files.iter().map(|f| format!("locked: {f}")))
-            .collect();
-        sections.push(("files", "Files", list(&files), 55, false));
-        for (field, title, text, priority, mandatory) in sections {
+            ("files", "Files", list(&files), 55, false, true),
+        ];
+        for (field, title, text, priority, mandatory, keep_end) in sections {
             if text.trim().is_empty() {
                 continue;
             }
@@ -384,6 +545,7 @@ impl ContextBuilder {
                 priority,
             );
             item.mandatory = mandatory;
+            item.keep_end = keep_end;
             item.at = Some(h.created_at);
         }
         self
@@ -391,6 +553,16 @@ impl ContextBuilder {
 
     /// Adds conversation messages.
     pub fn add_messages(&mut self, messages: impl IntoIterator<Item = Message>) -> &mut Self {
+        self.add_conversation(None, messages)
+    }
+
+    /// Adds messages under `Conversation: <group>` (or the plain `Conversation`), so that
+    /// several conversations stay apart in the packet.
+    pub fn add_conversation(
+        &mut self,
+        group: Option<&str>,
+        messages: impl IntoIterator<Item = Message>,
+    ) -> &mut Self {
         for message in messages {
             let n = self.items.len();
             let id = message.id.unwrap_or_else(|| format!("message-{n}"));
@@ -407,6 +579,7 @@ impl ContextBuilder {
             item.tool_calls = message.tool_calls;
             item.tool_call_id = message.tool_call_id;
             item.is_error = message.is_error;
+            item.group = group.map(str::to_owned);
         }
         self
     }
@@ -451,13 +624,67 @@ impl ContextBuilder {
         self
     }
 
-    /// Builds the packet.
+    /// Adds one bullet under the heading `group` (`Verified Facts`, `Agent History`, …):
+    /// what the store's packet is made of.
+    pub(crate) fn add_bullet(
+        &mut self,
+        kind: ItemKind,
+        id: String,
+        group: &str,
+        text: String,
+        priority: i32,
+        at: Option<DateTime<Utc>>,
+    ) -> &mut Self {
+        let item = self.push(kind, id, group, text, priority);
+        item.group = Some(group.to_owned());
+        item.at = at;
+        self
+    }
+
+    /// Adds a section under its own heading; `keep_end` cuts it from the front.
+    pub(crate) fn add_block(
+        &mut self,
+        kind: ItemKind,
+        id: String,
+        title: &str,
+        text: String,
+        priority: i32,
+        keep_end: bool,
+    ) -> &mut Self {
+        if !text.trim().is_empty() {
+            self.push(kind, id, title, text, priority).keep_end = keep_end;
+        }
+        self
+    }
+
+    /// Builds the packet. Within a character budget its Markdown is at most that long
+    /// (unless the mandatory sections' headings and cut markers alone are longer).
     pub fn build(&self) -> Packet {
+        let limit = self.budget.limit();
+        let mut packet = self.build_within(limit);
+        if self.budget.unit() == BudgetUnit::Chars {
+            // The costs are worked out per item; a packet a few characters over (a trimmed
+            // text counted whole is the only slack, and it errs short) is built again tighter.
+            for _ in 0..4 {
+                let used = packet.to_markdown().chars().count();
+                if used <= limit || packet.tokens == 0 {
+                    break;
+                }
+                let tighter = limit.saturating_sub(used - limit);
+                packet = self.build_within(tighter);
+                packet.budget = limit;
+            }
+            packet.tokens = packet.to_markdown().chars().count();
+        }
+        packet
+    }
+
+    fn build_within(&self, budget: usize) -> Packet {
         let mut manifest = Manifest::default();
         // One pass: each item's cost, and its redacted text when it had secrets. Items are only
         // borrowed; no per-item record is built beyond its cost, so a million items do not
         // allocate (and fault in) tens of megabytes of candidates on every build.
-        let mut tokens: Vec<usize> = Vec::with_capacity(self.items.len());
+        let mut costs: Vec<usize> = Vec::with_capacity(self.items.len());
         let mut redacted: HashMap<usize, String> = HashMap::new();
         let mut redacted_calls: HashMap<usize, Vec<ToolCall>> = HashMap::new();
         for (index, item) in self.items.iter().enumerate() {
@@ -493,7 +720,7 @@ impl ContextBuilder {
                     }
                 }
             }
-            tokens.push(self.cost(&item.title, text) + self.calls_cost(calls));
+            costs.push(self.cost(item, text) + self.calls_cost(calls));
         }
         let candidate =
             |index: usize,
@@ -509,30 +736,30 @@ impl ContextBuilder {
                     calls: redacted_calls
                         .remove(&index)
                         .map_or(Cow::Borrowed(item.tool_calls.as_slice()), Cow::Owned),
-                    tokens: tokens[index],
+                    tokens: costs[index],
                 }
             };
 
         // Mandatory items first, each cut to its share of what is left if they cannot all fit.
         let mut chosen: Vec<Candidate<'_>> = Vec::new();
-        let mut left = self.budget;
+        let mut left = budget;
         let mandatory: Vec<usize> = (0..self.items.len())
             .filter(|&i| self.items[i].mandatory)
             .collect();
-        let mandatory_total: usize = mandatory.iter().map(|&i| tokens[i]).sum();
+        let mandatory_total: usize = mandatory.iter().map(|&i| costs[i]).sum();
         let count = mandatory.len();
         for (i, index) in mandatory.into_iter().enumerate() {
             let mut c = candidate(index, &mut redacted, &mut redacted_calls);
             let share = left / (count - i).max(1);
-            if mandatory_total <= self.budget || c.tokens <= share {
+            if mandatory_total <= budget || c.tokens <= share {
                 manifest.included.push(c.item.id.clone());
                 left = left.saturating_sub(c.tokens);
                 chosen.push(c);
                 continue;
             }
             let original_tokens = c.tokens;
-            let text = self.truncate(&c.item.title, &c.text, share);
-            c.tokens = self.cost(&c.item.title, &text);
+            let text = self.truncate(c.item, &c.text, share);
+            c.tokens = self.cost(c.item, &text);
             c.text = Cow::Owned(text);
             manifest.truncated.push(Truncation {
                 id: c.item.id.clone(),
@@ -543,7 +770,21 @@ impl ContextBuilder {
             chosen.push(c);
         }
 
-        // The rest: by priority, then newest first, then the order they were added, each taken
+        // Every heading shared by optional items is set aside first; those that end up over
+        // nothing are given back before the cuts.
+        let mut headings: BTreeMap<String, (usize, bool)> = BTreeMap::new();
+        for item in self.items.iter().filter(|i| !i.mandatory) {
+            if let Some(heading) = item.heading() {
+                let cost = self.heading_cost(&heading);
+                headings.entry(heading).or_insert((cost, false));
+            }
+        }
+        let reserved: usize = headings.values().map(|(cost, _)| cost).sum();
+        let spare = left.saturating_sub(reserved);
+        let reserved = left - spare;
+        left = spare;
+
+        // The rest: by priority, then newest first, then the last added first, each taken
         // if it still fits. Items of one cost are taken best first, and at most `left / cost`
         // of them can ever be taken, so each cost keeps only its best `left / cost` items (in a
         // bounded min-heap, filled in one pass); the others, and those that cost more than is
@@ -551,13 +792,13 @@ impl ContextBuilder {
         // costs that still fit: the same choice, in the same order, as ordering every item.
         let mut by_cost: BTreeMap<usize, BinaryHeap<Reverse<Rank>>> = BTreeMap::new();
         for (index, item) in self.items.iter().enumerate() {
-            let cost = tokens[index];
+            let cost = costs[index];
             if item.mandatory || cost > left {
                 continue;
             }
-            // `cost` is at least 2 (a heading line), so this never divides by zero.
+            // `cost` is at least 1 (a bullet's mark), so this never divides by zero.
             let keep = left / cost.max(1);
-            let rank = Reverse((item.priority, item.at, Reverse(index)));
+            let rank = Reverse(rank(item, index));
             let heap = by_cost.entry(cost).or_default();
             if heap.len() < keep {
                 heap.push(rank);
@@ -589,7 +830,7 @@ impl ContextBuilder {
             let Some(ranks) = by_cost.get_mut(&cost) else {
                 break;
             };
-            let Some((_, _, Reverse(index))) = ranks.pop() else {
+            let Some((_, _, index)) = ranks.pop() else {
                 break;
             };
             if ranks.is_empty() {
@@ -598,26 +839,100 @@ impl ContextBuilder {
             let c = candidate(index, &mut redacted, &mut redacted_calls);
             left -= c.tokens;
             taken[index] = true;
+            if let Some(heading) = c.item.heading()
+                && let Some(entry) = headings.get_mut(&heading)
+            {
+                entry.1 = true;
+            }
             manifest.included.push(c.item.id.clone());
+            chosen.push(c);
+        }
+        let unused: usize = headings
+            .values()
+            .filter(|(_, used)| !used)
+            .map(|(cost, _)| cost)
+            .sum();
+        left += unused.min(reserved);
+
+        // The room left goes to the best items that did not fit whole: summarised when a
+        // summarizer can make them fit, cut otherwise.
+        for _ in 0..MAX_CUTS {
+            let best = (0..self.items.len())
+                .filter(|&i| !self.items[i].mandatory && !taken[i])
+                .max_by_key(|&i| rank(&self.items[i], i));
+            let Some(index) = best else { break };
+            let item = &self.items[index];
+            let heading = item.heading();
+            let opening = heading
+                .as_ref()
+                .and_then(|h| headings.get(h))
+                .filter(|(_, used)| !used)
+                .map_or(0, |(cost, _)| *cost);
+            let frame = self.cost(item, "") + self.calls_cost(&item.tool_calls);
+            let room = left.saturating_sub(opening);
+            if room < frame + self.min_cut() {
+                break;
+            }
+            let mut c = candidate(index, &mut redacted, &mut redacted_calls);
+            let original_tokens = c.tokens;
+            let summary = self
+                .summarize(item, &c.text, room - frame)
+                .filter(|s| self.cost(item, s) + self.calls_cost(&c.calls) <= room);
+            let summarized = summary.is_some();
+            let calls = self.calls_cost(&c.calls);
+            let text = summary.unwrap_or_else(|| self.truncate(item, &c.text, room - calls));
+            c.tokens = self.cost(item, &text) + self.calls_cost(&c.calls);
+            if c.tokens > room {
+                break;
+            }
+            c.text = Cow::Owned(text);
+            let cut = Truncation {
+                id: item.id.clone(),
+                original_tokens,
+                kept_tokens: c.tokens,
+            };
+            if summarized {
+                manifest.summarized.push(cut);
+            } else {
+                manifest.truncated.push(cut);
+            }
+            left -= c.tokens + opening;
+            taken[index] = true;
+            if let Some(entry) = heading.and_then(|h| headings.get_mut(&h)) {
+                entry.1 = true;
+            }
             chosen.push(c);
         }
         for (index, item) in self.items.iter().enumerate() {
             if !item.mandatory && !taken[index] {
                 manifest.dropped.push(Dropped {
                     id: item.id.clone(),
-                    tokens: tokens[index],
+                    tokens: costs[index],
                     reason: DropReason::Budget,
                 });
             }
         }
 
-        // Render: mandatory first, then handoff sections, facts, the conversation in
-        // chronological order, and notes.
+        // Render: mandatory first, then by kind; within a kind, groups in the order they were
+        // first offered, a conversation in chronological order, the rest as offered.
+        let mut first_of_group: HashMap<&str, usize> = HashMap::new();
+        for (index, item) in self.items.iter().enumerate() {
+            if let Some(group) = &item.group {
+                first_of_group.entry(group.as_str()).or_insert(index);
+            }
+        }
+        let group_order = |c: &Candidate<'_>| {
+            c.item
+                .group
+                .as_deref()
+                .map_or(c.index, |g| first_of_group[g])
+        };
         chosen.sort_by(|a, b| {
             b.item
                 .mandatory
                 .cmp(&a.item.mandatory)
                 .then(a.item.kind.cmp(&b.item.kind))
+                .then(group_order(a).cmp(&group_order(b)))
                 .then(match a.item.kind {
                     ItemKind::Message => a.item.at.cmp(&b.item.at).then(a.index.cmp(&b.index)),
                     _ => a.index.cmp(&b.index),
@@ -635,54 +950,151 @@ impl ContextBuilder {
                 tool_calls: c.calls.into_owned(),
                 tool_call_id: c.item.tool_call_id.clone(),
                 is_error: c.item.is_error,
+                group: c.item.group.clone(),
             })
             .collect();
+        let opened: usize = headings
+            .values()
+            .filter(|(_, used)| *used)
+            .map(|(cost, _)| cost)
+            .sum();
         Packet {
-            tokens: sections.iter().map(|s| s.tokens).sum(),
-            budget: self.budget,
+            tokens: sections.iter().map(|s| s.tokens).sum::<usize>() + opened,
+            budget,
+            unit: self.budget.unit(),
             sections,
             manifest,
         }
     }
 
-    /// What an item costs rendered: its heading line and its text.
-    fn cost(&self, title: &str, text: &str) -> usize {
-        self.tokenizer.count(title) + 2 + self.tokenizer.count(text)
+    /// `text`'s length in the budget's unit.
+    fn count(&self, text: &str) -> usize {
+        match self.budget.unit() {
+            BudgetUnit::Tokens => self.tokenizer.count(text),
+            BudgetUnit::Chars => text.chars().count(),
+        }
+    }
+
+    /// What an item costs rendered with `text`: its text and its frame (a block's heading
+    /// line, a bullet's mark, a message's speaker), as [`Packet::to_markdown`] writes them.
+    fn cost(&self, item: &Item, text: &str) -> usize {
+        let chars = self.budget.unit() == BudgetUnit::Chars;
+        let frame = match item.shape() {
+            // `## title\n\n` … `\n\n`
+            Shape::Block => self.count(&item.title) + if chars { 7 } else { 2 },
+            // `- ` … `\n`
+            Shape::Bullet => {
+                if chars {
+                    3
+                } else {
+                    1
+                }
+            }
+            // `**role:** ` … `\n\n`, `**tool (id):** ` for a tool's answer
+            Shape::Line => {
+                let speaker = match (&item.tool_call_id, item.role.as_deref()) {
+                    (Some(id), Some("tool")) => self.count(id) + 3,
+                    _ => 0,
+                };
+                self.count(&item.title) + speaker + if chars { 8 } else { 2 }
+            }
+        };
+        frame + self.count(text)
+    }
+
+    /// What a shared heading costs: `## heading\n\n`, and the blank line after its items.
+    fn heading_cost(&self, heading: &str) -> usize {
+        self.count(heading)
+            + if self.budget.unit() == BudgetUnit::Chars {
+                7
+            } else {
+                2
+            }
     }
 
     /// What a message's tool calls cost: a line each, as [`ToolCall::to_text`] writes it.
     fn calls_cost(&self, calls: &[ToolCall]) -> usize {
         calls
             .iter()
-            .map(|call| 1 + self.tokenizer.count(&call.to_text()))
+            .map(|call| 1 + self.count(&call.to_text()))
             .sum()
     }
 
-    /// `text` cut to cost at most `tokens` with its heading, ending in a visible marker.
-    fn truncate(&self, title: &str, text: &str, tokens: usize) -> String {
-        let fits = |end: usize| {
-            let candidate = format!("{}{CUT_MARKER}", &text[..end]);
-            (self.cost(title, &candidate) <= tokens).then_some(candidate)
+    /// The least text worth showing of a cut item.
+    fn min_cut(&self) -> usize {
+        match self.budget.unit() {
+            BudgetUnit::Tokens => MIN_CUT_TOKENS,
+            BudgetUnit::Chars => MIN_CUT_TOKENS * 4,
+        }
+    }
+
+    /// The summarizer's compression of `text` into `budget` units, redacted; `None` without
+    /// a summarizer, or when it fails or answers nothing.
+    fn summarize(&self, item: &Item, text: &str, budget: usize) -> Option<String> {
+        let summarizer = self.summarizer.as_ref()?;
+        let request = SummaryRequest {
+            id: &item.id,
+            title: &item.title,
+            text,
+            budget,
+            unit: self.budget.unit(),
         };
-        // Binary search on the number of characters kept.
+        let summary = summarizer.summarize(&request).ok()?;
+        let summary = summary.trim();
+        if summary.is_empty() {
+            return None;
+        }
+        Some(match &self.redactor {
+            Some(redactor) => crate::redact::replace(summary, &redactor.find(summary)),
+            None => summary.to_owned(),
+        })
+    }
+
+    /// `text` cut so that the item costs at most `units`, with a visible marker: its start
+    /// kept, or its end for an item whose latest part matters most.
+    fn truncate(&self, item: &Item, text: &str, units: usize) -> String {
         let ends: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        let marker = if item.keep_end {
+            CUT_FRONT_MARKER.trim_end()
+        } else {
+            CUT_MARKER.trim_start()
+        };
+        let candidate = |kept: usize| {
+            if item.keep_end {
+                let start = ends.get(ends.len() - kept).copied().unwrap_or(text.len());
+                format!("{CUT_FRONT_MARKER}{}", &text[start..])
+            } else {
+                let end = ends.get(kept).copied().unwrap_or(text.len());
+                format!("{}{CUT_MARKER}", &text[..end])
+            }
+        };
+        let fits = |kept: usize| self.cost(item, &candidate(kept)) <= units;
+        // Binary search on the number of characters kept.
         let (mut lo, mut hi) = (0usize, ends.len());
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            if fits(ends.get(mid).copied().unwrap_or(text.len())).is_some() {
+            if fits(mid) {
                 lo = mid;
             } else {
                 hi = mid - 1;
             }
         }
-        let end = ends.get(lo).copied().unwrap_or(text.len());
-        fits(end).unwrap_or_else(|| CUT_MARKER.trim_start().to_owned())
+        if fits(lo) {
+            candidate(lo)
+        } else {
+            marker.to_owned()
+        }
     }
 }
 
+/// An item's place in the order optional items are taken.
+fn rank(item: &Item, index: usize) -> Rank {
+    (item.priority, item.at, index)
+}
+
 /// The order in which optional items are taken: priority, then time (newest first), then
-/// insertion (earliest first, the item's index).
-type Rank = (i32, Option<DateTime<Utc>>, Reverse<usize>);
+/// insertion (the last added first: among items of one time, the most recent).
+type Rank = (i32, Option<DateTime<Utc>>, usize);
 
 /// An item under consideration: borrowed, with its (possibly redacted) text and its cost.
 struct Candidate<'a> {
@@ -719,38 +1131,58 @@ fn redact_json(redactor: &Redactor, value: &mut serde_json::Value, rules: &mut V
 }
 
 impl Packet {
-    /// The packet as Markdown: one heading per section, the conversation as a transcript.
+    /// The packet as Markdown: a heading per section, or per group of bullets (facts, the
+    /// agents' history), each conversation as a transcript under its own heading.
     pub fn to_markdown(&self) -> String {
         let mut md = String::new();
-        let mut in_conversation = false;
+        // The shared heading open, and whether its items are bullets (closed by a blank line).
+        let mut open: Option<(String, bool)> = None;
         for section in &self.sections {
-            match (&section.role, section.kind) {
-                (Some(role), ItemKind::Message) => {
-                    if !in_conversation {
-                        md.push_str("## Conversation\n\n");
-                        in_conversation = true;
+            let shared = match (&section.role, section.kind, &section.group) {
+                (Some(_), ItemKind::Message, group) => {
+                    Some((conversation_heading(group.as_deref()), false))
+                }
+                (_, _, Some(group)) => Some((group.clone(), true)),
+                _ => None,
+            };
+            if open.is_some() && open != shared {
+                if let Some((_, true)) = open {
+                    md.push('\n');
+                }
+                open = None;
+            }
+            match shared {
+                None => md.push_str(&format!(
+                    "## {}\n\n{}\n\n",
+                    section.title,
+                    section.text.trim()
+                )),
+                Some(heading) => {
+                    if open.is_none() {
+                        md.push_str(&format!("## {}\n\n", heading.0));
+                        open = Some(heading.clone());
                     }
+                    if heading.1 {
+                        md.push_str(&format!("- {}\n", section.text.trim()));
+                        continue;
+                    }
+                    let role = section.role.as_deref().unwrap_or_default();
                     let mut text = section.text.trim().to_owned();
                     for call in &section.tool_calls {
                         text.push('\n');
                         text.push_str(&call.to_text());
                     }
-                    match (&section.tool_call_id, role.as_str()) {
+                    match (&section.tool_call_id, role) {
                         (Some(id), "tool") => {
                             md.push_str(&format!("**tool ({id}):** {}\n\n", text.trim()))
                         }
                         _ => md.push_str(&format!("**{role}:** {}\n\n", text.trim())),
                     }
                 }
-                _ => {
-                    in_conversation = false;
-                    md.push_str(&format!(
-                        "## {}\n\n{}\n\n",
-                        section.title,
-                        section.text.trim()
-                    ));
-                }
             }
+        }
+        if let Some((_, true)) = open {
+            md.push('\n');
         }
         md
     }

@@ -16,6 +16,7 @@ pub mod plan;
 pub mod protocol;
 pub mod record;
 pub mod redact;
+mod relevance;
 pub mod replay;
 pub mod schema;
 pub mod stats;

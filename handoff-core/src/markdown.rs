@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::protocol::{ProtocolBody, wire_name};
+use crate::protocol::{ErrorReport, ProtocolBody, WorkerReport, wire_name};
 use crate::record::Handoff;
 
 impl Handoff {
@@ -96,6 +96,64 @@ impl Handoff {
         }
         Ok(())
     }
+}
+
+/// A protocol message's body as [`write_protocol`] writes it, for a successor's packet.
+pub(crate) fn protocol_text(p: &ProtocolBody) -> String {
+    let mut md = String::new();
+    let _ = write_protocol(&mut md, p);
+    md.trim().to_owned()
+}
+
+/// A worker's report on one line: its status, what it did, what it met.
+pub(crate) fn report_line(r: &WorkerReport) -> String {
+    let mut line = format!(
+        "{}; tests {} added, {} passing",
+        wire_name(&r.status),
+        r.tests.added,
+        r.tests.passing
+    );
+    let parts = [
+        ("accomplished", r.accomplished.clone()),
+        (
+            "files",
+            r.files_modified.iter().map(|f| f.path.clone()).collect(),
+        ),
+        ("issues", r.issues.clone()),
+    ];
+    for (name, items) in parts {
+        if !items.is_empty() {
+            let _ = write!(line, "; {name}: {}", items.join(", "));
+        }
+    }
+    one_line(&line)
+}
+
+/// A worker's error report on one line: its kind, what went wrong, the errors' own text.
+pub(crate) fn error_line(e: &ErrorReport) -> String {
+    let mut line = format!(
+        "error ({}, {}): {}",
+        wire_name(&e.error_type),
+        wire_name(&e.severity),
+        e.description.trim()
+    );
+    if !e.error_messages.is_empty() {
+        let _ = write!(line, "; error messages: {}", e.error_messages.join(" | "));
+    }
+    if !e.attempted_solutions.is_empty() {
+        let _ = write!(line, "; tried: {}", e.attempted_solutions.join(", "));
+    }
+    one_line(&line)
+}
+
+/// What the worker answered in one iteration of an escalation's history, in words.
+fn answer_line(answer: &serde_json::Value) -> Option<String> {
+    if let Ok(report) = serde_json::from_value::<WorkerReport>(answer.clone()) {
+        return Some(report_line(&report));
+    }
+    serde_json::from_value::<ErrorReport>(answer.clone())
+        .ok()
+        .map(|e| error_line(&e))
 }
 
 /// A protocol message's body as sections a model or a person reads in order: what was
@@ -203,6 +261,9 @@ fn write_protocol(md: &mut String, p: &ProtocolBody) -> std::fmt::Result {
                 item.outcome,
                 one_line(&item.manager_instructions)
             )?;
+            if let Some(answer) = item.worker_report.as_ref().and_then(answer_line) {
+                writeln!(md, "  - Worker: {answer}")?;
+            }
         }
     }
     if let Some(state) = &p.current_state {
@@ -213,6 +274,12 @@ fn write_protocol(md: &mut String, p: &ProtocolBody) -> std::fmt::Result {
         )?;
         for file in &state.files_modified {
             writeln!(md, "- modified: `{file}`")?;
+        }
+        for dependency in &state.dependencies {
+            writeln!(md, "- dependency: {}", one_line(dependency))?;
+        }
+        for setting in &state.configuration {
+            writeln!(md, "- {}", one_line(setting))?;
         }
     }
     if let Some(text) = &p.resume_instructions {

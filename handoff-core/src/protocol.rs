@@ -317,6 +317,12 @@ pub struct CurrentState {
     pub files_modified: Vec<String>,
     /// The last report's status and what it accomplished, in words.
     pub project_status: String,
+    /// Dependencies the manager recorded as added along the way, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<String>,
+    /// The run's settings as its initialization gave them (project root, constraints).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configuration: Vec<String>,
 }
 
 /// A protocol message's body, with the seed's field names (`handoff_type`, `worker_report`,
@@ -502,6 +508,12 @@ pub struct Run {
     pub files_modified: Vec<String>,
     /// The last report's status, in words.
     pub project_status: String,
+    /// Dependencies the manager's context updates added so far.
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+    /// The initialization's settings, in words (project root, constraints).
+    #[serde(default)]
+    pub configuration: Vec<String>,
 }
 
 /// What a manager gives to start a run.
@@ -983,6 +995,18 @@ impl Run {
             history: Vec::new(),
             files_modified: Vec::new(),
             project_status: "initialized".to_owned(),
+            dependencies: Vec::new(),
+            configuration: new
+                .context
+                .as_ref()
+                .map(|c| {
+                    c.project_root
+                        .iter()
+                        .map(|root| format!("project root: {root}"))
+                        .chain(c.constraints.iter().map(|x| format!("constraint: {x}")))
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         run.open_iteration(&new.instructions, now);
         let mut body = ProtocolBody::new(HandoffType::Initialization, &run, now);
@@ -1101,6 +1125,13 @@ impl Run {
                 let instructions = instructions.unwrap_or_default();
                 self.open_iteration(&instructions, now);
                 self.phase = Phase::Working;
+                if let Some(updates) = &context_updates {
+                    for added in &updates.dependencies_added {
+                        if !self.dependencies.contains(added) {
+                            self.dependencies.push(added.clone());
+                        }
+                    }
+                }
                 let mut body = ProtocolBody::new(HandoffType::Progress, self, now);
                 body.manager_decision = Some(decision);
                 body.continuation_instructions = Some(instructions);
@@ -1196,6 +1227,8 @@ impl Run {
         body.current_state = Some(CurrentState {
             files_modified: self.files_modified.clone(),
             project_status: self.project_status.clone(),
+            dependencies: self.dependencies.clone(),
+            configuration: self.configuration.clone(),
         });
         body.resume_instructions = Some(
             "Resolve with what to do next; the manager then decides how the worker goes on."

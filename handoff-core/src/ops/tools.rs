@@ -11,8 +11,7 @@ use crate::error::{Problem, Result};
 use crate::tools::{AgentRegistry, HandoffIntent, Multiple, Provider};
 use crate::validate::{self, Limits};
 
-/// The budget a context builder gets when the caller does not choose one (DESIGN §5).
-pub const DEFAULT_BUDGET_TOKENS: usize = 2000;
+pub use crate::store::DEFAULT_BUDGET_TOKENS;
 
 /// A context builder: how many tokens the packet may use, and whether it is redacted.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]

@@ -554,12 +554,8 @@ impl Store {
                     origin: None,
                     created_at: now,
                 };
-                let doc = Doc {
-                    version: 1,
-                    body: body(&stored)?,
-                };
                 if mode == Mode::Import {
-                    tx.insert_doc(FACT, &key, &doc)?;
+                    super::knowledge::insert_fact(tx, &stored)?;
                 }
                 report.facts_added += 1;
             }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::backend::{body, number_key, numbered, parsed};
 use super::{Doc, Store, Tx, new_id};
-use crate::context::{ContextBuilder, Message, Packet};
+use crate::context::Message;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
@@ -210,7 +210,7 @@ pub(super) fn write_conversation(
         body: body(conversation)?,
     };
     if version == 1 {
-        tx.insert_doc(CONVERSATION, &conversation.id, &doc)
+        super::knowledge::insert_conversation(tx, conversation)
     } else {
         tx.update_doc(CONVERSATION, &conversation.id, &doc)
     }
@@ -552,11 +552,7 @@ impl Store {
             .collect();
         self.backend.write(&mut |tx| {
             for fact in &made {
-                let doc = Doc {
-                    version: 1,
-                    body: body(fact)?,
-                };
-                tx.insert_doc(FACT, &fact_key(&fact.branch, &fact.id), &doc)?;
+                super::knowledge::insert_fact(tx, fact)?;
             }
             let ids: Vec<&str> = made.iter().map(|f| f.id.as_str()).collect();
             log(
@@ -801,11 +797,7 @@ impl Store {
                     created_at: now,
                     ..source.clone()
                 };
-                let doc = Doc {
-                    version: 1,
-                    body: body(&copy)?,
-                };
-                tx.insert_doc(FACT, &fact_key(&into, &copy.id), &doc)?;
+                super::knowledge::insert_fact(tx, &copy)?;
                 let key = fact_key(&from, &source.id);
                 let current = tx
                     .doc(FACT, &key)?
@@ -864,35 +856,6 @@ impl Store {
             .iter()
             .map(|(_, doc)| parsed("curation event", doc))
             .collect()
-    }
-
-    /// The successor's packet for a handoff, from the store: the handoff, then its task's
-    /// verified facts (on `task/<task>` and its agents' branches) and its key conversations
-    /// (verified or cherry-picked, not invalidated), within `budget_tokens`, redacted, with
-    /// the manifest of what was kept, cut and dropped.
-    pub fn context_for(&self, handoff_id: &str, budget_tokens: usize) -> Result<Packet> {
-        let handoff = self.get(handoff_id)?;
-        let task = Branch::of_task(&handoff.task_id)?;
-        let mut builder = ContextBuilder::new(budget_tokens);
-        builder.add_handoff(&handoff);
-        let verified =
-            self.facts_under(&task_facts_of(&task), |f| f.status == FactStatus::Verified)?;
-        // A fact a signed bundle vouched for says so: the successor knows whose word it is.
-        builder.add_facts(verified.into_iter().map(|f| match f.verified_by {
-            Some(by) if by.starts_with("bundle:") => format!("{} (verified by {by})", f.text),
-            _ => f.text,
-        }));
-        let key = |c: &Conversation| {
-            c.verification_status == Verdict::Verified
-                || (c.cherry_picked_from.is_some() && c.verification_status != Verdict::Invalidated)
-        };
-        for conversation in self.list_conversations(None, Some(&handoff.task_id))? {
-            if key(&conversation) {
-                let messages = self.messages(&conversation.id, None, None)?;
-                builder.add_messages(messages.into_iter().map(|m| m.message));
-            }
-        }
-        Ok(builder.build())
     }
 }
 

@@ -24,6 +24,7 @@ pub(crate) mod check;
 mod claim;
 mod curation;
 pub mod files;
+mod knowledge;
 mod lease;
 pub mod memory;
 #[cfg(feature = "postgres")]
@@ -33,6 +34,7 @@ mod replay;
 mod sessions;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+mod successor;
 mod tasks;
 mod turnstile;
 mod url;
@@ -57,6 +59,7 @@ pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
 pub use lease::{DROPPED, Lease};
 pub use sessions::Session;
+pub use successor::{ContextOptions, DEFAULT_BUDGET_CHARS, DEFAULT_BUDGET_TOKENS};
 pub use tasks::Task;
 pub use url::{Location, display_url, hide_url_passwords, url_password};
 

@@ -28,6 +28,9 @@ type Step<'a> = dyn FnMut(&mut Run, DateTime<Utc>) -> Outcome<Option<Message>> +
 /// The kind of a run's document, keyed by its task's id.
 const RUN: &str = "protocol_run";
 
+/// At most this much of the worker's last error is added to an escalation's description.
+const LAST_ERROR_CHARS: usize = 500;
+
 /// How many runs [`Store::protocol_stats`] reads per page.
 const STATS_PAGE: usize = 500;
 
@@ -430,6 +433,19 @@ fn send(
     let mut body = message.body;
     if body.handoff_type == HandoffType::Escalation {
         let answers = answers(tx, parent)?;
+        // The human reads the worker's last error in the escalation's own words (seed 004:
+        // "technical details and error information").
+        let last_error = answers
+            .iter()
+            .rev()
+            .find_map(|a| serde_json::from_value::<crate::protocol::ErrorReport>(a.clone()).ok())
+            .map(|e| e.error_messages.last().cloned().unwrap_or(e.description));
+        if let (Some(error), Some(details)) = (last_error, body.escalation_details.as_mut())
+            && !details.description.contains(error.trim())
+        {
+            let error: String = error.trim().chars().take(LAST_ERROR_CHARS).collect();
+            details.description = format!("{} Last error: {error}", details.description.trim_end());
+        }
         for (item, answer) in body.complete_history.iter_mut().zip(answers) {
             item.worker_report = Some(answer);
         }
