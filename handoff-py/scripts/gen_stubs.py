@@ -62,6 +62,20 @@ CALLABLES = {
     ),
 }
 
+#: The same, keyword only, after the catalog's arguments: (name, type, doc) each; ``aio`` hands
+#: it to the worker thread through ``_from_thread``, by keyword.
+KEYWORD_CALLABLES = {
+    "context_for": [
+        (
+            "summarize",
+            "_Summarizer",
+            "Compresses an item that does not fit whole instead of cutting it: ``summarize(request) "
+            "-> str``, ``request`` a dict (``id``, ``title``, ``text``, ``budget``, ``unit``); an "
+            "exception or an answer that is no ``str`` (or does not fit) cuts the item as without one.",
+        ),
+    ],
+}
+
 #: What a method takes beyond the catalog's arguments that is Python's own, keyword only, after
 #: them: (name, type, default, doc) each; ``aio`` passes it on by keyword.
 OPTIONS = {
@@ -184,6 +198,8 @@ class Operation:
             alias.name = core
             alias.doc = f"The same as `{python}`."
             self.keyword.append(alias)
+        self.threaded = [Parameter(n, t, False, doc) for n, t, doc in KEYWORD_CALLABLES.get(self.name, [])]
+        self.keyword += self.threaded
         self.keyword += [Parameter(n, t, False, doc, default) for n, t, default, doc in OPTIONS.get(self.name, [])]
         self.returns = return_type(entry["returns"])
         self.description = one_line(schema.get("description", ""))
@@ -220,7 +236,7 @@ class Operation:
     def coroutine(self) -> str:
         args = ["self._store." + self.name]
         args += [f"_from_thread({p.name})" if p is self.callable else p.name for p in self.positional]
-        args += [f"{p.name}={p.name}" for p in self.keyword]
+        args += [f"{p.name}=_from_thread({p.name})" if p in self.threaded else f"{p.name}={p.name}" for p in self.keyword]
         runner = "asyncio.to_thread"
         if self.returns in CLAIMS:
             # A claim the awaiting task was cancelled before receiving is released (aio.py).

@@ -1,10 +1,12 @@
 //! `handoff_core.ContextBuilder`, `Packet` and `Manifest`: the successor's context packet,
-//! built by the core under a token budget.
+//! built by the core under a token budget; and what `Store.context_for` hands the core beside
+//! its arguments (a Python `summarize` callable, a transcript of framework messages).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use handoff_core as core;
 use handoff_core::ops;
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
@@ -23,6 +25,113 @@ fn items<'py>(args: &mut Args, field: &str, obj: &Bound<'py, PyAny>) -> Vec<Boun
     } else {
         args.problem(field, "must be a list");
         Vec::new()
+    }
+}
+
+/// A message object's `model_dump(mode="json")` (pydantic SDK items, LangChain messages), or
+/// `None` when that is no `dict`.
+fn dumped<'py>(message: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let kwargs = PyDict::new(message.py());
+    kwargs.set_item("mode", "json")?;
+    let dumped = message.call_method("model_dump", (), Some(&kwargs))?;
+    Ok(dumped.cast_into::<PyDict>().ok())
+}
+
+/// `Store.context_for`'s `transcript` as the core reads it: each message object with
+/// `model_dump()` as its `dict`, and an `at` datetime as its ISO 8601 text. Anything else goes
+/// on as given, for the core to name (`transcript[3]`, `transcript[3].role`, ...).
+pub(crate) fn transcript<'py>(transcript: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = transcript.py();
+    let messages: Vec<Bound<'py, PyAny>> = if let Ok(list) = transcript.cast::<PyList>() {
+        list.iter().collect()
+    } else if let Ok(tuple) = transcript.cast::<PyTuple>() {
+        tuple.iter().collect()
+    } else {
+        return Ok(transcript.clone());
+    };
+    let plain = PyList::empty(py);
+    for message in messages {
+        let dict = if let Ok(dict) = message.cast::<PyDict>() {
+            Some(dict.copy()?)
+        } else if message.hasattr("model_dump")? {
+            dumped(&message)?
+        } else {
+            None
+        };
+        let Some(dict) = dict else {
+            plain.append(message)?;
+            continue;
+        };
+        if let Some(at) = dict
+            .get_item("at")?
+            .filter(|at| !at.is_none() && !at.is_instance_of::<PyString>())
+        {
+            // A datetime the conversion cannot read stays, and is named as `transcript[i].at`.
+            let mut args = Args::new();
+            if let Some(at) = args.opt_time("at", Some(&at)) {
+                dict.set_item("at", handoff_core::clock::to_text(&at))?;
+            }
+        }
+        plain.append(dict)?;
+    }
+    Ok(plain.into_any())
+}
+
+/// A Python `summarize(request) -> str` as the core's [`core::context::Summarizer`]:
+/// `request` is a `dict` (`id`, `title`, `text`, `budget`, `unit`). An exception or an answer
+/// that is no `str` is a failure the core answers by cutting the item instead. Only an
+/// exception that is no `Exception` (`KeyboardInterrupt`, `SystemExit`) is kept, for
+/// `context_for` to raise once the packet is built.
+pub(crate) struct Summarizer {
+    callable: Py<PyAny>,
+    interrupted: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl Summarizer {
+    /// The summarizer calling `callable`, and where it keeps an interruption.
+    pub(crate) fn new(callable: &Bound<'_, PyAny>) -> (Summarizer, Arc<Mutex<Option<PyErr>>>) {
+        let interrupted = Arc::new(Mutex::new(None));
+        let summarizer = Summarizer {
+            callable: callable.clone().unbind(),
+            interrupted: Arc::clone(&interrupted),
+        };
+        (summarizer, interrupted)
+    }
+}
+
+impl core::context::Summarizer for Summarizer {
+    fn summarize(&self, request: &core::context::SummaryRequest<'_>) -> core::Result<String> {
+        let failed = |rule: String| core::Error::invalid("summarize", rule);
+        Python::attach(|py| {
+            let answer = to_py(py, request).and_then(|arg| self.callable.bind(py).call1((arg,)));
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(err) => {
+                    let shown = err.to_string();
+                    if !err.is_instance_of::<PyException>(py) {
+                        let mut kept = self
+                            .interrupted
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner());
+                        kept.get_or_insert(err);
+                    }
+                    return Err(failed(format!("raised {shown}")));
+                }
+            };
+            match answer.cast::<PyString>() {
+                Ok(text) => text
+                    .to_cow()
+                    .map(|text| text.into_owned())
+                    .map_err(|_| failed("must return valid Unicode text".into())),
+                Err(_) => Err(failed(format!(
+                    "must return a str, not {}",
+                    answer
+                        .get_type()
+                        .name()
+                        .map_or_else(|_| "?".into(), |n| n.to_string())
+                ))),
+            }
+        })
     }
 }
 
@@ -95,12 +204,9 @@ impl ContextBuilder {
             let dict = if let Ok(dict) = message.cast::<PyDict>() {
                 dict.copy()?
             } else if message.hasattr("model_dump")? {
-                let kwargs = PyDict::new(slf.py());
-                kwargs.set_item("mode", "json")?;
-                let dumped = message.call_method("model_dump", (), Some(&kwargs))?;
-                match dumped.cast_into::<PyDict>() {
-                    Ok(dict) => dict,
-                    Err(_) => {
+                match dumped(message)? {
+                    Some(dict) => dict,
+                    None => {
                         args.problem(field, "model_dump() must return a dict");
                         continue;
                     }
@@ -236,17 +342,27 @@ impl Packet {
             .map(|m| json_to_py(py, m))
             .collect::<PyResult<_>>()?)
     }
-    /// Tokens the packet costs.
+    /// What the packet costs, in `unit`: tokens, or characters of its Markdown.
     #[getter]
     fn tokens(&self) -> usize {
         self.inner.tokens
     }
-    /// The budget it was built for.
+    /// The budget it was built for, in `unit`.
     #[getter]
     fn budget(&self) -> usize {
         self.inner.budget
     }
-    /// The sections, in order, as dicts (`id`, `kind`, `title`, `text`, `role`, `tokens`).
+    /// What `budget` and `tokens` count: `"tokens"`, or `"chars"` of the Markdown.
+    #[getter]
+    fn unit(&self) -> &'static str {
+        match self.inner.unit {
+            core::context::BudgetUnit::Tokens => "tokens",
+            core::context::BudgetUnit::Chars => "chars",
+        }
+    }
+    /// The sections, in order, as dicts (`id`, `kind`, `title`, `text`, `role`, `tokens`, and
+    /// `group`, the heading it is listed under with others, when it has one). `kind` is
+    /// `task`, `history`, `output`, `handoff`, `fact`, `message` or `note`.
     #[getter]
     fn sections<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner.sections)
@@ -265,9 +381,10 @@ impl Packet {
 
     fn __repr__(&self) -> String {
         format!(
-            "Packet(tokens={}, budget={}, sections={})",
+            "Packet(tokens={}, budget={}, unit='{}', sections={})",
             self.inner.tokens,
             self.inner.budget,
+            self.unit(),
             self.inner.sections.len()
         )
     }
@@ -291,6 +408,12 @@ impl Manifest {
     #[getter]
     fn truncated<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner.truncated)
+    }
+    /// `[{"id", "original_tokens", "kept_tokens"}]` of the items a `summarize` callable
+    /// compressed instead of cutting them (costs in the packet's `unit`).
+    #[getter]
+    fn summarized<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.summarized)
     }
     /// `[{"id", "tokens", "reason"}]`.
     #[getter]

@@ -93,6 +93,16 @@ impl ProtocolRun {
     fn project_status(&self) -> &str {
         &self.inner.project_status
     }
+    /// Dependencies the manager's context updates added so far, in order.
+    #[getter]
+    fn dependencies(&self) -> Vec<String> {
+        self.inner.dependencies.clone()
+    }
+    /// The initialization's settings, in words (`project root: …`, `constraint: …`).
+    #[getter]
+    fn configuration(&self) -> Vec<String> {
+        self.inner.configuration.clone()
+    }
     #[getter]
     fn started_at(&self) -> DateTime<Utc> {
         self.inner.started_at

@@ -1419,15 +1419,47 @@ impl Store {
         self.call::<ops::Merge>(py, given!(kwargs; branch))
     }
 
-    /// The successor's packet for a handoff, from the store.
-    #[pyo3(signature = (handoff_id, **kwargs))]
+    /// The successor's packet for a handoff, from every part of the store, within
+    /// `budget_tokens` or `budget_chars`; `transcript` (messages in any provider's shape, as
+    /// dicts or objects with `model_dump()`) is one more conversation in it, and
+    /// `summarize(request) -> str` compresses what does not fit whole instead of cutting it
+    /// (an exception or an answer that is no `str`: the item is cut).
+    #[pyo3(signature = (handoff_id, *, transcript = None, summarize = None, **kwargs))]
     fn context_for(
         &self,
         py: Python<'_>,
         handoff_id: Arg<'_>,
+        transcript: Arg<'_>,
+        summarize: Option<&Bound<'_, PyAny>>,
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Packet> {
-        self.call::<ops::ContextFor>(py, given!(kwargs; handoff_id))
+        let plain = transcript.map(crate::context::transcript).transpose()?;
+        let transcript = plain.as_ref();
+        let summarize = summarize.filter(|s| !s.is_none());
+        let Some(summarize) = summarize else {
+            return self.call::<ops::ContextFor>(py, given!(kwargs; handoff_id, transcript));
+        };
+        if !summarize.is_callable() {
+            return Err(core::Error::invalid("summarize", "must be callable").into());
+        }
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::ContextFor>(
+            &store,
+            given!(kwargs; handoff_id, transcript),
+        )?;
+        let (summarizer, interrupted) = crate::context::Summarizer::new(summarize);
+        let packet = py.detach(|| {
+            let options = args.options()?.summarizer(summarizer);
+            store.context_for(&args.handoff_id, options)
+        });
+        let interrupted = interrupted
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(err) = interrupted {
+            return Err(err.into());
+        }
+        Ok(Packet::new(packet?))
     }
 
     /// The curation log of a task, or of `main`.

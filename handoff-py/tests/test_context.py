@@ -31,7 +31,7 @@ def test_packet_from_a_handoff_messages_facts_and_items() -> None:
     manifest = packet.manifest
     assert isinstance(manifest, hc.Manifest) and manifest.included
     assert manifest.redacted and manifest.redacted[0]["count"] >= 1
-    assert set(manifest.to_dict()) == {"included", "truncated", "dropped", "redacted"}
+    assert set(manifest.to_dict()) == {"included", "truncated", "summarized", "dropped", "redacted"}
     assert json.loads(packet.to_json())["tokens"] == packet.tokens
     assert b.build() == packet  # deterministic
 

@@ -40,6 +40,8 @@ _Score = Union[float, tuple[float, Optional[str]], Mapping[str, Any]]
 _Verifier = Callable[[dict[str, Any]], _Score]
 #: Says whether a message (a ``dict`` with its ``index`` from 0) is a decision point.
 _Judge = Callable[[dict[str, Any]], bool]
+#: ``summarize(request) -> str``: ``request`` is ``{"id", "title", "text", "budget", "unit"}``.
+_Summarizer = Callable[[dict[str, Any]], str]
 
 #: An API whose chat input ``Packet.to_messages`` writes.
 _MessageProvider = Literal["openai_chat", "openai_responses", "anthropic"]
@@ -474,6 +476,10 @@ class Manifest:
     def dropped(self) -> list[dict[str, Any]]: ...
     @property
     def redacted(self) -> list[dict[str, Any]]: ...
+    @property
+    def summarized(self) -> list[dict[str, Any]]:
+        """``[{"id", "original_tokens", "kept_tokens"}]`` of the items a ``summarize`` callable
+        compressed instead of cutting them (costs in the packet's ``unit``)."""
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, value: object, /) -> bool: ...
 
@@ -489,7 +495,13 @@ class Packet:
     @property
     def budget(self) -> int: ...
     @property
-    def sections(self) -> list[dict[str, Any]]: ...
+    def unit(self) -> Literal["tokens", "chars"]:
+        """What ``budget`` and ``tokens`` count: tokens, or characters of the Markdown."""
+    @property
+    def sections(self) -> list[dict[str, Any]]:
+        """Each a dict: ``id``, ``kind`` (``task``, ``history``, ``output``, ``handoff``,
+        ``fact``, ``message``, ``note``), ``title``, ``text``, ``role``, ``tokens``, and ``group``
+        (the heading it is listed under with others) when it has one."""
     @property
     def manifest(self) -> Manifest: ...
     def to_json(self) -> str: ...
@@ -686,6 +698,12 @@ class ProtocolRun:
     def files_modified(self) -> list[str]: ...
     @property
     def project_status(self) -> str: ...
+    @property
+    def dependencies(self) -> list[str]:
+        """Dependencies the manager's context updates added so far, in order."""
+    @property
+    def configuration(self) -> list[str]:
+        """The initialization's settings, in words (``project root: …``, ``constraint: …``)."""
     @property
     def started_at(self) -> datetime: ...
     @property
@@ -1860,14 +1878,31 @@ class Store:
             branch: The branch to merge.
             into: Where to (by default its parent: the name minus its last segment).
         """
-    def context_for(self, handoff_id: str, *, budget_tokens: Optional[int] = None) -> Packet:
-        """The successor's packet for a handoff, from the store: the handoff, then its task's
-        verified facts and key conversations (verified or cherry-picked), within the budget,
-        redacted, with the manifest of what was kept, cut and dropped.
+    def context_for(
+        self,
+        handoff_id: str,
+        *,
+        budget_tokens: Optional[int] = None,
+        budget_chars: Optional[int] = None,
+        transcript: Optional[Sequence[Any]] = None,
+        summarize: Optional[_Summarizer] = None,
+    ) -> Packet:
+        """The successor's packet for a handoff: everything the store knows that the next agent
+        needs (the task's goal and plan, the agents before, the outputs it depends on, verified and
+        predecessor's knowledge, relevant knowledge on `main`), within the budget, redacted, with
+        the manifest of what was kept, cut and left out.
 
         Args:
             handoff_id: The handoff's id.
-            budget_tokens: The packet's budget in tokens (default 2000).
+            budget_tokens: The packet's budget in tokens (default 2000 when no budget is given).
+            budget_chars: The packet's budget in characters of its Markdown, instead of tokens (the
+                seed's packets hold 2000).
+            transcript: The framework's own transcript of the run, in any provider's message shape:
+                one more conversation in the packet, under the same budget and redaction.
+            summarize: Compresses an item that does not fit whole instead of cutting it:
+                ``summarize(request) -> str``, ``request`` a dict (``id``, ``title``, ``text``,
+                ``budget``, ``unit``); an exception or an answer that is no ``str`` (or does not
+                fit) cuts the item as without one.
         """
     def curation_events(self, *, task_id: Optional[str] = None) -> builtins.list[dict[str, Any]]:
         """The curation log of a task (every change on its branches: conversations added, messages

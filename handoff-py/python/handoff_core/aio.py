@@ -79,6 +79,8 @@ _Score = Union[float, tuple[float, Optional[str]], Mapping[str, Any]]
 _Verifier = Callable[[dict[str, Any]], Union[_Score, Awaitable[_Score]]]
 #: A decision judge (``Store.cherry_pick_decisions``): a plain function or a coroutine function.
 _Judge = Callable[[dict[str, Any]], Union[bool, Awaitable[bool]]]
+#: A summarizer (``Store.context_for``): a plain function or a coroutine function.
+_Summarizer = Callable[[dict[str, Any]], Union[str, Awaitable[str]]]
 
 
 def _from_thread(function: Optional[Callable[[Any], Any]]) -> Optional[Callable[[Any], Any]]:
@@ -1183,15 +1185,27 @@ class Store:
         """
         return await asyncio.to_thread(self._store.merge, branch, into=into)
 
-    async def context_for(self, handoff_id: str, *, budget_tokens: Optional[int] = None) -> Packet:
-        """The successor's packet for a handoff, from the store: the handoff, then its task's
-        verified facts and key conversations (verified or cherry-picked), within the budget,
-        redacted, with the manifest of what was kept, cut and dropped.
+    async def context_for(
+        self,
+        handoff_id: str,
+        *,
+        budget_tokens: Optional[int] = None,
+        budget_chars: Optional[int] = None,
+        transcript: Optional[Sequence[Any]] = None,
+        summarize: Optional[_Summarizer] = None,
+    ) -> Packet:
+        """The successor's packet for a handoff: everything the store knows that the next agent
+        needs (the task's goal and plan, the agents before, the outputs it depends on, verified and
+        predecessor's knowledge, relevant knowledge on `main`), within the budget, redacted, with
+        the manifest of what was kept, cut and left out.
         """
         return await asyncio.to_thread(
             self._store.context_for,
             handoff_id,
             budget_tokens=budget_tokens,
+            budget_chars=budget_chars,
+            transcript=transcript,
+            summarize=_from_thread(summarize),
         )
 
     async def curation_events(
