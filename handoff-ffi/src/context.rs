@@ -58,6 +58,12 @@ pub struct ContextMessage {
 /// What kind of content a section is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
 pub enum ItemKind {
+    /// The task's state: its goal, plan and current step, or a protocol run's message.
+    Task,
+    /// Who worked on the task before, in order.
+    History,
+    /// What the work depends on: finished steps' outcomes, earlier attempts' errors.
+    Output,
     /// A section of a handoff record.
     Handoff,
     /// A fact the successor should know.
@@ -81,11 +87,76 @@ pub struct PacketSection {
     pub text: String,
     /// For messages, the speaker's role.
     pub role: Option<String>,
-    /// Its cost in tokens.
+    /// Its cost, in the packet's unit.
     pub tokens: u64,
+    /// The heading it is listed under with others (a bullet of `Verified Facts`, a message of
+    /// `Conversation: …`); none for a section under its own title.
+    pub group: Option<String>,
 }
 
-/// An item included in part.
+/// What a packet's budget counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum BudgetUnit {
+    /// Tokens, counted with the builder's tokenizer.
+    Tokens,
+    /// Characters of the packet's Markdown.
+    Chars,
+}
+
+impl From<ctx::BudgetUnit> for BudgetUnit {
+    fn from(unit: ctx::BudgetUnit) -> Self {
+        match unit {
+            ctx::BudgetUnit::Tokens => BudgetUnit::Tokens,
+            ctx::BudgetUnit::Chars => BudgetUnit::Chars,
+        }
+    }
+}
+
+/// What a [`Summarizer`] is asked to compress: one item of the packet that does not fit whole.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct SummaryRequest {
+    /// The item's id (as the manifest lists it).
+    pub id: String,
+    /// Its heading.
+    pub title: String,
+    /// Its text, already redacted.
+    pub text: String,
+    /// At most how long the summary may be, in `unit`.
+    pub budget: u64,
+    /// What `budget` counts.
+    pub unit: BudgetUnit,
+}
+
+/// Compresses an item of a successor's packet that does not fit whole (an LLM, say), instead
+/// of cutting it (`Store.context_for`): implement it in Swift, Kotlin or Python.
+///
+/// An answer that is empty, that still does not fit, or a throw, is not used: the item is cut
+/// as without a summarizer. What it returns is redacted like any text of the packet.
+#[uniffi::export(with_foreign)]
+pub trait Summarizer: Send + Sync {
+    /// `request.text` in at most `request.budget` units.
+    fn summarize(&self, request: SummaryRequest) -> Result<String>;
+}
+
+/// A foreign [`Summarizer`] in the core's shape.
+pub(crate) struct ForeignSummarizer(pub(crate) Arc<dyn Summarizer>);
+
+impl ctx::Summarizer for ForeignSummarizer {
+    fn summarize(&self, request: &ctx::SummaryRequest<'_>) -> core::Result<String> {
+        let request = SummaryRequest {
+            id: request.id.to_owned(),
+            title: request.title.to_owned(),
+            text: request.text.to_owned(),
+            budget: tokens(request.budget),
+            unit: request.unit.into(),
+        };
+        self.0
+            .summarize(request)
+            .map_err(|thrown| core::Error::invalid("summarizer", thrown.to_string()))
+    }
+}
+
+/// An item included in part, or summarised; costs are in the packet's unit.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
 pub struct Truncation {
     /// The item.
@@ -132,6 +203,8 @@ pub struct PacketManifest {
     pub included: Vec<String>,
     /// Items included in part.
     pub truncated: Vec<Truncation>,
+    /// Items included compressed by a summarizer instead of cut.
+    pub summarized: Vec<Truncation>,
     /// Items left out.
     pub dropped: Vec<Dropped>,
     /// Secrets replaced, by item and rule.
@@ -157,13 +230,16 @@ pub struct Packet {
     pub messages: Vec<ChatMessage>,
     /// The packet as JSON (the same in every binding).
     pub json: String,
-    /// Tokens used, counted with the builder's tokenizer.
+    /// What it uses, in `unit`: tokens counted with the builder's tokenizer, or characters of
+    /// its Markdown.
     pub tokens: u64,
-    /// The budget it was built for.
+    /// The budget it was built for, in `unit`.
     pub budget: u64,
+    /// What the budget counts.
+    pub unit: BudgetUnit,
     /// Mandatory sections first, then the rest by kind, messages in chronological order.
     pub sections: Vec<PacketSection>,
-    /// What was included, truncated, dropped and redacted.
+    /// What was included, truncated, summarised, dropped and redacted.
     pub manifest: PacketManifest,
 }
 
@@ -330,6 +406,14 @@ fn tokens(n: usize) -> u64 {
     n as u64
 }
 
+fn truncation(t: ctx::Truncation) -> Truncation {
+    Truncation {
+        id: t.id,
+        original_tokens: tokens(t.original_tokens),
+        kept_tokens: tokens(t.kept_tokens),
+    }
+}
+
 impl From<ctx::Packet> for Packet {
     fn from(packet: ctx::Packet) -> Self {
         let markdown = packet.to_markdown();
@@ -349,12 +433,16 @@ impl From<ctx::Packet> for Packet {
             json,
             tokens: tokens(packet.tokens),
             budget: tokens(packet.budget),
+            unit: packet.unit.into(),
             sections: packet
                 .sections
                 .into_iter()
                 .map(|s| PacketSection {
                     id: s.id,
                     kind: match s.kind {
+                        ctx::ItemKind::Task => ItemKind::Task,
+                        ctx::ItemKind::History => ItemKind::History,
+                        ctx::ItemKind::Output => ItemKind::Output,
                         ctx::ItemKind::Handoff => ItemKind::Handoff,
                         ctx::ItemKind::Fact => ItemKind::Fact,
                         ctx::ItemKind::Message => ItemKind::Message,
@@ -364,19 +452,13 @@ impl From<ctx::Packet> for Packet {
                     text: s.text,
                     role: s.role,
                     tokens: tokens(s.tokens),
+                    group: s.group,
                 })
                 .collect(),
             manifest: PacketManifest {
                 included: manifest.included,
-                truncated: manifest
-                    .truncated
-                    .into_iter()
-                    .map(|t| Truncation {
-                        id: t.id,
-                        original_tokens: tokens(t.original_tokens),
-                        kept_tokens: tokens(t.kept_tokens),
-                    })
-                    .collect(),
+                truncated: manifest.truncated.into_iter().map(truncation).collect(),
+                summarized: manifest.summarized.into_iter().map(truncation).collect(),
                 dropped: manifest
                     .dropped
                     .into_iter()

@@ -38,9 +38,9 @@ pub use bundles::{
 pub use claim::{Claim, ClaimRef};
 pub use clock::ManualClock;
 pub use context::{
-    ChatMessage, ContextBuilder, ContextMessage, DropReason, Dropped, ItemKind, Packet,
-    PacketManifest, PacketSection, Redacted, RedactedItem, Redaction, Tokenizer, Truncation,
-    redact,
+    BudgetUnit, ChatMessage, ContextBuilder, ContextMessage, DropReason, Dropped, ItemKind, Packet,
+    PacketManifest, PacketSection, Redacted, RedactedItem, Redaction, Summarizer, SummaryRequest,
+    Tokenizer, Truncation, redact,
 };
 pub use curation::{
     BranchInfo, Conversation, ConversationMessage, CurationChange, CurationEvent, DecisionJudge,

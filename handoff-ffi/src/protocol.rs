@@ -293,6 +293,12 @@ pub struct CurrentState {
     pub files_modified: Vec<String>,
     /// The last report's status and what it accomplished, in words.
     pub project_status: String,
+    /// Dependencies the manager recorded as added along the way, in order.
+    #[uniffi(default)]
+    pub dependencies: Vec<String>,
+    /// The run's settings as its initialization gave them (project root, constraints).
+    #[uniffi(default)]
+    pub configuration: Vec<String>,
 }
 
 /// A protocol message's body (`Handoff.protocol`), with the seed's field names: which fields
@@ -385,6 +391,10 @@ pub struct ProtocolRun {
     pub files_modified: Vec<String>,
     /// The last report's status, in words.
     pub project_status: String,
+    /// Dependencies the manager's context updates added so far.
+    pub dependencies: Vec<String>,
+    /// The initialization's settings, in words (project root, constraints).
+    pub configuration: Vec<String>,
 }
 
 /// One run as `ProtocolStats` counts it.
@@ -518,7 +528,9 @@ same_record!(ErrorReport <=> protocol::ErrorReport {
 same_record!(RecoveryInstructions <=> protocol::RecoveryInstructions {
     strategy, steps, alternatives, success_indicators, escalation_trigger,
 });
-same_record!(CurrentState <=> protocol::CurrentState { files_modified, project_status });
+same_record!(CurrentState <=> protocol::CurrentState {
+    files_modified, project_status, dependencies, configuration,
+});
 
 impl From<protocol::HistoryItem> for ProtocolHistoryItem {
     fn from(item: protocol::HistoryItem) -> Self {
@@ -651,6 +663,8 @@ impl From<protocol::Run> for ProtocolRun {
             history,
             files_modified,
             project_status,
+            dependencies,
+            configuration,
         } = run;
         ProtocolRun {
             task_id,
@@ -673,6 +687,8 @@ impl From<protocol::Run> for ProtocolRun {
             history: all(history),
             files_modified,
             project_status,
+            dependencies,
+            configuration,
         }
     }
 }

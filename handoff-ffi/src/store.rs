@@ -12,7 +12,7 @@ use crate::arguments::{self, JsonTexts, ObjectText, arguments};
 use crate::bundles::{self, Bundle, BundleType, ImportReport, TrustedKey, Visibility};
 use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
-use crate::context::{ContextMessage, Packet};
+use crate::context::{ContextMessage, ForeignSummarizer, Packet, Summarizer};
 use crate::curation::{
     BranchInfo, Conversation, CurationEvent, DecisionJudge, Fact, FactStatus, Finite, ForeignJudge,
     ForeignVerifier, MergeReport, NewFact, StoredMessage, Verifier, VerifyReport,
@@ -1085,14 +1085,42 @@ impl Store {
         Ok(self.run::<ops::Merge>(arguments! { branch, into })?.into())
     }
 
-    /// The successor's packet for the handoff `handoff_id`, from the store: the handoff, then
-    /// its task's verified facts and key conversations (verified or cherry-picked), within
-    /// `budget_tokens` (none is 2000), redacted, with the manifest of what was kept, cut and
-    /// dropped.
-    #[uniffi::method(default(budget_tokens = None))]
-    pub fn context_for(&self, handoff_id: String, budget_tokens: Option<u64>) -> Result<Packet> {
-        let arguments = arguments! { handoff_id, budget_tokens };
-        Ok(self.run::<ops::ContextFor>(arguments)?.into())
+    /// The successor's packet for the handoff `handoff_id`: everything the store knows that the
+    /// next agent needs — the task's goal and plan with the current step, the outcomes of the
+    /// steps it depends on and earlier errors, the agents before it, the task's verified
+    /// knowledge, the predecessor's own findings (marked unverified) and its conversation's
+    /// tail, the facts on `main` most relevant to it, and the branch to continue on — redacted,
+    /// with the manifest of what was kept, cut, summarised and left out.
+    ///
+    /// Its budget is `budget_tokens`, or `budget_chars` characters of its Markdown (not both;
+    /// none is 2000 tokens; 0 is refused naming the argument). `transcript` is the framework's
+    /// own conversation of the run, one more conversation under the same budget and
+    /// redaction. With a `summarizer`, an item that does not fit whole is compressed by it
+    /// (listed in `manifest.summarized`) instead of cut.
+    #[uniffi::method(default(
+        budget_tokens = None,
+        budget_chars = None,
+        transcript = None,
+        summarizer = None
+    ))]
+    pub fn context_for(
+        &self,
+        handoff_id: String,
+        budget_tokens: Option<u64>,
+        budget_chars: Option<u64>,
+        transcript: Option<Vec<ContextMessage>>,
+        summarizer: Option<Arc<dyn Summarizer>>,
+    ) -> Result<Packet> {
+        let arguments = arguments! { handoff_id, budget_tokens, budget_chars, transcript };
+        let arguments: ops::ContextForArgs = arguments::read_for(&self.inner, &arguments)?;
+        let mut options = arguments.options()?;
+        if let Some(summarizer) = summarizer {
+            options = options.summarizer(ForeignSummarizer(summarizer));
+        }
+        Ok(self
+            .inner
+            .context_for(&arguments.handoff_id, options)?
+            .into())
     }
 
     /// The curation log of task `task_id` (every change on its branches: conversations

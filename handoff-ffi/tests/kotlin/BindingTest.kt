@@ -592,6 +592,10 @@ fun curation() {
         val packet = store.contextFor(h.id, budgetTokens = 4000uL)
         check("the refresh needs retries with backoff" in packet.markdown) { packet.markdown }
         check("access tokens last a day" !in packet.markdown) { "an invalidated fact is left out" }
+        val short = store.contextFor(h.id, budgetChars = 300uL)
+        check(short.unit == BudgetUnit.CHARS && short.markdown.length <= 300) { short.markdown }
+        val zero = raises<HandoffException.Validation> { store.contextFor(h.id, budgetChars = 0uL) }
+        check(zero.problems.single().field == "budget_chars") { "${zero.problems}" }
         val kinds = store.curationEvents("fix-oauth").map { it.kind }
         check(kinds.first() == CurationChange.CONVERSATION_ADDED && kinds.last() == CurationChange.MERGED &&
             CurationChange.CHERRY_PICKED in kinds && CurationChange.VERIFIED in kinds) { "$kinds" }
