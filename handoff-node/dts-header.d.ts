@@ -21,6 +21,37 @@ export type ProtocolPhase = 'working' | 'reviewing' | 'recovering' | 'escalated'
 export type ReasonOptions = ReleaseOptions
 /** What the verification gate made of a conversation or a fact: `verified` (scored at least its threshold: it may merge upward), `unverified` (in between, or not scored yet), `invalidated` (below `invalidateBelow`: it stays, marked wrong). */
 export type Verdict = 'verified' | 'unverified' | 'invalidated'
+/** What a packet's section holds: `task` (the task's goal, plan and current step, or a protocol run's message), `history` (who worked on the task before), `output` (finished steps' outcomes, earlier attempts' errors), `handoff` (a section of the handoff record), `fact`, `message` (a conversation's), `note` (anything else). */
+export type SectionKind = 'task' | 'history' | 'output' | 'handoff' | 'fact' | 'message' | 'note'
+/** What a packet's budget counts: `tokens` (estimated, ~4 characters a token) or `chars` (characters of its Markdown). */
+export type BudgetUnit = 'tokens' | 'chars'
+/** What the `summarize` function of `contextFor` is asked to compress: an item that does not fit whole, already redacted, to at most `budget` in `unit`. */
+export interface SummaryRequest {
+  /** The item's id (`fact-0`, `message-3`, ...). */
+  id: string
+  /** Its heading. */
+  title: string
+  /** Its text, redacted. */
+  text: string
+  /** At most how long the summary may be, in `unit`. */
+  budget: number
+  /** What `budget` counts. */
+  unit: BudgetUnit
+}
+/** Compresses an item for `contextFor` instead of cutting it (an LLM, say). An answer that is no string, is empty or still does not fit, or a function that throws, leaves the item cut as without one. */
+export type Summarizer = (request: SummaryRequest) => string
+/** A summarizer for `contextForAsync`, which awaits its answers. */
+export type AsyncSummarizer = (request: SummaryRequest) => string | PromiseLike<string>
+/** The options of `store.contextFor`: the budget, the framework's transcript and the summarizer. */
+export interface ContextForOptions extends ContextForArguments {
+  /** Compresses what does not fit whole; called on the JavaScript thread and answering at once (no Promise). */
+  summarize?: Summarizer | null
+}
+/** The options of `store.contextForAsync`: the budget, the framework's transcript and the summarizer, which may be async. */
+export interface ContextForAsyncOptions extends ContextForArguments {
+  /** Compresses what does not fit whole; its answers are awaited. */
+  summarize?: AsyncSummarizer | null
+}
 /** What changed in curated memory (`curationEvents`). */
 export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged' | 'bundle_created' | 'bundle_imported'
 /** How far a bundle got through the gate: `verified` (everything in it was verified), `draft` (not all of it, or it is empty). */
@@ -595,9 +626,19 @@ export interface MergeOptions {
   into?: string | null
 }
 /** The options of `store.contextFor`. */
-export interface ContextForOptions {
-  /** The packet's budget in tokens (default 2000). */
+export interface ContextForArguments {
+  /** The packet's budget in tokens (default 2000 when no budget is given). */
   budgetTokens?: number | null
+  /**
+   * The packet's budget in characters of its Markdown, instead of tokens (the seed's
+   * packets hold 2000).
+   */
+  budgetChars?: number | null
+  /**
+   * The framework's own transcript of the run, in any provider's message shape: one more
+   * conversation in the packet, under the same budget and redaction.
+   */
+  transcript?: Array<ContextMessage | object> | null
 }
 /** The options of `store.curationEvents`. */
 export interface CurationEventsOptions {
@@ -995,5 +1036,9 @@ export interface CurrentState {
   files_modified: string[]
   /** The last report's status and what it accomplished, in words. */
   project_status: string
+  /** Dependencies the manager recorded as added along the way, in order. */
+  dependencies?: string[]
+  /** The run's settings as its initialization gave them (project root, constraints). */
+  configuration?: string[]
 }
 // >>> end of generated types

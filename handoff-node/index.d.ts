@@ -21,6 +21,37 @@ export type ProtocolPhase = 'working' | 'reviewing' | 'recovering' | 'escalated'
 export type ReasonOptions = ReleaseOptions
 /** What the verification gate made of a conversation or a fact: `verified` (scored at least its threshold: it may merge upward), `unverified` (in between, or not scored yet), `invalidated` (below `invalidateBelow`: it stays, marked wrong). */
 export type Verdict = 'verified' | 'unverified' | 'invalidated'
+/** What a packet's section holds: `task` (the task's goal, plan and current step, or a protocol run's message), `history` (who worked on the task before), `output` (finished steps' outcomes, earlier attempts' errors), `handoff` (a section of the handoff record), `fact`, `message` (a conversation's), `note` (anything else). */
+export type SectionKind = 'task' | 'history' | 'output' | 'handoff' | 'fact' | 'message' | 'note'
+/** What a packet's budget counts: `tokens` (estimated, ~4 characters a token) or `chars` (characters of its Markdown). */
+export type BudgetUnit = 'tokens' | 'chars'
+/** What the `summarize` function of `contextFor` is asked to compress: an item that does not fit whole, already redacted, to at most `budget` in `unit`. */
+export interface SummaryRequest {
+  /** The item's id (`fact-0`, `message-3`, ...). */
+  id: string
+  /** Its heading. */
+  title: string
+  /** Its text, redacted. */
+  text: string
+  /** At most how long the summary may be, in `unit`. */
+  budget: number
+  /** What `budget` counts. */
+  unit: BudgetUnit
+}
+/** Compresses an item for `contextFor` instead of cutting it (an LLM, say). An answer that is no string, is empty or still does not fit, or a function that throws, leaves the item cut as without one. */
+export type Summarizer = (request: SummaryRequest) => string
+/** A summarizer for `contextForAsync`, which awaits its answers. */
+export type AsyncSummarizer = (request: SummaryRequest) => string | PromiseLike<string>
+/** The options of `store.contextFor`: the budget, the framework's transcript and the summarizer. */
+export interface ContextForOptions extends ContextForArguments {
+  /** Compresses what does not fit whole; called on the JavaScript thread and answering at once (no Promise). */
+  summarize?: Summarizer | null
+}
+/** The options of `store.contextForAsync`: the budget, the framework's transcript and the summarizer, which may be async. */
+export interface ContextForAsyncOptions extends ContextForArguments {
+  /** Compresses what does not fit whole; its answers are awaited. */
+  summarize?: AsyncSummarizer | null
+}
 /** What changed in curated memory (`curationEvents`). */
 export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged' | 'bundle_created' | 'bundle_imported'
 /** How far a bundle got through the gate: `verified` (everything in it was verified), `draft` (not all of it, or it is empty). */
@@ -595,9 +626,19 @@ export interface MergeOptions {
   into?: string | null
 }
 /** The options of `store.contextFor`. */
-export interface ContextForOptions {
-  /** The packet's budget in tokens (default 2000). */
+export interface ContextForArguments {
+  /** The packet's budget in tokens (default 2000 when no budget is given). */
   budgetTokens?: number | null
+  /**
+   * The packet's budget in characters of its Markdown, instead of tokens (the seed's
+   * packets hold 2000).
+   */
+  budgetChars?: number | null
+  /**
+   * The framework's own transcript of the run, in any provider's message shape: one more
+   * conversation in the packet, under the same budget and redaction.
+   */
+  transcript?: Array<ContextMessage | object> | null
 }
 /** The options of `store.curationEvents`. */
 export interface CurationEventsOptions {
@@ -995,6 +1036,10 @@ export interface CurrentState {
   files_modified: string[]
   /** The last report's status and what it accomplished, in words. */
   project_status: string
+  /** Dependencies the manager recorded as added along the way, in order. */
+  dependencies?: string[]
+  /** The run's settings as its initialization gave them (project root, constraints). */
+  configuration?: string[]
 }
 // >>> end of generated types
 
@@ -1174,6 +1219,33 @@ export declare class Store {
    * as it was and reported.
    */
   verifyAsync(branch: string, options?: VerifyAsyncOptions): Promise<VerifyReport>
+  /**
+   * The successor's packet for a handoff, from every part of the store that knows something
+   * about it: the handoff (goal, pending steps, instructions and blockers are mandatory), its
+   * task's goal, plan and current step, the outcomes of the steps it depends on and earlier
+   * attempts' errors, who worked on the task before, the task's verified facts and key
+   * conversations, the predecessor's own findings on `task/<task>/<agent>` (marked
+   * unverified) with the tail of its latest conversation, the facts on `main` most relevant
+   * to it, the branch to continue on, and `transcript` (the framework's own, in any
+   * provider's message shape). Within `budgetTokens` (default 2000) or `budgetChars`
+   * (characters of its Markdown; not both), redacted, with the manifest of what was kept,
+   * cut, summarised and dropped: the same `Packet` as `ContextBuilder.build()`,
+   * `toMessages` included.
+   *
+   * `summarize`, if given, is asked `{ id, title, text, budget, unit }` for an item that
+   * does not fit whole and answers its summary (listed in `manifest.summarized`); when it
+   * throws or answers anything but a string, the item is cut instead. It runs on this
+   * thread and must answer at once, not with a Promise (a `TypeError`): use
+   * `contextForAsync` for an async one.
+   */
+  contextFor(handoffId: string, options?: ContextForOptions): Packet
+  /**
+   * The successor's packet for a handoff, as `contextFor` builds it, as a Promise: the store
+   * works off the JavaScript thread, and `summarize` (which may be async) is called on it,
+   * each answer awaited; one that throws, rejects or answers anything but a string leaves
+   * its item cut instead.
+   */
+  contextForAsync(handoffId: string, options?: ContextForAsyncOptions): Promise<Packet>
   /**
    * Holds `claim` while `work` runs: the core renews it from a thread of its own every third
    * of its lease (the JavaScript thread is free to run the work), until `work(lease)` — sync
@@ -1990,22 +2062,6 @@ export declare class Store {
    */
   mergeAsync(branch: string, options?: MergeOptions): Promise<MergeReport>
   /**
-   * The successor's packet for a handoff, from the store: the handoff, then its task's
-   * verified facts and key conversations (verified or cherry-picked), within `budgetTokens`
-   * (default 2000), redacted, with the manifest of what was kept, cut and dropped; the same
-   * `Packet` as `ContextBuilder.build()`, `toMessages` included.
-   */
-  contextFor(handoffId: string, options?: ContextForOptions): Packet
-  /**
-   * The successor's packet for a handoff, from the store: the handoff, then its task's
-   * verified facts and key conversations (verified or cherry-picked), within `budgetTokens`
-   * (default 2000), redacted, with the manifest of what was kept, cut and dropped; the same
-   * `Packet` as `ContextBuilder.build()`, `toMessages` included.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  contextForAsync(handoffId: string, options?: ContextForOptions): Promise<Packet>
-  /**
    * The curation log of a task (every change on its branches: conversations added, messages
    * appended, cherry-picks, facts, verifications, merges), or of `main` without `taskId`, in
    * order.
@@ -2600,7 +2656,7 @@ export interface DetectOptions {
 export interface Dropped {
   /** The item. */
   id: string
-  /** Tokens it would have cost. */
+  /** What it would have cost, in the packet's `unit`. */
   tokens: number
   /** Why (`budget`). */
   reason: string
@@ -3016,22 +3072,29 @@ export interface Packet {
   toMessages: (provider?: 'openai_chat' | 'openai_responses' | 'anthropic') => JsonValue[]
   /** The packet's canonical JSON (snake_case), as the core and the Python binding write it. */
   json: string
-  /** Tokens used. */
+  /** What it uses, in `unit`: tokens, or characters of its Markdown. */
   tokens: number
-  /** The budget it was built for. */
+  /** The budget it was built for, in `unit`. */
   budget: number
+  /** What `tokens` and `budget` count: `tokens` (the default) or `chars`. */
+  unit: BudgetUnit
   /** Mandatory sections first, then the rest by kind, messages in chronological order. */
   sections: Array<PacketSection>
-  /** What was included, truncated, dropped and redacted. */
+  /** What was included, truncated, summarised, dropped and redacted. */
   manifest: PacketManifest
 }
 
-/** What a packet included, truncated, dropped and redacted. Nothing is dropped silently. */
+/**
+ * What a packet included, truncated, summarised, dropped and redacted. Nothing is cut or
+ * dropped silently.
+ */
 export interface PacketManifest {
   /** Ids of the items included. */
   included: Array<string>
-  /** Items cut to fit. */
+  /** Items cut to fit (marked `…`). */
   truncated: Array<Truncation>
+  /** Items compressed by the `summarize` function instead of cut. */
+  summarized: Array<Truncation>
   /** Items left out. */
   dropped: Array<Dropped>
   /** Secrets replaced. */
@@ -3042,16 +3105,21 @@ export interface PacketManifest {
 export interface PacketSection {
   /** The item's id (`goal`, `message-3`, `fact-0`, ...). */
   id: string
-  /** `handoff`, `fact`, `message` or `note`. */
-  kind: string
+  /** `task`, `history`, `output`, `handoff`, `fact`, `message` or `note`. */
+  kind: SectionKind
   /** Its heading. */
   title: string
   /** Its text, redacted and perhaps truncated. */
   text: string
   /** A message's role. */
   role: string | null
-  /** Tokens it costs. */
+  /** What it costs, in the packet's `unit`. */
   tokens: number
+  /**
+   * The heading it is listed under with others (a bullet of `Verified Facts`, a message of
+   * `Conversation: …`); `null` for a section under its own title.
+   */
+  group: string | null
 }
 
 /** How the hand-offs of one from→to pair went. */
@@ -3146,6 +3214,10 @@ export interface ProtocolRun {
   filesModified: Array<string>
   /** The last report's status and what it accomplished, in words. */
   projectStatus: string
+  /** Dependencies the manager's context updates added so far, in order. */
+  dependencies: Array<string>
+  /** The initialization's settings, in words (`project root: …`, `constraint: …`). */
+  configuration: Array<string>
   /** When the run was initialized (ISO 8601). */
   startedAt: string
   /** When the last call changed it (ISO 8601). */
@@ -3618,13 +3690,13 @@ export interface ToolCall {
   arguments: JsonValue
 }
 
-/** A section cut to fit the budget. */
+/** A section cut (or summarised) to fit the budget; its costs are in the packet's `unit`. */
 export interface Truncation {
   /** The item. */
   id: string
-  /** Tokens before the cut. */
+  /** What it cost whole. */
   originalTokens: number
-  /** Tokens kept. */
+  /** What was kept. */
   keptTokens: number
 }
 

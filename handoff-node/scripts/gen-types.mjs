@@ -33,6 +33,7 @@ const OVERRIDES = {
   // Chat messages in any provider's shape (the core reads them): the simplest one named.
   'AddConversationArgs.messages': 'Array<ContextMessage | object>',
   'AppendMessagesArgs.messages': 'Array<ContextMessage | object>',
+  'ContextForArgs.transcript': 'Array<ContextMessage | object>',
   // A bundle's portable JSON as text or data, or the Bundle itself (src/bundles.rs).
   'ImportBundleArgs.bundle': 'string | Bundle | BundleData | JsonObject',
 }

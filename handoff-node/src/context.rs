@@ -303,7 +303,8 @@ impl Settle for core::Packet {
 pub struct JsSection {
     /// The item's id (`goal`, `message-3`, `fact-0`, ...).
     pub id: String,
-    /// `handoff`, `fact`, `message` or `note`.
+    /// `task`, `history`, `output`, `handoff`, `fact`, `message` or `note`.
+    #[napi(ts_type = "SectionKind")]
     pub kind: String,
     /// Its heading.
     pub title: String,
@@ -311,20 +312,23 @@ pub struct JsSection {
     pub text: String,
     /// A message's role.
     pub role: Option<String>,
-    /// Tokens it costs.
+    /// What it costs, in the packet's `unit`.
     pub tokens: f64,
+    /// The heading it is listed under with others (a bullet of `Verified Facts`, a message of
+    /// `Conversation: …`); `null` for a section under its own title.
+    pub group: Option<String>,
 }
 
-/// A section cut to fit the budget.
+/// A section cut (or summarised) to fit the budget; its costs are in the packet's `unit`.
 #[napi(object, object_from_js = false, object_to_js = false)]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Truncation {
     /// The item.
     pub id: String,
-    /// Tokens before the cut.
+    /// What it cost whole.
     pub original_tokens: f64,
-    /// Tokens kept.
+    /// What was kept.
     pub kept_tokens: f64,
 }
 
@@ -335,7 +339,7 @@ pub struct Truncation {
 pub struct Dropped {
     /// The item.
     pub id: String,
-    /// Tokens it would have cost.
+    /// What it would have cost, in the packet's `unit`.
     pub tokens: f64,
     /// Why (`budget`).
     pub reason: String,
@@ -354,7 +358,8 @@ pub struct RedactedItem {
     pub count: f64,
 }
 
-/// What a packet included, truncated, dropped and redacted. Nothing is dropped silently.
+/// What a packet included, truncated, summarised, dropped and redacted. Nothing is cut or
+/// dropped silently.
 #[napi(
     object,
     js_name = "PacketManifest",
@@ -366,8 +371,10 @@ pub struct RedactedItem {
 pub struct JsManifest {
     /// Ids of the items included.
     pub included: Vec<String>,
-    /// Items cut to fit.
+    /// Items cut to fit (marked `…`).
     pub truncated: Vec<Truncation>,
+    /// Items compressed by the `summarize` function instead of cut.
+    pub summarized: Vec<Truncation>,
     /// Items left out.
     pub dropped: Vec<Dropped>,
     /// Secrets replaced.
@@ -410,13 +417,16 @@ pub struct JsPacket {
     pub to_messages: (),
     /// The packet's canonical JSON (snake_case), as the core and the Python binding write it.
     pub json: String,
-    /// Tokens used.
+    /// What it uses, in `unit`: tokens, or characters of its Markdown.
     pub tokens: f64,
-    /// The budget it was built for.
+    /// The budget it was built for, in `unit`.
     pub budget: f64,
+    /// What `tokens` and `budget` count: `tokens` (the default) or `chars`.
+    #[napi(ts_type = "BudgetUnit")]
+    pub unit: String,
     /// Mandatory sections first, then the rest by kind, messages in chronological order.
     pub sections: Vec<JsSection>,
-    /// What was included, truncated, dropped and redacted.
+    /// What was included, truncated, summarised, dropped and redacted.
     pub manifest: JsManifest,
 }
 
@@ -424,6 +434,24 @@ fn kind_name<T: Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(Value::String(s)) => s,
         _ => String::new(),
+    }
+}
+
+/// A section's kind, as `SectionKind` in dts-header.d.ts spells it: matched in full, so that a
+/// kind the core adds does not compile here until that type names it too.
+fn section_kind(kind: core::ItemKind) -> String {
+    use core::ItemKind as K;
+    match kind {
+        K::Task | K::History | K::Output | K::Handoff | K::Fact | K::Message | K::Note => {
+            kind_name(&kind)
+        }
+    }
+}
+
+/// A budget's unit, as `BudgetUnit` in dts-header.d.ts spells it (matched in full, likewise).
+fn unit_word(unit: core::BudgetUnit) -> String {
+    match unit {
+        core::BudgetUnit::Tokens | core::BudgetUnit::Chars => kind_name(&unit),
     }
 }
 
@@ -441,14 +469,25 @@ impl Mirror for PacketData {
             sections,
             tokens,
             budget,
+            unit,
             manifest,
         } = packet;
         let core::Manifest {
             included,
             truncated,
+            summarized,
             dropped,
             redacted,
         } = manifest;
+        let cuts = |list: Vec<core::Truncation>| -> Vec<Truncation> {
+            list.into_iter()
+                .map(|t| Truncation {
+                    id: t.id,
+                    original_tokens: t.original_tokens as f64,
+                    kept_tokens: t.kept_tokens as f64,
+                })
+                .collect()
+        };
         JsPacket {
             markdown,
             messages,
@@ -456,27 +495,23 @@ impl Mirror for PacketData {
             json,
             tokens: tokens as f64,
             budget: budget as f64,
+            unit: unit_word(unit),
             sections: sections
                 .into_iter()
                 .map(|s| JsSection {
-                    kind: kind_name(&s.kind),
+                    kind: section_kind(s.kind),
                     id: s.id,
                     title: s.title,
                     text: s.text,
                     role: s.role,
                     tokens: s.tokens as f64,
+                    group: s.group,
                 })
                 .collect(),
             manifest: JsManifest {
                 included,
-                truncated: truncated
-                    .into_iter()
-                    .map(|t| Truncation {
-                        id: t.id,
-                        original_tokens: t.original_tokens as f64,
-                        kept_tokens: t.kept_tokens as f64,
-                    })
-                    .collect(),
+                truncated: cuts(truncated),
+                summarized: cuts(summarized),
                 dropped: dropped
                     .into_iter()
                     .map(|d| Dropped {

@@ -16,15 +16,23 @@
 //! A verifier that throws or rejects (or answers something that is no score) leaves its item as
 //! it was: the core reports it in the `VerifyReport`. A judge that does ends the pick, which
 //! writes nothing: its own error is thrown (or rejects the Promise) as it is.
+//!
+//! `contextFor` and `contextForAsync` take a third callable, `summarize`, the core's
+//! [`Summarizer`]: asked to compress an item that does not fit whole, it answers a string; one
+//! that throws, rejects or answers anything else leaves the item cut as without it. The core
+//! asks a summarizer from any thread (it is `Send + Sync`), so `contextFor` runs the core on a
+//! scoped thread of its own while the JavaScript thread, blocked in the call as for any sync
+//! method, answers its questions one by one through a channel.
 
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
+use handoff_core::context::{Summarizer, SummaryRequest};
 use handoff_core::curation::{
     BranchInfo, Conversation, CurationChange, CurationEvent, Fact, MergeReport, PickedTo,
     StoredMessage, Verdict, VerifiedItem, VerifyReport,
 };
 use handoff_core::messages::ToolCall;
-use handoff_core::ops::{self, JsonJudge, JsonVerifier, Operation};
+use handoff_core::ops::{self, ContextForArgs, JsonJudge, JsonVerifier, Operation};
 use handoff_core::{Error, Limits, Problem};
 use napi::bindgen_prelude::{
     CallbackContext, Either, Function, JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter,
@@ -44,7 +52,7 @@ use crate::memory::rejected;
 use crate::ops::{Given, JsArguments, Method, Parameter, arguments_of};
 use crate::record::iso;
 use crate::store::Store;
-use crate::task::{Job, Mirror, ToJs, guarded, json_to_js, on_own_thread};
+use crate::task::{Job, Mirror, ToJs, guarded, json_to_js, on_own_thread, panic_message};
 use crate::tasks::{number, word};
 
 /// A verdict's word, as `Verdict` in dts-header.d.ts spells it: matched in full, so that a
@@ -591,6 +599,8 @@ enum Role {
     Verifier,
     /// `cherryPickDecisions`'s, which says whether a message is a decision point.
     Judge,
+    /// `contextFor`'s, which compresses an item that does not fit whole.
+    Summarizer,
 }
 
 impl Role {
@@ -599,6 +609,16 @@ impl Role {
         match self {
             Role::Verifier => "verifier",
             Role::Judge => "judge",
+            Role::Summarizer => "summarize",
+        }
+    }
+
+    /// What it is called in a message.
+    fn noun(self) -> &'static str {
+        match self {
+            Role::Verifier => "verifier",
+            Role::Judge => "judge",
+            Role::Summarizer => "summarize function",
         }
     }
 
@@ -607,6 +627,7 @@ impl Role {
         match self {
             Role::Verifier => ("verify", "verifyAsync"),
             Role::Judge => ("cherryPickDecisions", "cherryPickDecisionsAsync"),
+            Role::Summarizer => ("contextFor", "contextForAsync"),
         }
     }
 }
@@ -745,9 +766,9 @@ fn promised(env: &Env, role: Role) -> Failure {
     type_error(
         env,
         format!(
-            "the {key} answers with a Promise, which {sync} cannot wait for: use {promise} \
-             for an async {key}",
-            key = role.key()
+            "the {noun} answers with a Promise, which {sync} cannot wait for: use {promise} \
+             for an async {noun}",
+            noun = role.noun()
         ),
     )
 }
@@ -985,6 +1006,15 @@ pub(crate) fn methods() -> Vec<Method> {
             }),
             ["VerifyReport", "Promise<VerifyReport>"],
         ),
+        Method::of::<ops::ContextFor>(
+            &[("handoff_id", "string")],
+            Some(Parameter {
+                name: "options",
+                ts: "ContextForArguments",
+                optional: true,
+            }),
+            ["Packet", "Promise<Packet>"],
+        ),
     ]
 }
 
@@ -1217,6 +1247,205 @@ impl Store {
                 ops::Verify::run_with(&store, args, Some(&mut verifier))
             });
             finish(asker.stop, report)
+        })
+    }
+}
+
+/// A question for a summarizer and where its answer goes.
+type Question = (Value, mpsc::Sender<handoff_core::Result<Value>>);
+
+/// The core's [`Summarizer`] made of a way to ask a face's callable (JSON in, JSON out): the
+/// request goes out as `{ id, title, text, budget, unit }`, and only a string comes back as a
+/// summary. Anything else is an error, on which the core cuts the item instead.
+struct AskingSummarizer<F>(F);
+
+impl<F> Summarizer for AskingSummarizer<F>
+where
+    F: Fn(Value) -> handoff_core::Result<Value> + Send + Sync,
+{
+    fn summarize(&self, request: &SummaryRequest<'_>) -> handoff_core::Result<String> {
+        let question = serde_json::to_value(request).map_err(|e| {
+            Error::invalid(Role::Summarizer.key(), format!("could not be asked: {e}"))
+        })?;
+        match (self.0)(question)? {
+            Value::String(summary) => Ok(summary),
+            other => Err(Error::invalid(
+                Role::Summarizer.key(),
+                format!("must answer a string, not {}", json_kind(&other)),
+            )),
+        }
+    }
+}
+
+/// A JSON value's kind, in JavaScript's words.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The packet `args` describe, with `summarizer` if there is one.
+fn context_for(
+    store: &handoff_core::Store,
+    args: ContextForArgs,
+    summarizer: Option<Box<dyn Summarizer>>,
+) -> handoff_core::Result<handoff_core::context::Packet> {
+    let mut options = args.options()?;
+    options.summarizer = summarizer;
+    store.context_for(&args.handoff_id, options)
+}
+
+#[napi]
+impl Store {
+    /// The successor's packet for a handoff, from every part of the store that knows something
+    /// about it: the handoff (goal, pending steps, instructions and blockers are mandatory), its
+    /// task's goal, plan and current step, the outcomes of the steps it depends on and earlier
+    /// attempts' errors, who worked on the task before, the task's verified facts and key
+    /// conversations, the predecessor's own findings on `task/<task>/<agent>` (marked
+    /// unverified) with the tail of its latest conversation, the facts on `main` most relevant
+    /// to it, the branch to continue on, and `transcript` (the framework's own, in any
+    /// provider's message shape). Within `budgetTokens` (default 2000) or `budgetChars`
+    /// (characters of its Markdown; not both), redacted, with the manifest of what was kept,
+    /// cut, summarised and dropped: the same `Packet` as `ContextBuilder.build()`,
+    /// `toMessages` included.
+    ///
+    /// `summarize`, if given, is asked `{ id, title, text, budget, unit }` for an item that
+    /// does not fit whole and answers its summary (listed in `manifest.summarized`); when it
+    /// throws or answers anything but a string, the item is cut instead. It runs on this
+    /// thread and must answer at once, not with a Promise (a `TypeError`): use
+    /// `contextForAsync` for an async one.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "handoffId: string, options?: ContextForOptions",
+        ts_return_type = "Packet"
+    )]
+    pub fn context_for<'env>(
+        &self,
+        env: &'env Env,
+        handoff_id: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let packet = guarded(env, Naming::AsIs, || {
+            let read = read_call::<ops::ContextFor>(
+                env,
+                &[("handoff_id", &handoff_id)],
+                options.as_ref(),
+                Role::Summarizer,
+                store.limits(),
+            )?;
+            let limits = store.limits().clone();
+            let Some(function) = read.callable else {
+                return Ok(read
+                    .arguments
+                    .then(&limits, |args| context_for(&store, args, None))?);
+            };
+            refuse_async(env, &function, Role::Summarizer)?;
+            let mut asker = AskNow {
+                env,
+                function: &function,
+                role: Role::Summarizer,
+                stop: None,
+            };
+            let (questions, asked) = mpsc::channel::<Question>();
+            let summarizer = AskingSummarizer(move |question: Value| {
+                let (answers, answer) = mpsc::channel();
+                if questions.send((question, answers)).is_err() {
+                    return Err(not_asked(Role::Summarizer));
+                }
+                answer
+                    .recv()
+                    .unwrap_or_else(|_| Err(not_asked(Role::Summarizer)))
+            });
+            let arguments = read.arguments;
+            let worked = std::thread::scope(|scope| {
+                let core = &store;
+                let worker = std::thread::Builder::new()
+                    .name("handoff-context".to_owned())
+                    .spawn_scoped(scope, move || {
+                        let summarizer: Box<dyn Summarizer> = Box::new(summarizer);
+                        arguments.then(&limits, |args| context_for(core, args, Some(summarizer)))
+                    })
+                    .map_err(|e| {
+                        Failure::Js(napi::Error::from_reason(format!(
+                            "cannot start a thread to build the packet on: {e}"
+                        )))
+                    })?;
+                // Answered here, on the JavaScript thread, until the worker is done with the
+                // summarizer (its end of the channel dropped).
+                for (question, answers) in asked {
+                    let _ = answers.send(asker.ask(question));
+                }
+                worker
+                    .join()
+                    .map_err(|payload| Failure::Panic(panic_message(&*payload)))
+            })?;
+            finish(asker.stop, worked)
+        })?;
+        packet.to_js(env)
+    }
+
+    /// The successor's packet for a handoff, as `contextFor` builds it, as a Promise: the store
+    /// works off the JavaScript thread, and `summarize` (which may be async) is called on it,
+    /// each answer awaited; one that throws, rejects or answers anything but a string leaves
+    /// its item cut instead.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "handoffId: string, options?: ContextForAsyncOptions",
+        ts_return_type = "Promise<Packet>"
+    )]
+    pub fn context_for_async<'env>(
+        &self,
+        env: &'env Env,
+        handoff_id: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let read = read_call::<ops::ContextFor>(
+            env,
+            &[("handoff_id", &handoff_id)],
+            options.as_ref(),
+            Role::Summarizer,
+            store.limits(),
+        )
+        .and_then(|read| {
+            let asker = match &read.callable {
+                Some(function) => Some(AskLater::new(function, Role::Summarizer)?),
+                None => None,
+            };
+            Ok((read.arguments, asker))
+        });
+        let (arguments, asker) = match read {
+            Ok(read) => read,
+            Err(failure) => return rejected(env, errors::to_js(env, failure, Naming::AsIs)),
+        };
+        let Some(asker) = asker else {
+            let job = Job::new(
+                Naming::AsIs,
+                Ok(move || arguments.then(store.limits(), |args| context_for(&store, args, None))),
+            );
+            return Ok(env.spawn(job)?.promise_object().to_unknown());
+        };
+        on_own_thread(env, Naming::AsIs, move || {
+            let asker = Arc::new(Mutex::new(asker));
+            let asking = Arc::clone(&asker);
+            let summarizer: Box<dyn Summarizer> =
+                Box::new(AskingSummarizer(move |question: Value| {
+                    asking
+                        .lock()
+                        .map_err(|_| Error::storage("the summarizer is poisoned"))?
+                        .ask(question)
+                }));
+            let packet = arguments.then(store.limits(), |args| {
+                context_for(&store, args, Some(summarizer))
+            });
+            let stop = asker.lock().ok().and_then(|mut asker| asker.stop.take());
+            finish(stop, packet)
         })
     }
 }

@@ -58,6 +58,10 @@ pub struct JsProtocolRun {
     pub files_modified: Vec<String>,
     /// The last report's status and what it accomplished, in words.
     pub project_status: String,
+    /// Dependencies the manager's context updates added so far, in order.
+    pub dependencies: Vec<String>,
+    /// The initialization's settings, in words (`project root: …`, `constraint: …`).
+    pub configuration: Vec<String>,
     /// When the run was initialized (ISO 8601).
     pub started_at: String,
     /// When the last call changed it (ISO 8601).
@@ -91,6 +95,8 @@ impl Mirror for Run {
             history,
             files_modified,
             project_status,
+            dependencies,
+            configuration,
         } = self;
         JsProtocolRun {
             task_id,
@@ -110,6 +116,8 @@ impl Mirror for Run {
             iteration_seconds,
             files_modified,
             project_status,
+            dependencies,
+            configuration,
             started_at: iso(started_at),
             updated_at: iso(updated_at),
             iteration_started_at: iso(iteration_started_at),

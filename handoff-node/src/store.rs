@@ -1023,13 +1023,6 @@ store_operations! {
     merge, merge_async = Merge(branch: "string"; options?: "MergeOptions")
         -> "MergeReport", "Promise<MergeReport>";
 
-    "The successor's packet for a handoff, from the store: the handoff, then its task's"
-    "verified facts and key conversations (verified or cherry-picked), within `budgetTokens`"
-    "(default 2000), redacted, with the manifest of what was kept, cut and dropped; the same"
-    "`Packet` as `ContextBuilder.build()`, `toMessages` included."
-    context_for, context_for_async = ContextFor(handoff_id: "string"; options?: "ContextForOptions")
-        -> "Packet", "Promise<Packet>";
-
     "The curation log of a task (every change on its branches: conversations added, messages"
     "appended, cherry-picks, facts, verifications, merges), or of `main` without `taskId`, in"
     "order."

@@ -90,7 +90,7 @@ pub(crate) fn json_to_js<T: Mirror>(env: &Env, value: T) -> napi::Result<Unknown
     parse.call(text)
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

@@ -23,10 +23,14 @@ test('a packet within the budget, secrets redacted, every item accounted for', (
   assert.doesNotMatch(p.markdown, new RegExp(KEY))
   assert.match(p.markdown, /Ship the parser/)
   assert.ok(p.manifest.redacted.some((r) => r.rule === 'openai-api-key' && r.count === 1))
-  const accounted = new Set([...p.manifest.included, ...p.manifest.dropped.map((d) => d.id)])
+  assert.equal(p.unit, 'tokens')
+  const { included, truncated, summarized, dropped } = p.manifest
+  const accounted = new Set([...included, ...[...truncated, ...summarized, ...dropped].map((d) => d.id)])
   for (const s of p.sections) assert.ok(accounted.has(s.id), s.id)
-  // The 4,000-character note does not fit: it is dropped, and says so.
-  assert.ok(p.manifest.dropped.some((d) => d.id.startsWith('item-') && d.reason === 'budget'), JSON.stringify(p.manifest))
+  // The 4,000-character note does not fit whole: it is cut to the room left, and says so.
+  const cut = truncated.find((t) => t.id.startsWith('item-'))
+  assert.ok(cut && cut.keptTokens < cut.originalTokens, JSON.stringify(p.manifest))
+  assert.match(p.sections.find((s) => s.id === cut.id).text, /… \[truncated\]$/)
   assert.ok(Array.isArray(p.messages))
   const wire = JSON.parse(p.json)
   assert.equal(wire.tokens, p.tokens)
