@@ -50,8 +50,11 @@ export interface RunClaimedOptions<TContext = undefined> {
 }
 
 /**
- * Runs `agent` on the claimed handoff and settles it: the input is the context packet (the
- * record and the transcript it carries, redacted, within `budgetTokens`, as Responses items),
+ * Runs `agent` on the claimed handoff and settles it: the input is the store's packet for the
+ * handoff (`store.contextFor`: the record, its task's goal and plan, the outcomes of the steps
+ * it depends on, who worked on it before, the predecessor's unverified findings and the
+ * relevant knowledge on `main`), with the transcript the record carries (the framework's own)
+ * as one more conversation, redacted, within `budgetTokens`, as Responses items),
  * the claim heartbeats while the agent runs (`store.withLease`), and the handoff is completed
  * with the final output (text as it is, anything else as JSON). When the run throws, the claim
  * is failed with the error's message (pending again while attempts remain) and the Promise

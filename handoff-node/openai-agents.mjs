@@ -181,8 +181,9 @@ function createOnce(store, fields) {
 }
 
 /**
- * Runs `agent` on the claimed handoff (see openai-agents.d.ts): the packet in, heartbeats while
- * it runs, completed with the final output, or failed with the error, which propagates.
+ * Runs `agent` on the claimed handoff (see openai-agents.d.ts): the store's packet in,
+ * heartbeats while it runs, completed with the final output, or failed with the error, which
+ * propagates.
  */
 export async function runClaimed(store, agent, claim, options = {}) {
   const { budgetTokens = 4000, context, runConfig } = options ?? {}
@@ -197,7 +198,8 @@ export async function runClaimed(store, agent, claim, options = {}) {
       try {
         // Built under the lease, so that a record whose transcript cannot be read fails its claim
         // at once, instead of holding it until the lease lapses.
-        return await runner.run(agent, packetMessages(handoff, budgetTokens), { context })
+        const input = await packetMessages(raw, handoff, budgetTokens)
+        return await runner.run(agent, input, { context })
       } catch (err) {
         // The lease fails the claim with this error once the work returns: that write is the span.
         settling = startSpan('fail', holder, { ...attributes('fail'), 'error.type': errorType(err) })
@@ -221,15 +223,16 @@ export async function runClaimed(store, agent, claim, options = {}) {
 }
 
 /**
- * The successor's input: the record and the transcript it carries, redacted, within
- * `budgetTokens`, as Responses items.
+ * The successor's input: the store's packet for the handoff (`contextFor`: the record, its task's
+ * plan and the outputs it depends on, who worked on it before, the predecessor's findings, the
+ * relevant knowledge on `main`), with the framework's own transcript the record carries as one
+ * more conversation, redacted, within `budgetTokens`, as Responses items.
  */
-function packetMessages(handoff, budgetTokens) {
-  const builder = new ContextBuilder({ budgetTokens, redact: true })
-  builder.addHandoff(handoff)
+async function packetMessages(store, handoff, budgetTokens) {
   const carried = handoff.metadata?.transcript
-  if (Array.isArray(carried)) builder.addMessages(carried.filter(isObject))
-  return builder.build().toMessages('openai_responses')
+  const transcript = Array.isArray(carried) ? carried.filter(isObject) : []
+  const packet = await store.contextForAsync(handoff.id, { budgetTokens, transcript })
+  return packet.toMessages('openai_responses')
 }
 
 /** A run's final output as the handoff's outcome: text as it is, anything else as JSON. */

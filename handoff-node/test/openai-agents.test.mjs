@@ -1,6 +1,6 @@
 // handoff-core/openai-agents against the real @openai/agents (pinned in the lockfile), its models
 // scripted here with no network: the handoff is recorded, not run; once per tool call; the
-// successor runs on the redacted packet; a failure is recorded; spans are emitted.
+// successor runs on the store's redacted packet; a failure is recorded; spans are emitted.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -193,6 +193,32 @@ test('the successor runs on the redacted packet, and the handoff completes with 
 
   const done = store.get(claim.handoffId)
   assert.deepEqual([done.status, done.outcome], ['completed', 'Refunded the second charge of order 1042'])
+})
+
+test('runClaimed gives the model the store\'s packet: the predecessor\'s findings, the task\'s history, its own transcript', async () => {
+  const store = Store.memory()
+  // An earlier hop of the task, and what triage found before handing over, on its own branch.
+  const earlier = store.create({ taskId: 'ticket-1042', goal: 'Look up the order', fromAgent: 'intake', toAgent: 'triage' })
+  store.complete(store.claim(earlier.id, 'triage'), { outcome: 'order 1042 found in the ledger' })
+  store.addFacts('task/ticket-1042/triage', ['order 1042 was charged at 09:14 and again at 09:15'])
+  const { triage, billing, billingModel } = agents(store)
+  await run(triage, QUESTION)
+
+  const claim = store.claimNext('billing', { taskId: 'ticket-1042' })
+  assert.equal(claim.handoff.fromAgent, 'triage')
+  // Exactly the packet the store builds for the handoff, with the transcript the record carries.
+  const expected = store.contextFor(claim.handoffId, { budgetTokens: 4000, transcript: claim.handoff.metadata.transcript }).toMessages('openai_responses')
+  await runClaimed(store, billing, claim)
+  const input = billingModel.calls[0].input
+  assert.deepEqual(input, expected)
+  const seen = JSON.stringify(input)
+  assert.match(seen, /order 1042 was charged at 09:14 and again at 09:15 \(unverified\)/, 'the predecessor\'s finding')
+  assert.match(seen, /Unverified Findings of triage/)
+  assert.match(seen, /Agent History/)
+  assert.match(seen, /order 1042 found in the ledger/, 'the earlier hop\'s outcome')
+  assert.match(seen, /I was charged twice for order 1042/, 'the framework\'s transcript')
+  assert.match(seen, /Continue on `task\/ticket-1042\/billing`/)
+  assert.ok(!seen.includes(OPENAI_KEY) && !seen.includes(AWS_KEY), seen)
 })
 
 test('a record written elsewhere (another language, a claim reference) runs the same way', async () => {
