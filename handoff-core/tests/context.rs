@@ -3,7 +3,10 @@
 #![allow(clippy::unwrap_used)]
 
 use chrono::{TimeDelta, Utc};
-use handoff_core::context::{ContextBuilder, DropReason, ItemKind, Message, Packet};
+use handoff_core::context::{
+    Budget, BudgetUnit, ContextBuilder, DropReason, ItemKind, Message, Packet, Summarizer,
+    SummaryRequest,
+};
 use handoff_core::{Handoff, NewHandoff};
 use proptest::prelude::*;
 
@@ -36,6 +39,7 @@ fn accounted(packet: &Packet, offered: usize) {
     let m = &packet.manifest;
     let mut ids: Vec<&str> = m.included.iter().map(String::as_str).collect();
     ids.extend(m.truncated.iter().map(|t| t.id.as_str()));
+    ids.extend(m.summarized.iter().map(|t| t.id.as_str()));
     ids.extend(m.dropped.iter().map(|d| d.id.as_str()));
     assert_eq!(ids.len(), offered, "{m:?}");
     ids.sort_unstable();
@@ -202,4 +206,100 @@ proptest! {
         let mandatory_floor: usize = packet.manifest.truncated.iter().map(|t| t.kept_tokens).sum();
         prop_assert!(packet.tokens <= budget.max(mandatory_floor + 40), "{} > {}", packet.tokens, budget);
     }
+}
+
+#[test]
+fn a_character_budget_bounds_the_markdown() {
+    for budget in [120, 400, 2000] {
+        let mut b = ContextBuilder::with_budget(Budget::Chars(budget));
+        b.add_handoff(&handoff()).add_messages(messages(40));
+        for i in 0..30 {
+            b.add_item(format!("note {i} about the refunds"), 40, None);
+        }
+        let packet = b.build();
+        let md = packet.to_markdown();
+        assert_eq!(packet.unit, BudgetUnit::Chars);
+        assert_eq!(packet.tokens, md.chars().count());
+        assert!(
+            md.chars().count() <= budget
+                // Only the mandatory sections' headings and cut marks may not fit.
+                || (budget < 200 && packet.sections.iter().all(|s| s.id.starts_with("h1#"))),
+            "{budget}: {} chars\n{md}",
+            md.chars().count()
+        );
+        accounted(&packet, 8 + 40 + 30);
+    }
+}
+
+#[test]
+fn the_best_item_that_does_not_fit_is_cut_a_list_keeping_its_latest_entries() {
+    let mut h = handoff();
+    h.completed_steps = (0..50).map(|i| format!("step {i} done")).collect();
+    // Room for the mandatory sections and part of the completed steps, nothing else.
+    let mut b = ContextBuilder::new(120);
+    b.add_handoff(&h);
+    let packet = b.build();
+    let cut = packet
+        .manifest
+        .truncated
+        .iter()
+        .find(|t| t.id == "h1#completed_steps");
+    let section = packet
+        .sections
+        .iter()
+        .find(|s| s.id == "h1#completed_steps");
+    if let (Some(cut), Some(section)) = (cut, section) {
+        assert!(cut.kept_tokens < cut.original_tokens);
+        assert!(
+            section.text.starts_with("[truncated] …"),
+            "{}",
+            section.text
+        );
+        assert!(section.text.ends_with("step 49 done"), "{}", section.text);
+    } else {
+        // Something of higher priority took the room: it is the one cut.
+        assert!(
+            !packet.manifest.truncated.is_empty(),
+            "{:?}",
+            packet.manifest
+        );
+    }
+    assert!(packet.tokens <= 120, "{}", packet.tokens);
+    accounted(&packet, 8);
+}
+
+struct Shorten;
+impl Summarizer for Shorten {
+    fn summarize(&self, request: &SummaryRequest<'_>) -> handoff_core::Result<String> {
+        assert!(request.budget > 0 && !request.text.is_empty());
+        Ok(format!("summary of {}", request.id))
+    }
+}
+
+struct Broken;
+impl Summarizer for Broken {
+    fn summarize(&self, _: &SummaryRequest<'_>) -> handoff_core::Result<String> {
+        Err(handoff_core::Error::invalid("summary", "the model is down"))
+    }
+}
+
+#[test]
+fn a_summarizer_compresses_what_does_not_fit_and_a_failing_one_falls_back_to_a_cut() {
+    let long = "the refunds round half-even in the old code and half-up in the new ".repeat(20);
+    let build = |b: ContextBuilder| {
+        let mut b = b;
+        b.add_item(long.clone(), 50, None);
+        b.build()
+    };
+    let packet = build(ContextBuilder::new(60).summarizer(Shorten));
+    assert_eq!(packet.manifest.summarized.len(), 1, "{:?}", packet.manifest);
+    assert!(packet.to_markdown().contains("summary of item-0"));
+    assert!(packet.tokens <= 60);
+    accounted(&packet, 1);
+
+    let packet = build(ContextBuilder::new(60).summarizer(Broken));
+    assert!(packet.manifest.summarized.is_empty());
+    assert_eq!(packet.manifest.truncated.len(), 1, "{:?}", packet.manifest);
+    assert!(packet.to_markdown().contains("… [truncated]"));
+    accounted(&packet, 1);
 }

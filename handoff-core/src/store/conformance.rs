@@ -2827,6 +2827,26 @@ pub fn successors_receive_what_their_predecessors_knew(store: Store) {
     let m = &packet.manifest;
     assert!(m.dropped.is_empty() && m.truncated.is_empty(), "{m:?}");
 
+    // The successor of a failed attempt reads what went wrong.
+    let retried = store
+        .create(NewHandoff::new("fix-oauth", "Rotate the signing key").max_attempts(3))
+        .unwrap();
+    let first = store.claim(&retried.id, "agent-a", MINUTE).unwrap();
+    store
+        .fail(&first, "the vault refused the rotation: 403")
+        .unwrap();
+    let second = store.claim(&retried.id, "agent-b", MINUTE).unwrap();
+    let md = store
+        .context_for(&second.handoff.id, ContextOptions::default())
+        .unwrap()
+        .to_markdown();
+    assert!(
+        md.contains("## Errors So Far")
+            && md.contains("failed: the vault refused the rotation: 403"),
+        "{md}"
+    );
+    store.release(&second, "not mine").unwrap();
+
     // The next hop sees the one before in its history.
     store.complete(&claim, "fixed the state machine").unwrap();
     let tests = store
@@ -2945,8 +2965,18 @@ pub fn knowledge_on_main_reaches_new_tasks_by_relevance(store: Store) {
             "playbook",
         ))
         .unwrap();
-    let json = bundle.to_json().unwrap();
-    store.import_bundle(&json, "main").unwrap();
+    // Signed by a key this store trusts, its verdicts hold here (an unsigned bundle's would be
+    // its claim, reaching no successor until this store verified them).
+    let keys = crate::bundle::BundleKeyPair::generate().unwrap();
+    let json = elsewhere
+        .sign_bundle(&bundle.id, &keys.secret_key)
+        .unwrap()
+        .to_json()
+        .unwrap();
+    store
+        .trust_bundle_keys(std::slice::from_ref(&keys.public_key), &[])
+        .unwrap();
+    assert!(store.import_bundle(&json, "main").unwrap().trusted);
 
     let h = store
         .create(
@@ -2962,7 +2992,7 @@ pub fn knowledge_on_main_reaches_new_tasks_by_relevance(store: Store) {
     assert!(md.contains("## Relevant Knowledge on main"), "{md}");
     assert!(
         md.contains(
-            "OAuth2 token refresh needs a retry with exponential backoff after a 401 (from bundle:"
+            "OAuth2 token refresh needs a retry with exponential backoff after a 401 (verified by bundle:"
         ),
         "{md}"
     );

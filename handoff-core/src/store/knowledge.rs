@@ -31,7 +31,7 @@ const MARK: (&str, &str) = ("knowledge_index", "v1");
 /// At most this many facts are read per query term, the most recent first: a term common
 /// enough to hold more weighs next to nothing, and the cost of a packet stays bounded
 /// whatever `main` holds.
-const PER_TERM: usize = 64;
+const PER_TERM: usize = 32;
 /// At most this many terms of the query are looked up.
 pub(super) const QUERY_TERMS: usize = 24;
 

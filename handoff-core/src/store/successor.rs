@@ -25,6 +25,7 @@ use super::tasks::Task;
 use crate::context::{Budget, ContextBuilder, ItemKind, Message, Packet, Summarizer};
 use crate::curation::{Branch, Conversation, Fact, FactStatus, Verdict};
 use crate::error::{Error, Result};
+use crate::machine::Change;
 use crate::protocol::wire_name;
 use crate::record::Handoff;
 use crate::relevance;
@@ -135,6 +136,9 @@ impl Store {
         if let Some(step) = step {
             self.add_step_outputs(&mut b, task.as_ref(), step)?;
         }
+        if handoff.attempts > 0 {
+            self.add_attempts(&mut b, &handoff)?;
+        }
         self.add_protocol(&mut b, &handoff)?;
         self.add_history(&mut b, &handoff)?;
         self.add_knowledge(&mut b, &handoff, &task_branch, task.as_ref())?;
@@ -210,6 +214,32 @@ impl Store {
                 compact(artifact),
                 78,
                 None,
+            );
+        }
+        Ok(())
+    }
+
+    /// How the earlier claims of this handoff ended (failed, released, lapsed), from its own
+    /// events: what the successor of a failed attempt must not repeat.
+    fn add_attempts(&self, b: &mut ContextBuilder, handoff: &Handoff) -> Result<()> {
+        for event in self.events(Some(&handoff.id))? {
+            let what = match &event.change {
+                Change::AttemptFailed { token, error } => {
+                    format!("the claim with token {token} failed: {error}")
+                }
+                Change::Released { reason } => format!("a claim was given back: {reason}"),
+                Change::LeaseExpired { token } => {
+                    format!("the claim with token {token} lapsed (its holder stopped renewing it)")
+                }
+                _ => continue,
+            };
+            b.add_bullet(
+                ItemKind::Output,
+                format!("{}#event-{}", handoff.id, event.seq),
+                "Errors So Far",
+                format!("{} {what}", crate::clock::to_text(&event.at)),
+                90,
+                Some(event.at),
             );
         }
         Ok(())
@@ -439,12 +469,9 @@ impl Store {
             );
         }
         let terms = relevance::query_terms(query, knowledge::QUERY_TERMS);
+        // Verified here only: an unsigned bundle's verdicts are its claim, not this store's.
         let relevant = knowledge::relevant_facts(&*self.backend, &terms, MAIN_FACTS, |f| {
             f.status == FactStatus::Verified
-                || (f.status == FactStatus::Active
-                    && f.verified_by
-                        .as_deref()
-                        .is_some_and(|by| by.starts_with("bundle:")))
         })?;
         for (rank, fact) in relevant.into_iter().enumerate() {
             b.add_bullet(
@@ -525,15 +552,10 @@ fn add_task(b: &mut ContextBuilder, task: &Task, current: Option<&str>) {
     }
 }
 
-/// A fact's text, with whose word it is when a bundle brought it.
+/// A verified fact's text, with whose word it is when a signed bundle brought it.
 fn provenance(fact: &Fact) -> String {
-    match (fact.verified_by.as_deref(), fact.status) {
-        (Some(by), FactStatus::Verified) if by.starts_with("bundle:") => {
-            format!("{} (verified by {by})", fact.text)
-        }
-        (Some(by), _) if by.starts_with("bundle:") => {
-            format!("{} (from {by}, not verified in this store)", fact.text)
-        }
+    match fact.verified_by.as_deref() {
+        Some(by) if by.starts_with("bundle:") => format!("{} (verified by {by})", fact.text),
         _ => fact.text.clone(),
     }
 }
