@@ -31,7 +31,7 @@ use crate::error::{CliError, CliResult};
 use crate::jsonrpc;
 use crate::location::Location;
 use crate::operations::{self, DEFAULTS, Op, asked_wait, cap_to_a_page, name_flat_claim};
-use crate::output::{Output, Reply, to_json};
+use crate::output::{self, Output, Reply, to_json};
 use crate::sampling::{self, ClientModel};
 use crate::spawn::{self, SpawnConfig};
 
@@ -155,8 +155,9 @@ fn tools() -> Vec<Tool> {
     let mut tools: Vec<Tool> = operations::all().iter().map(operation_tool).collect();
     tools.push(Tool::new(
         "handoff_claim_and_spawn",
-        "Claim a handoff and run the server's configured successor command on its DNA \
-         (plus additional_instructions, if given): heartbeats while it runs, completes on \
+        "Claim a handoff and run the server's configured successor command on its packet (the \
+         record and what the store knows beyond it, as `context` gives it; plus \
+         additional_instructions, if given): heartbeats while it runs, completes on \
          exit 0, releases on failure or after timeout_seconds, and reports its output.",
         schema::<SpawnArgs>(),
     ));
@@ -218,6 +219,19 @@ fn old_spellings(op: &'static Op, args: &mut JsonObject) -> (&'static Op, bool) 
     (op, flat)
 }
 
+/// Tools whose name changed with their CLI command, by their old names: still answered (not
+/// listed), so that clients configured with the old name keep working. `context_for` became
+/// `context` when `handoff context-for` became `handoff context`.
+const RENAMED_TOOLS: &[(&str, &str)] = &[("context_for", "context")];
+
+/// The name a tool goes by now.
+fn current_tool_name(name: &str) -> &str {
+    RENAMED_TOOLS
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new)
+}
+
 /// The longest one tool call waits for work (`wait_seconds`): under the 60-second request
 /// timeout of common MCP clients (the TypeScript SDK's default), so that a waiting call
 /// answers "nothing to claim" rather than being abandoned by its client with a claim made
@@ -257,10 +271,10 @@ impl Server {
         model: Option<&ClientModel>,
     ) -> CliResult<Reply> {
         let arguments = arguments.unwrap_or_default();
-        match name {
+        match current_tool_name(name) {
             "handoff_claim_and_spawn" => self.claim_and_spawn(arguments),
             "handoff_policy" => self.policy(arguments),
-            _ => match operations::all().iter().find(|op| op.info.tool() == name) {
+            name => match operations::all().iter().find(|op| op.info.tool() == name) {
                 Some(op) => self.operation(op, arguments, cancelled, model),
                 None => Err(Error::invalid("name", format!("no tool is named {name:?}")).into()),
             },
@@ -281,6 +295,10 @@ impl Server {
         // whether or not the client can sample.
         let use_model = sampling::SAMPLED.contains(&op.name()) && sampling::take_switch(&mut args)?;
         let model = model.filter(|_| use_model);
+        // The handoff whose packet `handoff_get` adds to its answer.
+        let read_id = (op.name() == "get")
+            .then(|| args.get("id").and_then(Value::as_str).map(str::to_owned))
+            .flatten();
         let result = match (asked_wait(&args), model) {
             (_, Some(model)) => model.run(&self.store, op.name(), Value::Object(args)),
             (Some(wait), None) => self.waiting(op, args, wait, cancelled),
@@ -303,7 +321,16 @@ impl Server {
             text.push_str(&format!("more: call again with after={last}\n"));
             json["next_after"] = last;
         }
-        Ok(Reply::new(text, json))
+        // A claim's taker, and whoever reads a handoff, gets the successor's packet too: what
+        // the store knows beyond the record (the task's plan, the outputs it depends on, the
+        // agents before, the predecessor's findings, the branch to continue on). A packet that
+        // cannot be read leaves the answer as it was: a claim is never lost for want of it.
+        let context_of = read_id.or_else(|| result.claim().map(|c| c.handoff.id.clone()));
+        let context = context_of.and_then(|id| output::packet(&self.store, &id).ok());
+        if let Some(markdown) = &context {
+            json["context"] = json!(markdown);
+        }
+        Ok(Reply::new(text, json).with_context(context))
     }
 
     /// Runs a call that waits for work (`claim_next` with `wait_seconds`) a slice at a time,
@@ -357,9 +384,11 @@ impl Server {
         let result = op.call(&self.store, Value::Object(claim_args))?;
         Ok(match result.claim() {
             Some(claim) => {
-                let prompt = self
-                    .out
-                    .prompt(&claim.handoff, args.additional_instructions.as_deref());
+                let prompt = self.out.prompt(
+                    &self.store,
+                    &claim.handoff,
+                    args.additional_instructions.as_deref(),
+                );
                 spawn::run(&self.store, &self.db, claim, &config, prompt).reply(&self.out)
             }
             None => Reply::new("nothing to claim", json!({ "claimed": false })),
@@ -392,7 +421,10 @@ fn tool_error(e: &CliError, out: &Output) -> CallToolResult {
 }
 
 fn tool_success(reply: Reply) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(reply.text)]);
+    let mut content = vec![ContentBlock::text(reply.text)];
+    // The successor's packet, for the model to read after the answer itself.
+    content.extend(reply.context.map(ContentBlock::text));
+    let mut result = CallToolResult::success(content);
     result.structured_content = Some(reply.json);
     result
 }
@@ -413,6 +445,7 @@ impl ServerHandler for Server {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        let name = current_tool_name(name);
         self.tools.iter().find(|tool| tool.name == name).cloned()
     }
 
@@ -422,7 +455,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        if !self.tools.iter().any(|tool| tool.name == name) {
+        let current = current_tool_name(&name);
+        if !self.tools.iter().any(|tool| tool.name == current) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {name:?}"),
                 None,

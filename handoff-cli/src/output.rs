@@ -9,16 +9,28 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use handoff_core::{Chain, Change, Claim, Event, Handoff};
+use handoff_core::store::ContextOptions;
+use handoff_core::{Chain, Change, Claim, Event, Handoff, Store};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, CliResult};
+
+/// The successor's packet for handoff `id` as Markdown, at the core's default budget: what a
+/// spawned successor and an MCP client taking or reading a handoff are given. Redacted by the
+/// core whatever the output's setting.
+pub(crate) fn packet(store: &Store, id: &str) -> handoff_core::Result<String> {
+    Ok(store
+        .context_for(id, ContextOptions::default())?
+        .to_markdown())
+}
 
 /// A result in both forms: readable text, and JSON for scripts and MCP `structuredContent`.
 #[derive(Debug)]
 pub(crate) struct Reply {
     pub text: String,
     pub json: Value,
+    /// The successor's packet as Markdown, which an MCP answer carries as a second text.
+    pub context: Option<String>,
 }
 
 impl Reply {
@@ -26,7 +38,14 @@ impl Reply {
         Reply {
             text: text.into(),
             json,
+            context: None,
         }
+    }
+
+    /// The reply with the successor's packet beside it.
+    pub(crate) fn with_context(mut self, context: Option<String>) -> Reply {
+        self.context = context;
+        self
     }
 }
 
@@ -241,10 +260,18 @@ impl Output {
         }
     }
 
-    /// What a spawned successor reads: the DNA, then the caller's additional instructions
-    /// under their own heading.
-    pub(crate) fn prompt(&self, h: &Handoff, additional: Option<&str>) -> String {
-        let mut prompt = self.markdown(h);
+    /// What a spawned successor reads: the store's packet for the handoff ([`packet`]: its
+    /// task's plan and the outputs it depends on, the agents before, the predecessor's
+    /// findings, the relevant knowledge, the branch to continue on), then the caller's
+    /// additional instructions under their own heading. The packet is always redacted;
+    /// `--no-redact` leaves only the additional instructions as written. Should the packet
+    /// not be read (the store failing after the claim), the record's DNA stands in for it, so
+    /// that the claim is not lost for want of it.
+    pub(crate) fn prompt(&self, store: &Store, h: &Handoff, additional: Option<&str>) -> String {
+        let mut prompt = match packet(store, &h.id) {
+            Ok(markdown) => markdown,
+            Err(_) => self.markdown(h),
+        };
         if let Some(more) = additional.map(str::trim).filter(|t| !t.is_empty()) {
             if !prompt.ends_with('\n') {
                 prompt.push('\n');

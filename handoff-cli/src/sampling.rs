@@ -1,12 +1,15 @@
-//! The MCP client's own model as the verification gate's verifier and as the decision-point
-//! judge (DESIGN §9, §12), through MCP sampling: when the client declares the `sampling`
-//! capability, `verify` and `cherry_pick_decisions` ask it, one item or message at a time,
-//! unless the call says `use_client_model: false`. A reply the server cannot read fails that
-//! item (reported, left as it was) or the pick (nothing written), like any verifier or judge.
+//! The MCP client's own model as the verification gate's verifier, as the decision-point
+//! judge (DESIGN §9, §12) and as the successor packet's summarizer, through MCP sampling: when
+//! the client declares the `sampling` capability, `verify`, `cherry_pick_decisions` and
+//! `context_for` ask it, one item or message at a time, unless the call says
+//! `use_client_model: false`. A reply the server cannot read fails that item (reported, left
+//! as it was) or the pick (nothing written), like any verifier or judge; a summary that does
+//! not come, or does not fit, leaves the item cut as without a model.
 // rmcp marks sampling deprecated (SEP-2577) for protocols after 2026-07-28; the clients we
 // serve negotiate earlier ones, where it is the way to reach the client's model.
 #![allow(deprecated)]
 
+use handoff_core::context::{BudgetUnit, Summarizer, SummaryRequest};
 use handoff_core::ops::{self, Arguments, JsonJudge, JsonVerifier};
 use handoff_core::{Error, Result, Store};
 use rmcp::model::{
@@ -22,7 +25,7 @@ use crate::results::Shown;
 pub(crate) const USE_CLIENT_MODEL: &str = "use_client_model";
 
 /// The operations that can use the client's model.
-pub(crate) const SAMPLED: &[&str] = &["verify", "cherry_pick_decisions"];
+pub(crate) const SAMPLED: &[&str] = &["verify", "cherry_pick_decisions", "context_for"];
 
 const VERIFIER_PROMPT: &str = "You check knowledge an AI agent recorded while working on a task \
     before other agents rely on it. Judge whether the item is correct and useful. Answer with \
@@ -33,7 +36,13 @@ const JUDGE_PROMPT: &str = "You pick the decision points of an AI agent's conver
     messages where the agent chose an approach, changed course after a failure, or settled on \
     the strategy that worked. Answer with one word: yes or no.";
 
+const SUMMARY_PROMPT: &str = "You compress part of the briefing an AI agent receives when it \
+    takes over another agent's unfinished work. Keep what the next agent needs to act: facts, \
+    file names, errors, decisions, what is left to do. Answer with the compressed text only, \
+    no preamble, within the length you are given.";
+
 /// The client's model, reached from a blocking thread of the server's runtime.
+#[derive(Clone)]
 pub(crate) struct ClientModel {
     peer: Peer<RoleServer>,
     runtime: Handle,
@@ -110,11 +119,42 @@ impl ClientModel {
                     Some(&mut judge),
                 )?))
             }
+            "context_for" => {
+                let args = ops::ContextForArgs::read(args, store.limits())?;
+                let options = args.options()?.summarizer(self.clone());
+                Ok(Box::new(store.context_for(&args.handoff_id, options)?))
+            }
             other => Err(Error::invalid(
                 "name",
                 format!("{other} cannot use the client's model"),
             )),
         }
+    }
+}
+
+/// The client's model as the packet's summarizer: asked for one item that does not fit whole,
+/// within the room left for it.
+impl Summarizer for ClientModel {
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String> {
+        let (limit, max_tokens) = match request.unit {
+            BudgetUnit::Chars => (
+                format!("{} characters", request.budget),
+                request.budget / 3 + 16,
+            ),
+            BudgetUnit::Tokens => (
+                format!("about {} tokens", request.budget),
+                request.budget + 16,
+            ),
+        };
+        let prompt = format!(
+            "Compress this section, \"{}\", to at most {limit}:\n\n{}",
+            request.title, request.text
+        );
+        let max_tokens = u32::try_from(max_tokens).unwrap_or(u32::MAX);
+        Ok(self
+            .ask(SUMMARY_PROMPT, prompt, max_tokens)?
+            .trim()
+            .to_owned())
     }
 }
 
@@ -135,9 +175,9 @@ pub(crate) fn take_switch(args: &mut JsonObject) -> Result<bool> {
 pub(crate) fn switch_schema() -> Value {
     json!({
         "type": "boolean",
-        "description": "Use this client's own model (MCP sampling) as the verifier or judge, \
-            when the client supports sampling (default true); false: the neutral 0.5 or the \
-            seed's heuristics."
+        "description": "Use this client's own model (MCP sampling) as the verifier, the judge or \
+            the summarizer of what does not fit the packet, when the client supports sampling \
+            (default true); false: the neutral 0.5, the seed's heuristics, or cutting."
     })
 }
 

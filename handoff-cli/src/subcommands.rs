@@ -726,7 +726,7 @@ fn start_successor(
     additional_instructions: Option<&str>,
 ) -> Done {
     let out = &ctx.out;
-    let prompt = out.prompt(&claim.handoff, additional_instructions);
+    let prompt = out.prompt(store, &claim.handoff, additional_instructions);
     let report = spawn::run(store, &ctx.db, claim, config, prompt);
     let exit = if report.succeeded() {
         code::OK

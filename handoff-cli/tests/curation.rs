@@ -1,5 +1,5 @@
 //! Curated memory from the shell: `handoff conversation add`, `cherry-pick`, `facts add`,
-//! `verify`, `merge`, `context-for`, and bad input refused by name with nothing written.
+//! `verify`, `merge`, `context`, and bad input refused by name with nothing written.
 
 mod common;
 
@@ -153,13 +153,42 @@ fn knowledge_moves_up_from_the_shell_once_verified() {
         .json();
     let handoff_id = handoff["id"].as_str().expect("an id");
     let packet = env
-        .run(&["context-for", handoff_id, "--budget-tokens", "4000"])
+        .run(&["context", handoff_id, "--budget-tokens", "4000"])
         .expect(OK);
     assert!(
         packet.stdout.contains("refresh needs retries with backoff"),
         "{}",
         packet.stdout
     );
+    let short = env
+        .run(&["context", handoff_id, "--budget-chars", "300"])
+        .expect(OK);
+    assert!(
+        short.stdout.trim_end().chars().count() <= 300,
+        "{}",
+        short.stdout
+    );
+    let short = env
+        .run(&["context", handoff_id, "--budget-chars", "300", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(
+        (short["unit"].as_str(), short["budget"].as_u64()),
+        (Some("chars"), Some(300))
+    );
+    for (args, field) in [
+        (vec!["--budget-chars", "0"], "budget_chars"),
+        (vec!["--budget-tokens", "0"], "budget_tokens"),
+        (
+            vec!["--budget-tokens", "10", "--budget-chars", "10"],
+            "budget_chars",
+        ),
+    ] {
+        let mut command = vec!["context", handoff_id, "--json"];
+        command.extend(args);
+        let bad = env.run(&command).expect(INVALID);
+        assert_eq!(field_names(&bad.error()), [field]);
+    }
     let branches = env.run(&["branches", "--json"]).expect(OK).json();
     assert_eq!(branches[0]["name"], "task/fix-oauth");
     assert_eq!(branches[0]["parent"], "main");

@@ -87,7 +87,7 @@ OPERATION_TOOLS = {
     "branches",
     "verify",
     "merge",
-    "context_for",
+    "context",
     "curation_events",
     "bundle_create",
     "bundle_show",
@@ -588,10 +588,99 @@ async def curation(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert [b["name"] for b in branches["branches"]] == ["task/fix-oauth", "task/fix-oauth/agent-b"], branches
 
     handoff = await ok(agent, "handoff_create", {"task_id": "fix-oauth", "goal": "Ship the refresh fix"})
-    packet = await ok(plain, "context_for", {"handoff_id": handoff["handoff"]["id"], "budget_tokens": 4000})
+    packet = await ok(plain, "context", {"handoff_id": handoff["handoff"]["id"], "budget_tokens": 4000})
+    # The tool's name before `handoff context-for` became `handoff context` still answers.
+    old = await ok(plain, "context_for", {"handoff_id": handoff["handoff"]["id"], "budget_tokens": 4000})
+    assert old["markdown"] == packet["markdown"]
     assert "refresh needs retries with backoff" in packet["markdown"], packet["markdown"]
     assert "tokens last 1h" not in packet["markdown"], "an invalidated fact never reaches the successor"
     assert OPENAI_KEY not in json.dumps(packet)
+
+
+async def successor_packet(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """The successor's packet over MCP: seed 001 §8's escalation, whose taker reads the
+    escalating agent's unverified finding in the claim (structured `context` and a second text);
+    `handoff_get` carries it too; `context` within 2,000 characters, its bad budgets named;
+    and what does not fit compressed by the client's own model (MCP sampling)."""
+    asked: list[str] = []
+
+    async def model(context: Any, params: Any) -> Any:
+        """A scripted model that answers every request for compression with one short line."""
+        prompt = params.messages[0].content.text
+        asked.append(prompt)
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(type="text", text="in short: the notes say the schema changed"),
+            model="scripted",
+        )
+
+    agent = await connect(stack, binary, db, sampling=model)
+    plain = await connect(stack, binary, db)
+    finding = "token_service.py:142 drops the refresh token after a 401"
+    await ok(plain, "facts_add", {"branch": "task/fix-oauth/agent-investigator", "facts": [finding]})
+    escalation = await ok(plain, "handoff_create", {
+        "task_id": "fix-oauth", "goal": "Fix the OAuth2 token refresh", "from_agent": "agent-investigator",
+        "kind": "escalation", "blockers": ["Unclear OAuth2 state transition after refresh failure"],
+    })
+    hid = escalation["handoff"]["id"]
+    result = await plain.call_tool("handoff_claim", {"id": hid, "agent": "agent-oauth-expert"})
+    assert not result.is_error, result
+    claim = result.structured_content
+    # The claim is as it was, with the packet beside it.
+    assert claim["claimed"] is True and claim["claim_secret"].startswith("hcs_"), claim
+    assert claim["markdown"].startswith("# Handoff"), claim["markdown"]
+    packet_md = claim["context"]
+    assert f"{finding} (unverified)" in packet_md, packet_md
+    assert "Continue on `task/fix-oauth/agent-oauth-expert`" in packet_md, packet_md
+    assert [c.text for c in result.content][1:] == [packet_md], result.content
+    assert claim["claim_secret"] not in packet_md
+
+    got = await plain.call_tool("handoff_get", {"id": hid})
+    assert got.structured_content["context"] == packet_md, got.structured_content
+    assert [c.text for c in got.content][1:] == [packet_md]
+    await ok(plain, "handoff_complete", {"claim": {"handoff_id": hid, "token": claim["token"],
+                                                   "secret": claim["claim_secret"]},
+                                         "outcome": "fixed the state machine"})
+    # claim_next gives the packet of what it claimed; nothing claimed, no packet.
+    await ok(plain, "handoff_create", {"task_id": "fix-oauth", "goal": "Add regression tests",
+                                       "from_agent": "agent-oauth-expert", "to_agent": "agent-tester"})
+    nxt = await ok(plain, "handoff_claim_next", {"agent": "agent-tester"})
+    assert "## Agent History" in nxt["context"], nxt["context"]
+    assert await ok(plain, "handoff_claim_next", {"agent": "agent-tester"}) == {"claimed": False}
+
+    # A packet within 2,000 characters of Markdown.
+    await ok(plain, "facts_add", {"branch": "task/ledger/agent-a", "facts": [
+        f"finding {i}: the ledger export drifts by one cent on refunds of batch {i}" for i in range(60)]})
+    ledger = await ok(plain, "handoff_create", {
+        "task_id": "ledger", "goal": "Find why the ledger export drifts", "from_agent": "agent-a",
+        "completed": [f"checked batch {i} against the bank statement" for i in range(40)]})
+    lid = ledger["handoff"]["id"]
+    short = await ok(plain, "context", {"handoff_id": lid, "budget_chars": 2000})
+    assert len(short["markdown"]) <= 2000, len(short["markdown"])
+    assert (short["packet"]["unit"], short["packet"]["budget"]) == ("chars", 2000), short["packet"]
+    assert short["packet"]["manifest"]["dropped"], short["packet"]["manifest"]
+    for args, field in [({"budget_chars": 0}, "budget_chars"),
+                        ({"budget_tokens": 10, "budget_chars": 10}, "budget_chars")]:
+        bad = await tool_error(plain, "context", {"handoff_id": lid, **args})
+        assert [p["field"] for p in bad["problems"]] == [field], bad
+
+    # The client's model compresses what does not fit, instead of cutting it.
+    tools = {t.name: t.input_schema for t in (await agent.list_tools()).tools}
+    assert "use_client_model" in tools["context"]["properties"], tools["context"]
+    await ok(plain, "facts_add", {"branch": "task/essay/agent-a", "facts": [
+        "the migration notes say " + "the schema changed in version seven; " * 80]})
+    essay = await ok(plain, "handoff_create", {"task_id": "essay", "goal": "Finish the migration",
+                                               "from_agent": "agent-a"})
+    eid = essay["handoff"]["id"]
+    summarized = await ok(agent, "context", {"handoff_id": eid, "budget_chars": 1200})
+    assert asked and all("Compress" in p for p in asked), asked
+    assert summarized["packet"]["manifest"]["summarized"], summarized["packet"]["manifest"]
+    assert "in short: the notes say the schema changed" in summarized["markdown"], summarized["markdown"]
+    assert len(summarized["markdown"]) <= 1200
+    before = len(asked)
+    cut = await ok(agent, "context", {"handoff_id": eid, "budget_chars": 1200, "use_client_model": False})
+    assert len(asked) == before and not cut["packet"]["manifest"]["summarized"], cut["packet"]["manifest"]
+    assert cut["packet"]["manifest"]["truncated"], cut["packet"]["manifest"]
 
 
 async def bundles_and_replay(stack: AsyncExitStack, binary: str, db: str) -> None:
@@ -951,6 +1040,7 @@ async def main(binary: str) -> None:
         tasks_and_memory,
         protocol_loop,
         curation,
+        successor_packet,
         bundles_and_replay,
         spawn_options,
         hostile_lines,

@@ -215,7 +215,8 @@ fn the_cli_redacts_every_record_it_prints_unless_told_not_to() {
     assert!(written.contains("## Additional Instructions"), "{written}");
     assert!(written.contains("## Current Goal"), "{written}");
 
-    // With --no-redact the successor gets the record as written.
+    // With --no-redact the successor's packet stays redacted (the core always redacts it):
+    // only the caller's own additional instructions reach it as written.
     env.run(&create).expect(0);
     env.run(&[
         "--no-redact",
@@ -229,7 +230,12 @@ fn the_cli_redacts_every_record_it_prints_unless_told_not_to() {
     ])
     .expect(0);
     let written = std::fs::read_to_string(&prompt).expect("prompt");
-    assert_leaks("the successor's prompt with --no-redact", &written);
+    let (packet, more) = written
+        .split_once("## Additional Instructions")
+        .expect("the additional instructions");
+    assert_clean("the successor's packet with --no-redact", packet);
+    assert!(packet.contains("[REDACTED:"), "{packet}");
+    assert_leaks("the additional instructions with --no-redact", more);
 }
 
 #[test]

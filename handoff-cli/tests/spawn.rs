@@ -79,6 +79,56 @@ echo "summary written to notes.md""#,
     assert_eq!(event_kinds(&env, &id), ["created", "claimed", "completed"]);
 }
 
+/// The successor reads the store's packet, not the bare record: what its predecessor found
+/// on its own branch (marked unverified), the branch to continue on, then the caller's
+/// additional instructions last.
+#[test]
+fn the_successor_reads_the_packet_with_the_predecessors_findings() {
+    let env = Env::new();
+    env.run(&[
+        "facts",
+        "add",
+        "task/t1/claude",
+        "the rotation job writes logs/app.log.1 every hour",
+    ])
+    .expect(0);
+    let id = handoff(&env);
+    let agent = script(&env, "agent.sh", "cat > prompt.txt; echo done");
+    env.run(&[
+        "claim",
+        &id,
+        "--agent",
+        "local",
+        "--spawn",
+        agent.to_str().expect("path"),
+        "--additional-instructions",
+        "Answer in French.",
+    ])
+    .expect(0);
+    let prompt = std::fs::read_to_string(env.dir.path().join("prompt.txt")).expect("prompt");
+    for expected in [
+        "Summarise the logs",
+        "read the logs",
+        "the rotation job writes logs/app.log.1 every hour (unverified)",
+        "## Unverified Findings of claude (on task/t1/claude)",
+        "Continue on `task/t1/local`",
+    ] {
+        assert!(prompt.contains(expected), "{expected}: {prompt}");
+    }
+    assert!(
+        prompt
+            .trim_end()
+            .ends_with("## Additional Instructions\n\nAnswer in French."),
+        "{prompt}"
+    );
+    // `handoff context` prints the same packet.
+    let packet = env.run(&["context", &id]).expect(0).stdout;
+    assert!(
+        packet.contains("the rotation job writes logs/app.log.1 every hour (unverified)"),
+        "{packet}"
+    );
+}
+
 #[test]
 fn the_dna_can_be_passed_as_the_last_argument() {
     let env = Env::new();
