@@ -84,7 +84,7 @@ def test_list_pages_with_the_cores_after() -> None:
 
 
 #: What a method takes beyond the catalog's arguments: code, which JSON cannot carry.
-CALLABLES = {"verify": ["verifier"], "cherry_pick_decisions": ["judge"]}
+CALLABLES = {"verify": ["verifier"], "cherry_pick_decisions": ["judge"], "context_for": ["summarize"]}
 #: And options of Python's own (scripts/gen_stubs.py's OPTIONS).
 OPTIONS = {"events": ["redact"]}
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
@@ -214,13 +214,57 @@ def resumed(redact: Optional[bool] = None) -> list[BaseMessage]:
     return asked
 
 
-def test_the_successor_model_gets_the_thread_redacted() -> None:
+def test_the_successor_model_reads_the_redacted_packet_in_place_of_the_thread() -> None:
     asked = resumed()
     seen = repr([m.model_dump() for m in asked])
     assert SECRET not in seen, "a secret of the predecessor's thread reached the successor's model"
-    assert "key [REDACTED:aws-access-key-id]" in seen and "Charged twice" in seen
-    # The messages keep their kinds and the tool call its pairing.
-    assert [type(m).__name__ for m in asked][-4:] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage"]
+    # The thread gave way to the store's packet, which holds it as one more conversation.
+    assert [type(m).__name__ for m in asked] == ["SystemMessage", "HumanMessage"]
+    packet = str(asked[-1].content)
+    assert "## Conversation: this run" in packet
+    assert "key [REDACTED:aws-access-key-id]" in packet and "Charged twice" in packet
+    assert "[tool call call_0] transfer_to_billing" in packet
+
+
+def test_the_successor_reads_what_the_store_knows_within_the_budget() -> None:
+    """The packet is the store's: the predecessor's findings reach the successor's model, and a
+    thread longer than the budget is cut to it, the goal kept."""
+    store = hc.aio.Store.memory()
+    graph, billing_model = swarm(durable_checkpointer(InMemorySaver(), store))
+    store.sync.add_facts("task/ticket-7/triage", ["order 7 was charged on March 2 and again on March 3"])
+    chatter = [{"role": "user", "content": f"Message {i}: still waiting on order 7, key {SECRET}"} for i in range(200)]
+    graph.invoke({"messages": chatter}, thread("ticket-7"))
+
+    async def work() -> Any:
+        claim = await store.claim_next("billing")
+        assert claim is not None
+        return await run_claimed(store, graph, claim, budget_tokens=600)
+
+    asyncio.run(work())
+    (asked,) = billing_model.calls
+    packet = str(asked[-1].content)
+    assert "order 7 was charged on March 2 and again on March 3 (unverified)" in packet
+    assert "Refund the double charge on order 7" in packet
+    assert "Message 199:" in packet and "Message 0:" not in packet, "the thread's latest part is kept"
+    assert SECRET not in repr([m.model_dump() for m in asked])
+    assert len(packet) < 600 * 8
+
+
+def test_a_thread_message_the_core_cannot_read_is_left_out_of_the_packet() -> None:
+    store = hc.aio.Store.memory()
+    graph, billing_model = swarm(durable_checkpointer(InMemorySaver(), store))
+    odd = ChatMessage(role="critic", content="A critic's aside")
+    graph.invoke({"messages": [odd, {"role": "user", "content": "Charged twice for order 7"}]}, thread("ticket-7"))
+
+    async def work() -> Any:
+        claim = await store.claim_next("billing")
+        assert claim is not None
+        return await run_claimed(store, graph, claim)
+
+    assert asyncio.run(work())["messages"][-1].content == "Refunded order 7"
+    (asked,) = billing_model.calls
+    packet = str(asked[-1].content)
+    assert "Charged twice for order 7" in packet and "A critic's aside" not in packet
 
 
 def test_the_owner_may_resume_the_thread_as_written() -> None:

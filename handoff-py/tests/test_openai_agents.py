@@ -105,6 +105,31 @@ def test_the_successor_runs_on_the_redacted_packet_and_completes() -> None:
     assert (done.status, done.outcome) == ("completed", "Refunded the second charge of order 1042")
 
 
+def test_the_successor_reads_the_stores_packet() -> None:
+    """What billing's model receives is ``store.context_for``: the predecessor's findings and
+    the task's plan reach it beside the record and the carried conversation."""
+    store = hc.aio.Store.memory()
+    triage, billing, billing_model = agents(store)
+    run(Runner.run(triage, QUESTION))
+    store.sync.add_facts("task/ticket-1042/triage", ["order 1042 was charged on March 2 and again on March 3"])
+
+    async def worker() -> Any:
+        claim = await store.claim_next("billing")
+        assert claim is not None
+        expected = await store.context_for(claim.handoff_id, budget_tokens=4000, transcript=claim.handoff.metadata["transcript"])
+        await run_claimed(store, billing, claim)
+        return expected
+
+    expected = run(worker())
+    (call,) = billing_model.calls
+    seen = json.dumps(call.input)
+    assert "order 1042 was charged on March 2 and again on March 3 (unverified)" in seen
+    # The carried conversation follows the briefing as the messages it was.
+    assert call.input[-1] == {"role": "user", "content": QUESTION.replace(SECRET, "[REDACTED:openai-api-key]")}
+    assert call.input == expected.to_messages("openai_responses")
+    assert SECRET not in seen
+
+
 def test_a_failing_successor_is_recorded_and_the_error_propagates() -> None:
     store = hc.aio.Store.memory()
     billing_model = ScriptedModel([RuntimeError("the ledger is down")])

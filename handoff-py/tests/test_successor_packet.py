@@ -90,7 +90,7 @@ def test_a_successor_receives_what_its_predecessor_knew_before_any_verification(
 
 
 def test_a_plan_steps_successor_reads_the_goal_and_its_dependencies_outcomes(store: hc.Store) -> None:
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"id": "investigate", "name": "Identify root cause", "agent": "investigator"},
         {"id": "fix", "name": "Implement fix", "agent": "expert", "dependencies": ["investigate"]},
         {"id": "test", "name": "Add regression tests", "agent": "tester", "dependencies": ["fix"]},
@@ -134,8 +134,8 @@ def playbook_bundle(keys: hc.BundleKeyPair) -> dict[str, Any]:
         bundle = elsewhere.create_bundle("OAuth2 Token Refresh Fix Playbook", task_id="playbook")
         assert bundle.fact_count == 201
         signed = elsewhere.sign_bundle(bundle.id, secret_key=keys.secret_key)
-        portable: dict[str, Any] = json.loads(signed.to_json())
-        return portable
+    portable: dict[str, Any] = json.loads(signed.to_json())
+    return portable
 
 
 def test_knowledge_on_main_reaches_a_new_task_by_relevance(store: hc.Store) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Optional, TypeVar, Union
 
 from handoff_core import aio, tracing
 from handoff_core._errors import Conflict
-from handoff_core._native import Claim, ClaimRef, ContextBuilder, Handoff, Store
+from handoff_core._native import Claim, ClaimRef, ContextBuilder, Handoff, Packet, Store
 
 #: The transcript kept on a record: enough for the successor, bounded so the record stays small.
 TRANSCRIPT_BUDGET_TOKENS = 4000
@@ -44,14 +44,21 @@ def transcript(messages: Sequence[Any]) -> list[dict[str, Any]]:
     return ContextBuilder(TRANSCRIPT_BUDGET_TOKENS).add_messages(messages).build().messages
 
 
-def packet_messages(handoff: Handoff, budget_tokens: int, provider: str) -> list[dict[str, Any]]:
-    """The successor's input: the record and the transcript it carries, redacted, within
-    ``budget_tokens``, as ``provider``'s messages."""
+def carried_transcript(handoff: Handoff) -> Optional[list[Mapping[str, Any]]]:
+    """The transcript a record written by an adapter carries (``metadata.transcript``), or
+    None."""
     carried = handoff.metadata.get("transcript")
-    builder = ContextBuilder(budget_tokens).add_handoff(handoff)
-    if isinstance(carried, list):
-        builder.add_messages([m for m in carried if isinstance(m, Mapping)])
-    return builder.build().to_messages(provider)  # type: ignore[arg-type]
+    if not isinstance(carried, list):
+        return None
+    return [m for m in carried if isinstance(m, Mapping)] or None
+
+
+async def packet(store: aio.Store, handoff: Handoff, budget_tokens: int, transcript: Optional[Sequence[Any]]) -> Packet:
+    """The successor's packet: what the store knows for ``handoff`` (the task and its plan, the
+    agents before, the outputs it depends on, the predecessor's findings, relevant knowledge),
+    with the framework's ``transcript`` as one more conversation, redacted, within
+    ``budget_tokens``."""
+    return await store.context_for(handoff.id, budget_tokens=budget_tokens, transcript=transcript)
 
 
 def create_once_sync(store: Store, **record: Any) -> Handoff:

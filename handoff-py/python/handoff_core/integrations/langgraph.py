@@ -15,6 +15,7 @@ never claims a record whose checkpoint does not exist yet. The worker resumes th
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Optional, Union
 
@@ -36,8 +37,8 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from handoff_core import tracing
-from handoff_core._errors import HandoffError
-from handoff_core._native import AgentRegistry, Claim, ClaimRef, ContextBuilder, Handoff, redact
+from handoff_core._errors import HandoffError, ValidationError
+from handoff_core._native import AgentRegistry, Claim, ClaimRef, Handoff, Store
 from handoff_core.integrations._records import AnyStore, as_async, create_once, create_once_sync, record_id, settle
 
 __all__ = ["HandoffCheckpointer", "durable_checkpointer", "handoff_tool", "run_claimed"]
@@ -275,38 +276,32 @@ def durable_checkpointer(saver: BaseCheckpointSaver[Any], store: AnyStore, *, ta
     return HandoffCheckpointer(saver, store, task_id=task_id)
 
 
-def _briefing(handoff: Handoff, budget_tokens: int, redacted: bool) -> dict[str, str]:
-    """The packet as the next agent's input: the record, redacted unless not ``redacted``, within
-    the budget (the conversation itself is in the thread)."""
-    packet = ContextBuilder(budget_tokens, redact=redacted).add_handoff(handoff).build()
+def _briefing(store: Store, handoff: Handoff, budget_tokens: int, thread: Optional[Sequence[Any]]) -> dict[str, str]:
+    """The store's packet as the next agent's input (``store.context_for``: the record, the
+    task and its plan, the agents before, the predecessor's findings, relevant knowledge on
+    ``main``), with ``thread`` (the graph's messages, if given) as one more conversation,
+    redacted, within the budget. A message of the thread the core cannot read (a
+    ``ChatMessage`` with a role of its own, say) is left out rather than failing the handoff."""
+    try:
+        packet = store.context_for(handoff.id, budget_tokens=budget_tokens, transcript=thread)
+    except ValidationError as error:
+        found = [_MESSAGE_FIELD.match(field) for field, _ in error.problems]
+        if thread is None or not found or not all(found):
+            raise
+        unread = {int(m.group(1)) for m in found if m}
+        kept = [message for i, message in enumerate(thread) if i not in unread]
+        packet = store.context_for(handoff.id, budget_tokens=budget_tokens, transcript=kept)
     return {"role": "user", "content": packet.markdown}
 
 
-def _redact_texts(value: Any) -> Any:
-    """``value`` (a message's fields as data) with every string in it redacted by the core."""
-    if isinstance(value, str):
-        return redact(value)[0]
-    if isinstance(value, Mapping):
-        return {key: _redact_texts(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redact_texts(item) for item in value]
-    return value
+#: A problem the core found in one message of a transcript: ``transcript[3].role``.
+_MESSAGE_FIELD = re.compile(r"transcript\[(\d+)\]")
 
 
-def _redacted_thread(messages: Sequence[Any]) -> Optional[list[Any]]:
-    """The thread's messages with every text in them (content, a tool call's arguments, ...)
-    redacted, each keeping its kind and id; None when none of them carries a secret."""
-    clean: list[Any] = []
-    changed = False
-    for message in messages:
-        if isinstance(message, BaseMessage):
-            fields = message.model_dump()
-            update = {key: value for key, value in _redact_texts(fields).items() if value != fields[key]}
-            if update:
-                changed = True
-                message = message.model_copy(update=update)
-        clean.append(message)
-    return clean if changed else None
+def _transcript(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """The thread's messages as the core reads them (a LangChain message's ``model_dump``);
+    anything else in the channel is left out."""
+    return [m.model_dump(mode="json") if isinstance(m, BaseMessage) else dict(m) for m in messages if isinstance(m, (BaseMessage, Mapping))]
 
 
 def _outcome(result: Any) -> str:
@@ -327,12 +322,16 @@ async def run_claimed(
     redact: bool = True,
 ) -> Any:
     """Resumes the claimed handoff's thread: the thread's active agent (the one handed to) runs
-    with the packet as its input, the claim heartbeats meanwhile, and the handoff is completed
-    with the agent's last message, or failed with the exception, which propagates.
+    with the store's packet as its input, the claim heartbeats meanwhile, and the handoff is
+    completed with the agent's last message, or failed with the exception, which propagates.
 
-    The successor's model reads the thread redacted, as it reads the packet: a message that
-    carries a secret is replaced by its redacted copy in the resumed thread (the checkpoints
-    before it keep what was written). ``redact=False`` is the owner's opt-out."""
+    The packet (``store.context_for``) holds the record, the task and its plan, the agents
+    before, the predecessor's findings and relevant knowledge on ``main``, and the thread's
+    messages as one more conversation, all redacted and within ``budget_tokens``. It takes the
+    thread's place in the resumed state: the successor's model reads the redacted packet, not
+    the thread as written, however long the thread grew (the checkpoints before it keep what was
+    written). ``redact=False`` is the owner's opt-out: the thread is resumed as written, and the
+    packet, without it, follows it."""
     astore = as_async(store)
     handoff = claim.handoff if isinstance(claim, Claim) else await astore.get(claim.handoff_id)
     thread = handoff.metadata.get("thread_id")
@@ -346,12 +345,13 @@ async def run_claimed(
         active = values.get("active_agent")
         if active != handoff.to_agent:
             raise HandoffError(f"thread {thread}'s active agent is {active!r}, not {handoff.to_agent!r}")
-        messages: list[Any] = [_briefing(handoff, budget_tokens, redact)]
-        clean = _redacted_thread(values.get("messages") or []) if redact else None
-        if clean is not None:
-            # The thread's messages give way to their redacted copies (the swarm's reducer).
-            messages = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *clean, *messages]
-        return graph.invoke({"messages": messages}, run_config)
+        thread_messages = list(values.get("messages") or [])
+        if not redact:
+            briefing = _briefing(astore.sync, handoff, budget_tokens, None)
+            return graph.invoke({"messages": [briefing]}, run_config)
+        briefing = _briefing(astore.sync, handoff, budget_tokens, _transcript(thread_messages))
+        # The thread gives way to the packet (the swarm's reducer).
+        return graph.invoke({"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), briefing]}, run_config)
 
     # The graph's synchronous API, in a worker thread: every checkpointer has it (SqliteSaver
     # has no async one; an async saver's sync calls from another thread run on this loop).

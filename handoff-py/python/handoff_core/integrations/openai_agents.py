@@ -27,8 +27,9 @@ from handoff_core._native import AgentRegistry, Claim, ClaimRef
 from handoff_core.integrations._records import (
     AnyStore,
     as_async,
+    carried_transcript,
     create_once,
-    packet_messages,
+    packet,
     record_id,
     settle,
     transcript,
@@ -150,13 +151,17 @@ async def run_claimed(
     context: Any = None,
     run_config: Optional[RunConfig] = None,
 ) -> RunResult:
-    """Runs ``agent`` on the claimed handoff: its input is the packet (the record and the
-    transcript it carries, redacted, within ``budget_tokens``), the claim heartbeats while it
-    runs, and the handoff is completed with the final output, or failed with the exception,
-    which propagates."""
+    """Runs ``agent`` on the claimed handoff: its input is the store's packet for it
+    (``store.context_for``: the record, the task and its plan, the agents before, the
+    predecessor's findings, relevant knowledge on ``main``, and the conversation before the
+    handoff that the record carries, redacted, within ``budget_tokens``), the claim heartbeats
+    while it runs, and the handoff is completed with the final output, or failed with the
+    exception, which propagates."""
     astore = as_async(store)
     handoff = claim.handoff if isinstance(claim, Claim) else await astore.get(claim.handoff_id)
-    messages = packet_messages(handoff, budget_tokens, "openai_responses")
+    briefing = await packet(astore, handoff, budget_tokens, carried_transcript(handoff))
+    messages = briefing.to_messages("openai_responses")
+
     def run() -> Awaitable[RunResult]:
         return Runner.run(agent, messages, context=context, run_config=run_config)  # type: ignore[arg-type]
 
