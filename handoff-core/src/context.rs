@@ -915,17 +915,16 @@ impl ContextBuilder {
 
         // Render: mandatory first, then by kind; within a kind, groups in the order they were
         // first offered, a conversation in chronological order, the rest as offered.
-        let mut first_of_group: HashMap<&str, usize> = HashMap::new();
+        // Messages without a group are one conversation, in time order like any other.
+        let mut first_of_group: HashMap<Option<&str>, usize> = HashMap::new();
         for (index, item) in self.items.iter().enumerate() {
-            if let Some(group) = &item.group {
-                first_of_group.entry(group.as_str()).or_insert(index);
+            if item.group.is_some() || item.kind == ItemKind::Message {
+                first_of_group.entry(item.group.as_deref()).or_insert(index);
             }
         }
-        let group_order = |c: &Candidate<'_>| {
-            c.item
-                .group
-                .as_deref()
-                .map_or(c.index, |g| first_of_group[g])
+        let group_order = |c: &Candidate<'_>| match (c.item.kind, c.item.group.as_deref()) {
+            (ItemKind::Message, group) | (_, group @ Some(_)) => first_of_group[&group],
+            (_, None) => c.index,
         };
         chosen.sort_by(|a, b| {
             b.item

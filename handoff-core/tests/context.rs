@@ -303,3 +303,17 @@ fn a_summarizer_compresses_what_does_not_fit_and_a_failing_one_falls_back_to_a_c
     assert!(packet.to_markdown().contains("… [truncated]"));
     accounted(&packet, 1);
 }
+
+#[test]
+fn a_conversation_is_in_time_order_whatever_the_order_it_was_offered_in() {
+    let mut later_first = messages(3);
+    later_first.reverse();
+    let mut b = ContextBuilder::new(1_000);
+    b.add_messages(later_first);
+    let packet = b.build();
+    let said: Vec<&str> = packet.sections.iter().map(|s| s.text.as_str()).collect();
+    assert!(
+        said[0].contains("number 0") && said[2].contains("number 2"),
+        "{said:?}"
+    );
+}

@@ -276,11 +276,6 @@ def test_secrets_in_calls_and_results_are_redacted() -> None:
     assert len(packet.manifest.redacted) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core regression since 2ce0b52: ContextBuilder::build orders messages without a group "
-    "by the order offered (group_order falls back to each item's own index), not by `at`",
-)
 def test_at_id_and_priority_in_any_shape() -> None:
     packet = build([
         {"type": "human", "content": "later", "at": datetime(2026, 1, 2, tzinfo=timezone.utc), "id": "m2"},
