@@ -13,8 +13,9 @@
 
 use std::time::Instant;
 
+use handoff_core::bundle::BundleKeyPair;
 use handoff_core::curation::{NewFact, Score, Thresholds, Verifier, VerifyItem};
-use handoff_core::store::ContextOptions;
+use handoff_core::store::{ContextOptions, NewBundle};
 use handoff_core::{NewHandoff, SqliteOptions, Store, Synchronous};
 
 /// Scores everything at once: the facts are verified without a model.
@@ -49,8 +50,13 @@ fn unrelated(n: usize, seed: u64) -> Vec<NewFact> {
 /// The best of twenty `context_for` calls and of twenty `get` + `to_markdown`, in seconds (on
 /// a shared machine the slower runs measure the neighbours).
 fn time(store: &Store, facts: usize) -> (f64, f64) {
-    // As knowledge reaches `main`: verified on a task's branch, a thousand at a time, then
-    // merged up.
+    // As knowledge reaches `main` from elsewhere: playbooks of a thousand facts verified in
+    // another store, signed there, and imported by this one, which trusts their key. (Merging
+    // a thousand at a time reads all of `main` on every merge: too slow to fill 100,000.)
+    let keys = BundleKeyPair::generate().unwrap();
+    store
+        .trust_bundle_keys(std::slice::from_ref(&keys.public_key), &[])
+        .unwrap();
     let mut facts_left = unrelated(facts, facts as u64);
     facts_left.push(NewFact {
         text: "OAuth2 token refresh needs a retry with exponential backoff after a 401".into(),
@@ -58,12 +64,22 @@ fn time(store: &Store, facts: usize) -> (f64, f64) {
         source: None,
     });
     for (i, chunk) in facts_left.chunks(1000).enumerate() {
-        let branch = format!("task/fill-{i}");
-        store.add_facts(&branch, chunk.to_vec()).unwrap();
-        store
+        let source = Store::memory();
+        let task = format!("fill-{i}");
+        let branch = format!("task/{task}");
+        source.add_facts(&branch, chunk.to_vec()).unwrap();
+        source
             .verify(&branch, Some(&mut Accept), &Thresholds::default())
             .unwrap();
-        store.merge(&branch, Some("main")).unwrap();
+        let bundle = source
+            .create_bundle(NewBundle::of_task(format!("playbook {i}"), task))
+            .unwrap();
+        let json = source
+            .sign_bundle(&bundle.id, &keys.secret_key)
+            .unwrap()
+            .to_json()
+            .unwrap();
+        assert!(store.import_bundle(&json, "main").unwrap().trusted);
     }
     let h = store
         .create(
