@@ -388,12 +388,16 @@ impl Store {
         if let Some(task) = task_id {
             validate::ident("task_id", task)?;
         }
-        let mut found: Vec<Conversation> = self
-            .backend
-            .docs(CONVERSATION, "", None, usize::MAX)?
-            .iter()
-            .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
-            .collect::<Result<_>>()?;
+        let mut found: Vec<Conversation> = match task_id {
+            // A task's conversations come from its index, not from every conversation.
+            Some(task) => super::knowledge::task_conversations(&*self.backend, task)?,
+            None => self
+                .backend
+                .docs(CONVERSATION, "", None, usize::MAX)?
+                .iter()
+                .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
+                .collect::<Result<_>>()?,
+        };
         found.retain(|c| {
             branch.as_ref().is_none_or(|b| c.branch == *b)
                 && task_id.is_none_or(|t| c.task_id.as_deref() == Some(t))

@@ -218,7 +218,10 @@ pub(super) fn relevant_facts(
     Ok(found)
 }
 
-/// The conversations of a task, oldest first.
+/// The conversations of a task, in no particular order ([`Store::list_conversations`] orders
+/// them).
+///
+/// [`Store::list_conversations`]: super::Store::list_conversations
 pub(super) fn task_conversations(backend: &dyn Backend, task: &str) -> Result<Vec<Conversation>> {
     let mut found: Vec<Conversation> = Vec::new();
     if built(backend) {
@@ -238,6 +241,5 @@ pub(super) fn task_conversations(backend: &dyn Backend, task: &str) -> Result<Ve
             }
         }
     }
-    found.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
     Ok(found)
 }

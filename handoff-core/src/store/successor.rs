@@ -397,7 +397,7 @@ impl Store {
                 );
             }
         }
-        let conversations = knowledge::task_conversations(&*self.backend, &handoff.task_id)?;
+        let conversations = self.list_conversations(None, Some(&handoff.task_id))?;
         let latest = predecessor.as_ref().and_then(|branch| {
             conversations
                 .iter()
