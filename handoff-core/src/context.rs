@@ -665,16 +665,17 @@ impl ContextBuilder {
         if self.budget.unit() == BudgetUnit::Chars {
             // The costs are worked out per item; a packet a few characters over (a trimmed
             // text counted whole is the only slack, and it errs short) is built again tighter.
+            let length = |packet: &Packet| packet.to_markdown().chars().count();
+            let mut used = length(&packet);
             for _ in 0..4 {
-                let used = packet.to_markdown().chars().count();
                 if used <= limit || packet.tokens == 0 {
                     break;
                 }
-                let tighter = limit.saturating_sub(used - limit);
-                packet = self.build_within(tighter);
+                packet = self.build_within(limit.saturating_sub(used - limit));
                 packet.budget = limit;
+                used = length(&packet);
             }
-            packet.tokens = packet.to_markdown().chars().count();
+            packet.tokens = used;
         }
         packet
     }
