@@ -376,7 +376,7 @@ impl AgentRegistry {
                     "response",
                     format!(
                         "not a provider response: {} instead of an object or a list",
-                        kind(other)
+                        crate::validate::json_kind(other)
                     ),
                 ));
             }
@@ -436,7 +436,10 @@ impl AgentRegistry {
             other => {
                 return Err(Error::invalid(
                     call.at.field(call.arguments_key),
-                    format!("arguments must be a JSON object, not {}", kind(&other)),
+                    format!(
+                        "arguments must be a JSON object, not {}",
+                        crate::validate::json_kind(&other)
+                    ),
                 ));
             }
         };
@@ -840,17 +843,6 @@ impl<'de> Visitor<'de> for ArgumentsObject {
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Value, A::Error> {
         Value::deserialize(de::value::SeqAccessDeserializer::new(seq))
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

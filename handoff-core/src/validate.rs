@@ -581,6 +581,20 @@ fn fewer_openers_than(bytes: &[u8], limit: usize) -> bool {
     memchr::memchr2_iter(b'[', b'{', bytes).take(limit).count() < limit
 }
 
+/// A JSON value's kind, in words (`a string`, `an array`, `null`, ...), for a rule that names
+/// what it was given.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1271,21 +1271,12 @@ where
             Value::String(summary) => Ok(summary),
             other => Err(Error::invalid(
                 Role::Summarizer.key(),
-                format!("must answer a string, not {}", json_kind(&other)),
+                format!(
+                    "must answer a string, not {}",
+                    handoff_core::validate::json_kind(&other)
+                ),
             )),
         }
-    }
-}
-
-/// A JSON value's kind, in JavaScript's words.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
