@@ -781,6 +781,162 @@ pub trait Verifier {
     fn verify(&mut self, item: VerifyItem<'_>) -> Result<Score>;
 }
 
+/// Draws facts from a conversation, in place of the heuristics (an LLM): each fact a
+/// candidate, written `active` on the target branch for the gate to verify later. An error
+/// stops the call, which then writes nothing.
+pub trait Extractor {
+    /// Who drew them: the facts' `source` names it beside the conversation.
+    fn name(&self) -> &str {
+        "extractor"
+    }
+
+    /// The facts `conversation` (with its `messages`) holds.
+    fn extract(
+        &mut self,
+        conversation: &Conversation,
+        messages: &[StoredMessage],
+    ) -> Result<Vec<NewFact>>;
+}
+
+/// Phrases by which an agent states a conclusion or a decision (the seed's cherry_pick_to_facts:
+/// the bridge from what was said to what is known), matched case-insensitively.
+const CONCLUSION_PHRASES: &[&str] = &[
+    "root cause",
+    "the cause is",
+    "caused by",
+    "the issue is",
+    "the issue was",
+    "the problem is",
+    "the problem was",
+    "the bug is",
+    "the bug was",
+    "found the issue",
+    "fixed by",
+    "the fix is",
+    "the fix was",
+    "fixed it",
+    "the solution",
+    "the approach is",
+    "the approach was",
+    "decided to",
+    "we decided",
+    "i decided",
+    "i'll ",
+    "i will ",
+    "turns out",
+    "it turns out",
+    "because ",
+    "must ",
+    "should always",
+    "never ",
+    "requires ",
+    "works when",
+    "fails when",
+];
+
+/// The most facts the heuristics draw from one conversation: the rest would be noise.
+pub const MAX_EXTRACTED_FACTS: usize = 50;
+
+/// Sentences shorter than this say too little to be a fact on their own.
+const MIN_FACT_CHARS: usize = 16;
+
+/// Whether `word` names a file or a place in one (`auth.py`, `src/token.rs:142`, `/etc/hosts`).
+fn is_path(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| "`'\"()[]{},;".contains(c));
+    let word = word.trim_end_matches(['.', ':']);
+    if word.len() < 3 || word.starts_with("http") {
+        return false;
+    }
+    let stem = word.split(':').next().unwrap_or(word);
+    let has_extension = stem.rsplit_once('.').is_some_and(|(name, ext)| {
+        !name.is_empty()
+            && (1..=5).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            && ext.chars().any(|c| c.is_ascii_alphabetic())
+    });
+    has_extension || (stem.contains('/') && stem.chars().filter(|c| *c == '/').count() >= 2)
+}
+
+/// Whether `sentence` holds a number that says something (`3 retries`, `1h`, `0.7`), not a
+/// list marker or a lone digit.
+fn has_number(sentence: &str) -> bool {
+    sentence.split_whitespace().any(|word| {
+        let word = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '.');
+        let digits = word.chars().filter(char::is_ascii_digit).count();
+        digits > 0 && (digits >= 2 || word.len() > digits || word.contains('.'))
+    })
+}
+
+/// The sentences of a text: split after `.`, `!`, `?` followed by a space, and at line ends.
+fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut current = String::new();
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            current.push(c);
+            if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()) {
+                out.push(std::mem::take(&mut current));
+            }
+        }
+        out.push(current);
+    }
+    out.into_iter()
+        .map(|s| {
+            s.trim()
+                .trim_start_matches(['-', '*', '>', '#'])
+                .trim()
+                .to_owned()
+        })
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The facts a conversation states, by the heuristics: sentences of the assistant's messages
+/// that state a conclusion or a decision ("the root cause is", "fixed by", "I'll", "the
+/// approach is", ...), or that name a file or a number (`token_service.py:142`, `3 retries`).
+/// Questions are left out, each fact once (case-insensitively), at most
+/// [`MAX_EXTRACTED_FACTS`]. Each is a candidate: a conclusion with confidence 0.6, a file or a
+/// number alone 0.5, its `source` the conversation and the message's `seq`.
+///
+/// ```
+/// use handoff_core::curation::{extract_facts, seed_example};
+///
+/// let facts = extract_facts("c1", &seed_example());
+/// let texts: Vec<&str> = facts.iter().map(|f| f.text.as_str()).collect();
+/// assert_eq!(texts, ["found the issue: the expiry is compared in seconds"]);
+/// assert_eq!(facts[0].source.as_deref(), Some("conversation:c1#5"));
+/// ```
+pub fn extract_facts(conversation_id: &str, messages: &[Message]) -> Vec<NewFact> {
+    let mut seen = HashSet::new();
+    let mut facts = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        if !is_assistant(message) {
+            continue;
+        }
+        for sentence in sentences(&message.content) {
+            if facts.len() == MAX_EXTRACTED_FACTS {
+                return facts;
+            }
+            let lower = sentence.to_lowercase();
+            if sentence.chars().count() < MIN_FACT_CHARS || sentence.ends_with('?') {
+                continue;
+            }
+            let concludes = CONCLUSION_PHRASES.iter().any(|p| lower.contains(p));
+            let concrete = sentence.split_whitespace().any(is_path) || has_number(&sentence);
+            if !(concludes || concrete) || !seen.insert(lower) {
+                continue;
+            }
+            facts.push(NewFact {
+                text: sentence,
+                confidence: Some(if concludes { 0.6 } else { 0.5 }),
+                source: Some(format!("conversation:{conversation_id}#{}", i + 1)),
+            });
+        }
+    }
+    facts
+}
+
 /// One item a verification scored, or could not.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct VerifiedItem {

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::{Arguments, Operation, branch_problems};
 use crate::bundle::{BundleType, Visibility};
+use crate::curation::{Thresholds, Verifier};
 use crate::error::{Error, Problem, Result};
 use crate::replay::{TaskComparison, TaskReplay};
 use crate::store::{Bundle, ImportReport, NO_SOURCE, NewBundle, Store};
@@ -24,8 +25,9 @@ pub struct CreateBundleArgs {
     /// Package this task's knowledge (`task/<task>` and its agents' branches)…
     #[serde(default)]
     pub task_id: Option<String>,
-    /// …or this branch's.
-    #[serde(default)]
+    /// …or this branch's (`branch_name` is accepted too).
+    #[serde(default, alias = "branch_name")]
+    #[schemars(extend("x-aliases" = ["branch_name"]))]
     pub branch: Option<String>,
     /// Only verified facts and conversations (default true); false: everything not
     /// invalidated.
@@ -282,15 +284,24 @@ impl Operation for DeleteBundle {
     }
 }
 
-/// Imports a bundle (its portable JSON, as text or as an object) into a branch, checked whole
-/// before anything is written: size and nesting before parsing, the schema version, the
-/// content hash, every id, text and message. Importing the same bundle again adds nothing;
-/// the report says what was added and what was already there.
+/// Imports a bundle into a branch: its portable JSON (as text or as an object), or a bundle
+/// of this store by its id or its share token. It is checked whole before anything is
+/// written: size and nesting before parsing, the schema version, the content hash, every id,
+/// text and message. Importing the same bundle again adds nothing; the report says what was
+/// added and what was already there.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportBundleArgs {
-    /// The bundle's portable JSON (what `to_json` wrote), as text or as an object.
-    pub bundle: Value,
+    /// The bundle's portable JSON (what `to_json` wrote), as text or as an object; or give
+    /// `bundle_id` or `share_token` instead.
+    #[serde(default)]
+    pub bundle: Option<Value>,
+    /// A bundle of this store, by its id.
+    #[serde(default)]
+    pub bundle_id: Option<String>,
+    /// A shared bundle of this store, by its token (`kb_…`; a private bundle is never found so).
+    #[serde(default)]
+    pub share_token: Option<String>,
     /// Where its knowledge goes (default `main`).
     #[serde(default)]
     pub target_branch: Option<String>,
@@ -312,12 +323,27 @@ fn bundle_text(bundle: Value) -> Result<String> {
     }
 }
 
+/// What `import_bundle` says when it is given no bundle, or more than one.
+const ONE_SOURCE: &str = "give exactly one of bundle, bundle_id and share_token";
+
 impl Arguments for ImportBundleArgs {
     fn problems(&self, _: &Limits) -> Vec<Problem> {
         let mut problems = Vec::new();
         // Only the kind of value: the text itself (megabytes, perhaps) is read by the run.
-        if !matches!(self.bundle, Value::String(_) | Value::Object(_)) {
+        if self
+            .bundle
+            .as_ref()
+            .is_some_and(|b| !matches!(b, Value::String(_) | Value::Object(_)))
+        {
             problems.push(Problem::new("bundle", NOT_A_BUNDLE));
+        }
+        let given = [
+            self.bundle.is_some(),
+            self.bundle_id.is_some(),
+            self.share_token.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            problems.push(Problem::new("bundle", ONE_SOURCE));
         }
         if let Some(branch) = &self.target_branch {
             branch_problems(&mut problems, "target_branch", branch);
@@ -340,18 +366,101 @@ impl Operation for ImportBundle {
     fn run(store: &Store, args: ImportBundleArgs) -> Result<ImportReport> {
         let ImportBundleArgs {
             bundle,
+            bundle_id,
+            share_token,
             target_branch,
             dry_run,
         } = args;
-        let (json, target) = (
-            bundle_text(bundle)?,
-            target_branch.as_deref().unwrap_or("main"),
-        );
+        let json = match (bundle, bundle_id, share_token) {
+            (Some(bundle), None, None) => bundle_text(bundle)?,
+            (None, Some(id), None) => store.get_bundle(&id)?.to_json()?,
+            (None, None, Some(token)) => store.bundle_by_token(&token)?.to_json()?,
+            _ => return Err(Error::invalid("bundle", ONE_SOURCE)),
+        };
+        let target = target_branch.as_deref().unwrap_or("main");
         if dry_run.unwrap_or(false) {
             store.check_bundle_import(&json, target)
         } else {
             store.import_bundle(&json, target)
         }
+    }
+}
+
+/// Runs the verification gate on a bundle's contents: a verifier (a face's callable, the
+/// judge command, or the MCP client's model) scores each of its facts and conversations, and
+/// the bundle records the outcome: `verification_status` `verified` when every item passed
+/// (otherwise `draft`), `verification_score` (the mean) and `verified_by` (the verifier). Its
+/// portable form stays as it was (its hash and signature valid); each item's score goes to the
+/// curation log. Without a judge to ask, or when it fails on an item, nothing is recorded.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyBundleArgs {
+    /// The bundle's id (`bundle_id` is accepted too).
+    #[serde(alias = "bundle_id")]
+    #[schemars(extend("x-aliases" = ["bundle_id"]))]
+    pub id: String,
+    /// A fact scoring at least this passes (default 0.7).
+    #[serde(default)]
+    pub fact_threshold: Option<f64>,
+    /// A fact or a conversation scoring below this is invalidated (default 0.4).
+    #[serde(default)]
+    pub invalidate_below: Option<f64>,
+    /// A conversation scoring at least this passes (default 0.6).
+    #[serde(default)]
+    pub conversation_threshold: Option<f64>,
+}
+
+impl VerifyBundleArgs {
+    /// The thresholds, the seed's where not given.
+    pub fn thresholds(&self) -> Thresholds {
+        let seed = Thresholds::default();
+        Thresholds {
+            fact_threshold: self.fact_threshold.unwrap_or(seed.fact_threshold),
+            invalidate_below: self.invalidate_below.unwrap_or(seed.invalidate_below),
+            conversation_threshold: self
+                .conversation_threshold
+                .unwrap_or(seed.conversation_threshold),
+        }
+    }
+}
+
+impl Arguments for VerifyBundleArgs {
+    fn problems(&self, _: &Limits) -> Vec<Problem> {
+        match self.thresholds().check() {
+            Err(err) => err.problems().to_vec(),
+            Ok(()) => Vec::new(),
+        }
+    }
+}
+
+/// The `verify_bundle` operation.
+pub struct VerifyBundle;
+
+impl VerifyBundle {
+    /// Runs the gate with `verifier` scoring each item; without one, refused (naming
+    /// `verifier`): a bundle's status says a judge looked at it.
+    pub fn run_with(
+        store: &Store,
+        args: VerifyBundleArgs,
+        verifier: Option<&mut dyn Verifier>,
+    ) -> Result<Bundle> {
+        let Some(verifier) = verifier else {
+            return Err(Error::invalid("verifier", super::NO_JUDGE));
+        };
+        store.verify_bundle(&args.id, verifier, &args.thresholds())
+    }
+}
+
+impl Operation for VerifyBundle {
+    const NAME: &'static str = "verify_bundle";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "verify"));
+    const POSITIONAL: &'static [&'static str] = &["id"];
+    const RETURNS: &'static str = "Bundle";
+    type Args = VerifyBundleArgs;
+    type Output = Bundle;
+
+    fn run(store: &Store, args: VerifyBundleArgs) -> Result<Bundle> {
+        Self::run_with(store, args, None)
     }
 }
 

@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::{Arguments, DEFAULT_BUDGET_TOKENS, Operation, branch_problems};
 use crate::context::{Budget, Message, Packet};
 use crate::curation::{
-    BranchInfo, Conversation, CurationEvent, Fact, FactStatus, Judge, MergeReport, NewFact, Score,
-    StoredMessage, Thresholds, Verifier, VerifyItem, VerifyReport,
+    BranchInfo, Conversation, CurationEvent, Extractor, Fact, FactStatus, Judge, MergeReport,
+    NewFact, Score, StoredMessage, Thresholds, Verifier, VerifyItem, VerifyReport,
 };
 use crate::error::{Error, Problem, Result};
 use crate::messages;
@@ -222,7 +222,10 @@ impl Operation for ListConversations {
 
 /// Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into a new
 /// conversation on `target_branch`; the source messages are marked `cherry_picked_to` it. The
-/// range must lie inside the conversation, `from_seq ≤ to_seq`.
+/// range must lie inside the conversation, `from_seq ≤ to_seq`. With `verify`, the verification
+/// gate scores what was picked before it is written (a verifier, the judge command, or the MCP
+/// client's model), and the pick is written with its verdict; without a judge to ask, `verify`
+/// is refused and nothing is written.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CherryPickArgs {
@@ -230,15 +233,21 @@ pub struct CherryPickArgs {
     pub conversation_id: String,
     /// Where the new conversation goes.
     pub target_branch: String,
-    /// The first message to take (from 1).
-    #[serde(default)]
+    /// The first message to take (from 1; `from_sequence` is accepted too).
+    #[serde(default, alias = "from_sequence")]
+    #[schemars(extend("x-aliases" = ["from_sequence"]))]
     pub from_seq: Option<u64>,
-    /// The last message to take.
-    #[serde(default)]
+    /// The last message to take (`to_sequence` is accepted too).
+    #[serde(default, alias = "to_sequence")]
+    #[schemars(extend("x-aliases" = ["to_sequence"]))]
     pub to_seq: Option<u64>,
     /// The new conversation's title.
     #[serde(default)]
     pub title: Option<String>,
+    /// Run the verification gate on the pick (default false): verified at 0.6, invalidated
+    /// below 0.4, as `verify` scores a conversation.
+    #[serde(default)]
+    pub verify: Option<bool>,
 }
 
 impl Arguments for CherryPickArgs {
@@ -261,13 +270,93 @@ impl Operation for CherryPick {
     type Output = Conversation;
 
     fn run(store: &Store, args: CherryPickArgs) -> Result<Conversation> {
-        store.cherry_pick(
-            &args.conversation_id,
-            &args.target_branch,
-            args.from_seq,
-            args.to_seq,
-            args.title.as_deref(),
-        )
+        Self::run_with(store, args, None)
+    }
+}
+
+/// What `verify` without a judge to ask says.
+pub const NO_JUDGE: &str = "needs a judge to score with: a verifier (Python, Node, uniffi), \
+     --judge-cmd (the CLI, `handoff serve`, `handoff mcp`) or an MCP client that can sample; \
+     without one, pick now and verify the branch later";
+
+impl CherryPick {
+    /// Runs the pick; with `verify` (or a verifier and no `verify: false`), `verifier` scores
+    /// it before it is written. `verify` without a verifier is refused, naming `verify`.
+    pub fn run_with(
+        store: &Store,
+        args: CherryPickArgs,
+        verifier: Option<&mut dyn Verifier>,
+    ) -> Result<Conversation> {
+        let verify = args.verify.unwrap_or(verifier.is_some());
+        match (verify, verifier) {
+            (false, _) => store.cherry_pick(
+                &args.conversation_id,
+                &args.target_branch,
+                args.from_seq,
+                args.to_seq,
+                args.title.as_deref(),
+            ),
+            (true, None) => Err(Error::invalid("verify", NO_JUDGE)),
+            (true, Some(verifier)) => store.cherry_pick_verified(
+                &args.conversation_id,
+                &args.target_branch,
+                args.from_seq,
+                args.to_seq,
+                args.title.as_deref(),
+                verifier,
+                &Thresholds::default(),
+            ),
+        }
+    }
+}
+
+/// Draws facts from a conversation and writes them on `target_branch` as candidates (status
+/// `active`, for the gate to verify later): by an extractor (a face's callable, the judge
+/// command, or the MCP client's model) or, without one, by the heuristics: sentences of the
+/// assistant's messages that state a conclusion or a decision ("the root cause is", "fixed
+/// by", "I'll", "the approach is", ...) or name a file or a number. Each fact's `source` is
+/// the conversation (and the message). A conversation that states nothing writes nothing.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CherryPickToFactsArgs {
+    /// The conversation to draw facts from.
+    pub conversation_id: String,
+    /// Where the facts go.
+    pub target_branch: String,
+}
+
+impl Arguments for CherryPickToFactsArgs {
+    fn problems(&self, _: &Limits) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        branch_problems(&mut problems, "target_branch", &self.target_branch);
+        problems
+    }
+}
+
+/// The `cherry_pick_to_facts` operation.
+pub struct CherryPickToFacts;
+
+impl CherryPickToFacts {
+    /// Runs it with `extractor` drawing the facts in place of the heuristics.
+    pub fn run_with(
+        store: &Store,
+        args: CherryPickToFactsArgs,
+        extractor: Option<&mut dyn Extractor>,
+    ) -> Result<Vec<Fact>> {
+        store.cherry_pick_to_facts(&args.conversation_id, &args.target_branch, extractor)
+    }
+}
+
+impl Operation for CherryPickToFacts {
+    const NAME: &'static str = "cherry_pick_to_facts";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick-to-facts"));
+    const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
+    const RETURNS: &'static str = "[Fact]";
+    type Args = CherryPickToFactsArgs;
+    type Output = Vec<Fact>;
+
+    fn run(store: &Store, args: CherryPickToFactsArgs) -> Result<Vec<Fact>> {
+        Self::run_with(store, args, None)
     }
 }
 
@@ -494,7 +583,9 @@ impl Operation for Branches {
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerifyArgs {
-    /// The branch to verify.
+    /// The branch to verify (`branch_name` is accepted too).
+    #[serde(alias = "branch_name")]
+    #[schemars(extend("x-aliases" = ["branch_name"]))]
     pub branch: String,
     /// A fact scoring at least this is verified (default 0.7).
     #[serde(default)]
@@ -738,6 +829,71 @@ impl<F: FnMut(Value) -> Result<Value>> Verifier for JsonVerifier<F> {
     fn verify(&mut self, item: VerifyItem<'_>) -> Result<Score> {
         let answer = (self.call)(item.to_json()?)?;
         Score::from_answer(&answer)
+    }
+}
+
+/// An [`Extractor`] made of a face's callable that reads the conversation as a verifier
+/// reads it ([`VerifyItem::to_json`]) and answers its facts in JSON: a list of texts or
+/// `{"text", "confidence"?, "source"?}`, or `{"facts": [...]}`. A fact it gives no `source`
+/// gets the conversation's.
+pub struct JsonExtractor<F> {
+    name: String,
+    call: F,
+}
+
+impl<F: FnMut(Value) -> Result<Value>> JsonExtractor<F> {
+    /// An extractor called `name` (named in the log of the facts it drew).
+    pub fn new(name: impl Into<String>, call: F) -> Self {
+        JsonExtractor {
+            name: name.into(),
+            call,
+        }
+    }
+}
+
+/// Reads an extractor's answer: a list of facts (texts or objects), or `{"facts": [...]}`,
+/// every problem named `facts[i]...`.
+pub fn facts_from_answer(answer: Value) -> Result<Vec<NewFact>> {
+    let list = match answer {
+        Value::Object(mut fields) if fields.contains_key("facts") => {
+            fields.remove("facts").unwrap_or(Value::Null)
+        }
+        other => other,
+    };
+    let Value::Array(items) = list else {
+        return Err(Error::invalid(
+            "facts",
+            "the extractor must answer a list of facts (texts or {\"text\", \"confidence\"?, \
+             \"source\"?}), or {\"facts\": [...]}",
+        ));
+    };
+    let mut c = Collector::default();
+    let mut facts = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        match serde_json::from_value::<FactInput>(item) {
+            Ok(fact) => facts.push(fact.into_new()),
+            Err(_) => c.push(
+                format!("facts[{i}]"),
+                "must be a text or {\"text\", \"confidence\"?, \"source\"?}",
+            ),
+        }
+    }
+    c.finish()?;
+    Ok(facts)
+}
+
+impl<F: FnMut(Value) -> Result<Value>> Extractor for JsonExtractor<F> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn extract(
+        &mut self,
+        conversation: &Conversation,
+        messages: &[StoredMessage],
+    ) -> Result<Vec<NewFact>> {
+        let item = VerifyItem::Conversation(conversation, messages).to_json()?;
+        facts_from_answer((self.call)(item)?)
     }
 }
 

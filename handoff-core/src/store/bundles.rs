@@ -23,7 +23,8 @@ use crate::bundle::{
     self, BUNDLE_SCHEMA_VERSION, BundleConversation, BundleData, BundleFact, BundleType, Visibility,
 };
 use crate::curation::{
-    Branch, Conversation, CurationChange, Fact, FactStatus, Thresholds, Verdict,
+    Branch, Conversation, CurationChange, Fact, FactStatus, StoredMessage, Thresholds, Verdict,
+    Verifier, VerifyItem,
 };
 use crate::error::{Error, Result};
 use crate::redact::redact;
@@ -227,24 +228,39 @@ impl Store {
         let (prefixes, source_branch) =
             source.ok_or_else(|| Error::invalid("task_id", NO_SOURCE))?;
 
-        let mut facts = self.facts_under(&prefixes, |f| f.status.is_key(new.verified_only))?;
+        // Bundles follow provenance, not the current branch: a fact a merge moved up is still
+        // the source's knowledge (its status `promoted` says it passed the gate), so a task's
+        // bundle holds it after the task was merged into `main` as before.
+        let mut facts = self.facts_under(&prefixes, |f| {
+            f.status == FactStatus::Promoted || f.status.is_key(new.verified_only)
+        })?;
         oldest_first(&mut facts);
+        let facts = once_each(facts, |f| &f.id, |f| f.origin.as_deref());
         let in_source = |c: &Conversation| {
             c.branch == source_branch
                 || (new.branch.is_none() && c.branch.parent().as_ref() == Some(&source_branch))
         };
+        // A promoted conversation (copied up by a merge) keeps the verdict it went up with.
         let key = |c: &Conversation| {
             c.verification_status != Verdict::Invalidated
                 && (!new.verified_only
                     || c.verification_status == Verdict::Verified
                     || c.cherry_picked_from.is_some())
-                && !c.promoted
         };
-        let conversations: Vec<Conversation> = self
-            .list_conversations(None, None)?
-            .into_iter()
-            .filter(|c| in_source(c) && key(c))
-            .collect();
+        // A task's conversations come from its index (every one of its branches, and the
+        // copies a merge made of them, which the source filter leaves out).
+        let candidates = match (&new.branch, &new.task_id) {
+            (None, Some(task)) => self.list_conversations(None, Some(task))?,
+            _ => self.list_conversations(None, None)?,
+        };
+        let conversations: Vec<Conversation> = once_each(
+            candidates
+                .into_iter()
+                .filter(|c| in_source(c) && key(c))
+                .collect(),
+            |c| &c.id,
+            |c| c.origin.as_deref(),
+        );
 
         let on = new.redact;
         let mut scores = Vec::new();
@@ -320,7 +336,9 @@ impl Store {
         }
         .seal()?;
         data.check(&self.limits)?;
-        let everything_verified = facts.iter().all(|f| f.status == FactStatus::Verified)
+        let everything_verified = facts
+            .iter()
+            .all(|f| matches!(f.status, FactStatus::Verified | FactStatus::Promoted))
             && conversations
                 .iter()
                 .all(|c| c.verification_status == Verdict::Verified);
@@ -456,6 +474,132 @@ impl Store {
             bundle.updated_at = now;
             write_bundle(tx, &bundle, doc.version + 1)?;
             changed = Some(bundle);
+            Ok(())
+        })?;
+        changed.ok_or_else(|| Error::storage("write returned no bundle"))
+    }
+
+    /// Runs the verification gate on a bundle's contents (the seed's `POST
+    /// /bundles/{id}/verify`): `verifier` scores each of its facts and conversations, as
+    /// `verify` scores a branch's, and the bundle records the outcome: `verified` when every
+    /// item passed `thresholds` (otherwise `draft`), the mean score, and the verifier's name as
+    /// `verified_by`. The portable form is left as it was (its content hash and any signature
+    /// stay valid); each item's score goes to the curation log. The verifier is asked before
+    /// anything is written; when it fails on an item, or scores it with NaN or outside 0..1,
+    /// nothing is recorded and the error names the item (`facts[2]`, `conversations[0]`).
+    pub fn verify_bundle(
+        &self,
+        id: &str,
+        verifier: &mut dyn Verifier,
+        thresholds: &Thresholds,
+    ) -> Result<Bundle> {
+        thresholds.check()?;
+        let bundle = self.get_bundle(id)?;
+        let data = &bundle.data;
+        if data.facts.is_empty() && data.conversations.is_empty() {
+            return Err(Error::invalid(
+                "id",
+                "names a bundle that holds nothing to verify",
+            ));
+        }
+        let by = verifier.name().to_owned();
+        self.check_text("verifier.name", &by)?;
+        let branch = bundle
+            .source_branch
+            .as_deref()
+            .and_then(|b| Branch::parse(b).ok())
+            .unwrap_or_else(Branch::main);
+        let mut scored = Vec::new();
+        let mut ask = |field: String, item: VerifyItem<'_>| -> Result<f64> {
+            let answer = verifier
+                .verify(item)
+                .and_then(|answer| crate::curation::check_score(answer.score));
+            answer.map_err(|err| Error::invalid(field, format!("the verifier failed: {err}")))
+        };
+        // Asked first, outside any transaction: a verifier may take seconds per item.
+        for (i, fact) in data.facts.iter().enumerate() {
+            let as_fact = Fact {
+                id: fact.id.clone(),
+                branch: branch.clone(),
+                text: fact.text.clone(),
+                confidence: fact.confidence,
+                source: fact.source.clone(),
+                status: FactStatus::Active,
+                score: fact.score,
+                explanation: None,
+                verified_by: fact.verified_by.clone(),
+                verified_at: None,
+                origin: None,
+                created_at: data.created_at,
+            };
+            let score = ask(format!("facts[{i}]"), VerifyItem::Fact(&as_fact))?;
+            scored.push((
+                "fact",
+                fact.id.clone(),
+                score,
+                thresholds.fact_verdict(score),
+            ));
+        }
+        for (i, conversation) in data.conversations.iter().enumerate() {
+            let as_conversation = Conversation {
+                id: conversation.id.clone(),
+                branch: branch.clone(),
+                title: conversation.title.clone(),
+                task_id: data.source_task_id.clone(),
+                agent: conversation.agent.clone(),
+                message_count: conversation.messages.len() as u64,
+                verification_status: Verdict::Unverified,
+                verification_score: conversation.verification_score,
+                explanation: None,
+                verified_by: None,
+                cherry_picked_from: None,
+                origin: None,
+                promoted: false,
+                created_at: data.created_at,
+            };
+            let messages: Vec<StoredMessage> = conversation
+                .messages
+                .iter()
+                .zip(1..)
+                .map(|(message, seq)| StoredMessage {
+                    seq,
+                    message: message.clone(),
+                    is_cherry_picked: false,
+                    cherry_picked_to: Vec::new(),
+                })
+                .collect();
+            let item = VerifyItem::Conversation(&as_conversation, &messages);
+            let score = ask(format!("conversations[{i}]"), item)?;
+            let verdict = thresholds.conversation_verdict(score);
+            scored.push(("conversation", conversation.id.clone(), score, verdict));
+        }
+        #[allow(clippy::cast_precision_loss)] // counts of items, far below 2^52
+        let mean = scored.iter().map(|(.., score, _)| score).sum::<f64>() / scored.len() as f64;
+        let passed = scored.iter().all(|(.., v)| *v == Verdict::Verified);
+        let now = self.clock.now();
+        let mut changed = None;
+        self.backend.write(&mut |tx| {
+            let doc = tx.doc(BUNDLE, id)?.ok_or_else(|| no_bundle(id))?;
+            let mut stored: Bundle = parsed("bundle", &doc)?;
+            stored.verification_status = if passed {
+                BundleStatus::Verified
+            } else {
+                BundleStatus::Draft
+            };
+            stored.verification_score = Some(mean);
+            stored.verified_by = Some(by.clone());
+            stored.updated_at = now;
+            write_bundle(tx, &stored, doc.version + 1)?;
+            let items: Vec<serde_json::Value> = scored
+                .iter()
+                .map(|(kind, id, score, verdict)| {
+                    json!({"kind": kind, "id": id, "score": score, "verdict": verdict})
+                })
+                .collect();
+            let detail = json!({"bundle_id": id, "verified_by": by, "score": mean,
+                                "status": stored.verification_status, "items": items});
+            log(tx, CurationChange::Verified, &branch, detail, now)?;
+            changed = Some(as_shown(stored));
             Ok(())
         })?;
         changed.ok_or_else(|| Error::storage("write returned no bundle"))
@@ -610,6 +754,24 @@ impl Store {
         })?;
         Ok(report)
     }
+}
+
+/// `items` with each piece of knowledge once: an item a merge copied within the source (an
+/// agent's fact copied up to its task's branch) is there as the copy and as its origin, and
+/// only the copy is kept (it is what the source holds now). Order is kept.
+fn once_each<T>(
+    items: Vec<T>,
+    id: impl Fn(&T) -> &String,
+    origin: impl Fn(&T) -> Option<&str>,
+) -> Vec<T> {
+    let copied: HashSet<String> = items
+        .iter()
+        .filter_map(|item| origin(item).map(str::to_owned))
+        .collect();
+    items
+        .into_iter()
+        .filter(|item| !copied.contains(id(item)))
+        .collect()
 }
 
 /// What an imported item's explanation says of the verdict the bundle carried.

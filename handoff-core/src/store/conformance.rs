@@ -45,6 +45,8 @@ macro_rules! conformance_tests {
             replays_tell_a_task_in_order_and_compare_runs, judges_texts_are_held_to_the_limits,
             successors_receive_what_their_predecessors_knew, a_plan_steps_successor_reads_its_dependencies,
             knowledge_on_main_reaches_new_tasks_by_relevance, packets_fit_a_character_budget,
+            bundles_follow_provenance_after_a_merge, cherry_picks_can_pass_the_gate,
+            bundles_record_their_verification, conversations_become_candidate_facts,
         );
     };
     ($make:expr) => {
@@ -3060,4 +3062,441 @@ pub fn packets_fit_a_character_budget(store: Store) {
         .context_for(&h.id, ContextOptions::chars(0))
         .unwrap_err();
     assert_eq!(err.problems()[0].field, "budget_chars");
+}
+
+/// A scripted verifier for the curation cases: facts mentioning `backoff` and every
+/// conversation pass; anything else fails.
+struct ScoresBackoff;
+
+impl crate::curation::Verifier for ScoresBackoff {
+    fn name(&self) -> &str {
+        "scores-backoff"
+    }
+    fn verify(
+        &mut self,
+        item: crate::curation::VerifyItem<'_>,
+    ) -> crate::Result<crate::curation::Score> {
+        use crate::curation::VerifyItem;
+        let score = match item {
+            VerifyItem::Fact(f) if f.text.contains("backoff") => 0.9,
+            VerifyItem::Fact(_) => 0.1,
+            VerifyItem::Conversation(..) => 0.8,
+        };
+        Ok(crate::curation::Score {
+            score,
+            explanation: Some("scripted".into()),
+        })
+    }
+}
+
+fn plain_fact(text: &str) -> crate::curation::NewFact {
+    crate::curation::NewFact {
+        text: text.into(),
+        confidence: None,
+        source: None,
+    }
+}
+
+/// A task's bundle holds its verified knowledge whether or not it was merged since: bundles
+/// follow provenance (where knowledge came from), not the branch it lies on now (seed 001 §8:
+/// the bundle is made after the task was merged into `main`).
+pub fn bundles_follow_provenance_after_a_merge(store: Store) {
+    use crate::bundle::Visibility;
+    use crate::curation::{FactStatus, Thresholds};
+    use crate::store::{NewBundle, NewConversation};
+
+    let agent = "task/fix-oauth/agent-b";
+    let conversation = store
+        .add_conversation(NewConversation {
+            branch: agent.into(),
+            messages: crate::curation::seed_example(),
+            ..NewConversation::default()
+        })
+        .unwrap();
+    store
+        .add_facts(
+            agent,
+            vec![
+                plain_fact("refresh needs backoff"),
+                plain_fact("tokens last 1h"),
+            ],
+        )
+        .unwrap();
+    store
+        .add_facts(
+            "task/fix-oauth",
+            vec![plain_fact("retry the refresh with backoff")],
+        )
+        .unwrap();
+    store
+        .cherry_pick(&conversation.id, "task/fix-oauth", Some(2), Some(9), None)
+        .unwrap();
+    for branch in [agent, "task/fix-oauth"] {
+        store
+            .verify(branch, Some(&mut ScoresBackoff), &Thresholds::default())
+            .unwrap();
+    }
+    let before = store
+        .create_bundle(NewBundle::of_task("Before the merge", "fix-oauth"))
+        .unwrap();
+    // The agent's branch into the task's, then the task's into main: everything verified
+    // now lies on main, its sources `promoted`.
+    store.merge(agent, None).unwrap();
+    store.merge("task/fix-oauth", None).unwrap();
+    assert!(
+        store
+            .facts("task/fix-oauth", Some(FactStatus::Verified))
+            .unwrap()
+            .is_empty()
+    );
+    let after = store
+        .create_bundle(NewBundle {
+            visibility: Visibility::Team,
+            ..NewBundle::of_task("After the merge", "fix-oauth")
+        })
+        .unwrap();
+    let texts = |b: &crate::store::Bundle| {
+        let mut t: Vec<String> = b.data.facts.iter().map(|f| f.text.clone()).collect();
+        t.sort();
+        t
+    };
+    assert_eq!(
+        texts(&after),
+        ["refresh needs backoff", "retry the refresh with backoff"],
+        "each verified fact once, the invalidated one left out"
+    );
+    assert_eq!(texts(&after), texts(&before));
+    assert_eq!(
+        after.conversation_count, before.conversation_count,
+        "{after:?}"
+    );
+    // The agent's conversation (verified) and the pick: each once, though a merge copied the
+    // agent's up to the task's branch.
+    assert_eq!(after.conversation_count, 2);
+    assert_eq!(
+        after.verification_status,
+        crate::store::BundleStatus::Verified
+    );
+    // A branch's bundle is the branch's: main's holds the copies.
+    let main = store
+        .create_bundle(NewBundle {
+            task_id: None,
+            branch: Some("main".into()),
+            ..NewBundle::of_task("Main", "fix-oauth")
+        })
+        .unwrap();
+    assert_eq!(main.fact_count, 2);
+}
+
+/// `cherry_pick` with the gate (the seed's `cherry_pick_conversation(verify=True)`): the
+/// verifier scores what is picked before it is written; a verifier that fails writes nothing.
+pub fn cherry_picks_can_pass_the_gate(store: Store) {
+    use crate::curation::{Score, Thresholds, Verdict, Verifier, VerifyItem};
+    use crate::ops::{self, Arguments, Operation};
+    use crate::store::NewConversation;
+
+    let source = store
+        .add_conversation(NewConversation {
+            branch: "task/fix-oauth/agent-b".into(),
+            messages: crate::curation::seed_example(),
+            ..NewConversation::default()
+        })
+        .unwrap();
+    // The verifier reads the pick as it will be written: its messages numbered from 1.
+    struct Sees(Vec<u64>);
+    impl Verifier for Sees {
+        fn verify(&mut self, item: VerifyItem<'_>) -> crate::Result<Score> {
+            if let VerifyItem::Conversation(c, messages) = item {
+                assert_eq!(c.message_count, messages.len() as u64);
+                self.0 = messages.iter().map(|m| m.seq).collect();
+            }
+            Ok(Score {
+                score: 0.65,
+                explanation: Some("the fix is tested".into()),
+            })
+        }
+    }
+    let mut sees = Sees(Vec::new());
+    let picked = store
+        .cherry_pick_verified(
+            &source.id,
+            "task/fix-oauth",
+            Some(3),
+            Some(9),
+            None,
+            &mut sees,
+            &Thresholds::default(),
+        )
+        .unwrap();
+    assert_eq!(sees.0, (1..=7).collect::<Vec<u64>>());
+    assert_eq!(picked.message_count, 7);
+    assert_eq!(picked.verification_status, Verdict::Verified);
+    assert_eq!(picked.verification_score, Some(0.65));
+    assert_eq!(picked.verified_by.as_deref(), Some("verifier"));
+    assert_eq!(store.get_conversation(&picked.id).unwrap(), picked);
+    let marked = store.messages(&source.id, Some(3), Some(3)).unwrap();
+    assert!(marked[0].is_cherry_picked);
+
+    // A failing verifier, or one out of range, writes nothing.
+    let count = || store.list_conversations(None, None).unwrap().len();
+    let before = count();
+    let mut failing =
+        crate::ops::JsonVerifier::new("down", |_| Err(Error::invalid("verifier", "timed out")));
+    let err = store
+        .cherry_pick_verified(
+            &source.id,
+            "task/fix-oauth",
+            None,
+            None,
+            None,
+            &mut failing,
+            &Thresholds::default(),
+        )
+        .unwrap_err();
+    assert_eq!(err.problems()[0].field, "verifier");
+    let mut wild = crate::ops::JsonVerifier::new("wild", |_| Ok(serde_json::json!(1.5)));
+    let args = ops::CherryPickArgs::read(
+        serde_json::json!({"conversation_id": source.id, "target_branch": "task/fix-oauth",
+                           "from_sequence": 2, "to_sequence": 4, "verify": true}),
+        store.limits(),
+    )
+    .unwrap();
+    let err = ops::CherryPick::run_with(&store, args.clone(), Some(&mut wild)).unwrap_err();
+    assert_eq!(err.problems()[0].field, "score");
+    // `verify` with no judge to ask is refused by name, before anything is written.
+    let err = ops::CherryPick::run_with(&store, args.clone(), None).unwrap_err();
+    assert_eq!(err.problems()[0].field, "verify");
+    assert_eq!(count(), before);
+    // The seed's argument names, and a low score invalidates.
+    let mut low = crate::ops::JsonVerifier::new("low", |_| Ok(serde_json::json!([0.2, "wrong"])));
+    let invalid = ops::CherryPick::run_with(&store, args, Some(&mut low)).unwrap();
+    assert_eq!(invalid.message_count, 3);
+    assert_eq!(invalid.verification_status, Verdict::Invalidated);
+    assert_eq!(invalid.explanation.as_deref(), Some("wrong"));
+    let plain = ops::CherryPick::call(
+        &store,
+        serde_json::json!({"conversation_id": source.id, "target_branch": "main",
+                           "to_sequence": 2}),
+    )
+    .unwrap();
+    assert_eq!(
+        (plain.message_count, plain.verification_status),
+        (2, Verdict::Unverified)
+    );
+    let log = store.curation_events(Some("fix-oauth")).unwrap();
+    let kinds: Vec<_> = log.iter().map(|e| e.kind).collect();
+    assert!(
+        kinds.contains(&crate::curation::CurationChange::Verified),
+        "{kinds:?}"
+    );
+}
+
+/// `verify_bundle` runs the gate on a bundle's contents and records, on the bundle, its
+/// status, its score and who verified it, leaving the portable form (and its hash) as it was.
+pub fn bundles_record_their_verification(store: Store) {
+    use crate::curation::Thresholds;
+    use crate::ops::{self, Arguments, Operation};
+    use crate::store::{BundleStatus, NewBundle, NewConversation};
+
+    store
+        .add_conversation(NewConversation {
+            branch: "task/fix-oauth".into(),
+            messages: crate::curation::seed_example(),
+            ..NewConversation::default()
+        })
+        .unwrap();
+    store
+        .add_facts(
+            "task/fix-oauth",
+            vec![
+                plain_fact("refresh needs backoff"),
+                plain_fact("tokens last 1h"),
+            ],
+        )
+        .unwrap();
+    let draft = store
+        .create_bundle(NewBundle {
+            verified_only: false,
+            ..NewBundle::of_task("Unverified", "fix-oauth")
+        })
+        .unwrap();
+    assert_eq!(draft.verification_status, BundleStatus::Draft);
+    assert_eq!(draft.verified_by, None);
+
+    // One fact fails the gate: the bundle stays a draft, its mean score and verifier recorded.
+    let judged = store
+        .verify_bundle(&draft.id, &mut ScoresBackoff, &Thresholds::default())
+        .unwrap();
+    assert_eq!(judged.verification_status, BundleStatus::Draft);
+    assert_eq!(judged.verified_by.as_deref(), Some("scores-backoff"));
+    let mean = (0.9 + 0.1 + 0.8) / 3.0;
+    assert!((judged.verification_score.unwrap() - mean).abs() < 1e-9);
+    assert_eq!(judged.content_hash, draft.content_hash);
+    assert_eq!(judged.data, draft.data);
+    assert_eq!(store.get_bundle(&draft.id).unwrap(), judged);
+    // Lower thresholds: every item passes, and the bundle is verified.
+    let args = ops::VerifyBundleArgs::read(
+        serde_json::json!({"bundle_id": draft.id, "fact_threshold": 0.1,
+                           "invalidate_below": 0.05}),
+        store.limits(),
+    )
+    .unwrap();
+    let verified =
+        ops::VerifyBundle::run_with(&store, args.clone(), Some(&mut ScoresBackoff)).unwrap();
+    assert_eq!(verified.verification_status, BundleStatus::Verified);
+    // Without a judge, or with one that fails, nothing is recorded.
+    let err = ops::VerifyBundle::run_with(&store, args.clone(), None).unwrap_err();
+    assert_eq!(err.problems()[0].field, "verifier");
+    let mut failing = crate::ops::JsonVerifier::new("down", |item: serde_json::Value| {
+        if item["kind"] == "conversation" {
+            Err(Error::invalid("verifier", "timed out"))
+        } else {
+            Ok(serde_json::json!(0.9))
+        }
+    });
+    let err = ops::VerifyBundle::run_with(&store, args, Some(&mut failing)).unwrap_err();
+    assert_eq!(err.problems()[0].field, "conversations[0]");
+    assert_eq!(store.get_bundle(&draft.id).unwrap(), verified);
+    let err = ops::VerifyBundle::call(&store, serde_json::json!({"id": "nope"})).unwrap_err();
+    assert_eq!(err.problems()[0].field, "verifier");
+    let missing = store
+        .verify_bundle("nope", &mut ScoresBackoff, &Thresholds::default())
+        .unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::NotFound);
+    // The log keeps each item's score.
+    let log = store.curation_events(Some("fix-oauth")).unwrap();
+    let verifications: Vec<_> = log
+        .iter()
+        .filter(|e| e.detail["bundle_id"] == draft.id.as_str() && e.detail["items"].is_array())
+        .collect();
+    assert_eq!(verifications.len(), 2);
+    assert_eq!(
+        verifications[0].detail["items"].as_array().unwrap().len(),
+        3
+    );
+}
+
+/// `cherry_pick_to_facts` (seed §4.3): the heuristics draw the conclusions and decisions a
+/// conversation states as candidate facts on the target branch, which the gate verifies
+/// later; an extractor may draw them instead, and one that fails writes nothing.
+pub fn conversations_become_candidate_facts(store: Store) {
+    use crate::context::Message;
+    use crate::curation::{FactStatus, Thresholds};
+    use crate::ops::{self, Arguments, Operation};
+    use crate::store::NewConversation;
+
+    let say = |role: &str, content: &str| Message {
+        role: role.into(),
+        content: content.into(),
+        ..Message::default()
+    };
+    let conversation = store
+        .add_conversation(NewConversation {
+            branch: "task/fix-oauth/agent-b".into(),
+            messages: vec![
+                say(
+                    "user",
+                    "The token refresh fails after an hour. Why is that?",
+                ),
+                say(
+                    "assistant",
+                    "Let me look. The root cause is the expiry compared in seconds. \
+                     Is the clock skewed? Ok.",
+                ),
+                say(
+                    "assistant",
+                    "The bug sits in token_service.py:142 where the refresh runs once.",
+                ),
+                say(
+                    "assistant",
+                    "I'll retry the refresh 3 times with backoff. The root cause is the \
+                     expiry compared in seconds.",
+                ),
+                say("assistant", "Done."),
+            ],
+            ..NewConversation::default()
+        })
+        .unwrap();
+    let facts = ops::CherryPickToFacts::call(
+        &store,
+        serde_json::json!({"conversation_id": conversation.id, "target_branch": "task/fix-oauth"}),
+    )
+    .unwrap();
+    let texts: Vec<&str> = facts.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "The root cause is the expiry compared in seconds.",
+            "The bug sits in token_service.py:142 where the refresh runs once.",
+            "I'll retry the refresh 3 times with backoff.",
+        ]
+    );
+    assert!(facts.iter().all(|f| f.status == FactStatus::Active));
+    assert_eq!(
+        facts[1].source.as_deref(),
+        Some(format!("conversation:{}#3", conversation.id).as_str())
+    );
+    assert_eq!(store.facts("task/fix-oauth", None).unwrap(), facts);
+    // Candidates: the gate verifies them later.
+    let report = store
+        .verify(
+            "task/fix-oauth",
+            Some(&mut ScoresBackoff),
+            &Thresholds::default(),
+        )
+        .unwrap();
+    assert_eq!((report.verified, report.invalidated), (1, 2));
+
+    // An extractor draws them instead; its own sources are kept, the others get the
+    // conversation's.
+    let mut extractor = ops::JsonExtractor::new("llm", |item: serde_json::Value| {
+        assert_eq!(item["kind"], "conversation");
+        Ok(serde_json::json!({"facts": [
+            "refresh tokens expire after 1h",
+            {"text": "the fix shipped in 4.2", "confidence": 0.8, "source": "CHANGELOG"},
+        ]}))
+    });
+    let args = ops::CherryPickToFactsArgs::read(
+        serde_json::json!({"conversation_id": conversation.id, "target_branch": "main"}),
+        store.limits(),
+    )
+    .unwrap();
+    let drawn =
+        ops::CherryPickToFacts::run_with(&store, args.clone(), Some(&mut extractor)).unwrap();
+    assert_eq!(drawn.len(), 2);
+    assert_eq!(
+        drawn[0].source.as_deref(),
+        Some(format!("conversation:{}", conversation.id).as_str())
+    );
+    assert_eq!(drawn[1].source.as_deref(), Some("CHANGELOG"));
+    // A failing extractor, or one that draws a bad fact, writes nothing.
+    let on_main = || store.facts("main", None).unwrap().len();
+    let mut bad = ops::JsonExtractor::new("bad", |_| Ok(serde_json::json!(["ok", "", 3])));
+    let err = ops::CherryPickToFacts::run_with(&store, args.clone(), Some(&mut bad)).unwrap_err();
+    let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["facts[2]"]);
+    let mut empty = ops::JsonExtractor::new("empty", |_| Ok(serde_json::json!([" "])));
+    let err = ops::CherryPickToFacts::run_with(&store, args.clone(), Some(&mut empty)).unwrap_err();
+    assert_eq!(err.problems()[0].field, "facts[0].text");
+    let mut down = ops::JsonExtractor::new("down", |_| Err(Error::invalid("extractor", "down")));
+    assert!(ops::CherryPickToFacts::run_with(&store, args, Some(&mut down)).is_err());
+    assert_eq!(on_main(), 2);
+    // A conversation that states nothing writes nothing.
+    let quiet = store
+        .add_conversation(NewConversation {
+            branch: "main".into(),
+            messages: vec![say("user", "hi"), say("assistant", "Hello!")],
+            ..NewConversation::default()
+        })
+        .unwrap();
+    assert!(
+        store
+            .cherry_pick_to_facts(&quiet.id, "main", None)
+            .unwrap()
+            .is_empty()
+    );
+    let err = store
+        .cherry_pick_to_facts(&quiet.id, "nope/x", None)
+        .unwrap_err();
+    assert_eq!(err.problems()[0].field, "target_branch");
 }

@@ -19,9 +19,9 @@ use serde_json::json;
 
 use super::replay::DECISIONS_TITLE;
 use crate::curation::{
-    self, Branch, BranchInfo, Conversation, CurationChange, CurationEvent, Fact, FactStatus,
-    MergeReport, NewFact, PickedTo, StoredMessage, Thresholds, Verdict, VerifiedItem, Verifier,
-    VerifyItem, VerifyReport,
+    self, Branch, BranchInfo, Conversation, CurationChange, CurationEvent, Extractor, Fact,
+    FactStatus, MergeReport, NewFact, PickedTo, StoredMessage, Thresholds, Verdict, VerifiedItem,
+    Verifier, VerifyItem, VerifyReport,
 };
 use crate::error::{Error, Result};
 use crate::validate::{self, Collector, Limits};
@@ -214,6 +214,13 @@ pub(super) fn write_conversation(
     } else {
         tx.update_doc(CONVERSATION, &conversation.id, &doc)
     }
+}
+
+/// A verifier's verdict on a pick, written with it.
+struct Judged {
+    score: curation::Score,
+    verdict: Verdict,
+    by: String,
 }
 
 /// What a cherry-pick takes from its source: the messages' positions (indexes from 0).
@@ -416,9 +423,156 @@ impl Store {
         to_seq: Option<u64>,
         title: Option<&str>,
     ) -> Result<Conversation> {
-        self.pick(id, target_branch, Pick::Range(from_seq, to_seq), title)
+        self.pick(
+            id,
+            target_branch,
+            Pick::Range(from_seq, to_seq),
+            title,
+            None,
+        )
     }
 
+    /// [`cherry_pick`](Self::cherry_pick), and the verification gate on what it picked (the
+    /// seed's `cherry_pick_conversation(verify=True)`): `verifier` scores the new conversation
+    /// (its messages as they will be copied) before anything is written, and the pick is
+    /// written with its verdict under `thresholds` (`verified` from `conversation_threshold`,
+    /// `invalidated` below `invalidate_below`). When the verifier fails, or scores with NaN or
+    /// outside 0..1, nothing is written.
+    #[allow(clippy::too_many_arguments)] // the pick's own arguments, and the gate's two
+    pub fn cherry_pick_verified(
+        &self,
+        id: &str,
+        target_branch: &str,
+        from_seq: Option<u64>,
+        to_seq: Option<u64>,
+        title: Option<&str>,
+        verifier: &mut dyn Verifier,
+        thresholds: &Thresholds,
+    ) -> Result<Conversation> {
+        thresholds.check()?;
+        let target = Branch::named("target_branch", target_branch)?;
+        let source = self.get_conversation(id)?;
+        let messages = self.messages(id, from_seq, to_seq)?;
+        let (Some(first), Some(last)) = (messages.first(), messages.last()) else {
+            return Err(Error::invalid("conversation", "has no messages to pick"));
+        };
+        // The range as read, so that the pick copies exactly what the verifier saw even if
+        // messages are appended meanwhile.
+        let range = (Some(first.seq), Some(last.seq));
+        let now = self.clock.now();
+        // What the pick will write, as the verifier reads it: the copied messages numbered
+        // from 1, no picks of their own yet.
+        let copied: Vec<StoredMessage> = messages
+            .iter()
+            .zip(1..)
+            .map(|(m, seq)| StoredMessage {
+                seq,
+                message: m.message.clone(),
+                is_cherry_picked: false,
+                cherry_picked_to: Vec::new(),
+            })
+            .collect();
+        let prospect = Conversation {
+            id: String::new(),
+            branch: target.clone(),
+            title: title.map(str::to_owned).or_else(|| source.title.clone()),
+            task_id: target
+                .task_id()
+                .map(str::to_owned)
+                .or_else(|| source.task_id.clone()),
+            agent: source.agent.clone(),
+            message_count: copied.len() as u64,
+            verification_status: Verdict::Unverified,
+            verification_score: None,
+            explanation: None,
+            verified_by: None,
+            cherry_picked_from: Some(source.id.clone()),
+            origin: None,
+            promoted: false,
+            created_at: now,
+        };
+        let by = verifier.name().to_owned();
+        self.check_text("verifier.name", &by)?;
+        // Asked before the write, never inside it: a verifier may take seconds.
+        let answer = verifier.verify(VerifyItem::Conversation(&prospect, &copied))?;
+        curation::check_score(answer.score)?;
+        if let Some(explanation) = &answer.explanation {
+            self.check_text("explanation", explanation)?;
+        }
+        let verdict = thresholds.conversation_verdict(answer.score);
+        let judged = Judged {
+            score: answer,
+            verdict,
+            by,
+        };
+        self.pick(
+            id,
+            target_branch,
+            Pick::Range(range.0, range.1),
+            title,
+            Some(&judged),
+        )
+    }
+
+    /// Draws facts from a conversation (the seed's `cherry_pick_to_facts`, the bridge from
+    /// history to memory) and writes them on `target_branch` as candidates (`active`), for
+    /// the gate to verify later: by `extractor` (an LLM), or without one by the heuristics
+    /// ([`curation::extract_facts`]). The extractor is asked before anything is written; when
+    /// it fails, or draws a fact that breaks the rules of a fact (named `facts[i].text`, ...),
+    /// nothing is. A conversation that states nothing writes nothing and returns no facts.
+    pub fn cherry_pick_to_facts(
+        &self,
+        id: &str,
+        target_branch: &str,
+        extractor: Option<&mut dyn Extractor>,
+    ) -> Result<Vec<Fact>> {
+        let target = Branch::named("target_branch", target_branch)?;
+        let conversation = self.get_conversation(id)?;
+        let messages = self.messages(id, None, None)?;
+        let (by, facts) = match extractor {
+            Some(extractor) => {
+                let by = extractor.name().to_owned();
+                self.check_text("extractor.name", &by)?;
+                (by, extractor.extract(&conversation, &messages)?)
+            }
+            None => {
+                let plain: Vec<Message> = messages.iter().map(|m| m.message.clone()).collect();
+                ("heuristics".to_owned(), curation::extract_facts(id, &plain))
+            }
+        };
+        NewFact::check_all(&facts, &self.limits)?;
+        if facts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.clock.now();
+        let made: Vec<Fact> = facts
+            .into_iter()
+            .map(|new| Fact {
+                id: new_id(now),
+                branch: target.clone(),
+                text: new.text,
+                confidence: new.confidence,
+                // Where it came from, unless the extractor said more precisely.
+                source: new.source.or_else(|| Some(format!("conversation:{id}"))),
+                status: FactStatus::Active,
+                score: None,
+                explanation: None,
+                verified_by: None,
+                verified_at: None,
+                origin: None,
+                created_at: now,
+            })
+            .collect();
+        self.backend.write(&mut |tx| {
+            for fact in &made {
+                super::knowledge::insert_fact(tx, fact)?;
+            }
+            let ids: Vec<&str> = made.iter().map(|f| f.id.as_str()).collect();
+            let detail = json!({"facts": ids, "from_conversation": id, "extracted_by": by});
+            log(tx, CurationChange::FactsAdded, &target, detail, now)
+        })?;
+        Ok(made)
+    }
     /// Copies a conversation's decision points (the seed's heuristics, or `judge`) into a new
     /// conversation on `target_branch`. The judge is asked before anything is written; when it
     /// fails, nothing is.
@@ -436,7 +590,7 @@ impl Store {
             .collect();
         let picked = curation::decision_points(&messages, judge)?;
         let title = format!("{DECISIONS_TITLE}{id}");
-        self.pick(id, target_branch, Pick::Indexes(picked), Some(&title))
+        self.pick(id, target_branch, Pick::Indexes(picked), Some(&title), None)
     }
 
     /// Copies a conversation's tool-call sequences (each call with its results) into a new
@@ -450,7 +604,7 @@ impl Store {
             .collect();
         let picked = curation::tool_sequences(&messages).concat();
         let title = format!("Tool sequences of {id}");
-        self.pick(id, target_branch, Pick::Indexes(picked), Some(&title))
+        self.pick(id, target_branch, Pick::Indexes(picked), Some(&title), None)
     }
 
     fn pick(
@@ -459,6 +613,7 @@ impl Store {
         target_branch: &str,
         pick: Pick,
         title: Option<&str>,
+        judged: Option<&Judged>,
     ) -> Result<Conversation> {
         validate::ident("id", id)?;
         let target = Branch::named("target_branch", target_branch)?;
@@ -513,10 +668,10 @@ impl Store {
                     .or_else(|| source.task_id.clone()),
                 agent: source.agent.clone(),
                 message_count: copied,
-                verification_status: Verdict::Unverified,
-                verification_score: None,
-                explanation: None,
-                verified_by: None,
+                verification_status: judged.map_or(Verdict::Unverified, |j| j.verdict),
+                verification_score: judged.map(|j| j.score.score),
+                explanation: judged.and_then(|j| j.score.explanation.clone()),
+                verified_by: judged.map(|j| j.by.clone()),
                 cherry_picked_from: Some(source.id.clone()),
                 origin: None,
                 promoted: false,
@@ -526,6 +681,11 @@ impl Store {
             let detail = json!({"conversation_id": new_id, "from_conversation": id,
                                 "messages": conversation.message_count});
             log(tx, CurationChange::CherryPicked, &target, detail, now)?;
+            if let Some(judged) = judged {
+                let detail = json!({"conversation_id": new_id, "verified_by": judged.by,
+                                    "score": judged.score.score, "verdict": judged.verdict});
+                log(tx, CurationChange::Verified, &target, detail, now)?;
+            }
             made = Some(conversation);
             Ok(())
         })?;
