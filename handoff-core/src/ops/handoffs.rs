@@ -966,32 +966,6 @@ impl Operation for Reap {
     }
 }
 
-/// Writes a consistent copy of the store to `path` while others keep working; the file must
-/// not exist yet.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BackupArgs {
-    /// Where the copy goes.
-    pub path: String,
-}
-
-impl Arguments for BackupArgs {}
-
-/// The `backup` operation.
-pub struct Backup;
-
-impl Operation for Backup {
-    const NAME: &'static str = "backup";
-    const POSITIONAL: &'static [&'static str] = &["path"];
-    const RETURNS: &'static str = "unit";
-    type Args = BackupArgs;
-    type Output = ();
-
-    fn run(store: &Store, args: BackupArgs) -> Result<()> {
-        store.backup(&args.path)
-    }
-}
-
 /// Looks through the whole store for damage (files deleted, emptied or edited by hand, links
 /// planted, a bad disk) and reports each piece by name. With `repair`, a files store moves what
 /// is damaged into its `quarantine/` folder and mends what referred to it; a database store

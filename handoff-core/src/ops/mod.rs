@@ -42,6 +42,7 @@ mod curation;
 mod handoffs;
 mod parse;
 mod protocol;
+mod retention;
 mod tasks;
 mod tools;
 
@@ -49,6 +50,7 @@ pub use bundles::*;
 pub use curation::*;
 pub use handoffs::*;
 pub use protocol::*;
+pub use retention::*;
 pub use tasks::*;
 pub use tools::{
     AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
@@ -177,6 +179,7 @@ pub fn catalog() -> Vec<OperationInfo> {
         OperationInfo::of::<QueueCounts>(),
         OperationInfo::of::<Reap>(),
         OperationInfo::of::<Backup>(),
+        OperationInfo::of::<Restore>(),
         OperationInfo::of::<Check>(),
         OperationInfo::of::<Capabilities>(),
         OperationInfo::of::<CreateTask>(),

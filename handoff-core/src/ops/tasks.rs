@@ -418,37 +418,6 @@ impl Operation for TaskStatistics {
     }
 }
 
-/// Keeps the details (steps and log) of the newest `keep_last` finished tasks finished less
-/// than `keep_details_days` ago; older finished tasks keep only their history entry.
-/// Unfinished tasks are never touched. Returns how many tasks were pruned.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PruneArgs {
-    /// How many finished tasks keep their details.
-    pub keep_last: usize,
-    /// How many days a finished task keeps its details (default 30).
-    #[serde(default)]
-    pub keep_details_days: Option<u32>,
-}
-
-impl Arguments for PruneArgs {}
-
-/// The `prune` operation.
-pub struct Prune;
-
-impl Operation for Prune {
-    const NAME: &'static str = "prune";
-    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "prune"));
-    const POSITIONAL: &'static [&'static str] = &["keep_last", "keep_details_days"];
-    const RETURNS: &'static str = "integer";
-    type Args = PruneArgs;
-    type Output = usize;
-
-    fn run(store: &Store, args: PruneArgs) -> Result<usize> {
-        store.prune(args.keep_last, args.keep_details_days.unwrap_or(30))
-    }
-}
-
 /// The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
 /// nothing when none was written.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]

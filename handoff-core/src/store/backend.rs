@@ -142,7 +142,8 @@ pub struct Capabilities {
     pub shared_by_processes: bool,
     /// Processes on several machines may share the store.
     pub shared_by_machines: bool,
-    /// [`Backend::backup`] writes a consistent copy while the store stays in use.
+    /// [`Store::backup`](crate::Store::backup) writes a consistent, portable copy while the
+    /// store stays in use (every backend does).
     pub backup: bool,
     /// A worker waiting for work is woken when it arrives, instead of looking again at short
     /// intervals ([`Backend::subscribe`]).
@@ -211,12 +212,16 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// The events matching `filter`, by `seq`.
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>>;
 
-    /// Writes a consistent copy of the store to `path`, which must not exist, while the store
-    /// stays in use. Backends that cannot say so with a storage error.
-    fn backup(&self, path: &std::path::Path) -> Result<()> {
-        let _ = path;
-        Err(crate::Error::storage("this backend cannot write a backup"))
-    }
+    /// Hands `sink` everything the store holds, from one consistent snapshot taken while the
+    /// store stays in use, in this order: the settings (by key), the records in insertion
+    /// order (each with the digest of its current claim's secret), the events by `seq`, the
+    /// documents by kind then key. What [`Store::backup`](crate::Store::backup) writes: a
+    /// backend streams it (a page at a time at most), so a backup never holds the store.
+    ///
+    /// `sink` is called once per piece and never again after it fails (its error is returned
+    /// unchanged); a backend must not hand a piece twice, so it does not retry once it has
+    /// handed one out.
+    fn export(&self, sink: &mut dyn FnMut(Exported) -> Result<()>) -> Result<()>;
 
     /// Looks for damage ([`Store::check`](crate::Store::check)). The default reads every
     /// record and event through this trait and reports what cannot be read; it repairs
@@ -370,6 +375,38 @@ impl<F: FnMut() -> Result<T>, T: PartialEq> WorkSignal for Watch<F, T> {
     }
 }
 
+/// One piece of a store, as [`Backend::export`] hands it out: everything a store holds is one
+/// of these, so a store made of them again (in the same order) behaves as the first did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Exported {
+    /// A store-wide setting.
+    Setting {
+        /// Its key.
+        key: String,
+        /// Its value, as written.
+        value: String,
+    },
+    /// A record, with the digest of its current claim's secret (kept so that the holder of a
+    /// claim can still settle it after a restore).
+    Record {
+        /// The record.
+        record: Handoff,
+        /// SHA-256 of the current claim's secret, when it is claimed.
+        claim_secret: Option<[u8; 32]>,
+    },
+    /// An event of the log.
+    Event(Event),
+    /// A document.
+    Doc {
+        /// Its kind.
+        kind: String,
+        /// Its key.
+        key: String,
+        /// The document.
+        doc: Doc,
+    },
+}
+
 /// A versioned JSON document the core keeps beside the records (a task, one of its steps, an
 /// agent's memory): the backend stores the body as given, under a kind and a key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -419,6 +456,13 @@ pub trait Tx {
 
     /// Appends an event to the log.
     fn append(&mut self, event: NewEvent) -> Result<()>;
+
+    /// Removes the record `id` with its events (those appended in this transaction too) and
+    /// its claim secret; nothing when there is none. What pruning does to a finished task's
+    /// handoffs: the caller mends the documents that name the record. Where a backend numbers
+    /// events after the largest `seq` left (SQLite), removing the log's latest events lets the
+    /// next ones take their numbers again.
+    fn delete_record(&mut self, id: &str) -> Result<()>;
 
     /// Writes a store-wide setting.
     fn set_setting(&mut self, key: &str, value: &str) -> Result<()>;

@@ -46,7 +46,8 @@ use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::backend::Watch;
 use crate::store::{
-    Backend, Capabilities, Doc, EventFilter, ListFilter, Synchronous, Tx, WorkSignal, hop_of,
+    Backend, Capabilities, Doc, EventFilter, Exported, ListFilter, Synchronous, Tx, WorkSignal,
+    hop_of,
 };
 use layout::{Place, io, replace, sync_dir};
 
@@ -125,6 +126,10 @@ struct Journal {
     removed: Vec<String>,
     events_len: u64,
     events: Vec<Box<RawValue>>,
+    /// Records the write removes (pruning): their event lines go too, by a rewrite of the
+    /// whole log (see [`FilesBackend::rewrite_log`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    dropped: Vec<String>,
 }
 
 /// A store in a folder of JSON files.
@@ -396,7 +401,13 @@ impl FilesBackend {
     /// while appending). Any other journal is refused and left as it is.
     fn recover(&self) -> Result<()> {
         if let Some(journal) = self.read_json::<Journal>("journal.json")? {
-            self.check_log(&journal)?;
+            // A journal that drops records rewrites the log whole, whatever a killed writer
+            // left of it, so its length says nothing; the ids are compared, never paths.
+            if journal.dropped.is_empty() {
+                self.check_log(&journal)?;
+            } else if let Some(id) = journal.dropped.iter().find(|id| !crate::validate::is_ident(id)) {
+                return Err(layout::foreign(id, "journal.json"));
+            }
             self.apply(&journal)?;
         }
         Ok(())
@@ -493,7 +504,9 @@ impl FilesBackend {
         for folder in &folders {
             sync_dir(folder, self.sync)?;
         }
-        if !journal.events.is_empty() {
+        if !journal.dropped.is_empty() {
+            self.rewrite_log(journal)?;
+        } else if !journal.events.is_empty() {
             let path = self.path("events.jsonl")?;
             let mut log = layout::open_log(&path)?;
             // A killed writer may have appended part of its lines: cut back to where it began.
@@ -517,6 +530,44 @@ impl FilesBackend {
             _ => Err(io("cannot remove", &path, e)),
         })?;
         sync_dir(&self.dir, self.sync)
+    }
+
+    /// The log without the events of the records `journal` drops, with the events it appends:
+    /// written whole beside it and renamed over it. Running it again gives the same log: the
+    /// journal's own events (numbered from its first) are taken out before they are added,
+    /// and a torn last line is left out unless it is a whole event.
+    fn rewrite_log(&self, journal: &Journal) -> Result<()> {
+        let path = self.path("events.jsonl")?;
+        let text = layout::read(&path)?.unwrap_or_default();
+        let dropped: std::collections::HashSet<&str> =
+            journal.dropped.iter().map(String::as_str).collect();
+        let first_new = journal
+            .events
+            .first()
+            .and_then(|line| serde_json::from_str::<Event>(line.get()).ok())
+            .map(|event| event.seq);
+        let mut kept = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            let whole = line.strip_suffix('\n');
+            match serde_json::from_str::<Event>(whole.unwrap_or(line)) {
+                Ok(event) => {
+                    let gone = dropped.contains(event.handoff_id.as_str())
+                        || first_new.is_some_and(|first| event.seq >= first);
+                    if !gone {
+                        kept.push_str(whole.unwrap_or(line));
+                        kept.push('\n');
+                    }
+                }
+                // Damage is kept for `handoff check` to report, unless it is a torn tail.
+                Err(_) if whole.is_some() => kept.push_str(line),
+                Err(_) => {}
+            }
+        }
+        for line in &journal.events {
+            kept.push_str(line.get());
+            kept.push('\n');
+        }
+        replace(&path, &kept, self.sync)
     }
 
     /// The event log's length in bytes (0 when there is none).
@@ -610,9 +661,75 @@ impl Backend for FilesBackend {
             shared_by_processes: true,
             // A network file system's locks are not to be trusted with exactly-once claims.
             shared_by_machines: false,
-            backup: false,
+            backup: true,
             wakes_waiters: false,
         }
+    }
+
+    /// Under the store's lock, so writers wait for the snapshot; records in the order of
+    /// their `created` events, as listing reads them.
+    fn export(&self, sink: &mut dyn FnMut(Exported) -> Result<()>) -> Result<()> {
+        self.locked(|store| {
+            let settings: BTreeMap<String, String> =
+                store.read_json("settings.json")?.unwrap_or_default();
+            for (key, value) in settings {
+                sink(Exported::Setting { key, value })?;
+            }
+            let secrets: BTreeMap<String, [u8; 32]> = store
+                .index()?
+                .open
+                .into_iter()
+                .filter_map(|e| {
+                    let digest = unhex(e.claim_secret_sha256.as_deref()?)?;
+                    Some((e.id, digest))
+                })
+                .collect();
+            let events = store.all_events()?;
+            for event in &events {
+                if matches!(event.change, Change::Created { .. }) {
+                    let record = store.named_record(&event.handoff_id)?;
+                    let claim_secret = secrets.get(&record.id).copied();
+                    sink(Exported::Record {
+                        record,
+                        claim_secret,
+                    })?;
+                }
+            }
+            for event in events {
+                sink(Exported::Event(event))?;
+            }
+            let root = store.dir.join("docs");
+            let mut kinds = Vec::new();
+            match fs::read_dir(&root) {
+                Ok(entries) => {
+                    for entry in entries {
+                        let entry = entry.map_err(|e| io("cannot read", &root, e))?;
+                        if let Some(kind) = entry.file_name().to_str()
+                            && crate::validate::is_ident(kind)
+                        {
+                            kinds.push(kind.to_owned());
+                        }
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io("cannot read", &root, e)),
+            }
+            kinds.sort();
+            for kind in kinds {
+                let mut keys = store.doc_keys(&kind)?;
+                keys.sort();
+                for key in keys {
+                    if let Some(doc) = store.read_doc(&kind, &key)? {
+                        sink(Exported::Doc {
+                            kind: kind.clone(),
+                            key,
+                            doc,
+                        })?;
+                    }
+                }
+            }
+            Ok(())
+        })
     }
 
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
@@ -629,6 +746,7 @@ impl Backend for FilesBackend {
                 settings: None,
                 changed_index: false,
                 docs: BTreeMap::new(),
+                deleted: BTreeMap::new(),
             };
             work(&mut tx)?;
             let journal = tx.into_journal()?;
@@ -797,6 +915,8 @@ struct FilesTx<'a> {
     changed_index: bool,
     /// Documents this write changed, by path (`None`: removed).
     docs: BTreeMap<String, Option<DocFile>>,
+    /// Records this write removes: id → task.
+    deleted: BTreeMap<String, String>,
 }
 
 impl FilesTx<'_> {
@@ -822,6 +942,10 @@ impl FilesTx<'_> {
                 None => removed.push(path.clone()),
             }
         }
+        for (id, task) in &self.deleted {
+            removed.push(format!("handoffs/{id}.json"));
+            removed.push(format!("tasks/{task}/{id}.json"));
+        }
         if self.changed_index || !self.events.is_empty() {
             files.push(("pending.json".to_owned(), compact(&self.index)?));
         }
@@ -835,6 +959,7 @@ impl FilesTx<'_> {
             removed,
             events_len: self.store.events_len()?,
             events,
+            dropped: self.deleted.keys().cloned().collect(),
         })
     }
 
@@ -873,6 +998,9 @@ impl FilesTx<'_> {
 
     /// The hop of record `id` in task `task_id`, as this write has it.
     fn hop(&self, task_id: &str, id: &str) -> Result<Option<HopFile>> {
+        if self.deleted.contains_key(id) {
+            return Ok(None);
+        }
         match self.hops.get(&(task_id.to_owned(), id.to_owned())) {
             Some(file) => Ok(Some(file.clone())),
             None => self.store.read_json(&format!("tasks/{task_id}/{id}.json")),
@@ -880,6 +1008,9 @@ impl FilesTx<'_> {
     }
 
     fn load(&mut self, id: &str) -> Result<Option<Handoff>> {
+        if self.deleted.contains_key(id) {
+            return Ok(None);
+        }
         match self.records.get(id) {
             Some(h) => Ok(Some(h.clone())),
             None => self.store.record(id),
@@ -918,6 +1049,7 @@ impl Tx for FilesTx<'_> {
     }
 
     fn insert(&mut self, record: &Handoff) -> Result<()> {
+        self.deleted.remove(&record.id);
         if is_open(record.status) {
             self.index.open.push(open_entry(record, None));
         }
@@ -975,6 +1107,24 @@ impl Tx for FilesTx<'_> {
         Ok(())
     }
 
+    fn delete_record(&mut self, id: &str) -> Result<()> {
+        let Some(record) = self.load(id)? else {
+            return Ok(());
+        };
+        let task = record.task_id;
+        self.convert(&task)?;
+        self.index.open.retain(|e| e.id != id);
+        self.changed_index = true;
+        self.records.remove(id);
+        self.hops.remove(&(task.clone(), id.to_owned()));
+        if let Some(chain) = self.chains.get_mut(&task) {
+            chain.retain(|file| file.hop.handoff_id != id);
+        }
+        self.events.retain(|e| e.handoff_id != id);
+        self.deleted.insert(id.to_owned(), task);
+        Ok(())
+    }
+
     fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
         let mut settings = match self.settings.take() {
             Some(settings) => settings,
@@ -1013,7 +1163,10 @@ impl Tx for FilesTx<'_> {
             .take_while(|((task, _), _)| task == task_id)
             .map(|(_, file)| file)
             .collect();
-        files.retain(|file| !mine.iter().any(|m| m.hop.handoff_id == file.hop.handoff_id));
+        files.retain(|file| {
+            !mine.iter().any(|m| m.hop.handoff_id == file.hop.handoff_id)
+                && !self.deleted.contains_key(&file.hop.handoff_id)
+        });
         files.extend(mine.into_iter().cloned());
         files.sort_by_key(|file| file.pos);
         Ok(files.into_iter().map(|file| file.hop).collect())
@@ -1205,6 +1358,7 @@ mod tests {
             removed: Vec::new(),
             events_len: backend.events_len().unwrap(),
             events: vec![RawValue::from_string("{\"line\":\"the whole line\"}".into()).unwrap()],
+            dropped: Vec::new(),
         };
         replace(
             &dir.path().join("journal.json"),

@@ -10,7 +10,9 @@ use crate::chain::Hop;
 use crate::error::Result;
 use crate::machine::{Event, NewEvent};
 use crate::record::{Handoff, Kind, Lifecycle, Status};
-use crate::store::{Backend, Capabilities, Doc, EventFilter, ListFilter, Tx, hop_of};
+use crate::store::{
+    Backend, Capabilities, Doc, EventFilter, Exported, ListFilter, Tx, hop_of,
+};
 
 /// Keeps handoffs and events in process memory.
 #[derive(Debug, Default)]
@@ -62,6 +64,8 @@ enum Undo {
     Setting(String, Option<String>),
     Secret(String, Option<[u8; 32]>),
     Doc((String, String), Option<Doc>),
+    /// A removed record: its place, itself, its claim digest and its events.
+    Delete(u64, Box<Handoff>, Option<[u8; 32]>, Vec<Event>),
 }
 
 struct MemoryTx<'a> {
@@ -75,9 +79,40 @@ impl Backend for MemoryBackend {
             durable: false,
             shared_by_processes: false,
             shared_by_machines: false,
-            backup: false,
+            backup: true,
             wakes_waiters: false,
         }
+    }
+
+    /// Under the one lock, so the snapshot is consistent (writers wait meanwhile).
+    fn export(&self, sink: &mut dyn FnMut(Exported) -> Result<()>) -> Result<()> {
+        let state = self.lock();
+        let settings: BTreeMap<&String, &String> = state.settings.iter().collect();
+        for (key, value) in settings {
+            sink(Exported::Setting {
+                key: key.clone(),
+                value: value.clone(),
+            })?;
+        }
+        for id in state.order.values() {
+            if let Some((_, record)) = state.records.get(id) {
+                sink(Exported::Record {
+                    record: record.clone(),
+                    claim_secret: state.secrets.get(id).copied(),
+                })?;
+            }
+        }
+        for event in &state.events {
+            sink(Exported::Event(event.clone()))?;
+        }
+        for ((kind, key), doc) in &state.docs {
+            sink(Exported::Doc {
+                kind: kind.clone(),
+                key: key.clone(),
+                doc: doc.clone(),
+            })?;
+        }
+        Ok(())
     }
 
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
@@ -307,6 +342,22 @@ impl Drop for MemoryTx<'_> {
                         self.state.secrets.remove(&id);
                     }
                 },
+                Undo::Delete(pos, record, secret, events) => {
+                    let id = record.id.clone();
+                    self.state.order.insert(pos, id.clone());
+                    self.state.index(pos, &id, State::slots(&record), true);
+                    let positions = self.state.tasks.entry(record.task_id.clone()).or_default();
+                    let at = positions.partition_point(|p| *p < pos);
+                    positions.insert(at, pos);
+                    self.state.records.insert(id.clone(), (pos, *record));
+                    if let Some(digest) = secret {
+                        self.state.secrets.insert(id, digest);
+                    }
+                    for event in events {
+                        let at = self.state.events.partition_point(|e| e.seq < event.seq);
+                        self.state.events.insert(at, event);
+                    }
+                }
                 Undo::Doc(key, previous) => match previous {
                     Some(doc) => {
                         self.state.docs.insert(key, doc);
@@ -393,6 +444,25 @@ impl Tx for MemoryTx<'_> {
             change: event.change,
         });
         self.undo.push(Undo::Append);
+        Ok(())
+    }
+
+    fn delete_record(&mut self, id: &str) -> Result<()> {
+        let Some((pos, record)) = self.state.records.remove(id) else {
+            return Ok(());
+        };
+        self.state.order.remove(&pos);
+        self.state.index(pos, id, State::slots(&record), false);
+        if let Some(positions) = self.state.tasks.get_mut(&record.task_id) {
+            positions.retain(|p| *p != pos);
+        }
+        let secret = self.state.secrets.remove(id);
+        let (gone, kept): (Vec<Event>, Vec<Event>) = std::mem::take(&mut self.state.events)
+            .into_iter()
+            .partition(|e| e.handoff_id == id);
+        self.state.events = kept;
+        self.undo
+            .push(Undo::Delete(pos, Box::new(record), secret, gone));
         Ok(())
     }
 

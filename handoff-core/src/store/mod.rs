@@ -31,6 +31,7 @@ pub mod memory;
 pub mod postgres;
 mod protocol_runs;
 mod replay;
+mod retention;
 mod sessions;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -45,7 +46,7 @@ pub mod conformance;
 pub use agent_memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
 pub(crate) use backend::hop_of;
 pub use backend::{
-    Backend, Capabilities, Doc, EventFilter, ListFilter, QueueCount, Tx, WorkSignal,
+    Backend, Capabilities, Doc, EventFilter, Exported, ListFilter, QueueCount, Tx, WorkSignal,
 };
 pub use bundle_keys::TrustedKey;
 pub(crate) use bundles::NO_SOURCE;
@@ -58,6 +59,9 @@ pub(crate) use claim::{hex, unhex};
 pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
 pub use lease::{DROPPED, Lease};
+pub use retention::{
+    BACKUP_MAGIC, BackupSummary, DEFAULT_KEEP_DETAILS_DAYS, DEFAULT_KEEP_LAST,
+};
 pub use sessions::Session;
 pub use successor::{ContextOptions, DEFAULT_BUDGET_CHARS, DEFAULT_BUDGET_TOKENS};
 pub use tasks::Task;
@@ -830,13 +834,6 @@ impl Store {
     /// process, can be shared by processes or machines, writes backups, wakes waiting workers.
     pub fn capabilities(&self) -> Capabilities {
         self.backend.capabilities()
-    }
-
-    /// Writes a consistent copy of the store to `path` (which must not exist) while it stays
-    /// in use: on SQLite a `VACUUM INTO` snapshot, created readable by its owner only. A
-    /// backend without [`Capabilities::backup`] refuses with a storage error.
-    pub fn backup(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
-        self.backend.backup(path.as_ref())
     }
 
     /// The task's chain of hops, oldest first.

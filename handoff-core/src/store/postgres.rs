@@ -37,7 +37,8 @@ use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::{
-    Backend, Capabilities, Doc, EventFilter, ListFilter, ReadSecret, Tx, WorkSignal, stored_digest,
+    Backend, Capabilities, Doc, EventFilter, Exported, ListFilter, ReadSecret, Tx, WorkSignal,
+    stored_digest,
 };
 
 mod conn;
@@ -1105,8 +1106,27 @@ impl Backend for PostgresBackend {
             durable: true,
             shared_by_processes: true,
             shared_by_machines: true,
-            backup: false,
+            backup: true,
             wakes_waiters: true,
+        }
+    }
+
+    /// One `REPEATABLE READ` read-only transaction: its snapshot holds exactly the
+    /// transactions committed when it began (so no event of a writer still in flight, nor its
+    /// records), and writers go on meanwhile. Each table is read in pages by its key.
+    fn export(&self, sink: &mut dyn FnMut(Exported) -> Result<()>) -> Result<()> {
+        let client = self.client()?;
+        client
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .map_err(|e| storage("cannot begin the backup's read", e))?;
+        match export_from(&client, sink) {
+            Ok(()) => client
+                .batch_execute("COMMIT")
+                .map_err(|e| storage("cannot end the backup's read", e)),
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK");
+                Err(e)
+            }
         }
     }
 
@@ -1329,6 +1349,80 @@ impl Backend for PostgresBackend {
                 .collect()
         })
     }
+}
+
+/// How many rows [`Backend::export`] reads at a time.
+const EXPORT_PAGE: i64 = 1000;
+
+/// [`Backend::export`] inside the snapshot transaction open on `client`.
+fn export_from(client: &Conn, sink: &mut dyn FnMut(Exported) -> Result<()>) -> Result<()> {
+    let read = |e| storage("cannot read the store for a backup", e);
+    for row in client
+        .query("SELECT key, value FROM settings ORDER BY key COLLATE \"C\"", &[])
+        .map_err(read)?
+    {
+        sink(Exported::Setting {
+            key: row.get(0),
+            value: row.get(1),
+        })?;
+    }
+    let mut after = 0i64;
+    loop {
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {RECORD_COLUMNS}, claim_secret, pos FROM handoffs WHERE pos > $1 \
+                     ORDER BY pos LIMIT $2"
+                ),
+                &[&after, &EXPORT_PAGE],
+            )
+            .map_err(read)?;
+        let Some(last) = rows.last() else { break };
+        after = last.get(10);
+        for row in &rows {
+            sink(Exported::Record {
+                record: record_from_row(row)?,
+                claim_secret: stored_digest(row.get(9)),
+            })?;
+        }
+    }
+    let mut after = 0i64;
+    loop {
+        let rows = client
+            .query(
+                "SELECT seq, handoff_id, at, actor, detail FROM events WHERE seq > $1 \
+                 ORDER BY seq LIMIT $2",
+                &[&after, &EXPORT_PAGE],
+            )
+            .map_err(read)?;
+        let Some(last) = rows.last() else { break };
+        after = last.get(0);
+        for row in &rows {
+            sink(Exported::Event(event_from_row(row)?))?;
+        }
+    }
+    // Kinds in byte order too, as every other store hands them out.
+    let (mut kind, mut key) = (String::new(), String::new());
+    loop {
+        let rows = client
+            .query(
+                "SELECT version, body, kind, key FROM docs \
+                 WHERE kind COLLATE \"C\" > $1 OR (kind = $1 AND key > $2) \
+                 ORDER BY kind COLLATE \"C\", key LIMIT $3",
+                &[&kind, &key, &EXPORT_PAGE],
+            )
+            .map_err(read)?;
+        let Some(last) = rows.last() else { break };
+        (kind, key) = (last.get(2), last.get(3));
+        for row in &rows {
+            sink(Exported::Doc {
+                doc: doc_from_row(row)?,
+                kind: row.get(2),
+                key: row.get(3),
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Documents of kind `$1` with keys from `$2` on (the prefix) and below `$5` (the end of the
@@ -2087,6 +2181,21 @@ impl Tx for PgTx<'_> {
         Ok(())
     }
 
+    /// The row (with its claim digest) and its events, in one statement; events of it this
+    /// transaction holds back go unwritten.
+    fn delete_record(&mut self, id: &str) -> Result<()> {
+        self.events.retain(|e| e.handoff_id != id);
+        self.flush()?;
+        self.read_secret.forget(id);
+        self.path = None;
+        let result = self.execute(
+            "WITH gone AS (DELETE FROM events WHERE handoff_id = $1) \
+             DELETE FROM handoffs WHERE id = $1",
+            &[&id],
+        );
+        self.check("cannot remove a record", result).map(drop)
+    }
+
     fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
         self.flush()?;
         let result = self.execute(
@@ -2672,6 +2781,79 @@ mod conformance {
     }
 
     crate::conformance_tests!(optional store());
+
+    /// How a store moves from SQLite to PostgreSQL: a backup of the one restored into the
+    /// other answers `list`, `events`, `get_task` and `replay` the same, and work goes on.
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn a_sqlite_store_moves_to_postgresql_by_backup_and_restore() {
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        use crate::plan::StepSpec;
+        use crate::task::NewTask;
+        use crate::{EventFilter, ListFilter, ManualClock, NewHandoff};
+
+        let Some((target, _schema)) = store() else {
+            return;
+        };
+        let minute = Duration::from_secs(60);
+        let clock = Arc::new(ManualClock::at_epoch());
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = Store::open(dir.path().join("handoff.db"))
+            .unwrap()
+            .with_clock(clock.clone());
+        let target = target.with_clock(clock.clone());
+        let first = sqlite
+            .create(NewHandoff::new("move", "Move the store").from_agent("ops").to_agent("db"))
+            .unwrap();
+        let held = sqlite.claim(&first.id, "db", minute).unwrap();
+        let task = sqlite
+            .create_task(NewTask {
+                name: "Two steps".into(),
+                steps: vec![
+                    StepSpec::new("dump", "Dump", "db"),
+                    StepSpec::new("load", "Load", "db").after(["dump"]),
+                ],
+                ..NewTask::default()
+            })
+            .unwrap()
+            .header
+            .id;
+        sqlite.start_task(&task).unwrap();
+        clock.advance(Duration::from_secs(5));
+        let dump = sqlite.claim_next("db", Some(&task), minute).unwrap().unwrap();
+        sqlite.complete(&dump, "dumped").unwrap();
+
+        let path = dir.path().join("move.backup");
+        let written = sqlite.backup(&path).unwrap();
+        assert_eq!(target.restore(&path).unwrap(), written);
+
+        let all = ListFilter::default();
+        assert_eq!(sqlite.list(&all).unwrap(), target.list(&all).unwrap());
+        assert_eq!(sqlite.events(None).unwrap(), target.events(None).unwrap());
+        let of_task = EventFilter {
+            task_id: Some(task.clone()),
+            ..EventFilter::default()
+        };
+        assert_eq!(
+            sqlite.events_page(&of_task).unwrap(),
+            target.events_page(&of_task).unwrap()
+        );
+        assert_eq!(sqlite.get_task(&task).unwrap(), target.get_task(&task).unwrap());
+        assert_eq!(
+            sqlite.replay(&task, false).unwrap(),
+            target.replay(&task, false).unwrap()
+        );
+        // The claim taken on SQLite is settled on PostgreSQL; the task goes on there.
+        target.complete(&held, "moved").unwrap();
+        let load = target.claim_next("db", Some(&task), minute).unwrap().unwrap();
+        target.complete(&load, "loaded").unwrap();
+        assert_eq!(
+            target.get_task(&task).unwrap().header.status,
+            crate::task::TaskStatus::Completed
+        );
+    }
 
     /// A store called from async code and dropped there, as an MCP server drops its store
     /// inside its runtime and as a Rust caller may use one from `#[tokio::main]`: tokio

@@ -61,6 +61,28 @@ pub(super) fn note(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
     }
 }
 
+/// Takes `record` out of its session's list, if it has a session (when pruning removes it):
+/// a session lists only records the store holds.
+pub(super) fn forget(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
+    let Some(session) = &record.session_id else {
+        return Ok(());
+    };
+    let Some(current) = tx.doc(SESSION, session)? else {
+        return Ok(());
+    };
+    let mut stored = stored(session, Some(&current))?;
+    let before = stored.handoffs.len();
+    stored.handoffs.retain(|id| *id != record.id);
+    if stored.handoffs.len() == before {
+        return Ok(());
+    }
+    let doc = Doc {
+        version: current.version + 1,
+        body: serde_json::to_string(&stored).map_err(|e| Error::storage(e.to_string()))?,
+    };
+    tx.update_doc(SESSION, session, &doc)
+}
+
 impl Store {
     /// The session `session_id`: who owns the conversation now, its hops, and its context.
     pub fn session(&self, session_id: &str) -> Result<Session> {

@@ -21,7 +21,8 @@ use crate::machine::{Change, Event, NewEvent};
 use crate::record::{Handoff, Kind, Status};
 use crate::store::backend::Watch;
 use crate::store::{
-    Backend, Capabilities, Doc, EventFilter, ListFilter, ReadSecret, Tx, WorkSignal, stored_digest,
+    Backend, Capabilities, Doc, EventFilter, Exported, ListFilter, ReadSecret, Tx, WorkSignal,
+    stored_digest,
 };
 
 mod checkpointer;
@@ -582,26 +583,21 @@ impl Backend for SqliteBackend {
         Ok(report)
     }
 
-    fn backup(&self, path: &Path) -> Result<()> {
-        if path.exists() {
-            return Err(Error::invalid(
-                "path",
-                format!(
-                    "{} exists already: a backup never overwrites a file",
-                    path.display()
-                ),
-            ));
-        }
-        // Created owner-only first: the copy holds every secret the store does. VACUUM INTO
-        // writes a consistent snapshot from a read transaction, so writers go on meanwhile.
-        private_file(path)
-            .map_err(|e| Error::storage(format!("cannot create {}: {e}", path.display())))?;
-        let target = path.to_string_lossy().into_owned();
-        let result = self.reading(|conn| Ok(conn.execute("VACUUM INTO ?1", [&target])?));
-        if result.is_err() {
-            let _ = std::fs::remove_file(path);
-        }
-        result.map(drop)
+    /// One read transaction on the reader: WAL gives it a snapshot, and writers go on
+    /// meanwhile. Each table is streamed row by row.
+    fn export(&self, sink: &mut dyn FnMut(Exported) -> Result<()>) -> Result<()> {
+        let mut handed = false;
+        self.reading(|conn| {
+            let result = export_from(conn, &mut *sink, &mut handed);
+            match result {
+                // Once a piece is out, a busy read must not start again (it would hand the
+                // pieces twice): it fails instead.
+                Err(Contended::Sqlite(e)) if handed => {
+                    Err(Contended::Core(storage("sqlite: the backup's read failed", e)))
+                }
+                other => other,
+            }
+        })
     }
 
     fn path_stats(&self) -> Result<Vec<crate::stats::PathStats>> {
@@ -695,6 +691,69 @@ impl Backend for SqliteBackend {
     ) -> Result<Vec<(String, Doc)>> {
         self.reading(|conn| Ok(read_docs(conn, kind, prefix, after, limit)?))
     }
+}
+
+/// [`Backend::export`] on `conn`, in one read transaction; `handed` turns true with the first
+/// piece handed to `sink`.
+fn export_from(
+    conn: &mut Connection,
+    sink: &mut dyn FnMut(Exported) -> Result<()>,
+    handed: &mut bool,
+) -> Result<(), Contended> {
+    let tx = conn.transaction()?;
+    let mut give = |piece: Exported| {
+        *handed = true;
+        sink(piece).map_err(Contended::Core)
+    };
+    {
+        let mut stmt = tx.prepare("SELECT key, value FROM settings ORDER BY key")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            give(Exported::Setting {
+                key: row.get(0)?,
+                value: row.get(1)?,
+            })?;
+        }
+    }
+    {
+        let mut stmt = tx.prepare(concat!(
+            "SELECT ",
+            record_columns!(),
+            ", claim_secret FROM handoffs ORDER BY pos"
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let secret = row.get::<_, Option<Vec<u8>>>(9)?;
+            give(Exported::Record {
+                record: record_from_row(row)?,
+                claim_secret: stored_digest(secret.as_deref()),
+            })?;
+        }
+    }
+    {
+        let mut stmt = tx.prepare(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events AS e ORDER BY e.seq"
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            give(Exported::Event(event_from_row(row)?))?;
+        }
+    }
+    {
+        let mut stmt = tx.prepare("SELECT version, body, kind, key FROM docs ORDER BY kind, key")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            give(Exported::Doc {
+                doc: doc_from_row(row)?,
+                kind: row.get(2)?,
+                key: row.get(3)?,
+            })?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
 }
 
 /// `BEGIN IMMEDIATE` … `COMMIT` through cached statements (rusqlite's `Transaction` parses
@@ -975,6 +1034,30 @@ impl Tx for SqliteTx<'_> {
             .conn
             .prepare_cached("UPDATE handoffs SET last_event = ?2 WHERE id = ?1")
             .and_then(|mut stmt| stmt.execute(params![event.handoff_id, seq]));
+        self.check(result).map(drop)
+    }
+
+    /// The events along the record's links (there is no index on their handoff), then the
+    /// row, which holds the claim digest.
+    fn delete_record(&mut self, id: &str) -> Result<()> {
+        self.flush()?;
+        self.read_secret.forget(id);
+        let result = self
+            .conn
+            .prepare_cached(
+                "WITH RECURSIVE linked (seq) AS ( \
+                   SELECT last_event FROM handoffs WHERE id = ?1 AND last_event IS NOT NULL \
+                   UNION ALL \
+                   SELECT e.prev FROM events AS e JOIN linked ON e.seq = linked.seq \
+                   WHERE e.prev IS NOT NULL) \
+                 DELETE FROM events WHERE seq IN (SELECT seq FROM linked)",
+            )
+            .and_then(|mut stmt| stmt.execute([id]))
+            .and_then(|_| {
+                self.conn
+                    .prepare_cached("DELETE FROM handoffs WHERE id = ?1")
+                    .and_then(|mut stmt| stmt.execute([id]))
+            });
         self.check(result).map(drop)
     }
 

@@ -23,10 +23,10 @@ use crate::validate;
 /// The kind of a task's header document.
 const TASK: &str = "task";
 /// The kind of a step's document, keyed `<task id>/<step id>`.
-const STEP: &str = "step";
+pub(super) const STEP: &str = "step";
 /// The kind of an entry of a task's log (the events of one transition, [`Logged`]), keyed
 /// `<task id>/<seq of its first event, 20 digits>`.
-const EVENT: &str = "task_event";
+pub(super) const EVENT: &str = "task_event";
 
 fn step_key(task: &str, step: &str) -> String {
     format!("{task}/{step}")
@@ -126,7 +126,7 @@ fn no_task(id: &str) -> Error {
 }
 
 /// A task's header and its document's version, locked for the transaction.
-fn header(tx: &mut dyn Tx, id: &str) -> Result<Option<(TaskHeader, u64)>> {
+pub(super) fn header(tx: &mut dyn Tx, id: &str) -> Result<Option<(TaskHeader, u64)>> {
     tx.doc(TASK, id)?
         .map(|doc| Ok((parsed("task", &doc)?, doc.version)))
         .transpose()
@@ -180,7 +180,7 @@ fn all_steps(tx: &mut dyn Tx, task: &str) -> Result<Steps> {
     Ok(all)
 }
 
-fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
+pub(super) fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
     let doc = Doc {
         version: version + 1,
         body: body(header)?,
@@ -553,39 +553,6 @@ impl Store {
         history.sort_by(|a, b| b.completed_at.cmp(&a.completed_at).then(b.id.cmp(&a.id)));
         history.truncate(limit.unwrap_or(usize::MAX));
         Ok(history)
-    }
-
-    /// Keeps the details (steps and log) of the newest `keep_last` finished tasks finished
-    /// less than `keep_details_days` ago; older finished tasks keep only their header, which
-    /// their history reads. Unfinished tasks are never touched. How many tasks were pruned.
-    pub fn prune(&self, keep_last: usize, keep_details_days: u32) -> Result<usize> {
-        let cut = self.clock.now() - chrono::TimeDelta::days(i64::from(keep_details_days));
-        let mut finished: Vec<TaskHeader> = self
-            .list_tasks(None, None, None)?
-            .into_iter()
-            .filter(|h| h.status.is_finished() && !h.pruned)
-            .collect();
-        finished.sort_by(|a, b| b.completed_at.cmp(&a.completed_at).then(b.id.cmp(&a.id)));
-        let mut pruned = 0;
-        for (rank, stale) in finished.iter().enumerate() {
-            if rank < keep_last && stale.completed_at.is_some_and(|at| at >= cut) {
-                continue;
-            }
-            self.backend.write(&mut |tx| {
-                let Some((mut header, version)) = header(tx, &stale.id)? else {
-                    return Ok(());
-                };
-                for kind in [STEP, EVENT] {
-                    for (key, _) in tx.docs(kind, &format!("{}/", header.id))? {
-                        tx.delete_doc(kind, &key)?;
-                    }
-                }
-                header.pruned = true;
-                write_header(tx, &header, version)
-            })?;
-            pruned += 1;
-        }
-        Ok(pruned)
     }
 
     /// Statistics over every finished task: how many, the share that succeeded, the mean
