@@ -151,6 +151,10 @@ pub(crate) enum Command {
         spawn: SpawnOpts,
         #[command(flatten)]
         credentials: CredentialOpts,
+        /// The judge of `verify`, `cherry_pick` with `verify`, `bundle_verify` and
+        /// `cherry_pick_to_facts`; without it, the client's own model when it can sample.
+        #[command(flatten)]
+        judge: crate::judge::JudgeOpts,
     },
     /// Serve the store over HTTP: the JSON API (/api/v1, OpenAPI at /api/v1/openapi.json)
     /// and a dashboard (/). Loopback by default; any other address needs a bearer token.
@@ -183,6 +187,11 @@ pub(crate) enum Command {
         allow_host: Vec<String>,
         #[command(flatten)]
         credentials: CredentialOpts,
+        /// The judge of `POST /branches/{name}/verify`, `/bundles/{id}/verify`, a cherry-pick
+        /// with `verify` and `/conversations/{id}/cherry-pick-to-facts`; without it, verifying
+        /// is refused.
+        #[command(flatten)]
+        judge: crate::judge::JudgeOpts,
     },
 }
 

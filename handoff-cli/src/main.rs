@@ -13,6 +13,7 @@ mod curation_results;
 mod error;
 mod export;
 mod jsonrpc;
+mod judge;
 mod location;
 mod mcp;
 mod operations;
@@ -64,7 +65,14 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
         out,
     };
     let done = match (cli.command, matches.subcommand()) {
-        (Some(Command::Mcp { spawn, credentials }), _) => {
+        (
+            Some(Command::Mcp {
+                spawn,
+                credentials,
+                judge,
+            }),
+            _,
+        ) => {
             // The caller's agents are fixed for the session, before the store is opened.
             let caller = match credentials.load()? {
                 Some(credentials) => credentials.of_the_environment()?,
@@ -77,6 +85,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 spawn::SpawnConfig::from_opts(&spawn),
                 ctx.out,
                 caller,
+                judge.judge(ctx.out.redacts()),
             )?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -87,6 +96,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 idle_timeout,
                 allow_host,
                 credentials,
+                judge,
             }),
             _,
         ) => {
@@ -96,6 +106,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 idle_timeout: std::time::Duration::from_secs(idle_timeout),
                 allow_hosts: allow_host,
                 credentials: credentials.load()?,
+                judge: judge.judge(ctx.out.redacts()),
             };
             config.check()?;
             let store = ctx.open()?;

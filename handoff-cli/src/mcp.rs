@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use crate::credentials::{self, Agents};
 use crate::error::{CliError, CliResult};
 use crate::jsonrpc;
+use crate::judge::{self, JudgeCmd};
 use crate::location::Location;
 use crate::operations::{self, DEFAULTS, Op, asked_wait, cap_to_a_page, name_flat_claim};
 use crate::output::{self, Output, Reply, to_json};
@@ -85,6 +86,8 @@ pub(crate) struct Server {
     /// The agents this session may act as: every agent, unless the server was started with
     /// `--credentials` (then the agents of the token in `HANDOFF_AGENT_TOKEN`).
     caller: Arc<Agents>,
+    /// The operator's judge (`--judge-cmd`): asked before the client's own model.
+    judge: Option<Arc<JudgeCmd>>,
 }
 
 const INSTRUCTIONS: &str = "Hand unfinished work to another agent, or take it over. \
@@ -249,6 +252,7 @@ impl Server {
         spawn: Option<SpawnConfig>,
         out: Output,
         caller: Agents,
+        judge: Option<JudgeCmd>,
     ) -> Server {
         Server {
             store,
@@ -257,6 +261,7 @@ impl Server {
             out,
             tools: tools().into(),
             caller: Arc::new(caller),
+            judge: judge.map(Arc::new),
         }
     }
 
@@ -299,10 +304,19 @@ impl Server {
         let read_id = (op.name() == "get")
             .then(|| args.get("id").and_then(Value::as_str).map(str::to_owned))
             .flatten();
-        let result = match (asked_wait(&args), model) {
-            (_, Some(model)) => model.run(&self.store, op.name(), Value::Object(args)),
-            (Some(wait), None) => self.waiting(op, args, wait, cancelled),
-            (None, None) => op.call(&self.store, Value::Object(args)),
+        // The operator's judge command, when there is one, goes before the client's model: the
+        // server's owner chose it.
+        let judge = self
+            .judge
+            .as_deref()
+            .filter(|_| judge::JUDGED.contains(&op.name()));
+        let result = match (asked_wait(&args), model, judge) {
+            (_, _, Some(judge)) => {
+                judge::run_with_command(&self.store, op.name(), Value::Object(args), judge)
+            }
+            (_, Some(model), None) => model.run(&self.store, op.name(), Value::Object(args)),
+            (Some(wait), None, None) => self.waiting(op, args, wait, cancelled),
+            (None, None, None) => op.call(&self.store, Value::Object(args)),
         }
         .map_err(|e| if flat { name_flat_claim(e) } else { e })?;
         // The answer to a call its client cancelled is never sent (nor one the server is
@@ -501,6 +515,7 @@ pub(crate) fn serve(
     spawn: Option<SpawnConfig>,
     out: Output,
     caller: Agents,
+    judge: Option<JudgeCmd>,
 ) -> CliResult<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -519,7 +534,7 @@ pub(crate) fn serve(
             Arc::clone(&stdout),
         ));
         let forwarding = tokio::spawn(jsonrpc::forward(answers, stdout));
-        let service = Server::new(store, db, spawn, out, caller)
+        let service = Server::new(store, db, spawn, out, caller, judge)
             .serve((server_in, server_out))
             .await
             .map_err(|e| {

@@ -80,6 +80,7 @@ fn entries() -> Vec<Op> {
         Op::writes::<ops::CherryPick>(),
         Op::writes::<ops::CherryPickDecisions>(),
         Op::writes::<ops::CherryPickTools>(),
+        Op::writes::<ops::CherryPickToFacts>(),
         Op::creates::<ops::AddFacts>(),
         Op::reads::<ops::Facts>(),
         Op::reads::<ops::Branches>(),
@@ -96,6 +97,7 @@ fn entries() -> Vec<Op> {
         Op::writes::<ops::TrustBundleKeys>(),
         Op::writes::<ops::DeleteBundle>(),
         Op::creates::<ops::ImportBundle>(),
+        Op::writes::<ops::VerifyBundle>(),
         Op::reads::<ops::Replay>(),
         Op::reads::<ops::Compare>(),
     ]

@@ -211,6 +211,11 @@ impl Output {
         Output { redact }
     }
 
+    /// Whether secrets are replaced: also in what a judge command reads (`judge.rs`).
+    pub(crate) fn redacts(&self) -> bool {
+        self.redact
+    }
+
     /// The record as it may be shown.
     fn handoff<'a>(&self, h: &'a Handoff) -> Cow<'a, Handoff> {
         if self.redact {

@@ -1,16 +1,18 @@
 //! The MCP client's own model as the verification gate's verifier, as the decision-point
-//! judge (DESIGN §9, §12) and as the successor packet's summarizer, through MCP sampling: when
-//! the client declares the `sampling` capability, `verify`, `cherry_pick_decisions` and
-//! `context_for` ask it, one item or message at a time, unless the call says
-//! `use_client_model: false`. A reply the server cannot read fails that item (reported, left
-//! as it was) or the pick (nothing written), like any verifier or judge; a summary that does
-//! not come, or does not fit, leaves the item cut as without a model.
+//! judge (DESIGN §9, §12), as the extractor of a conversation's facts and as the successor
+//! packet's summarizer, through MCP sampling: when the client declares the `sampling`
+//! capability and the server has no `--judge-cmd`, `verify`, `cherry_pick` with `verify`,
+//! `bundle_verify`, `cherry_pick_to_facts`, `cherry_pick_decisions` and `context_for` ask it,
+//! one item or message at a time, unless the call says `use_client_model: false`. A reply the
+//! server cannot read fails that item (reported, left as it was) or the pick (nothing
+//! written), like any verifier or judge; a summary that does not come, or does not fit,
+//! leaves the item cut as without a model.
 // rmcp marks sampling deprecated (SEP-2577) for protocols after 2026-07-28; the clients we
 // serve negotiate earlier ones, where it is the way to reach the client's model.
 #![allow(deprecated)]
 
 use handoff_core::context::{BudgetUnit, Summarizer, SummaryRequest};
-use handoff_core::ops::{self, Arguments, JsonJudge, JsonVerifier};
+use handoff_core::ops::{self, Arguments, JsonJudge};
 use handoff_core::{Error, Result, Store};
 use rmcp::model::{
     CreateMessageRequestParams, JsonObject, SamplingMessage, SamplingMessageContentBlock,
@@ -19,18 +21,31 @@ use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
+use crate::judge::{self, Ask};
 use crate::results::Shown;
 
 /// The argument that turns the client's model off for one call.
 pub(crate) const USE_CLIENT_MODEL: &str = "use_client_model";
 
 /// The operations that can use the client's model.
-pub(crate) const SAMPLED: &[&str] = &["verify", "cherry_pick_decisions", "context_for"];
+pub(crate) const SAMPLED: &[&str] = &[
+    "verify",
+    "cherry_pick",
+    "verify_bundle",
+    "cherry_pick_to_facts",
+    "cherry_pick_decisions",
+    "context_for",
+];
 
 const VERIFIER_PROMPT: &str = "You check knowledge an AI agent recorded while working on a task \
     before other agents rely on it. Judge whether the item is correct and useful. Answer with \
     one JSON object only: {\"score\": <a number from 0 (wrong) to 1 (certainly right)>, \
     \"explanation\": \"<one sentence>\"}.";
+
+const FACTS_PROMPT: &str = "You turn an AI agent's conversation into the facts other agents \
+    should know: root causes, fixes, decisions and their reasons, file names, numbers. Leave out \
+    chatter and anything uncertain. Answer with one JSON list only: [\"<one fact per string>\", \
+    ...]; an empty list when it states nothing worth keeping.";
 
 const JUDGE_PROMPT: &str = "You pick the decision points of an AI agent's conversation: \
     messages where the agent chose an approach, changed course after a failure, or settled on \
@@ -82,25 +97,38 @@ impl ClientModel {
             .join("\n"))
     }
 
+    /// The model's answer to an item a judge is asked about (`judge.rs`): a score, or the
+    /// facts of a conversation.
+    fn judge(&self, item: &Value) -> Result<Value> {
+        match Ask::of(item) {
+            Ask::Score => {
+                let prompt = format!(
+                    "A {} on branch {}:\n\n{}",
+                    item["kind"].as_str().unwrap_or("item"),
+                    item["branch"].as_str().unwrap_or("?"),
+                    item["text"].as_str().unwrap_or_default()
+                );
+                read_score(&self.ask(VERIFIER_PROMPT, prompt, 300)?)
+            }
+            Ask::Facts => {
+                let prompt = format!(
+                    "The conversation, on branch {}:\n\n{}",
+                    item["branch"].as_str().unwrap_or("?"),
+                    item["text"].as_str().unwrap_or_default()
+                );
+                read_facts(&self.ask(FACTS_PROMPT, prompt, 1500)?)
+            }
+        }
+    }
+
     /// Runs `op` (one of [`SAMPLED`]) with the client's model as its verifier or judge.
     pub(crate) fn run(&self, store: &Store, op: &str, args: Value) -> Result<Box<dyn Shown>> {
         match op {
-            "verify" => {
-                let args = ops::VerifyArgs::read(args, store.limits())?;
-                let mut verifier = JsonVerifier::new("mcp-client-model", |item: Value| {
-                    let prompt = format!(
-                        "A {} on branch {}:\n\n{}",
-                        item["kind"].as_str().unwrap_or("item"),
-                        item["branch"].as_str().unwrap_or("?"),
-                        item["text"].as_str().unwrap_or_default()
-                    );
-                    read_score(&self.ask(VERIFIER_PROMPT, prompt, 300)?)
-                });
-                Ok(Box::new(ops::Verify::run_with(
-                    store,
-                    args,
-                    Some(&mut verifier),
-                )?))
+            // The verifier's and the extractor's operations, asked as a judge command is.
+            "verify" | "cherry_pick" | "verify_bundle" | "cherry_pick_to_facts" => {
+                judge::run(store, op, args, "mcp-client-model", &mut |item| {
+                    self.judge(&item)
+                })
             }
             "cherry_pick_decisions" => {
                 let args = ops::CherryPickDecisionsArgs::read(args, store.limits())?;
@@ -198,6 +226,23 @@ fn read_score(reply: &str) -> Result<Value> {
         })
 }
 
+/// The list of facts in a model's reply (found inside any prose around it).
+fn read_facts(reply: &str) -> Result<Value> {
+    match (reply.find('['), reply.rfind(']')) {
+        (Some(start), Some(end)) if start < end => serde_json::from_str(&reply[start..=end]).ok(),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        Error::invalid(
+            "facts",
+            format!(
+                "the client's model answered no list of facts: {:?}",
+                clip(reply)
+            ),
+        )
+    })
+}
+
 /// Yes or no in a model's reply.
 fn read_yes_no(reply: &str) -> Result<Value> {
     let word = reply
@@ -239,5 +284,10 @@ mod tests {
         assert_eq!(read_yes_no("Yes.").ok(), Some(json!(true)));
         assert_eq!(read_yes_no("no").ok(), Some(json!(false)));
         assert!(read_yes_no("perhaps").is_err());
+        assert_eq!(
+            read_facts("Here: [\"tokens last 1h\"]").ok(),
+            Some(json!(["tokens last 1h"]))
+        );
+        assert!(read_facts("nothing").is_err());
     }
 }

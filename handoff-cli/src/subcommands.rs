@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::args::SuccessorOpts;
 use crate::commands::{Ctx, Done, read_new_handoff, read_text};
 use crate::error::{CliResult, code};
+use crate::judge::{self, JudgeOpts};
 use crate::operations::{self, Access, DEFAULTS, Op, PAGE, name_flat_claim};
 use crate::output::{Reply, Sink, Table};
 use crate::spawn::{self, SpawnConfig};
@@ -326,6 +327,9 @@ fn subcommand(op: &Op) -> Command {
     }
     if op.returns_claim() {
         cmd = SuccessorOpts::augment_args(cmd);
+    }
+    if judge::JUDGED.contains(&op.name()) {
+        cmd = JudgeOpts::augment_args(cmd);
     }
     for (_, old) in OLD_NAMES.iter().filter(|(name, _)| *name == op.name()) {
         cmd = cmd.visible_alias(*old);
@@ -637,7 +641,22 @@ pub(crate) fn run(ctx: &Ctx, name: &str, matches: &ArgMatches, as_json: bool) ->
         op.check(&args, store.limits()).map_err(named)?;
         return paged(ctx, op, &store, args, as_json);
     }
-    let result = op.call(&store, args).map_err(named)?;
+    let judge = if judge::JUDGED.contains(&op.name()) {
+        JudgeOpts::from_arg_matches(matches)
+            .map_err(|e| Error::invalid("judge_cmd", e.to_string()))?
+            .judge(ctx.out.redacts())
+    } else {
+        None
+    };
+    let result = match &judge {
+        Some(judge) => judge::run_with_command(&store, op.name(), args, judge),
+        None => op.call(&store, args),
+    }
+    .map_err(named)?;
+    if judge.is_none() && op.name() == "verify" {
+        // Not silently: a gate without a judge verifies nothing.
+        eprintln!("note: {}", judge::NEUTRAL_NOTE);
+    }
     if let Some(claim) = result.claim() {
         let successor = SuccessorOpts::from_arg_matches(matches)
             .map_err(|e| Error::invalid("spawn", e.to_string()))?;

@@ -352,3 +352,181 @@ fn bundles_go_from_one_store_to_another_and_a_task_replays() {
     source.run(&["bundle", "delete", id]).expect(OK);
     source.run(&["bundle", "show", id]).expect(NOT_FOUND);
 }
+
+/// A judge outside code (`--judge-cmd`): the item's JSON on its standard input, a score on its
+/// standard output; used by `verify`, `cherry-pick --verify`, `bundle verify` and
+/// `cherry-pick-to-facts`. One that hangs is killed at its timeout, one that fails is named.
+#[test]
+fn a_judge_command_verifies_picks_bundles_and_draws_facts() {
+    let env = Env::new();
+    // Scores what mentions backoff high, the rest low; draws one fact when asked for facts.
+    // It also records what it read, to show that secrets never reach it.
+    std::fs::write(
+        env.dir.path().join("judge.sh"),
+        r#"item=$(cat)
+printf '%s\n' "$item" >> read.log
+case "$item" in
+  *'"ask":"facts"'*) echo '["the refresh is retried 3 times with backoff"]' ;;
+  *backoff*) echo '{"score": 0.9, "explanation": "matches the fix"}' ;;
+  *) echo 0.2 ;;
+esac
+"#,
+    )
+    .expect("judge script");
+    let judge = ["--judge-cmd", "sh judge.sh"];
+    let key = "sk-proj-aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n";
+    let added = env
+        .run(&[
+            "conversation",
+            "add",
+            "task/fix-oauth/agent-b",
+            r#"{"role": "user", "content": "the token refresh fails"}"#,
+            r#"{"role": "assistant", "content": "The root cause is a single refresh attempt."}"#,
+            r#"{"role": "assistant", "content": "I'll retry the refresh with backoff."}"#,
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    let id = added["id"].as_str().expect("an id").to_owned();
+    env.run(&[
+        "facts",
+        "add",
+        "task/fix-oauth/agent-b",
+        "refresh needs retries with backoff",
+        &format!("the test key is {key}"),
+    ])
+    .expect(OK);
+
+    let mut verify = vec!["verify", "task/fix-oauth/agent-b", "--json"];
+    verify.extend(judge);
+    let report = env.run(&verify).expect(OK);
+    assert!(!report.stderr.contains("neutral"), "{}", report.stderr);
+    let report = report.json();
+    assert_eq!(
+        (report["verified"].as_u64(), report["invalidated"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let read = std::fs::read_to_string(env.dir.path().join("read.log")).expect("the judge read");
+    assert!(read.contains(r#""ask":"score""#), "{read}");
+    assert!(!read.contains(key) && read.contains("[REDACTED"), "{read}");
+    // Without a judge, the CLI says what the neutral score means.
+    let neutral = env.run(&["verify", "task/fix-oauth/agent-b"]).expect(OK);
+    assert!(neutral.stderr.contains("--judge-cmd"), "{}", neutral.stderr);
+
+    // A verified cherry-pick, with the seed's argument names.
+    let mut pick = vec![
+        "cherry-pick",
+        &id,
+        "task/fix-oauth",
+        "--from-seq",
+        "2",
+        "--verify",
+        "--json",
+    ];
+    pick.extend(judge);
+    let picked = env.run(&pick).expect(OK).json();
+    assert_eq!(picked["verification_status"], "verified");
+    assert_eq!(picked["verified_by"], "judge-cmd");
+    assert_eq!(picked["explanation"], "matches the fix");
+    // `--verify` without a judge is refused by name, nothing written.
+    let bad = env
+        .run(&["cherry-pick", &id, "task/fix-oauth", "--verify", "--json"])
+        .expect(INVALID);
+    assert_eq!(field_names(&bad.error()), ["verify"]);
+
+    // Facts drawn by the judge, then by the heuristics.
+    let mut draw = vec!["cherry-pick-to-facts", &id, "task/fix-oauth", "--json"];
+    draw.extend(judge);
+    let drawn = env.run(&draw).expect(OK).json();
+    assert_eq!(
+        drawn[0]["text"],
+        "the refresh is retried 3 times with backoff"
+    );
+    assert_eq!(drawn[0]["status"], "active");
+    let heuristic = env
+        .run(&["cherry-pick-to-facts", &id, "main", "--json"])
+        .expect(OK)
+        .json();
+    let texts: Vec<&str> = heuristic
+        .as_array()
+        .expect("facts")
+        .iter()
+        .filter_map(|f| f["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "The root cause is a single refresh attempt.",
+            "I'll retry the refresh with backoff."
+        ]
+    );
+
+    // A bundle's verification is recorded on it.
+    let bundle = env
+        .run(&[
+            "bundle",
+            "create",
+            "Playbook",
+            "--branch",
+            "task/fix-oauth",
+            "--verified-only",
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    let bundle_id = bundle["id"].as_str().expect("a bundle").to_owned();
+    let bad = env
+        .run(&["bundle", "verify", &bundle_id, "--json"])
+        .expect(INVALID);
+    assert_eq!(field_names(&bad.error()), ["verifier"]);
+    let mut check = vec!["bundle", "verify", &bundle_id, "--json"];
+    check.extend(judge);
+    let verified = env.run(&check).expect(OK).json();
+    assert_eq!(verified["verified_by"], "judge-cmd");
+    assert!(
+        verified["verification_score"].as_f64().is_some(),
+        "{verified}"
+    );
+
+    // A judge that hangs is killed at its timeout; one that fails is named, with what it said.
+    let started = std::time::Instant::now();
+    let hung = env
+        .run(&[
+            "cherry-pick",
+            &id,
+            "main",
+            "--verify",
+            "--judge-cmd",
+            "sleep 30",
+            "--judge-timeout",
+            "1",
+            "--json",
+        ])
+        .expect(INVALID)
+        .error();
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(field_names(&hung), ["judge_cmd"]);
+    assert!(
+        hung["problems"][0]["rule"]
+            .as_str()
+            .is_some_and(|r| r.contains("timed out")),
+        "{hung}"
+    );
+    // A branch's verification reports the item and goes on.
+    let failed = env
+        .run(&[
+            "verify",
+            "task/fix-oauth",
+            "--judge-cmd",
+            "echo no model key >&2; exit 3",
+            "--json",
+        ])
+        .expect(OK)
+        .json();
+    assert_eq!(failed["failed"], 2, "{failed}");
+    let error = failed["items"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("exit code 3") && error.contains("no model key"),
+        "{failed}"
+    );
+}

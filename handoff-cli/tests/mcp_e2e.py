@@ -82,6 +82,7 @@ OPERATION_TOOLS = {
     "cherry_pick",
     "cherry_pick_decisions",
     "cherry_pick_tools",
+    "cherry_pick_to_facts",
     "facts_add",
     "facts_list",
     "branches",
@@ -98,6 +99,7 @@ OPERATION_TOOLS = {
     "bundle_trust",
     "bundle_delete",
     "bundle_import",
+    "bundle_verify",
     "task_replay",
     "task_compare",
 }

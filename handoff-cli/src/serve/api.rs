@@ -18,6 +18,7 @@ use super::receipt::{Handover, Receipt};
 use super::{App, Refusal, browsers, json_response, openapi, query_pairs};
 use crate::credentials::{self, Agents};
 use crate::error::CliError;
+use crate::judge;
 use crate::operations::{self, Op, asked_wait, cap_to_a_page, name_flat_claim};
 use tokio::sync::Semaphore;
 
@@ -33,10 +34,9 @@ pub(super) enum Shape {
     /// `claim_secret`, as the claim's answer calls it), `lease_seconds` from the body make
     /// the `claim` argument.
     Claim,
-    /// The bundle `{id}` names, imported (`import_bundle` with its portable JSON).
+    /// The bundle `{id}` names, imported (`import_bundle` with its portable JSON; with
+    /// `dry_run`, what importing it would add).
     StoredBundle,
-    /// The same, checked only: what importing it would add (`dry_run`).
-    StoredBundleCheck,
 }
 
 /// One route.
@@ -84,11 +84,8 @@ pub(super) const ROUTES: &[Route] = &[
         shape: Shape::StoredBundle,
         ..route("POST", "/bundles/{id}/import", "import_bundle")
     },
-    Route {
-        id: Some("verify_bundle"),
-        shape: Shape::StoredBundleCheck,
-        ..route("POST", "/bundles/{id}/verify", "import_bundle")
-    },
+    // The verification gate on the bundle's contents, by the server's --judge-cmd.
+    route("POST", "/bundles/{id}/verify", "verify_bundle"),
     route("PATCH", "/bundles/{id}/visibility", "set_visibility"),
     route("POST", "/bundles/{id}/sign", "sign_bundle"),
     route("POST", "/bundle-keys", "trust_bundle_keys"),
@@ -100,10 +97,22 @@ pub(super) const ROUTES: &[Route] = &[
     route("POST", "/handoffs/claim-next", "claim_next"),
     route("GET", "/handoffs/{id}", "get"),
     route("POST", "/handoffs/{id}/claim", "claim"),
+    // Seed 001's word for claiming (`{"agent_id": ...}`), answered with the claim.
+    Route {
+        id: Some("accept_handoff"),
+        ..route("POST", "/handoffs/{id}/accept", "claim")
+    },
     claim("/handoffs/{handoff_id}/heartbeat", "heartbeat"),
     claim("/handoffs/{handoff_id}/complete", "complete"),
     claim("/handoffs/{handoff_id}/release", "release"),
     claim("/handoffs/{handoff_id}/fail", "fail"),
+    // A task's step, settled with its claim like any handoff.
+    claim("/handoffs/{handoff_id}/fail-step", "fail_step"),
+    claim("/handoffs/{handoff_id}/escalate-step", "escalate_step"),
+    claim(
+        "/handoffs/{handoff_id}/resolve-escalation",
+        "resolve_escalation",
+    ),
     route("POST", "/handoffs/{id}/reject", "reject"),
     route("POST", "/handoffs/{id}/cancel", "cancel"),
     Route {
@@ -159,7 +168,25 @@ pub(super) const ROUTES: &[Route] = &[
         "/conversations/{conversation_id}/cherry-pick",
         "cherry_pick",
     ),
+    route(
+        "POST",
+        "/conversations/{conversation_id}/cherry-pick-decisions",
+        "cherry_pick_decisions",
+    ),
+    route(
+        "POST",
+        "/conversations/{conversation_id}/cherry-pick-tools",
+        "cherry_pick_tools",
+    ),
+    route(
+        "POST",
+        "/conversations/{conversation_id}/cherry-pick-to-facts",
+        "cherry_pick_to_facts",
+    ),
     route("GET", "/branches", "branches"),
+    // Seed 001 §8: `POST /branches/task%2Ffix-oauth-token-refresh/verify`, the name one
+    // URL-encoded segment.
+    route("POST", "/branches/{branch}/verify", "verify"),
     route("GET", "/facts", "facts"),
     route("POST", "/facts", "add_facts"),
     route("POST", "/merge", "merge"),
@@ -444,20 +471,30 @@ fn run(
     handover: &Handover,
 ) -> Result<(StatusCode, Value), Error> {
     let op = route.op();
-    if matches!(route.shape, Shape::StoredBundle | Shape::StoredBundleCheck) {
+    if route.shape == Shape::StoredBundle {
         let id = args.remove("id").unwrap_or_default();
         let id = id.as_str().unwrap_or_default();
         let bundle = app.store.get_bundle(id)?;
         args.insert("bundle".into(), Value::String(bundle.to_json()?));
-        if route.shape == Shape::StoredBundleCheck {
-            args.insert("dry_run".into(), Value::Bool(true));
-        }
     }
     let page = op
         .is_paged()
         .then(|| args.get("limit").and_then(Value::as_u64))
         .flatten();
-    let result = op.call(&app.store, Value::Object(args))?;
+    let judged = judge::JUDGED.contains(&op.name());
+    let result = match &app.judge {
+        Some(judge) if judged => {
+            judge::run_with_command(&app.store, op.name(), Value::Object(args), judge)?
+        }
+        // A branch verified by nobody would be scored the neutral 0.5 in silence: refused.
+        None if op.name() == "verify" => {
+            return Err(Error::invalid(
+                "judge_cmd",
+                "this server has no judge to verify with: start it with --judge-cmd CMD",
+            ));
+        }
+        _ => op.call(&app.store, Value::Object(args))?,
+    };
     if let Some(claim) = result.claim()
         && !handover.offer(&app.store, claim)
     {
@@ -472,12 +509,11 @@ fn run(
     {
         body["next_after"] = last;
     }
-    let status =
-        if route.method == "POST" && op.may_create() && route.shape != Shape::StoredBundleCheck {
-            StatusCode::CREATED
-        } else {
-            StatusCode::OK
-        };
+    let status = if route.method == "POST" && op.may_create() {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((status, body))
 }
 
@@ -566,8 +602,7 @@ mod tests {
             for name in route.parameters() {
                 let known = op.argument(name).is_some()
                     || (route.shape == Shape::Claim && name == "handoff_id")
-                    || (matches!(route.shape, Shape::StoredBundle | Shape::StoredBundleCheck)
-                        && name == "id");
+                    || (route.shape == Shape::StoredBundle && name == "id");
                 assert!(
                     known,
                     "{} {}: {name} is not an argument of {}",

@@ -49,6 +49,8 @@ pub(crate) struct Config {
     /// Agent-scoped tokens (`--credentials`): with them every request needs one of these
     /// tokens (or `token`, the operator's), and acts only as its agents.
     pub credentials: Option<Credentials>,
+    /// The judge the curation routes ask (`--judge-cmd`), if any.
+    pub judge: Option<crate::judge::JudgeCmd>,
 }
 
 /// The shared state of every request.
@@ -65,6 +67,8 @@ pub(crate) struct App {
     pub body_timeout: Duration,
     /// Begins when the server is told to stop: waiting claims end early.
     pub stop: Stop,
+    /// The judge of the curation routes (`--judge-cmd`): without one, verifying is refused.
+    pub judge: Option<crate::judge::JudgeCmd>,
 }
 
 /// The cookie a browser keeps the token in, once it has opened the dashboard with `?token=`.
@@ -118,6 +122,7 @@ pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> 
             hosts: Hosts::new(local.ip(), &config.allow_hosts)?,
             body_timeout: config.idle_timeout,
             stop: stop.clone(),
+            judge: config.judge,
         });
         let router = Router::new().fallback(handle).with_state(app);
         connections::serve(listener, router, stop, config.idle_timeout).await;

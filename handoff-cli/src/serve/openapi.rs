@@ -111,8 +111,8 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
             given.extend(claim);
             needed.push("token".to_owned());
         }
-        Shape::StoredBundle | Shape::StoredBundleCheck => {
-            given.retain(|name, _| name == "target_branch");
+        Shape::StoredBundle => {
+            given.retain(|name, _| name == "target_branch" || name == "dry_run");
             needed.clear();
         }
     }

@@ -375,13 +375,16 @@ def test_bundle_api_end_to_end(server: Server) -> None:
     bad = server.request("PATCH", f"/bundles/{bid}/visibility", {"visibility": "everyone"})
     assert bad.status == 400 and "visibility" in {f for f, _ in bad.problems()}, bad
 
-    # Verify: a dry run of the import, which counts and writes nothing.
+    # A dry run of the import counts and writes nothing.
     target = "task/imported-" + uid()
     before = server.ok("GET", f"/facts?branch={target}")["count"]
     assert before == 0
-    verified = server.post(f"/bundles/{bid}/verify", {"target_branch": target})
+    verified = server.post(f"/bundles/{bid}/import", {"target_branch": target, "dry_run": True})
     assert verified.status in (200, 201), verified
     assert verified.json["facts_added"] == 2 and verified.json["facts_skipped"] == 0
+    # Verifying a bundle needs the server's judge: without one it is refused, nothing recorded.
+    unjudged = server.post(f"/bundles/{bid}/verify", {})
+    assert unjudged.status == 400 and {f for f, _ in unjudged.problems()} == {"verifier"}, unjudged
     assert server.ok("GET", f"/facts?branch={target}")["count"] == 0
     assert target not in {b["name"] for b in server.ok("GET", "/branches").get("branches", [])}
 
@@ -389,10 +392,11 @@ def test_bundle_api_end_to_end(server: Server) -> None:
     assert imported.status in (200, 201), imported
     assert imported.json["facts_added"] == 2
     assert server.ok("GET", f"/facts?branch={target}")["count"] == 2
-    # Twice adds nothing; verify now says so too.
+    # Twice adds nothing; a dry run now says so too.
     again = server.ok("POST", f"/bundles/{bid}/import", {"target_branch": target})
     assert again["facts_added"] == 0 and again["facts_skipped"] == 2
-    assert server.ok("POST", f"/bundles/{bid}/verify", {"target_branch": target})["facts_added"] == 0
+    dry = {"target_branch": target, "dry_run": True}
+    assert server.ok("POST", f"/bundles/{bid}/import", dry)["facts_added"] == 0
 
     # The portable JSON imports through /bundles/import as well.
     portable = json.dumps(got["data"])
@@ -815,3 +819,63 @@ def test_the_openapi_document_has_every_route(server: Server) -> None:
         for part in ref.split("/"):
             node = node[part.replace("~1", "/").replace("~0", "~")]
     assert "bearer" in json.dumps(doc["components"].get("securitySchemes", {})).lower()
+
+
+JUDGE = """item=$(cat)
+case "$item" in
+  *'"ask":"facts"'*) echo '["the refresh is retried 3 times with backoff"]' ;;
+  *backoff*) echo '{"score": 0.9, "explanation": "matches the fix"}' ;;
+  *) echo 0.2 ;;
+esac
+"""
+
+
+def test_seed_001_curation_calls_as_written_with_the_servers_judge(servers: Servers, tmp_path: Path) -> None:
+    """Seed 001 §8's curation calls, as the seed writes them, on a server with `--judge-cmd`;
+    and without a judge, verifying a branch is refused instead of scoring the neutral 0.5."""
+    judge = tmp_path / "judge.sh"
+    judge.write_text(JUDGE)
+    plain = servers.start()
+    task = "fix-oauth-token-refresh"
+    conv = plain.ok("POST", "/conversations", {"branch": f"task/{task}/agent-oauth-expert", "messages": [
+        {"role": "user", "content": "the token refresh fails"},
+        {"role": "assistant", "content": "The root cause is a single refresh attempt."},
+        {"role": "assistant", "content": "I'll retry the refresh with backoff."},
+        {"role": "assistant", "content": "All tests pass."},
+    ]})["conversation"]
+    refused = plain.post(f"/branches/task%2F{task}/verify", {})
+    assert refused.status == 400 and {f for f, _ in refused.problems()} == {"judge_cmd"}, refused
+    unjudged = plain.post(f"/conversations/{conv['id']}/cherry-pick",
+                          {"target_branch": f"task/{task}", "from_sequence": 2, "to_sequence": 3, "verify": True})
+    assert unjudged.status == 400 and {f for f, _ in unjudged.problems()} == {"verify"}, unjudged
+
+    # The same store, served with a judge.
+    server = servers.start(plain.db, "--judge-cmd", f"sh {judge}")
+    # Step 6: cherry-pick with verify, then the decisions.
+    picked = server.ok("POST", f"/conversations/{conv['id']}/cherry-pick",
+                       {"target_branch": f"task/{task}", "from_sequence": 2, "to_sequence": 3, "verify": True})
+    picked = picked["conversation"]
+    assert (picked["message_count"], picked["verification_status"]) == (2, "verified"), picked
+    assert picked["verified_by"] == "judge-cmd"
+    decisions = server.ok("POST", f"/conversations/{conv['id']}/cherry-pick-decisions",
+                          {"target_branch": f"task/{task}"})["conversation"]
+    assert decisions["message_count"] >= 1, decisions
+    facts = server.ok("POST", f"/conversations/{conv['id']}/cherry-pick-to-facts",
+                      {"target_branch": f"task/{task}"})
+    assert [f["text"] for f in facts["facts"]] == ["the refresh is retried 3 times with backoff"], facts
+    # Step 7: verify the task's branch by its URL-encoded name, then merge it into main.
+    report = server.ok("POST", f"/branches/task%2F{task}/verify", {"fact_threshold": 0.7})
+    assert report["branch"] == f"task/{task}" and report["verified"] >= 2, report
+    server.ok("POST", "/merge", {"branch": f"task/{task}"})
+    # Step 8: the bundle, made after the merge, holds the task's verified knowledge.
+    bundle = server.ok("POST", "/bundles", {"task_id": task, "name": "OAuth2 Token Refresh Fix Playbook",
+                                            "verified_only": True, "visibility": "team"})["bundle"]
+    assert bundle["fact_count"] == 1 and bundle["conversation_count"] >= 1, bundle
+    assert bundle["share_token"].startswith("kb_")
+    # The seed's bundle verification, recorded on the bundle.
+    verified = server.ok("POST", f"/bundles/{bundle['id']}/verify", {})["bundle"]
+    assert verified["verified_by"] == "judge-cmd" and verified["verification_score"] is not None, verified
+    assert server.ok("GET", f"/bundles/{bundle['id']}")["bundle"]["verified_by"] == "judge-cmd"
+    # Step 9: import it into main by its id.
+    imported = server.ok("POST", f"/bundles/{bundle['id']}/import", {"target_branch": "main"})
+    assert imported["facts_added"] + imported["facts_skipped"] == 1, imported
