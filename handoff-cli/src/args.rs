@@ -118,10 +118,18 @@ pub(crate) enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-    /// Write a consistent copy of the store (an SQLite snapshot, owner-only) to a new file,
-    /// while the store stays in use; the copy opens like any store.
+    /// Write a portable backup of the whole store (every handoff, event, document and
+    /// setting, checksummed; owner-only) to a new file while the store stays in use; `handoff
+    /// restore` reads it into any store, SQLite, files or PostgreSQL.
     Backup {
         /// The new file; it must not exist.
+        path: PathBuf,
+    },
+    /// Restore a backup written by `handoff backup` into the store (`--db`), which must be
+    /// empty (a new one is created); a damaged, cut or foreign file is refused and nothing
+    /// is written.
+    Restore {
+        /// The backup to read.
         path: PathBuf,
     },
     /// Make a key pair for signing bundles: the secret key goes into FILE (owner-only; it must

@@ -116,9 +116,28 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
         Command::Export { output } => export(ctx, output),
         Command::Backup { path } => {
             let store = ctx.open_read()?;
-            store.backup(&path)?;
-            let text = format!("backed up {} to {}\n", ctx.db.shown(), path.display());
-            let json = json!({ "backup": path.display().to_string() });
+            let summary = store.backup(&path)?;
+            let text = format!(
+                "backed up {} to {}: {}\n",
+                ctx.db.shown(),
+                path.display(),
+                counted(&summary)
+            );
+            let mut json = json!(summary);
+            json["backup"] = json!(path.display().to_string());
+            Ok(Reply::new(text, json).into())
+        }
+        Command::Restore { path } => {
+            let store = ctx.open()?;
+            let summary = store.restore(&path)?;
+            let text = format!(
+                "restored {} into {}: {}\n",
+                path.display(),
+                ctx.db.shown(),
+                counted(&summary)
+            );
+            let mut json = json!(summary);
+            json["restored"] = json!(path.display().to_string());
             Ok(Reply::new(text, json).into())
         }
         Command::Keygen { file } => keygen(&file),
@@ -129,6 +148,14 @@ pub(crate) fn run(ctx: &Ctx, command: Command) -> CliResult<Done> {
         Command::Policy { action } => policy(ctx, &action),
         Command::Mcp { .. } | Command::Serve { .. } => servers_are_not_commands(),
     }
+}
+
+/// What a backup holds, in words.
+fn counted(summary: &handoff_core::store::BackupSummary) -> String {
+    format!(
+        "{} handoffs, {} events, {} documents, {} settings",
+        summary.records, summary.events, summary.documents, summary.settings
+    )
 }
 
 /// `mcp` and `serve` are dispatched by `main` before a command runs; reaching here is a usage

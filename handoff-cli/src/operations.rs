@@ -16,9 +16,10 @@ use crate::results::Shown;
 /// Every store operation the faces derive from the catalog, in its order. A new operation
 /// costs one line here; a new result type also one `Shown` implementation in `results.rs`.
 ///
-/// `backup` is left out: `handoff backup` is written by hand (it names the store and the copy
-/// in its output), and there is no MCP tool, since a model must not choose where an unredacted
-/// copy of the whole store is written.
+/// `backup` and `restore` are left out: `handoff backup` and `handoff restore` are written by
+/// hand (they name the store and the file in their output), and there is no MCP tool, since a
+/// model must not choose where an unredacted copy of the whole store is written, nor replace
+/// a store's content with a file of its choosing.
 fn entries() -> Vec<Op> {
     vec![
         Op::creates::<ops::Create>(),
@@ -267,7 +268,7 @@ mod tests {
     use super::*;
 
     /// Catalog operations the faces expose their own way (see [`entries`]).
-    const OWN_WAY: &[&str] = &["backup"];
+    const OWN_WAY: &[&str] = &["backup", "restore"];
 
     #[test]
     fn every_catalog_operation_has_an_entry_in_order() {

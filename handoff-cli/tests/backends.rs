@@ -157,10 +157,10 @@ fn capabilities_say_what_each_store_can_do() {
     assert_eq!(
         capabilities(&files),
         json!({"durable": true, "shared_by_processes": true, "shared_by_machines": false,
-               "backup": false, "wakes_waiters": false})
+               "backup": true, "wakes_waiters": false})
     );
-    // What it cannot do, it refuses: no backup of a folder of files.
-    files.run(&["backup", "copy.db"]).expect(STORAGE);
+    // A folder of files backs up too, into the one portable file every store restores.
+    files.run(&["backup", "copy.backup"]).expect(0);
 
     let mut memory = Env::new();
     memory.db = PathBuf::from("memory:");
@@ -668,7 +668,7 @@ fn the_lifecycle_runs_on_postgres_when_a_server_is_given() {
     assert_eq!(
         capabilities(&env),
         json!({"durable": true, "shared_by_processes": true, "shared_by_machines": true,
-               "backup": false, "wakes_waiters": true})
+               "backup": true, "wakes_waiters": true})
     );
     assert_eq!(
         env.run(&["check", "--json"]).expect(0).json(),

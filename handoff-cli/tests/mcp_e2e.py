@@ -20,8 +20,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-# A tool per store operation of the core's catalog (but `backup`: a model must not choose where
-# an unredacted copy of the store goes), and the server's own two.
+# A tool per store operation of the core's catalog (but `backup` and `restore`: a model must not
+# choose where an unredacted copy of the store goes, nor what replaces its content), and the
+# server's own two.
 OPERATION_TOOLS = {
     "handoff_create",
     "handoff_create_many",
@@ -875,8 +876,8 @@ async def waiting_on_files(stack: AsyncExitStack, binary: str, db: str) -> None:
 
 
 async def capabilities(stack: AsyncExitStack, binary: str, db: str) -> None:
-    """What each store can do, as handoff_capabilities reports it: an SQLite file backs up, a
-    folder of files does not, and neither is shared by machines or wakes a waiting claim."""
+    """What each store can do, as handoff_capabilities reports it: an SQLite file and a folder
+    of files both back up, and neither is shared by machines or wakes a waiting claim."""
     sqlite = await ok(await connect(stack, binary, db), "handoff_capabilities", {})
     assert sqlite == {
         "durable": True, "shared_by_processes": True, "shared_by_machines": False,
@@ -884,7 +885,7 @@ async def capabilities(stack: AsyncExitStack, binary: str, db: str) -> None:
     }, sqlite
     url = "files:" + os.path.join(os.path.dirname(db), "store")
     files = await ok(await connect(stack, binary, url), "handoff_capabilities", {})
-    assert files == {**sqlite, "backup": False}, files
+    assert files == sqlite, files
     session = await connect(stack, binary, db)
     result = await session.call_tool("handoff_capabilities", {})
     assert "backup" in result.content[0].text and "yes" in result.content[0].text

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{Env, FAKE_SECRET, secret_in};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const OK: i32 = 0;
 const INVALID: i32 = 2;
@@ -653,15 +653,21 @@ fn events_are_read_in_pages_across_page_boundaries() {
 fn backup_copies_a_store_in_use_and_never_overwrites() {
     let env = Env::new();
     let (id, token, secret) = claimed(&env);
-    let copy = env.dir.path().join("copy.db");
+    let copy = env.dir.path().join("copy.backup");
     let copy_arg = copy.to_str().expect("path");
     let run = env.run(&["backup", copy_arg, "--json"]).expect(OK);
     assert_eq!(run.json()["backup"], copy_arg);
-    // The copy is a store of its own: the claim is there, and its holder can settle it.
-    let restored = Env {
-        dir: tempfile::tempdir().expect("temp dir"),
-        db: copy.clone(),
-    };
+    assert_eq!(run.json()["records"], 1);
+    // Restored into a new store, a files store here: the claim is there, and its holder can
+    // settle it.
+    let mut restored = Env::new();
+    restored.db = restored.dir.path().join("moved");
+    restored.db = format!("files:{}", restored.db.display()).into();
+    let run = restored.run(&["restore", copy_arg]).expect(OK);
+    assert!(run.stdout.contains("1 handoffs"), "{run:?}");
+    // Into a store that holds something already: refused, naming the store.
+    let again = restored.run(&["restore", copy_arg, "--json"]).expect(INVALID);
+    assert_eq!(again.error()["problems"][0]["field"], "store", "{again:?}");
     let shown = restored.run(&["show", &id, "--json"]).expect(OK).json();
     assert_eq!(shown["status"], "claimed");
     restored
@@ -673,6 +679,30 @@ fn backup_copies_a_store_in_use_and_never_overwrites() {
         .expect(INVALID);
     env.run(&["backup", copy_arg]).expect(INVALID);
     assert_eq!(std::fs::read(&env.db).expect("read"), before);
+}
+
+#[test]
+fn restore_refuses_a_damaged_or_foreign_file_and_writes_nothing() {
+    let env = Env::new();
+    claimed(&env);
+    let good = env.dir.path().join("good.backup");
+    env.run(&["backup", good.to_str().expect("path")]).expect(OK);
+    let text = std::fs::read_to_string(&good).expect("read");
+    let cut = env.dir.path().join("cut.backup");
+    std::fs::write(&cut, &text[..text.len() / 2]).expect("write");
+    let foreign = env.dir.path().join("foreign.backup");
+    std::fs::write(&foreign, "id,goal\n1,hello\n").expect("write");
+    for (file, says) in [(&cut, "cut short"), (&foreign, "not a handoff backup")] {
+        let target = Env::new();
+        let run = target
+            .run(&["restore", file.to_str().expect("path"), "--json"])
+            .expect(INVALID);
+        let problem = &run.error()["problems"][0];
+        assert_eq!(problem["field"], "path", "{run:?}");
+        assert!(problem["rule"].as_str().is_some_and(|r| r.contains(says)), "{run:?}");
+        let listed = target.run(&["list", "--json"]).expect(OK).json();
+        assert_eq!(listed, json!([]), "nothing written");
+    }
 }
 
 /// Exports read the store a page at a time: more records than one page come out whole and

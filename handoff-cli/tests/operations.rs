@@ -12,8 +12,8 @@ const OK: i32 = 0;
 const INVALID: i32 = 2;
 
 /// Catalog operations that are no MCP tool: a model must not choose where an unredacted copy
-/// of the whole store is written.
-const NOT_TOOLS: &[&str] = &["backup"];
+/// of the whole store is written, nor replace a store's content with a file of its choosing.
+const NOT_TOOLS: &[&str] = &["backup", "restore"];
 
 /// The fixture every face feeds through its own door: `(input, problems)`.
 fn bad_create() -> (Value, Value) {

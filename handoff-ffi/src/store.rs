@@ -411,11 +411,17 @@ impl Store {
             .into())
     }
 
-    /// Writes a consistent copy of the store to `path` (a new file; it must not exist) while
-    /// the store stays in use: an SQLite snapshot, readable by its owner only. A store whose
-    /// `capabilities().backup` is false refuses with `Storage`.
+    /// Writes a portable backup of the whole store to `path` (a new file, readable by its
+    /// owner only; an existing one is refused with `Validation`) while the store stays in use:
+    /// any store restores it with `restore`.
     pub fn backup(&self, path: String) -> Result<()> {
         self.run::<ops::Backup>(arguments! { path })
+    }
+
+    /// Restores the backup at `path` into this store, which must be empty; a damaged or
+    /// foreign file is refused with `Validation` naming `path`, and nothing is written.
+    pub fn restore(&self, path: String) -> Result<()> {
+        self.run::<ops::Restore>(arguments! { path })
     }
 
     /// Looks through the whole store for damage (files deleted, emptied or edited by hand,
@@ -648,11 +654,12 @@ impl Store {
         Ok(self.run::<ops::TaskStatistics>(arguments! {})?.into())
     }
 
-    /// Keeps the steps and log of the newest `keep_last` finished tasks finished less than
-    /// `keep_details_days` ago (none is 30); older finished tasks keep only their history
-    /// entry. Unfinished tasks are never touched. Returns how many tasks were pruned.
-    #[uniffi::method(default(keep_details_days = None))]
-    pub fn prune(&self, keep_last: u64, keep_details_days: Option<u32>) -> Result<u64> {
+    /// Keeps the steps, log and handoffs of the newest `keep_last` finished tasks (none is
+    /// 100) finished less than `keep_details_days` ago (none is 30); older finished tasks keep
+    /// only their history entry. Unfinished tasks are never touched. Returns how many tasks
+    /// were pruned.
+    #[uniffi::method(default(keep_last = None, keep_details_days = None))]
+    pub fn prune(&self, keep_last: Option<u64>, keep_details_days: Option<u32>) -> Result<u64> {
         let pruned = self.run::<ops::Prune>(arguments! { keep_last, keep_details_days })?;
         Ok(pruned as u64)
     }

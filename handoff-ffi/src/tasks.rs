@@ -569,7 +569,7 @@ mod tests {
         assert_eq!(history[0].result, TaskResult::Failure);
         let stats = store.task_statistics().unwrap();
         assert_eq!((stats.total_tasks, stats.by_result["failure"]), (1, 1));
-        assert_eq!(store.prune(0, Some(0)).unwrap(), 1);
+        assert_eq!(store.prune(Some(0), Some(0)).unwrap(), 1);
     }
 
     #[test]

@@ -782,10 +782,14 @@ store_operations! {
     "handoffs changed. `claimNext` does this for a small batch itself."
     reap, reap_async = Reap() -> "number", "Promise<number>";
 
-    "Writes a consistent copy of the store to `path` (a new file; it must not exist) while"
-    "the store stays in use: an SQLite snapshot, readable by its owner only. A store without"
-    "the `backup` capability refuses with `STORAGE`."
+    "Writes a portable backup of the whole store to `path` (a new file, readable by its owner"
+    "only; an existing one is refused with `VALIDATION`) while the store stays in use: any"
+    "store restores it with `restore`."
     backup, backup_async = Backup(path: "string") -> "void", "Promise<void>";
+
+    "Restores the backup at `path` into this store, which must be empty; a damaged or foreign"
+    "file is refused with `VALIDATION` naming `path`, and nothing is written."
+    restore, restore_async = Restore(path: "string") -> "void", "Promise<void>";
 
     "Looks through the whole store for damage (files deleted, emptied or edited by hand, links"
     "planted, a bad disk) and names each piece; with `repair: true` a files store moves what is"
@@ -866,10 +870,11 @@ store_operations! {
     task_statistics, task_statistics_async = TaskStatistics()
         -> "TaskStatistics", "Promise<TaskStatistics>";
 
-    "Keeps the steps and log of the newest `keepLast` finished tasks finished less than"
-    "`keepDetailsDays` ago (default 30); older finished tasks keep only their summary, their"
-    "history. Unfinished tasks are never touched. Returns how many tasks were pruned."
-    prune, prune_async = Prune(keep_last: "number"; options?: "PruneOptions")
+    "Keeps the steps, log and handoffs of the newest `keepLast` finished tasks (default 100)"
+    "finished less than `keepDetailsDays` ago (default 30); older finished tasks keep only"
+    "their summary, their history. Unfinished tasks are never touched. Returns how many tasks"
+    "were pruned."
+    prune, prune_async = Prune(; options?: "PruneOptions")
         -> "number", "Promise<number>";
 
     "The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;"

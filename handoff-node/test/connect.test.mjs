@@ -226,8 +226,9 @@ test('connect options that concern another store are accepted and left; lockPati
   assert.equal(store.create({ taskId: 't', goal: 'after' }).status, 'pending')
 })
 
-const MEMORY = { durable: false, sharedByProcesses: false, sharedByMachines: false, backup: false, wakesWaiters: false }
-const SQLITE = { ...MEMORY, durable: true, sharedByProcesses: true, backup: true }
+// Every store writes portable backups.
+const MEMORY = { durable: false, sharedByProcesses: false, sharedByMachines: false, backup: true, wakesWaiters: false }
+const SQLITE = { ...MEMORY, durable: true, sharedByProcesses: true }
 const FILES = { ...MEMORY, durable: true, sharedByProcesses: true }
 const POSTGRES_CAN = { ...MEMORY, durable: true, sharedByProcesses: true, sharedByMachines: true, wakesWaiters: true }
 

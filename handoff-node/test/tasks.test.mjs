@@ -339,8 +339,9 @@ test('prune keeps only the history of older finished tasks', async () => {
     ids.push(id)
   }
   const running = store.createTask(blogPost({ name: 'running' }))
-  assert.equal(store.prune(1), 2)
-  assert.equal(await store.pruneAsync(1, { keepDetailsDays: 30 }), 0)
+  assert.equal(store.prune({ keepLast: 1 }), 2)
+  assert.equal(await store.pruneAsync({ keepLast: 1, keepDetailsDays: 30 }), 0)
+  assert.equal(store.prune(), 0, 'the defaults keep 100 tasks for 30 days')
   const pruned = store.getTask(ids[0])
   assert.equal(pruned.pruned, true)
   assert.deepEqual(pruned.steps, [])

@@ -772,11 +772,19 @@ impl Store {
         self.call::<ops::CancelClaim>(py, given!(kwargs; claim, reason))
     }
 
-    /// Writes a consistent copy of the store to `path` (a new file; it must not exist) while
-    /// the store stays in use: an SQLite snapshot, readable by its owner only.
+    /// Writes a portable backup of the whole store to `path` (a new file, readable by its
+    /// owner only; an existing one is refused) while the store stays in use: any store
+    /// restores it with `restore`.
     #[pyo3(signature = (path, **kwargs))]
     fn backup(&self, py: Python<'_>, path: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
         self.call::<ops::Backup>(py, given!(kwargs; path))
+    }
+
+    /// Restores the backup at `path` into this store, which must be empty; a damaged or
+    /// foreign file is refused (`ValidationError` naming `path`) and nothing is written.
+    #[pyo3(signature = (path, **kwargs))]
+    fn restore(&self, py: Python<'_>, path: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
+        self.call::<ops::Restore>(py, given!(kwargs; path))
     }
 
     /// Looks through the whole store for damage (files deleted, emptied or edited by hand,
@@ -1031,8 +1039,9 @@ impl Store {
         self.call::<ops::TaskStatistics>(py, given!(kwargs; ))
     }
 
-    /// Summarises old finished tasks: only their history entries stay.
-    #[pyo3(signature = (keep_last, keep_details_days=None, **kwargs))]
+    /// Summarises old finished tasks (beyond the newest `keep_last`, default 100, or older
+    /// than `keep_details_days`, default 30): only their history entries stay.
+    #[pyo3(signature = (keep_last=None, keep_details_days=None, **kwargs))]
     fn prune(
         &self,
         py: Python<'_>,

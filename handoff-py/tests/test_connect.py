@@ -248,9 +248,10 @@ def test_aio_connect_and_a_wait_leave_the_event_loop_running(tmp_path: Path) -> 
 
 # What each store can do.
 
+# Every store writes portable backups.
 MEMORY = {"durable": False, "shared_by_processes": False, "shared_by_machines": False,
-          "backup": False, "wakes_waiters": False}
-SQLITE = {**MEMORY, "durable": True, "shared_by_processes": True, "backup": True}
+          "backup": True, "wakes_waiters": False}
+SQLITE = {**MEMORY, "durable": True, "shared_by_processes": True}
 FILES = {**MEMORY, "durable": True, "shared_by_processes": True}
 POSTGRES_CAN = {**MEMORY, "durable": True, "shared_by_processes": True, "shared_by_machines": True,
                 "wakes_waiters": True}

@@ -274,14 +274,20 @@ def test_backup_copies_a_store_in_use(tmp_path: Path) -> None:
     with hc.open(db) as store:
         h = store.create("t", "g")
         claim = store.claim(h.id, "w")
-        copy = tmp_path / "copy.db"
+        copy = tmp_path / "copy.backup"
         store.backup(copy)
         store.complete(claim, outcome="after the backup")
         assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
-        with hc.open(copy) as restored:
+        # Any store restores it: a folder of files here.
+        with hc.connect(f"files:{tmp_path / 'moved'}") as restored:
+            restored.restore(copy)
             assert restored.get(h.id).status == "claimed"
             # The claim's secret came along: its holder settles it on the copy too.
             assert restored.complete(claim, outcome="on the copy").status == "completed"
+            # A store with something in it is refused, naming the store.
+            with pytest.raises(hc.ValidationError) as full:
+                restored.restore(copy)
+            assert full.value.fields == ["store"]
         before = db.read_bytes()
         with pytest.raises(hc.ValidationError) as refused:
             store.backup(db)
@@ -297,7 +303,27 @@ def test_backup_through_aio(tmp_path: Path) -> None:
     async def main() -> None:
         store = await aio.open(tmp_path / "handoff.db")
         await store.create("t", "g")
-        await store.backup(tmp_path / "copy.db")
+        await store.backup(tmp_path / "copy.backup")
+        moved = await aio.open(tmp_path / "moved.db")
+        await moved.restore(tmp_path / "copy.backup")
 
     asyncio.run(main())
-    assert len(hc.open(tmp_path / "copy.db").list()) == 1
+    assert len(hc.open(tmp_path / "moved.db").list()) == 1
+
+
+def test_restore_refuses_a_damaged_or_foreign_file_and_writes_nothing(tmp_path: Path) -> None:
+    with hc.open(tmp_path / "handoff.db") as store:
+        store.create("t", "g")
+        store.backup(tmp_path / "good.backup")
+    text = (tmp_path / "good.backup").read_text()
+    (tmp_path / "cut.backup").write_text(text[: len(text) // 2])
+    (tmp_path / "edited.backup").write_text(text.replace('"goal":"g"', '"goal":"G"', 1))
+    (tmp_path / "foreign.backup").write_text("id,goal\n1,hello\n")
+    for name, says in [("cut", "cut short"), ("edited", "checksum"),
+                       ("foreign", "not a handoff backup")]:
+        with hc.Store.memory() as target:
+            with pytest.raises(hc.ValidationError) as refused:
+                target.restore(tmp_path / f"{name}.backup")
+            assert refused.value.fields == ["path"], name
+            assert says in str(refused.value), (name, str(refused.value))
+            assert target.list() == [], name

@@ -309,7 +309,7 @@ fun connect(dir: String) {
         check(claim.handoff.id == h.id) { "connect(\"memory:\") is a working store" }
         check(store.claimNext("coder", wait = Duration.ofMillis(100)) == null) { "a wait with no work ends empty" }
         check(store.capabilities() == Capabilities(durable = false, sharedByProcesses = false,
-            sharedByMachines = false, backup = false, wakesWaiters = false)) { "${store.capabilities()}" }
+            sharedByMachines = false, backup = true, wakesWaiters = false)) { "${store.capabilities()}" }
     }
     val bad = raises<HandoffException.Validation> { Store.connect("http://example.com/x") }
     check(bad.problems.map { it.field } == listOf("url")) { "${bad.problems}" }

@@ -101,7 +101,7 @@ def test_read_only_is_for_sqlite_stores(tmp_path: Path) -> None:
 def test_capabilities_say_what_each_store_can_do(tmp_path: Path) -> None:
     memory = hf.Store.connect("memory:").capabilities()
     assert memory == hf.Capabilities(durable=False, shared_by_processes=False,
-                                     shared_by_machines=False, backup=False, wakes_waiters=False)
+                                     shared_by_machines=False, backup=True, wakes_waiters=False)
     assert hf.Store.memory().capabilities() == memory
     sqlite = hf.Store.connect(str(tmp_path / "a.db")).capabilities()
     assert sqlite == hf.Capabilities(durable=True, shared_by_processes=True,
@@ -113,10 +113,17 @@ def test_capabilities_say_what_each_store_can_do(tmp_path: Path) -> None:
         wakes_waiters=False)
     files = hf.Store.connect(f"files:{tmp_path / 'store'}").capabilities()
     assert files == hf.Capabilities(durable=True, shared_by_processes=True,
-                                    shared_by_machines=False, backup=False, wakes_waiters=False)
-    # A store that cannot back up says so, and refuses a backup with Storage.
-    with pytest.raises(hf.HandoffError.Storage):
-        hf.Store.connect(f"files:{tmp_path / 'store'}").backup(str(tmp_path / "copy"))
+                                    shared_by_machines=False, backup=True, wakes_waiters=False)
+    # Every store backs up into one portable file, which any empty store restores.
+    source = hf.Store.connect(f"files:{tmp_path / 'store'}")
+    made = source.create(new())
+    source.backup(str(tmp_path / "copy"))
+    moved = hf.Store.connect(str(tmp_path / "moved.db"))
+    moved.restore(str(tmp_path / "copy"))
+    assert moved.get(made.id) == made
+    with pytest.raises(hf.HandoffError.Validation) as refused:
+        moved.restore(str(tmp_path / "copy"))
+    assert [p.field for p in refused.value.problems] == ["store"]
 
 
 @pytest.mark.parametrize(
@@ -214,7 +221,7 @@ def test_connect_postgres(postgres_url: str) -> None:
     assert again.get(done.id) == done
     assert [h.id for h in again.list()] == [done.id]
     assert again.capabilities() == hf.Capabilities(
-        durable=True, shared_by_processes=True, shared_by_machines=True, backup=False,
+        durable=True, shared_by_processes=True, shared_by_machines=True, backup=True,
         wakes_waiters=True)
     with pytest.raises(hf.HandoffError.Validation) as err:
         hf.Store.connect(postgres_url, hf.OpenOptions(read_only=True))
