@@ -1309,11 +1309,20 @@ class Store:
     def reap(self) -> int:
         """Applies every lapse that is due (leases, expiries) now; returns how many records changed."""
     def backup(self, path: StrPath) -> None:
-        """Writes a consistent copy of the store to `path` while others keep working; the file must
-        not exist yet.
+        """Writes a portable backup of the whole store to `path` (a new file: an existing one is
+        refused) while others keep working: settings, handoffs with their claim digests, events and
+        every document, one consistent snapshot, checksummed. `restore` reads it into any store.
 
         Args:
-            path: Where the copy goes.
+            path: Where the backup goes.
+        """
+    def restore(self, path: StrPath) -> None:
+        """Restores the backup at `path` (written by `backup` on any kind of store) into this store,
+        which must be empty. The whole file is checked first: a damaged, cut or foreign file is
+        refused, naming what is wrong, and nothing is written.
+
+        Args:
+            path: The backup to read.
         """
     def check(self, *, repair: Optional[bool] = None) -> CheckReport:
         """Looks through the whole store for damage (files deleted, emptied or edited by hand, links
@@ -1477,13 +1486,18 @@ class Store:
         """Statistics over every finished task: how many, the share that succeeded, the mean
         duration, and how many ended each way.
         """
-    def prune(self, keep_last: int, keep_details_days: Optional[int] = None) -> int:
-        """Keeps the details (steps and log) of the newest `keep_last` finished tasks finished less
-        than `keep_details_days` ago; older finished tasks keep only their history entry. Unfinished
+    def prune(
+        self,
+        keep_last: Optional[int] = None,
+        keep_details_days: Optional[int] = None,
+    ) -> int:
+        """Keeps the details (steps, log and handoff records) of the newest `keep_last` finished
+        tasks (default 100) finished less than `keep_details_days` ago (default 30); older finished
+        tasks keep only their history entry, and their handoffs go with their events. Unfinished
         tasks are never touched. Returns how many tasks were pruned.
 
         Args:
-            keep_last: How many finished tasks keep their details.
+            keep_last: How many finished tasks keep their details (default 100).
             keep_details_days: How many days a finished task keeps its details (default 30).
         """
     def memory_get(self, scope: str) -> Optional[Memory]:

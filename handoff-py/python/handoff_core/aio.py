@@ -641,10 +641,18 @@ class Store:
         return await asyncio.to_thread(self._store.reap)
 
     async def backup(self, path: StrPath) -> None:
-        """Writes a consistent copy of the store to `path` while others keep working; the file must
-        not exist yet.
+        """Writes a portable backup of the whole store to `path` (a new file: an existing one is
+        refused) while others keep working: settings, handoffs with their claim digests, events and
+        every document, one consistent snapshot, checksummed. `restore` reads it into any store.
         """
         await asyncio.to_thread(self._store.backup, path)
+
+    async def restore(self, path: StrPath) -> None:
+        """Restores the backup at `path` (written by `backup` on any kind of store) into this store,
+        which must be empty. The whole file is checked first: a damaged, cut or foreign file is
+        refused, naming what is wrong, and nothing is written.
+        """
+        await asyncio.to_thread(self._store.restore, path)
 
     async def check(self, *, repair: Optional[bool] = None) -> CheckReport:
         """Looks through the whole store for damage (files deleted, emptied or edited by hand, links
@@ -791,9 +799,14 @@ class Store:
         """
         return await asyncio.to_thread(self._store.task_statistics)
 
-    async def prune(self, keep_last: int, keep_details_days: Optional[int] = None) -> int:
-        """Keeps the details (steps and log) of the newest `keep_last` finished tasks finished less
-        than `keep_details_days` ago; older finished tasks keep only their history entry. Unfinished
+    async def prune(
+        self,
+        keep_last: Optional[int] = None,
+        keep_details_days: Optional[int] = None,
+    ) -> int:
+        """Keeps the details (steps, log and handoff records) of the newest `keep_last` finished
+        tasks (default 100) finished less than `keep_details_days` ago (default 30); older finished
+        tasks keep only their history entry, and their handoffs go with their events. Unfinished
         tasks are never touched. Returns how many tasks were pruned.
         """
         return await asyncio.to_thread(self._store.prune, keep_last, keep_details_days)
