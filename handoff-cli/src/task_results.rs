@@ -45,7 +45,7 @@ impl Shown for Task {
             .map(|s| {
                 vec![
                     s.spec.id.clone(),
-                    s.spec.agent.clone(),
+                    s.spec.addressee().to_owned(),
                     word(&s.status),
                     s.attempts.to_string(),
                     s.spec.dependencies.join(","),

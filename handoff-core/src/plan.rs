@@ -30,8 +30,11 @@ pub struct StepSpec {
     pub id: String,
     /// What the step is, in words.
     pub name: String,
-    /// The agent that works on it: its handoff is addressed to this agent.
-    pub agent: String,
+    /// The agent that works on it: its handoff is addressed to this agent. Without one (an
+    /// objective of the task), the step is offered to the task's members: any agent that
+    /// joined the task may take it, and `join_task` can assign it to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// The ids of the steps that must be completed before this one is offered.
     #[serde(default)]
     pub dependencies: Vec<String>,
@@ -52,11 +55,20 @@ impl StepSpec {
         StepSpec {
             id: id.into(),
             name: name.into(),
-            agent: agent.into(),
+            agent: Some(agent.into()),
             dependencies: Vec::new(),
             instructions: None,
             max_attempts: None,
             cluster: None,
+        }
+    }
+
+    /// A step `id` named `name` with no agent: an objective of the task, offered to its
+    /// members.
+    pub fn objective(id: impl Into<String>, name: impl Into<String>) -> Self {
+        StepSpec {
+            agent: None,
+            ..StepSpec::new(id, name, "")
         }
     }
 
@@ -69,6 +81,11 @@ impl StepSpec {
         self.dependencies
             .extend(dependencies.into_iter().map(Into::into));
         self
+    }
+
+    /// Who the step is for, in words: its agent, or the task's members.
+    pub fn addressee(&self) -> &str {
+        self.agent.as_deref().unwrap_or("any member")
     }
 
     /// How often the step is tried before it is escalated.
@@ -257,7 +274,9 @@ fn check_steps(
                 );
             }
         }
-        if !is_agent_name(&step.agent) {
+        if let Some(agent) = &step.agent
+            && !is_agent_name(agent)
+        {
             c.push(at("agent"), AGENT_RULE);
         }
         if let Some(attempts) = step.max_attempts
@@ -437,7 +456,7 @@ mod tests {
     #[test]
     fn every_problem_is_reported_at_once() {
         let mut bad_agent = step("c", &["nowhere", "a", "a"]);
-        bad_agent.agent = " ".into();
+        bad_agent.agent = Some(" ".into());
         bad_agent.max_attempts = Some(0);
         let got = problems(&[step("a", &[]), step("a", &[]), bad_agent, step("../x", &[])]);
         let fields: Vec<&str> = got.iter().map(|(f, _)| f.as_str()).collect();

@@ -39,6 +39,9 @@ pub struct TimelineEntry {
 pub struct AgentContribution {
     /// The agent.
     pub agent: String,
+    /// Its role, as it said when it joined the task (`join_task`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
     /// Handoffs it created.
     pub handed_off: u64,
     /// Handoffs (or steps) it took.
@@ -175,12 +178,18 @@ fn claimed_by(event: &Event) -> Option<String> {
 pub fn task_entry(event: &TaskEvent) -> TimelineEntry {
     let (kind, data) = split(&event.change);
     let agent = match &event.change {
-        TaskChange::StepStarted { agent, .. } => Some(agent.clone()),
+        TaskChange::StepStarted { agent, .. } | TaskChange::AgentJoin { agent, .. } => {
+            Some(agent.clone())
+        }
         _ => event.actor.clone(),
     };
-    let summary = match data.get("step").and_then(Value::as_str) {
-        Some(step) => format!("step {step} {}", kind.trim_start_matches("step_")),
-        None => format!("task {}", kind.replace('_', " ")),
+    let summary = match (&event.change, data.get("step").and_then(Value::as_str)) {
+        (TaskChange::AgentJoin { agent, role, .. }, _) => match role {
+            Some(role) => format!("{agent} joined as {role}"),
+            None => format!("{agent} joined"),
+        },
+        (_, Some(step)) => format!("step {step} {}", kind.trim_start_matches("step_")),
+        (_, None) => format!("task {}", kind.replace('_', " ")),
     };
     TimelineEntry {
         at: event.at,
@@ -245,6 +254,11 @@ pub fn contributions(timeline: &[TimelineEntry]) -> Vec<AgentContribution> {
             "handoff.completed" => agent.completed += 1,
             "handoff.failed" | "handoff.attempt_failed" => agent.failed += 1,
             kind if kind.starts_with("curation.") => agent.curated += 1,
+            "task.agent_join" => {
+                if let Some(role) = entry.data.get("role").and_then(Value::as_str) {
+                    agent.role = Some(role.to_owned());
+                }
+            }
             _ => {}
         }
         agent.first_at = Some(agent.first_at.map_or(entry.at, |t| t.min(entry.at)));

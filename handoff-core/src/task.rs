@@ -82,12 +82,22 @@ impl StepStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTask {
+    /// The task's id, chosen by the caller (an id: `[A-Za-z0-9._:@-]{1,128}`; its branch is
+    /// `task/<id>`); the store picks a time-ordered one when it is `None`.
+    #[serde(default)]
+    pub id: Option<String>,
     /// What the task is called.
     pub name: String,
-    /// What it must achieve.
+    /// What it must achieve (the name when empty).
+    #[serde(default)]
     pub goal: String,
     /// The plan.
+    #[serde(default)]
     pub steps: Vec<StepSpec>,
+    /// Objectives without agents: each becomes a step `"1"`, `"2"`, ... after `steps`,
+    /// offered to the task's members (see `join_task`).
+    #[serde(default)]
+    pub objectives: Vec<String>,
     /// How to tell that the goal is reached.
     #[serde(default)]
     pub success_criteria: Vec<String>,
@@ -195,11 +205,39 @@ pub struct TaskHeader {
     /// Its steps and log were pruned: only this header (its history) is left.
     #[serde(default)]
     pub pruned: bool,
+    /// The agents that joined it, in the order they joined.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<Member>,
+    /// What came of it, as whoever completed it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_summary: Option<String>,
+    /// Why it failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
     /// The steps that wait for nothing from the start: what `start` offers (emptied then).
     pub roots: Vec<String>,
     /// Steps whose dependencies are done while the task could not offer them (paused):
     /// what `resume` offers.
     pub waiting: Vec<String>,
+}
+
+/// An agent that joined a task (`join_task`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Member {
+    /// The agent.
+    pub agent: String,
+    /// Its role in the task (`investigator`, `reviewer`, ...), if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The steps assigned to it when it joined.
+    #[serde(default)]
+    pub objectives: Vec<String>,
+    /// Its branch: `task/<task>/<agent>`.
+    pub branch: String,
+    /// When it joined.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
+    pub joined_at: DateTime<Utc>,
 }
 
 /// One step as stored: its place in the plan and where it stands.
@@ -220,6 +258,9 @@ pub struct StepState {
     pub attempts: u32,
     /// The handoff that carries its current offer.
     pub handoff_id: Option<String>,
+    /// The escalation that waits for a decision on it, while it is escalated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation_id: Option<String>,
     /// When a worker first took it.
     #[serde(default, with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<DateTime<Utc>>")]
@@ -285,15 +326,30 @@ pub enum TaskChange {
         /// Whether it was the last allowed attempt.
         last: bool,
     },
-    /// A step failed on every attempt and went to a human.
+    /// A step failed on every attempt and went to a human, or its holder handed it on as
+    /// an escalation (`escalate_step`) to `to`.
     StepEscalated {
         /// The step.
         step: String,
+        /// Whom its holder handed it on to (`None`: it failed on every attempt).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<String>,
     },
     /// A step was passed over.
     StepSkipped {
         /// The step.
         step: String,
+    },
+    /// An agent joined the task.
+    AgentJoin {
+        /// The agent.
+        agent: String,
+        /// Its role, if given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// The steps assigned to it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        objectives: Vec<String>,
     },
     /// The task was paused.
     Paused,
@@ -310,8 +366,23 @@ pub enum TaskChange {
         /// Why, if given.
         reason: Option<String>,
     },
-    /// It finished with every step done.
+    /// It finished with every step done, or was completed by its caller (the steps not
+    /// done then are skipped).
     Completed,
+    /// It failed.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+    /// Its branches' verified knowledge was merged into `into`.
+    Merge {
+        /// The branch merged into (`main`).
+        into: String,
+        /// Facts copied.
+        facts: u64,
+        /// Conversations copied.
+        conversations: u64,
+    },
 }
 
 impl TaskChange {
@@ -334,11 +405,14 @@ impl TaskChange {
             TaskChange::StepFailed { .. } => "step_failed",
             TaskChange::StepEscalated { .. } => "step_escalated",
             TaskChange::StepSkipped { .. } => "step_skipped",
+            TaskChange::AgentJoin { .. } => "agent_join",
             TaskChange::Paused => "paused",
             TaskChange::Resumed => "resumed",
             TaskChange::Updated { .. } => "updated",
             TaskChange::Cancelled { .. } => "cancelled",
             TaskChange::Completed => "completed",
+            TaskChange::Failed { .. } => "failed",
+            TaskChange::Merge { .. } => "merge",
         }
     }
 }
@@ -450,7 +524,7 @@ impl TaskHeader {
             duration_seconds: self
                 .started_at
                 .map(|start| (completed_at - start).as_seconds_f64()),
-            summary: self.goal.clone(),
+            summary: self.result_summary.clone().unwrap_or_else(|| self.goal.clone()),
             artifacts: self.artifacts.clone(),
             metrics: HistoryMetrics {
                 steps_total: self.steps_total,
@@ -520,6 +594,8 @@ pub struct Effects {
     pub escalate: Option<String>,
     /// Steps whose offered handoffs are to be withdrawn (cancelled): nobody took them.
     pub withdraw: Vec<String>,
+    /// Escalations to withdraw (cancelled): the task ended without their decision.
+    pub withdraw_escalations: Vec<String>,
 }
 
 /// A transition the task or step does not allow in the state it is in.
@@ -648,6 +724,7 @@ pub fn check_update(
             status: StepStatus::Pending,
             attempts: 0,
             handoff_id: None,
+            escalation_id: None,
             started_at: None,
             completed_at: None,
             output: None,
@@ -675,19 +752,34 @@ pub fn check_update(
 /// A new task and its steps, checked whole (the plan, names, agents, sizes: every problem at
 /// once) before anything exists.
 pub fn create(
-    new: NewTask,
-    id: String,
+    mut new: NewTask,
+    generated_id: String,
     now: DateTime<Utc>,
     limits: &Limits,
 ) -> Result<(TaskHeader, Vec<StepState>)> {
     let mut c = Collector::default();
+    let id = new.id.take().unwrap_or(generated_id);
     c.ident("id", &id);
     if new.name.trim().is_empty() {
         c.push("name", "must not be empty");
     }
-    if new.goal.trim().is_empty() {
+    if new.goal.is_empty() {
+        new.goal = new.name.clone();
+    } else if new.goal.trim().is_empty() {
         c.push("goal", "must not be empty");
     }
+    for (i, objective) in new.objectives.iter().enumerate() {
+        if objective.trim().is_empty() {
+            c.push(format!("objectives[{i}]"), "must not be empty");
+        }
+    }
+    new.steps.extend(
+        new.objectives
+            .iter()
+            .enumerate()
+            .map(|(i, objective)| StepSpec::objective((i + 1).to_string(), objective.clone())),
+    );
+
     for (field, value) in [("name", &new.name), ("goal", &new.goal)] {
         if value.len() > limits.max_field_bytes {
             c.push(
@@ -731,6 +823,7 @@ pub fn create(
             status: StepStatus::Pending,
             attempts: 0,
             handoff_id: None,
+            escalation_id: None,
             started_at: None,
             completed_at: None,
             output: None,
@@ -764,6 +857,9 @@ pub fn create(
         tokens_used: None,
         events: 0,
         pruned: false,
+        members: Vec::new(),
+        result_summary: None,
+        failure: None,
         roots: steps
             .iter()
             .filter(|s| s.waiting_on == 0)
@@ -922,7 +1018,10 @@ impl TaskHeader {
             step.status = StepStatus::Escalated;
             effects
                 .changes
-                .push(TaskChange::StepEscalated { step: id.clone() });
+                .push(TaskChange::StepEscalated {
+                    step: id.clone(),
+                    to: None,
+                });
             effects.escalate = Some(id);
             if self.status == TaskStatus::InProgress {
                 self.status = TaskStatus::Paused;
@@ -937,11 +1036,13 @@ impl TaskHeader {
 
     /// A human's answer to an escalated step: offered again with its attempts reset
     /// (`retry`), or skipped, its `dependents` going on without it. A task paused by the
-    /// escalation resumes.
+    /// escalation resumes, and the steps of `waiting` (those [`TaskHeader::waiting`] names)
+    /// are offered again.
     pub fn resolve(
         &mut self,
         step: &mut StepState,
         dependents: &mut [StepState],
+        waiting: &mut [StepState],
         retry: bool,
         now: DateTime<Utc>,
     ) -> Transition {
@@ -949,10 +1050,18 @@ impl TaskHeader {
         if self.status.is_finished() {
             return Err(self.refuse("resolve", format!("it is {:?}", self.status)));
         }
+        step.escalation_id = None;
         let mut effects = Effects::default();
         if self.status == TaskStatus::Paused {
             self.status = TaskStatus::InProgress;
             effects.changes.push(TaskChange::Resumed);
+            let names = std::mem::take(&mut self.waiting);
+            for waiting in waiting
+                .iter_mut()
+                .filter(|s| names.contains(&s.spec.id) && s.waiting_on == 0)
+            {
+                self.offer(waiting, &mut effects);
+            }
         }
         if retry {
             step.status = StepStatus::Pending;
@@ -973,36 +1082,243 @@ impl TaskHeader {
         Ok(effects)
     }
 
-    /// Pauses the task: nothing more is offered; claimed steps may finish.
-    pub fn pause(&mut self, now: DateTime<Utc>) -> Transition {
+    /// Pauses the task: the offers of `steps` (its steps) that nobody holds are withdrawn,
+    /// and nothing more is offered until it resumes; claimed steps may finish.
+    pub fn pause(&mut self, steps: &mut [StepState], now: DateTime<Utc>) -> Transition {
         if self.status != TaskStatus::InProgress {
             return Err(self.refuse("pause", format!("it is {:?}, not in progress", self.status)));
         }
         self.status = TaskStatus::Paused;
         self.touch(now);
-        Ok(Effects {
+        let mut effects = Effects {
             changes: vec![TaskChange::Paused],
             ..Effects::default()
-        })
+        };
+        self.withdraw_offers(steps, &mut effects);
+        Ok(effects)
     }
 
-    /// Resumes a paused task: the steps of `waiting` (the steps named by
-    /// [`TaskHeader::waiting`]) are offered. Escalated steps stay escalated until resolved.
-    pub fn resume(&mut self, waiting: &mut [StepState], now: DateTime<Utc>) -> Transition {
+    /// Withdraws the offers of `steps` that nobody holds (the task is paused): each goes back
+    /// to pending, kept in `waiting` for `resume` to offer again.
+    pub fn withdraw_offers(&mut self, steps: &mut [StepState], effects: &mut Effects) {
+        for step in steps.iter_mut().filter(|s| s.status == StepStatus::Ready) {
+            step.status = StepStatus::Pending;
+            effects.withdraw.push(step.spec.id.clone());
+            if !self.waiting.contains(&step.spec.id) {
+                self.waiting.push(step.spec.id.clone());
+            }
+        }
+    }
+
+    /// Resumes a paused task: of `steps` (its steps), those named by
+    /// [`TaskHeader::waiting`] are offered. Escalated steps stay escalated until decided; a
+    /// task where nothing could then move (every open step waits for an escalation) is
+    /// refused, naming the escalations and what to call.
+    pub fn resume(&mut self, steps: &mut [StepState], now: DateTime<Utc>) -> Transition {
         if self.status != TaskStatus::Paused {
             return Err(self.refuse("resume", format!("it is {:?}, not paused", self.status)));
         }
+        let can_move = steps.iter().any(|s| {
+            s.status == StepStatus::InProgress
+                || (self.waiting.contains(&s.spec.id)
+                    && s.waiting_on == 0
+                    && s.status == StepStatus::Pending)
+        });
+        let escalated: Vec<String> = steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Escalated)
+            .map(|s| match &s.escalation_id {
+                Some(id) => format!("step {} (escalation {id} to {})", s.spec.id, self.escalate_to),
+                None => format!("step {}", s.spec.id),
+            })
+            .collect();
+        if !can_move && !escalated.is_empty() {
+            return Err(self.refuse(
+                "resume",
+                format!(
+                    "it cannot go on: {} waits for a decision; answer with resolve_escalation \
+                     (retry or skip), complete the escalation (the step is skipped), or end \
+                     the task with fail_task or cancel_task",
+                    escalated.join(", ")
+                ),
+            ));
+        }
         self.status = TaskStatus::InProgress;
-        self.waiting.clear();
+        let waiting = std::mem::take(&mut self.waiting);
         self.touch(now);
         let mut effects = Effects {
             changes: vec![TaskChange::Resumed],
             ..Effects::default()
         };
-        for step in waiting.iter_mut().filter(|s| s.waiting_on == 0) {
+        for step in steps
+            .iter_mut()
+            .filter(|s| waiting.contains(&s.spec.id) && s.waiting_on == 0)
+        {
             self.offer(step, &mut effects);
         }
         Ok(effects)
+    }
+
+    /// `member` joins the task; the steps of `assigned` (the objectives given, checked to be
+    /// the task's) become its own: an offer nobody holds is withdrawn and made again to it.
+    pub fn join(
+        &mut self,
+        member: Member,
+        assigned: &mut [StepState],
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if self.status.is_finished() {
+            return Err(self.refuse("join", format!("it is {:?}", self.status)));
+        }
+        for step in assigned.iter() {
+            if let Some(agent) = step.spec.agent.as_deref().filter(|a| *a != member.agent) {
+                return Err(self.refuse(
+                    "join",
+                    format!("step {} is assigned to {agent}", step.spec.id),
+                ));
+            }
+            let open = [StepStatus::Pending, StepStatus::Ready];
+            self.require("join", step, &open, "pending or offered")?;
+        }
+        let mut effects = Effects {
+            changes: vec![TaskChange::AgentJoin {
+                agent: member.agent.clone(),
+                role: member.role.clone(),
+                objectives: member.objectives.clone(),
+            }],
+            ..Effects::default()
+        };
+        for step in assigned.iter_mut() {
+            if step.spec.agent.is_some() {
+                continue;
+            }
+            step.spec.agent = Some(member.agent.clone());
+            if step.status == StepStatus::Ready {
+                effects.withdraw.push(step.spec.id.clone());
+                step.status = StepStatus::Pending;
+                self.offer(step, &mut effects);
+            }
+        }
+        match self.members.iter_mut().find(|m| m.agent == member.agent) {
+            Some(known) => {
+                if member.role.is_some() {
+                    known.role = member.role;
+                }
+                for objective in member.objectives {
+                    if !known.objectives.contains(&objective) {
+                        known.objectives.push(objective);
+                    }
+                }
+            }
+            None => self.members.push(member),
+        }
+        self.touch(now);
+        Ok(effects)
+    }
+
+    /// The holder of `step` hands it on as an escalation to `to`: the step is offered again,
+    /// by the escalation the store makes, whose completion completes it.
+    pub fn hand_on(&mut self, step: &mut StepState, to: &str, now: DateTime<Utc>) -> Transition {
+        if self.status.is_finished() {
+            return Err(self.refuse("escalate_step", format!("it is {:?}", self.status)));
+        }
+        self.require(
+            "escalate_step",
+            step,
+            &[StepStatus::InProgress],
+            "in progress",
+        )?;
+        step.status = StepStatus::Ready;
+        self.touch(now);
+        Ok(Effects {
+            started: take_start(step),
+            changes: vec![TaskChange::StepEscalated {
+                step: step.spec.id.clone(),
+                to: Some(to.to_owned()),
+            }],
+            ..Effects::default()
+        })
+    }
+
+    /// Completes the task on its caller's word, with `summary`: of `open` (its steps not
+    /// done), those nobody holds are skipped and their offers or escalations withdrawn; a step
+    /// a worker holds refuses it. A task that completed by itself takes the summary.
+    pub fn complete(
+        &mut self,
+        open: &mut [StepState],
+        summary: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if matches!(self.status, TaskStatus::Failed | TaskStatus::Cancelled) {
+            return Err(self.refuse("complete", format!("it is {:?}", self.status)));
+        }
+        if let Some(held) = open.iter().find(|s| s.status == StepStatus::InProgress) {
+            return Err(self.refuse(
+                "complete",
+                format!(
+                    "step {} is held by a worker: complete, fail or release it first",
+                    held.spec.id
+                ),
+            ));
+        }
+        if let Some(summary) = summary {
+            self.result_summary = Some(summary.to_owned());
+        }
+        self.touch(now);
+        let mut effects = Effects::default();
+        if self.status == TaskStatus::Completed {
+            return Ok(effects);
+        }
+        for step in open.iter_mut().filter(|s| !s.status.is_done()) {
+            self.withdraw(step, &mut effects);
+            step.status = StepStatus::Skipped;
+            step.completed_at = Some(now);
+            self.skipped += 1;
+            self.steps_done += 1;
+            effects.changes.push(TaskChange::StepSkipped {
+                step: step.spec.id.clone(),
+            });
+        }
+        self.steps_open = 0;
+        self.waiting.clear();
+        self.status = TaskStatus::Completed;
+        self.started_at.get_or_insert(now);
+        self.completed_at = Some(now);
+        effects.changes.push(TaskChange::Completed);
+        Ok(effects)
+    }
+
+    /// Fails the task for `reason`: like a cancellation (see [`TaskHeader::cancel`]), and its
+    /// history says it failed.
+    pub fn fail(
+        &mut self,
+        open: &mut [StepState],
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Transition {
+        if self.status.is_finished() {
+            return Err(self.refuse("fail", format!("it is {:?}", self.status)));
+        }
+        self.failure = Some(reason.to_owned());
+        self.end(
+            open,
+            TaskStatus::Failed,
+            TaskChange::Failed {
+                reason: reason.to_owned(),
+            },
+            now,
+        )
+    }
+
+    /// Asks the store to withdraw what `step` has on offer: its offer nobody took, its
+    /// escalation waiting for a decision.
+    fn withdraw(&self, step: &mut StepState, effects: &mut Effects) {
+        if step.status == StepStatus::Ready {
+            effects.withdraw.push(step.spec.id.clone());
+        }
+        if let Some(escalation) = step.escalation_id.take() {
+            effects.withdraw_escalations.push(escalation);
+        }
     }
 
     /// Applies `update` (checked whole before: see [`check_update`]). `added` are the new
@@ -1090,21 +1406,34 @@ impl TaskHeader {
         if self.status.is_finished() {
             return Err(self.refuse("cancel", format!("it is {:?}", self.status)));
         }
-        self.status = TaskStatus::Cancelled;
+        let change = TaskChange::Cancelled {
+            reason: reason.map(str::to_owned),
+        };
+        self.end(open, TaskStatus::Cancelled, change, now)
+    }
+
+    /// Ends the task in `status` (cancelled or failed) with `change`: of `open`, the steps
+    /// nobody holds are cancelled and their offers and escalations withdrawn; claimed steps
+    /// may finish.
+    fn end(
+        &mut self,
+        open: &mut [StepState],
+        status: TaskStatus,
+        change: TaskChange,
+        now: DateTime<Utc>,
+    ) -> Transition {
+        self.status = status;
         self.completed_at = Some(now);
+        self.waiting.clear();
         let mut effects = Effects {
-            changes: vec![TaskChange::Cancelled {
-                reason: reason.map(str::to_owned),
-            }],
+            changes: vec![change],
             ..Effects::default()
         };
         for step in open.iter_mut() {
-            if step.status == StepStatus::Ready {
-                effects.withdraw.push(step.spec.id.clone());
-            }
+            self.withdraw(step, &mut effects);
             if matches!(
                 step.status,
-                StepStatus::Pending | StepStatus::Ready | StepStatus::Escalated
+                StepStatus::Pending | StepStatus::Ready | StepStatus::Escalated | StepStatus::Failed
             ) {
                 step.status = StepStatus::Cancelled;
                 self.steps_open = self.steps_open.saturating_sub(1);
@@ -1311,14 +1640,14 @@ mod tests {
         assert_eq!(run.task.status, TaskStatus::Paused);
         assert_eq!(run.task.retries, 2);
 
-        let again = run.with("research", |t, s, d| t.resolve(s, d, true, at(6)));
+        let again = run.with("research", |t, s, d| t.resolve(s, d, &mut [], true, at(6)));
         assert_eq!(again.offer, ["research"]);
         assert_eq!(run.task.status, TaskStatus::InProgress);
         assert_eq!(run.steps["research"].attempts, 0);
 
         run.with("research", |t, s, _| t.step_claimed(s, "r", at(7)));
         run.with("research", |t, s, _| t.step_failed(s, "again", true, at(8)));
-        let skipped = run.with("research", |t, s, d| t.resolve(s, d, false, at(9)));
+        let skipped = run.with("research", |t, s, d| t.resolve(s, d, &mut [], false, at(9)));
         assert_eq!(sorted(skipped.offer), ["draft-en", "draft-ko"]);
         assert_eq!(run.status("research"), StepStatus::Skipped);
     }
@@ -1328,7 +1657,7 @@ mod tests {
         let mut run = Run::new(blog());
         run.start();
         run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
-        run.task.pause(at(3)).unwrap();
+        run.task.pause(&mut [], at(3)).unwrap();
         // A claimed step may finish; what it unblocks waits for the resume.
         let done = run.with("research", |t, s, d| {
             t.step_completed(s, d, "notes", None, at(4))
@@ -1341,6 +1670,114 @@ mod tests {
         run.put(waiting);
         assert_eq!(sorted(resumed.offer), ["draft-en", "draft-ko"]);
         assert_eq!(run.status("draft-en"), StepStatus::Ready);
+    }
+
+    #[test]
+    fn pausing_withdraws_offers_nobody_holds_and_resuming_makes_them_again() {
+        let mut run = Run::new(vec![
+            StepSpec::new("a", "A", "x"),
+            StepSpec::new("b", "B", "y"),
+        ]);
+        run.start();
+        run.with("a", |t, s, _| t.step_claimed(s, "x", at(2)));
+        let mut all: Vec<StepState> = run.steps.values().cloned().collect();
+        let paused = run.task.pause(&mut all, at(3)).unwrap();
+        run.put(all);
+        assert_eq!(paused.withdraw, ["b"]);
+        assert_eq!(run.status("b"), StepStatus::Pending);
+        assert_eq!(run.status("a"), StepStatus::InProgress);
+        let mut all: Vec<StepState> = run.steps.values().cloned().collect();
+        let resumed = run.task.resume(&mut all, at(4)).unwrap();
+        run.put(all);
+        assert_eq!(resumed.offer, ["b"]);
+        assert_eq!(run.status("b"), StepStatus::Ready);
+    }
+
+    #[test]
+    fn a_task_waiting_only_for_an_escalation_cannot_resume_and_says_what_to_call() {
+        let mut run = Run::new(vec![StepSpec::new("a", "A", "x")]);
+        run.start();
+        run.with("a", |t, s, _| t.step_claimed(s, "x", at(2)));
+        run.with("a", |t, s, _| t.step_failed(s, "boom", true, at(3)));
+        assert_eq!(run.task.status, TaskStatus::Paused);
+        let mut all: Vec<StepState> = run.steps.values().cloned().collect();
+        let err = run.task.resume(&mut all, at(4)).unwrap_err();
+        assert!(err.reason.contains("resolve_escalation"), "{err}");
+        assert!(err.reason.contains("fail_task"), "{err}");
+        let failed = run.task.fail(&mut all, "gave up", at(5)).unwrap();
+        assert_eq!(run.task.status, TaskStatus::Failed);
+        assert_eq!(run.task.failure.as_deref(), Some("gave up"));
+        assert_eq!(failed.changes[0].kind(), "failed");
+        assert_eq!(run.task.history().unwrap().result, TaskResult::Failure);
+    }
+
+    #[test]
+    fn objectives_become_steps_for_members_and_joining_assigns_them() {
+        let new = NewTask {
+            id: Some("fix-oauth".into()),
+            name: "fix-oauth".into(),
+            objectives: vec!["Find the cause".into(), "Fix it".into()],
+            ..NewTask::default()
+        };
+        let (mut task, steps) = create(new, "generated".into(), at(0), &Limits::default()).unwrap();
+        assert_eq!(task.id, "fix-oauth");
+        assert_eq!(task.goal, "fix-oauth");
+        let ids: Vec<_> = steps.iter().map(|s| s.spec.id.as_str()).collect();
+        assert_eq!(ids, ["1", "2"]);
+        assert!(steps.iter().all(|s| s.spec.agent.is_none()));
+        let mut roots = steps.clone();
+        task.start(&mut roots, at(1)).unwrap();
+        let member = Member {
+            agent: "investigator".into(),
+            role: Some("investigator".into()),
+            objectives: vec!["1".into()],
+            branch: "task/fix-oauth/investigator".into(),
+            joined_at: at(2),
+        };
+        let mut assigned = vec![roots[0].clone()];
+        let joined = task.join(member.clone(), &mut assigned, at(2)).unwrap();
+        assert_eq!(joined.changes[0].kind(), "agent_join");
+        // The offer made to the members is withdrawn and made again to the agent.
+        assert_eq!(joined.withdraw, ["1"]);
+        assert_eq!(joined.offer, ["1"]);
+        assert_eq!(assigned[0].spec.agent.as_deref(), Some("investigator"));
+        assert_eq!(task.members, [member.clone()]);
+        let other = Member {
+            agent: "someone".into(),
+            ..member
+        };
+        let err = task.join(other, &mut assigned, at(3)).unwrap_err();
+        assert!(err.reason.contains("assigned to investigator"), "{err}");
+    }
+
+    #[test]
+    fn completing_a_task_skips_what_nobody_holds_and_refuses_while_a_step_is_held() {
+        let mut run = Run::new(blog());
+        run.start();
+        run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
+        let mut open: Vec<StepState> = run.steps.values().cloned().collect();
+        let err = run.task.complete(&mut open, Some("done"), at(3)).unwrap_err();
+        assert!(err.reason.contains("research is held"), "{err}");
+        run.with("research", |t, s, d| {
+            t.step_completed(s, d, "notes", None, at(4))
+        });
+        let mut open: Vec<StepState> = run
+            .steps
+            .values()
+            .filter(|s| !s.status.is_done())
+            .cloned()
+            .collect();
+        let done = run.task.complete(&mut open, Some("Shipped"), at(5)).unwrap();
+        run.put(open);
+        assert_eq!(sorted(done.withdraw), ["draft-en", "draft-ko"]);
+        assert_eq!(run.task.status, TaskStatus::Completed);
+        assert_eq!(run.status("review"), StepStatus::Skipped);
+        let history = run.task.history().unwrap();
+        assert_eq!(history.summary, "Shipped");
+        assert_eq!(history.result, TaskResult::Partial);
+        // Completed already: the summary changes, nothing else.
+        run.task.complete(&mut [], Some("Shipped v2"), at(6)).unwrap();
+        assert_eq!(run.task.result_summary.as_deref(), Some("Shipped v2"));
     }
 
     #[test]
@@ -1378,7 +1815,7 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("review is Pending"), "{err}");
         assert!(run.task.step_claimed(&mut review, "w", at(2)).is_err());
-        assert!(run.task.resolve(&mut review, &mut [], true, at(2)).is_err());
+        assert!(run.task.resolve(&mut review, &mut [], &mut [], true, at(2)).is_err());
         assert!(run.task.resume(&mut [], at(2)).is_err());
     }
 
@@ -1390,7 +1827,7 @@ mod tests {
 
         let bad = NewTask {
             name: " ".into(),
-            goal: String::new(),
+            goal: " ".into(),
             steps: vec![StepSpec::new("a", "A", "w").after(["a"])],
             escalate_to: Some("\n".into()),
             ..NewTask::default()

@@ -69,6 +69,6 @@ pub use store::{
 };
 pub use tasks::{
     HistoryEntry, HistoryMetrics, StepSpec, StepStatus, Task, TaskEvent, TaskResult,
-    TaskStatistics, TaskStatus, TaskStep, TaskSummary,
+    TaskMember, TaskStatistics, TaskStatus, TaskStep, TaskSummary,
 };
 pub use tools::{Agent, AgentRegistry, HandoffIntent, Multiple, Provider};

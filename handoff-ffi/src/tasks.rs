@@ -21,8 +21,10 @@ pub struct StepSpec {
     pub id: String,
     /// What the step is, in words.
     pub name: String,
-    /// The agent that works on it: its handoff is addressed to this agent.
-    pub agent: String,
+    /// The agent that works on it: its handoff is addressed to this agent. None: an objective
+    /// of the task, offered to its members (`join_task` assigns it).
+    #[uniffi(default)]
+    pub agent: Option<String>,
     /// The ids of the steps that must be completed before this one is offered.
     #[uniffi(default)]
     pub dependencies: Vec<String>,
@@ -93,8 +95,8 @@ pub struct TaskStep {
     pub id: String,
     /// What the step is, in words.
     pub name: String,
-    /// The agent that works on it.
-    pub agent: String,
+    /// The agent that works on it (none: any member of the task).
+    pub agent: Option<String>,
     /// The steps it waits for.
     pub dependencies: Vec<String>,
     /// What the agent is to do.
@@ -173,6 +175,12 @@ pub struct Task {
     pub events: u64,
     /// Whether `Store.prune` removed its steps and log.
     pub pruned: bool,
+    /// The agents that joined it (`join_task`), in the order they joined.
+    pub members: Vec<TaskMember>,
+    /// What came of it, as whoever completed it said (`complete_task`).
+    pub result_summary: Option<String>,
+    /// Why it failed, when it did.
+    pub failure: Option<String>,
     /// Its steps, in plan order.
     pub steps: Vec<TaskStep>,
     /// The task in the seed's `task-state.json` form (`plan.goal`, `plan.steps[].dependencies`,
@@ -231,6 +239,39 @@ pub struct TaskSummary {
     pub events: u64,
     /// Whether `Store.prune` removed its steps and log.
     pub pruned: bool,
+    /// The agents that joined it (`join_task`), in the order they joined.
+    pub members: Vec<TaskMember>,
+    /// What came of it, as whoever completed it said (`complete_task`).
+    pub result_summary: Option<String>,
+    /// Why it failed, when it did.
+    pub failure: Option<String>,
+}
+
+/// An agent that joined a task.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct TaskMember {
+    /// The agent.
+    pub agent: String,
+    /// Its role, if given.
+    pub role: Option<String>,
+    /// The steps assigned to it.
+    pub objectives: Vec<String>,
+    /// Its branch: `task/<task>/<agent>`.
+    pub branch: String,
+    /// When it joined.
+    pub joined_at: SystemTime,
+}
+
+impl From<task::Member> for TaskMember {
+    fn from(m: task::Member) -> Self {
+        TaskMember {
+            agent: m.agent,
+            role: m.role,
+            objectives: m.objectives,
+            branch: m.branch,
+            joined_at: time(m.joined_at),
+        }
+    }
 }
 
 /// One entry of a task's log.
@@ -246,8 +287,8 @@ pub struct TaskEvent {
     /// the caller of a task operation, and for the clock.
     pub actor: Option<String>,
     /// What happened: `created`, `started`, `step_offered`, `step_started`, `step_completed`,
-    /// `step_failed`, `step_escalated`, `step_skipped`, `paused`, `resumed`, `updated`,
-    /// `cancelled`, `completed`.
+    /// `step_failed`, `step_escalated`, `step_skipped`, `agent_join`, `paused`, `resumed`,
+    /// `updated`, `cancelled`, `completed`, `failed`, `merge`.
     pub kind: String,
     /// The details of `kind` (`{"step": "draft"}`, `{"step", "error", "last"}`, ...): a JSON
     /// object, as text; `{}` when it has none.
@@ -354,6 +395,9 @@ macro_rules! header {
             tokens_used: $h.tokens_used,
             events: $h.events,
             pruned: $h.pruned,
+            members: $h.members.into_iter().map(TaskMember::from).collect(),
+            result_summary: $h.result_summary,
+            failure: $h.failure,
             $($field: $value),*
         }
     };
@@ -466,7 +510,7 @@ mod tests {
         StepSpec {
             id: id.into(),
             name: id.into(),
-            agent: agent.into(),
+            agent: Some(agent.into()),
             dependencies: dependencies.iter().map(|d| (*d).to_owned()).collect(),
             instructions: None,
             max_attempts: None,

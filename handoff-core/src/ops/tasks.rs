@@ -21,8 +21,17 @@ use crate::validate::Limits;
 pub struct CreateTaskArgs {
     /// What the task is called.
     pub name: String,
-    /// What it must achieve.
+    /// What it must achieve (the name when not given).
+    #[serde(default)]
     pub goal: String,
+    /// The task's id, chosen by the caller (an id: `[A-Za-z0-9._:@-]{1,128}`), so that its
+    /// branch reads `task/<id>`; a time-ordered one when not given. Taken already: refused.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Objectives without agents, in words: each becomes a step `"1"`, `"2"`, ... offered to
+    /// the task's members (`join_task` assigns them).
+    #[serde(default)]
+    pub objectives: Vec<String>,
     /// The plan: steps with an `id`, a `name`, the `agent` that works on it and the ids of
     /// the steps it waits for (`dependencies`); optionally `instructions`, `max_attempts`
     /// (default 3) and `cluster`.
@@ -49,9 +58,11 @@ pub struct CreateTaskArgs {
 impl CreateTaskArgs {
     fn into_new(self) -> NewTask {
         NewTask {
+            id: self.id,
             name: self.name,
             goal: self.goal,
             steps: self.steps,
+            objectives: self.objectives,
             success_criteria: self.success_criteria,
             context: self.context.unwrap_or_default(),
             metadata: self.metadata.unwrap_or_default(),
@@ -147,13 +158,184 @@ task_operation!(
 );
 
 task_operation!(
-    /// Pauses a task: no step is offered until it resumes; steps already claimed may finish.
+    /// Completes a task on its caller's word, with `result_summary`: the steps nobody holds
+    /// that are not done are skipped (offers and escalations withdrawn); a step a worker
+    /// holds refuses it. With `merge_to_main`, in the same transaction, the verified facts and
+    /// the verified or cherry-picked conversations of every branch of the task reach `main`;
+    /// unverified items stay on the task's branches. A task that completed by itself takes
+    /// the summary and the merge.
+    CompleteTask, CompleteTaskArgs, "complete_task", "complete",
+    {
+        /// What came of the task, in words (its history's summary).
+        result_summary: Option<String>,
+        /// Merge the task's verified knowledge into `main` too.
+        merge_to_main: bool
+    },
+    |store, args| store.complete_task(&args.id, args.result_summary.as_deref(), args.merge_to_main)
+);
+
+task_operation!(
+    /// Fails a task for `reason`: offers and escalations nobody holds are withdrawn and its
+    /// unfinished steps cancelled (steps already claimed may finish); its history says it
+    /// failed.
+    FailTask, FailTaskArgs, "fail_task", "fail",
+    {
+        /// Why it failed (required).
+        reason: String
+    },
+    |store, args| store.fail_task(&args.id, &args.reason)
+);
+
+/// A step named by its id, or by its number as the seeds number objectives (`1` is step
+/// `"1"`).
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StepRef {
+    /// The step's id.
+    Id(String),
+    /// The step's number.
+    Number(u64),
+}
+
+impl StepRef {
+    fn into_id(self) -> String {
+        match self {
+            StepRef::Id(id) => id,
+            StepRef::Number(n) => n.to_string(),
+        }
+    }
+}
+
+/// `agent` joins a task, with an optional `role`; the steps named in `objectives` (steps
+/// without an agent, such as the objectives `"1"`, `"2"`, ... of a task created with
+/// `objectives`) are assigned to it, and offered to it alone. Its branch is
+/// `task/<id>/<agent>`; the task's log and replay show an `agent_join`. Steps without an agent
+/// are offered to the task's members: joining is how an agent may take them.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JoinTaskArgs {
+    /// The task.
+    #[schemars(extend("x-aliases" = ["task_id"]))]
+    pub id: String,
+    /// The agent that joins.
+    #[schemars(extend("x-aliases" = ["agent_id"]))]
+    pub agent: String,
+    /// Its role in the task (`investigator`, `reviewer`, ...).
+    #[serde(default)]
+    pub role: Option<String>,
+    /// The steps assigned to it, by id or number.
+    #[serde(default)]
+    #[schemars(extend("x-aliases" = ["assigned_objectives"]))]
+    pub objectives: Vec<StepRef>,
+}
+
+impl Arguments for JoinTaskArgs {}
+
+/// The `join_task` operation.
+pub struct JoinTask;
+
+impl Operation for JoinTask {
+    const NAME: &'static str = "join_task";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "join"));
+    const POSITIONAL: &'static [&'static str] = &["id", "agent"];
+    const RETURNS: &'static str = "Task";
+    type Args = JoinTaskArgs;
+    type Output = store::Task;
+
+    fn run(store: &Store, args: JoinTaskArgs) -> Result<store::Task> {
+        let objectives: Vec<String> = args.objectives.into_iter().map(StepRef::into_id).collect();
+        store.join_task(&args.id, &args.agent, args.role.as_deref(), &objectives)
+    }
+}
+
+/// The holder of a step hands it on, with its claim, as an `escalation` handoff to
+/// `to_agent`, linked to the step: it carries `instructions`, `blockers` and
+/// `priority_items`, and its successor packet what the holder knew; completing it completes
+/// the step. The holder's handoff completes, saying so. Returns the escalation.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EscalateStepArgs {
+    /// The step's claim, as `claim` or `claim_next` returned it.
+    pub claim: ClaimInput,
+    /// Who takes the step on.
+    #[schemars(extend("x-aliases" = ["to_agent_id"]))]
+    pub to_agent: String,
+    /// What the successor is to do.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// What stopped the holder.
+    #[serde(default)]
+    pub blockers: Vec<String>,
+    /// What to do first (the seed's priority objectives).
+    #[serde(default)]
+    #[schemars(extend("x-aliases" = ["priority_objectives"]))]
+    pub priority_items: Vec<StepRef>,
+}
+
+impl Arguments for EscalateStepArgs {
+    fn problems(&self, _: &Limits) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        self.claim.problems(&mut problems);
+        problems
+    }
+}
+
+/// The `escalate_step` operation.
+pub struct EscalateStep;
+
+impl Operation for EscalateStep {
+    const NAME: &'static str = "escalate_step";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("step", "escalate"));
+    const POSITIONAL: &'static [&'static str] = &["claim", "to_agent"];
+    const RETURNS: &'static str = "Handoff";
+    type Args = EscalateStepArgs;
+    type Output = Handoff;
+
+    fn run(store: &Store, args: EscalateStepArgs) -> Result<Handoff> {
+        let priority: Vec<String> = args
+            .priority_items
+            .into_iter()
+            .map(StepRef::into_id)
+            .collect();
+        store.escalate_step(
+            args.claim.into_ref()?,
+            &args.to_agent,
+            args.instructions.as_deref(),
+            &args.blockers,
+            &priority,
+        )
+    }
+}
+
+impl Arguments for store::Rerun {}
+
+/// The `rerun_task` operation.
+pub struct RerunTask;
+
+impl Operation for RerunTask {
+    const NAME: &'static str = "rerun_task";
+    const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "rerun"));
+    const POSITIONAL: &'static [&'static str] = &["task_id"];
+    const RETURNS: &'static str = "Task";
+    type Args = store::Rerun;
+    type Output = store::Task;
+
+    fn run(store: &Store, args: store::Rerun) -> Result<store::Task> {
+        store.rerun_task(args)
+    }
+}
+
+task_operation!(
+    /// Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
+    /// resumes; steps already claimed may finish.
     PauseTask, PauseTaskArgs, "pause_task", "pause", {},
     |store, args| store.pause_task(&args.id)
 );
 
 task_operation!(
-    /// Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+    /// Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile
+    /// are offered. A task that cannot go on (every open step waits for an escalation) is
+    /// refused, naming the escalations and what to call.
     ResumeTask, ResumeTaskArgs, "resume_task", "resume", {},
     |store, args| store.resume_task(&args.id)
 );

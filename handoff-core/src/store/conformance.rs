@@ -15,7 +15,7 @@ use crate::machine::{Change, Event, replay};
 use crate::plan::StepSpec;
 use crate::record::{Handoff, Kind, NewHandoff, Reason, Status};
 use crate::store::{ClaimRef, ClaimSecret, Doc, EventFilter, ListFilter, Store};
-use crate::task::{NewTask, StepStatus, TaskResult, TaskStatus, TaskUpdate};
+use crate::task::{NewTask, StepStatus, TaskChange, TaskResult, TaskStatus, TaskUpdate};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -49,6 +49,9 @@ macro_rules! conformance_tests {
             bundles_record_their_verification, conversations_become_candidate_facts,
             prune_removes_old_tasks_handoffs_and_keeps_their_history,
             backups_restore_into_any_store, damaged_backups_are_refused_and_write_nothing,
+            tasks_take_objectives_and_members, step_escalations_never_strand_a_task,
+            completing_a_task_merges_only_what_was_verified,
+            tasks_run_again_seeded_with_what_they_learned,
         );
     };
     ($make:expr) => {
@@ -3782,4 +3785,394 @@ pub fn damaged_backups_are_refused_and_write_nothing(store: Store) {
     // The good file still restores.
     store.restore(&path).unwrap();
     assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 5);
+}
+
+/// Seed 001 §8 steps 1–2: a task made of objectives under a readable id; agents join with a
+/// role and objectives; a step without an agent is offered to the task's members only.
+pub fn tasks_take_objectives_and_members(store: Store) {
+    let new = NewTask {
+        id: Some("fix-oauth-token-refresh".into()),
+        name: "fix-oauth-token-refresh".into(),
+        objectives: vec![
+            "Identify root cause of token refresh failure".into(),
+            "Implement fix".into(),
+            "Add regression tests".into(),
+        ],
+        ..NewTask::default()
+    };
+    let task = store.create_task(new.clone()).unwrap();
+    assert_eq!(task.header.id, "fix-oauth-token-refresh");
+    let ids: Vec<&str> = task.steps.iter().map(|s| s.spec.id.as_str()).collect();
+    assert_eq!(ids, ["1", "2", "3"]);
+    // The id is the caller's: taken, it is refused, and nothing changes.
+    let err = store.create_task(new).unwrap_err();
+    assert_eq!(err.problems()[0].field, "id");
+    let bad = NewTask {
+        id: Some("../x".into()),
+        name: "x".into(),
+        ..NewTask::default()
+    };
+    assert_eq!(store.create_task(bad).unwrap_err().problems()[0].field, "id");
+    let id = task.header.id;
+    store.start_task(&id).unwrap();
+
+    // Not a member: the objectives are not offered to it.
+    assert!(store.claim_next("passer-by", None, MINUTE).unwrap().is_none());
+    let offer = store.get_task(&id).unwrap().steps[0].handoff_id.clone().unwrap();
+    let err = store.claim(&offer, "passer-by", MINUTE).unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition);
+    assert!(err.to_string().contains("join_task"), "{err}");
+
+    let joined = store
+        .join_task(&id, "agent-investigator", Some("investigator"), &["1".into()])
+        .unwrap();
+    let member = &joined.header.members[0];
+    assert_eq!(member.branch, "task/fix-oauth-token-refresh/agent-investigator");
+    assert_eq!(member.role.as_deref(), Some("investigator"));
+    assert_eq!(joined.steps[0].spec.agent.as_deref(), Some("agent-investigator"));
+    // Objective 1 is its own now: offered to it alone, by a new offer.
+    let own = joined.steps[0].handoff_id.clone().unwrap();
+    assert_ne!(own, offer);
+    assert_eq!(store.get(&offer).unwrap().status, Status::Cancelled);
+    let first = store.claim(&own, "agent-investigator", MINUTE).unwrap();
+    assert_eq!(first.handoff.metadata["step_id"], "1");
+    assert_eq!(first.handoff.to_agent.as_deref(), Some("agent-investigator"));
+    // Another member takes the objectives nobody was assigned.
+    store.join_task(&id, "agent-tester", None, &[]).unwrap();
+    let other = store.claim_next("agent-tester", None, MINUTE).unwrap().unwrap();
+    let taken = other.handoff.metadata["step_id"].as_str().unwrap();
+    assert!(["2", "3"].contains(&taken), "{taken}");
+    // Assigned to someone else, or unknown: refused, naming the objective.
+    let err = store
+        .join_task(&id, "agent-late", None, &["1".into()])
+        .unwrap_err();
+    assert!(err.to_string().contains("agent-investigator"), "{err}");
+    let err = store
+        .join_task(&id, "agent-late", None, &["9".into()])
+        .unwrap_err();
+    assert_eq!(err.problems()[0].field, "objectives[0]");
+    assert_eq!(store.get_task(&id).unwrap().header.members.len(), 2);
+
+    let events = store.task_events(&id).unwrap();
+    let joins: Vec<_> = events
+        .iter()
+        .filter(|e| e.change.kind() == "agent_join")
+        .collect();
+    assert_eq!(joins.len(), 2);
+    let replay = store.replay(&id, false).unwrap();
+    let entry = replay
+        .timeline
+        .iter()
+        .find(|e| e.kind == "task.agent_join")
+        .unwrap();
+    assert_eq!(entry.agent.as_deref(), Some("agent-investigator"));
+    let investigator = replay
+        .agents
+        .iter()
+        .find(|a| a.agent == "agent-investigator")
+        .unwrap();
+    assert_eq!(investigator.role.as_deref(), Some("investigator"));
+}
+
+/// A step's holder hands it on as an escalation linked to the step; whatever settles a
+/// step's escalation leaves the task in a defined state; a paused task's offers cannot be
+/// claimed.
+pub fn step_escalations_never_strand_a_task(store: Store) {
+    // escalate_step: the expert's completion completes the step.
+    let id = store.create_task(blog_task()).unwrap().header.id;
+    store.start_task(&id).unwrap();
+    let research = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    let escalation = store
+        .escalate_step(
+            &research,
+            "oauth-expert",
+            Some("Found it in token_service.py:142; needs OAuth2 expertise"),
+            &["Unclear OAuth2 state transition after refresh failure".into()],
+            &["1".into(), "2".into()],
+        )
+        .unwrap();
+    assert_eq!(escalation.kind, Kind::Escalation);
+    assert_eq!(escalation.from_agent.as_deref(), Some("researcher"));
+    assert_eq!(escalation.parent_id.as_deref(), Some(research.handoff.id.as_str()));
+    assert_eq!(escalation.blockers.len(), 1);
+    assert_eq!(store.get(&research.handoff.id).unwrap().status, Status::Completed);
+    assert_eq!(step_status(&store, &id, "research"), StepStatus::Ready);
+    let expert = store
+        .claim_next("oauth-expert", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    assert_eq!(expert.handoff.id, escalation.id);
+    assert_eq!(step_status(&store, &id, "research"), StepStatus::InProgress);
+    let packet = store
+        .context_for(&escalation.id, crate::store::ContextOptions::default())
+        .unwrap();
+    let markdown = packet.to_markdown();
+    assert!(markdown.contains("token_service.py:142"), "{markdown}");
+    store.complete(&expert, "fixed the refresh").unwrap();
+    let task = store.get_task(&id).unwrap();
+    assert_eq!(task.steps[0].status, StepStatus::Completed);
+    assert_eq!(task.steps[0].output.as_deref(), Some("fixed the refresh"));
+    assert!(
+        store
+            .task_events(&id)
+            .unwrap()
+            .iter()
+            .any(|e| e.change
+                == TaskChange::StepEscalated {
+                    step: "research".into(),
+                    to: Some("oauth-expert".into())
+                })
+    );
+    // A handoff that carries no step cannot be handed on as one.
+    let plain = store.create(NewHandoff::new("elsewhere", "g")).unwrap();
+    let held = store.claim(&plain.id, "someone", MINUTE).unwrap();
+    let err = store.escalate_step(&held, "x", None, &[], &[]).unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition);
+
+    // A failed step's escalation settled by a plain complete: the step is skipped and the
+    // task goes on, never paused for good.
+    let mut new = blog_task();
+    new.steps[0].max_attempts = Some(1);
+    let id = store.create_task(new).unwrap().header.id;
+    store.start_task(&id).unwrap();
+    let first = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    store.fail(&first, "the API timed out").unwrap();
+    assert_eq!(store.get_task(&id).unwrap().header.status, TaskStatus::Paused);
+    let err = store.resume_task(&id).unwrap_err();
+    assert!(err.to_string().contains("resolve_escalation"), "{err}");
+    let human = store.claim_next("human", None, MINUTE).unwrap().unwrap();
+    store.complete(&human, "done by hand").unwrap();
+    let task = store.get_task(&id).unwrap();
+    assert_eq!(task.header.status, TaskStatus::InProgress);
+    assert_eq!(task.steps[0].status, StepStatus::Skipped);
+    assert!(store.claim_next("writer", None, MINUTE).unwrap().is_some());
+
+    // Failed plainly: the task fails, with the reason, and nothing is left on offer.
+    let mut new = blog_task();
+    new.steps[0].max_attempts = Some(1);
+    let id = store.create_task(new).unwrap().header.id;
+    store.start_task(&id).unwrap();
+    let first = store
+        .claim_next("researcher", None, MINUTE)
+        .unwrap()
+        .unwrap();
+    store.fail(&first, "broken").unwrap();
+    let human = store.claim_next("human", None, MINUTE).unwrap().unwrap();
+    store.fail(&human, "cannot decide").unwrap();
+    let task = store.get_task(&id).unwrap();
+    assert_eq!(task.header.status, TaskStatus::Failed);
+    assert!(task.header.failure.unwrap().contains("cannot decide"));
+    assert_eq!(
+        store.task_history(None).unwrap()[0].result,
+        crate::task::TaskResult::Failure
+    );
+
+    // fail_task ends a task by hand; an empty reason is refused.
+    let id = store.create_task(blog_task()).unwrap().header.id;
+    store.start_task(&id).unwrap();
+    assert_eq!(
+        store.fail_task(&id, " ").unwrap_err().problems()[0].field,
+        "reason"
+    );
+    let failed = store.fail_task(&id, "requirements changed").unwrap();
+    assert_eq!(failed.header.status, TaskStatus::Failed);
+    assert!(store.claim_next("researcher", None, MINUTE).unwrap().is_none());
+
+    // Paused: what was offered and nobody holds cannot be claimed until it resumes.
+    let id = store.create_task(blog_task()).unwrap().header.id;
+    store.start_task(&id).unwrap();
+    store.pause_task(&id).unwrap();
+    assert!(store.claim_next("researcher", None, MINUTE).unwrap().is_none());
+    store.resume_task(&id).unwrap();
+    assert!(store.claim_next("researcher", None, MINUTE).unwrap().is_some());
+}
+
+/// Seed 001 §8 step 7: completing a task with `merge_to_main` moves only the verified facts
+/// and the verified or cherry-picked conversations of every branch of the task to `main`.
+pub fn completing_a_task_merges_only_what_was_verified(store: Store) {
+    use crate::curation::{FactStatus, Score, Thresholds, Verifier, VerifyItem};
+    use crate::store::NewConversation;
+
+    struct ByText;
+    impl Verifier for ByText {
+        fn name(&self) -> &str {
+            "by-text"
+        }
+        fn verify(&mut self, item: VerifyItem<'_>) -> crate::Result<Score> {
+            let score = match item {
+                VerifyItem::Fact(f) if f.text.contains("backoff") => 0.9,
+                VerifyItem::Fact(_) => 0.5,
+                VerifyItem::Conversation(..) => 0.5,
+            };
+            Ok(Score {
+                score,
+                explanation: None,
+            })
+        }
+    }
+    let new = NewTask {
+        id: Some("fix-oauth".into()),
+        name: "fix-oauth".into(),
+        objectives: vec!["Fix it".into()],
+        ..NewTask::default()
+    };
+    let id = store.create_task(new).unwrap().header.id;
+    store.start_task(&id).unwrap();
+    store.join_task(&id, "agent-b", Some("expert"), &[]).unwrap();
+    let agent = "task/fix-oauth/agent-b";
+    store
+        .add_facts(
+            agent,
+            vec![
+                plain_fact("Refresh needs retry with exponential backoff"),
+                plain_fact("Maybe the clock is skewed"),
+            ],
+        )
+        .unwrap();
+    let conversation = store
+        .add_conversation(NewConversation {
+            branch: agent.into(),
+            messages: crate::curation::seed_example(),
+            ..NewConversation::default()
+        })
+        .unwrap();
+    store
+        .cherry_pick(&conversation.id, "task/fix-oauth", Some(5), Some(9), None)
+        .unwrap();
+    store
+        .verify(agent, Some(&mut ByText), &Thresholds::default())
+        .unwrap();
+
+    // A step a worker holds refuses the completion, and nothing changes.
+    let held = store.claim_next("agent-b", None, MINUTE).unwrap().unwrap();
+    let err = store.complete_task(&id, Some("x"), true).unwrap_err();
+    assert!(err.to_string().contains("held"), "{err}");
+    assert!(store.facts("main", None).unwrap().is_empty());
+    store.release(&held, "later").unwrap();
+
+    let done = store
+        .complete_task(&id, Some("Fixed OAuth2 token refresh with retry"), true)
+        .unwrap();
+    assert_eq!(done.header.status, TaskStatus::Completed);
+    assert_eq!(
+        done.header.result_summary.as_deref(),
+        Some("Fixed OAuth2 token refresh with retry")
+    );
+    assert_eq!(done.steps[0].status, StepStatus::Skipped);
+    let main = store.facts("main", None).unwrap();
+    let texts: Vec<&str> = main.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(texts, ["Refresh needs retry with exponential backoff"]);
+    let on_main = store.list_conversations(Some("main"), None).unwrap();
+    assert_eq!(on_main.len(), 1, "the cherry-picked conversation only");
+    // The unverified fact stays on the agent's branch.
+    let kept = store.facts(agent, None).unwrap();
+    assert!(kept
+        .iter()
+        .any(|f| f.text.starts_with("Maybe") && f.status != FactStatus::Promoted));
+    let merge = store
+        .task_events(&id)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.change.kind() == "merge")
+        .unwrap();
+    assert_eq!(
+        merge.change,
+        TaskChange::Merge {
+            into: "main".into(),
+            facts: 1,
+            conversations: 1
+        }
+    );
+    assert_eq!(
+        store.task_history(None).unwrap()[0].summary,
+        "Fixed OAuth2 token refresh with retry"
+    );
+    // Failed or cancelled tasks cannot be completed.
+    let other = store.create_task(blog_task()).unwrap().header.id;
+    store.cancel_task(&other, None).unwrap();
+    assert!(store.complete_task(&other, None, false).is_err());
+}
+
+/// A task runs again with other agents or instructions, seeded with the first run's verified
+/// knowledge, and the two runs compare side by side.
+pub fn tasks_run_again_seeded_with_what_they_learned(store: Store) {
+    use crate::curation::{Score, Thresholds, Verifier, VerifyItem};
+    use crate::store::Rerun;
+
+    struct Everything;
+    impl Verifier for Everything {
+        fn name(&self) -> &str {
+            "everything"
+        }
+        fn verify(&mut self, _: VerifyItem<'_>) -> crate::Result<Score> {
+            Ok(Score {
+                score: 0.9,
+                explanation: None,
+            })
+        }
+    }
+    let mut new = blog_task();
+    new.id = Some("blog-1".into());
+    let first = store.create_task(new).unwrap().header.id;
+    store
+        .add_facts("task/blog-1", vec![plain_fact("Readers want Korean first")])
+        .unwrap();
+    store
+        .verify("task/blog-1", Some(&mut Everything), &Thresholds::default())
+        .unwrap();
+
+    // An override that names nothing in the plan is refused, and nothing is written.
+    let bad = Rerun {
+        task_id: Some(first.clone()),
+        agents: [("nobody".to_owned(), "x".to_owned())].into(),
+        instructions: [("nowhere".to_owned(), "x".to_owned())].into(),
+        ..Rerun::default()
+    };
+    let err = store.rerun_task(bad).unwrap_err();
+    let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["agents.nobody", "instructions.nowhere"]);
+    assert_eq!(store.list_tasks(None, None, None).unwrap().len(), 1);
+    assert!(store.list_bundles(None).unwrap().is_empty());
+
+    let again = store
+        .rerun_task(Rerun {
+            task_id: Some(first.clone()),
+            id: Some("blog-2".into()),
+            agents: [("writer".to_owned(), "writer-v2".to_owned())].into(),
+            instructions: [("review".to_owned(), "Check the tone".to_owned())].into(),
+            context: [("model".to_owned(), serde_json::json!("other-model"))]
+                .into_iter()
+                .collect(),
+            ..Rerun::default()
+        })
+        .unwrap();
+    assert_eq!(again.header.id, "blog-2");
+    assert_eq!(again.header.metadata["rerun_of"], "blog-1");
+    assert_eq!(again.header.context["model"], "other-model");
+    let agents: Vec<Option<&str>> = again.steps.iter().map(|s| s.spec.agent.as_deref()).collect();
+    assert_eq!(
+        agents,
+        [Some("researcher"), Some("writer-v2"), Some("writer-v2"), Some("reviewer")]
+    );
+    assert_eq!(again.steps[3].spec.instructions.as_deref(), Some("Check the tone"));
+    let seeded = store.facts("task/blog-2", None).unwrap();
+    assert_eq!(seeded.len(), 1);
+    assert_eq!(seeded[0].text, "Readers want Korean first");
+    // By the bundle: the same plan, the bundle's knowledge.
+    let bundle = store.list_bundles(None).unwrap().remove(0);
+    let third = store
+        .rerun_task(Rerun {
+            bundle_id: Some(bundle.id),
+            ..Rerun::default()
+        })
+        .unwrap();
+    assert_eq!(third.steps.len(), 4);
+    assert_eq!(store.facts(&format!("task/{}", third.header.id), None).unwrap().len(), 1);
+    store.compare(&first, "blog-2").unwrap();
 }

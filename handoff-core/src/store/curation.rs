@@ -912,100 +912,113 @@ impl Store {
         let now = self.clock.now();
         let mut report = MergeReport::default();
         self.backend.write(&mut |tx| {
-            report = MergeReport {
-                branch: Some(from.clone()),
-                into: Some(into.clone()),
-                ..MergeReport::default()
-            };
-            let facts: Vec<Fact> = tx
-                .docs(FACT, &facts_of(&from))?
-                .iter()
-                .map(|(_, doc)| parsed::<Fact>("fact", doc))
-                .collect::<Result<_>>()?;
-            let mut origins: HashSet<String> = tx
-                .docs(FACT, &facts_of(&into))?
-                .iter()
-                .filter_map(|(_, doc)| parsed::<Fact>("fact", doc).ok()?.origin)
-                .collect();
-            let conversations: Vec<Conversation> = tx
-                .docs(CONVERSATION, "")?
-                .iter()
-                .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
-                .collect::<Result<Vec<_>>>()?;
-            origins.extend(
-                conversations
-                    .iter()
-                    .filter(|c| c.branch == into)
-                    .filter_map(|c| c.origin.clone()),
-            );
-            let states: Vec<curation::ConversationState> = conversations
-                .iter()
-                .filter(|c| c.branch == from)
-                .map(|c| curation::ConversationState {
-                    id: c.id.clone(),
-                    verdict: (c.verification_status != Verdict::Unverified)
-                        .then_some(c.verification_status),
-                    cherry_picked: c.cherry_picked_from.is_some(),
-                })
-                .collect();
-            let plan = curation::merge_plan(&facts, &states, &origins);
-            report.kept = plan.kept.len() as u64;
-            for id in &plan.facts {
-                let Some(source) = facts.iter().find(|f| f.id == *id) else {
-                    continue;
-                };
-                let copy = Fact {
-                    id: new_id(now),
-                    branch: into.clone(),
-                    origin: Some(source.id.clone()),
-                    created_at: now,
-                    ..source.clone()
-                };
-                super::knowledge::insert_fact(tx, &copy)?;
-                let key = fact_key(&from, &source.id);
-                let current = tx
-                    .doc(FACT, &key)?
-                    .ok_or_else(|| Error::storage(format!("fact {key} is missing")))?;
-                let promoted = Fact {
-                    status: FactStatus::Promoted,
-                    ..source.clone()
-                };
-                let doc = Doc {
-                    version: current.version + 1,
-                    body: body(&promoted)?,
-                };
-                tx.update_doc(FACT, &key, &doc)?;
-                report.facts += 1;
-            }
-            for id in &plan.conversations {
-                let (source, version) = conversation_in(tx, id)?;
-                let copy = Conversation {
-                    id: new_id(now),
-                    branch: into.clone(),
-                    origin: Some(source.id.clone()),
-                    promoted: false,
-                    created_at: now,
-                    ..source.clone()
-                };
-                let bodies = tx
-                    .docs(MESSAGE, &format!("{id}/"))?
-                    .into_iter()
-                    .map(|(_, doc)| doc.body);
-                write_conversation(tx, &copy, 1)?;
-                insert_bodies(tx, &copy.id, 1, bodies)?;
-                let promoted = Conversation {
-                    promoted: true,
-                    ..source
-                };
-                write_conversation(tx, &promoted, version + 1)?;
-                report.conversations += 1;
-            }
-            let detail = json!({"into": into, "facts": report.facts,
-                                "conversations": report.conversations, "kept": report.kept});
-            log(tx, CurationChange::Merged, &from, detail, now)
+            report = merge_in(tx, &from, &into, now)?;
+            Ok(())
         })?;
         Ok(report)
     }
+}
+
+/// [`Store::merge`] inside a write: what completing a task with `merge_to_main` does to each
+/// of its branches, in the task's transaction.
+pub(super) fn merge_in(
+    tx: &mut dyn Tx,
+    from: &Branch,
+    into: &Branch,
+    now: DateTime<Utc>,
+) -> Result<MergeReport> {
+    let mut report = MergeReport {
+        branch: Some(from.clone()),
+        into: Some(into.clone()),
+        ..MergeReport::default()
+    };
+        let facts: Vec<Fact> = tx
+            .docs(FACT, &facts_of(from))?
+            .iter()
+            .map(|(_, doc)| parsed::<Fact>("fact", doc))
+            .collect::<Result<_>>()?;
+        let mut origins: HashSet<String> = tx
+            .docs(FACT, &facts_of(into))?
+            .iter()
+            .filter_map(|(_, doc)| parsed::<Fact>("fact", doc).ok()?.origin)
+            .collect();
+        let conversations: Vec<Conversation> = tx
+            .docs(CONVERSATION, "")?
+            .iter()
+            .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
+            .collect::<Result<Vec<_>>>()?;
+        origins.extend(
+            conversations
+                .iter()
+                .filter(|c| c.branch == *into)
+                .filter_map(|c| c.origin.clone()),
+        );
+        let states: Vec<curation::ConversationState> = conversations
+            .iter()
+            .filter(|c| c.branch == *from)
+            .map(|c| curation::ConversationState {
+                id: c.id.clone(),
+                verdict: (c.verification_status != Verdict::Unverified)
+                    .then_some(c.verification_status),
+                cherry_picked: c.cherry_picked_from.is_some(),
+            })
+            .collect();
+        let plan = curation::merge_plan(&facts, &states, &origins);
+        report.kept = plan.kept.len() as u64;
+        for id in &plan.facts {
+            let Some(source) = facts.iter().find(|f| f.id == *id) else {
+                continue;
+            };
+            let copy = Fact {
+                id: new_id(now),
+                branch: into.clone(),
+                origin: Some(source.id.clone()),
+                created_at: now,
+                ..source.clone()
+            };
+            super::knowledge::insert_fact(tx, &copy)?;
+            let key = fact_key(from, &source.id);
+            let current = tx
+                .doc(FACT, &key)?
+                .ok_or_else(|| Error::storage(format!("fact {key} is missing")))?;
+            let promoted = Fact {
+                status: FactStatus::Promoted,
+                ..source.clone()
+            };
+            let doc = Doc {
+                version: current.version + 1,
+                body: body(&promoted)?,
+            };
+            tx.update_doc(FACT, &key, &doc)?;
+            report.facts += 1;
+        }
+        for id in &plan.conversations {
+            let (source, version) = conversation_in(tx, id)?;
+            let copy = Conversation {
+                id: new_id(now),
+                branch: into.clone(),
+                origin: Some(source.id.clone()),
+                promoted: false,
+                created_at: now,
+                ..source.clone()
+            };
+            let bodies = tx
+                .docs(MESSAGE, &format!("{id}/"))?
+                .into_iter()
+                .map(|(_, doc)| doc.body);
+            write_conversation(tx, &copy, 1)?;
+            insert_bodies(tx, &copy.id, 1, bodies)?;
+            let promoted = Conversation {
+                promoted: true,
+                ..source
+            };
+            write_conversation(tx, &promoted, version + 1)?;
+            report.conversations += 1;
+        }
+        let detail = json!({"into": into, "facts": report.facts,
+                            "conversations": report.conversations, "kept": report.kept});
+        log(tx, CurationChange::Merged, from, detail, now)?;
+    Ok(report)
 }
 
 impl Store {

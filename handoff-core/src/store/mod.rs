@@ -31,6 +31,7 @@ pub mod memory;
 pub mod postgres;
 mod protocol_runs;
 mod replay;
+mod rerun;
 mod retention;
 mod sessions;
 #[cfg(feature = "sqlite")]
@@ -62,6 +63,7 @@ pub use lease::{DROPPED, Lease};
 pub use retention::{
     BACKUP_MAGIC, BackupSummary, DEFAULT_KEEP_DETAILS_DAYS, DEFAULT_KEEP_LAST,
 };
+pub use rerun::Rerun;
 pub use sessions::Session;
 pub use successor::{ContextOptions, DEFAULT_BUDGET_CHARS, DEFAULT_BUDGET_TOKENS};
 pub use tasks::Task;
@@ -528,6 +530,16 @@ impl Store {
         let now = self.clock.now();
         let secret = ClaimSecret::generate()?;
         let handoff = self.change_one(id, &mut |tx, h| {
+            if h.status == Status::Pending
+                && let Some(reason) = tasks::not_a_member(tx, &h, agent)?
+            {
+                return Err(Error::InvalidTransition {
+                    id: h.id,
+                    status: h.status,
+                    event: "claim",
+                    reason,
+                });
+            }
             self.check_claim(tx, &h, agent)?;
             take(tx, h, &command, now, &secret)
         })?;
@@ -563,8 +575,13 @@ impl Store {
                 settle(tx, due, now)?;
                 next = tx.next_claimable(agent, task_id, now, None)?;
             }
-            // Skips what the policy does not let `agent` take, oldest first.
+            // Skips what the policy does not let `agent` take, and steps offered to the
+            // members of tasks it did not join, oldest first.
             while let Some(h) = next.take() {
+                if tasks::not_a_member(tx, &h, agent)?.is_some() {
+                    next = tx.next_claimable(agent, task_id, now, Some(&h.id))?;
+                    continue;
+                }
                 match self.check_claim(tx, &h, agent) {
                     Ok(()) => {
                         claimed = Some(take(tx, h, &command, now, &secret)?);

@@ -188,7 +188,7 @@ impl Store {
                     "{} ({}, by {}, {}): {}",
                     done.spec.id,
                     done.spec.name,
-                    done.spec.agent,
+                    done.spec.addressee(),
                     wire_name(&done.status),
                     outcome
                 ),
@@ -512,7 +512,7 @@ fn add_task(b: &mut ContextBuilder, task: &Task, current: Option<&str>) {
                 "- {mark} {} {} ({}, {}){here}\n",
                 s.spec.id,
                 one_line(&s.spec.name),
-                s.spec.agent,
+                s.spec.addressee(),
                 wire_name(&s.status)
             ));
         }

@@ -109,6 +109,7 @@ impl Task {
             },
             "context": h.context, "artifacts": h.artifacts, "issues": h.issues,
             "metadata": h.metadata, "tokens_used": h.tokens_used,
+            "members": h.members, "result_summary": h.result_summary, "failure": h.failure,
         })
     }
 }
@@ -178,6 +179,43 @@ fn all_steps(tx: &mut dyn Tx, task: &str) -> Result<Steps> {
         all.versions[i] = version;
     }
     Ok(all)
+}
+
+/// The steps of task `task` not done yet, read as [`all_steps`] reads them.
+fn open_steps(tx: &mut dyn Tx, task: &str) -> Result<Steps> {
+    let all = all_steps(tx, task)?;
+    let mut open = Steps::default();
+    for (step, version) in all.states.into_iter().zip(all.versions) {
+        if !step.status.is_done() {
+            open.states.push(step);
+            open.versions.push(version);
+        }
+    }
+    Ok(open)
+}
+
+/// Merges the verified knowledge of every branch of task `task` into `main`: its agents'
+/// branches into `task/<task>` first, then that into `main`. How many facts and conversations
+/// reached `main`.
+fn merge_task(tx: &mut dyn Tx, task: &str, now: DateTime<Utc>) -> Result<(u64, u64)> {
+    use super::curation::{CONVERSATION, FACT, agents_facts_of, merge_in};
+    use crate::curation::{Branch, Conversation, Fact};
+    let task_branch = Branch::parse(&format!("task/{task}"))?;
+    let mut agents = std::collections::BTreeSet::new();
+    for (_, doc) in tx.docs(FACT, &agents_facts_of(&task_branch))? {
+        agents.insert(parsed::<Fact>("fact", &doc)?.branch);
+    }
+    for (_, doc) in tx.docs(CONVERSATION, "")? {
+        let conversation: Conversation = parsed("conversation", &doc)?;
+        if conversation.branch.parent().as_ref() == Some(&task_branch) {
+            agents.insert(conversation.branch);
+        }
+    }
+    for agent in &agents {
+        merge_in(tx, agent, &task_branch, now)?;
+    }
+    let report = merge_in(tx, &task_branch, &Branch::main(), now)?;
+    Ok((report.facts, report.conversations))
 }
 
 pub(super) fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
@@ -269,14 +307,29 @@ fn log_effects(
     log(tx, header, all)
 }
 
+/// `text` cut to at most `max` bytes, on a character boundary: a reason made of a refusal's
+/// words, which passed the limits alone, stays within them with ours around it.
+fn clip(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
 fn step_metadata(step: &str) -> Metadata {
     let mut metadata = Metadata::new();
     metadata.insert("step_id".to_owned(), json!(step));
     metadata
 }
 
-/// Makes the handoffs `effects` asks for: an offer per step to offer (found in `touched`),
-/// an escalation for the step to escalate, a withdrawal per offer nobody took.
+/// Makes the handoffs `effects` asks for: a withdrawal per offer nobody took (first, so that a
+/// step offered again is withdrawn from its old offer), an offer per step to offer (found in
+/// `touched`), an escalation for the step to escalate, a withdrawal per escalation left
+/// without a decision.
 fn carry_out(
     tx: &mut dyn Tx,
     header: &TaskHeader,
@@ -285,14 +338,51 @@ fn carry_out(
     now: DateTime<Utc>,
 ) -> Result<()> {
     let actor = header.orchestrator.clone();
+    let withdraw = |tx: &mut dyn Tx, handoff: &str, why: String| -> Result<()> {
+        let Some(record) = tx.get(handoff)? else {
+            return Ok(());
+        };
+        if record.status.is_terminal() {
+            return Ok(());
+        }
+        let by = actor.clone().unwrap_or_else(|| "handoff-core".to_owned());
+        let command = Command::Cancel {
+            by: Some(record.from_agent.clone().unwrap_or(by)),
+            reason: Some(why),
+            claim_token: None,
+        };
+        // Written without `persist`: this transition is what withdrew it, and its step is
+        // written with the task below; following the withdrawal would read them stale.
+        let t = transition(record, &command, now)?;
+        tx.update(&t.record)?;
+        for event in t.events {
+            tx.append(event)?;
+        }
+        Ok(())
+    };
+    let why = match header.status {
+        TaskStatus::Paused => format!("task {} was paused", header.id),
+        TaskStatus::Failed => format!("task {} failed", header.id),
+        TaskStatus::Completed => format!("task {} was completed", header.id),
+        TaskStatus::Cancelled => format!("task {} was cancelled", header.id),
+        _ => format!("the step was offered again in task {}", header.id),
+    };
+    for escalation in &effects.withdraw_escalations {
+        withdraw(tx, escalation, why.clone())?;
+    }
     for step in touched.iter_mut() {
         let id = step.spec.id.clone();
+        if effects.withdraw.contains(&id)
+            && let Some(handoff) = step.handoff_id.clone()
+        {
+            withdraw(tx, &handoff, why.clone())?;
+        }
         if effects.offer.contains(&id) {
             let mut new = NewHandoff::new(header.id.clone(), step.spec.name.clone())
-                .to_agent(step.spec.agent.clone())
                 .kind(Kind::Initialization)
                 .metadata(step_metadata(&id))
                 .max_attempts(step.spec.attempts());
+            new.to_agent.clone_from(&step.spec.agent);
             if let Some(instructions) = &step.spec.instructions {
                 new = new.instructions(instructions.clone());
             }
@@ -309,34 +399,49 @@ fn carry_out(
             .to_agent(header.escalate_to.clone())
             .kind(Kind::Escalation)
             .errors(step.error.clone())
-            .metadata(step_metadata(&id));
-            insert_handoff(tx, new, actor.clone(), &validate::Limits::default(), now)?;
-        }
-        if effects.withdraw.contains(&id)
-            && let Some(handoff) = step.handoff_id.as_deref()
-            && let Some(record) = tx.get(handoff)?
-            && !record.status.is_terminal()
-        {
-            let by = actor.clone().unwrap_or_else(|| "handoff-core".to_owned());
-            let command = Command::Cancel {
-                by: Some(record.from_agent.clone().unwrap_or(by)),
-                reason: Some(format!("task {} was cancelled", header.id)),
-                claim_token: None,
-            };
-            persist(tx, transition(record, &command, now)?)?;
+            .metadata(step_metadata(&id))
+            // A decider's failure is its answer (the task fails), not an attempt to retry.
+            .max_attempts(1);
+            let escalation = insert_handoff(tx, new, actor.clone(), &validate::Limits::default(), now)?;
+            step.escalation_id = Some(escalation.id);
         }
     }
     Ok(())
 }
 
-/// Whether `record` is a step's offer, whose changes [`follow`] applies to its step.
+/// Whether `record` carries a task's step: the step's offer, the escalation its holder handed
+/// it on as, or the escalation that waits for a decision on it. [`follow`] applies its changes
+/// to the step.
 pub(super) fn carries_step(record: &Handoff) -> bool {
     step_of(record).is_some()
 }
 
-/// The step a handoff carries, when it is a step's offer.
+/// Why `agent` may not take the open handoff `h`, when it is a step without an agent (offered
+/// to its task's members) and `agent` did not join the task. The task is looked at without a
+/// lock: an agent that joins meanwhile may take it on its next try.
+pub(super) fn not_a_member(tx: &mut dyn Tx, h: &Handoff, agent: &str) -> Result<Option<String>> {
+    if h.to_agent.is_some() || h.kind != Kind::Initialization {
+        return Ok(None);
+    }
+    let Some(step) = step_of(h) else {
+        return Ok(None);
+    };
+    let Some(doc) = tx.peek_doc(TASK, &h.task_id)? else {
+        return Ok(None);
+    };
+    let header: TaskHeader = parsed("task", &doc)?;
+    if header.members.iter().any(|m| m.agent == agent) {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "step {step} of task {} is offered to the task's members: join_task first",
+        h.task_id
+    )))
+}
+
+/// The step a handoff carries, if any.
 fn step_of(record: &Handoff) -> Option<&str> {
-    (record.kind == Kind::Initialization)
+    matches!(record.kind, Kind::Initialization | Kind::Escalation)
         .then(|| record.metadata.get("step_id").and_then(Value::as_str))
         .flatten()
 }
@@ -381,7 +486,8 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
     let (mut header, version): (TaskHeader, u64) =
         (parsed("task", &header_doc)?, header_doc.version);
     let step: StepState = parsed("step", &doc)?;
-    if step.handoff_id.as_deref() != Some(record.id.as_str()) {
+    let decides = step.escalation_id.as_deref() == Some(record.id.as_str());
+    if step.handoff_id.as_deref() != Some(record.id.as_str()) && !decides {
         return Ok(());
     }
     let mut read_ahead = Steps::default();
@@ -390,6 +496,13 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
             doc.ok_or_else(|| Error::storage(format!("task {} has no step {id}", header.id)))?;
         read_ahead.states.push(parsed("step", &doc)?);
         read_ahead.versions.push(doc.version);
+    }
+    if decides {
+        let step = Steps {
+            states: vec![step],
+            versions: vec![doc.version],
+        };
+        return decided(tx, (header, version), step, read_ahead, events);
     }
     // The step first, then (for a completion) its dependents.
     let mut touched = Steps {
@@ -428,13 +541,33 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
             // The reason as given: it passed the limits the escalation's record must meet.
             Change::Rejected { reason } => header.step_failed(step, reason, true, now),
             Change::Expired => header.step_failed(step, "nobody claimed it in time", true, now),
-            Change::Created { .. } | Change::Heartbeat { .. } | Change::Cancelled { .. } => {
-                continue;
+            // Withdrawn by someone else than its task (a task's own withdrawals are not
+            // followed): nobody will run the step unless someone decides.
+            Change::Cancelled { reason, .. } => {
+                let why = format!(
+                    "its handoff was withdrawn: {}",
+                    reason.as_deref().unwrap_or("no reason given")
+                );
+                header.step_failed(step, &why, true, now)
             }
+            Change::Created { .. } | Change::Heartbeat { .. } => continue,
         };
-        let Ok(effects) = outcome else {
+        let Ok(mut effects) = outcome else {
             continue;
         };
+        if effects.changes.contains(&task::TaskChange::Paused) {
+            // The escalation paused the task: what it offered and nobody holds is withdrawn.
+            let mut others = Steps::default();
+            let all = all_steps(tx, &header.id)?;
+            for (state, version) in all.states.into_iter().zip(all.versions) {
+                if touched.states.iter().all(|t| t.spec.id != state.spec.id) {
+                    others.states.push(state);
+                    others.versions.push(version);
+                }
+            }
+            header.withdraw_offers(&mut others.states, &mut effects);
+            touched.extend(others);
+        }
         changed = true;
         carry_out(tx, &header, &mut touched.states, &effects, now)?;
         log_effects(tx, &mut header, effects, event.actor.as_deref(), now)?;
@@ -444,6 +577,86 @@ pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
         write_steps(tx, &header.id, &touched)?;
     }
     Ok(())
+}
+
+/// What happened to the escalation that waits for a decision on a step (`step`, with its
+/// dependents `ahead` when the escalation completed): a plain completion skips the step, as
+/// `resolve_escalation` without retry does; its failure, refusal, expiry or withdrawal fails
+/// the task, on which nobody would decide otherwise. Either way the task does not stay
+/// paused for good.
+fn decided(
+    tx: &mut dyn Tx,
+    (mut header, version): (TaskHeader, u64),
+    mut touched: Steps,
+    ahead: Steps,
+    events: &[NewEvent],
+) -> Result<()> {
+    let settled = events.iter().find(|e| {
+        matches!(
+            e.change,
+            Change::Completed { .. }
+                | Change::Failed { .. }
+                | Change::Rejected { .. }
+                | Change::Expired
+                | Change::Cancelled { .. }
+        )
+    });
+    let Some(event) = settled else {
+        return Ok(());
+    };
+    if header.status.is_finished() {
+        return Ok(());
+    }
+    let (now, actor) = (event.at, event.actor.as_deref());
+    let step_id = touched.states[0].spec.id.clone();
+    let reason = match &event.change {
+        Change::Completed { .. } => None,
+        Change::Failed { error, .. } => Some(format!(
+            "the escalation of step {step_id} failed: {}",
+            error.as_deref().unwrap_or("its holder's lease ran out")
+        )),
+        Change::Rejected { reason } => Some(format!(
+            "the escalation of step {step_id} was refused: {reason}"
+        )),
+        Change::Expired => Some(format!(
+            "nobody took the escalation of step {step_id} in time"
+        )),
+        _ => Some(format!("the escalation of step {step_id} was withdrawn")),
+    };
+    let effects = match reason {
+        None => {
+            let dependents = ahead.states.len();
+            touched.extend(ahead);
+            touched.extend(steps(tx, &header.id, &header.waiting.clone())?);
+            let Some((step, rest)) = touched.states.split_first_mut() else {
+                return Err(Error::storage("a task step vanished"));
+            };
+            let (dependents, waiting) = rest.split_at_mut(dependents);
+            header
+                .resolve(step, dependents, waiting, false, now)
+                .map_err(refused)?
+        }
+        Some(reason) => {
+            touched = Steps::default();
+            let all = all_steps(tx, &header.id)?;
+            for (mut state, version) in all.states.into_iter().zip(all.versions) {
+                if !state.status.is_done() {
+                    // Settled already: nothing to withdraw.
+                    state.escalation_id = None;
+                    touched.states.push(state);
+                    touched.versions.push(version);
+                }
+            }
+            let reason = clip(reason, validate::Limits::default().max_field_bytes);
+            header
+                .fail(&mut touched.states, &reason, now)
+                .map_err(refused)?
+        }
+    };
+    carry_out(tx, &header, &mut touched.states, &effects, now)?;
+    log_effects(tx, &mut header, effects, actor, now)?;
+    write_header(tx, &header, version)?;
+    write_steps(tx, &header.id, &touched)
 }
 
 /// A worker took the step `record` carries: the step alone changes (see
@@ -479,6 +692,12 @@ impl Store {
         let now = self.clock.now();
         let (mut header, steps) = task::create(new, new_id(now), now, &self.limits)?;
         self.backend.write(&mut |tx| {
+            if tx.doc(TASK, &header.id)?.is_some() {
+                return Err(Error::invalid(
+                    "id",
+                    format!("must be free: a task {} exists already", header.id),
+                ));
+            }
             let mut logged = header.clone();
             log(
                 tx,
@@ -615,6 +834,7 @@ impl Store {
     ) -> Result<Task> {
         let claim = claim.into();
         self.check_text("resolution", resolution)?;
+        validate::ident("handoff_id", &claim.handoff_id)?;
         let command = Command::Complete {
             token: claim.token,
             outcome: resolution.to_owned(),
@@ -622,7 +842,8 @@ impl Store {
         };
         let now = self.clock.now();
         let mut task_id = String::new();
-        self.settle_claim_then(&claim, &command, &mut |tx, record| {
+        self.change_one(&claim.handoff_id, &mut |tx, record| {
+            super::prove_claim(tx, &record, &claim)?;
             let step_id = match (record.kind, record.metadata.get("step_id")) {
                 (Kind::Escalation, Some(Value::String(step))) => step.clone(),
                 _ => {
@@ -634,24 +855,37 @@ impl Store {
             };
             let (mut header, version) =
                 header(tx, &record.task_id)?.ok_or_else(|| no_task(&record.task_id))?;
-            // The step first, then (for a skip) its dependents.
+            // The decision is taken first: the step then no longer waits for this
+            // escalation, and its completion below is not followed as a plain one (a skip).
             let mut touched = steps(tx, &header.id, &[step_id])?;
-            if !retry {
-                let dependents = touched.states[0].dependents.clone();
-                touched.extend(steps(tx, &header.id, &dependents)?);
+            if touched.states[0].escalation_id.as_deref() != Some(record.id.as_str()) {
+                return Err(Error::invalid(
+                    "claim",
+                    format!(
+                        "must be the claim of the escalation step {} waits for",
+                        touched.states[0].spec.id
+                    ),
+                ));
             }
-            let Some((step, dependents)) = touched.states.split_first_mut() else {
+            let dependents = match retry {
+                true => Vec::new(),
+                false => touched.states[0].dependents.clone(),
+            };
+            touched.extend(steps(tx, &header.id, &dependents)?);
+            touched.extend(steps(tx, &header.id, &header.waiting.clone())?);
+            let Some((step, rest)) = touched.states.split_first_mut() else {
                 return Err(Error::storage("a task step vanished"));
             };
+            let (dependents, waiting) = rest.split_at_mut(dependents.len());
             let effects = header
-                .resolve(step, dependents, retry, now)
+                .resolve(step, dependents, waiting, retry, now)
                 .map_err(refused)?;
             carry_out(tx, &header, &mut touched.states, &effects, now)?;
             log_effects(tx, &mut header, effects, record.claimed_by.as_deref(), now)?;
             write_header(tx, &header, version)?;
             write_steps(tx, &header.id, &touched)?;
             task_id = header.id.clone();
-            Ok(())
+            persist(tx, transition(record, &command, now)?)
         })?;
         self.get_task(&task_id)
     }
@@ -672,6 +906,74 @@ impl Store {
             });
         }
         self.fail(claim, error)
+    }
+
+    /// The holder of a step hands it on, with its claim, as an `escalation` handoff to
+    /// `to_agent`, linked to the step: the escalation's parent is the holder's handoff, it
+    /// carries `instructions`, `blockers` and `priority_items`, and its packet what the holder
+    /// knew; completing it completes the step. The holder's handoff completes, saying so.
+    /// Returns the escalation.
+    pub fn escalate_step(
+        &self,
+        claim: impl Into<super::ClaimRef>,
+        to_agent: &str,
+        instructions: Option<&str>,
+        blockers: &[String],
+        priority_items: &[String],
+    ) -> Result<Handoff> {
+        let claim = claim.into();
+        validate::ident("handoff_id", &claim.handoff_id)?;
+        validate::agent("to_agent", to_agent)?;
+        let now = self.clock.now();
+        let mut escalation = None;
+        self.change_one(&claim.handoff_id, &mut |tx, record| {
+            super::prove_claim(tx, &record, &claim)?;
+            let not_a_step = |reason: &str| Error::InvalidTransition {
+                id: record.id.clone(),
+                status: record.status,
+                event: "escalate_step",
+                reason: reason.to_owned(),
+            };
+            let step_id = step_of(&record)
+                .ok_or_else(|| not_a_step("it carries no task step"))?
+                .to_owned();
+            let (mut header, version) =
+                header(tx, &record.task_id)?.ok_or_else(|| no_task(&record.task_id))?;
+            let mut touched = steps(tx, &header.id, &[step_id.clone()])?;
+            if touched.states[0].handoff_id.as_deref() != Some(record.id.as_str()) {
+                return Err(not_a_step("it is not the step's current handoff"));
+            }
+            let holder = record.claimed_by.clone();
+            let effects = header
+                .hand_on(&mut touched.states[0], to_agent, now)
+                .map_err(refused)?;
+            let step = &touched.states[0];
+            let mut new = NewHandoff::new(header.id.clone(), record.goal.clone())
+                .kind(Kind::Escalation)
+                .to_agent(to_agent)
+                .metadata(step_metadata(&step_id))
+                .max_attempts(step.spec.attempts())
+                .blockers(blockers.iter().cloned());
+            new.parent_id = Some(record.id.clone());
+            new.from_agent.clone_from(&holder);
+            new.priority_items = priority_items.to_vec();
+            new.instructions = instructions
+                .map(str::to_owned)
+                .or_else(|| step.spec.instructions.clone());
+            let created = insert_handoff(tx, new, holder.clone(), &self.limits, now)?;
+            touched.states[0].handoff_id = Some(created.id.clone());
+            log_effects(tx, &mut header, effects, holder.as_deref(), now)?;
+            write_header(tx, &header, version)?;
+            write_steps(tx, &header.id, &touched)?;
+            let command = Command::Complete {
+                token: claim.token,
+                outcome: format!("Handed on to {to_agent} as escalation {}", created.id),
+                tokens_used: None,
+            };
+            escalation = Some(created);
+            persist(tx, transition(record, &command, now)?)
+        })?;
+        escalation.ok_or_else(|| Error::storage("the escalation was not written"))
     }
 
     /// Changes a task if it is still at `expected_version` (compare-and-swap): its goal,
@@ -728,40 +1030,147 @@ impl Store {
         self.get_task(id)
     }
 
-    /// Pauses a task: no step is offered until it resumes; claimed steps may finish.
+    /// Pauses a task: its offers nobody holds are withdrawn, and no step is offered until it
+    /// resumes; claimed steps may finish.
     pub fn pause_task(&self, id: &str) -> Result<Task> {
-        self.change_task(id, &mut |_, header| {
-            let effects = header.pause(self.clock.now()).map_err(refused)?;
-            Ok((effects, Steps::default()))
+        self.change_task(id, &mut |tx, header| {
+            let mut all = all_steps(tx, &header.id)?;
+            let effects = header
+                .pause(&mut all.states, self.clock.now())
+                .map_err(refused)?;
+            Ok((effects, all))
         })
     }
 
-    /// Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+    /// Resumes a paused task: the steps it withdrew or that became ready meanwhile are offered.
+    /// A task that cannot go on (every open step waits for an escalation) is refused with
+    /// the escalations to answer and what to call.
     pub fn resume_task(&self, id: &str) -> Result<Task> {
         self.change_task(id, &mut |tx, header| {
-            let mut waiting = steps(tx, &header.id, &header.waiting.clone())?;
+            let mut all = all_steps(tx, &header.id)?;
             let effects = header
-                .resume(&mut waiting.states, self.clock.now())
+                .resume(&mut all.states, self.clock.now())
                 .map_err(refused)?;
-            Ok((effects, waiting))
+            Ok((effects, all))
         })
     }
 
-    /// Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
-    /// claimed steps may finish.
+    /// `agent` joins the task, with an optional `role`; the steps named in `objectives` (steps
+    /// without an agent, such as a task's objectives `"1"`, `"2"`, ...) are assigned to it. Its
+    /// branch is `task/<id>/<agent>`; the task's log and replay show an `agent_join`.
+    pub fn join_task(
+        &self,
+        id: &str,
+        agent: &str,
+        role: Option<&str>,
+        objectives: &[String],
+    ) -> Result<Task> {
+        validate::ident("id", id)?;
+        let branch = crate::curation::Branch::named("agent", &format!("task/{id}/{agent}"))?;
+        let mut c = validate::Collector::default();
+        if let Some(role) = role {
+            if role.trim().is_empty() {
+                c.push("role", "must not be empty");
+            }
+            if role.len() > self.limits.max_field_bytes {
+                c.push(
+                    "role",
+                    format!("must be at most {} bytes", self.limits.max_field_bytes),
+                );
+            }
+        }
+        for (i, objective) in objectives.iter().enumerate() {
+            c.ident(&format!("objectives[{i}]"), objective);
+            if objectives[..i].contains(objective) {
+                c.push(format!("objectives[{i}]"), format!("names {objective} twice"));
+            }
+        }
+        c.finish()?;
+        let member = task::Member {
+            agent: agent.to_owned(),
+            role: role.map(str::to_owned),
+            objectives: objectives.to_vec(),
+            branch: branch.as_str().to_owned(),
+            joined_at: self.clock.now(),
+        };
+        self.change_task(id, &mut |tx, header| {
+            let keys: Vec<String> = objectives.iter().map(|o| step_key(id, o)).collect();
+            let places: Vec<(&str, &str)> = keys.iter().map(|k| (STEP, k.as_str())).collect();
+            let mut assigned = Steps::default();
+            for (i, doc) in tx.docs_at(&places)?.into_iter().enumerate() {
+                let doc = doc.ok_or_else(|| {
+                    Error::invalid(
+                        format!("objectives[{i}]"),
+                        format!("must name a step of task {id}"),
+                    )
+                })?;
+                assigned.states.push(parsed("step", &doc)?);
+                assigned.versions.push(doc.version);
+            }
+            let effects = header
+                .join(member.clone(), &mut assigned.states, self.clock.now())
+                .map_err(refused)?;
+            Ok((effects, assigned))
+        })
+    }
+
+    /// Fails a task for `reason`: like [`Store::cancel_task`] (offers and escalations nobody
+    /// holds are withdrawn, claimed steps may finish), and its history says it failed.
+    pub fn fail_task(&self, id: &str, reason: &str) -> Result<Task> {
+        self.check_text("reason", reason)?;
+        if reason.trim().is_empty() {
+            return Err(Error::invalid("reason", "must not be empty"));
+        }
+        self.change_task(id, &mut |tx, header| {
+            let mut open = open_steps(tx, &header.id)?;
+            let effects = header
+                .fail(&mut open.states, reason, self.clock.now())
+                .map_err(refused)?;
+            Ok((effects, open))
+        })
+    }
+
+    /// Completes a task on its caller's word, with `result_summary`: the steps nobody holds
+    /// that are not done are skipped (their offers and escalations withdrawn); a step a worker
+    /// holds refuses it. With `merge_to_main`, in the same transaction, the verified facts and
+    /// the verified or cherry-picked conversations of every branch of the task (its agents'
+    /// branches into `task/<id>`, then that into `main`) reach `main`; the rest stays where it
+    /// is. A task that completed by itself takes the summary and the merge.
+    pub fn complete_task(
+        &self,
+        id: &str,
+        result_summary: Option<&str>,
+        merge_to_main: bool,
+    ) -> Result<Task> {
+        if let Some(summary) = result_summary {
+            self.check_text("result_summary", summary)?;
+        }
+        self.change_task(id, &mut |tx, header| {
+            let mut open = open_steps(tx, &header.id)?;
+            let now = self.clock.now();
+            let mut effects = header
+                .complete(&mut open.states, result_summary, now)
+                .map_err(refused)?;
+            if merge_to_main {
+                let (facts, conversations) = merge_task(tx, &header.id, now)?;
+                effects.changes.push(task::TaskChange::Merge {
+                    into: "main".to_owned(),
+                    facts,
+                    conversations,
+                });
+            }
+            Ok((effects, open))
+        })
+    }
+
+    /// Cancels a task: offers and escalations nobody took are withdrawn and its unfinished
+    /// steps cancelled; claimed steps may finish.
     pub fn cancel_task(&self, id: &str, reason: Option<&str>) -> Result<Task> {
         if let Some(reason) = reason {
             self.check_text("reason", reason)?;
         }
         self.change_task(id, &mut |tx, header| {
-            let all = all_steps(tx, &header.id)?;
-            let mut open = Steps::default();
-            for (step, version) in all.states.into_iter().zip(all.versions) {
-                if !step.status.is_done() {
-                    open.states.push(step);
-                    open.versions.push(version);
-                }
-            }
+            let mut open = open_steps(tx, &header.id)?;
             let effects = header
                 .cancel(&mut open.states, reason, self.clock.now())
                 .map_err(refused)?;
