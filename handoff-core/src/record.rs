@@ -558,12 +558,13 @@ impl From<Handoff> for NewHandoff {
 }
 
 macro_rules! string_enum {
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+    // `| "other"`: another word read as this value (never written), for callers that name it so.
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal $(| $also:literal)*),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
         #[serde(rename_all = "snake_case")]
         pub enum $name {
-            $($(#[$vmeta])* $variant,)+
+            $($(#[$vmeta])* $(#[serde(alias = $also)])* $variant,)+
         }
 
         impl $name {
@@ -589,7 +590,7 @@ macro_rules! string_enum {
 
             fn from_str(s: &str) -> Result<Self> {
                 match s {
-                    $($text => Ok($name::$variant),)+
+                    $($text $(| $also)* => Ok($name::$variant),)+
                     _ => Err(Error::invalid(
                         stringify!($name).to_lowercase(),
                         format!(
@@ -632,8 +633,9 @@ string_enum! {
         /// Waiting for a claim.
         #[default]
         Pending => "pending",
-        /// Held by an agent under a lease.
-        Claimed => "claimed",
+        /// Held by an agent under a lease. `accepted` (seed 001's word for a handoff taken
+        /// over) reads as this.
+        Claimed => "claimed" | "accepted",
         /// Finished by its holder.
         Completed => "completed",
         /// Refused by the addressed agent.

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Arguments, Operation};
-use crate::error::{Error, Problem, Result};
+use crate::error::{Error, ErrorKind, Problem, Result};
 use crate::machine::Event;
 use crate::record::{Handoff, Kind, Metadata, NewHandoff, Reason, Status};
 use crate::stats::PathStats;
@@ -88,12 +88,15 @@ macro_rules! content_arguments {
             pub task_id: String,
             /// The agent handing over.
             #[serde(default)]
+            #[schemars(extend("x-aliases" = ["from_agent_id"]))]
             pub from_agent: Option<String>,
             /// The agent addressed; any agent may claim when absent.
             #[serde(default)]
+            #[schemars(extend("x-aliases" = ["to_agent_id"]))]
             pub to_agent: Option<String>,
             /// What kind of handoff this is (default `full`).
             #[serde(default)]
+            #[schemars(extend("x-aliases" = ["handoff_type"]))]
             pub kind: Option<Kind>,
             $( $(#[$attr])* pub $field: $ty, )*
         }
@@ -105,6 +108,7 @@ macro_rules! content_arguments {
             /// The task.
             pub task_id: String,
             /// The agent saving its progress; it keeps the work.
+            #[schemars(extend("x-aliases" = ["agent_id"]))]
             pub agent: String,
             $( $(#[$attr])* pub $field: $ty, )*
         }
@@ -126,8 +130,10 @@ macro_rules! content_arguments {
 }
 
 content_arguments! {
-    /// What the successor must achieve. Never empty.
-    goal: String,
+    /// What the successor must achieve. Never empty. Left out, the goal of the task `task_id`
+    /// names (made with `create_task`), else that of the task's latest handoff.
+    #[serde(default)]
+    goal: Option<String>,
     /// Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
     /// `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
     /// (with `context_pct`) and `timeout` (with `timeout_seconds`).
@@ -178,6 +184,7 @@ content_arguments! {
     parent_id: Option<String>,
     /// The handing-over agent's session.
     #[serde(default)]
+    #[schemars(extend("x-aliases" = ["from_session_id"]))]
     session_id: Option<String>,
     /// What stops progress right now.
     #[serde(default)]
@@ -185,8 +192,10 @@ content_arguments! {
     /// Files the work holds locks on.
     #[serde(default)]
     locked_files: Vec<String>,
-    /// What matters most, first.
-    #[serde(default)]
+    /// What matters most, first: text, or objectives by number (kept as their digits).
+    #[serde(default, deserialize_with = "texts_or_numbers")]
+    #[schemars(with = "Vec<TextOrNumber>")]
+    #[schemars(extend("x-aliases" = ["priority_objectives"]))]
     priority_items: Vec<String>,
     /// How the successor knows it is done.
     #[serde(default)]
@@ -201,17 +210,110 @@ content_arguments! {
     max_attempts: Option<u32>,
 }
 
+/// What stands in for a goal left out while the arguments are checked: the one taken from the
+/// store later has been checked already.
+const GOAL_TO_INHERIT: &str = "(the task's goal)";
+
+/// The goal of a handoff of `task_id`: the one given, else the goal of the task `task_id` names
+/// (made with `create_task`), else that of the task's latest handoff. Seed 001's calls
+/// (`memory_handoff_create`, `POST /handoffs`) give none: there the task carries it.
+fn goal_for(store: &Store, task_id: &str, given: Option<String>) -> Result<String> {
+    if let Some(goal) = given {
+        return Ok(goal);
+    }
+    match store.get_task(task_id) {
+        Ok(task) => return Ok(task.header.goal),
+        Err(err) if err.kind() == ErrorKind::NotFound => {}
+        Err(err) => return Err(err),
+    }
+    let earlier = store.list(&ListFilter {
+        task_id: Some(task_id.to_owned()),
+        ..ListFilter::default()
+    })?;
+    earlier
+        .into_iter()
+        .next_back()
+        .map(|h| h.goal)
+        .ok_or_else(|| {
+            Error::invalid(
+                "goal",
+                "is required: the task has no goal to take (no task made with create_task, no \
+             earlier handoff)",
+            )
+        })
+}
+
+/// An item of `priority_items` as the schema shows it: text or a whole number.
+struct TextOrNumber;
+
+impl JsonSchema for TextOrNumber {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TextOrNumber".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": ["string", "integer"]})
+    }
+}
+
+/// A list of texts in which whole numbers are taken as their digits: seed 001 names its
+/// priority objectives by number (`priority_objectives: [1, 2]`), this store by text.
+fn texts_or_numbers<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Vec<String>, D::Error> {
+    struct Item(String);
+
+    impl<'de> Deserialize<'de> for Item {
+        fn deserialize<D: serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> std::result::Result<Item, D::Error> {
+            struct Visitor;
+
+            impl serde::de::Visitor<'_> for Visitor {
+                type Value = Item;
+
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a string or a whole number")
+                }
+
+                fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Item, E> {
+                    Ok(Item(v.to_owned()))
+                }
+
+                fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Item, E> {
+                    Ok(Item(v.to_string()))
+                }
+
+                fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Item, E> {
+                    Ok(Item(v.to_string()))
+                }
+            }
+
+            deserializer.deserialize_any(Visitor)
+        }
+    }
+
+    let items = Vec::<Item>::deserialize(deserializer)?;
+    Ok(items.into_iter().map(|Item(text)| text).collect())
+}
+
 impl Content {
     /// The core's input for `task_id`, the reason read by the core's rules: the bare
     /// `context_limit` / `timeout` take their number from `context_pct` / `timeout_seconds`.
-    pub fn into_new(self, task_id: String) -> Result<NewHandoff> {
-        let (new, reason) = self.read(task_id);
+    /// A goal left out is taken from the task in `store` (see `goal`).
+    pub fn into_new(mut self, task_id: String, store: &Store) -> Result<NewHandoff> {
+        let goal = goal_for(store, &task_id, self.goal.take())?;
+        let (new, reason) = self.read(task_id, goal);
         reason.map(|()| new)
     }
 
     /// The core's input, and the reason's verdict apart: a bad reason leaves `explicit` in
     /// its place, so that the rest can still be checked.
-    fn read(self, task_id: String) -> (NewHandoff, Result<()>) {
+    fn read(self, task_id: String, goal: String) -> (NewHandoff, Result<()>) {
         let (reason, verdict) = match Reason::from_input(
             self.reason.as_deref(),
             self.context_pct,
@@ -229,7 +331,7 @@ impl Content {
             reason,
             from_agent: None,
             to_agent: None,
-            goal: self.goal,
+            goal,
             progress_summary: self.progress.unwrap_or_default(),
             completed_steps: self.completed,
             pending_steps: self.pending,
@@ -276,14 +378,15 @@ fn record_problems(new: NewHandoff, reason: Result<()>, limits: &Limits) -> Vec<
 }
 
 impl CreateArgs {
-    /// The core's input.
-    pub fn into_new(self) -> Result<NewHandoff> {
-        let (new, reason) = self.read();
+    /// The core's input; a goal left out is taken from the task in `store` (see `goal`).
+    pub fn into_new(self, store: &Store) -> Result<NewHandoff> {
+        let goal = goal_for(store, &self.task_id, self.goal.clone())?;
+        let (new, reason) = self.read(goal);
         reason.map(|()| new)
     }
 
-    fn read(self) -> (NewHandoff, Result<()>) {
-        let (mut new, reason) = self.content().read(self.task_id);
+    fn read(self, goal: String) -> (NewHandoff, Result<()>) {
+        let (mut new, reason) = self.content().read(self.task_id, goal);
         new.from_agent = self.from_agent;
         new.to_agent = self.to_agent;
         new.kind = self.kind.unwrap_or_default();
@@ -293,7 +396,11 @@ impl CreateArgs {
 
 impl Arguments for CreateArgs {
     fn problems(&self, limits: &Limits) -> Vec<Problem> {
-        let (new, reason) = self.clone().read();
+        let goal = self
+            .goal
+            .clone()
+            .unwrap_or_else(|| GOAL_TO_INHERIT.to_owned());
+        let (new, reason) = self.clone().read(goal);
         record_problems(new, reason, limits)
     }
 }
@@ -309,7 +416,9 @@ impl Operation for Create {
     type Output = Handoff;
 
     fn run(store: &Store, args: CreateArgs) -> Result<Handoff> {
-        store.create(args.into_new()?).map_err(by_argument_names)
+        store
+            .create(args.into_new(store)?)
+            .map_err(by_argument_names)
     }
 }
 
@@ -319,6 +428,19 @@ impl Operation for Create {
 pub struct CreateManyArgs {
     /// The handoffs, each with `create`'s arguments.
     pub items: Vec<CreateArgs>,
+}
+
+/// An error about item `i` of `create_many`, its problems named under `items[i]`.
+fn in_item(i: usize, err: Error) -> Error {
+    match err {
+        Error::Validation { problems } => Error::Validation {
+            problems: problems
+                .into_iter()
+                .map(|p| Problem::new(format!("items[{i}].{}", p.field), p.rule))
+                .collect(),
+        },
+        other => other,
+    }
 }
 
 impl Arguments for CreateManyArgs {
@@ -347,7 +469,8 @@ impl Operation for CreateMany {
         let news = args
             .items
             .into_iter()
-            .map(CreateArgs::into_new)
+            .enumerate()
+            .map(|(i, item)| item.into_new(store).map_err(|e| in_item(i, e)))
             .collect::<Result<Vec<_>>>()?;
         store.create_many(news).map_err(by_argument_names)
     }
@@ -358,6 +481,7 @@ impl Operation for CreateMany {
 #[serde(deny_unknown_fields)]
 pub struct GetArgs {
     /// The handoff's id.
+    #[schemars(extend("x-aliases" = ["handoff_id", "handover_id"]))]
     pub id: String,
 }
 
@@ -382,7 +506,7 @@ impl Operation for Get {
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListArgs {
-    /// Only records in this status.
+    /// Only records in this status (`accepted` reads as `claimed`).
     #[serde(default)]
     pub status: Option<Status>,
     /// Only records of this task.
@@ -400,14 +524,28 @@ pub struct ListArgs {
     /// Only records after the one with this id (the last of the previous page).
     #[serde(default)]
     pub after: Option<String>,
+    /// Only pending records: the same as `status` `pending`, so not with a `status`.
+    #[serde(default)]
+    pub pending_only: bool,
 }
 
-impl Arguments for ListArgs {}
+impl Arguments for ListArgs {
+    fn problems(&self, _: &Limits) -> Vec<Problem> {
+        // Seed 000's filter (`masc_handover_list`) says what `status` says: one of them.
+        match (self.pending_only, self.status) {
+            (true, Some(_)) => vec![Problem::new(
+                "pending_only",
+                "says what status says: give pending_only or status, not both",
+            )],
+            _ => Vec::new(),
+        }
+    }
+}
 
 impl From<ListArgs> for ListFilter {
     fn from(args: ListArgs) -> ListFilter {
         ListFilter {
-            status: args.status,
+            status: args.status.or(args.pending_only.then_some(Status::Pending)),
             task_id: args.task_id,
             to_agent: args.to_agent,
             kind: args.kind,
@@ -438,8 +576,10 @@ impl Operation for List {
 #[serde(deny_unknown_fields)]
 pub struct ClaimArgs {
     /// The handoff to claim.
+    #[schemars(extend("x-aliases" = ["handoff_id", "handover_id"]))]
     pub id: String,
     /// The agent taking it.
+    #[schemars(extend("x-aliases" = ["agent_id", "agent_name"]))]
     pub agent: String,
     /// How long the claim lives without a heartbeat (default 300).
     #[serde(default)]
@@ -475,6 +615,7 @@ impl Operation for Claim {
 #[serde(deny_unknown_fields)]
 pub struct ClaimNextArgs {
     /// The agent taking work.
+    #[schemars(extend("x-aliases" = ["agent_id", "agent_name"]))]
     pub agent: String,
     /// Only work of this task.
     #[serde(default)]
@@ -799,7 +940,11 @@ impl Arguments for CheckpointArgs {
         if let Err(err) = validate::agent("agent", &self.agent) {
             problems.extend(err.problems().iter().cloned());
         }
-        let (mut new, reason) = self.content().read(self.task_id.clone());
+        let goal = self
+            .goal
+            .clone()
+            .unwrap_or_else(|| GOAL_TO_INHERIT.to_owned());
+        let (mut new, reason) = self.content().read(self.task_id.clone(), goal);
         new.from_agent = Some(self.agent.clone());
         for p in record_problems(new, reason, limits) {
             if !problems.iter().any(|known| known.field == p.field) {
@@ -821,7 +966,7 @@ impl Operation for Checkpoint {
     type Output = Handoff;
 
     fn run(store: &Store, args: CheckpointArgs) -> Result<Handoff> {
-        let new = args.content().into_new(args.task_id.clone())?;
+        let new = args.content().into_new(args.task_id.clone(), store)?;
         store
             .checkpoint(&args.task_id, &args.agent, new)
             .map_err(by_argument_names)

@@ -39,6 +39,22 @@ where
         }
     };
     let mut problems = unknown_names(&schema, &mut value);
+    let mut spelled = Vec::new();
+    canonical_names(
+        &schema,
+        schema.as_value(),
+        &mut value,
+        "",
+        0,
+        &mut problems,
+        &mut spelled,
+    );
+    let as_spelled = |problems: Vec<Problem>| Error::Validation {
+        problems: problems
+            .into_iter()
+            .map(|p| Problem::new(respelled(&spelled, &p.field), p.rule))
+            .collect(),
+    };
     let mut parsed = None;
     while problems.len() < MAX_PROBLEMS {
         match serde_path_to_error::deserialize::<_, A>(&value) {
@@ -56,7 +72,7 @@ where
         }
     }
     let Some(args) = parsed else {
-        return Err(Error::Validation { problems });
+        return Err(as_spelled(problems));
     };
     for problem in check(&args) {
         if !problems.iter().any(|p| covers(&p.field, &problem.field)) {
@@ -66,8 +82,97 @@ where
     if problems.is_empty() {
         Ok(args)
     } else {
-        Err(Error::Validation { problems })
+        Err(as_spelled(problems))
     }
+}
+
+/// How deep in the arguments other names are looked for: lists of records (`create_many`'s
+/// items) and their records, with room to spare.
+const MAX_ALIAS_DEPTH: usize = 8;
+
+/// Renames each argument given under another of its names (a property's `x-aliases`: an older
+/// spelling, or a seed's name for it) to its own name, in the object `value` described by
+/// `node` and in the records it holds, noting (own path, path as given) in `spelled`. An
+/// argument given under two of its names is a problem naming both; its own name's value, or
+/// the first other one's, is kept for the rest of the checks.
+fn canonical_names(
+    root: &Schema,
+    node: &Value,
+    value: &mut Value,
+    at: &str,
+    depth: usize,
+    problems: &mut Vec<Problem>,
+    spelled: &mut Vec<(String, String)>,
+) {
+    let Some(node) = resolve(root, node) else {
+        return;
+    };
+    let (Some(Value::Object(properties)), Value::Object(map)) = (node.get("properties"), value)
+    else {
+        return;
+    };
+    for (name, property) in properties {
+        let aliases = property.get("x-aliases").and_then(Value::as_array);
+        let given: Vec<&str> = aliases
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|alias| map.contains_key(*alias))
+            .collect();
+        let Some(first) = given.first().copied() else {
+            continue;
+        };
+        let kept = (!map.contains_key(name)).then_some(first);
+        for alias in given.iter().filter(|a| Some(**a) != kept) {
+            let other = kept.unwrap_or(name);
+            problems.push(Problem::new(
+                join(at, alias),
+                format!("is another name for {name}, given as {other} too: give one of them"),
+            ));
+            map.remove(*alias);
+        }
+        if let Some(alias) = kept
+            && let Some(v) = map.remove(alias)
+        {
+            map.insert(name.clone(), v);
+            spelled.push((join(at, name), join(at, alias)));
+        }
+    }
+    if depth >= MAX_ALIAS_DEPTH {
+        return;
+    }
+    // The records inside: an object argument, or a list of them.
+    for (name, property) in properties {
+        let (Some(child), Some(property)) = (map.get_mut(name), resolve(root, property)) else {
+            continue;
+        };
+        let here = join(at, name);
+        match (property.get("items"), child) {
+            (Some(items), Value::Array(list)) => {
+                for (i, item) in list.iter_mut().enumerate() {
+                    let at = format!("{here}[{i}]");
+                    canonical_names(root, items, item, &at, depth + 1, problems, spelled);
+                }
+            }
+            (None, child @ Value::Object(_)) if property.get("properties").is_some() => {
+                canonical_names(root, &property, child, &here, depth + 1, problems, spelled);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `field` as the caller spelled its argument: under the other name it was given by, if any
+/// (`priority_objectives[1]` rather than `priority_items[1]`).
+fn respelled(spelled: &[(String, String)], field: &str) -> String {
+    for (own, given) in spelled {
+        if let Some(rest) = field.strip_prefix(own.as_str())
+            && (rest.is_empty() || rest.starts_with(['.', '[']))
+        {
+            return format!("{given}{rest}");
+        }
+    }
+    field.to_owned()
 }
 
 /// The JSON schema of `A`, built once per type.
@@ -376,6 +481,7 @@ fn describe(root: &Schema, node: &Value) -> Option<String> {
             "must be a date and time (RFC 3339, e.g. 2026-01-31T12:00:00Z)".to_owned()
         }
         ["string"] => "must be a string".to_owned(),
+        ["string", "integer"] => "must be a string or a whole number".to_owned(),
         ["boolean"] => "must be true or false".to_owned(),
         ["number"] => "must be a number".to_owned(),
         ["integer"] => {
