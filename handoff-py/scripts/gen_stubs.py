@@ -54,6 +54,25 @@ CALLABLES = {
         "Scores each item: ``verifier(item) -> score``, ``(score, explanation)`` or "
         "``{\"score\", \"explanation\"}``; without one every score is the neutral 0.5.",
     ),
+    "cherry_pick": (
+        "verifier",
+        "_Verifier",
+        "Scores the pick before it is written (as ``verify`` scores a conversation): with it, "
+        "``verify`` defaults to ``True``; an exception it raises is raised as it is, nothing written.",
+    ),
+    "cherry_pick_to_facts": (
+        "extractor",
+        "_Extractor",
+        "Draws the facts instead of the heuristics: ``extractor(conversation) -> list`` of texts or "
+        "``{\"text\", \"confidence\", \"source\"}`` dicts; an exception it raises is raised as it is, "
+        "nothing written.",
+    ),
+    "verify_bundle": (
+        "verifier",
+        "_Verifier",
+        "Scores each of the bundle's facts and conversations, as ``verify`` does; required (a "
+        "bundle's status says a judge looked at it). An exception it raises is raised as it is.",
+    ),
     "cherry_pick_decisions": (
         "judge",
         "_Judge",

@@ -1295,16 +1295,81 @@ impl Store {
         self.call::<ops::ListConversations>(py, given!(kwargs;))
     }
 
-    /// Copies a conversation's messages (a range, or all of it) into a new conversation.
-    #[pyo3(signature = (conversation_id, target_branch, **kwargs))]
+    /// Copies a conversation's messages (a range, or all of it) into a new conversation; with
+    /// `verify=True` (the default when a `verifier` is given), `verifier(item)` scores the pick
+    /// before it is written. When the verifier raises, nothing is written and the exception
+    /// propagates as it is.
+    #[pyo3(signature = (conversation_id, target_branch, verifier = None, **kwargs))]
     fn cherry_pick(
         &self,
         py: Python<'_>,
         conversation_id: Arg<'_>,
         target_branch: Arg<'_>,
+        verifier: Option<&Bound<'_, PyAny>>,
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Conversation> {
-        self.call::<ops::CherryPick>(py, given!(kwargs; conversation_id, target_branch))
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::CherryPick>(
+            &store,
+            given!(kwargs; conversation_id, target_branch),
+        )?;
+        let Some(verifier) = verifier.filter(|v| !v.is_none()) else {
+            return Ok(Conversation::new(
+                py.detach(|| ops::CherryPick::run_with(&store, args, None))?,
+            ));
+        };
+        let name = crate::curation::callable_name(verifier);
+        let verifier = verifier.clone().unbind();
+        let depth = store.limits().max_depth;
+        let mut raised = None;
+        let picked = py.detach(|| {
+            let mut verifier = ops::JsonVerifier::new(name, |item: Value| {
+                crate::curation::call_json(&verifier, &item, "verifier", depth, &mut raised)
+            });
+            ops::CherryPick::run_with(&store, args, Some(&mut verifier))
+        });
+        match (picked, raised) {
+            (Err(_), Some(exception)) => Err(exception.into()),
+            (picked, _) => Ok(Conversation::new(picked?)),
+        }
+    }
+
+    /// Draws facts from a conversation and writes them on `target_branch` as candidates
+    /// (`active`): by `extractor(conversation) -> list` (texts or `{"text", "confidence",
+    /// "source"}` dicts), or without one by the heuristics. When the extractor raises,
+    /// nothing is written and the exception propagates as it is.
+    #[pyo3(signature = (conversation_id, target_branch, extractor = None, **kwargs))]
+    fn cherry_pick_to_facts(
+        &self,
+        py: Python<'_>,
+        conversation_id: Arg<'_>,
+        target_branch: Arg<'_>,
+        extractor: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Vec<Fact>> {
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::CherryPickToFacts>(
+            &store,
+            given!(kwargs; conversation_id, target_branch),
+        )?;
+        let Some(extractor) = extractor.filter(|e| !e.is_none()) else {
+            let facts = py.detach(|| ops::CherryPickToFacts::run_with(&store, args, None))?;
+            return Ok(facts.into_iter().map(Fact::new).collect());
+        };
+        let name = crate::curation::callable_name(extractor);
+        let extractor = extractor.clone().unbind();
+        let depth = store.limits().max_depth;
+        let mut raised = None;
+        let drawn = py.detach(|| {
+            let mut extractor = ops::JsonExtractor::new(name, |item: Value| {
+                crate::curation::call_json(&extractor, &item, "extractor", depth, &mut raised)
+            });
+            ops::CherryPickToFacts::run_with(&store, args, Some(&mut extractor))
+        });
+        match (drawn, raised) {
+            (Err(_), Some(exception)) => Err(exception.into()),
+            (drawn, _) => Ok(drawn?.into_iter().map(Fact::new).collect()),
+        }
     }
 
     /// Copies a conversation's decision points (the seed's heuristics, or `judge(message) ->
@@ -1561,9 +1626,10 @@ impl Store {
         self.call::<ops::DeleteBundle>(py, given!(kwargs; id))
     }
 
-    /// Imports a bundle (its JSON as `str` or `bytes`, a `dict`, or a `Bundle`) into a branch,
-    /// checked whole first; importing it again adds nothing.
-    #[pyo3(signature = (bundle, **kwargs))]
+    /// Imports a bundle (its JSON as `str` or `bytes`, a `dict`, or a `Bundle`; or
+    /// `bundle_id=` or `share_token=` of this store's) into a branch, checked whole first;
+    /// importing it again adds nothing.
+    #[pyo3(signature = (bundle = None, **kwargs))]
     fn import_bundle(
         &self,
         py: Python<'_>,
@@ -1585,6 +1651,41 @@ impl Store {
         let text = text.map(|t| pyo3::types::PyString::new(py, &t).into_any());
         let bundle = text.as_ref().or(bundle);
         self.call::<ops::ImportBundle>(py, given!(kwargs; bundle))
+    }
+
+    /// Runs the verification gate on a bundle's contents: `verifier(item)` scores each of its
+    /// facts and conversations, and the bundle records its status, mean score and verifier.
+    /// Without a verifier it is refused (`ValidationError` naming `verifier`); when the
+    /// verifier raises, nothing is recorded and the exception propagates as it is.
+    #[pyo3(signature = (id, verifier = None, **kwargs))]
+    fn verify_bundle(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        verifier: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Bundle> {
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::VerifyBundle>(&store, given!(kwargs; id))?;
+        let Some(verifier) = verifier.filter(|v| !v.is_none()) else {
+            return Ok(Bundle::new(
+                py.detach(|| ops::VerifyBundle::run_with(&store, args, None))?,
+            ));
+        };
+        let name = crate::curation::callable_name(verifier);
+        let verifier = verifier.clone().unbind();
+        let depth = store.limits().max_depth;
+        let mut raised = None;
+        let verified = py.detach(|| {
+            let mut verifier = ops::JsonVerifier::new(name, |item: Value| {
+                crate::curation::call_json(&verifier, &item, "verifier", depth, &mut raised)
+            });
+            ops::VerifyBundle::run_with(&store, args, Some(&mut verifier))
+        });
+        match (verified, raised) {
+            (Err(_), Some(exception)) => Err(exception.into()),
+            (verified, _) => Ok(Bundle::new(verified?)),
+        }
     }
 
     /// A task's whole run as one timeline, with its agents, key knowledge and outcome.

@@ -188,3 +188,72 @@ def test_aio_takes_async_verifiers_and_judges() -> None:
             assert merged.facts == 2
 
     asyncio.run(main())
+
+
+def test_curation_in_the_seeds_order(store: hc.Store) -> None:
+    """Issue 47: a verified cherry-pick with the seed's names, facts drawn from a conversation,
+    the bundle of a merged task, and its verification recorded on it."""
+    conv = store.add_conversation(AGENT, MESSAGES)
+
+    # cherry_pick_conversation(verify=True), in the seed's names; the pick is scored before it is written.
+    seen: list[int] = []
+
+    def judge(item: dict[str, Any]) -> tuple[float, str]:
+        seen.append(len(item["messages"]))
+        return by_text(item)
+
+    picked = store.cherry_pick(conv.id, TASK, judge, from_sequence=2, to_sequence=5, verify=True)
+    assert seen == [4]
+    assert (picked.message_count, picked.verification_status, picked.verified_by) == (4, "verified", "judge")
+    with pytest.raises(hc.ValidationError) as err:
+        store.cherry_pick(conv.id, TASK, verify=True)
+    assert err.value.problems[0][0] == "verify"
+
+    class Broken(Exception):
+        pass
+
+    def broken(item: dict[str, Any]) -> float:
+        raise Broken("no model")
+
+    before = [c.id for c in store.list_conversations()]
+    with pytest.raises(Broken):
+        store.cherry_pick(conv.id, TASK, broken)
+    assert [c.id for c in store.list_conversations()] == before
+
+    # cherry_pick_to_facts: the heuristics, then an extractor; candidates until verified.
+    notes = store.add_conversation(AGENT, [
+        {"role": "user", "content": "why does it fail?"},
+        {"role": "assistant", "content": "The root cause is the missing retry in src/auth.js:42. Shall I fix it?"},
+    ])
+    drawn = store.cherry_pick_to_facts(notes.id, AGENT)
+    assert [f.text for f in drawn] == ["The root cause is the missing retry in src/auth.js:42."]
+    assert drawn[0].status == "active" and drawn[0].source == f"conversation:{notes.id}#2"
+    extracted = store.cherry_pick_to_facts(
+        conv.id, AGENT, lambda c: ["refresh needs retries with backoff", {"text": "tokens last 1h", "confidence": 0.4}]
+    )
+    assert [(f.text, f.confidence) for f in extracted] == [
+        ("refresh needs retries with backoff", None),
+        ("tokens last 1h", 0.4),
+    ]
+    with pytest.raises(Broken):
+        store.cherry_pick_to_facts(conv.id, AGENT, broken)
+    assert len(store.facts(AGENT)) == 3
+
+    # The task merged into main: its bundle still holds what it verified.
+    store.verify(AGENT, verifier=by_text)
+    store.merge(AGENT)
+    store.verify(TASK, verifier=by_text)
+    store.merge(TASK)
+    bundle = store.create_bundle("Playbook", task_id="fix-oauth", visibility="team")
+    # Each piece of knowledge once, though merges copied it up twice.
+    assert (bundle.fact_count, bundle.conversation_count) == (1, 2), bundle
+    with pytest.raises(hc.ValidationError) as err:
+        store.verify_bundle(bundle.id)
+    assert err.value.problems[0][0] == "verifier"
+    checked = store.verify_bundle(bundle.id, lambda item: 0.95)
+    assert (checked.verification_status, checked.verified_by) == ("verified", "<lambda>")
+    assert store.get_bundle(bundle.id).verification_score == pytest.approx(0.95)
+    # The seed's memory_bundle_import: by the bundle's id or its share token.
+    report = store.import_bundle(bundle_id=bundle.id, target_branch="task/other")
+    assert report.facts_added == 1
+    assert store.import_bundle(share_token=bundle.share_token, target_branch="task/other").facts_skipped == 1

@@ -40,6 +40,9 @@ _Score = Union[float, tuple[float, Optional[str]], Mapping[str, Any]]
 _Verifier = Callable[[dict[str, Any]], _Score]
 #: Says whether a message (a ``dict`` with its ``index`` from 0) is a decision point.
 _Judge = Callable[[dict[str, Any]], bool]
+#: Draws facts from a conversation (a ``dict`` as a verifier reads it): a list of texts or
+#: ``{"text", "confidence", "source"}`` dicts, or ``{"facts": [...]}``.
+_Extractor = Callable[[dict[str, Any]], Any]
 #: ``summarize(request) -> str``: ``request`` is ``{"id", "title", "text", "budget", "unit"}``.
 _Summarizer = Callable[[dict[str, Any]], str]
 
@@ -1793,21 +1796,31 @@ class Store:
         self,
         conversation_id: str,
         target_branch: str,
+        verifier: Optional[_Verifier] = None,
         *,
         from_seq: Optional[int] = None,
         to_seq: Optional[int] = None,
         title: Optional[str] = None,
+        verify: Optional[bool] = None,
     ) -> Conversation:
         """Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into a
         new conversation on `target_branch`; the source messages are marked `cherry_picked_to` it.
-        The range must lie inside the conversation, `from_seq ≤ to_seq`.
+        The range must lie inside the conversation, `from_seq ≤ to_seq`. With `verify`, the
+        verification gate scores what was picked before it is written (a verifier, the judge
+        command, or the MCP client's model), and the pick is written with its verdict; without a
+        judge to ask, `verify` is refused and nothing is written.
 
         Args:
             conversation_id: The conversation to pick from.
             target_branch: Where the new conversation goes.
-            from_seq: The first message to take (from 1).
-            to_seq: The last message to take.
+            verifier: Scores the pick before it is written (as ``verify`` scores a conversation):
+                with it, ``verify`` defaults to ``True``; an exception it raises is raised as it is,
+                nothing written.
+            from_seq: The first message to take (from 1; `from_sequence` is accepted too).
+            to_seq: The last message to take (`to_sequence` is accepted too).
             title: The new conversation's title.
+            verify: Run the verification gate on the pick (default false): verified at 0.6,
+                invalidated below 0.4, as `verify` scores a conversation.
         """
     def cherry_pick_decisions(
         self,
@@ -1834,6 +1847,26 @@ class Store:
         Args:
             conversation_id: The conversation to pick from.
             target_branch: Where the new conversation goes.
+        """
+    def cherry_pick_to_facts(
+        self,
+        conversation_id: str,
+        target_branch: str,
+        extractor: Optional[_Extractor] = None,
+    ) -> builtins.list[Fact]:
+        """Draws facts from a conversation and writes them on `target_branch` as candidates (status
+        `active`, for the gate to verify later): by an extractor (a face's callable, the judge
+        command, or the MCP client's model) or, without one, by the heuristics: sentences of the
+        assistant's messages that state a conclusion or a decision ("the root cause is", "fixed by",
+        "I'll", "the approach is", ...) or name a file or a number. Each fact's `source` is the
+        conversation (and the message). A conversation that states nothing writes nothing.
+
+        Args:
+            conversation_id: The conversation to draw facts from.
+            target_branch: Where the facts go.
+            extractor: Draws the facts instead of the heuristics: ``extractor(conversation) ->
+                list`` of texts or ``{"text", "confidence", "source"}`` dicts; an exception it
+                raises is raised as it is, nothing written.
         """
     def add_facts(self, branch: str, facts: Sequence[Any]) -> builtins.list[Fact]:
         """Writes facts on a branch (status `active`), checked whole first: every problem at once,
@@ -1874,7 +1907,7 @@ class Store:
         scores with NaN or outside 0..1, is left as it was and reported.
 
         Args:
-            branch: The branch to verify.
+            branch: The branch to verify (`branch_name` is accepted too).
             verifier: Scores each item: ``verifier(item) -> score``, ``(score, explanation)`` or
                 ``{"score", "explanation"}``; without one every score is the neutral 0.5.
             fact_threshold: A fact scoring at least this is verified (default 0.7).
@@ -1945,7 +1978,7 @@ class Store:
         Args:
             name: The bundle's name.
             task_id: Package this task's knowledge (`task/<task>` and its agents' branches)…
-            branch: …or this branch's.
+            branch: …or this branch's (`branch_name` is accepted too).
             verified_only: Only verified facts and conversations (default true); false: everything
                 not invalidated.
             visibility: Who may find it by its token: `private` (default, nobody), `team` or
@@ -2016,21 +2049,54 @@ class Store:
         """
     def import_bundle(
         self,
-        bundle: Any,
+        bundle: Optional[Any] = None,
         *,
+        bundle_id: Optional[str] = None,
+        share_token: Optional[str] = None,
         target_branch: Optional[str] = None,
         dry_run: Optional[bool] = None,
     ) -> ImportReport:
-        """Imports a bundle (its portable JSON, as text or as an object) into a branch, checked
-        whole before anything is written: size and nesting before parsing, the schema version, the
-        content hash, every id, text and message. Importing the same bundle again adds nothing; the
-        report says what was added and what was already there.
+        """Imports a bundle into a branch: its portable JSON (as text or as an object), or a bundle
+        of this store by its id or its share token. It is checked whole before anything is written:
+        size and nesting before parsing, the schema version, the content hash, every id, text and
+        message. Importing the same bundle again adds nothing; the report says what was added and
+        what was already there.
 
         Args:
-            bundle: The bundle's portable JSON (what `to_json` wrote), as text or as an object.
+            bundle: The bundle's portable JSON (what `to_json` wrote), as text or as an object; or
+                give `bundle_id` or `share_token` instead.
+            bundle_id: A bundle of this store, by its id.
+            share_token: A shared bundle of this store, by its token (`kb_…`; a private bundle is
+                never found so).
             target_branch: Where its knowledge goes (default `main`).
             dry_run: Only check it (default false): the bundle is read and checked whole, and the
                 report counts what importing it would add; nothing is written.
+        """
+    def verify_bundle(
+        self,
+        id: str,
+        verifier: Optional[_Verifier] = None,
+        *,
+        fact_threshold: Optional[float] = None,
+        invalidate_below: Optional[float] = None,
+        conversation_threshold: Optional[float] = None,
+    ) -> Bundle:
+        """Runs the verification gate on a bundle's contents: a verifier (a face's callable, the
+        judge command, or the MCP client's model) scores each of its facts and conversations, and
+        the bundle records the outcome: `verification_status` `verified` when every item passed
+        (otherwise `draft`), `verification_score` (the mean) and `verified_by` (the verifier). Its
+        portable form stays as it was (its hash and signature valid); each item's score goes to the
+        curation log. Without a judge to ask, or when it fails on an item, nothing is recorded.
+
+        Args:
+            id: The bundle's id (`bundle_id` is accepted too).
+            verifier: Scores each of the bundle's facts and conversations, as ``verify`` does;
+                required (a bundle's status says a judge looked at it). An exception it raises is
+                raised as it is.
+            fact_threshold: A fact scoring at least this passes (default 0.7).
+            invalidate_below: A fact or a conversation scoring below this is invalidated (default
+                0.4).
+            conversation_threshold: A conversation scoring at least this passes (default 0.6).
         """
     def replay(self, task_id: str, *, verified_only: Optional[bool] = None) -> TaskReplay:
         """A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,

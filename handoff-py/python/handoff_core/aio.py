@@ -79,6 +79,8 @@ _Score = Union[float, tuple[float, Optional[str]], Mapping[str, Any]]
 _Verifier = Callable[[dict[str, Any]], Union[_Score, Awaitable[_Score]]]
 #: A decision judge (``Store.cherry_pick_decisions``): a plain function or a coroutine function.
 _Judge = Callable[[dict[str, Any]], Union[bool, Awaitable[bool]]]
+#: A fact extractor (``Store.cherry_pick_to_facts``): a plain function or a coroutine function.
+_Extractor = Callable[[dict[str, Any]], Any]
 #: A summarizer (``Store.context_for``): a plain function or a coroutine function.
 _Summarizer = Callable[[dict[str, Any]], Union[str, Awaitable[str]]]
 
@@ -1098,22 +1100,29 @@ class Store:
         self,
         conversation_id: str,
         target_branch: str,
+        verifier: Optional[_Verifier] = None,
         *,
         from_seq: Optional[int] = None,
         to_seq: Optional[int] = None,
         title: Optional[str] = None,
+        verify: Optional[bool] = None,
     ) -> Conversation:
         """Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into a
         new conversation on `target_branch`; the source messages are marked `cherry_picked_to` it.
-        The range must lie inside the conversation, `from_seq ≤ to_seq`.
+        The range must lie inside the conversation, `from_seq ≤ to_seq`. With `verify`, the
+        verification gate scores what was picked before it is written (a verifier, the judge
+        command, or the MCP client's model), and the pick is written with its verdict; without a
+        judge to ask, `verify` is refused and nothing is written.
         """
         return await asyncio.to_thread(
             self._store.cherry_pick,
             conversation_id,
             target_branch,
+            _from_thread(verifier),
             from_seq=from_seq,
             to_seq=to_seq,
             title=title,
+            verify=verify,
         )
 
     async def cherry_pick_decisions(
@@ -1143,6 +1152,26 @@ class Store:
             self._store.cherry_pick_tools,
             conversation_id,
             target_branch,
+        )
+
+    async def cherry_pick_to_facts(
+        self,
+        conversation_id: str,
+        target_branch: str,
+        extractor: Optional[_Extractor] = None,
+    ) -> builtins.list[Fact]:
+        """Draws facts from a conversation and writes them on `target_branch` as candidates (status
+        `active`, for the gate to verify later): by an extractor (a face's callable, the judge
+        command, or the MCP client's model) or, without one, by the heuristics: sentences of the
+        assistant's messages that state a conclusion or a decision ("the root cause is", "fixed by",
+        "I'll", "the approach is", ...) or name a file or a number. Each fact's `source` is the
+        conversation (and the message). A conversation that states nothing writes nothing.
+        """
+        return await asyncio.to_thread(
+            self._store.cherry_pick_to_facts,
+            conversation_id,
+            target_branch,
+            _from_thread(extractor),
         )
 
     async def add_facts(self, branch: str, facts: Sequence[Any]) -> builtins.list[Fact]:
@@ -1315,21 +1344,51 @@ class Store:
 
     async def import_bundle(
         self,
-        bundle: Any,
+        bundle: Optional[Any] = None,
         *,
+        bundle_id: Optional[str] = None,
+        share_token: Optional[str] = None,
         target_branch: Optional[str] = None,
         dry_run: Optional[bool] = None,
     ) -> ImportReport:
-        """Imports a bundle (its portable JSON, as text or as an object) into a branch, checked
-        whole before anything is written: size and nesting before parsing, the schema version, the
-        content hash, every id, text and message. Importing the same bundle again adds nothing; the
-        report says what was added and what was already there.
+        """Imports a bundle into a branch: its portable JSON (as text or as an object), or a bundle
+        of this store by its id or its share token. It is checked whole before anything is written:
+        size and nesting before parsing, the schema version, the content hash, every id, text and
+        message. Importing the same bundle again adds nothing; the report says what was added and
+        what was already there.
         """
         return await asyncio.to_thread(
             self._store.import_bundle,
             bundle,
+            bundle_id=bundle_id,
+            share_token=share_token,
             target_branch=target_branch,
             dry_run=dry_run,
+        )
+
+    async def verify_bundle(
+        self,
+        id: str,
+        verifier: Optional[_Verifier] = None,
+        *,
+        fact_threshold: Optional[float] = None,
+        invalidate_below: Optional[float] = None,
+        conversation_threshold: Optional[float] = None,
+    ) -> Bundle:
+        """Runs the verification gate on a bundle's contents: a verifier (a face's callable, the
+        judge command, or the MCP client's model) scores each of its facts and conversations, and
+        the bundle records the outcome: `verification_status` `verified` when every item passed
+        (otherwise `draft`), `verification_score` (the mean) and `verified_by` (the verifier). Its
+        portable form stays as it was (its hash and signature valid); each item's score goes to the
+        curation log. Without a judge to ask, or when it fails on an item, nothing is recorded.
+        """
+        return await asyncio.to_thread(
+            self._store.verify_bundle,
+            id,
+            _from_thread(verifier),
+            fact_threshold=fact_threshold,
+            invalidate_below=invalidate_below,
+            conversation_threshold=conversation_threshold,
         )
 
     async def replay(self, task_id: str, *, verified_only: Optional[bool] = None) -> TaskReplay:
