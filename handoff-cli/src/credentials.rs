@@ -305,10 +305,21 @@ fn places_in(op: &'static Op) -> Vec<Place> {
         return Vec::new();
     };
     let acting = |name: &str| ACTING.iter().copied().find(|a| *a == name);
+    // An acting argument's other names (`agent_id`, `from_agent_id`: its `x-aliases`, which
+    // the core reads as the argument itself) name the agent acting just as well.
+    let aliases = |property: &'static Value| {
+        property
+            .get("x-aliases")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+    };
     let mut places = Vec::new();
     for (name, property) in properties {
         if let Some(acting) = acting(name) {
             places.push(Place::Argument(acting));
+            places.extend(aliases(property).map(Place::Argument));
             continue;
         }
         // A list whose items are `$defs/<T>`, where T is an operation's argument type.
@@ -329,12 +340,12 @@ fn places_in(op: &'static Op) -> Vec<Place> {
             .and_then(|d| d.get("properties"))
             .and_then(Value::as_object);
         if let (true, Some(item_properties)) = (of_an_operation, item_properties) {
-            places.extend(
-                item_properties
-                    .keys()
-                    .filter_map(|k| acting(k))
-                    .map(|a| Place::InEachItem(name.as_str(), a)),
-            );
+            for (key, inner) in item_properties {
+                if let Some(acting) = acting(key) {
+                    places.push(Place::InEachItem(name.as_str(), acting));
+                    places.extend(aliases(inner).map(|a| Place::InEachItem(name.as_str(), a)));
+                }
+            }
         }
     }
     places
@@ -536,13 +547,22 @@ mod tests {
             found,
             [
                 "create.from_agent",
+                "create.from_agent_id",
                 "create_many.items[].from_agent",
+                "create_many.items[].from_agent_id",
                 "claim.agent",
+                "claim.agent_id",
+                "claim.agent_name",
                 "claim_next.agent",
+                "claim_next.agent_id",
+                "claim_next.agent_name",
                 "reject.agent",
                 "cancel.by",
                 "checkpoint.agent",
+                "checkpoint.agent_id",
                 "create_task.orchestrator",
+                "join_task.agent",
+                "join_task.agent_id",
                 "initialize.manager",
                 "add_conversation.agent",
             ]
@@ -562,6 +582,7 @@ mod tests {
                 "create_task.steps[].agent",
                 "create_task.escalate_to",
                 "update_task.add_steps[].agent",
+                "escalate_step.to_agent",
                 "initialize.worker",
                 "initialize.escalate_to",
             ]
@@ -620,5 +641,39 @@ mod tests {
         let claude = json!({"agent": "claude"});
         assert!(check(op("claim_next"), &args(claude.clone()), &Agents::Any).is_ok());
         assert!(check(op("list"), &args(json!({"to_agent": "claude"})), &gemini).is_ok());
+    }
+
+    #[test]
+    fn an_acting_agent_given_by_a_seeds_name_is_checked_too() {
+        let op = |name| operations::find(name).expect("op");
+        let args = |v: Value| v.as_object().cloned().expect("object");
+        let gemini = Agents::Only(vec!["gemini".into()]);
+        let field = |op, a| match check(op, &args(a), &gemini) {
+            Err(CliError::Forbidden { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            field(op("claim"), json!({"id": "h", "agent_id": "claude"})),
+            "agent_id"
+        );
+        assert_eq!(
+            field(op("claim"), json!({"id": "h", "agent_name": "claude"})),
+            "agent_name"
+        );
+        assert_eq!(
+            field(
+                op("create"),
+                json!({"task_id": "t", "from_agent_id": "claude"})
+            ),
+            "from_agent_id"
+        );
+        assert!(
+            check(
+                op("claim"),
+                &args(json!({"id": "h", "agent_id": "gemini"})),
+                &gemini
+            )
+            .is_ok()
+        );
     }
 }

@@ -42,9 +42,11 @@ use crate::spawn::{self, SpawnConfig};
 #[serde(deny_unknown_fields)]
 struct SpawnArgs {
     /// The claiming agent.
+    #[schemars(extend("x-aliases" = ["agent_name", "agent_id"]))]
     agent: String,
     /// The handoff to claim; without it, the oldest one this agent may take.
     #[serde(default)]
+    #[schemars(extend("x-aliases" = ["handover_id"]))]
     handoff_id: Option<String>,
     /// With no handoff_id: only look within this task.
     #[serde(default)]
@@ -185,7 +187,10 @@ fn tools() -> Vec<Tool> {
 fn old_spellings(op: &'static Op, args: &mut JsonObject) -> (&'static Op, bool) {
     let has = |args: &JsonObject, keys: &[&str]| keys.iter().any(|k| args.contains_key(*k));
     let routed = match op.name() {
-        "claim" if !has(args, &["id", "handoff_id"]) => operations::find("claim_next"),
+        // `handover_id`: seed 000's name for the handoff (`masc_handover_claim`).
+        "claim" if !has(args, &["id", "handoff_id", "handover_id"]) => {
+            operations::find("claim_next")
+        }
         "cancel" if has(args, &["claim", "token", "claim_secret"]) => {
             operations::find("cancel_claim")
         }

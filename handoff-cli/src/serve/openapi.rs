@@ -100,6 +100,38 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
         .filter(|name| !in_path.contains(&name.as_str()))
         .cloned()
         .collect();
+    // An argument's other names (an older spelling, or a seed's name: `x-aliases`) are
+    // documented beside it as deprecated, so that a request written with them is one the
+    // document allows; a required one is then required under one of its names.
+    let mut one_of_names: Vec<Vec<String>> = Vec::new();
+    for (name, schema) in given.clone() {
+        let aliases: Vec<String> = schema
+            .get("x-aliases")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        if aliases.is_empty() {
+            continue;
+        }
+        for alias in &aliases {
+            let mut other = schema.clone();
+            other["description"] = json!(format!(
+                "The same as `{name}`, by another name: give one or the other."
+            ));
+            other["deprecated"] = json!(true);
+            if let Some(map) = other.as_object_mut() {
+                map.remove("x-aliases");
+            }
+            given.insert(alias.clone(), other);
+        }
+        if needed.contains(&name) {
+            needed.retain(|n| *n != name);
+            one_of_names.push(std::iter::once(name).chain(aliases).collect());
+        }
+    }
     match route.shape {
         Shape::Plain => {}
         Shape::Claim => {
@@ -125,7 +157,11 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
     });
     if route.reads_query() {
         parameters.extend(given.into_iter().map(|(name, schema)| {
-            json!({"name": name, "in": "query", "required": needed.contains(&name), "schema": schema})
+            let mut parameter = json!({"name": name, "in": "query", "required": needed.contains(&name), "schema": schema});
+            if schema.get("deprecated") == Some(&json!(true)) {
+                parameter["deprecated"] = json!(true);
+            }
+            parameter
         }));
     } else {
         let mut body =
@@ -135,10 +171,29 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
         }
         if route.shape == Shape::Claim {
             // The secret by either name.
-            body["anyOf"] = json!([{"required": ["secret"]}, {"required": ["claim_secret"]}]);
+            one_of_names.push(vec!["secret".to_owned(), "claim_secret".to_owned()]);
+        }
+        let either = |names: &Vec<String>| {
+            json!(
+                names
+                    .iter()
+                    .map(|n| json!({"required": [n]}))
+                    .collect::<Vec<_>>()
+            )
+        };
+        match one_of_names.as_slice() {
+            [] => {}
+            [names] => body["anyOf"] = either(names),
+            all => {
+                body["allOf"] = json!(
+                    all.iter()
+                        .map(|names| json!({"anyOf": either(names)}))
+                        .collect::<Vec<_>>()
+                );
+            }
         }
         operation["requestBody"] = json!({
-            "required": !needed.is_empty(),
+            "required": !needed.is_empty() || !one_of_names.is_empty(),
             "content": {"application/json": {"schema": body}},
         });
     }
