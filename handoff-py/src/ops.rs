@@ -194,7 +194,15 @@ fn prepare<A: Arguments>(operation: &str, given: Given<'_>, max_depth: usize) ->
             continue;
         }
         if object.contains_key(core) {
-            return Err(refuse(format!("got multiple values for argument '{core}'")));
+            // Named as given: its own name and another (an older one, or a seed's), or one twice.
+            let earlier = spelling
+                .0
+                .iter()
+                .find(|(known, _)| known == core)
+                .map_or(core.as_str(), |(_, given)| given.as_str());
+            return Err(refuse(format!(
+                "got multiple values for argument '{core}' (given as '{earlier}' and '{name}')"
+            )));
         }
         if core != name {
             spelling.0.push((core.clone(), name.to_string()));

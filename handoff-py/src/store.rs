@@ -589,7 +589,7 @@ impl Store {
     }
 
     /// Creates a pending handoff. `None` for an argument means the core's default.
-    #[pyo3(signature = (task_id, goal, **kwargs))]
+    #[pyo3(signature = (task_id, goal=None, **kwargs))]
     fn create(
         &self,
         py: Python<'_>,

@@ -40,8 +40,8 @@ def test_names_python_does_not_know_are_type_errors() -> None:
     with hc.Store.memory() as store:
         with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
             store.get("x", colour=1)  # type: ignore[call-arg]
-        with pytest.raises(TypeError, match="'goal'"):
-            store.checkpoint("t", "a")  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="'agent'"):
+            store.checkpoint("t")  # type: ignore[call-arg]
 
 
 class Urgency(enum.Enum):
