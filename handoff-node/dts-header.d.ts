@@ -76,6 +76,42 @@ export interface VerifyAsyncOptions extends VerifyThresholds {
   /** Scores each item; its answers are awaited. */
   verifier?: AsyncVerifier | null
 }
+/** The options of `store.cherryPick`: the range, the title, `verify` and the verifier that scores the pick before it is written. */
+export interface CherryPickOptions extends CherryPickArguments {
+  /** Scores the pick (with it, `verify` defaults to true); called on the JavaScript thread and answering at once (no Promise). Its throw ends the pick, which writes nothing. */
+  verifier?: Verifier | null
+}
+/** The options of `store.cherryPickAsync`: as `cherryPick`'s, with a verifier that may be async. */
+export interface CherryPickAsyncOptions extends CherryPickArguments {
+  /** Scores the pick; its answer is awaited. */
+  verifier?: AsyncVerifier | null
+}
+/** The options of `store.verifyBundle`: the gate's thresholds and the verifier, which it needs. */
+export interface VerifyBundleOptions extends VerifyBundleThresholds {
+  /** Scores each of the bundle's items; called on the JavaScript thread and answering at once (no Promise). Its throw ends the call, which records nothing. */
+  verifier?: Verifier | null
+}
+/** The options of `store.verifyBundleAsync`: the gate's thresholds and the verifier, which may be async. */
+export interface VerifyBundleAsyncOptions extends VerifyBundleThresholds {
+  /** Scores each of the bundle's items; its answers are awaited. */
+  verifier?: AsyncVerifier | null
+}
+/** What an extractor answers: the conversation's facts, or `{ facts }`. */
+export type ExtractorAnswer = FactInput[] | { facts: FactInput[] }
+/** Draws a conversation's facts (`cherryPickToFacts`), in place of the heuristics: an LLM, a parser. Its throw ends the call, which writes nothing. */
+export type Extractor = (conversation: VerifyItem) => ExtractorAnswer
+/** An extractor for `cherryPickToFactsAsync`, which awaits its answer. */
+export type AsyncExtractor = (conversation: VerifyItem) => ExtractorAnswer | PromiseLike<ExtractorAnswer>
+/** The options of `store.cherryPickToFacts`. */
+export interface CherryPickToFactsOptions {
+  /** Draws the facts in place of the heuristics; called on the JavaScript thread and answering at once (no Promise). */
+  extractor?: Extractor | null
+}
+/** The options of `store.cherryPickToFactsAsync`. */
+export interface CherryPickToFactsAsyncOptions {
+  /** Draws the facts in place of the heuristics; its answer is awaited. */
+  extractor?: AsyncExtractor | null
+}
 /** A message as a judge sees it: the stored message's chat fields, with its `index` in its conversation (from 0). */
 export type JudgedMessage = Omit<StoredMessage, 'seq' | 'is_cherry_picked' | 'cherry_picked_to'> & { index: number }
 /** Says whether a message is a decision point (`cherryPickDecisions`), in place of the heuristics. */
@@ -598,13 +634,28 @@ export interface ListConversationsOptions {
   taskId?: string | null
 }
 /** The options of `store.cherryPick`. */
-export interface CherryPickOptions {
-  /** The first message to take (from 1). */
+export interface CherryPickArguments {
+  /** The first message to take (from 1; `from_sequence` is accepted too). */
   fromSeq?: number | null
-  /** The last message to take. */
+  /**
+   * The same as `fromSeq` (its older name); give one or the other.
+   * @deprecated Use `fromSeq`.
+   */
+  fromSequence?: number | null
+  /** The last message to take (`to_sequence` is accepted too). */
   toSeq?: number | null
+  /**
+   * The same as `toSeq` (its older name); give one or the other.
+   * @deprecated Use `toSeq`.
+   */
+  toSequence?: number | null
   /** The new conversation's title. */
   title?: string | null
+  /**
+   * Run the verification gate on the pick (default false): verified at 0.6, invalidated
+   * below 0.4, as `verify` scores a conversation.
+   */
+  verify?: boolean | null
 }
 /** The options of `store.facts`. */
 export interface FactsOptions {
@@ -649,8 +700,13 @@ export interface CurationEventsOptions {
 export interface CreateBundleOptions {
   /** Package this task's knowledge (`task/<task>` and its agents' branches)… */
   taskId?: string | null
-  /** …or this branch's. */
+  /** …or this branch's (`branch_name` is accepted too). */
   branch?: string | null
+  /**
+   * The same as `branch` (its older name); give one or the other.
+   * @deprecated Use `branch`.
+   */
+  branchName?: string | null
   /**
    * Only verified facts and conversations (default true); false: everything not
    * invalidated.
@@ -686,6 +742,10 @@ export interface TrustBundleKeysOptions {
 }
 /** The options of `store.importBundle`. */
 export interface ImportBundleOptions {
+  /** A bundle of this store, by its id. */
+  bundleId?: string | null
+  /** A shared bundle of this store, by its token (`kb_…`; a private bundle is never found so). */
+  shareToken?: string | null
   /** Where its knowledge goes (default `main`). */
   targetBranch?: string | null
   /**
@@ -693,6 +753,15 @@ export interface ImportBundleOptions {
    * counts what importing it would add; nothing is written.
    */
   dryRun?: boolean | null
+}
+/** The options of `store.verifyBundle`. */
+export interface VerifyBundleThresholds {
+  /** A fact scoring at least this passes (default 0.7). */
+  factThreshold?: number | null
+  /** A fact or a conversation scoring below this is invalidated (default 0.4). */
+  invalidateBelow?: number | null
+  /** A conversation scoring at least this passes (default 0.6). */
+  conversationThreshold?: number | null
 }
 /** The options of `store.replay`. */
 export interface ReplayOptions {

@@ -76,6 +76,42 @@ export interface VerifyAsyncOptions extends VerifyThresholds {
   /** Scores each item; its answers are awaited. */
   verifier?: AsyncVerifier | null
 }
+/** The options of `store.cherryPick`: the range, the title, `verify` and the verifier that scores the pick before it is written. */
+export interface CherryPickOptions extends CherryPickArguments {
+  /** Scores the pick (with it, `verify` defaults to true); called on the JavaScript thread and answering at once (no Promise). Its throw ends the pick, which writes nothing. */
+  verifier?: Verifier | null
+}
+/** The options of `store.cherryPickAsync`: as `cherryPick`'s, with a verifier that may be async. */
+export interface CherryPickAsyncOptions extends CherryPickArguments {
+  /** Scores the pick; its answer is awaited. */
+  verifier?: AsyncVerifier | null
+}
+/** The options of `store.verifyBundle`: the gate's thresholds and the verifier, which it needs. */
+export interface VerifyBundleOptions extends VerifyBundleThresholds {
+  /** Scores each of the bundle's items; called on the JavaScript thread and answering at once (no Promise). Its throw ends the call, which records nothing. */
+  verifier?: Verifier | null
+}
+/** The options of `store.verifyBundleAsync`: the gate's thresholds and the verifier, which may be async. */
+export interface VerifyBundleAsyncOptions extends VerifyBundleThresholds {
+  /** Scores each of the bundle's items; its answers are awaited. */
+  verifier?: AsyncVerifier | null
+}
+/** What an extractor answers: the conversation's facts, or `{ facts }`. */
+export type ExtractorAnswer = FactInput[] | { facts: FactInput[] }
+/** Draws a conversation's facts (`cherryPickToFacts`), in place of the heuristics: an LLM, a parser. Its throw ends the call, which writes nothing. */
+export type Extractor = (conversation: VerifyItem) => ExtractorAnswer
+/** An extractor for `cherryPickToFactsAsync`, which awaits its answer. */
+export type AsyncExtractor = (conversation: VerifyItem) => ExtractorAnswer | PromiseLike<ExtractorAnswer>
+/** The options of `store.cherryPickToFacts`. */
+export interface CherryPickToFactsOptions {
+  /** Draws the facts in place of the heuristics; called on the JavaScript thread and answering at once (no Promise). */
+  extractor?: Extractor | null
+}
+/** The options of `store.cherryPickToFactsAsync`. */
+export interface CherryPickToFactsAsyncOptions {
+  /** Draws the facts in place of the heuristics; its answer is awaited. */
+  extractor?: AsyncExtractor | null
+}
 /** A message as a judge sees it: the stored message's chat fields, with its `index` in its conversation (from 0). */
 export type JudgedMessage = Omit<StoredMessage, 'seq' | 'is_cherry_picked' | 'cherry_picked_to'> & { index: number }
 /** Says whether a message is a decision point (`cherryPickDecisions`), in place of the heuristics. */
@@ -598,13 +634,28 @@ export interface ListConversationsOptions {
   taskId?: string | null
 }
 /** The options of `store.cherryPick`. */
-export interface CherryPickOptions {
-  /** The first message to take (from 1). */
+export interface CherryPickArguments {
+  /** The first message to take (from 1; `from_sequence` is accepted too). */
   fromSeq?: number | null
-  /** The last message to take. */
+  /**
+   * The same as `fromSeq` (its older name); give one or the other.
+   * @deprecated Use `fromSeq`.
+   */
+  fromSequence?: number | null
+  /** The last message to take (`to_sequence` is accepted too). */
   toSeq?: number | null
+  /**
+   * The same as `toSeq` (its older name); give one or the other.
+   * @deprecated Use `toSeq`.
+   */
+  toSequence?: number | null
   /** The new conversation's title. */
   title?: string | null
+  /**
+   * Run the verification gate on the pick (default false): verified at 0.6, invalidated
+   * below 0.4, as `verify` scores a conversation.
+   */
+  verify?: boolean | null
 }
 /** The options of `store.facts`. */
 export interface FactsOptions {
@@ -649,8 +700,13 @@ export interface CurationEventsOptions {
 export interface CreateBundleOptions {
   /** Package this task's knowledge (`task/<task>` and its agents' branches)… */
   taskId?: string | null
-  /** …or this branch's. */
+  /** …or this branch's (`branch_name` is accepted too). */
   branch?: string | null
+  /**
+   * The same as `branch` (its older name); give one or the other.
+   * @deprecated Use `branch`.
+   */
+  branchName?: string | null
   /**
    * Only verified facts and conversations (default true); false: everything not
    * invalidated.
@@ -686,6 +742,10 @@ export interface TrustBundleKeysOptions {
 }
 /** The options of `store.importBundle`. */
 export interface ImportBundleOptions {
+  /** A bundle of this store, by its id. */
+  bundleId?: string | null
+  /** A shared bundle of this store, by its token (`kb_…`; a private bundle is never found so). */
+  shareToken?: string | null
   /** Where its knowledge goes (default `main`). */
   targetBranch?: string | null
   /**
@@ -693,6 +753,15 @@ export interface ImportBundleOptions {
    * counts what importing it would add; nothing is written.
    */
   dryRun?: boolean | null
+}
+/** The options of `store.verifyBundle`. */
+export interface VerifyBundleThresholds {
+  /** A fact scoring at least this passes (default 0.7). */
+  factThreshold?: number | null
+  /** A fact or a conversation scoring below this is invalidated (default 0.4). */
+  invalidateBelow?: number | null
+  /** A conversation scoring at least this passes (default 0.6). */
+  conversationThreshold?: number | null
 }
 /** The options of `store.replay`. */
 export interface ReplayOptions {
@@ -1173,6 +1242,66 @@ export declare class Store {
    * thread, checked and written on libuv's thread pool.
    */
   importBundleAsync(bundle: string | Bundle | BundleData | JsonObject, options?: ImportBundleOptions): Promise<ImportReport>
+  /**
+   * Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default; the
+   * seed's `fromSequence` and `toSequence` are read too) into a new conversation on
+   * `targetBranch`; the source messages are marked `cherry_picked_to` it. A range outside
+   * the conversation is a `VALIDATION` error naming `fromSeq` or `toSeq`. With `verify`
+   * (true by default when a `verifier` is given), `verifier` scores the pick (the new
+   * conversation as `verify` hands it over) before it is written, and it is written with its
+   * verdict (verified at 0.6, invalidated below 0.4); `verify` without a verifier is a
+   * `VALIDATION` error naming `verify`. When the verifier throws, or answers no score from 0
+   * to 1, nothing is written and its error is thrown as it is.
+   *
+   * The verifier runs on this thread and must answer at once, not with a Promise (a
+   * `TypeError`): use `cherryPickAsync` for an async verifier.
+   */
+  cherryPick(conversationId: string, targetBranch: string, options?: CherryPickOptions): Conversation
+  /**
+   * Copies a conversation's messages into a new conversation on `targetBranch`, as
+   * `cherryPick` does, as a Promise: the store works off the JavaScript thread, and
+   * `verifier` (which may be async) is called on it, its answer awaited.
+   */
+  cherryPickAsync(conversationId: string, targetBranch: string, options?: CherryPickAsyncOptions): Promise<Conversation>
+  /**
+   * Draws facts from a conversation and writes them on `targetBranch` as candidates (status
+   * `active`, for `verify` to check later): by `extractor`, called with the conversation as
+   * a verifier gets it and answering a list of facts (texts or `{ text, confidence?,
+   * source? }`) or `{ facts: [...] }`; or without one by the heuristics (sentences of the
+   * assistant's messages that state a conclusion or a decision — "the root cause is",
+   * "fixed by", "I'll", "the approach is" — or name a file or a number). When the extractor
+   * throws, or draws a fact that breaks the rules of a fact (`facts[1].text`), nothing is
+   * written and its error is thrown.
+   *
+   * The extractor runs on this thread and must answer at once, not with a Promise (a
+   * `TypeError`): use `cherryPickToFactsAsync` for an async extractor.
+   */
+  cherryPickToFacts(conversationId: string, targetBranch: string, options?: CherryPickToFactsOptions): Fact[]
+  /**
+   * Draws facts from a conversation, as `cherryPickToFacts` does, as a Promise: the store
+   * works off the JavaScript thread, and `extractor` (which may be async) is called on it,
+   * its answer awaited.
+   */
+  cherryPickToFactsAsync(conversationId: string, targetBranch: string, options?: CherryPickToFactsAsyncOptions): Promise<Fact[]>
+  /**
+   * Runs the verification gate on a bundle's contents: `verifier` scores each of its facts
+   * and conversations (as `verify` scores a branch's), and the bundle records the outcome:
+   * `verification_status` `verified` when every item passed the thresholds (otherwise
+   * `draft`), `verification_score` (the mean) and `verified_by` (the verifier's function's
+   * name). Its portable form stays as it was. Without a verifier it is a `VALIDATION` error
+   * naming `verifier`; when the verifier throws, or answers no score from 0 to 1, nothing
+   * is recorded and its error is thrown as it is.
+   *
+   * The verifier runs on this thread and must answer at once, not with a Promise (a
+   * `TypeError`): use `verifyBundleAsync` for an async verifier.
+   */
+  verifyBundle(id: string, options?: VerifyBundleOptions): Bundle
+  /**
+   * Runs the verification gate on a bundle's contents, as `verifyBundle` does, as a
+   * Promise: the store works off the JavaScript thread, and `verifier` (which may be async)
+   * is called on it, each answer awaited.
+   */
+  verifyBundleAsync(id: string, options?: VerifyBundleAsyncOptions): Promise<Bundle>
   /**
    * Copies a conversation's decision points into a new conversation on `targetBranch`: by
    * the seed's heuristics, assistant messages that state an approach ("I'll", "let me", "the
@@ -1991,20 +2120,6 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   listConversationsAsync(options?: ListConversationsOptions): Promise<Conversation[]>
-  /**
-   * Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default) into a new
-   * conversation on `targetBranch`; the source messages are marked `cherry_picked_to` it. A
-   * range outside the conversation is a `VALIDATION` error naming `fromSeq` or `toSeq`.
-   */
-  cherryPick(conversationId: string, targetBranch: string, options?: CherryPickOptions): Conversation
-  /**
-   * Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default) into a new
-   * conversation on `targetBranch`; the source messages are marked `cherry_picked_to` it. A
-   * range outside the conversation is a `VALIDATION` error naming `fromSeq` or `toSeq`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  cherryPickAsync(conversationId: string, targetBranch: string, options?: CherryPickOptions): Promise<Conversation>
   /**
    * Copies a conversation's tool-call sequences (each call with its results) into a new
    * conversation on `targetBranch`.

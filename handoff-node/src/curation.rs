@@ -32,7 +32,7 @@ use handoff_core::curation::{
     StoredMessage, Verdict, VerifiedItem, VerifyReport,
 };
 use handoff_core::messages::ToolCall;
-use handoff_core::ops::{self, ContextForArgs, JsonJudge, JsonVerifier, Operation};
+use handoff_core::ops::{self, ContextForArgs, JsonExtractor, JsonJudge, JsonVerifier, Operation};
 use handoff_core::{Error, Limits, Problem};
 use napi::bindgen_prelude::{
     CallbackContext, Either, Function, JsObjectValue, KeyCollectionMode, KeyConversion, KeyFilter,
@@ -52,7 +52,7 @@ use crate::memory::rejected;
 use crate::ops::{Given, JsArguments, Method, Parameter, arguments_of};
 use crate::record::iso;
 use crate::store::Store;
-use crate::task::{Job, Mirror, ToJs, guarded, json_to_js, on_own_thread, panic_message};
+use crate::task::{Job, Mirror, Settle, ToJs, guarded, json_to_js, on_own_thread, panic_message};
 use crate::tasks::{number, word};
 
 /// A verdict's word, as `Verdict` in dts-header.d.ts spells it: matched in full, so that a
@@ -597,8 +597,14 @@ impl Mirror for Json {
 enum Role {
     /// `verify`'s, which scores each item.
     Verifier,
+    /// `cherryPick`'s, which scores the pick before it is written.
+    PickVerifier,
+    /// `verifyBundle`'s, which scores each of a bundle's items.
+    BundleVerifier,
     /// `cherryPickDecisions`'s, which says whether a message is a decision point.
     Judge,
+    /// `cherryPickToFacts`'s, which draws a conversation's facts.
+    Extractor,
     /// `contextFor`'s, which compresses an item that does not fit whole.
     Summarizer,
 }
@@ -607,8 +613,9 @@ impl Role {
     /// Its option's name, also the verifier's name when its function has none.
     fn key(self) -> &'static str {
         match self {
-            Role::Verifier => "verifier",
+            Role::Verifier | Role::PickVerifier | Role::BundleVerifier => "verifier",
             Role::Judge => "judge",
+            Role::Extractor => "extractor",
             Role::Summarizer => "summarize",
         }
     }
@@ -616,8 +623,9 @@ impl Role {
     /// What it is called in a message.
     fn noun(self) -> &'static str {
         match self {
-            Role::Verifier => "verifier",
+            Role::Verifier | Role::PickVerifier | Role::BundleVerifier => "verifier",
             Role::Judge => "judge",
+            Role::Extractor => "extractor",
             Role::Summarizer => "summarize function",
         }
     }
@@ -626,10 +634,165 @@ impl Role {
     fn methods(self) -> (&'static str, &'static str) {
         match self {
             Role::Verifier => ("verify", "verifyAsync"),
+            Role::PickVerifier => ("cherryPick", "cherryPickAsync"),
+            Role::BundleVerifier => ("verifyBundle", "verifyBundleAsync"),
             Role::Judge => ("cherryPickDecisions", "cherryPickDecisionsAsync"),
+            Role::Extractor => ("cherryPickToFacts", "cherryPickToFactsAsync"),
             Role::Summarizer => ("contextFor", "contextForAsync"),
         }
     }
+
+    /// Whether its error ends the whole call, which then writes nothing (and throws it as it
+    /// is), rather than failing one item.
+    fn ends_the_call(self) -> bool {
+        match self {
+            Role::Judge | Role::PickVerifier | Role::BundleVerifier | Role::Extractor => true,
+            Role::Verifier | Role::Summarizer => false,
+        }
+    }
+}
+
+/// Asks a face's callable: JSON in, JSON out.
+type Asking<'a> = &'a mut dyn FnMut(Value) -> handoff_core::Result<Value>;
+
+/// An operation that takes a callable beside its arguments, run with it as what its role
+/// makes of it (a verifier, an extractor), named as its function is.
+trait WithCallable: Operation {
+    /// What the callable is to it.
+    const ROLE: Role;
+
+    /// Runs the operation, asking `asking` (its name and the way to ask it) if given.
+    fn run_asking(
+        store: &handoff_core::Store,
+        args: Self::Args,
+        asking: Option<(String, Asking<'_>)>,
+    ) -> handoff_core::Result<Self::Output>;
+}
+
+impl WithCallable for ops::CherryPick {
+    const ROLE: Role = Role::PickVerifier;
+
+    fn run_asking(
+        store: &handoff_core::Store,
+        args: ops::CherryPickArgs,
+        asking: Option<(String, Asking<'_>)>,
+    ) -> handoff_core::Result<Conversation> {
+        match asking {
+            None => ops::CherryPick::run_with(store, args, None),
+            Some((name, ask)) => {
+                let mut verifier = JsonVerifier::new(name, ask);
+                ops::CherryPick::run_with(store, args, Some(&mut verifier))
+            }
+        }
+    }
+}
+
+impl WithCallable for ops::VerifyBundle {
+    const ROLE: Role = Role::BundleVerifier;
+
+    fn run_asking(
+        store: &handoff_core::Store,
+        args: ops::VerifyBundleArgs,
+        asking: Option<(String, Asking<'_>)>,
+    ) -> handoff_core::Result<handoff_core::store::Bundle> {
+        match asking {
+            None => ops::VerifyBundle::run_with(store, args, None),
+            Some((name, ask)) => {
+                let mut verifier = JsonVerifier::new(name, ask);
+                ops::VerifyBundle::run_with(store, args, Some(&mut verifier))
+            }
+        }
+    }
+}
+
+impl WithCallable for ops::CherryPickToFacts {
+    const ROLE: Role = Role::Extractor;
+
+    fn run_asking(
+        store: &handoff_core::Store,
+        args: ops::CherryPickToFactsArgs,
+        asking: Option<(String, Asking<'_>)>,
+    ) -> handoff_core::Result<Vec<Fact>> {
+        match asking {
+            None => ops::CherryPickToFacts::run_with(store, args, None),
+            Some((name, ask)) => {
+                let mut extractor = JsonExtractor::new(name, ask);
+                ops::CherryPickToFacts::run_with(store, args, Some(&mut extractor))
+            }
+        }
+    }
+}
+
+/// Runs `O` on the JavaScript thread, its callable (if any) asked there and refused when it
+/// answers with a Promise.
+fn call_now<O: WithCallable>(
+    store: &handoff_core::Store,
+    env: &Env,
+    positional: &[(&'static str, &Unknown<'_>)],
+    options: Option<&Unknown<'_>>,
+) -> Outcome<O::Output> {
+    let read = read_call::<O>(env, positional, options, O::ROLE, store.limits())?;
+    let Some(function) = read.callable else {
+        return Ok(read
+            .arguments
+            .then(store.limits(), |args| O::run_asking(store, args, None))?);
+    };
+    refuse_async(env, &function, O::ROLE)?;
+    let name = name_of(&function, O::ROLE)?;
+    let mut asker = AskNow {
+        env,
+        function: &function,
+        role: O::ROLE,
+        stop: None,
+    };
+    let mut ask = |item| asker.ask(item);
+    let result = read.arguments.then(store.limits(), |args| {
+        O::run_asking(store, args, Some((name, &mut ask)))
+    });
+    finish(asker.stop, result)
+}
+
+/// Runs `O` off the JavaScript thread, as a Promise: its callable (if any, and which may be
+/// async) is asked on the JavaScript thread, each answer awaited.
+fn call_later<'env, O>(
+    store: handoff_core::Store,
+    env: &'env Env,
+    positional: &[(&'static str, &Unknown<'_>)],
+    options: Option<&Unknown<'env>>,
+) -> napi::Result<Unknown<'env>>
+where
+    O: WithCallable,
+    O::Args: Send + 'static,
+    O::Output: Settle,
+{
+    let read = read_call::<O>(env, positional, options, O::ROLE, store.limits()).and_then(|read| {
+        let asker = match &read.callable {
+            Some(function) => Some((
+                name_of(function, O::ROLE)?,
+                AskLater::new(function, O::ROLE)?,
+            )),
+            None => None,
+        };
+        Ok((read.arguments, asker))
+    });
+    let (arguments, asker) = match read {
+        Ok(read) => read,
+        Err(failure) => return rejected(env, errors::to_js(env, failure, Naming::AsIs)),
+    };
+    let Some((name, mut asker)) = asker else {
+        let job = Job::new(
+            Naming::AsIs,
+            Ok(move || arguments.then(store.limits(), |args| O::run_asking(&store, args, None))),
+        );
+        return Ok(env.spawn(job)?.promise_object().to_unknown());
+    };
+    on_own_thread(env, Naming::AsIs, move || {
+        let mut ask = |item| asker.ask(item);
+        let result = arguments.then(store.limits(), |args| {
+            O::run_asking(&store, args, Some((name, &mut ask)))
+        });
+        finish(asker.stop, result)
+    })
 }
 
 /// A JavaScript function taking and returning any value.
@@ -814,7 +977,7 @@ fn settle(stop: &mut Option<Failure>, role: Role, reply: Reply) -> handoff_core:
         Reply::Unreadable(err) => Err(err),
         Reply::Failed(how, thrown) => {
             let failed = Error::invalid(role.key(), format!("{how}: {}", thrown.reason));
-            if role == Role::Judge {
+            if role.ends_the_call() {
                 // A judge's error ends the pick (the core writes nothing): thrown as it is.
                 *stop = Some(Failure::Js(thrown));
             }
@@ -1006,6 +1169,29 @@ pub(crate) fn methods() -> Vec<Method> {
             }),
             ["VerifyReport", "Promise<VerifyReport>"],
         ),
+        Method::of::<ops::CherryPick>(
+            &[("conversation_id", "string"), ("target_branch", "string")],
+            Some(Parameter {
+                name: "options",
+                ts: "CherryPickArguments",
+                optional: true,
+            }),
+            ["Conversation", "Promise<Conversation>"],
+        ),
+        Method::of::<ops::CherryPickToFacts>(
+            &[("conversation_id", "string"), ("target_branch", "string")],
+            None,
+            ["Fact[]", "Promise<Fact[]>"],
+        ),
+        Method::of::<ops::VerifyBundle>(
+            &[("id", "string")],
+            Some(Parameter {
+                name: "options",
+                ts: "VerifyBundleThresholds",
+                optional: true,
+            }),
+            ["Bundle", "Promise<Bundle>"],
+        ),
         Method::of::<ops::ContextFor>(
             &[("handoff_id", "string")],
             Some(Parameter {
@@ -1020,6 +1206,164 @@ pub(crate) fn methods() -> Vec<Method> {
 
 #[napi]
 impl Store {
+    /// Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default; the
+    /// seed's `fromSequence` and `toSequence` are read too) into a new conversation on
+    /// `targetBranch`; the source messages are marked `cherry_picked_to` it. A range outside
+    /// the conversation is a `VALIDATION` error naming `fromSeq` or `toSeq`. With `verify`
+    /// (true by default when a `verifier` is given), `verifier` scores the pick (the new
+    /// conversation as `verify` hands it over) before it is written, and it is written with its
+    /// verdict (verified at 0.6, invalidated below 0.4); `verify` without a verifier is a
+    /// `VALIDATION` error naming `verify`. When the verifier throws, or answers no score from 0
+    /// to 1, nothing is written and its error is thrown as it is.
+    ///
+    /// The verifier runs on this thread and must answer at once, not with a Promise (a
+    /// `TypeError`): use `cherryPickAsync` for an async verifier.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "conversationId: string, targetBranch: string, options?: CherryPickOptions",
+        ts_return_type = "Conversation"
+    )]
+    pub fn cherry_pick<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: Unknown<'_>,
+        target_branch: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let positional = [
+            ("conversation_id", &conversation_id),
+            ("target_branch", &target_branch),
+        ];
+        let picked = guarded(env, Naming::AsIs, || {
+            call_now::<ops::CherryPick>(&store, env, &positional, options.as_ref())
+        })?;
+        picked.to_js(env)
+    }
+
+    /// Copies a conversation's messages into a new conversation on `targetBranch`, as
+    /// `cherryPick` does, as a Promise: the store works off the JavaScript thread, and
+    /// `verifier` (which may be async) is called on it, its answer awaited.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "conversationId: string, targetBranch: string, options?: CherryPickAsyncOptions",
+        ts_return_type = "Promise<Conversation>"
+    )]
+    pub fn cherry_pick_async<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: Unknown<'_>,
+        target_branch: Unknown<'_>,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let positional = [
+            ("conversation_id", &conversation_id),
+            ("target_branch", &target_branch),
+        ];
+        call_later::<ops::CherryPick>(self.core(), env, &positional, options.as_ref())
+    }
+
+    /// Draws facts from a conversation and writes them on `targetBranch` as candidates (status
+    /// `active`, for `verify` to check later): by `extractor`, called with the conversation as
+    /// a verifier gets it and answering a list of facts (texts or `{ text, confidence?,
+    /// source? }`) or `{ facts: [...] }`; or without one by the heuristics (sentences of the
+    /// assistant's messages that state a conclusion or a decision — "the root cause is",
+    /// "fixed by", "I'll", "the approach is" — or name a file or a number). When the extractor
+    /// throws, or draws a fact that breaks the rules of a fact (`facts[1].text`), nothing is
+    /// written and its error is thrown.
+    ///
+    /// The extractor runs on this thread and must answer at once, not with a Promise (a
+    /// `TypeError`): use `cherryPickToFactsAsync` for an async extractor.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "conversationId: string, targetBranch: string, options?: CherryPickToFactsOptions",
+        ts_return_type = "Fact[]"
+    )]
+    pub fn cherry_pick_to_facts<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: Unknown<'_>,
+        target_branch: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let positional = [
+            ("conversation_id", &conversation_id),
+            ("target_branch", &target_branch),
+        ];
+        let facts = guarded(env, Naming::AsIs, || {
+            call_now::<ops::CherryPickToFacts>(&store, env, &positional, options.as_ref())
+        })?;
+        facts.to_js(env)
+    }
+
+    /// Draws facts from a conversation, as `cherryPickToFacts` does, as a Promise: the store
+    /// works off the JavaScript thread, and `extractor` (which may be async) is called on it,
+    /// its answer awaited.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "conversationId: string, targetBranch: string, options?: CherryPickToFactsAsyncOptions",
+        ts_return_type = "Promise<Fact[]>"
+    )]
+    pub fn cherry_pick_to_facts_async<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: Unknown<'_>,
+        target_branch: Unknown<'_>,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let positional = [
+            ("conversation_id", &conversation_id),
+            ("target_branch", &target_branch),
+        ];
+        call_later::<ops::CherryPickToFacts>(self.core(), env, &positional, options.as_ref())
+    }
+
+    /// Runs the verification gate on a bundle's contents: `verifier` scores each of its facts
+    /// and conversations (as `verify` scores a branch's), and the bundle records the outcome:
+    /// `verification_status` `verified` when every item passed the thresholds (otherwise
+    /// `draft`), `verification_score` (the mean) and `verified_by` (the verifier's function's
+    /// name). Its portable form stays as it was. Without a verifier it is a `VALIDATION` error
+    /// naming `verifier`; when the verifier throws, or answers no score from 0 to 1, nothing
+    /// is recorded and its error is thrown as it is.
+    ///
+    /// The verifier runs on this thread and must answer at once, not with a Promise (a
+    /// `TypeError`): use `verifyBundleAsync` for an async verifier.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "id: string, options?: VerifyBundleOptions",
+        ts_return_type = "Bundle"
+    )]
+    pub fn verify_bundle<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Unknown<'env>> {
+        let store = self.core();
+        let bundle = guarded(env, Naming::AsIs, || {
+            call_now::<ops::VerifyBundle>(&store, env, &[("id", &id)], options.as_ref())
+        })?;
+        bundle.to_js(env)
+    }
+
+    /// Runs the verification gate on a bundle's contents, as `verifyBundle` does, as a
+    /// Promise: the store works off the JavaScript thread, and `verifier` (which may be async)
+    /// is called on it, each answer awaited.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "id: string, options?: VerifyBundleAsyncOptions",
+        ts_return_type = "Promise<Bundle>"
+    )]
+    pub fn verify_bundle_async<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'_>,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<Unknown<'env>> {
+        call_later::<ops::VerifyBundle>(self.core(), env, &[("id", &id)], options.as_ref())
+    }
+
     /// Copies a conversation's decision points into a new conversation on `targetBranch`: by
     /// the seed's heuristics, assistant messages that state an approach ("I'll", "let me", "the
     /// approach", "decided"), the first one after a tool that failed, and the one that leads to

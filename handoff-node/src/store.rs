@@ -996,13 +996,6 @@ store_operations! {
         ListConversations(; options?: "ListConversationsOptions")
         -> "Conversation[]", "Promise<Conversation[]>";
 
-    "Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default) into a new"
-    "conversation on `targetBranch`; the source messages are marked `cherry_picked_to` it. A"
-    "range outside the conversation is a `VALIDATION` error naming `fromSeq` or `toSeq`."
-    cherry_pick, cherry_pick_async =
-        CherryPick(conversation_id: "string", target_branch: "string"; options?: "CherryPickOptions")
-        -> "Conversation", "Promise<Conversation>";
-
     "Copies a conversation's tool-call sequences (each call with its results) into a new"
     "conversation on `targetBranch`."
     cherry_pick_tools, cherry_pick_tools_async =

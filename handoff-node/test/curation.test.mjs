@@ -430,3 +430,65 @@ test('bad input is refused whole, every problem named, and the store is left as 
 
   assert.deepEqual(snapshot(store), before)
 })
+
+test('curation in the seed\'s order: a verified pick, facts drawn from a conversation, a merged task\'s bundle verified', async () => {
+  const { store, conversation } = seeded()
+  // cherry_pick_conversation(verify=True), with the seed's names: scored before it is written.
+  const seen = []
+  const picked = store.cherryPick(conversation.id, `task/${TASK}`, {
+    fromSequence: 2,
+    toSequence: 5,
+    verify: true,
+    verifier: function judge (item) {
+      seen.push(item.messages.length)
+      return { score: 0.9, explanation: 'retries with backoff' }
+    },
+  })
+  assert.deepEqual(seen, [4])
+  assert.equal(picked.message_count, 4)
+  assert.equal(picked.verification_status, 'verified')
+  assert.equal(picked.verified_by, 'judge')
+  const low = await store.cherryPickAsync(conversation.id, 'main', { verifier: async () => 0.1 })
+  assert.equal(low.verification_status, 'invalidated')
+  const before = snapshot(store)
+  const failure = new RangeError('the verifier is down')
+  assert.throws(() => store.cherryPick(conversation.id, 'main', { verifier: () => { throw failure } }), (err) => err === failure)
+  await assert.rejects(store.cherryPickAsync(conversation.id, 'main', { verifier: async () => { throw failure } }), (err) => err === failure)
+  const err = await bothFail(
+    () => store.cherryPick(conversation.id, 'main', { verify: true }),
+    () => store.cherryPickAsync(conversation.id, 'main', { verify: true }),
+  )
+  assert.deepEqual(err.problems.map((p) => p.field), ['verify'])
+  assert.deepEqual(snapshot(store), before)
+
+  // cherry_pick_to_facts: the heuristics, then an extractor (sync and async); candidates.
+  const drawn = store.cherryPickToFacts(conversation.id, BRANCH)
+  // A decision ("I'll ..."); the closing "Done: ..." states no conclusion, file or number.
+  assert.deepEqual(drawn.map((f) => f.text), ["I'll retry the refresh with exponential backoff."])
+  assert.ok(drawn.every((f) => f.status === 'active' && f.source.startsWith(`conversation:${conversation.id}#`)))
+  const extracted = await store.cherryPickToFactsAsync(conversation.id, BRANCH, {
+    extractor: async (item) => {
+      assert.equal(item.kind, 'conversation')
+      return { facts: ['the refresh needs retries with backoff', { text: 'tokens last 1h', confidence: 0.3 }] }
+    },
+  })
+  assert.deepEqual(extracted.map((f) => f.confidence), [null, 0.3])
+  assert.throws(() => store.cherryPickToFacts(conversation.id, BRANCH, { extractor: () => { throw failure } }), (err) => err === failure)
+
+  // The task merged into main: its bundle still holds what it verified; then the bundle's gate.
+  const byText = (item) => (item.text.includes('backoff') ? 0.9 : 0.1)
+  store.verify(BRANCH, { verifier: byText })
+  store.merge(BRANCH)
+  store.verify(`task/${TASK}`, { verifier: byText })
+  store.merge(`task/${TASK}`)
+  const bundle = store.createBundle('Playbook', { taskId: TASK, visibility: 'team' })
+  assert.ok(bundle.fact_count >= 2 && bundle.conversation_count >= 1, JSON.stringify(bundle))
+  const refused = await bothFail(() => store.verifyBundle(bundle.id), () => store.verifyBundleAsync(bundle.id))
+  assert.deepEqual(refused.problems.map((p) => p.field), ['verifier'])
+  const verified = store.verifyBundle(bundle.id, { verifier: function panel () { return 0.95 } })
+  assert.equal(verified.verification_status, 'verified')
+  assert.equal(verified.verified_by, 'panel')
+  const again = await store.verifyBundleAsync(bundle.id, { factThreshold: 0.99, invalidateBelow: 0.1, verifier: async () => 0.5 })
+  assert.equal(again.verification_status, 'draft')
+  assert.equal(store.getBundle(bundle.id).verification_score, 0.5)
+})
