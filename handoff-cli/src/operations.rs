@@ -56,6 +56,7 @@ fn entries() -> Vec<Op> {
         Op::writes::<ops::CompleteTask>(),
         Op::writes::<ops::FailTask>(),
         Op::writes::<ops::EscalateStep>(),
+        Op::creates::<ops::RerunTask>(),
         Op::writes::<ops::FailStep>(),
         Op::writes::<ops::ResolveEscalation>(),
         Op::reads::<ops::TaskEvents>(),

@@ -134,6 +134,7 @@ pub(super) const ROUTES: &[Route] = &[
     route("GET", "/tasks/statistics", "task_statistics"),
     route("GET", "/tasks/compare", "compare"),
     route("POST", "/tasks/prune", "prune"),
+    route("POST", "/tasks/rerun", "rerun_task"),
     route("GET", "/tasks/{id}", "get_task"),
     route("PATCH", "/tasks/{id}", "update_task"),
     route("POST", "/tasks/{id}/start", "start_task"),

@@ -3450,7 +3450,9 @@ pub fn conversations_become_candidate_facts(store: Store) {
             &Thresholds::default(),
         )
         .unwrap();
-    assert_eq!((report.verified, report.invalidated), (1, 2));
+    // The backoff fact, and the agent's conversation no judge had scored (a task branch's
+    // verification reaches its agents' branches).
+    assert_eq!((report.verified, report.invalidated), (2, 2));
 
     // An extractor draws them instead; its own sources are kept, the others get the
     // conversation's.
@@ -3541,7 +3543,10 @@ fn one_step_task_done(store: &Store, worker: &str) -> (String, String) {
         .header
         .id;
     store.start_task(&id).unwrap();
-    let claim = store.claim_next(worker, Some(&id), MINUTE).unwrap().unwrap();
+    let claim = store
+        .claim_next(worker, Some(&id), MINUTE)
+        .unwrap()
+        .unwrap();
     store.complete(&claim, "done").unwrap();
     assert_eq!(
         store.get_task(&id).unwrap().header.status,
@@ -3575,8 +3580,8 @@ pub fn prune_removes_old_tasks_handoffs_and_keeps_their_history(store: Store) {
     let other_events = store.events(Some(&kept_in_session.id)).unwrap();
 
     // The defaults keep 100 tasks for 30 days: the 40-day-old task goes, the others stay.
-    let pruned = <crate::ops::Prune as crate::ops::Operation>::call(&store, serde_json::json!({}))
-        .unwrap();
+    let pruned =
+        <crate::ops::Prune as crate::ops::Operation>::call(&store, serde_json::json!({})).unwrap();
     assert_eq!(pruned, 1);
     assert!(store.get_task(&old).unwrap().header.pruned);
     for gone in [&old_step, &chat.id] {
@@ -3609,7 +3614,10 @@ pub fn prune_removes_old_tasks_handoffs_and_keeps_their_history(store: Store) {
     let session = store.session("chat-1").unwrap();
     assert_eq!(session.handoff_chain.len(), 1);
     assert_eq!(session.handoff_chain[0].handoff_id, kept_in_session.id);
-    assert_eq!(store.events(Some(&kept_in_session.id)).unwrap(), other_events);
+    assert_eq!(
+        store.events(Some(&kept_in_session.id)).unwrap(),
+        other_events
+    );
     // History and statistics still count the pruned task.
     assert_eq!(store.task_history(None).unwrap().len(), 3);
     assert_eq!(store.task_statistics().unwrap().total_tasks, 3);
@@ -3619,7 +3627,10 @@ pub fn prune_removes_old_tasks_handoffs_and_keeps_their_history(store: Store) {
     // Keeping none prunes the rest, but a claimed handoff of a finished task stays, and
     // its holder can still finish it.
     assert_eq!(store.prune(0, 30).unwrap(), 2);
-    assert_eq!(kind_of(&store.get(&recent_step).unwrap_err()), ErrorKind::NotFound);
+    assert_eq!(
+        kind_of(&store.get(&recent_step).unwrap_err()),
+        ErrorKind::NotFound
+    );
     assert_eq!(store.get(&held.handoff.id).unwrap().status, Status::Claimed);
     store.complete(&held, "notes anyway").unwrap();
     // The store goes on: new work is written, numbered and read as before.
@@ -3658,7 +3669,12 @@ fn assert_same_answers(a: &Store, b: &Store, task: &str) {
         a.list(&ListFilter::default()).unwrap(),
         b.list(&ListFilter::default()).unwrap()
     );
-    let log = |s: &Store| -> Vec<(String, chrono::DateTime<chrono::Utc>, Option<String>, Change)> {
+    let log = |s: &Store| -> Vec<(
+        String,
+        chrono::DateTime<chrono::Utc>,
+        Option<String>,
+        Change,
+    )> {
         s.events(None)
             .unwrap()
             .into_iter()
@@ -3668,7 +3684,10 @@ fn assert_same_answers(a: &Store, b: &Store, task: &str) {
     assert_eq!(log(a), log(b));
     assert_eq!(a.get_task(task).unwrap(), b.get_task(task).unwrap());
     assert_eq!(a.task_events(task).unwrap(), b.task_events(task).unwrap());
-    assert_eq!(a.replay(task, false).unwrap(), b.replay(task, false).unwrap());
+    assert_eq!(
+        a.replay(task, false).unwrap(),
+        b.replay(task, false).unwrap()
+    );
     assert_eq!(
         a.memory_get("agent:writer").unwrap(),
         b.memory_get("agent:writer").unwrap()
@@ -3753,9 +3772,15 @@ pub fn damaged_backups_are_refused_and_write_nothing(store: Store) {
             err.problems()[0].rule.contains(expected),
             "{name}: {err} should say {expected}"
         );
-        assert!(store.list(&ListFilter::default()).unwrap().is_empty(), "{name}");
+        assert!(
+            store.list(&ListFilter::default()).unwrap().is_empty(),
+            "{name}"
+        );
         assert!(store.events(None).unwrap().is_empty(), "{name}");
-        assert!(store.memory_get("agent:writer").unwrap().is_none(), "{name}");
+        assert!(
+            store.memory_get("agent:writer").unwrap().is_none(),
+            "{name}"
+        );
         assert!(store.saved_policy().unwrap().is_none(), "{name}");
     };
     // Cut before its end, in the middle of a line, or edited: each is named.
@@ -3768,9 +3793,17 @@ pub fn damaged_backups_are_refused_and_write_nothing(store: Store) {
     extra.extend_from_slice(b"{\"setting\":{\"key\":\"z\",\"value\":\"1\"}}\n");
     damaged("extra.backup", &extra, "goes on after");
     // Foreign files: another format, an empty file, binary noise, a newer version.
-    damaged("foreign.json", b"{\"handoffs\": []}\n", "not a handoff backup");
+    damaged(
+        "foreign.json",
+        b"{\"handoffs\": []}\n",
+        "not a handoff backup",
+    );
     damaged("empty.backup", b"", "not a handoff backup");
-    damaged("noise.backup", &[0xff, 0x00, 0x13, b'\n', 0x80], "not a handoff backup");
+    damaged(
+        "noise.backup",
+        &[0xff, 0x00, 0x13, b'\n', 0x80],
+        "not a handoff backup",
+    );
     let newer = text.replacen("handoff-backup 1", "handoff-backup 2", 1);
     damaged("newer.backup", newer.as_bytes(), "not a handoff backup");
     // A line that is no backup line.
@@ -3812,34 +3845,62 @@ pub fn tasks_take_objectives_and_members(store: Store) {
         name: "x".into(),
         ..NewTask::default()
     };
-    assert_eq!(store.create_task(bad).unwrap_err().problems()[0].field, "id");
+    assert_eq!(
+        store.create_task(bad).unwrap_err().problems()[0].field,
+        "id"
+    );
     let id = task.header.id;
     store.start_task(&id).unwrap();
 
     // Not a member: the objectives are not offered to it.
-    assert!(store.claim_next("passer-by", None, MINUTE).unwrap().is_none());
-    let offer = store.get_task(&id).unwrap().steps[0].handoff_id.clone().unwrap();
+    assert!(
+        store
+            .claim_next("passer-by", None, MINUTE)
+            .unwrap()
+            .is_none()
+    );
+    let offer = store.get_task(&id).unwrap().steps[0]
+        .handoff_id
+        .clone()
+        .unwrap();
     let err = store.claim(&offer, "passer-by", MINUTE).unwrap_err();
     assert_eq!(kind_of(&err), ErrorKind::InvalidTransition);
     assert!(err.to_string().contains("join_task"), "{err}");
 
     let joined = store
-        .join_task(&id, "agent-investigator", Some("investigator"), &["1".into()])
+        .join_task(
+            &id,
+            "agent-investigator",
+            Some("investigator"),
+            &["1".into()],
+        )
         .unwrap();
     let member = &joined.header.members[0];
-    assert_eq!(member.branch, "task/fix-oauth-token-refresh/agent-investigator");
+    assert_eq!(
+        member.branch,
+        "task/fix-oauth-token-refresh/agent-investigator"
+    );
     assert_eq!(member.role.as_deref(), Some("investigator"));
-    assert_eq!(joined.steps[0].spec.agent.as_deref(), Some("agent-investigator"));
+    assert_eq!(
+        joined.steps[0].spec.agent.as_deref(),
+        Some("agent-investigator")
+    );
     // Objective 1 is its own now: offered to it alone, by a new offer.
     let own = joined.steps[0].handoff_id.clone().unwrap();
     assert_ne!(own, offer);
     assert_eq!(store.get(&offer).unwrap().status, Status::Cancelled);
     let first = store.claim(&own, "agent-investigator", MINUTE).unwrap();
     assert_eq!(first.handoff.metadata["step_id"], "1");
-    assert_eq!(first.handoff.to_agent.as_deref(), Some("agent-investigator"));
+    assert_eq!(
+        first.handoff.to_agent.as_deref(),
+        Some("agent-investigator")
+    );
     // Another member takes the objectives nobody was assigned.
     store.join_task(&id, "agent-tester", None, &[]).unwrap();
-    let other = store.claim_next("agent-tester", None, MINUTE).unwrap().unwrap();
+    let other = store
+        .claim_next("agent-tester", None, MINUTE)
+        .unwrap()
+        .unwrap();
     let taken = other.handoff.metadata["step_id"].as_str().unwrap();
     assert!(["2", "3"].contains(&taken), "{taken}");
     // Assigned to someone else, or unknown: refused, naming the objective.
@@ -3896,9 +3957,15 @@ pub fn step_escalations_never_strand_a_task(store: Store) {
         .unwrap();
     assert_eq!(escalation.kind, Kind::Escalation);
     assert_eq!(escalation.from_agent.as_deref(), Some("researcher"));
-    assert_eq!(escalation.parent_id.as_deref(), Some(research.handoff.id.as_str()));
+    assert_eq!(
+        escalation.parent_id.as_deref(),
+        Some(research.handoff.id.as_str())
+    );
     assert_eq!(escalation.blockers.len(), 1);
-    assert_eq!(store.get(&research.handoff.id).unwrap().status, Status::Completed);
+    assert_eq!(
+        store.get(&research.handoff.id).unwrap().status,
+        Status::Completed
+    );
     assert_eq!(step_status(&store, &id, "research"), StepStatus::Ready);
     let expert = store
         .claim_next("oauth-expert", None, MINUTE)
@@ -3915,17 +3982,11 @@ pub fn step_escalations_never_strand_a_task(store: Store) {
     let task = store.get_task(&id).unwrap();
     assert_eq!(task.steps[0].status, StepStatus::Completed);
     assert_eq!(task.steps[0].output.as_deref(), Some("fixed the refresh"));
-    assert!(
-        store
-            .task_events(&id)
-            .unwrap()
-            .iter()
-            .any(|e| e.change
-                == TaskChange::StepEscalated {
-                    step: "research".into(),
-                    to: Some("oauth-expert".into())
-                })
-    );
+    assert!(store.task_events(&id).unwrap().iter().any(|e| e.change
+        == TaskChange::StepEscalated {
+            step: "research".into(),
+            to: Some("oauth-expert".into())
+        }));
     // A handoff that carries no step cannot be handed on as one.
     let plain = store.create(NewHandoff::new("elsewhere", "g")).unwrap();
     let held = store.claim(&plain.id, "someone", MINUTE).unwrap();
@@ -3943,7 +4004,10 @@ pub fn step_escalations_never_strand_a_task(store: Store) {
         .unwrap()
         .unwrap();
     store.fail(&first, "the API timed out").unwrap();
-    assert_eq!(store.get_task(&id).unwrap().header.status, TaskStatus::Paused);
+    assert_eq!(
+        store.get_task(&id).unwrap().header.status,
+        TaskStatus::Paused
+    );
     let err = store.resume_task(&id).unwrap_err();
     assert!(err.to_string().contains("resolve_escalation"), "{err}");
     let human = store.claim_next("human", None, MINUTE).unwrap().unwrap();
@@ -3982,15 +4046,30 @@ pub fn step_escalations_never_strand_a_task(store: Store) {
     );
     let failed = store.fail_task(&id, "requirements changed").unwrap();
     assert_eq!(failed.header.status, TaskStatus::Failed);
-    assert!(store.claim_next("researcher", None, MINUTE).unwrap().is_none());
+    assert!(
+        store
+            .claim_next("researcher", None, MINUTE)
+            .unwrap()
+            .is_none()
+    );
 
     // Paused: what was offered and nobody holds cannot be claimed until it resumes.
     let id = store.create_task(blog_task()).unwrap().header.id;
     store.start_task(&id).unwrap();
     store.pause_task(&id).unwrap();
-    assert!(store.claim_next("researcher", None, MINUTE).unwrap().is_none());
+    assert!(
+        store
+            .claim_next("researcher", None, MINUTE)
+            .unwrap()
+            .is_none()
+    );
     store.resume_task(&id).unwrap();
-    assert!(store.claim_next("researcher", None, MINUTE).unwrap().is_some());
+    assert!(
+        store
+            .claim_next("researcher", None, MINUTE)
+            .unwrap()
+            .is_some()
+    );
 }
 
 /// Seed 001 §8 step 7: completing a task with `merge_to_main` moves only the verified facts
@@ -4024,7 +4103,9 @@ pub fn completing_a_task_merges_only_what_was_verified(store: Store) {
     };
     let id = store.create_task(new).unwrap().header.id;
     store.start_task(&id).unwrap();
-    store.join_task(&id, "agent-b", Some("expert"), &[]).unwrap();
+    store
+        .join_task(&id, "agent-b", Some("expert"), &[])
+        .unwrap();
     let agent = "task/fix-oauth/agent-b";
     store
         .add_facts(
@@ -4072,9 +4153,10 @@ pub fn completing_a_task_merges_only_what_was_verified(store: Store) {
     assert_eq!(on_main.len(), 1, "the cherry-picked conversation only");
     // The unverified fact stays on the agent's branch.
     let kept = store.facts(agent, None).unwrap();
-    assert!(kept
-        .iter()
-        .any(|f| f.text.starts_with("Maybe") && f.status != FactStatus::Promoted));
+    assert!(
+        kept.iter()
+            .any(|f| f.text.starts_with("Maybe") && f.status != FactStatus::Promoted)
+    );
     let merge = store
         .task_events(&id)
         .unwrap()
@@ -4155,12 +4237,24 @@ pub fn tasks_run_again_seeded_with_what_they_learned(store: Store) {
     assert_eq!(again.header.id, "blog-2");
     assert_eq!(again.header.metadata["rerun_of"], "blog-1");
     assert_eq!(again.header.context["model"], "other-model");
-    let agents: Vec<Option<&str>> = again.steps.iter().map(|s| s.spec.agent.as_deref()).collect();
+    let agents: Vec<Option<&str>> = again
+        .steps
+        .iter()
+        .map(|s| s.spec.agent.as_deref())
+        .collect();
     assert_eq!(
         agents,
-        [Some("researcher"), Some("writer-v2"), Some("writer-v2"), Some("reviewer")]
+        [
+            Some("researcher"),
+            Some("writer-v2"),
+            Some("writer-v2"),
+            Some("reviewer")
+        ]
     );
-    assert_eq!(again.steps[3].spec.instructions.as_deref(), Some("Check the tone"));
+    assert_eq!(
+        again.steps[3].spec.instructions.as_deref(),
+        Some("Check the tone")
+    );
     let seeded = store.facts("task/blog-2", None).unwrap();
     assert_eq!(seeded.len(), 1);
     assert_eq!(seeded[0].text, "Readers want Korean first");
@@ -4173,6 +4267,12 @@ pub fn tasks_run_again_seeded_with_what_they_learned(store: Store) {
         })
         .unwrap();
     assert_eq!(third.steps.len(), 4);
-    assert_eq!(store.facts(&format!("task/{}", third.header.id), None).unwrap().len(), 1);
+    assert_eq!(
+        store
+            .facts(&format!("task/{}", third.header.id), None)
+            .unwrap()
+            .len(),
+        1
+    );
     store.compare(&first, "blog-2").unwrap();
 }

@@ -789,8 +789,32 @@ impl Store {
     ) -> Result<VerifyReport> {
         thresholds.check()?;
         let branch = Branch::parse(branch)?;
-        let facts = self.facts(branch.as_str(), None)?;
-        let conversations = self.list_conversations(Some(branch.as_str()), None)?;
+        // A task's branch holds its agents' branches: verifying it also judges what its
+        // agents wrote and no judge has scored yet (seed 001 §8 step 7 verifies `task/<task>`
+        // after its agents wrote on theirs); verdicts already given on an agent's branch stand.
+        let is_task = branch.task_id().is_some() && branch.parent() == Some(Branch::main());
+        let (facts, conversations) = match branch.task_id().filter(|_| is_task) {
+            Some(task) => {
+                let unjudged = |on: &Branch, by: &Option<String>| *on == branch || by.is_none();
+                let mut facts = self.facts_under(&task_facts_of(&branch), |f| {
+                    unjudged(&f.branch, &f.verified_by)
+                })?;
+                oldest_first(&mut facts);
+                let conversations = self
+                    .list_conversations(None, Some(task))?
+                    .into_iter()
+                    .filter(|c| {
+                        (c.branch == branch || c.branch.parent().as_ref() == Some(&branch))
+                            && unjudged(&c.branch, &c.verified_by)
+                    })
+                    .collect();
+                (facts, conversations)
+            }
+            None => (
+                self.facts(branch.as_str(), None)?,
+                self.list_conversations(Some(branch.as_str()), None)?,
+            ),
+        };
         let by = verifier.as_ref().map_or("neutral", |v| v.name()).to_owned();
         // Stored on every item it scores: held to a record field's size like its answers.
         self.check_text("verifier.name", &by)?;
@@ -828,7 +852,7 @@ impl Store {
                 .map(|s| thresholds.fact_verdict(s.score));
             report.items.push(item("fact", &fact.id, &outcome, verdict));
             if let Ok(answer) = outcome {
-                fact_scores.insert(fact_key(&branch, &fact.id), (answer, verdict));
+                fact_scores.insert(fact_key(&fact.branch, &fact.id), (answer, verdict));
             }
         }
         let mut conversation_scores = BTreeMap::new();
@@ -932,92 +956,92 @@ pub(super) fn merge_in(
         into: Some(into.clone()),
         ..MergeReport::default()
     };
-        let facts: Vec<Fact> = tx
-            .docs(FACT, &facts_of(from))?
+    let facts: Vec<Fact> = tx
+        .docs(FACT, &facts_of(from))?
+        .iter()
+        .map(|(_, doc)| parsed::<Fact>("fact", doc))
+        .collect::<Result<_>>()?;
+    let mut origins: HashSet<String> = tx
+        .docs(FACT, &facts_of(into))?
+        .iter()
+        .filter_map(|(_, doc)| parsed::<Fact>("fact", doc).ok()?.origin)
+        .collect();
+    let conversations: Vec<Conversation> = tx
+        .docs(CONVERSATION, "")?
+        .iter()
+        .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
+        .collect::<Result<Vec<_>>>()?;
+    origins.extend(
+        conversations
             .iter()
-            .map(|(_, doc)| parsed::<Fact>("fact", doc))
-            .collect::<Result<_>>()?;
-        let mut origins: HashSet<String> = tx
-            .docs(FACT, &facts_of(into))?
-            .iter()
-            .filter_map(|(_, doc)| parsed::<Fact>("fact", doc).ok()?.origin)
-            .collect();
-        let conversations: Vec<Conversation> = tx
-            .docs(CONVERSATION, "")?
-            .iter()
-            .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
-            .collect::<Result<Vec<_>>>()?;
-        origins.extend(
-            conversations
-                .iter()
-                .filter(|c| c.branch == *into)
-                .filter_map(|c| c.origin.clone()),
-        );
-        let states: Vec<curation::ConversationState> = conversations
-            .iter()
-            .filter(|c| c.branch == *from)
-            .map(|c| curation::ConversationState {
-                id: c.id.clone(),
-                verdict: (c.verification_status != Verdict::Unverified)
-                    .then_some(c.verification_status),
-                cherry_picked: c.cherry_picked_from.is_some(),
-            })
-            .collect();
-        let plan = curation::merge_plan(&facts, &states, &origins);
-        report.kept = plan.kept.len() as u64;
-        for id in &plan.facts {
-            let Some(source) = facts.iter().find(|f| f.id == *id) else {
-                continue;
-            };
-            let copy = Fact {
-                id: new_id(now),
-                branch: into.clone(),
-                origin: Some(source.id.clone()),
-                created_at: now,
-                ..source.clone()
-            };
-            super::knowledge::insert_fact(tx, &copy)?;
-            let key = fact_key(from, &source.id);
-            let current = tx
-                .doc(FACT, &key)?
-                .ok_or_else(|| Error::storage(format!("fact {key} is missing")))?;
-            let promoted = Fact {
-                status: FactStatus::Promoted,
-                ..source.clone()
-            };
-            let doc = Doc {
-                version: current.version + 1,
-                body: body(&promoted)?,
-            };
-            tx.update_doc(FACT, &key, &doc)?;
-            report.facts += 1;
-        }
-        for id in &plan.conversations {
-            let (source, version) = conversation_in(tx, id)?;
-            let copy = Conversation {
-                id: new_id(now),
-                branch: into.clone(),
-                origin: Some(source.id.clone()),
-                promoted: false,
-                created_at: now,
-                ..source.clone()
-            };
-            let bodies = tx
-                .docs(MESSAGE, &format!("{id}/"))?
-                .into_iter()
-                .map(|(_, doc)| doc.body);
-            write_conversation(tx, &copy, 1)?;
-            insert_bodies(tx, &copy.id, 1, bodies)?;
-            let promoted = Conversation {
-                promoted: true,
-                ..source
-            };
-            write_conversation(tx, &promoted, version + 1)?;
-            report.conversations += 1;
-        }
-        let detail = json!({"into": into, "facts": report.facts,
+            .filter(|c| c.branch == *into)
+            .filter_map(|c| c.origin.clone()),
+    );
+    let states: Vec<curation::ConversationState> = conversations
+        .iter()
+        .filter(|c| c.branch == *from)
+        .map(|c| curation::ConversationState {
+            id: c.id.clone(),
+            verdict: (c.verification_status != Verdict::Unverified)
+                .then_some(c.verification_status),
+            cherry_picked: c.cherry_picked_from.is_some(),
+        })
+        .collect();
+    let plan = curation::merge_plan(&facts, &states, &origins);
+    report.kept = plan.kept.len() as u64;
+    for id in &plan.facts {
+        let Some(source) = facts.iter().find(|f| f.id == *id) else {
+            continue;
+        };
+        let copy = Fact {
+            id: new_id(now),
+            branch: into.clone(),
+            origin: Some(source.id.clone()),
+            created_at: now,
+            ..source.clone()
+        };
+        super::knowledge::insert_fact(tx, &copy)?;
+        let key = fact_key(from, &source.id);
+        let current = tx
+            .doc(FACT, &key)?
+            .ok_or_else(|| Error::storage(format!("fact {key} is missing")))?;
+        let promoted = Fact {
+            status: FactStatus::Promoted,
+            ..source.clone()
+        };
+        let doc = Doc {
+            version: current.version + 1,
+            body: body(&promoted)?,
+        };
+        tx.update_doc(FACT, &key, &doc)?;
+        report.facts += 1;
+    }
+    for id in &plan.conversations {
+        let (source, version) = conversation_in(tx, id)?;
+        let copy = Conversation {
+            id: new_id(now),
+            branch: into.clone(),
+            origin: Some(source.id.clone()),
+            promoted: false,
+            created_at: now,
+            ..source.clone()
+        };
+        let bodies = tx
+            .docs(MESSAGE, &format!("{id}/"))?
+            .into_iter()
+            .map(|(_, doc)| doc.body);
+        write_conversation(tx, &copy, 1)?;
+        insert_bodies(tx, &copy.id, 1, bodies)?;
+        let promoted = Conversation {
+            promoted: true,
+            ..source
+        };
+        write_conversation(tx, &promoted, version + 1)?;
+        report.conversations += 1;
+    }
+    let detail = json!({"into": into, "facts": report.facts,
                             "conversations": report.conversations, "kept": report.kept});
-        log(tx, CurationChange::Merged, from, detail, now)?;
+    log(tx, CurationChange::Merged, from, detail, now)?;
     Ok(report)
 }
 
