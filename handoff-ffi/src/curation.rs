@@ -355,6 +355,112 @@ pub trait DecisionJudge: Send + Sync {
     fn is_decision(&self, index: u64, message: ConversationMessage) -> Result<bool>;
 }
 
+/// Draws facts from a conversation for `Store.cherry_pick_to_facts`, in place of the
+/// heuristics (an LLM): implement it in Swift, Kotlin or Python.
+///
+/// It is asked once, before anything is written, with the conversation as a verifier reads
+/// it. When it throws, nothing is written: a `HandoffError` comes out as thrown, anything else
+/// as `HandoffError.Foreign` with its text.
+#[uniffi::export(with_foreign)]
+pub trait FactExtractor: Send + Sync {
+    /// Who draws them: named in the curation log.
+    fn name(&self) -> String;
+
+    /// The facts `item` (a conversation with its messages) states.
+    fn extract(&self, item: VerifyItem) -> Result<Vec<NewFact>>;
+}
+
+/// A foreign [`FactExtractor`] in the core's shape. What it throws is kept, so that the call
+/// fails with it rather than with the core's rendering of it.
+pub(crate) struct ForeignExtractor {
+    extractor: Arc<dyn FactExtractor>,
+    name: String,
+    thrown: Option<HandoffError>,
+}
+
+impl ForeignExtractor {
+    pub(crate) fn new(extractor: Arc<dyn FactExtractor>) -> ForeignExtractor {
+        let name = extractor.name();
+        ForeignExtractor {
+            extractor,
+            name,
+            thrown: None,
+        }
+    }
+
+    /// The error the call ended with: what the extractor threw, if it threw.
+    pub(crate) fn error(&mut self, error: core::Error) -> HandoffError {
+        self.thrown.take().unwrap_or_else(|| error.into())
+    }
+}
+
+impl curation::Extractor for ForeignExtractor {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn extract(
+        &mut self,
+        conversation: &curation::Conversation,
+        messages: &[curation::StoredMessage],
+    ) -> core::Result<Vec<curation::NewFact>> {
+        let item = VerifyItem::of(curation::VerifyItem::Conversation(conversation, messages))?;
+        let facts = self.extractor.extract(item).map_err(|thrown| {
+            let error = thrown_by("extractor", &thrown);
+            self.thrown = Some(thrown);
+            error
+        })?;
+        Ok(facts
+            .into_iter()
+            .map(|f| curation::NewFact {
+                text: f.text,
+                confidence: f.confidence,
+                source: f.source,
+            })
+            .collect())
+    }
+}
+
+/// A foreign [`Verifier`] whose throw ends the call (a verified cherry-pick, a bundle's
+/// verification): what it throws is kept, so that the call fails with it.
+pub(crate) struct StrictVerifier {
+    inner: ForeignVerifier,
+    thrown: Option<HandoffError>,
+}
+
+impl StrictVerifier {
+    pub(crate) fn new(verifier: Arc<dyn Verifier>) -> StrictVerifier {
+        StrictVerifier {
+            inner: ForeignVerifier::new(verifier),
+            thrown: None,
+        }
+    }
+
+    /// The error the call ended with: what the verifier threw, if it threw.
+    pub(crate) fn error(&mut self, error: core::Error) -> HandoffError {
+        self.thrown.take().unwrap_or_else(|| error.into())
+    }
+}
+
+impl curation::Verifier for StrictVerifier {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn verify(&mut self, item: curation::VerifyItem<'_>) -> core::Result<curation::Score> {
+        let item = VerifyItem::of(item)?;
+        let score = self.inner.verifier.verify(item).map_err(|thrown| {
+            let error = thrown_by("verifier", &thrown);
+            self.thrown = Some(thrown);
+            error
+        })?;
+        Ok(curation::Score {
+            score: score.score,
+            explanation: score.explanation,
+        })
+    }
+}
+
 /// A foreign [`Verifier`] in the core's shape.
 pub(crate) struct ForeignVerifier {
     verifier: Arc<dyn Verifier>,

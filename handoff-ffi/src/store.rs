@@ -14,8 +14,9 @@ use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
 use crate::context::{ContextMessage, ForeignSummarizer, Packet, Summarizer};
 use crate::curation::{
-    BranchInfo, Conversation, CurationEvent, DecisionJudge, Fact, FactStatus, Finite, ForeignJudge,
-    ForeignVerifier, MergeReport, NewFact, StoredMessage, Verifier, VerifyReport,
+    BranchInfo, Conversation, CurationEvent, DecisionJudge, Fact, FactExtractor, FactStatus,
+    Finite, ForeignExtractor, ForeignJudge, ForeignVerifier, MergeReport, NewFact, StoredMessage,
+    StrictVerifier, Verifier, VerifyReport,
 };
 use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats, QueueCount};
@@ -977,7 +978,19 @@ impl Store {
     /// a new conversation on `target_branch` (returned); the source messages are marked
     /// `cherry_picked_to` it. A range outside the conversation, or `from_seq` after `to_seq`,
     /// is `Validation` on `from_seq` / `to_seq`, and nothing is written.
-    #[uniffi::method(default(from_seq = None, to_seq = None, title = None))]
+    ///
+    /// With `verify` (true by default when a `verifier` is given), `verifier` scores the pick
+    /// before it is written (verified at 0.6, invalidated below 0.4) and it is written with
+    /// its verdict; `verify` without a verifier is `Validation` on `verify`. When the verifier
+    /// throws, nothing is written: a `HandoffError` comes out as thrown, anything else as
+    /// `Foreign`.
+    #[uniffi::method(default(
+        from_seq = None,
+        to_seq = None,
+        title = None,
+        verify = None,
+        verifier = None
+    ))]
     pub fn cherry_pick(
         &self,
         conversation_id: String,
@@ -985,9 +998,48 @@ impl Store {
         from_seq: Option<u64>,
         to_seq: Option<u64>,
         title: Option<String>,
+        verify: Option<bool>,
+        verifier: Option<Arc<dyn Verifier>>,
     ) -> Result<Conversation> {
-        let arguments = arguments! { conversation_id, target_branch, from_seq, to_seq, title };
-        Ok(self.run::<ops::CherryPick>(arguments)?.into())
+        let arguments =
+            arguments! { conversation_id, target_branch, from_seq, to_seq, title, verify };
+        let arguments: ops::CherryPickArgs = arguments::read_for(&self.inner, &arguments)?;
+        let conversation = match verifier {
+            None => ops::CherryPick::run_with(&self.inner, arguments, None)?,
+            Some(verifier) => {
+                let mut verifier = StrictVerifier::new(verifier);
+                ops::CherryPick::run_with(&self.inner, arguments, Some(&mut verifier))
+                    .map_err(|error| verifier.error(error))?
+            }
+        };
+        Ok(conversation.into())
+    }
+
+    /// Draws facts from a conversation and writes them on `target_branch` as candidates
+    /// (`Active`, for `verify` to check later), returned: by `extractor`, or without one by the
+    /// heuristics (sentences of the assistant's messages that state a conclusion or a decision
+    /// — "the root cause is", "fixed by", "I'll", "the approach is" — or name a file or a
+    /// number). A fact the extractor draws that breaks the rules of a fact is `Validation`
+    /// (`facts[1].text`); when it throws, nothing is written: a `HandoffError` comes out as
+    /// thrown, anything else as `Foreign`.
+    #[uniffi::method(default(extractor = None))]
+    pub fn cherry_pick_to_facts(
+        &self,
+        conversation_id: String,
+        target_branch: String,
+        extractor: Option<Arc<dyn FactExtractor>>,
+    ) -> Result<Vec<Fact>> {
+        let arguments: ops::CherryPickToFactsArgs =
+            arguments::read_for(&self.inner, &arguments! { conversation_id, target_branch })?;
+        let facts = match extractor {
+            None => ops::CherryPickToFacts::run_with(&self.inner, arguments, None)?,
+            Some(extractor) => {
+                let mut extractor = ForeignExtractor::new(extractor);
+                ops::CherryPickToFacts::run_with(&self.inner, arguments, Some(&mut extractor))
+                    .map_err(|error| extractor.error(error))?
+            }
+        };
+        Ok(facts.into_iter().map(Fact::from).collect())
     }
 
     /// Copies a conversation's decision points into a new conversation on `target_branch`
@@ -1251,6 +1303,45 @@ impl Store {
     ) -> Result<ImportReport> {
         let arguments = arguments! { bundle, target_branch, dry_run };
         Ok(self.run::<ops::ImportBundle>(arguments)?.into())
+    }
+
+    /// Runs the verification gate on bundle `id`'s contents: `verifier` scores each of its
+    /// facts and conversations, and the bundle (returned) records `verification_status`
+    /// (`Verified` when every item passed the thresholds — none is 0.7 for facts, 0.6 for
+    /// conversations, 0.4 below which either fails — otherwise `Draft`), the mean score and
+    /// `verified_by`. Its portable form stays as it was. Without a verifier it is
+    /// `Validation` on `verifier`; when the verifier throws, nothing is recorded: a
+    /// `HandoffError` comes out as thrown, anything else as `Foreign`.
+    #[uniffi::method(default(
+        verifier = None,
+        fact_threshold = None,
+        invalidate_below = None,
+        conversation_threshold = None
+    ))]
+    pub fn verify_bundle(
+        &self,
+        id: String,
+        verifier: Option<Arc<dyn Verifier>>,
+        fact_threshold: Option<f64>,
+        invalidate_below: Option<f64>,
+        conversation_threshold: Option<f64>,
+    ) -> Result<Bundle> {
+        let arguments = arguments! {
+            id,
+            fact_threshold: Finite(fact_threshold),
+            invalidate_below: Finite(invalidate_below),
+            conversation_threshold: Finite(conversation_threshold),
+        };
+        let arguments: ops::VerifyBundleArgs = arguments::read_for(&self.inner, &arguments)?;
+        let bundle = match verifier {
+            None => ops::VerifyBundle::run_with(&self.inner, arguments, None)?,
+            Some(verifier) => {
+                let mut verifier = StrictVerifier::new(verifier);
+                ops::VerifyBundle::run_with(&self.inner, arguments, Some(&mut verifier))
+                    .map_err(|error| verifier.error(error))?
+            }
+        };
+        bundle.try_into()
     }
 
     /// Task `task_id`'s whole run as one timeline, oldest first: its handoffs' events

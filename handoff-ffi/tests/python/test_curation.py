@@ -280,3 +280,67 @@ def test_bad_input_is_named_and_changes_nothing(store: hf.Store) -> None:
     assert [p.field for p in err.value.problems] == ["budget_tokens"]
     assert (store.list_conversations(), store.messages(source.id), store.curation_events(task_id="fix-oauth")) == before
     assert store.facts(BRANCH) == []
+
+
+class Always(hf.Verifier):
+    """Scores every item the same."""
+
+    def __init__(self, score: float) -> None:
+        self.score = score
+
+    def name(self) -> str:
+        return "always"
+
+    def verify(self, item: hf.VerifyItem) -> hf.Score:
+        return hf.Score(score=self.score, explanation=None)
+
+
+class Down(hf.Verifier):
+    def name(self) -> str:
+        return "down"
+
+    def verify(self, item: hf.VerifyItem) -> hf.Score:
+        raise ConnectionError("the verifier is unreachable")
+
+
+class Lister(hf.FactExtractor):
+    """Draws one fact per assistant message that says `found`."""
+
+    def name(self) -> str:
+        return "lister"
+
+    def extract(self, item: hf.VerifyItem) -> list[hf.NewFact]:
+        assert item.kind == hf.VerifyItemKind.CONVERSATION
+        return [hf.NewFact(text=m.content) for m in item.messages if "found" in m.content]
+
+
+def test_curation_in_the_seeds_order(store: hf.Store) -> None:
+    """Issue 47: a verified cherry-pick, facts drawn from a conversation, a bundle's
+    verification recorded on it; a verifier that throws writes nothing."""
+    source = store.add_conversation(BRANCH, SEED)
+    picked = store.cherry_pick(source.id, TASK, from_seq=3, to_seq=9, verifier=Always(0.8))
+    assert (picked.message_count, picked.verification_status, picked.verified_by) == (
+        7,
+        hf.Verdict.VERIFIED,
+        "always",
+    )
+    with pytest.raises(hf.HandoffError.Validation):
+        store.cherry_pick(source.id, TASK, verify=True)
+    with pytest.raises(hf.HandoffError.Foreign) as err:
+        store.cherry_pick(source.id, TASK, verifier=Down())
+    assert "unreachable" in err.value.description
+    assert len(store.list_conversations()) == 2
+
+    heuristics = store.cherry_pick_to_facts(source.id, TASK)
+    assert [f.text for f in heuristics] == ["found the issue: the expiry is compared in seconds"]
+    drawn = store.cherry_pick_to_facts(source.id, "main", extractor=Lister())
+    assert [(f.text, f.status) for f in drawn] == [
+        ("found the issue: the expiry is compared in seconds", hf.FactStatus.ACTIVE)
+    ]
+
+    bundle = store.create_bundle("Playbook", task_id="fix-oauth", verified_only=False)
+    with pytest.raises(hf.HandoffError.Validation):
+        store.verify_bundle(bundle.id)
+    verified = store.verify_bundle(bundle.id, verifier=Always(0.9))
+    assert verified.verified_by == "always"
+    assert verified.verification_score == pytest.approx(0.9)
