@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Env;
+use common::{Env, Mcp};
 use serde_json::Value;
 
 const OK: i32 = 0;
@@ -529,4 +529,69 @@ esac
         error.contains("exit code 3") && error.contains("no model key"),
         "{failed}"
     );
+}
+
+/// `handoff mcp --judge-cmd`: the operator's judge verifies a pick with the seed's argument
+/// names, draws facts and verifies a bundle, for a client that cannot sample.
+#[test]
+fn the_mcp_server_asks_its_judge_command() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("judge.sh"),
+        r#"case "$(cat)" in
+  *'"ask":"facts"'*) echo '{"facts": ["tokens last 1h"]}' ;;
+  *) echo '[0.8, "plausible"]' ;;
+esac
+"#,
+    )
+    .expect("judge script");
+    let mut mcp = Mcp::start(&env, &["--judge-cmd", "sh judge.sh"]);
+    let added = mcp.ok(
+        "conversation_add",
+        serde_json::json!({"branch": "task/fix-oauth/agent-b", "messages": [
+            {"role": "user", "content": "the refresh fails"},
+            {"role": "assistant", "content": "I'll retry the refresh with backoff."},
+        ]}),
+    );
+    let id = added["conversation"]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    // memory_cherry_pick_conversation's names.
+    let picked = mcp.ok(
+        "cherry_pick",
+        serde_json::json!({"conversation_id": id, "target_branch": "task/fix-oauth",
+                           "from_sequence": 1, "to_sequence": 2, "verify": true}),
+    );
+    assert_eq!(
+        picked["conversation"]["verified_by"], "judge-cmd",
+        "{picked}"
+    );
+    assert_eq!(picked["conversation"]["explanation"], "plausible");
+    let facts = mcp.ok(
+        "cherry_pick_to_facts",
+        serde_json::json!({"conversation_id": id, "target_branch": "task/fix-oauth"}),
+    );
+    assert_eq!(facts["facts"][0]["text"], "tokens last 1h", "{facts}");
+    // memory_verify_branch's names.
+    let report = mcp.ok(
+        "verify",
+        serde_json::json!({"branch_name": "task/fix-oauth", "fact_threshold": 0.7}),
+    );
+    // The pick and the fact, and what the agent wrote and no judge scored yet.
+    assert_eq!(report["verified"], 3, "{report}");
+    let bundle = mcp.ok(
+        "bundle_create",
+        serde_json::json!({"name": "Playbook", "branch_name": "task/fix-oauth"}),
+    );
+    let bundle_id = bundle["bundle"]["id"]
+        .as_str()
+        .expect("a bundle")
+        .to_owned();
+    let verified = mcp.ok("bundle_verify", serde_json::json!({"bundle_id": bundle_id}));
+    assert_eq!(
+        verified["bundle"]["verification_status"], "verified",
+        "{verified}"
+    );
+    assert_eq!(verified["bundle"]["verified_by"], "judge-cmd");
 }
