@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::backend::{Doc, Tx, body, parsed};
 use super::curation::{
-    CONVERSATION, FACT, fact_key, facts_of, insert_messages, log, oldest_first, task_facts_of,
+    CONVERSATION, FACT, facts_of, insert_messages, log, oldest_first, task_facts_of,
     write_conversation,
 };
 use super::{Store, hex};
@@ -666,15 +666,20 @@ impl Store {
                 trusted,
                 ..ImportReport::default()
             };
-            // One read of the keys already there (ids within the bundle are distinct).
-            let present: HashSet<String> = if data.facts.is_empty() {
-                HashSet::new()
-            } else {
-                tx.doc_keys(FACT, &facts_of(&target))?.into_iter().collect()
-            };
+            // What the target holds already, by id, by origin and by text: a bundle of a task
+            // merged into the target since (seed 001's order: merge, bundle, import) brings
+            // what the merge copied there, under the ids the copies came from.
+            let mut present: HashSet<String> = HashSet::new();
+            if !data.facts.is_empty() {
+                for (_, doc) in tx.docs(FACT, &facts_of(&target))? {
+                    let there: Fact = parsed("fact", &doc)?;
+                    present.extend(there.origin);
+                    present.insert(there.id);
+                    present.insert(there.text);
+                }
+            }
             for fact in &data.facts {
-                let key = fact_key(&target, &fact.id);
-                if present.contains(&key) {
+                if present.contains(&fact.id) || present.contains(&fact.text) {
                     report.facts_skipped += 1;
                     continue;
                 }
@@ -703,9 +708,18 @@ impl Store {
                 }
                 report.facts_added += 1;
             }
+            let copied: HashSet<String> = if data.conversations.is_empty() {
+                HashSet::new()
+            } else {
+                tx.docs(CONVERSATION, "")?
+                    .iter()
+                    .map(|(_, doc)| parsed::<Conversation>("conversation", doc))
+                    .filter_map(|c| c.ok().filter(|c| c.branch == target)?.origin)
+                    .collect()
+            };
             for conversation in &data.conversations {
                 let id = imported_conversation_id(&target, &conversation.id);
-                if tx.doc(CONVERSATION, &id)?.is_some() {
+                if copied.contains(&conversation.id) || tx.doc(CONVERSATION, &id)?.is_some() {
                     report.conversations_skipped += 1;
                     continue;
                 }
