@@ -35,7 +35,7 @@ fn seed_000_masc_handover_arguments_reach_the_handoff_tools() {
 
     // masc_handover_list {pending_only}
     let pending = mcp.ok("handoff_list", json!({"pending_only": true}));
-    assert_eq!(ids(&pending), [id.clone()]);
+    assert_eq!(ids(&pending), std::slice::from_ref(&id));
     // masc_handover_claim {handover_id, agent_name}
     let claim = mcp.ok(
         "handoff_claim",
@@ -86,7 +86,7 @@ fn seed_001_memory_handoff_arguments_reach_the_handoff_tools() {
         "handoff_list",
         json!({"task_id": task_id, "status": "pending"}),
     );
-    assert_eq!(ids(&pending), [id.clone()]);
+    assert_eq!(ids(&pending), std::slice::from_ref(&id));
     // memory_handoff_accept {handoff_id, agent_id}
     let claim = mcp.ok(
         "handoff_claim",

@@ -524,7 +524,10 @@ impl TaskHeader {
             duration_seconds: self
                 .started_at
                 .map(|start| (completed_at - start).as_seconds_f64()),
-            summary: self.result_summary.clone().unwrap_or_else(|| self.goal.clone()),
+            summary: self
+                .result_summary
+                .clone()
+                .unwrap_or_else(|| self.goal.clone()),
             artifacts: self.artifacts.clone(),
             metrics: HistoryMetrics {
                 steps_total: self.steps_total,
@@ -1016,12 +1019,10 @@ impl TaskHeader {
         };
         if last {
             step.status = StepStatus::Escalated;
-            effects
-                .changes
-                .push(TaskChange::StepEscalated {
-                    step: id.clone(),
-                    to: None,
-                });
+            effects.changes.push(TaskChange::StepEscalated {
+                step: id.clone(),
+                to: None,
+            });
             effects.escalate = Some(id);
             if self.status == TaskStatus::InProgress {
                 self.status = TaskStatus::Paused;
@@ -1128,7 +1129,10 @@ impl TaskHeader {
             .iter()
             .filter(|s| s.status == StepStatus::Escalated)
             .map(|s| match &s.escalation_id {
-                Some(id) => format!("step {} (escalation {id} to {})", s.spec.id, self.escalate_to),
+                Some(id) => format!(
+                    "step {} (escalation {id} to {})",
+                    s.spec.id, self.escalate_to
+                ),
                 None => format!("step {}", s.spec.id),
             })
             .collect();
@@ -1290,12 +1294,7 @@ impl TaskHeader {
 
     /// Fails the task for `reason`: like a cancellation (see [`TaskHeader::cancel`]), and its
     /// history says it failed.
-    pub fn fail(
-        &mut self,
-        open: &mut [StepState],
-        reason: &str,
-        now: DateTime<Utc>,
-    ) -> Transition {
+    pub fn fail(&mut self, open: &mut [StepState], reason: &str, now: DateTime<Utc>) -> Transition {
         if self.status.is_finished() {
             return Err(self.refuse("fail", format!("it is {:?}", self.status)));
         }
@@ -1433,7 +1432,10 @@ impl TaskHeader {
             self.withdraw(step, &mut effects);
             if matches!(
                 step.status,
-                StepStatus::Pending | StepStatus::Ready | StepStatus::Escalated | StepStatus::Failed
+                StepStatus::Pending
+                    | StepStatus::Ready
+                    | StepStatus::Escalated
+                    | StepStatus::Failed
             ) {
                 step.status = StepStatus::Cancelled;
                 self.steps_open = self.steps_open.saturating_sub(1);
@@ -1741,7 +1743,7 @@ mod tests {
         assert_eq!(joined.withdraw, ["1"]);
         assert_eq!(joined.offer, ["1"]);
         assert_eq!(assigned[0].spec.agent.as_deref(), Some("investigator"));
-        assert_eq!(task.members, [member.clone()]);
+        assert_eq!(task.members, std::slice::from_ref(&member));
         let other = Member {
             agent: "someone".into(),
             ..member
@@ -1756,7 +1758,10 @@ mod tests {
         run.start();
         run.with("research", |t, s, _| t.step_claimed(s, "r", at(2)));
         let mut open: Vec<StepState> = run.steps.values().cloned().collect();
-        let err = run.task.complete(&mut open, Some("done"), at(3)).unwrap_err();
+        let err = run
+            .task
+            .complete(&mut open, Some("done"), at(3))
+            .unwrap_err();
         assert!(err.reason.contains("research is held"), "{err}");
         run.with("research", |t, s, d| {
             t.step_completed(s, d, "notes", None, at(4))
@@ -1767,7 +1772,10 @@ mod tests {
             .filter(|s| !s.status.is_done())
             .cloned()
             .collect();
-        let done = run.task.complete(&mut open, Some("Shipped"), at(5)).unwrap();
+        let done = run
+            .task
+            .complete(&mut open, Some("Shipped"), at(5))
+            .unwrap();
         run.put(open);
         assert_eq!(sorted(done.withdraw), ["draft-en", "draft-ko"]);
         assert_eq!(run.task.status, TaskStatus::Completed);
@@ -1776,7 +1784,9 @@ mod tests {
         assert_eq!(history.summary, "Shipped");
         assert_eq!(history.result, TaskResult::Partial);
         // Completed already: the summary changes, nothing else.
-        run.task.complete(&mut [], Some("Shipped v2"), at(6)).unwrap();
+        run.task
+            .complete(&mut [], Some("Shipped v2"), at(6))
+            .unwrap();
         assert_eq!(run.task.result_summary.as_deref(), Some("Shipped v2"));
     }
 
@@ -1815,7 +1825,11 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("review is Pending"), "{err}");
         assert!(run.task.step_claimed(&mut review, "w", at(2)).is_err());
-        assert!(run.task.resolve(&mut review, &mut [], &mut [], true, at(2)).is_err());
+        assert!(
+            run.task
+                .resolve(&mut review, &mut [], &mut [], true, at(2))
+                .is_err()
+        );
         assert!(run.task.resume(&mut [], at(2)).is_err());
     }
 

@@ -63,7 +63,7 @@ fn every_local_url_opens_with_options_and_says_what_it_can_do() {
         assert_eq!(store.get(&h.id).unwrap(), h, "{url}");
         let backup = dir.path().join(format!("backup-{}", fastrand::u64(..)));
         match store.backup(&backup) {
-            Ok(()) => assert!(expected.backup && backup.exists(), "{url}"),
+            Ok(_) => assert!(expected.backup && backup.exists(), "{url}"),
             Err(e) => assert!(
                 !expected.backup && e.kind() == ErrorKind::Storage,
                 "{url}: {e}"

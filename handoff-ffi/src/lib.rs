@@ -68,7 +68,7 @@ pub use store::{
     Store, Synchronous,
 };
 pub use tasks::{
-    HistoryEntry, HistoryMetrics, StepSpec, StepStatus, Task, TaskEvent, TaskResult,
-    TaskMember, TaskStatistics, TaskStatus, TaskStep, TaskSummary,
+    HistoryEntry, HistoryMetrics, StepSpec, StepStatus, Task, TaskEvent, TaskMember, TaskResult,
+    TaskStatistics, TaskStatus, TaskStep, TaskSummary,
 };
 pub use tools::{Agent, AgentRegistry, HandoffIntent, Multiple, Provider};

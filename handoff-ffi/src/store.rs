@@ -501,12 +501,19 @@ impl Store {
     /// objects, as text; `orchestrator` is the sender of the steps' handoffs; a step that fails
     /// on every attempt goes to `escalate_to` (none is `human`). `start_task` offers its first
     /// steps.
+    /// `id` is the caller's choice (the branch is then `task/<id>`), `goal` defaults to the
+    /// name, and each of `objectives` becomes a step `"1"`, `"2"`, ... without an agent,
+    /// offered to the task's members (`join_task`).
     #[uniffi::method(default(
+        goal = "",
+        steps = [],
         success_criteria = [],
         context = None,
         metadata = None,
         orchestrator = None,
-        escalate_to = None
+        escalate_to = None,
+        id = None,
+        objectives = []
     ))]
     #[allow(clippy::too_many_arguments)]
     pub fn create_task(
@@ -519,9 +526,11 @@ impl Store {
         metadata: Option<String>,
         orchestrator: Option<String>,
         escalate_to: Option<String>,
+        id: Option<String>,
+        objectives: Vec<String>,
     ) -> Result<Task> {
         let arguments = arguments! {
-            name, goal, steps, success_criteria,
+            name, goal, steps, success_criteria, id, objectives,
             context: context.as_deref().map(ObjectText),
             metadata: metadata.as_deref().map(ObjectText),
             orchestrator, escalate_to,
@@ -592,7 +601,8 @@ impl Store {
         Ok(self.run::<ops::UpdateTask>(arguments)?.into())
     }
 
-    /// Pauses a task: no step is offered until it resumes; steps already claimed may finish.
+    /// Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
+    /// resumes; steps already claimed may finish.
     pub fn pause_task(&self, id: String) -> Result<Task> {
         Ok(self.run::<ops::PauseTask>(arguments! { id })?.into())
     }
@@ -633,6 +643,90 @@ impl Store {
     ) -> Result<Task> {
         let arguments = arguments! { claim, resolution, retry };
         Ok(self.run::<ops::ResolveEscalation>(arguments)?.into())
+    }
+
+    /// `agent` joins the task, with an optional `role`; the steps named in `objectives` (steps
+    /// without an agent, such as objectives `"1"`, `"2"`, ...) are assigned to it. Its branch
+    /// is `task/<id>/<agent>`; the log and replay show an `agent_join`.
+    #[uniffi::method(default(role = None, objectives = []))]
+    pub fn join_task(
+        &self,
+        id: String,
+        agent: String,
+        role: Option<String>,
+        objectives: Vec<String>,
+    ) -> Result<Task> {
+        let arguments = arguments! { id, agent, role, objectives };
+        Ok(self.run::<ops::JoinTask>(arguments)?.into())
+    }
+
+    /// Completes a task on its caller's word, with `result_summary`: steps nobody holds are
+    /// skipped; a step a worker holds refuses it. With `merge_to_main`, in the same
+    /// transaction, the verified knowledge of every branch of the task reaches `main`.
+    #[uniffi::method(default(result_summary = None, merge_to_main = false))]
+    pub fn complete_task(
+        &self,
+        id: String,
+        result_summary: Option<String>,
+        merge_to_main: bool,
+    ) -> Result<Task> {
+        let arguments = arguments! { id, result_summary, merge_to_main };
+        Ok(self.run::<ops::CompleteTask>(arguments)?.into())
+    }
+
+    /// Fails a task for `reason`: offers and escalations nobody holds are withdrawn, claimed
+    /// steps may finish; its history says it failed.
+    pub fn fail_task(&self, id: String, reason: String) -> Result<Task> {
+        Ok(self.run::<ops::FailTask>(arguments! { id, reason })?.into())
+    }
+
+    /// The holder of a step hands it on, with its claim, as an escalation to `to_agent`
+    /// linked to the step; completing the escalation completes the step. Returns the
+    /// escalation.
+    #[uniffi::method(default(instructions = None, blockers = [], priority_items = []))]
+    pub fn escalate_step(
+        &self,
+        claim: ClaimRef,
+        to_agent: String,
+        instructions: Option<String>,
+        blockers: Vec<String>,
+        priority_items: Vec<String>,
+    ) -> Result<Handoff> {
+        let arguments = arguments! { claim, to_agent, instructions, blockers, priority_items };
+        Ok(self.run::<ops::EscalateStep>(arguments)?.into())
+    }
+
+    /// Runs a task again: a new pending task with the plan of `task_id`, or of the task
+    /// `bundle_id` was made from, with other `agents` (by step id or earlier agent),
+    /// `instructions` (by step id) or `context` (a JSON object as text, merged over the
+    /// earlier one); its branch starts with the earlier run's verified knowledge, and its
+    /// metadata names the earlier run (`rerun_of`).
+    #[uniffi::method(default(
+        task_id = None,
+        bundle_id = None,
+        id = None,
+        name = None,
+        agents = None,
+        instructions = None,
+        context = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rerun_task(
+        &self,
+        task_id: Option<String>,
+        bundle_id: Option<String>,
+        id: Option<String>,
+        name: Option<String>,
+        agents: Option<HashMap<String, String>>,
+        instructions: Option<HashMap<String, String>>,
+        context: Option<String>,
+    ) -> Result<Task> {
+        let (agents, instructions) = (agents.unwrap_or_default(), instructions.unwrap_or_default());
+        let arguments = arguments! {
+            task_id, bundle_id, id, name, agents, instructions,
+            context: context.as_deref().map(ObjectText),
+        };
+        Ok(self.run::<ops::RerunTask>(arguments)?.into())
     }
 
     /// The task's log, oldest first: created, started, each step offered, started, completed,
@@ -991,6 +1085,7 @@ impl Store {
         verify = None,
         verifier = None
     ))]
+    #[allow(clippy::too_many_arguments)]
     pub fn cherry_pick(
         &self,
         conversation_id: String,

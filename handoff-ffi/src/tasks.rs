@@ -536,6 +536,8 @@ mod tests {
             None,
             None,
             None,
+            None,
+            Vec::new(),
         )
     }
 

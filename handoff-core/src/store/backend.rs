@@ -389,8 +389,8 @@ pub enum Exported {
     /// A record, with the digest of its current claim's secret (kept so that the holder of a
     /// claim can still settle it after a restore).
     Record {
-        /// The record.
-        record: Handoff,
+        /// The record (boxed: a record is far larger than the other pieces).
+        record: Box<Handoff>,
         /// SHA-256 of the current claim's secret, when it is claimed.
         claim_secret: Option<[u8; 32]>,
     },

@@ -405,7 +405,11 @@ impl FilesBackend {
             // left of it, so its length says nothing; the ids are compared, never paths.
             if journal.dropped.is_empty() {
                 self.check_log(&journal)?;
-            } else if let Some(id) = journal.dropped.iter().find(|id| !crate::validate::is_ident(id)) {
+            } else if let Some(id) = journal
+                .dropped
+                .iter()
+                .find(|id| !crate::validate::is_ident(id))
+            {
                 return Err(layout::foreign(id, "journal.json"));
             }
             self.apply(&journal)?;
@@ -690,7 +694,7 @@ impl Backend for FilesBackend {
                     let record = store.named_record(&event.handoff_id)?;
                     let claim_secret = secrets.get(&record.id).copied();
                     sink(Exported::Record {
-                        record,
+                        record: Box::new(record),
                         claim_secret,
                     })?;
                 }

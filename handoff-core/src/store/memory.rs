@@ -10,9 +10,7 @@ use crate::chain::Hop;
 use crate::error::Result;
 use crate::machine::{Event, NewEvent};
 use crate::record::{Handoff, Kind, Lifecycle, Status};
-use crate::store::{
-    Backend, Capabilities, Doc, EventFilter, Exported, ListFilter, Tx, hop_of,
-};
+use crate::store::{Backend, Capabilities, Doc, EventFilter, Exported, ListFilter, Tx, hop_of};
 
 /// Keeps handoffs and events in process memory.
 #[derive(Debug, Default)]
@@ -97,7 +95,7 @@ impl Backend for MemoryBackend {
         for id in state.order.values() {
             if let Some((_, record)) = state.records.get(id) {
                 sink(Exported::Record {
-                    record: record.clone(),
+                    record: Box::new(record.clone()),
                     claim_secret: state.secrets.get(id).copied(),
                 })?;
             }

@@ -60,10 +60,8 @@ pub(crate) use claim::{hex, unhex};
 pub(crate) use curation::check_messages;
 pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
 pub use lease::{DROPPED, Lease};
-pub use retention::{
-    BACKUP_MAGIC, BackupSummary, DEFAULT_KEEP_DETAILS_DAYS, DEFAULT_KEEP_LAST,
-};
 pub use rerun::Rerun;
+pub use retention::{BACKUP_MAGIC, BackupSummary, DEFAULT_KEEP_DETAILS_DAYS, DEFAULT_KEEP_LAST};
 pub use sessions::Session;
 pub use successor::{ContextOptions, DEFAULT_BUDGET_CHARS, DEFAULT_BUDGET_TOKENS};
 pub use tasks::Task;

@@ -1358,7 +1358,10 @@ const EXPORT_PAGE: i64 = 1000;
 fn export_from(client: &Conn, sink: &mut dyn FnMut(Exported) -> Result<()>) -> Result<()> {
     let read = |e| storage("cannot read the store for a backup", e);
     for row in client
-        .query("SELECT key, value FROM settings ORDER BY key COLLATE \"C\"", &[])
+        .query(
+            "SELECT key, value FROM settings ORDER BY key COLLATE \"C\"",
+            &[],
+        )
         .map_err(read)?
     {
         sink(Exported::Setting {
@@ -1381,7 +1384,7 @@ fn export_from(client: &Conn, sink: &mut dyn FnMut(Exported) -> Result<()>) -> R
         after = last.get(10);
         for row in &rows {
             sink(Exported::Record {
-                record: record_from_row(row)?,
+                record: Box::new(record_from_row(row)?),
                 claim_secret: stored_digest(row.get(9)),
             })?;
         }
@@ -2805,7 +2808,11 @@ mod conformance {
             .with_clock(clock.clone());
         let target = target.with_clock(clock.clone());
         let first = sqlite
-            .create(NewHandoff::new("move", "Move the store").from_agent("ops").to_agent("db"))
+            .create(
+                NewHandoff::new("move", "Move the store")
+                    .from_agent("ops")
+                    .to_agent("db"),
+            )
             .unwrap();
         let held = sqlite.claim(&first.id, "db", minute).unwrap();
         let task = sqlite
@@ -2822,7 +2829,10 @@ mod conformance {
             .id;
         sqlite.start_task(&task).unwrap();
         clock.advance(Duration::from_secs(5));
-        let dump = sqlite.claim_next("db", Some(&task), minute).unwrap().unwrap();
+        let dump = sqlite
+            .claim_next("db", Some(&task), minute)
+            .unwrap()
+            .unwrap();
         sqlite.complete(&dump, "dumped").unwrap();
 
         let path = dir.path().join("move.backup");
@@ -2840,14 +2850,20 @@ mod conformance {
             sqlite.events_page(&of_task).unwrap(),
             target.events_page(&of_task).unwrap()
         );
-        assert_eq!(sqlite.get_task(&task).unwrap(), target.get_task(&task).unwrap());
+        assert_eq!(
+            sqlite.get_task(&task).unwrap(),
+            target.get_task(&task).unwrap()
+        );
         assert_eq!(
             sqlite.replay(&task, false).unwrap(),
             target.replay(&task, false).unwrap()
         );
         // The claim taken on SQLite is settled on PostgreSQL; the task goes on there.
         target.complete(&held, "moved").unwrap();
-        let load = target.claim_next("db", Some(&task), minute).unwrap().unwrap();
+        let load = target
+            .claim_next("db", Some(&task), minute)
+            .unwrap()
+            .unwrap();
         target.complete(&load, "loaded").unwrap();
         assert_eq!(
             target.get_task(&task).unwrap().header.status,

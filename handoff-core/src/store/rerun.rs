@@ -70,14 +70,19 @@ impl Store {
         };
         let source_id = match (&rerun.task_id, &bundle) {
             (Some(task), _) => task.clone(),
-            (None, Some(bundle)) => bundle.source_task_id.clone().ok_or_else(|| {
-                Error::invalid("bundle_id", "must be a bundle made of a task")
-            })?,
+            (None, Some(bundle)) => bundle
+                .source_task_id
+                .clone()
+                .ok_or_else(|| Error::invalid("bundle_id", "must be a bundle made of a task"))?,
             (None, None) => return Err(Error::invalid("task_id", "must be given")),
         };
         let source = self.get_task(&source_id)?;
         if source.header.pruned {
-            let field = if rerun.task_id.is_some() { "task_id" } else { "bundle_id" };
+            let field = if rerun.task_id.is_some() {
+                "task_id"
+            } else {
+                "bundle_id"
+            };
             return Err(Error::invalid(
                 field,
                 format!("must name a task whose plan is kept: {source_id} was pruned"),
@@ -85,7 +90,12 @@ impl Store {
         }
         let new = rerun_plan(&source, &rerun)?;
         // Checked before anything is written, the seed's bundle included.
-        crate::task::create(new.clone(), "check".to_owned(), self.clock.now(), &self.limits)?;
+        crate::task::create(
+            new.clone(),
+            "check".to_owned(),
+            self.clock.now(),
+            &self.limits,
+        )?;
         if let Some(id) = &new.id
             && self.get_task(id).is_ok()
         {
@@ -129,7 +139,10 @@ fn rerun_plan(source: &Task, rerun: &Rerun) -> Result<NewTask> {
     }
     for key in rerun.instructions.keys() {
         if steps.iter().all(|s| s.spec.id != *key) {
-            c.push(format!("instructions.{key}"), "must name a step of the plan");
+            c.push(
+                format!("instructions.{key}"),
+                "must name a step of the plan",
+            );
         }
     }
     c.finish()?;

@@ -105,7 +105,7 @@ impl From<Exported> for Line {
                 record,
                 claim_secret,
             } => Line::Record {
-                record: Box::new(record),
+                record,
                 claim_secret_sha256: claim_secret.map(|digest| hex(&digest)),
             },
             Exported::Event(event) => Line::Event(Box::new(event)),
@@ -123,7 +123,10 @@ impl From<Exported> for Line {
 fn refused(path: &Path, why: impl std::fmt::Display) -> Error {
     Error::invalid(
         "path",
-        format!("{} cannot be restored: {why}; nothing was written", path.display()),
+        format!(
+            "{} cannot be restored: {why}; nothing was written",
+            path.display()
+        ),
     )
 }
 
@@ -286,7 +289,10 @@ impl<'p> Reader<'p> {
         self.number += 1;
         if self.buffer.last() != Some(&b'\n') {
             let why = if read as u64 > MAX_LINE {
-                format!("line {} is longer than a backup's lines can be", self.number)
+                format!(
+                    "line {} is longer than a backup's lines can be",
+                    self.number
+                )
             } else {
                 format!("it is cut short (line {} has no end)", self.number)
             };
@@ -372,8 +378,10 @@ fn check_backup(path: &Path) -> Result<Checked> {
                 record,
                 claim_secret_sha256,
             } => {
-                for (field, value) in [("record.id", &record.id), ("record.task_id", &record.task_id)]
-                {
+                for (field, value) in [
+                    ("record.id", &record.id),
+                    ("record.task_id", &record.task_id),
+                ] {
                     if let Err(e) = validate::ident(field, value) {
                         return Err(wrong(format!("holds a record that is not valid: {e}")));
                     }
@@ -590,7 +598,8 @@ impl Store {
             .out
             .into_inner()
             .map_err(|e| Error::storage(format!("cannot write the backup: {e}")))?;
-        file.sync_all().map_err(|e| io("cannot write", &tmp.path, e))?;
+        file.sync_all()
+            .map_err(|e| io("cannot write", &tmp.path, e))?;
         publish(&mut tmp, path)?;
         Ok(summary)
     }

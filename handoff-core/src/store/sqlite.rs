@@ -592,9 +592,10 @@ impl Backend for SqliteBackend {
             match result {
                 // Once a piece is out, a busy read must not start again (it would hand the
                 // pieces twice): it fails instead.
-                Err(Contended::Sqlite(e)) if handed => {
-                    Err(Contended::Core(storage("sqlite: the backup's read failed", e)))
-                }
+                Err(Contended::Sqlite(e)) if handed => Err(Contended::Core(storage(
+                    "sqlite: the backup's read failed",
+                    e,
+                ))),
                 other => other,
             }
         })
@@ -725,7 +726,7 @@ fn export_from(
         while let Some(row) = rows.next()? {
             let secret = row.get::<_, Option<Vec<u8>>>(9)?;
             give(Exported::Record {
-                record: record_from_row(row)?,
+                record: Box::new(record_from_row(row)?),
                 claim_secret: stored_digest(secret.as_deref()),
             })?;
         }
@@ -742,7 +743,8 @@ fn export_from(
         }
     }
     {
-        let mut stmt = tx.prepare("SELECT version, body, kind, key FROM docs ORDER BY kind, key")?;
+        let mut stmt =
+            tx.prepare("SELECT version, body, kind, key FROM docs ORDER BY kind, key")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             give(Exported::Doc {

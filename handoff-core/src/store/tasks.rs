@@ -402,7 +402,8 @@ fn carry_out(
             .metadata(step_metadata(&id))
             // A decider's failure is its answer (the task fails), not an attempt to retry.
             .max_attempts(1);
-            let escalation = insert_handoff(tx, new, actor.clone(), &validate::Limits::default(), now)?;
+            let escalation =
+                insert_handoff(tx, new, actor.clone(), &validate::Limits::default(), now)?;
             step.escalation_id = Some(escalation.id);
         }
     }
@@ -939,7 +940,7 @@ impl Store {
                 .to_owned();
             let (mut header, version) =
                 header(tx, &record.task_id)?.ok_or_else(|| no_task(&record.task_id))?;
-            let mut touched = steps(tx, &header.id, &[step_id.clone()])?;
+            let mut touched = steps(tx, &header.id, std::slice::from_ref(&step_id))?;
             if touched.states[0].handoff_id.as_deref() != Some(record.id.as_str()) {
                 return Err(not_a_step("it is not the step's current handoff"));
             }
@@ -1082,7 +1083,10 @@ impl Store {
         for (i, objective) in objectives.iter().enumerate() {
             c.ident(&format!("objectives[{i}]"), objective);
             if objectives[..i].contains(objective) {
-                c.push(format!("objectives[{i}]"), format!("names {objective} twice"));
+                c.push(
+                    format!("objectives[{i}]"),
+                    format!("names {objective} twice"),
+                );
             }
         }
         c.finish()?;
