@@ -371,14 +371,20 @@ mod tests {
 
         let other = Store::memory(OpenOptions::default()).unwrap();
         let report = other
-            .import_bundle(bundle.portable_json.clone(), None, false)
+            .import_bundle(Some(bundle.portable_json.clone()), None, false, None, None)
             .unwrap();
         assert_eq!(
             (report.target_branch.as_str(), report.facts_added),
             ("main", 1)
         );
         let again = other
-            .import_bundle(bundle.portable_json.clone(), Some("main".into()), false)
+            .import_bundle(
+                Some(bundle.portable_json.clone()),
+                Some("main".into()),
+                false,
+                None,
+                None,
+            )
             .unwrap();
         assert_eq!((again.facts_added, again.facts_skipped), (0, 1));
     }
@@ -414,7 +420,7 @@ mod tests {
             .unwrap();
         let other = Store::memory(OpenOptions::default()).unwrap();
         let report = other
-            .import_bundle(signed.portable_json.clone(), None, false)
+            .import_bundle(Some(signed.portable_json.clone()), None, false, None, None)
             .unwrap();
         assert_eq!(
             (report.signed_by.as_deref(), report.trusted),
@@ -426,7 +432,13 @@ mod tests {
         assert_eq!(trusted.len(), 1);
         assert_eq!(trusted[0].public_key, keys.public_key);
         let report = other
-            .import_bundle(signed.portable_json, Some("task/t2".into()), false)
+            .import_bundle(
+                Some(signed.portable_json),
+                Some("task/t2".into()),
+                false,
+                None,
+                None,
+            )
             .unwrap();
         assert!(report.trusted);
 
@@ -462,7 +474,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(fields(err), ["task_id"]);
         let err = store
-            .import_bundle("{".into(), Some("x/y".into()), false)
+            .import_bundle(Some("{".into()), Some("x/y".into()), false, None, None)
             .unwrap_err();
         assert_eq!(fields(err), ["target_branch"]);
         assert!(store.list_bundles(None).unwrap().is_empty());

@@ -1389,14 +1389,24 @@ impl Store {
     /// `trusted` say which). Importing the same bundle again adds nothing: the report counts
     /// what was skipped.
     /// With `dry_run`, nothing is written: the report counts what the import would add.
-    #[uniffi::method(default(target_branch = None, dry_run = false))]
+    /// Instead of the JSON, `bundle_id` names a bundle of this store, or `share_token` a
+    /// shared one (exactly one of the three).
+    #[uniffi::method(default(
+        bundle = None,
+        target_branch = None,
+        dry_run = false,
+        bundle_id = None,
+        share_token = None
+    ))]
     pub fn import_bundle(
         &self,
-        bundle: String,
+        bundle: Option<String>,
         target_branch: Option<String>,
         dry_run: bool,
+        bundle_id: Option<String>,
+        share_token: Option<String>,
     ) -> Result<ImportReport> {
-        let arguments = arguments! { bundle, target_branch, dry_run };
+        let arguments = arguments! { bundle, target_branch, dry_run, bundle_id, share_token };
         Ok(self.run::<ops::ImportBundle>(arguments)?.into())
     }
 
