@@ -413,14 +413,11 @@ pub struct VerifyBundleArgs {
 impl VerifyBundleArgs {
     /// The thresholds, the seed's where not given.
     pub fn thresholds(&self) -> Thresholds {
-        let seed = Thresholds::default();
-        Thresholds {
-            fact_threshold: self.fact_threshold.unwrap_or(seed.fact_threshold),
-            invalidate_below: self.invalidate_below.unwrap_or(seed.invalidate_below),
-            conversation_threshold: self
-                .conversation_threshold
-                .unwrap_or(seed.conversation_threshold),
-        }
+        super::curation::thresholds(
+            self.fact_threshold,
+            self.invalidate_below,
+            self.conversation_threshold,
+        )
     }
 }
 

@@ -601,14 +601,26 @@ pub struct VerifyArgs {
 impl VerifyArgs {
     /// The thresholds, the seed's where not given.
     pub fn thresholds(&self) -> Thresholds {
-        let seed = Thresholds::default();
-        Thresholds {
-            fact_threshold: self.fact_threshold.unwrap_or(seed.fact_threshold),
-            invalidate_below: self.invalidate_below.unwrap_or(seed.invalidate_below),
-            conversation_threshold: self
-                .conversation_threshold
-                .unwrap_or(seed.conversation_threshold),
-        }
+        thresholds(
+            self.fact_threshold,
+            self.invalidate_below,
+            self.conversation_threshold,
+        )
+    }
+}
+
+/// The gate's thresholds from those given, the seed's where not: what `verify` and
+/// `verify_bundle` take.
+pub(super) fn thresholds(
+    fact: Option<f64>,
+    invalidate_below: Option<f64>,
+    conversation: Option<f64>,
+) -> Thresholds {
+    let seed = Thresholds::default();
+    Thresholds {
+        fact_threshold: fact.unwrap_or(seed.fact_threshold),
+        invalidate_below: invalidate_below.unwrap_or(seed.invalidate_below),
+        conversation_threshold: conversation.unwrap_or(seed.conversation_threshold),
     }
 }
 
