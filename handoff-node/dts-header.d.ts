@@ -12,7 +12,7 @@ export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** What a task event did. */
-export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed'
+export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'agent_join' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed' | 'failed' | 'merge'
 /** Where a step of a task stands: `pending` (waiting for its dependencies, or its task to start or resume), `ready` (offered), `in_progress` (a worker holds it), `completed`, `failed` (its last attempt failed, not escalated yet), `escalated` (a human decides), `skipped`, `cancelled`. */
 export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'failed' | 'escalated' | 'skipped' | 'cancelled'
 /** Who holds a protocol run's latest message, and so which calls are valid: `working` (the worker: `report` or `reportError`), `reviewing` (the manager holds a report: `decide` or `escalate`), `recovering` (the manager holds an error report: `recover` or `escalate`), `escalated` (a human: `resolve`), `resuming` (the manager holds a resolution: `decide` or `escalate`), `completed` (nothing more happens). */
@@ -211,12 +211,30 @@ export interface CreateOptions {
   taskId: string
   /** The agent handing over. */
   fromAgent?: string | null
+  /**
+   * The same as `fromAgent` (its older name); give one or the other.
+   * @deprecated Use `fromAgent`.
+   */
+  fromAgentId?: string | null
   /** The agent addressed; any agent may claim when absent. */
   toAgent?: string | null
+  /**
+   * The same as `toAgent` (its older name); give one or the other.
+   * @deprecated Use `toAgent`.
+   */
+  toAgentId?: string | null
   /** What kind of handoff this is (default `full`). */
   kind?: HandoffKind | null
-  /** What the successor must achieve. Never empty. */
-  goal: string
+  /**
+   * The same as `kind` (its older name); give one or the other.
+   * @deprecated Use `kind`.
+   */
+  handoffType?: HandoffKind | null
+  /**
+   * What the successor must achieve. Never empty. Left out, the goal of the task `taskId`
+   * names (made with `create_task`), else that of the task's latest handoff.
+   */
+  goal?: string | null
   /**
    * Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
    * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
@@ -253,12 +271,22 @@ export interface CreateOptions {
   parentId?: string | null
   /** The handing-over agent's session. */
   sessionId?: string | null
+  /**
+   * The same as `sessionId` (its older name); give one or the other.
+   * @deprecated Use `sessionId`.
+   */
+  fromSessionId?: string | null
   /** What stops progress right now. */
   blockers?: string[] | null
   /** Files the work holds locks on. */
   lockedFiles?: string[] | null
-  /** What matters most, first. */
-  priorityItems?: string[] | null
+  /** What matters most, first: text, or objectives by number (kept as their digits). */
+  priorityItems?: JsonValue[] | null
+  /**
+   * The same as `priorityItems` (its older name); give one or the other.
+   * @deprecated Use `priorityItems`.
+   */
+  priorityObjectives?: JsonValue[] | null
   /** How the successor knows it is done. */
   successCriteria?: string[] | null
   /** When an unclaimed handoff expires (RFC 3339). */
@@ -268,7 +296,7 @@ export interface CreateOptions {
 }
 /** The options of `store.list`. */
 export interface ListOptions {
-  /** Only records in this status. */
+  /** Only records in this status (`accepted` reads as `claimed`). */
   status?: HandoffStatus | null
   /** Only records of this task. */
   taskId?: string | null
@@ -280,6 +308,8 @@ export interface ListOptions {
   kind?: HandoffKind | null
   /** Only records after the one with this id (the last of the previous page). */
   after?: string | null
+  /** Only pending records: the same as `status` `pending`, so not with a `status`. */
+  pendingOnly?: boolean | null
 }
 /** The options of `store.claim`. */
 export interface ClaimOptions {
@@ -357,8 +387,11 @@ export interface EventsOptions {
 }
 /** The fields of `store.checkpoint`. */
 export interface CheckpointFields {
-  /** What the successor must achieve. Never empty. */
-  goal: string
+  /**
+   * What the successor must achieve. Never empty. Left out, the goal of the task `taskId`
+   * names (made with `create_task`), else that of the task's latest handoff.
+   */
+  goal?: string | null
   /**
    * Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
    * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
@@ -395,12 +428,22 @@ export interface CheckpointFields {
   parentId?: string | null
   /** The handing-over agent's session. */
   sessionId?: string | null
+  /**
+   * The same as `sessionId` (its older name); give one or the other.
+   * @deprecated Use `sessionId`.
+   */
+  fromSessionId?: string | null
   /** What stops progress right now. */
   blockers?: string[] | null
   /** Files the work holds locks on. */
   lockedFiles?: string[] | null
-  /** What matters most, first. */
-  priorityItems?: string[] | null
+  /** What matters most, first: text, or objectives by number (kept as their digits). */
+  priorityItems?: JsonValue[] | null
+  /**
+   * The same as `priorityItems` (its older name); give one or the other.
+   * @deprecated Use `priorityItems`.
+   */
+  priorityObjectives?: JsonValue[] | null
   /** How the successor knows it is done. */
   successCriteria?: string[] | null
   /** When an unclaimed handoff expires (RFC 3339). */
@@ -417,8 +460,18 @@ export interface CheckOptions {
 export interface CreateTaskOptions {
   /** What the task is called. */
   name: string
-  /** What it must achieve. */
-  goal: string
+  /** What it must achieve (the name when not given). */
+  goal?: string | null
+  /**
+   * The task's id, chosen by the caller (an id: `[A-Za-z0-9._:@-]{1,128}`), so that its
+   * branch reads `task/<id>`; a time-ordered one when not given. Taken already: refused.
+   */
+  id?: string | null
+  /**
+   * Objectives without agents, in words: each becomes a step `"1"`, `"2"`, ... offered to
+   * the task's members (`join_task` assigns them).
+   */
+  objectives?: string[] | null
   /**
    * The plan: steps with an `id`, a `name`, the `agent` that works on it and the ids of
    * the steps it waits for (`dependencies`); optionally `instructions`, `maxAttempts`
@@ -470,6 +523,39 @@ export interface CancelTaskOptions {
   /** Why. */
   reason?: string | null
 }
+/** The options of `store.joinTask`. */
+export interface JoinTaskOptions {
+  /** Its role in the task (`investigator`, `reviewer`, ...). */
+  role?: string | null
+  /** The steps assigned to it, by id or number. */
+  objectives?: StepRef[] | null
+  /**
+   * The same as `objectives` (its older name); give one or the other.
+   * @deprecated Use `objectives`.
+   */
+  assignedObjectives?: StepRef[] | null
+}
+/** The options of `store.completeTask`. */
+export interface CompleteTaskOptions {
+  /** What came of the task, in words (its history's summary). */
+  resultSummary?: string | null
+  /** Merge the task's verified knowledge into `main` too. */
+  mergeToMain?: boolean | null
+}
+/** The options of `store.escalateStep`. */
+export interface EscalateStepOptions {
+  /** What the successor is to do. */
+  instructions?: string | null
+  /** What stopped the holder. */
+  blockers?: string[] | null
+  /** What to do first (the seed's priority objectives). */
+  priorityItems?: StepRef[] | null
+  /**
+   * The same as `priorityItems` (its older name); give one or the other.
+   * @deprecated Use `priorityItems`.
+   */
+  priorityObjectives?: StepRef[] | null
+}
 /** The options of `store.failStep`. */
 export interface FailStepOptions {
   /** What went wrong. */
@@ -489,6 +575,8 @@ export interface TaskHistoryOptions {
 }
 /** The options of `store.prune`. */
 export interface PruneOptions {
+  /** How many finished tasks keep their details (default 100). */
+  keepLast?: number | null
   /** How many days a finished task keeps its details (default 30). */
   keepDetailsDays?: number | null
 }
@@ -785,7 +873,8 @@ export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'in
 /**
  * Where a handoff is in its lifecycle.
  * - `pending`: Waiting for a claim.
- * - `claimed`: Held by an agent under a lease.
+ * - `claimed`: Held by an agent under a lease. `accepted` (seed 001's word for a handoff taken
+ * over) reads as this.
  * - `completed`: Finished by its holder.
  * - `rejected`: Refused by the addressed agent.
  * - `cancelled`: Withdrawn.
@@ -813,8 +902,12 @@ export interface StepSpec {
   id: string
   /** What the step is, in words. */
   name: string
-  /** The agent that works on it: its handoff is addressed to this agent. */
-  agent: string
+  /**
+   * The agent that works on it: its handoff is addressed to this agent. Without one (an
+   * objective of the task), the step is offered to the task's members: any agent that
+   * joined the task may take it, and `join_task` can assign it to one.
+   */
+  agent?: string | null
   /** The ids of the steps that must be completed before this one is offered. */
   dependencies?: string[] | null
   /** What the agent is to do, carried by the step's handoff. */
@@ -834,6 +927,11 @@ export interface StepSpec {
  * - `cancelled`: Withdrawn; claimed steps may finish, nothing else is offered.
  */
 export type TaskStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'paused' | 'cancelled'
+/**
+ * A step named by its id, or by its number as the seeds number objectives (`1` is step
+ * `"1"`).
+ */
+export type StepRef = string | number
 /** The initialization's context (the seed's keys). */
 export interface InitContext {
   /** Where the project lives. */

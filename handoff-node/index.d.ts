@@ -12,7 +12,7 @@ export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** What a task event did. */
-export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed'
+export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'agent_join' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed' | 'failed' | 'merge'
 /** Where a step of a task stands: `pending` (waiting for its dependencies, or its task to start or resume), `ready` (offered), `in_progress` (a worker holds it), `completed`, `failed` (its last attempt failed, not escalated yet), `escalated` (a human decides), `skipped`, `cancelled`. */
 export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'failed' | 'escalated' | 'skipped' | 'cancelled'
 /** Who holds a protocol run's latest message, and so which calls are valid: `working` (the worker: `report` or `reportError`), `reviewing` (the manager holds a report: `decide` or `escalate`), `recovering` (the manager holds an error report: `recover` or `escalate`), `escalated` (a human: `resolve`), `resuming` (the manager holds a resolution: `decide` or `escalate`), `completed` (nothing more happens). */
@@ -211,12 +211,30 @@ export interface CreateOptions {
   taskId: string
   /** The agent handing over. */
   fromAgent?: string | null
+  /**
+   * The same as `fromAgent` (its older name); give one or the other.
+   * @deprecated Use `fromAgent`.
+   */
+  fromAgentId?: string | null
   /** The agent addressed; any agent may claim when absent. */
   toAgent?: string | null
+  /**
+   * The same as `toAgent` (its older name); give one or the other.
+   * @deprecated Use `toAgent`.
+   */
+  toAgentId?: string | null
   /** What kind of handoff this is (default `full`). */
   kind?: HandoffKind | null
-  /** What the successor must achieve. Never empty. */
-  goal: string
+  /**
+   * The same as `kind` (its older name); give one or the other.
+   * @deprecated Use `kind`.
+   */
+  handoffType?: HandoffKind | null
+  /**
+   * What the successor must achieve. Never empty. Left out, the goal of the task `taskId`
+   * names (made with `create_task`), else that of the task's latest handoff.
+   */
+  goal?: string | null
   /**
    * Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
    * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
@@ -253,12 +271,22 @@ export interface CreateOptions {
   parentId?: string | null
   /** The handing-over agent's session. */
   sessionId?: string | null
+  /**
+   * The same as `sessionId` (its older name); give one or the other.
+   * @deprecated Use `sessionId`.
+   */
+  fromSessionId?: string | null
   /** What stops progress right now. */
   blockers?: string[] | null
   /** Files the work holds locks on. */
   lockedFiles?: string[] | null
-  /** What matters most, first. */
-  priorityItems?: string[] | null
+  /** What matters most, first: text, or objectives by number (kept as their digits). */
+  priorityItems?: JsonValue[] | null
+  /**
+   * The same as `priorityItems` (its older name); give one or the other.
+   * @deprecated Use `priorityItems`.
+   */
+  priorityObjectives?: JsonValue[] | null
   /** How the successor knows it is done. */
   successCriteria?: string[] | null
   /** When an unclaimed handoff expires (RFC 3339). */
@@ -268,7 +296,7 @@ export interface CreateOptions {
 }
 /** The options of `store.list`. */
 export interface ListOptions {
-  /** Only records in this status. */
+  /** Only records in this status (`accepted` reads as `claimed`). */
   status?: HandoffStatus | null
   /** Only records of this task. */
   taskId?: string | null
@@ -280,6 +308,8 @@ export interface ListOptions {
   kind?: HandoffKind | null
   /** Only records after the one with this id (the last of the previous page). */
   after?: string | null
+  /** Only pending records: the same as `status` `pending`, so not with a `status`. */
+  pendingOnly?: boolean | null
 }
 /** The options of `store.claim`. */
 export interface ClaimOptions {
@@ -357,8 +387,11 @@ export interface EventsOptions {
 }
 /** The fields of `store.checkpoint`. */
 export interface CheckpointFields {
-  /** What the successor must achieve. Never empty. */
-  goal: string
+  /**
+   * What the successor must achieve. Never empty. Left out, the goal of the task `taskId`
+   * names (made with `create_task`), else that of the task's latest handoff.
+   */
+  goal?: string | null
   /**
    * Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
    * `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
@@ -395,12 +428,22 @@ export interface CheckpointFields {
   parentId?: string | null
   /** The handing-over agent's session. */
   sessionId?: string | null
+  /**
+   * The same as `sessionId` (its older name); give one or the other.
+   * @deprecated Use `sessionId`.
+   */
+  fromSessionId?: string | null
   /** What stops progress right now. */
   blockers?: string[] | null
   /** Files the work holds locks on. */
   lockedFiles?: string[] | null
-  /** What matters most, first. */
-  priorityItems?: string[] | null
+  /** What matters most, first: text, or objectives by number (kept as their digits). */
+  priorityItems?: JsonValue[] | null
+  /**
+   * The same as `priorityItems` (its older name); give one or the other.
+   * @deprecated Use `priorityItems`.
+   */
+  priorityObjectives?: JsonValue[] | null
   /** How the successor knows it is done. */
   successCriteria?: string[] | null
   /** When an unclaimed handoff expires (RFC 3339). */
@@ -417,8 +460,18 @@ export interface CheckOptions {
 export interface CreateTaskOptions {
   /** What the task is called. */
   name: string
-  /** What it must achieve. */
-  goal: string
+  /** What it must achieve (the name when not given). */
+  goal?: string | null
+  /**
+   * The task's id, chosen by the caller (an id: `[A-Za-z0-9._:@-]{1,128}`), so that its
+   * branch reads `task/<id>`; a time-ordered one when not given. Taken already: refused.
+   */
+  id?: string | null
+  /**
+   * Objectives without agents, in words: each becomes a step `"1"`, `"2"`, ... offered to
+   * the task's members (`join_task` assigns them).
+   */
+  objectives?: string[] | null
   /**
    * The plan: steps with an `id`, a `name`, the `agent` that works on it and the ids of
    * the steps it waits for (`dependencies`); optionally `instructions`, `maxAttempts`
@@ -470,6 +523,39 @@ export interface CancelTaskOptions {
   /** Why. */
   reason?: string | null
 }
+/** The options of `store.joinTask`. */
+export interface JoinTaskOptions {
+  /** Its role in the task (`investigator`, `reviewer`, ...). */
+  role?: string | null
+  /** The steps assigned to it, by id or number. */
+  objectives?: StepRef[] | null
+  /**
+   * The same as `objectives` (its older name); give one or the other.
+   * @deprecated Use `objectives`.
+   */
+  assignedObjectives?: StepRef[] | null
+}
+/** The options of `store.completeTask`. */
+export interface CompleteTaskOptions {
+  /** What came of the task, in words (its history's summary). */
+  resultSummary?: string | null
+  /** Merge the task's verified knowledge into `main` too. */
+  mergeToMain?: boolean | null
+}
+/** The options of `store.escalateStep`. */
+export interface EscalateStepOptions {
+  /** What the successor is to do. */
+  instructions?: string | null
+  /** What stopped the holder. */
+  blockers?: string[] | null
+  /** What to do first (the seed's priority objectives). */
+  priorityItems?: StepRef[] | null
+  /**
+   * The same as `priorityItems` (its older name); give one or the other.
+   * @deprecated Use `priorityItems`.
+   */
+  priorityObjectives?: StepRef[] | null
+}
 /** The options of `store.failStep`. */
 export interface FailStepOptions {
   /** What went wrong. */
@@ -489,6 +575,8 @@ export interface TaskHistoryOptions {
 }
 /** The options of `store.prune`. */
 export interface PruneOptions {
+  /** How many finished tasks keep their details (default 100). */
+  keepLast?: number | null
   /** How many days a finished task keeps its details (default 30). */
   keepDetailsDays?: number | null
 }
@@ -785,7 +873,8 @@ export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'in
 /**
  * Where a handoff is in its lifecycle.
  * - `pending`: Waiting for a claim.
- * - `claimed`: Held by an agent under a lease.
+ * - `claimed`: Held by an agent under a lease. `accepted` (seed 001's word for a handoff taken
+ * over) reads as this.
  * - `completed`: Finished by its holder.
  * - `rejected`: Refused by the addressed agent.
  * - `cancelled`: Withdrawn.
@@ -813,8 +902,12 @@ export interface StepSpec {
   id: string
   /** What the step is, in words. */
   name: string
-  /** The agent that works on it: its handoff is addressed to this agent. */
-  agent: string
+  /**
+   * The agent that works on it: its handoff is addressed to this agent. Without one (an
+   * objective of the task), the step is offered to the task's members: any agent that
+   * joined the task may take it, and `join_task` can assign it to one.
+   */
+  agent?: string | null
   /** The ids of the steps that must be completed before this one is offered. */
   dependencies?: string[] | null
   /** What the agent is to do, carried by the step's handoff. */
@@ -834,6 +927,11 @@ export interface StepSpec {
  * - `cancelled`: Withdrawn; claimed steps may finish, nothing else is offered.
  */
 export type TaskStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'paused' | 'cancelled'
+/**
+ * A step named by its id, or by its number as the seeds number objectives (`1` is step
+ * `"1"`).
+ */
+export type StepRef = string | number
 /** The initialization's context (the seed's keys). */
 export interface InitContext {
   /** Where the project lives. */
@@ -1651,19 +1749,31 @@ export declare class Store {
    */
   reapAsync(): Promise<number>
   /**
-   * Writes a consistent copy of the store to `path` (a new file; it must not exist) while
-   * the store stays in use: an SQLite snapshot, readable by its owner only. A store without
-   * the `backup` capability refuses with `STORAGE`.
+   * Writes a portable backup of the whole store to `path` (a new file, readable by its owner
+   * only; an existing one is refused with `VALIDATION`) while the store stays in use: any
+   * store restores it with `restore`.
    */
   backup(path: string): void
   /**
-   * Writes a consistent copy of the store to `path` (a new file; it must not exist) while
-   * the store stays in use: an SQLite snapshot, readable by its owner only. A store without
-   * the `backup` capability refuses with `STORAGE`.
+   * Writes a portable backup of the whole store to `path` (a new file, readable by its owner
+   * only; an existing one is refused with `VALIDATION`) while the store stays in use: any
+   * store restores it with `restore`.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
   backupAsync(path: string): Promise<void>
+  /**
+   * Restores the backup at `path` into this store, which must be empty; a damaged or foreign
+   * file is refused with `VALIDATION` naming `path`, and nothing is written.
+   */
+  restore(path: string): void
+  /**
+   * Restores the backup at `path` into this store, which must be empty; a damaged or foreign
+   * file is refused with `VALIDATION` naming `path`, and nothing is written.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  restoreAsync(path: string): Promise<void>
   /**
    * Looks through the whole store for damage (files deleted, emptied or edited by hand, links
    * planted, a bad disk) and names each piece; with `repair: true` a files store moves what is
@@ -1696,14 +1806,20 @@ export declare class Store {
    * Creates a task (status `pending`) with its plan, checked whole: every problem at once
    * (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes),
    * each named by its place (`steps[2].dependencies[0]`); nothing is written when there is
-   * one. `startTask` offers its first steps.
+   * one. `startTask` offers its first steps. With `id`, the task's id is the caller's (its
+   * branch `task/<id>`; taken already: refused); `goal` defaults to the name; each of
+   * `objectives` becomes a step `"1"`, `"2"`, ... without an agent, offered to the task's
+   * members (`joinTask`).
    */
   createTask(options: CreateTaskOptions): Task
   /**
    * Creates a task (status `pending`) with its plan, checked whole: every problem at once
    * (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes),
    * each named by its place (`steps[2].dependencies[0]`); nothing is written when there is
-   * one. `startTask` offers its first steps.
+   * one. `startTask` offers its first steps. With `id`, the task's id is the caller's (its
+   * branch `task/<id>`; taken already: refused); `goal` defaults to the name; each of
+   * `objectives` becomes a step `"1"`, `"2"`, ... without an agent, offered to the task's
+   * members (`joinTask`).
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
@@ -1760,18 +1876,96 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   updateTaskAsync(id: string, expectedVersion: number, changes?: TaskChanges): Promise<Task>
-  /** Pauses a task: no step is offered until it resumes; steps already claimed may finish. */
+  /**
+   * `agent` joins a task, with an optional `role`; the steps named in `objectives` (ids, or
+   * numbers as the objectives are numbered: `1` is step `"1"`), which must have no agent,
+   * are assigned to it and offered to it alone. Its branch is `task/<id>/<agent>` (the
+   * task's `members`); the log shows an `agent_join`. Steps without an agent are offered to
+   * the task's members only: joining is how an agent may take them.
+   */
+  joinTask(id: string, agent: string, options?: JoinTaskOptions): Task
+  /**
+   * `agent` joins a task, with an optional `role`; the steps named in `objectives` (ids, or
+   * numbers as the objectives are numbered: `1` is step `"1"`), which must have no agent,
+   * are assigned to it and offered to it alone. Its branch is `task/<id>/<agent>` (the
+   * task's `members`); the log shows an `agent_join`. Steps without an agent are offered to
+   * the task's members only: joining is how an agent may take them.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  joinTaskAsync(id: string, agent: string, options?: JoinTaskOptions): Promise<Task>
+  /**
+   * Completes a task on its caller's word, with `resultSummary` (its history's summary): the
+   * steps nobody holds that are not done are skipped, their offers and escalations
+   * withdrawn; a step a worker holds refuses it. With `mergeToMain`, in the same
+   * transaction, the verified facts and the verified or cherry-picked conversations of every
+   * branch of the task reach `main` (the log shows a `merge`); unverified items stay.
+   */
+  completeTask(id: string, options?: CompleteTaskOptions): Task
+  /**
+   * Completes a task on its caller's word, with `resultSummary` (its history's summary): the
+   * steps nobody holds that are not done are skipped, their offers and escalations
+   * withdrawn; a step a worker holds refuses it. With `mergeToMain`, in the same
+   * transaction, the verified facts and the verified or cherry-picked conversations of every
+   * branch of the task reach `main` (the log shows a `merge`); unverified items stay.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  completeTaskAsync(id: string, options?: CompleteTaskOptions): Promise<Task>
+  /**
+   * Fails a task for `reason` (required): offers and escalations nobody holds are withdrawn
+   * and its unfinished steps cancelled (steps already claimed may finish); its history says
+   * it failed, and its `failure` why.
+   */
+  failTask(id: string, reason: string): Task
+  /**
+   * Fails a task for `reason` (required): offers and escalations nobody holds are withdrawn
+   * and its unfinished steps cancelled (steps already claimed may finish); its history says
+   * it failed, and its `failure` why.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  failTaskAsync(id: string, reason: string): Promise<Task>
+  /**
+   * The holder of a step hands it on, with its claim, as an `escalation` handoff to
+   * `toAgent`, linked to the step: it carries `instructions`, `blockers` and `priorityItems`,
+   * and its successor packet what the holder knew; completing it completes the step. The
+   * holder's handoff completes, saying so. Returns the escalation. `INVALID_TRANSITION` for a
+   * handoff that carries no step.
+   */
+  escalateStep(claim: Claim | ClaimReference, toAgent: string, options?: EscalateStepOptions): Handoff
+  /**
+   * The holder of a step hands it on, with its claim, as an `escalation` handoff to
+   * `toAgent`, linked to the step: it carries `instructions`, `blockers` and `priorityItems`,
+   * and its successor packet what the holder knew; completing it completes the step. The
+   * holder's handoff completes, saying so. Returns the escalation. `INVALID_TRANSITION` for a
+   * handoff that carries no step.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  escalateStepAsync(claim: Claim | ClaimReference, toAgent: string, options?: EscalateStepOptions): Promise<Handoff>
+  /**
+   * Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
+   * resumes; steps already claimed may finish.
+   */
   pauseTask(id: string): Task
   /**
-   * Pauses a task: no step is offered until it resumes; steps already claimed may finish.
+   * Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
+   * resumes; steps already claimed may finish.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
   pauseTaskAsync(id: string): Promise<Task>
-  /** Resumes a paused task: the steps whose dependencies finished meanwhile are offered. */
+  /**
+   * Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile are
+   * offered. A task that cannot go on (every open step waits for an escalation) is refused,
+   * naming the escalations and what to call.
+   */
   resumeTask(id: string): Task
   /**
-   * Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+   * Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile are
+   * offered. A task that cannot go on (every open step waits for an escalation) is refused,
+   * naming the escalations and what to call.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
@@ -1819,13 +2013,15 @@ export declare class Store {
    */
   resolveEscalationAsync(claim: Claim | ClaimReference, options: ResolveEscalationOptions): Promise<Task>
   /**
-   * The task's log, oldest first: created, started, each step offered, started, completed,
-   * failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+   * The task's log, oldest first: created, started, each agent that joined, each step
+   * offered, started, completed, failed, escalated or skipped, paused, resumed, updated,
+   * cancelled, completed or failed, merged.
    */
   taskEvents(id: string): TaskEvent[]
   /**
-   * The task's log, oldest first: created, started, each step offered, started, completed,
-   * failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+   * The task's log, oldest first: created, started, each agent that joined, each step
+   * offered, started, completed, failed, escalated or skipped, paused, resumed, updated,
+   * cancelled, completed or failed, merged.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
@@ -1855,19 +2051,21 @@ export declare class Store {
    */
   taskStatisticsAsync(): Promise<TaskStatistics>
   /**
-   * Keeps the steps and log of the newest `keepLast` finished tasks finished less than
-   * `keepDetailsDays` ago (default 30); older finished tasks keep only their summary, their
-   * history. Unfinished tasks are never touched. Returns how many tasks were pruned.
+   * Keeps the steps, log and handoffs of the newest `keepLast` finished tasks (default 100)
+   * finished less than `keepDetailsDays` ago (default 30); older finished tasks keep only
+   * their summary, their history. Unfinished tasks are never touched. Returns how many tasks
+   * were pruned.
    */
-  prune(keepLast: number, options?: PruneOptions): number
+  prune(options?: PruneOptions): number
   /**
-   * Keeps the steps and log of the newest `keepLast` finished tasks finished less than
-   * `keepDetailsDays` ago (default 30); older finished tasks keep only their summary, their
-   * history. Unfinished tasks are never touched. Returns how many tasks were pruned.
+   * Keeps the steps, log and handoffs of the newest `keepLast` finished tasks (default 100)
+   * finished less than `keepDetailsDays` ago (default 30); older finished tasks keep only
+   * their summary, their history. Unfinished tasks are never touched. Returns how many tasks
+   * were pruned.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
-  pruneAsync(keepLast: number, options?: PruneOptions): Promise<number>
+  pruneAsync(options?: PruneOptions): Promise<number>
   /**
    * The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
    * `null` when none was written.
@@ -2336,6 +2534,8 @@ export interface Agent {
 export interface AgentContribution {
   /** The agent. */
   agent: string
+  /** Its role, as it said when it joined the task (`joinTask`); `null` when it gave none. */
+  role: string | null
   /** Handoffs it created. */
   handed_off: number
   /** Handoffs (or steps) it took. */
@@ -3564,6 +3764,12 @@ export interface Task {
   tokensUsed: number | null
   /** Its steps and log were pruned (`prune`): only its summary, its history, is left. */
   pruned: boolean
+  /** The agents that joined it (`joinTask`), in the order they joined. */
+  members: Array<TaskMember>
+  /** What came of it, as whoever completed it said (`completeTask`'s `resultSummary`). */
+  resultSummary: string | null
+  /** Why it failed, when it did. */
+  failure: string | null
 }
 
 /** Two runs side by side (an original and its rerun): what `compare` returns. */
@@ -3611,23 +3817,52 @@ export interface TaskEvent {
 }
 
 /**
- * Details of a task event. `step_offered`, `step_completed`, `step_escalated`,
- * `step_skipped`: `step`; `step_started`: `step`, `agent`; `step_failed`: `step`, `error`,
- * `last`; `updated`: `version`; `cancelled`: `reason` (when given); the others: nothing.
+ * Details of a task event. `step_offered`, `step_completed`, `step_skipped`: `step`;
+ * `step_escalated`: `step`, and `to` when its holder handed it on (`escalateStep`);
+ * `step_started`: `step`, `agent`; `step_failed`: `step`, `error`, `last`; `agent_join`:
+ * `agent`, `role` (when given), `objectives` (when assigned); `updated`: `version`;
+ * `cancelled`: `reason` (when given); `failed`: `reason`; `merge`: `into`, `facts`,
+ * `conversations`; the others: nothing.
  */
 export interface TaskEventDetail {
   /** The step it concerns. */
   step?: string
-  /** The worker who took the step (step_started). */
+  /** The worker who took the step (step_started), the agent that joined (agent_join). */
   agent?: string
+  /** Whom the step's holder handed it on to (step_escalated by `escalateStep`). */
+  to?: string
+  /** The role the agent joined with (agent_join). */
+  role?: string
+  /** The steps assigned to the agent that joined (agent_join). */
+  objectives?: Array<string>
   /** What went wrong (step_failed). */
   error?: string
   /** Whether it was the step's last allowed attempt (step_failed). */
   last?: boolean
   /** The task's version after the change (updated). */
   version?: number
-  /** Why (cancelled). */
+  /** Why (cancelled, failed). */
   reason?: string
+  /** The branch the task's verified knowledge was merged into (merge): `main`. */
+  into?: string
+  /** How many facts were merged (merge). */
+  facts?: number
+  /** How many conversations were merged (merge). */
+  conversations?: number
+}
+
+/** An agent that joined a task (`joinTask`). */
+export interface TaskMember {
+  /** The agent. */
+  agent: string
+  /** Its role in the task (`investigator`, `reviewer`, ...), if it gave one. */
+  role: string | null
+  /** The ids of the steps assigned to it when it joined. */
+  objectives: Array<string>
+  /** Its branch: `task/<taskId>/<agent>`. */
+  branch: string
+  /** When it joined (ISO 8601). */
+  joinedAt: string
 }
 
 /** How a run ended, or stands. */
@@ -3690,8 +3925,12 @@ export interface TaskStep {
   id: string
   /** What the step is, in words. */
   name: string
-  /** The agent that works on it: its handoff is addressed to this agent. */
-  agent: string
+  /**
+   * The agent that works on it: its handoff is addressed to this agent. `null` for an
+   * objective nobody was assigned (`createTask`'s `objectives`): it is offered to the
+   * task's members, and `joinTask` assigns it.
+   */
+  agent: string | null
   /** The ids of the steps that must be done before this one is offered. */
   dependencies: Array<string>
   /** Where it stands. */
@@ -3702,6 +3941,8 @@ export interface TaskStep {
   maxAttempts: number
   /** The handoff that carries its current offer: what a worker claims. */
   handoffId: string | null
+  /** The escalation that waits for a decision on it, while it is escalated. */
+  escalationId: string | null
   /** When a worker first took it (ISO 8601). */
   startedAt: string | null
   /** When it was done (ISO 8601). */
@@ -3769,6 +4010,12 @@ export interface TaskSummary {
   tokensUsed: number | null
   /** Its steps and log were pruned (`prune`): only this summary, its history, is left. */
   pruned: boolean
+  /** The agents that joined it (`joinTask`), in the order they joined. */
+  members: Array<TaskMember>
+  /** What came of it, as whoever completed it said (`completeTask`'s `resultSummary`). */
+  resultSummary: string | null
+  /** Why it failed, when it did. */
+  failure: string | null
 }
 
 /** One thing that happened to a task, whichever log it came from. */

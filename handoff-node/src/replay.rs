@@ -74,6 +74,8 @@ impl Mirror for TimelineEntry {
 pub struct JsAgentContribution {
     /// The agent.
     pub agent: String,
+    /// Its role, as it said when it joined the task (`joinTask`); `null` when it gave none.
+    pub role: Option<String>,
     /// Handoffs it created.
     #[napi(js_name = "handed_off")]
     pub handed_off: f64,
@@ -98,6 +100,7 @@ impl Mirror for AgentContribution {
     fn mirror(self) -> JsAgentContribution {
         let AgentContribution {
             agent,
+            role,
             handed_off,
             claimed,
             completed,
@@ -108,6 +111,7 @@ impl Mirror for AgentContribution {
         } = self;
         JsAgentContribution {
             agent,
+            role,
             handed_off: number(handed_off),
             claimed: number(claimed),
             completed: number(completed),

@@ -804,7 +804,10 @@ store_operations! {
     "Creates a task (status `pending`) with its plan, checked whole: every problem at once"
     "(duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes),"
     "each named by its place (`steps[2].dependencies[0]`); nothing is written when there is"
-    "one. `startTask` offers its first steps."
+    "one. `startTask` offers its first steps. With `id`, the task's id is the caller's (its"
+    "branch `task/<id>`; taken already: refused); `goal` defaults to the name; each of"
+    "`objectives` becomes a step `\"1\"`, `\"2\"`, ... without an agent, offered to the task's"
+    "members (`joinTask`)."
     create_task, create_task_async = CreateTask(; options: "CreateTaskOptions")
         -> "Task", "Promise<Task>";
 
@@ -829,10 +832,45 @@ store_operations! {
         UpdateTask(id: "string", expected_version: "number"; changes?: "TaskChanges")
         -> "Task", "Promise<Task>";
 
-    "Pauses a task: no step is offered until it resumes; steps already claimed may finish."
+    "`agent` joins a task, with an optional `role`; the steps named in `objectives` (ids, or"
+    "numbers as the objectives are numbered: `1` is step `\"1\"`), which must have no agent,"
+    "are assigned to it and offered to it alone. Its branch is `task/<id>/<agent>` (the"
+    "task's `members`); the log shows an `agent_join`. Steps without an agent are offered to"
+    "the task's members only: joining is how an agent may take them."
+    join_task, join_task_async = JoinTask(id: "string", agent: "string"; options?: "JoinTaskOptions")
+        -> "Task", "Promise<Task>";
+
+    "Completes a task on its caller's word, with `resultSummary` (its history's summary): the"
+    "steps nobody holds that are not done are skipped, their offers and escalations"
+    "withdrawn; a step a worker holds refuses it. With `mergeToMain`, in the same"
+    "transaction, the verified facts and the verified or cherry-picked conversations of every"
+    "branch of the task reach `main` (the log shows a `merge`); unverified items stay."
+    complete_task, complete_task_async =
+        CompleteTask(id: "string"; options?: "CompleteTaskOptions")
+        -> "Task", "Promise<Task>";
+
+    "Fails a task for `reason` (required): offers and escalations nobody holds are withdrawn"
+    "and its unfinished steps cancelled (steps already claimed may finish); its history says"
+    "it failed, and its `failure` why."
+    fail_task, fail_task_async = FailTask(id: "string", reason: "string")
+        -> "Task", "Promise<Task>";
+
+    "The holder of a step hands it on, with its claim, as an `escalation` handoff to"
+    "`toAgent`, linked to the step: it carries `instructions`, `blockers` and `priorityItems`,"
+    "and its successor packet what the holder knew; completing it completes the step. The"
+    "holder's handoff completes, saying so. Returns the escalation. `INVALID_TRANSITION` for a"
+    "handoff that carries no step."
+    escalate_step, escalate_step_async =
+        EscalateStep(claim: "Claim | ClaimReference", to_agent: "string"; options?: "EscalateStepOptions")
+        -> "Handoff", "Promise<Handoff>";
+
+    "Pauses a task: its offers nobody holds are withdrawn and no step is offered until it"
+    "resumes; steps already claimed may finish."
     pause_task, pause_task_async = PauseTask(id: "string") -> "Task", "Promise<Task>";
 
-    "Resumes a paused task: the steps whose dependencies finished meanwhile are offered."
+    "Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile are"
+    "offered. A task that cannot go on (every open step waits for an escalation) is refused,"
+    "naming the escalations and what to call."
     resume_task, resume_task_async = ResumeTask(id: "string") -> "Task", "Promise<Task>";
 
     "Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;"
@@ -855,8 +893,9 @@ store_operations! {
         ResolveEscalation(claim: "Claim | ClaimReference"; options: "ResolveEscalationOptions")
         -> "Task", "Promise<Task>";
 
-    "The task's log, oldest first: created, started, each step offered, started, completed,"
-    "failed, escalated or skipped, paused, resumed, updated, cancelled, completed."
+    "The task's log, oldest first: created, started, each agent that joined, each step"
+    "offered, started, completed, failed, escalated or skipped, paused, resumed, updated,"
+    "cancelled, completed or failed, merged."
     task_events, task_events_async = TaskEvents(id: "string")
         -> "TaskEvent[]", "Promise<TaskEvent[]>";
 

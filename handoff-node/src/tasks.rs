@@ -4,7 +4,8 @@
 use handoff_core::Metadata;
 use handoff_core::store::Task;
 use handoff_core::task::{
-    HistoryEntry, HistoryMetrics, StepState, TaskChange, TaskEvent, TaskHeader, TaskStatistics,
+    HistoryEntry, HistoryMetrics, Member, StepState, TaskChange, TaskEvent, TaskHeader,
+    TaskStatistics,
 };
 use napi_derive::napi;
 use serde::Serialize;
@@ -26,6 +27,49 @@ pub(crate) fn word<T: Serialize>(value: &T) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
+}
+
+/// An agent that joined a task (`joinTask`).
+#[napi(
+    object,
+    js_name = "TaskMember",
+    object_from_js = false,
+    object_to_js = false,
+    use_nullable = true
+)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsTaskMember {
+    /// The agent.
+    pub agent: String,
+    /// Its role in the task (`investigator`, `reviewer`, ...), if it gave one.
+    pub role: Option<String>,
+    /// The ids of the steps assigned to it when it joined.
+    pub objectives: Vec<String>,
+    /// Its branch: `task/<taskId>/<agent>`.
+    pub branch: String,
+    /// When it joined (ISO 8601).
+    pub joined_at: String,
+}
+
+impl Mirror for Member {
+    type Out = JsTaskMember;
+    fn mirror(self) -> JsTaskMember {
+        let Member {
+            agent,
+            role,
+            objectives,
+            branch,
+            joined_at,
+        } = self;
+        JsTaskMember {
+            agent,
+            role,
+            objectives,
+            branch,
+            joined_at: iso(joined_at),
+        }
+    }
 }
 
 /// A task without its steps, as `listTasks` returns it.
@@ -91,6 +135,12 @@ pub struct JsTaskSummary {
     pub tokens_used: Option<f64>,
     /// Its steps and log were pruned (`prune`): only this summary, its history, is left.
     pub pruned: bool,
+    /// The agents that joined it (`joinTask`), in the order they joined.
+    pub members: Vec<JsTaskMember>,
+    /// What came of it, as whoever completed it said (`completeTask`'s `resultSummary`).
+    pub result_summary: Option<String>,
+    /// Why it failed, when it did.
+    pub failure: Option<String>,
 }
 
 /// One step of a task's plan and where it stands.
@@ -108,8 +158,10 @@ pub struct JsTaskStep {
     pub id: String,
     /// What the step is, in words.
     pub name: String,
-    /// The agent that works on it: its handoff is addressed to this agent.
-    pub agent: String,
+    /// The agent that works on it: its handoff is addressed to this agent. `null` for an
+    /// objective nobody was assigned (`createTask`'s `objectives`): it is offered to the
+    /// task's members, and `joinTask` assigns it.
+    pub agent: Option<String>,
     /// The ids of the steps that must be done before this one is offered.
     pub dependencies: Vec<String>,
     /// Where it stands.
@@ -121,6 +173,8 @@ pub struct JsTaskStep {
     pub max_attempts: f64,
     /// The handoff that carries its current offer: what a worker claims.
     pub handoff_id: Option<String>,
+    /// The escalation that waits for a decision on it, while it is escalated.
+    pub escalation_id: Option<String>,
     /// When a worker first took it (ISO 8601).
     pub started_at: Option<String>,
     /// When it was done (ISO 8601).
@@ -204,6 +258,12 @@ pub struct JsTask {
     pub tokens_used: Option<f64>,
     /// Its steps and log were pruned (`prune`): only its summary, its history, is left.
     pub pruned: bool,
+    /// The agents that joined it (`joinTask`), in the order they joined.
+    pub members: Vec<JsTaskMember>,
+    /// What came of it, as whoever completed it said (`completeTask`'s `resultSummary`).
+    pub result_summary: Option<String>,
+    /// Why it failed, when it did.
+    pub failure: Option<String>,
 }
 
 impl Mirror for TaskHeader {
@@ -235,6 +295,9 @@ impl Mirror for TaskHeader {
             retries,
             tokens_used,
             pruned,
+            members,
+            result_summary,
+            failure,
             events: _,
             roots: _,
             waiting: _,
@@ -263,6 +326,9 @@ impl Mirror for TaskHeader {
             retries: number(retries),
             tokens_used: tokens_used.map(number),
             pruned,
+            members: members.mirror(),
+            result_summary,
+            failure,
         }
     }
 }
@@ -279,6 +345,7 @@ impl Mirror for StepState {
             status,
             attempts,
             handoff_id,
+            escalation_id,
             started_at,
             completed_at,
             output,
@@ -295,6 +362,7 @@ impl Mirror for StepState {
             attempts: number(attempts),
             max_attempts: number(max_attempts),
             handoff_id,
+            escalation_id,
             started_at: started_at.map(iso),
             completed_at: completed_at.map(iso),
             output,
@@ -341,6 +409,9 @@ impl Mirror for Task {
             retries: summary.retries,
             tokens_used: summary.tokens_used,
             pruned: summary.pruned,
+            members: summary.members,
+            result_summary: summary.result_summary,
+            failure: summary.failure,
         }
     }
 }
@@ -372,9 +443,12 @@ pub struct JsTaskEvent {
     pub detail: TaskEventDetail,
 }
 
-/// Details of a task event. `step_offered`, `step_completed`, `step_escalated`,
-/// `step_skipped`: `step`; `step_started`: `step`, `agent`; `step_failed`: `step`, `error`,
-/// `last`; `updated`: `version`; `cancelled`: `reason` (when given); the others: nothing.
+/// Details of a task event. `step_offered`, `step_completed`, `step_skipped`: `step`;
+/// `step_escalated`: `step`, and `to` when its holder handed it on (`escalateStep`);
+/// `step_started`: `step`, `agent`; `step_failed`: `step`, `error`, `last`; `agent_join`:
+/// `agent`, `role` (when given), `objectives` (when assigned); `updated`: `version`;
+/// `cancelled`: `reason` (when given); `failed`: `reason`; `merge`: `into`, `facts`,
+/// `conversations`; the others: nothing.
 #[napi(object, object_from_js = false, object_to_js = false)]
 #[derive(Serialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -382,9 +456,18 @@ pub struct TaskEventDetail {
     /// The step it concerns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
-    /// The worker who took the step (step_started).
+    /// The worker who took the step (step_started), the agent that joined (agent_join).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Whom the step's holder handed it on to (step_escalated by `escalateStep`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The role the agent joined with (agent_join).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The steps assigned to the agent that joined (agent_join).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objectives: Option<Vec<String>>,
     /// What went wrong (step_failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -394,9 +477,18 @@ pub struct TaskEventDetail {
     /// The task's version after the change (updated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<f64>,
-    /// Why (cancelled).
+    /// Why (cancelled, failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The branch the task's verified knowledge was merged into (merge): `main`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub into: Option<String>,
+    /// How many facts were merged (merge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facts: Option<f64>,
+    /// How many conversations were merged (merge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<f64>,
 }
 
 impl Mirror for TaskEvent {
@@ -407,8 +499,30 @@ impl Mirror for TaskEvent {
         match self.change {
             TaskChange::StepOffered { step }
             | TaskChange::StepCompleted { step }
-            | TaskChange::StepEscalated { step }
             | TaskChange::StepSkipped { step } => detail.step = Some(step),
+            TaskChange::StepEscalated { step, to } => {
+                detail.step = Some(step);
+                detail.to = to;
+            }
+            TaskChange::AgentJoin {
+                agent,
+                role,
+                objectives,
+            } => {
+                detail.agent = Some(agent);
+                detail.role = role;
+                detail.objectives = (!objectives.is_empty()).then_some(objectives);
+            }
+            TaskChange::Failed { reason } => detail.reason = Some(reason),
+            TaskChange::Merge {
+                into,
+                facts,
+                conversations,
+            } => {
+                detail.into = Some(into);
+                detail.facts = Some(number(facts));
+                detail.conversations = Some(number(conversations));
+            }
             TaskChange::StepStarted { step, agent } => {
                 detail.step = Some(step);
                 detail.agent = Some(agent);

@@ -314,8 +314,8 @@ impl TaskReplay {
     fn timeline<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner.timeline)
     }
-    /// Each agent's contribution (`agent`, `handed_off`, `claimed`, `completed`, `failed`,
-    /// `curated`, `first_at`, `last_at`).
+    /// Each agent's contribution (`agent`, `role` when it joined the task with one,
+    /// `handed_off`, `claimed`, `completed`, `failed`, `curated`, `first_at`, `last_at`).
     #[getter]
     fn agents<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner.agents)

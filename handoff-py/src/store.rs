@@ -909,8 +909,9 @@ impl Store {
     }
 
     /// Creates a task (status `pending`) with its plan, checked whole: every problem at once,
-    /// nothing written when there is one.
-    #[pyo3(signature = (name, goal, steps=None, **kwargs))]
+    /// nothing written when there is one. `goal` defaults to the name; `id` is the caller's
+    /// own; each of `objectives` becomes a step `"1"`, `"2"`, ... offered to the members.
+    #[pyo3(signature = (name, goal=None, steps=None, **kwargs))]
     fn create_task(
         &self,
         py: Python<'_>,
@@ -958,7 +959,8 @@ impl Store {
         self.call::<ops::UpdateTask>(py, given!(kwargs; id, expected_version))
     }
 
-    /// Pauses a task: no step is offered until it resumes.
+    /// Pauses a task: its offers nobody holds are withdrawn; no step is offered until it
+    /// resumes.
     #[pyo3(signature = (id, **kwargs))]
     fn pause_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
         self.call::<ops::PauseTask>(py, given!(kwargs; id))
@@ -980,6 +982,57 @@ impl Store {
         kwargs: Option<Kwargs<'_>>,
     ) -> Result<Task> {
         self.call::<ops::CancelTask>(py, given!(kwargs; id, reason))
+    }
+
+    /// `agent` joins a task, with an optional `role`; the steps named in `objectives` (ids or
+    /// numbers) are assigned to it.
+    #[pyo3(signature = (id, agent, **kwargs))]
+    fn join_task(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        agent: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Task> {
+        self.call::<ops::JoinTask>(py, given!(kwargs; id, agent))
+    }
+
+    /// Completes a task on its caller's word, with `result_summary`; with `merge_to_main`, its
+    /// verified knowledge reaches `main`.
+    #[pyo3(signature = (id, result_summary=None, merge_to_main=None, **kwargs))]
+    fn complete_task(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        result_summary: Arg<'_>,
+        merge_to_main: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Task> {
+        self.call::<ops::CompleteTask>(py, given!(kwargs; id, result_summary, merge_to_main))
+    }
+
+    /// Fails a task for `reason` (required: an empty one is a `ValidationError`).
+    #[pyo3(signature = (id, reason=None, **kwargs))]
+    fn fail_task(
+        &self,
+        py: Python<'_>,
+        id: Arg<'_>,
+        reason: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Task> {
+        self.call::<ops::FailTask>(py, given!(kwargs; id, reason))
+    }
+
+    /// The holder of a step hands it on, with its claim, as an escalation to `to_agent`.
+    #[pyo3(signature = (claim, to_agent, **kwargs))]
+    fn escalate_step(
+        &self,
+        py: Python<'_>,
+        claim: Arg<'_>,
+        to_agent: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Handoff> {
+        self.call::<ops::EscalateStep>(py, given!(kwargs; claim, to_agent))
     }
 
     /// Reports that a step's work failed, with its claim.

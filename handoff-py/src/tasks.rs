@@ -30,6 +30,27 @@ fn values_to_py<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, P
     Ok(list)
 }
 
+/// A task's members as a Python `list` of `dict`s, each with every key (`role` `None` when
+/// it gave none).
+fn members_to_py<'py>(py: Python<'py>, members: &[task::Member]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for member in members {
+        let task::Member {
+            agent,
+            role,
+            objectives,
+            branch,
+            joined_at,
+        } = member;
+        let value = serde_json::json!({
+            "agent": agent, "role": role, "objectives": objectives, "branch": branch,
+            "joined_at": core::clock::to_text(joined_at),
+        });
+        list.append(json_to_py(py, &value)?)?;
+    }
+    Ok(list)
+}
+
 /// The methods of `Task` and `TaskSummary`: the getters of the `TaskHeader` reached by
 /// `$header`, and `$own` (pyo3 takes one `#[pymethods]` block per class).
 macro_rules! task_methods {
@@ -123,6 +144,25 @@ macro_rules! task_methods {
                 let $this = self;
                 $header.tokens_used
             }
+            /// The agents that joined it (`join_task`), in the order they joined: each a
+            /// `dict` (`agent`, `role`, `objectives`, `branch`, `joined_at`).
+            #[getter]
+            fn members<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+                let $this = self;
+                members_to_py(py, &$header.members)
+            }
+            /// What came of it, as whoever completed it said (`complete_task`).
+            #[getter]
+            fn result_summary(&self) -> Option<&str> {
+                let $this = self;
+                $header.result_summary.as_deref()
+            }
+            /// Why it failed, when it did.
+            #[getter]
+            fn failure(&self) -> Option<&str> {
+                let $this = self;
+                $header.failure.as_deref()
+            }
             #[getter]
             fn context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
                 let $this = self;
@@ -175,12 +215,19 @@ impl Task {
 }
 
 task_methods!(Task, |this| this.inner.header, {
-    /// The steps in plan order, each a `dict` with the seed's names (`id`, `name`, `agent`,
-    /// `dependencies`, `status`, `attempts`, `max_attempts`, `handoff_id`, `output`, `error`,
-    /// ...).
+    /// The steps in plan order, each a `dict` with the seed's names (`id`, `name`, `agent`
+    /// (`None` for an objective nobody was assigned), `dependencies`, `status`, `attempts`,
+    /// `max_attempts`, `handoff_id`, `escalation_id` (while it is escalated), `output`,
+    /// `error`, ...).
     #[getter]
     fn steps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        values_to_py(py, &self.inner.steps_values())
+        let mut values = self.inner.steps_values();
+        for (value, step) in values.iter_mut().zip(&self.inner.steps) {
+            if let Value::Object(fields) = value {
+                fields.insert("escalation_id".into(), step.escalation_id.clone().into());
+            }
+        }
+        values_to_py(py, &values)
     }
 
     /// The ids of the steps offered or in progress.
@@ -248,13 +295,16 @@ impl TaskEvent {
         self.inner.actor.as_deref()
     }
     /// `created`, `started`, `step_offered`, `step_started`, `step_completed`, `step_failed`,
-    /// `step_escalated`, `step_skipped`, `paused`, `resumed`, `updated`, `cancelled` or
-    /// `completed`.
+    /// `step_escalated`, `step_skipped`, `agent_join`, `paused`, `resumed`, `updated`,
+    /// `cancelled`, `completed`, `failed` or `merge`.
     #[getter]
     fn kind(&self) -> &'static str {
         self.inner.change.kind()
     }
-    /// What else it says (`{"step": "research"}`), `None` for a bare change.
+    /// What else it says (`{"step": "research"}`; `agent_join`: `agent`, `role`,
+    /// `objectives`; `step_escalated`: `step`, and `to` when handed on by `escalate_step`;
+    /// `failed`: `reason`; `merge`: `into`, `facts`, `conversations`), `None` for a bare
+    /// change.
     #[getter]
     fn detail<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         json_to_py(py, &self.inner.change.detail().unwrap_or_default())

@@ -113,7 +113,7 @@ def test_a_bad_plan_reports_every_problem_and_leaves_nothing() -> None:
         with pytest.raises(hc.ValidationError) as refused:
             store.create_task(
                 "Broken",
-                "",
+                " ",  # blank (left out, it is the name)
                 [
                     {"id": "a", "name": "A", "agent": "x", "dependencies": ["b"]},
                     {"id": "b", "name": "B", "agent": "x", "dependencies": ["a"]},

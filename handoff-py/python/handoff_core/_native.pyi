@@ -556,6 +556,16 @@ class Task:
     @property
     def issues(self) -> list[Any]: ...
     @property
+    def members(self) -> list[dict[str, Any]]:
+        """The agents that joined it (``join_task``), in the order they joined: ``agent``,
+        ``role``, ``objectives``, ``branch``, ``joined_at``."""
+    @property
+    def result_summary(self) -> Optional[str]:
+        """What came of it, as whoever completed it said (``complete_task``)."""
+    @property
+    def failure(self) -> Optional[str]:
+        """Why it failed, when it did."""
+    @property
     def steps(self) -> list[dict[str, Any]]: ...
     @property
     def current_steps(self) -> list[str]: ...
@@ -605,6 +615,16 @@ class TaskSummary:
     def artifacts(self) -> list[Any]: ...
     @property
     def issues(self) -> list[Any]: ...
+    @property
+    def members(self) -> list[dict[str, Any]]:
+        """The agents that joined it (``join_task``), in the order they joined: ``agent``,
+        ``role``, ``objectives``, ``branch``, ``joined_at``."""
+    @property
+    def result_summary(self) -> Optional[str]:
+        """What came of it, as whoever completed it said (``complete_task``)."""
+    @property
+    def failure(self) -> Optional[str]:
+        """Why it failed, when it did."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -1027,7 +1047,7 @@ class Store:
     def create(
         self,
         task_id: str,
-        goal: str,
+        goal: Optional[str] = None,
         *,
         from_agent: Optional[str] = None,
         to_agent: Optional[str] = None,
@@ -1060,7 +1080,8 @@ class Store:
 
         Args:
             task_id: The task this handoff belongs to; a task's handoffs form its chain.
-            goal: What the successor must achieve. Never empty.
+            goal: What the successor must achieve. Never empty. Left out, the goal of the task
+                `task_id` names (made with `create_task`), else that of the task's latest handoff.
             from_agent: The agent handing over.
             to_agent: The agent addressed; any agent may claim when absent.
             kind: What kind of handoff this is (default `full`).
@@ -1084,7 +1105,8 @@ class Store:
             session_id: The handing-over agent's session.
             blockers: What stops progress right now.
             locked_files: Files the work holds locks on.
-            priority_items: What matters most, first.
+            priority_items: What matters most, first: text, or objectives by number (kept as their
+                digits).
             success_criteria: How the successor knows it is done.
             expires_at: When an unclaimed handoff expires (RFC 3339).
             max_attempts: How many claims may lapse before the handoff fails (default 3).
@@ -1110,16 +1132,19 @@ class Store:
         *,
         kind: Optional[Kind] = None,
         after: Optional[str] = None,
+        pending_only: Optional[bool] = None,
     ) -> builtins.list[Handoff]:
         """Handoffs matching the filter, oldest first.
 
         Args:
-            status: Only records in this status.
+            status: Only records in this status (`accepted` reads as `claimed`).
             task_id: Only records of this task.
             to_agent: Only records addressed to this agent.
             limit: At most this many records.
             kind: Only records of this kind.
             after: Only records after the one with this id (the last of the previous page).
+            pending_only: Only pending records: the same as `status` `pending`, so not with a
+                `status`.
         """
     def claim(self, id: str, agent: str, lease_seconds: Optional[_Span] = None) -> Claim:
         """Claims the handoff `id` for `agent`. `AlreadyClaimed` while another claim is live;
@@ -1241,7 +1266,7 @@ class Store:
         task_id: str,
         agent: str,
         *,
-        goal: str,
+        goal: Optional[str] = None,
         reason: Optional[str] = None,
         context_pct: Optional[int] = None,
         timeout_seconds: Optional[int] = None,
@@ -1270,7 +1295,8 @@ class Store:
         Args:
             task_id: The task.
             agent: The agent saving its progress; it keeps the work.
-            goal: What the successor must achieve. Never empty.
+            goal: What the successor must achieve. Never empty. Left out, the goal of the task
+                `task_id` names (made with `create_task`), else that of the task's latest handoff.
             reason: Why the agent hands over (default `explicit`): `explicit`, `task_complete`,
                 `context_limit_85`, `timeout_300s`, `error: <message>`, or the bare `context_limit`
                 (with `context_pct`) and `timeout` (with `timeout_seconds`).
@@ -1291,7 +1317,8 @@ class Store:
             session_id: The handing-over agent's session.
             blockers: What stops progress right now.
             locked_files: Files the work holds locks on.
-            priority_items: What matters most, first.
+            priority_items: What matters most, first: text, or objectives by number (kept as their
+                digits).
             success_criteria: How the successor knows it is done.
             expires_at: When an unclaimed handoff expires (RFC 3339).
             max_attempts: How many claims may lapse before the handoff fails (default 3).
@@ -1343,9 +1370,11 @@ class Store:
     def create_task(
         self,
         name: str,
-        goal: str,
+        goal: Optional[str] = None,
         steps: Optional[Sequence[Mapping[str, Any]]] = None,
         *,
+        id: Optional[str] = None,
+        objectives: Optional[Sequence[str]] = None,
         success_criteria: Optional[Sequence[str]] = None,
         context: Optional[Mapping[str, Any]] = None,
         metadata: Optional[Mapping[str, Any]] = None,
@@ -1358,10 +1387,14 @@ class Store:
 
         Args:
             name: What the task is called.
-            goal: What it must achieve.
+            goal: What it must achieve (the name when not given).
             steps: The plan: steps with an `id`, a `name`, the `agent` that works on it and the ids
                 of the steps it waits for (`dependencies`); optionally `instructions`,
                 `max_attempts` (default 3) and `cluster`.
+            id: The task's id, chosen by the caller (an id: `[A-Za-z0-9._:@-]{1,128}`), so that its
+                branch reads `task/<id>`; a time-ordered one when not given. Taken already: refused.
+            objectives: Objectives without agents, in words: each becomes a step `"1"`, `"2"`, ...
+                offered to the task's members (`join_task` assigns them).
             success_criteria: How to tell that the goal is reached.
             context: Context every step shares (the seed's `user_request`, `constraints`, ...).
             metadata: Free-form JSON object kept with the task (`lessons`, a list, goes to its
@@ -1426,13 +1459,16 @@ class Store:
             issues: New issues (what went wrong along the way).
         """
     def pause_task(self, id: str) -> Task:
-        """Pauses a task: no step is offered until it resumes; steps already claimed may finish.
+        """Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
+        resumes; steps already claimed may finish.
 
         Args:
             id: The task.
         """
     def resume_task(self, id: str) -> Task:
-        """Resumes a paused task: the steps whose dependencies finished meanwhile are offered.
+        """Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile are
+        offered. A task that cannot go on (every open step waits for an escalation) is refused,
+        naming the escalations and what to call.
 
         Args:
             id: The task.
@@ -1444,6 +1480,100 @@ class Store:
         Args:
             id: The task.
             reason: Why.
+        """
+    def join_task(
+        self,
+        id: str,
+        agent: str,
+        *,
+        role: Optional[str] = None,
+        objectives: Optional[Sequence[Any]] = None,
+    ) -> Task:
+        """`agent` joins a task, with an optional `role`; the steps named in `objectives` (steps
+        without an agent, such as the objectives `"1"`, `"2"`, ... of a task created with
+        `objectives`) are assigned to it, and offered to it alone. Its branch is
+        `task/<id>/<agent>`; the task's log and replay show an `agent_join`. Steps without an agent
+        are offered to the task's members: joining is how an agent may take them.
+
+        Args:
+            id: The task.
+            agent: The agent that joins.
+            role: Its role in the task (`investigator`, `reviewer`, ...).
+            objectives: The steps assigned to it, by id or number.
+        """
+    def complete_task(
+        self,
+        id: str,
+        result_summary: Optional[str] = None,
+        merge_to_main: Optional[bool] = None,
+    ) -> Task:
+        """Completes a task on its caller's word, with `result_summary`: the steps nobody holds that
+        are not done are skipped (offers and escalations withdrawn); a step a worker holds refuses
+        it. With `merge_to_main`, in the same transaction, the verified facts and the verified or
+        cherry-picked conversations of every branch of the task reach `main`; unverified items stay
+        on the task's branches. A task that completed by itself takes the summary and the merge.
+
+        Args:
+            id: The task.
+            result_summary: What came of the task, in words (its history's summary).
+            merge_to_main: Merge the task's verified knowledge into `main` too.
+        """
+    def fail_task(self, id: str, reason: Optional[str] = None) -> Task:
+        """Fails a task for `reason`: offers and escalations nobody holds are withdrawn and its
+        unfinished steps cancelled (steps already claimed may finish); its history says it failed.
+
+        Args:
+            id: The task.
+            reason: Why it failed (required).
+        """
+    def escalate_step(
+        self,
+        claim: _AnyClaim,
+        to_agent: str,
+        *,
+        instructions: Optional[str] = None,
+        blockers: Optional[Sequence[str]] = None,
+        priority_items: Optional[Sequence[Any]] = None,
+    ) -> Handoff:
+        """The holder of a step hands it on, with its claim, as an `escalation` handoff to
+        `to_agent`, linked to the step: it carries `instructions`, `blockers` and `priority_items`,
+        and its successor packet what the holder knew; completing it completes the step. The
+        holder's handoff completes, saying so. Returns the escalation.
+
+        Args:
+            claim: The step's claim, as `claim` or `claim_next` returned it.
+            to_agent: Who takes the step on.
+            instructions: What the successor is to do.
+            blockers: What stopped the holder.
+            priority_items: What to do first (the seed's priority objectives).
+        """
+    def rerun_task(
+        self,
+        task_id: Optional[str] = None,
+        *,
+        bundle_id: Optional[str] = None,
+        id: Optional[str] = None,
+        name: Optional[str] = None,
+        agents: Optional[Mapping[str, Any]] = None,
+        instructions: Optional[Mapping[str, Any]] = None,
+        context: Optional[Mapping[str, Any]] = None,
+    ) -> Task:
+        """Runs a task again: a new task (pending; `start_task` starts it) with the plan of
+        `task_id`, or of the task `bundle_id` was made from, with other `agents`, `instructions` or
+        `context` where given; its branch `task/<id>` starts with the earlier run's verified
+        knowledge (the bundle's, or a bundle made of the task's), and its metadata names the earlier
+        run (`rerun_of`), so that `compare` sets the two side by side.
+
+        Args:
+            task_id: The task whose plan runs again; its verified knowledge seeds the new run.
+            bundle_id: A bundle of a task: its task's plan runs again, seeded with the bundle's
+                knowledge.
+            id: The new task's id (a time-ordered one when not given).
+            name: The new task's name (the earlier one's, marked as a rerun, when not given).
+            agents: Other agents: by step id, or by the earlier agent's name, the agent that takes
+                the step now.
+            instructions: Other instructions, by step id.
+            context: Other parameters: merged over the earlier task's shared context.
         """
     def fail_step(self, claim: _AnyClaim, error: str) -> Handoff:
         """Reports that a step's work failed, with its claim: the step is offered again while

@@ -380,7 +380,7 @@ class Store:
     async def create(
         self,
         task_id: str,
-        goal: str,
+        goal: Optional[str] = None,
         *,
         from_agent: Optional[str] = None,
         to_agent: Optional[str] = None,
@@ -459,6 +459,7 @@ class Store:
         *,
         kind: Optional[Kind] = None,
         after: Optional[str] = None,
+        pending_only: Optional[bool] = None,
     ) -> builtins.list[Handoff]:
         """Handoffs matching the filter, oldest first."""
         return await asyncio.to_thread(
@@ -469,6 +470,7 @@ class Store:
             limit,
             kind=kind,
             after=after,
+            pending_only=pending_only,
         )
 
     async def claim(self, id: str, agent: str, lease_seconds: Optional[_Span] = None) -> Claim:
@@ -568,7 +570,7 @@ class Store:
         task_id: str,
         agent: str,
         *,
-        goal: str,
+        goal: Optional[str] = None,
         reason: Optional[str] = None,
         context_pct: Optional[int] = None,
         timeout_seconds: Optional[int] = None,
@@ -673,9 +675,11 @@ class Store:
     async def create_task(
         self,
         name: str,
-        goal: str,
+        goal: Optional[str] = None,
         steps: Optional[Sequence[Mapping[str, Any]]] = None,
         *,
+        id: Optional[str] = None,
+        objectives: Optional[Sequence[str]] = None,
         success_criteria: Optional[Sequence[str]] = None,
         context: Optional[Mapping[str, Any]] = None,
         metadata: Optional[Mapping[str, Any]] = None,
@@ -691,6 +695,8 @@ class Store:
             name,
             goal,
             steps,
+            id=id,
+            objectives=objectives,
             success_criteria=success_criteria,
             context=context,
             metadata=metadata,
@@ -749,11 +755,16 @@ class Store:
         )
 
     async def pause_task(self, id: str) -> Task:
-        """Pauses a task: no step is offered until it resumes; steps already claimed may finish."""
+        """Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
+        resumes; steps already claimed may finish.
+        """
         return await asyncio.to_thread(self._store.pause_task, id)
 
     async def resume_task(self, id: str) -> Task:
-        """Resumes a paused task: the steps whose dependencies finished meanwhile are offered."""
+        """Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile are
+        offered. A task that cannot go on (every open step waits for an escalation) is refused,
+        naming the escalations and what to call.
+        """
         return await asyncio.to_thread(self._store.resume_task, id)
 
     async def cancel_task(self, id: str, reason: Optional[str] = None) -> Task:
@@ -761,6 +772,99 @@ class Store:
         steps already claimed may finish.
         """
         return await asyncio.to_thread(self._store.cancel_task, id, reason)
+
+    async def join_task(
+        self,
+        id: str,
+        agent: str,
+        *,
+        role: Optional[str] = None,
+        objectives: Optional[Sequence[Any]] = None,
+    ) -> Task:
+        """`agent` joins a task, with an optional `role`; the steps named in `objectives` (steps
+        without an agent, such as the objectives `"1"`, `"2"`, ... of a task created with
+        `objectives`) are assigned to it, and offered to it alone. Its branch is
+        `task/<id>/<agent>`; the task's log and replay show an `agent_join`. Steps without an agent
+        are offered to the task's members: joining is how an agent may take them.
+        """
+        return await asyncio.to_thread(
+            self._store.join_task,
+            id,
+            agent,
+            role=role,
+            objectives=objectives,
+        )
+
+    async def complete_task(
+        self,
+        id: str,
+        result_summary: Optional[str] = None,
+        merge_to_main: Optional[bool] = None,
+    ) -> Task:
+        """Completes a task on its caller's word, with `result_summary`: the steps nobody holds that
+        are not done are skipped (offers and escalations withdrawn); a step a worker holds refuses
+        it. With `merge_to_main`, in the same transaction, the verified facts and the verified or
+        cherry-picked conversations of every branch of the task reach `main`; unverified items stay
+        on the task's branches. A task that completed by itself takes the summary and the merge.
+        """
+        return await asyncio.to_thread(self._store.complete_task, id, result_summary, merge_to_main)
+
+    async def fail_task(self, id: str, reason: Optional[str] = None) -> Task:
+        """Fails a task for `reason`: offers and escalations nobody holds are withdrawn and its
+        unfinished steps cancelled (steps already claimed may finish); its history says it failed.
+        """
+        return await asyncio.to_thread(self._store.fail_task, id, reason)
+
+    async def escalate_step(
+        self,
+        claim: _AnyClaim,
+        to_agent: str,
+        *,
+        instructions: Optional[str] = None,
+        blockers: Optional[Sequence[str]] = None,
+        priority_items: Optional[Sequence[Any]] = None,
+    ) -> Handoff:
+        """The holder of a step hands it on, with its claim, as an `escalation` handoff to
+        `to_agent`, linked to the step: it carries `instructions`, `blockers` and `priority_items`,
+        and its successor packet what the holder knew; completing it completes the step. The
+        holder's handoff completes, saying so. Returns the escalation.
+        """
+        return await asyncio.to_thread(
+            self._store.escalate_step,
+            claim,
+            to_agent,
+            instructions=instructions,
+            blockers=blockers,
+            priority_items=priority_items,
+        )
+
+    async def rerun_task(
+        self,
+        task_id: Optional[str] = None,
+        *,
+        bundle_id: Optional[str] = None,
+        id: Optional[str] = None,
+        name: Optional[str] = None,
+        agents: Optional[Mapping[str, Any]] = None,
+        instructions: Optional[Mapping[str, Any]] = None,
+        context: Optional[Mapping[str, Any]] = None,
+    ) -> Task:
+        """Runs a task again: a new task (pending; `start_task` starts it) with the plan of
+        `task_id`, or of the task `bundle_id` was made from, with other `agents`, `instructions` or
+        `context` where given; its branch `task/<id>` starts with the earlier run's verified
+        knowledge (the bundle's, or a bundle made of the task's), and its metadata names the earlier
+        run (`rerun_of`), so that `compare` sets the two side by side.
+        """
+        return await asyncio.to_thread(
+            self._store.rerun_task,
+            task_id,
+            bundle_id=bundle_id,
+            id=id,
+            name=name,
+            agents=agents,
+            instructions=instructions,
+            context=context,
+        )
 
     async def fail_step(self, claim: _AnyClaim, error: str) -> Handoff:
         """Reports that a step's work failed, with its claim: the step is offered again while
