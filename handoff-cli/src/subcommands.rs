@@ -508,11 +508,20 @@ fn named_arguments(op: &Op, matches: &ArgMatches) -> Map<String, Value> {
     let mut args = Map::new();
     for param in cli_params(op) {
         let value = match &param.shape {
-            Shape::Switch if param.position.is_none() => {
-                if !matches.get_flag(&param.id()) {
-                    continue;
+            Shape::Switch => {
+                // A switch that may come by position too: the text given there (`true`), else
+                // the flag, which holds a bool, not a text.
+                let at = param.position.and_then(|_| {
+                    matches
+                        .try_get_one::<String>(&param.positional_id())
+                        .ok()
+                        .flatten()
+                });
+                match at {
+                    Some(text) => value(&Shape::Switch, text),
+                    None if matches.get_flag(&param.id()) => Value::Bool(true),
+                    None => continue,
                 }
-                Value::Bool(true)
             }
             Shape::List(item) => match given(matches, &param) {
                 Some(texts) => Value::Array(texts.iter().map(|t| value(item, t)).collect()),

@@ -116,7 +116,8 @@ fn knowledge_moves_up_from_the_shell_once_verified() {
         (merged["facts"].as_u64(), merged["kept"].as_u64()),
         (Some(0), Some(3))
     );
-    // Thresholds are the caller's: at 0.5 the neutral score verifies.
+    // Lowered thresholds do not make the neutral score a verdict: without a judge nothing is
+    // written, whatever the thresholds.
     env.run(&[
         "verify",
         "task/fix-oauth/agent-b",
@@ -124,6 +125,19 @@ fn knowledge_moves_up_from_the_shell_once_verified() {
         "0.5",
         "--conversation-threshold",
         "0.5",
+    ])
+    .expect(OK);
+    let unchanged = env
+        .run(&["merge", "task/fix-oauth/agent-b", "--json"])
+        .expect(OK)
+        .json();
+    assert_eq!(unchanged["facts"].as_u64(), Some(0));
+    // A judge (a command that scores every item 0.9) verifies.
+    env.run(&[
+        "verify",
+        "task/fix-oauth/agent-b",
+        "--judge-cmd",
+        "echo 0.9",
     ])
     .expect(OK);
     let merged = env
@@ -207,7 +221,7 @@ fn bundles_go_from_one_store_to_another_and_a_task_replays() {
         ])
         .expect(OK);
     source
-        .run(&["verify", "task/fix-oauth", "--fact-threshold", "0.5"])
+        .run(&["verify", "task/fix-oauth", "--judge-cmd", "echo 0.9"])
         .expect(OK);
     source
         .run(&["create", "fix-oauth", "Ship it", "--from-agent", "claude"])

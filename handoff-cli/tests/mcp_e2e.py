@@ -695,11 +695,12 @@ async def successor_packet(stack: AsyncExitStack, binary: str, db: str) -> None:
 async def bundles_and_replay(stack: AsyncExitStack, binary: str, db: str) -> None:
     """A task's verified knowledge leaves one store as a bundle and enters another once; the
     share token opens a team bundle only; hostile bundles change nothing; the task replays."""
-    source = await connect(stack, binary, db)
+    # The operator's judge scores every item 0.9: without one, verify writes no verdict.
+    source = await connect(stack, binary, db, "--judge-cmd", "echo 0.9")
     other = await connect(stack, binary, db.replace(".db", "-other.db"))
     await ok(source, "facts_add", {"branch": "task/fix-oauth",
                                    "facts": [f"refresh needs backoff; the key was {OPENAI_KEY}"]})
-    await ok(source, "verify", {"branch": "task/fix-oauth", "fact_threshold": 0.5})
+    await ok(source, "verify", {"branch": "task/fix-oauth"})
     await ok(source, "handoff_create", {"task_id": "fix-oauth", "goal": "Ship it", "from_agent": "claude"})
     made = (await ok(source, "bundle_create", {"name": "OAuth Playbook", "task_id": "fix-oauth"}))["bundle"]
     assert made["share_token"] is None and OPENAI_KEY not in json.dumps(made), made

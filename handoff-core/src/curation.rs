@@ -577,7 +577,7 @@ pub struct Fact {
     /// Why, in the verifier's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
-    /// Who verified it (the verifier's name, or `neutral` without one).
+    /// Who verified it (the verifier's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_by: Option<String>,
     /// When it was last verified.

@@ -181,7 +181,7 @@ test('cherryPickTools copies each tool call with its result', async () => {
   assert.equal((await store.cherryPickToolsAsync(conversation.id, 'main')).message_count, 4)
 })
 
-test('addFacts takes texts and objects; verify without a verifier scores everything a neutral 0.5', async () => {
+test('addFacts takes texts and objects; verify without a verifier scores a neutral 0.5 and writes nothing', async () => {
   const { store, facts } = seeded()
   assert.deepEqual(facts.map((f) => [f.text, f.status, f.confidence, f.source]), [
     ['refresh tokens expire after one hour', 'active', null, null],
@@ -197,7 +197,7 @@ test('addFacts takes texts and objects; verify without a verifier scores everyth
     ['conversation', 0.5, 'unverified', null],
   ])
   const after = store.facts(BRANCH)
-  assert.ok(after.every((f) => f.status === 'active' && f.score === 0.5 && f.verified_by === 'neutral'))
+  assert.deepEqual(after, facts)
   assert.deepEqual(store.facts(BRANCH, { status: 'verified' }), [])
   assert.equal((await store.verifyAsync(BRANCH)).unverified, 3)
 })

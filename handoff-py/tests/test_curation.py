@@ -79,14 +79,15 @@ def test_the_issue_example_moves_verified_knowledge_up(store: hc.Store) -> None:
     assert kinds[0] == "conversation_added" and kinds[-1] == "merged"
 
 
-def test_no_verifier_is_neutral_and_blocks_nothing(store: hc.Store) -> None:
+def test_no_verifier_is_neutral_and_writes_nothing(store: hc.Store) -> None:
     store.add_facts(AGENT, ["a", "b"])
     report = store.verify(AGENT)
     assert (report.verified, report.invalidated, report.unverified) == (0, 0, 2)
-    assert {f.score for f in store.facts(AGENT)} == {0.5}
-    assert {f.verified_by for f in store.facts(AGENT)} == {"neutral"}
-    # The thresholds are the caller's.
-    assert store.verify(AGENT, fact_threshold=0.5).verified == 2
+    assert {f.score for f in store.facts(AGENT)} == {None}
+    assert {f.verified_by for f in store.facts(AGENT)} == {None}
+    # Lowered thresholds do not turn the neutral score into a verdict: nothing is written.
+    store.verify(AGENT, fact_threshold=0.5)
+    assert {f.status for f in store.facts(AGENT)} == {"active"}
 
 
 def test_a_failing_verifier_leaves_its_item_and_is_reported(store: hc.Store) -> None:

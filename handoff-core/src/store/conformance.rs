@@ -2198,12 +2198,15 @@ pub fn curated_knowledge_moves_up_once_verified(store: Store) {
             ],
         )
         .unwrap();
-    // Without a verifier: the neutral 0.5, nothing verified, nothing invalidated.
+    // Without a verifier: the neutral 0.5, nothing verified, nothing invalidated, and nothing
+    // written (no verdict given or undone).
+    let before = store.facts(agent, None).unwrap();
     let neutral = store.verify(agent, None, &Thresholds::default()).unwrap();
     assert_eq!(
         (neutral.verified, neutral.invalidated, neutral.unverified),
         (0, 0, 4)
     );
+    assert_eq!(store.facts(agent, None).unwrap(), before);
 
     struct Judge;
     impl Verifier for Judge {
@@ -2249,11 +2252,9 @@ pub fn curated_knowledge_moves_up_once_verified(store: Store) {
         ]
     );
     assert_eq!(facts[0].verified_by.as_deref(), Some("judge"));
-    assert_eq!(
-        facts[2].score,
-        Some(0.5),
-        "a failed verifier leaves the item"
-    );
+    // A failed verifier leaves the item as it was: the neutral run before wrote nothing.
+    assert_eq!(facts[2].score, None, "a failed verifier leaves the item");
+    assert_eq!(facts[2].verified_by, None);
     assert_eq!(
         store
             .get_conversation(&conv.id)
@@ -2356,7 +2357,7 @@ pub fn curated_knowledge_moves_up_once_verified(store: Store) {
             "cherry_picked",
             "cherry_picked",
             "facts_added",
-            "verified",
+            // The neutral run without a verifier wrote nothing, its log entry neither.
             "verified",
             "merged",
             "merged",

@@ -777,10 +777,11 @@ impl Store {
             .collect())
     }
 
-    /// Scores a branch's facts and conversations with `verifier` (without one, every score is
-    /// the neutral 0.5: nothing verified, nothing invalidated) and stores the verdicts in one
+    /// Scores a branch's facts and conversations with `verifier` and stores the verdicts in one
     /// transaction. An item the verifier fails on, or scores with NaN or outside 0..1, is left
-    /// as it was and reported.
+    /// as it was and reported. Without a verifier every score is the neutral 0.5 and nothing
+    /// is written: the report lists what a judge would score, and no verdict is given or
+    /// undone (a judge's later run still finds every item unjudged).
     pub fn verify(
         &self,
         branch: &str,
@@ -815,6 +816,7 @@ impl Store {
                 self.list_conversations(Some(branch.as_str()), None)?,
             ),
         };
+        let judged = verifier.is_some();
         let by = verifier.as_ref().map_or("neutral", |v| v.name()).to_owned();
         // Stored on every item it scores: held to a record field's size like its answers.
         self.check_text("verifier.name", &by)?;
@@ -877,6 +879,9 @@ impl Store {
                 Some(Verdict::Unverified) => report.unverified += 1,
                 None => report.failed += 1,
             }
+        }
+        if !judged {
+            return Ok(report);
         }
         let now = self.clock.now();
         self.backend.write(&mut |tx| {

@@ -1,6 +1,6 @@
 """Curated memory through the generated bindings (DESIGN §9): a conversation on an agent's
 branch, cherry-picks by range, by decision points (the heuristics, or a Python judge) and by
-tool sequences, facts, verification with no verifier (the neutral 0.5) and with a Python one
+tool sequences, facts, verification with no verifier (the neutral 0.5, nothing written) and with a Python one
 (one that raises, one that answers NaN: each reported, its item left as it was), merges that
 move verified knowledge up once, the successor's packet with the verified facts, and the
 curation log; bad input named by its field, writing nothing."""
@@ -168,12 +168,13 @@ def test_verification_merges_and_the_successors_packet(store: hf.Store) -> None:
     assert (facts[0].confidence, facts[0].source) == (0.8, "auth.py")
     assert store.facts(BRANCH) == facts
 
-    # Without a verifier every score is the neutral 0.5: nothing verified, nothing invalidated.
+    # Without a verifier every score is the neutral 0.5: nothing verified, nothing invalidated,
+    # nothing written.
     neutral = store.verify(BRANCH)
     assert (neutral.branch, neutral.verified, neutral.invalidated, neutral.unverified) == (BRANCH, 0, 0, 4)
     assert {i.score for i in neutral.items} == {0.5}
     assert [f.status for f in store.facts(BRANCH)] == [hf.FactStatus.ACTIVE] * 3
-    assert store.facts(BRANCH)[0].verified_by == "neutral"
+    assert store.facts(BRANCH)[0].verified_by is None
     assert store.merge(BRANCH) == hf.MergeReport(branch=BRANCH, into=TASK, facts=0, conversations=0, kept=4)
 
     reviewer = Reviewer()
@@ -190,8 +191,8 @@ def test_verification_merges_and_the_successors_packet(store: hf.Store) -> None:
         hf.FactStatus.VERIFIED, 0.95, "matches auth.py", "reviewer",
     )
     assert invalidated.status == hf.FactStatus.INVALIDATED
-    # The item the verifier raised on keeps what the neutral pass gave it.
-    assert (untouched.status, untouched.score, untouched.verified_by) == (hf.FactStatus.ACTIVE, 0.5, "neutral")
+    # The item the verifier raised on is left as it was (the neutral pass wrote nothing).
+    assert (untouched.status, untouched.score, untouched.verified_by) == (hf.FactStatus.ACTIVE, None, None)
     assert store.get_conversation(conversation.id).verification_status == hf.Verdict.VERIFIED
 
     merged = store.merge(BRANCH)
