@@ -666,7 +666,9 @@ fn backup_copies_a_store_in_use_and_never_overwrites() {
     let run = restored.run(&["restore", copy_arg]).expect(OK);
     assert!(run.stdout.contains("1 handoffs"), "{run:?}");
     // Into a store that holds something already: refused, naming the store.
-    let again = restored.run(&["restore", copy_arg, "--json"]).expect(INVALID);
+    let again = restored
+        .run(&["restore", copy_arg, "--json"])
+        .expect(INVALID);
     assert_eq!(again.error()["problems"][0]["field"], "store", "{again:?}");
     let shown = restored.run(&["show", &id, "--json"]).expect(OK).json();
     assert_eq!(shown["status"], "claimed");
@@ -686,7 +688,8 @@ fn restore_refuses_a_damaged_or_foreign_file_and_writes_nothing() {
     let env = Env::new();
     claimed(&env);
     let good = env.dir.path().join("good.backup");
-    env.run(&["backup", good.to_str().expect("path")]).expect(OK);
+    env.run(&["backup", good.to_str().expect("path")])
+        .expect(OK);
     let text = std::fs::read_to_string(&good).expect("read");
     let cut = env.dir.path().join("cut.backup");
     std::fs::write(&cut, &text[..text.len() / 2]).expect("write");
@@ -699,7 +702,10 @@ fn restore_refuses_a_damaged_or_foreign_file_and_writes_nothing() {
             .expect(INVALID);
         let problem = &run.error()["problems"][0];
         assert_eq!(problem["field"], "path", "{run:?}");
-        assert!(problem["rule"].as_str().is_some_and(|r| r.contains(says)), "{run:?}");
+        assert!(
+            problem["rule"].as_str().is_some_and(|r| r.contains(says)),
+            "{run:?}"
+        );
         let listed = target.run(&["list", "--json"]).expect(OK).json();
         assert_eq!(listed, json!([]), "nothing written");
     }
