@@ -556,6 +556,26 @@ export interface EscalateStepOptions {
    */
   priorityObjectives?: StepRef[] | null
 }
+/** The options of `store.rerunTask`. */
+export interface RerunTaskOptions {
+  /** The task whose plan runs again; its verified knowledge seeds the new run. */
+  taskId?: string | null
+  /** A bundle of a task: its task's plan runs again, seeded with the bundle's knowledge. */
+  bundleId?: string | null
+  /** The new task's id (a time-ordered one when not given). */
+  id?: string | null
+  /** The new task's name (the earlier one's, marked as a rerun, when not given). */
+  name?: string | null
+  /**
+   * Other agents: by step id, or by the earlier agent's name, the agent that takes the step
+   * now.
+   */
+  agents?: JsonObject | null
+  /** Other instructions, by step id. */
+  instructions?: JsonObject | null
+  /** Other parameters: merged over the earlier task's shared context. */
+  context?: JsonObject | null
+}
 /** The options of `store.failStep`. */
 export interface FailStepOptions {
   /** What went wrong. */

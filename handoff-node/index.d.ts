@@ -556,6 +556,26 @@ export interface EscalateStepOptions {
    */
   priorityObjectives?: StepRef[] | null
 }
+/** The options of `store.rerunTask`. */
+export interface RerunTaskOptions {
+  /** The task whose plan runs again; its verified knowledge seeds the new run. */
+  taskId?: string | null
+  /** A bundle of a task: its task's plan runs again, seeded with the bundle's knowledge. */
+  bundleId?: string | null
+  /** The new task's id (a time-ordered one when not given). */
+  id?: string | null
+  /** The new task's name (the earlier one's, marked as a rerun, when not given). */
+  name?: string | null
+  /**
+   * Other agents: by step id, or by the earlier agent's name, the agent that takes the step
+   * now.
+   */
+  agents?: JsonObject | null
+  /** Other instructions, by step id. */
+  instructions?: JsonObject | null
+  /** Other parameters: merged over the earlier task's shared context. */
+  context?: JsonObject | null
+}
 /** The options of `store.failStep`. */
 export interface FailStepOptions {
   /** What went wrong. */
@@ -1333,13 +1353,15 @@ export declare class Store {
    * a problem is a `VALIDATION` error naming it as the bundle writes it (`content_hash`,
    * `facts[0].id`), and the store is left as it was. Importing the same bundle again adds
    * nothing: the report counts what was added and what was already there (`facts_skipped`).
+   * With `null` for the bundle, `bundleId` or `shareToken` in the options names one of this
+   * store's (seed 001's `memory_bundle_import`).
    */
-  importBundle(bundle: string | Bundle | BundleData | JsonObject, options?: ImportBundleOptions): ImportReport
+  importBundle(bundle: string | Bundle | BundleData | JsonObject | null | undefined, options?: ImportBundleOptions): ImportReport
   /**
    * Imports a bundle, as `importBundle` does, as a Promise: the bundle is read on this
    * thread, checked and written on libuv's thread pool.
    */
-  importBundleAsync(bundle: string | Bundle | BundleData | JsonObject, options?: ImportBundleOptions): Promise<ImportReport>
+  importBundleAsync(bundle: string | Bundle | BundleData | JsonObject | null | undefined, options?: ImportBundleOptions): Promise<ImportReport>
   /**
    * Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default; the
    * seed's `fromSequence` and `toSequence` are read too) into a new conversation on
@@ -1894,6 +1916,24 @@ export declare class Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   joinTaskAsync(id: string, agent: string, options?: JoinTaskOptions): Promise<Task>
+  /**
+   * Runs a task again: a new pending task with the plan of `taskId` (or of the task
+   * `bundleId` was made from), with other `agents` (by step id or earlier agent),
+   * `instructions` (by step id) or `context` (merged over the earlier one); its branch starts
+   * with the earlier run's verified knowledge and its metadata names the earlier run
+   * (`rerun_of`), so that `compare` sets the two side by side.
+   */
+  rerunTask(options: RerunTaskOptions): Task
+  /**
+   * Runs a task again: a new pending task with the plan of `taskId` (or of the task
+   * `bundleId` was made from), with other `agents` (by step id or earlier agent),
+   * `instructions` (by step id) or `context` (merged over the earlier one); its branch starts
+   * with the earlier run's verified knowledge and its metadata names the earlier run
+   * (`rerun_of`), so that `compare` sets the two side by side.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  rerunTaskAsync(options: RerunTaskOptions): Promise<Task>
   /**
    * Completes a task on its caller's word, with `resultSummary` (its history's summary): the
    * steps nobody holds that are not done are skipped, their offers and escalations

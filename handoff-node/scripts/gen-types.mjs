@@ -34,8 +34,9 @@ const OVERRIDES = {
   'AddConversationArgs.messages': 'Array<ContextMessage | object>',
   'AppendMessagesArgs.messages': 'Array<ContextMessage | object>',
   'ContextForArgs.transcript': 'Array<ContextMessage | object>',
-  // A bundle's portable JSON as text or data, or the Bundle itself (src/bundles.rs).
-  'ImportBundleArgs.bundle': 'string | Bundle | BundleData | JsonObject',
+  // A bundle's portable JSON as text or data, or the Bundle itself (src/bundles.rs); `null`
+  // when the options name one of the store's (`bundleId`, `shareToken`).
+  'ImportBundleArgs.bundle': 'string | Bundle | BundleData | JsonObject | null | undefined',
 }
 /** Options of this face's own beside the core's arguments, per options type: [key, type, doc]. */
 const OWN_OPTIONS = {

@@ -664,7 +664,8 @@ pub fn generate_bundle_key(env: Env) -> napi::Result<Unknown<'static>> {
 
 /// What `importBundle` takes by position, in TypeScript: the portable JSON as text, as data
 /// (a bundle's `data`, `JSON.parse` of its text), or the `Bundle` itself.
-const BUNDLE_ARGUMENT: &str = "string | Bundle | BundleData | JsonObject";
+/// `null` (or `undefined`) when the options name it instead (`bundleId`, `shareToken`).
+const BUNDLE_ARGUMENT: &str = "string | Bundle | BundleData | JsonObject | null | undefined";
 
 /// The portable form `bundle` stands for: a `Bundle` (an object with a `visibility` and its
 /// portable form as `data`, whether `createBundle` returned it or it went through
@@ -688,8 +689,14 @@ fn portable<'env>(bundle: &Unknown<'env>) -> Outcome<Unknown<'env>> {
 /// Reads a call of `importBundle` on the JavaScript thread.
 fn read_import(bundle: &Unknown<'_>, options: Option<&Unknown<'_>>) -> Outcome<JsArguments> {
     let portable = portable(bundle)?;
+    let absent = matches!(bundle.get_type()?, ValueType::Undefined | ValueType::Null);
+    let positional: &[(&'static str, &Unknown<'_>)] = if absent {
+        &[]
+    } else {
+        &[("bundle", &portable)]
+    };
     arguments_of::<ops::ImportBundle>(&Given {
-        positional: &[("bundle", &portable)],
+        positional,
         options: Some(("options", options)),
     })
 }
@@ -727,9 +734,11 @@ impl Store {
     /// a problem is a `VALIDATION` error naming it as the bundle writes it (`content_hash`,
     /// `facts[0].id`), and the store is left as it was. Importing the same bundle again adds
     /// nothing: the report counts what was added and what was already there (`facts_skipped`).
+    /// With `null` for the bundle, `bundleId` or `shareToken` in the options names one of this
+    /// store's (seed 001's `memory_bundle_import`).
     #[napi(
         catch_unwind,
-        ts_args_type = "bundle: string | Bundle | BundleData | JsonObject, options?: ImportBundleOptions",
+        ts_args_type = "bundle: string | Bundle | BundleData | JsonObject | null | undefined, options?: ImportBundleOptions",
         ts_return_type = "ImportReport"
     )]
     pub fn import_bundle<'env>(
@@ -750,7 +759,7 @@ impl Store {
     /// thread, checked and written on libuv's thread pool.
     #[napi(
         catch_unwind,
-        ts_args_type = "bundle: string | Bundle | BundleData | JsonObject, options?: ImportBundleOptions",
+        ts_args_type = "bundle: string | Bundle | BundleData | JsonObject | null | undefined, options?: ImportBundleOptions",
         ts_return_type = "Promise<ImportReport>"
     )]
     pub fn import_bundle_async<'env>(

@@ -840,6 +840,14 @@ store_operations! {
     join_task, join_task_async = JoinTask(id: "string", agent: "string"; options?: "JoinTaskOptions")
         -> "Task", "Promise<Task>";
 
+    "Runs a task again: a new pending task with the plan of `taskId` (or of the task"
+    "`bundleId` was made from), with other `agents` (by step id or earlier agent),"
+    "`instructions` (by step id) or `context` (merged over the earlier one); its branch starts"
+    "with the earlier run's verified knowledge and its metadata names the earlier run"
+    "(`rerun_of`), so that `compare` sets the two side by side."
+    rerun_task, rerun_task_async = RerunTask(; options: "RerunTaskOptions")
+        -> "Task", "Promise<Task>";
+
     "Completes a task on its caller's word, with `resultSummary` (its history's summary): the"
     "steps nobody holds that are not done are skipped, their offers and escalations"
     "withdrawn; a step a worker holds refuses it. With `mergeToMain`, in the same"

@@ -157,8 +157,9 @@ test('wrong types and values become VALIDATION naming the field', async () => {
   await invalid(() => s.create('t'), () => s.createAsync('t'), 'options')
   await invalid(() => s.create([1]), () => s.createAsync([1]), 'options')
   await invalid(() => s.create({ taskId: 1, goal: 'g' }), () => s.createAsync({ taskId: 1, goal: 'g' }), 'taskId')
-  await invalid(() => s.create({ taskId: 't', goal: undefined }), () => s.createAsync({ taskId: 't', goal: undefined }), 'goal')
-  await invalid(() => s.create({ taskId: 't', goal: null }), () => s.createAsync({ taskId: 't', goal: null }), 'goal')
+  // Without a goal, a handoff takes its task's; a task with none to take refuses it.
+  await invalid(() => s.create({ taskId: 'fresh', goal: undefined }), () => s.createAsync({ taskId: 'fresh', goal: undefined }), 'goal')
+  await invalid(() => s.create({ taskId: 'fresh', goal: null }), () => s.createAsync({ taskId: 'fresh', goal: null }), 'goal')
   await invalid(() => s.create({ taskId: 't', goal: huge }), () => s.createAsync({ taskId: 't', goal: huge }), 'goal')
   await invalid(() => s.create({ taskId: huge, goal: 'g' }), () => s.createAsync({ taskId: huge, goal: 'g' }), 'taskId')
   await invalid(() => s.create({ taskId: 't', goal: 'g', completed: 'a' }), () => s.createAsync({ taskId: 't', goal: 'g', completed: 'a' }), 'completed')

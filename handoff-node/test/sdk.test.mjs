@@ -61,9 +61,10 @@ test('null does not hide a misspelt option or a wrong value', async () => {
   const store = Store.memory()
   const err = await bothFail(() => store.create({ taskId: 't', goal: 'g', to_agent: null }), () => store.createAsync({ taskId: 't', goal: 'g', to_agent: null }))
   assert.deepEqual(err.problems.map((p) => p.field), ['to_agent'])
-  // A required option given as null is missing.
+  // An option given as null is missing: a goal, which a task with no goal to lend needs.
   const missing = await bothFail(() => store.create({ taskId: 't', goal: null }), () => store.createAsync({ taskId: 't', goal: null }))
-  assert.deepEqual(missing.problems.map((p) => [p.field, p.rule]), [['goal', 'is required']])
+  assert.deepEqual(missing.problems.map((p) => p.field), ['goal'])
+  assert.ok(missing.problems[0].rule.startsWith('is required'), missing.problems[0].rule)
   // Inside a value, null stays null: metadata keeps it.
   assert.deepEqual(store.create({ taskId: 't', goal: 'g', metadata: { a: null } }).metadata, { a: null })
 })

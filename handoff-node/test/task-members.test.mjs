@@ -202,3 +202,29 @@ test('pausing withdraws the offers nobody holds; resuming makes them again', asy
   assert.deepEqual(resumed.currentSteps, ['research'])
   assert.ok(store.claimNext('researcher'))
 })
+
+test('rerunTask runs a plan again with other agents, seeded with what the first run verified; importBundle takes a bundleId', async () => {
+  const store = Store.memory()
+  store.createTask({ ...twoSteps(), id: 'post-1' })
+  store.addFacts('task/post-1', ['Readers want Korean first'])
+  store.verify('task/post-1', { verifier: () => 0.9 })
+
+  const err = await bothFail(
+    () => store.rerunTask({ taskId: 'post-1', agents: { nobody: 'x' } }),
+    () => store.rerunTaskAsync({ taskId: 'post-1', agents: { nobody: 'x' } }),
+  )
+  assert.deepEqual(err.problems.map((p) => p.field), ['agents.nobody'])
+
+  const again = store.rerunTask({ taskId: 'post-1', id: 'post-2', agents: { writer: 'writer-v2' }, context: { model: 'other' } })
+  assert.equal(again.id, 'post-2')
+  assert.deepEqual(again.steps.map((s) => s.agent), ['researcher', 'writer-v2'])
+  assert.equal(again.metadata.rerun_of, 'post-1')
+  assert.deepEqual(store.facts('task/post-2').map((f) => f.text), ['Readers want Korean first'])
+  const third = await store.rerunTaskAsync({ taskId: 'post-1' })
+  assert.equal(third.steps.length, 2)
+
+  // The seed's memory_bundle_import: a bundle of this store by its id.
+  const [bundle] = store.listBundles()
+  const report = store.importBundle(null, { bundleId: bundle.id, targetBranch: 'task/post-9' })
+  assert.equal(report.facts_added, 1)
+})
