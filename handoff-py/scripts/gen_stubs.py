@@ -52,7 +52,8 @@ CALLABLES = {
         "verifier",
         "_Verifier",
         "Scores each item: ``verifier(item) -> score``, ``(score, explanation)`` or "
-        "``{\"score\", \"explanation\"}``; without one every score is the neutral 0.5.",
+        "``{\"score\", \"explanation\"}``; without one every score is the neutral 0.5 and nothing is "
+        "written.",
     ),
     "cherry_pick": (
         "verifier",

@@ -997,6 +997,19 @@ impl Store {
         self.call::<ops::JoinTask>(py, given!(kwargs; id, agent))
     }
 
+    /// Runs a task again: a new pending task with the plan of `task_id` (or of the task
+    /// `bundle_id=` was made from), other `agents=`, `instructions=` or `context=` where given,
+    /// seeded with the earlier run's verified knowledge.
+    #[pyo3(signature = (task_id = None, **kwargs))]
+    fn rerun_task(
+        &self,
+        py: Python<'_>,
+        task_id: Arg<'_>,
+        kwargs: Option<Kwargs<'_>>,
+    ) -> Result<Task> {
+        self.call::<ops::RerunTask>(py, given!(kwargs; task_id))
+    }
+
     /// Completes a task on its caller's word, with `result_summary`; with `merge_to_main`, its
     /// verified knowledge reaches `main`.
     #[pyo3(signature = (id, result_summary=None, merge_to_main=None, **kwargs))]

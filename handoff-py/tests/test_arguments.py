@@ -84,7 +84,14 @@ def test_list_pages_with_the_cores_after() -> None:
 
 
 #: What a method takes beyond the catalog's arguments: code, which JSON cannot carry.
-CALLABLES = {"verify": ["verifier"], "cherry_pick_decisions": ["judge"], "context_for": ["summarize"]}
+CALLABLES = {
+    "verify": ["verifier"],
+    "cherry_pick": ["verifier"],
+    "cherry_pick_to_facts": ["extractor"],
+    "verify_bundle": ["verifier"],
+    "cherry_pick_decisions": ["judge"],
+    "context_for": ["summarize"],
+}
 #: And options of Python's own (scripts/gen_stubs.py's OPTIONS).
 OPTIONS = {"events": ["redact"]}
 

@@ -198,3 +198,66 @@ def test_aio_joins_hands_on_and_completes() -> None:
             assert (await store.fail_task(other.id, "dropped")).failure == "dropped"
 
     asyncio.run(main())
+
+
+def judge(item: dict[str, Any]) -> float:
+    """The seed's LLM judge, by rule: a guess fails, a conversation passes once it reaches the fix."""
+    if item.get("kind") == "conversation" or "messages" in item:
+        text = " ".join(str(m.get("content", "")) for m in item.get("messages", []))
+        return 0.9 if "backoff" in text else 0.5
+    return 0.2 if str(item.get("text", "")).startswith("Maybe") else 0.9
+
+
+def test_seed_001_all_nine_steps_and_the_next_successor() -> None:
+    with hc.Store.memory() as store:
+        # 1–2: the task and agent A, who writes what it found on its branch.
+        store.create_task(ID, id=ID, objectives=OBJECTIVES)
+        store.start_task(ID)
+        a = store.join_task(ID, "agent-investigator", role="investigator", objectives=[1]).members[0]
+        store.add_facts(a["branch"], ["The failure is in token_service.py:142", "Maybe the clock is skewed"])
+        store.add_conversation(a["branch"], [
+            {"role": "user", "content": "Why does the token refresh fail?"},
+            {"role": "assistant", "content": "The failure is in token_service.py:142."},
+        ], title="Investigation")
+        # 3–4: the escalation as the seed writes it, accepted by the expert, who reads A's work.
+        escalation = store.create(ID, from_agent_id="agent-investigator", handoff_type="escalation",
+                                  instructions="Need someone with OAuth2 expertise.",
+                                  blockers=["Unclear OAuth2 state transition after refresh failure"])
+        accepted = store.claim(escalation.id, "agent-oauth-expert")
+        packet = store.context_for(escalation.id).markdown
+        assert "The failure is in token_service.py:142" in packet and "(unverified)" in packet
+        # 5: B fixes it; C joins to test.
+        store.join_task(ID, "agent-oauth-expert", role="expert")
+        store.join_task(ID, "agent-tester", role="tester")
+        b_branch = f"task/{ID}/agent-oauth-expert"
+        store.add_facts(b_branch, ["Token refresh needs retry logic with exponential backoff"])
+        messages = [{"role": "assistant", "content": f"Step {i}."} for i in range(1, 17)]
+        messages[8] = {"role": "assistant", "content": "I'll add retry logic with exponential backoff."}
+        conversation = store.add_conversation(b_branch, messages, title="The fix")
+        store.complete(accepted, "Retry with exponential backoff")
+        # 6: the picks, the first verified as it is picked.
+        picked = store.cherry_pick(conversation.id, f"task/{ID}", judge, from_seq=5, to_seq=15, verify=True)
+        assert picked.message_count == 11
+        store.cherry_pick_decisions(conversation.id, f"task/{ID}")
+        # 7: verify the task's branch (its agents' with it) and complete it into main.
+        report = store.verify(f"task/{ID}", judge)
+        assert report.invalidated == 1, report.items
+        done = store.complete_task(ID, result_summary="Retry with exponential backoff", merge_to_main=True)
+        assert done.status == "completed" and done.result_summary == "Retry with exponential backoff"
+        fix = "Token refresh needs retry logic with exponential backoff"
+        assert fix in [f.text for f in store.facts("main")]
+        assert not any(f.text.startswith("Maybe") for f in store.facts("main"))
+        # 8: the bundle, made after the merge, holds the task's verified knowledge.
+        bundle = store.create_bundle("OAuth2 Token Refresh Fix Playbook", task_id=ID, verified_only=True,
+                                     visibility="team")
+        assert bundle.fact_count == 2 and bundle.conversation_count >= 1
+        assert bundle.share_token is not None and bundle.share_token.startswith("kb_")
+        # 9: imported into main by its id (nothing twice), it reaches the next task's successor.
+        assert store.import_bundle(bundle_id=bundle.id, target_branch="main").facts_added == 0
+        nxt = store.create("oauth-login-loop", "Users are logged out when the OAuth token refresh fails",
+                           to_agent="agent-next")
+        assert fix in store.context_for(nxt.id).markdown
+        # The run again, seeded with what it verified.
+        again = store.rerun_task(ID, id=f"{ID}-2", agents={"agent-investigator": "agent-investigator-2"})
+        assert again.metadata["rerun_of"] == ID
+        assert fix in [f.text for f in store.facts(f"task/{ID}-2")]

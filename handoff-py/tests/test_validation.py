@@ -88,7 +88,7 @@ def test_deep_and_self_referencing_metadata(mem: hc.Store) -> None:
 
 def test_missing_required_arguments_are_type_errors(mem: hc.Store) -> None:
     with pytest.raises(TypeError):
-        mem.create(task_id="t")  # type: ignore[call-arg]
+        mem.create(goal="g")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         mem.create("t", "g", no_such_field=1)  # type: ignore[call-arg]
 

@@ -3451,9 +3451,7 @@ pub fn conversations_become_candidate_facts(store: Store) {
             &Thresholds::default(),
         )
         .unwrap();
-    // The backoff fact, and the agent's conversation no judge had scored (a task branch's
-    // verification reaches its agents' branches).
-    assert_eq!((report.verified, report.invalidated), (2, 2));
+    assert_eq!((report.verified, report.invalidated), (1, 2));
 
     // An extractor draws them instead; its own sources are kept, the others get the
     // conversation's.

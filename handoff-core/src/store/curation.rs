@@ -790,32 +790,21 @@ impl Store {
     ) -> Result<VerifyReport> {
         thresholds.check()?;
         let branch = Branch::parse(branch)?;
-        // A task's branch holds its agents' branches: verifying it also judges what its
-        // agents wrote and no judge has scored yet (seed 001 §8 step 7 verifies `task/<task>`
-        // after its agents wrote on theirs); verdicts already given on an agent's branch stand.
+        // A task's branch holds its agents' branches: verifying it also judges the facts its
+        // agents wrote that no judge has scored yet (seed 001 §8 step 7 verifies `task/<task>`,
+        // "all facts", after its agents wrote on theirs); verdicts given on an agent's branch
+        // stand, and an agent's conversations reach the task by a cherry-pick, not wholesale.
         let is_task = branch.task_id().is_some() && branch.parent() == Some(Branch::main());
-        let (facts, conversations) = match branch.task_id().filter(|_| is_task) {
-            Some(task) => {
-                let unjudged = |on: &Branch, by: &Option<String>| *on == branch || by.is_none();
-                let mut facts = self.facts_under(&task_facts_of(&branch), |f| {
-                    unjudged(&f.branch, &f.verified_by)
-                })?;
-                oldest_first(&mut facts);
-                let conversations = self
-                    .list_conversations(None, Some(task))?
-                    .into_iter()
-                    .filter(|c| {
-                        (c.branch == branch || c.branch.parent().as_ref() == Some(&branch))
-                            && unjudged(&c.branch, &c.verified_by)
-                    })
-                    .collect();
-                (facts, conversations)
-            }
-            None => (
-                self.facts(branch.as_str(), None)?,
-                self.list_conversations(Some(branch.as_str()), None)?,
-            ),
+        let facts = if is_task {
+            let mut facts = self.facts_under(&task_facts_of(&branch), |f| {
+                f.branch == branch || f.verified_by.is_none()
+            })?;
+            oldest_first(&mut facts);
+            facts
+        } else {
+            self.facts(branch.as_str(), None)?
         };
+        let conversations = self.list_conversations(Some(branch.as_str()), None)?;
         let judged = verifier.is_some();
         let by = verifier.as_ref().map_or("neutral", |v| v.name()).to_owned();
         // Stored on every item it scores: held to a record field's size like its answers.

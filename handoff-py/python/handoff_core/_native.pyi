@@ -2033,13 +2033,15 @@ class Store:
         """Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
         least `fact_threshold` is verified, a conversation at least `conversation_threshold`; below
         `invalidate_below` either is invalidated. Without a verifier every score is the neutral 0.5
-        (nothing verified, nothing invalidated, nothing blocked); an item the verifier fails on, or
-        scores with NaN or outside 0..1, is left as it was and reported.
+        and nothing is written (no verdict given or undone; the report says what a judge would
+        score); an item the verifier fails on, or scores with NaN or outside 0..1, is left as it was
+        and reported.
 
         Args:
             branch: The branch to verify (`branch_name` is accepted too).
             verifier: Scores each item: ``verifier(item) -> score``, ``(score, explanation)`` or
-                ``{"score", "explanation"}``; without one every score is the neutral 0.5.
+                ``{"score", "explanation"}``; without one every score is the neutral 0.5 and nothing
+                is written.
             fact_threshold: A fact scoring at least this is verified (default 0.7).
             invalidate_below: A fact or a conversation scoring below this is invalidated (default
                 0.4).

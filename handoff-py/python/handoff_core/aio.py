@@ -1311,8 +1311,9 @@ class Store:
         """Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
         least `fact_threshold` is verified, a conversation at least `conversation_threshold`; below
         `invalidate_below` either is invalidated. Without a verifier every score is the neutral 0.5
-        (nothing verified, nothing invalidated, nothing blocked); an item the verifier fails on, or
-        scores with NaN or outside 0..1, is left as it was and reported.
+        and nothing is written (no verdict given or undone; the report says what a judge would
+        score); an item the verifier fails on, or scores with NaN or outside 0..1, is left as it was
+        and reported.
         """
         return await asyncio.to_thread(
             self._store.verify,
