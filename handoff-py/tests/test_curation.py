@@ -203,7 +203,7 @@ def test_curation_in_the_seeds_order(store: hc.Store) -> None:
         seen.append(len(item["messages"]))
         return by_text(item)
 
-    picked = store.cherry_pick(conv.id, TASK, judge, from_sequence=2, to_sequence=5, verify=True)
+    picked = store.cherry_pick(conv.id, TASK, judge, from_sequence=2, to_sequence=5, verify=True)  # type: ignore[call-arg]
     assert seen == [4]
     assert (picked.message_count, picked.verification_status, picked.verified_by) == (4, "verified", "judge")
     with pytest.raises(hc.ValidationError) as err:

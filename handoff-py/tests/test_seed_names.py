@@ -33,10 +33,10 @@ def test_seed_001_escalation_then_accepted() -> None:
         assert h.from_agent == "agent-investigator"
         assert h.kind == "escalation"
         assert h.priority_items == ["1", "2"]
-        assert [x.id for x in store.list(pending_only=True)] == [h.id]  # type: ignore[call-arg]
+        assert [x.id for x in store.list(pending_only=True)] == [h.id]
         store.claim(h.id, "agent-oauth-expert")
         assert [x.id for x in store.list(status="accepted")] == [h.id]  # type: ignore[arg-type]
-        assert store.list(pending_only=True) == []  # type: ignore[call-arg]
+        assert store.list(pending_only=True) == []
 
 
 def test_a_name_and_its_seed_name_together_are_refused() -> None:
@@ -44,7 +44,7 @@ def test_a_name_and_its_seed_name_together_are_refused() -> None:
         with pytest.raises(TypeError, match="'kind' \\(given as 'kind' and 'handoff_type'\\)"):
             store.create("t", "g", kind="full", handoff_type="partial")  # type: ignore[call-arg]
         assert problems_of(lambda: store.create("t", "g", handoff_type="sideways"))[0][0] == "handoff_type"  # type: ignore[call-arg]
-        assert [f for f, _ in problems_of(lambda: store.list(status="pending", pending_only=True))] == [  # type: ignore[call-arg]
+        assert [f for f, _ in problems_of(lambda: store.list(status="pending", pending_only=True))] == [
             "pending_only"
         ]
         # No task and no earlier handoff to take a goal from.

@@ -220,7 +220,7 @@ def test_seed_001_all_nine_steps_and_the_next_successor() -> None:
             {"role": "assistant", "content": "The failure is in token_service.py:142."},
         ], title="Investigation")
         # 3–4: the escalation as the seed writes it, accepted by the expert, who reads A's work.
-        escalation = store.create(ID, from_agent_id="agent-investigator", handoff_type="escalation",
+        escalation = store.create(ID, from_agent_id="agent-investigator", handoff_type="escalation",  # type: ignore[call-arg]
                                   instructions="Need someone with OAuth2 expertise.",
                                   blockers=["Unclear OAuth2 state transition after refresh failure"])
         accepted = store.claim(escalation.id, "agent-oauth-expert")
