@@ -182,6 +182,10 @@ pub struct ListFilter {
     /// Only records after the one with this id: the last of the previous page.
     #[uniffi(default)]
     pub after: Option<String>,
+    /// Only pending records (seed 000's `pending_only`): the same as `status` pending, so not
+    /// with a `status`.
+    #[uniffi(default)]
+    pub pending_only: bool,
 }
 
 /// A handoff store: create, claim, heartbeat, release, complete, and read the event log and
