@@ -4227,9 +4227,11 @@ pub fn tasks_run_again_seeded_with_what_they_learned(store: Store) {
             id: Some("blog-2".into()),
             agents: [("writer".to_owned(), "writer-v2".to_owned())].into(),
             instructions: [("review".to_owned(), "Check the tone".to_owned())].into(),
-            context: [("model".to_owned(), serde_json::json!("other-model"))]
-                .into_iter()
-                .collect(),
+            context: Some(
+                [("model".to_owned(), serde_json::json!("other-model"))]
+                    .into_iter()
+                    .collect(),
+            ),
             ..Rerun::default()
         })
         .unwrap();

@@ -44,7 +44,7 @@ pub struct Rerun {
     pub instructions: BTreeMap<String, String>,
     /// Other parameters: merged over the earlier task's shared context.
     #[serde(default)]
-    pub context: Metadata,
+    pub context: Option<Metadata>,
 }
 
 impl Store {
@@ -162,7 +162,7 @@ fn rerun_plan(source: &Task, rerun: &Rerun) -> Result<NewTask> {
         .collect();
     let h = &source.header;
     let mut context = h.context.clone();
-    context.extend(rerun.context.clone());
+    context.extend(rerun.context.clone().unwrap_or_default());
     let mut metadata = Metadata::new();
     metadata.insert("rerun_of".to_owned(), json!(h.id));
     if let Some(bundle) = &rerun.bundle_id {

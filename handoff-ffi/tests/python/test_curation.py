@@ -216,12 +216,13 @@ def test_verification_merges_and_the_successors_packet(store: hf.Store) -> None:
 
     events = store.curation_events(task_id="fix-oauth")
     assert [e.kind for e in events] == [
+        # The neutral verification wrote nothing, its log entry neither.
         hf.CurationChange.CONVERSATION_ADDED, hf.CurationChange.FACTS_ADDED,
-        hf.CurationChange.VERIFIED, hf.CurationChange.MERGED,
+        hf.CurationChange.MERGED,
         hf.CurationChange.VERIFIED, hf.CurationChange.MERGED, hf.CurationChange.MERGED,
     ]
     assert {e.branch for e in events} == {BRANCH}
-    assert json.loads(events[5].detail)["into"] == TASK
+    assert json.loads(events[4].detail)["into"] == TASK
     assert store.curation_events() == []
 
 

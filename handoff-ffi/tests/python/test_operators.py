@@ -174,9 +174,11 @@ def test_backup_copies_a_store_in_use(tmp_path: Path) -> None:
     store = hf.Store.open(str(db), hf.OpenOptions())
     h = store.create(new(goal="g"))
     claim = store.claim(h.id, "w")
-    store.backup(str(tmp_path / "copy.db"))
+    store.backup(str(tmp_path / "copy.backup"))
     store.complete(claim.reference(), "after the backup")
+    # The portable backup restores into any empty store: here a new SQLite file.
     restored = hf.Store.open(str(tmp_path / "copy.db"), hf.OpenOptions())
+    restored.restore(str(tmp_path / "copy.backup"))
     assert restored.get(h.id).status == hf.HandoffStatus.CLAIMED
     assert restored.complete(claim.reference(), "on the copy").status == hf.HandoffStatus.COMPLETED
     before = db.read_bytes()

@@ -217,3 +217,39 @@ def test_a_session_knows_who_owns_it(store: hf.Store) -> None:
     assert session.current_agent == "billing"
     assert [hop.to_agent for hop in session.handoff_chain] == ["billing"]
     assert json.loads(session.context) == {"lang": "ko"}
+
+
+def test_objectives_members_an_expert_a_merge_and_a_rerun(store: hf.Store) -> None:
+    """Seed 001 §8 through the generated bindings: objectives under a readable id, a member
+    with its objective, a step handed on to an expert, the task completed into main, and run
+    again with another agent."""
+    task = store.create_task("fix-oauth", id="fix-oauth", objectives=["Find the cause", "Fix it"])
+    assert [(s.id, s.agent) for s in task.steps] == [("1", None), ("2", None)]
+    store.start_task(task.id)
+    assert store.claim_next("passer-by") is None  # not a member
+    joined = store.join_task(task.id, "investigator", role="investigator", objectives=["1"])
+    assert joined.members[0].branch == "task/fix-oauth/investigator"
+    assert joined.steps[0].agent == "investigator"
+    own = joined.steps[0].handoff_id
+    assert own is not None
+    mine = store.claim(own, "investigator")
+    assert mine.handoff.to_agent == "investigator"
+    escalation = store.escalate_step(mine.reference(), "oauth-expert", blockers=["the state machine"])
+    assert (escalation.kind, escalation.from_agent) == (hf.HandoffKind.ESCALATION, "investigator")
+    expert = store.claim_next("oauth-expert")
+    assert expert is not None and expert.handoff.id == escalation.id
+    store.complete(expert.reference(), "fixed")
+    assert store.get_task(task.id).steps[0].status == hf.StepStatus.COMPLETED
+
+    store.add_facts("task/fix-oauth/investigator", [hf.NewFact(text="Retry with backoff")])
+    done = store.complete_task(task.id, result_summary="Retried with backoff", merge_to_main=True)
+    assert (done.status, done.result_summary) == (hf.TaskStatus.COMPLETED, "Retried with backoff")
+    assert done.steps[1].status == hf.StepStatus.SKIPPED
+    kinds = [e.kind for e in store.task_events(task.id)]
+    assert "agent_join" in kinds and "merge" in kinds
+
+    again = store.rerun_task(task_id=task.id, id="fix-oauth-2", agents={"investigator": "investigator-2"})
+    assert json.loads(again.metadata)["rerun_of"] == "fix-oauth"
+    assert again.steps[0].agent == "investigator-2"
+    failed = store.fail_task(again.id, "not needed")
+    assert (failed.status, failed.failure) == (hf.TaskStatus.FAILED, "not needed")
