@@ -74,7 +74,7 @@ fn orchestrate(db: &str) -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{:<9} {:<10} {:?}  {}",
             step.spec.id,
-            step.spec.agent,
+            step.spec.addressee(),
             step.status,
             step.output.as_deref().unwrap_or("")
         );
