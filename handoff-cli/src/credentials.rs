@@ -583,6 +583,7 @@ mod tests {
                 "create_task.escalate_to",
                 "update_task.add_steps[].agent",
                 "escalate_step.to_agent",
+                "rerun_task.agents",
                 "initialize.worker",
                 "initialize.escalate_to",
             ]
