@@ -640,6 +640,14 @@ pub(crate) fn run(ctx: &Ctx, name: &str, matches: &ArgMatches, as_json: bool) ->
         // Bad input is reported before a missing store, and a refused `create` leaves no
         // file behind: the arguments are read under the limits a new store has.
         op.check(&args, &Limits::default()).map_err(named)?;
+        // What only a store can say (a handoff without a goal takes its task's) is asked of an
+        // empty one, as the new store would answer, before a file is made.
+        if op.may_create()
+            && let Err(err) = op.call(&Store::memory(), args.clone())
+            && err.kind() == handoff_core::ErrorKind::Validation
+        {
+            return Err(named(err).into());
+        }
     }
     let store = match op.access {
         Access::Reads => ctx.open_read()?,
