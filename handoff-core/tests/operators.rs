@@ -319,10 +319,12 @@ fn backups_copy_a_store_in_use() {
     let store = Store::open(&db).unwrap();
     let h = store.create(NewHandoff::new("t", "g")).unwrap();
     let claim = store.claim(&h.id, "w", Duration::from_secs(60)).unwrap();
-    let copy = dir.path().join("copy.db");
+    let copy = dir.path().join("copy.backup");
     store.backup(&copy).unwrap();
     store.complete(&claim, "after the backup").unwrap();
-    let restored = Store::open(&copy).unwrap();
+    // The portable file restores into any empty store: here a new SQLite file.
+    let restored = Store::open(dir.path().join("restored.db")).unwrap();
+    restored.restore(&copy).unwrap();
     assert_eq!(restored.get(&h.id).unwrap(), claim.handoff);
     assert_eq!(restored.events(None).unwrap().len(), 2);
     // The claim secret's digest came along: the claimer can still settle on the copy.
@@ -337,11 +339,6 @@ fn backups_copy_a_store_in_use() {
     let err = store.backup(&db).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
     assert_eq!(std::fs::read(&db).unwrap(), before);
-    assert_eq!(
-        Store::memory()
-            .backup(dir.path().join("m.db"))
-            .unwrap_err()
-            .kind(),
-        ErrorKind::Storage
-    );
+    // Every backend writes it, the memory store too.
+    Store::memory().backup(dir.path().join("m.backup")).unwrap();
 }
