@@ -4036,6 +4036,39 @@ pub fn step_escalations_never_strand_a_task(store: Store) {
         crate::task::TaskResult::Failure
     );
 
+    // Two steps escalated: the task a refused escalation fails withdraws the other's.
+    let mut a = StepSpec::new("a", "A", "x");
+    a.max_attempts = Some(1);
+    let mut b = StepSpec::new("b", "B", "y");
+    b.max_attempts = Some(1);
+    let two = NewTask {
+        name: "two".into(),
+        steps: vec![a, b],
+        ..NewTask::default()
+    };
+    let id = store.create_task(two).unwrap().header.id;
+    store.start_task(&id).unwrap();
+    // Both held before either fails (a failure pauses the task, withdrawing open offers).
+    let held: Vec<_> = ["x", "y"]
+        .map(|agent| store.claim_next(agent, None, MINUTE).unwrap().unwrap())
+        .into_iter()
+        .collect();
+    for claim in &held {
+        store.fail(claim, "broken").unwrap();
+    }
+    let other = store.get_task(&id).unwrap().steps[1]
+        .escalation_id
+        .clone()
+        .unwrap();
+    let first = store.claim_next("human", None, MINUTE).unwrap().unwrap();
+    assert_ne!(first.handoff.id, other);
+    store.fail(&first, "cannot decide").unwrap();
+    assert_eq!(
+        store.get_task(&id).unwrap().header.status,
+        TaskStatus::Failed
+    );
+    assert_eq!(store.get(&other).unwrap().status, Status::Cancelled);
+
     // fail_task ends a task by hand; an empty reason is refused.
     let id = store.create_task(blog_task()).unwrap().header.id;
     store.start_task(&id).unwrap();

@@ -628,24 +628,16 @@ fn decided(
         None => {
             let dependents = ahead.states.len();
             touched.extend(ahead);
-            touched.extend(steps(tx, &header.id, &header.waiting.clone())?);
-            let Some((step, rest)) = touched.states.split_first_mut() else {
-                return Err(Error::storage("a task step vanished"));
-            };
-            let (dependents, waiting) = rest.split_at_mut(dependents);
-            header
-                .resolve(step, dependents, waiting, false, now)
-                .map_err(refused)?
+            resolve_step(tx, &mut header, &mut touched, dependents, false, now)?
         }
         Some(reason) => {
-            touched = Steps::default();
-            let all = all_steps(tx, &header.id)?;
-            for (mut state, version) in all.states.into_iter().zip(all.versions) {
-                if !state.status.is_done() {
-                    // Settled already: nothing to withdraw.
+            let settled = touched.states[0].escalation_id.clone();
+            touched = open_steps(tx, &header.id)?;
+            // This escalation is settled already: nothing to withdraw. Any other step's
+            // escalation is withdrawn with the task.
+            for state in &mut touched.states {
+                if state.escalation_id == settled {
                     state.escalation_id = None;
-                    touched.states.push(state);
-                    touched.versions.push(version);
                 }
             }
             let reason = clip(reason, validate::Limits::default().max_field_bytes);
@@ -658,6 +650,28 @@ fn decided(
     log_effects(tx, &mut header, effects, actor, now)?;
     write_header(tx, &header, version)?;
     write_steps(tx, &header.id, &touched)
+}
+
+/// A decision on an escalated step: `touched` holds the step, then `dependents` of its
+/// dependents (those a skip releases); the steps the task keeps waiting (a pause's) are read
+/// here, for a resumed task to offer. What `resolve_escalation` and a plain completion of the
+/// escalation both do.
+fn resolve_step(
+    tx: &mut dyn Tx,
+    header: &mut TaskHeader,
+    touched: &mut Steps,
+    dependents: usize,
+    retry: bool,
+    now: DateTime<Utc>,
+) -> Result<Effects> {
+    touched.extend(steps(tx, &header.id, &header.waiting.clone())?);
+    let Some((step, rest)) = touched.states.split_first_mut() else {
+        return Err(Error::storage("a task step vanished"));
+    };
+    let (dependents, waiting) = rest.split_at_mut(dependents);
+    header
+        .resolve(step, dependents, waiting, retry, now)
+        .map_err(refused)
 }
 
 /// A worker took the step `record` carries: the step alone changes (see
@@ -873,14 +887,8 @@ impl Store {
                 false => touched.states[0].dependents.clone(),
             };
             touched.extend(steps(tx, &header.id, &dependents)?);
-            touched.extend(steps(tx, &header.id, &header.waiting.clone())?);
-            let Some((step, rest)) = touched.states.split_first_mut() else {
-                return Err(Error::storage("a task step vanished"));
-            };
-            let (dependents, waiting) = rest.split_at_mut(dependents.len());
-            let effects = header
-                .resolve(step, dependents, waiting, retry, now)
-                .map_err(refused)?;
+            let effects =
+                resolve_step(tx, &mut header, &mut touched, dependents.len(), retry, now)?;
             carry_out(tx, &header, &mut touched.states, &effects, now)?;
             log_effects(tx, &mut header, effects, record.claimed_by.as_deref(), now)?;
             write_header(tx, &header, version)?;
