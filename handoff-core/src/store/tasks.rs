@@ -1081,12 +1081,7 @@ impl Store {
             if role.trim().is_empty() {
                 c.push("role", "must not be empty");
             }
-            if role.len() > self.limits.max_field_bytes {
-                c.push(
-                    "role",
-                    format!("must be at most {} bytes", self.limits.max_field_bytes),
-                );
-            }
+            validate::text(&mut c, &self.limits, "role", role);
         }
         for (i, objective) in objectives.iter().enumerate() {
             c.ident(&format!("objectives[{i}]"), objective);
