@@ -13,7 +13,7 @@ use super::{NewBundle, Store, Task};
 use crate::error::{Error, Result};
 use crate::record::Metadata;
 use crate::task::NewTask;
-use crate::validate::{self, Collector};
+use crate::validate::Collector;
 
 /// Runs a task again: a new task (pending; `start_task` starts it) with the plan of `task_id`,
 /// or of the task `bundle_id` was made from, with other `agents`, `instructions` or `context`
@@ -133,9 +133,7 @@ fn rerun_plan(source: &Task, rerun: &Rerun) -> Result<NewTask> {
                 "must name a step or an agent of the plan",
             );
         }
-        if !validate::is_agent_name(agent) {
-            c.push(format!("agents.{key}"), validate::AGENT_RULE);
-        }
+        c.opt_agent(&format!("agents.{key}"), Some(agent));
     }
     for key in rerun.instructions.keys() {
         if steps.iter().all(|s| s.spec.id != *key) {
