@@ -97,8 +97,10 @@ pub trait Operation {
     const RETURNS: &'static str;
     /// The arguments.
     type Args: Arguments;
-    /// The result.
-    type Output;
+    /// The result: what every face returns, shaped by its `Serialize` (Node's objects,
+    /// the MCP tools' `structuredContent`, the HTTP API's bodies) and described by its schema
+    /// (the catalog's `result`, from which the faces' result types are generated).
+    type Output: Serialize + JsonSchema + 'static;
 
     /// Runs the operation.
     fn run(store: &Store, args: Self::Args) -> Result<Self::Output>;
@@ -122,6 +124,9 @@ pub struct OperationInfo {
     pub returns: &'static str,
     /// The argument type's JSON schema; its `description` is the operation's doc.
     pub arguments: Value,
+    /// The result type's JSON schema (`Option<T>`: `T` or `null`; a list: an array); each
+    /// named type it uses is under `$defs`, with its doc as `description`.
+    pub result: Value,
 }
 
 impl OperationInfo {
@@ -133,6 +138,7 @@ impl OperationInfo {
             positional: O::POSITIONAL,
             returns: O::RETURNS,
             arguments: parse::schema_of::<O::Args>().as_value().clone(),
+            result: parse::result_schema_of::<O::Output>().as_value().clone(),
         }
     }
 

@@ -177,15 +177,35 @@ fn respelled(spelled: &[(String, String)], field: &str) -> String {
 
 /// The JSON schema of `A`, built once per type.
 pub(crate) fn schema_of<A: JsonSchema + 'static>() -> Arc<Schema> {
-    static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<Schema>>>> = OnceLock::new();
+    cached::<A>(0, || schemars::schema_for!(A))
+}
+
+/// The JSON schema of a result type `T`, cached: a named type (a struct, an enum) as a
+/// reference to its definition under `$defs`, so that every face names it as the core does;
+/// lists, options and plain values inline.
+pub(crate) fn result_schema_of<T: JsonSchema + 'static>() -> Arc<Schema> {
+    cached::<T>(1, || {
+        let mut generator = schemars::SchemaGenerator::default();
+        let mut schema = generator.subschema_for::<T>();
+        let defs = generator.take_definitions(true);
+        if !defs.is_empty() {
+            schema.insert("$defs".to_owned(), Value::Object(defs));
+        }
+        schema
+    })
+}
+
+/// The schema `make` builds for `T`, made once per use (`kind`) and type.
+fn cached<T: 'static>(kind: u8, make: impl FnOnce() -> Schema) -> Arc<Schema> {
+    static CACHE: OnceLock<RwLock<HashMap<(u8, TypeId), Arc<Schema>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(RwLock::default);
-    let id = TypeId::of::<A>();
-    if let Some(schema) = cache.read().ok().and_then(|c| c.get(&id).cloned()) {
+    let key = (kind, TypeId::of::<T>());
+    if let Some(schema) = cache.read().ok().and_then(|c| c.get(&key).cloned()) {
         return schema;
     }
-    let schema = Arc::new(schemars::schema_for!(A));
+    let schema = Arc::new(make());
     if let Ok(mut cache) = cache.write() {
-        cache.insert(id, Arc::clone(&schema));
+        cache.insert(key, Arc::clone(&schema));
     }
     schema
 }

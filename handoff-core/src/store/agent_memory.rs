@@ -5,6 +5,7 @@
 //! function runs outside any transaction, so a slow one (a model call) holds no lock.
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Doc, Store, Tx};
@@ -21,7 +22,7 @@ const MEMORY: &str = "memory";
 pub const MAX_MEMORY_UPDATE_ROUNDS: usize = 10_000;
 
 /// One scope's memory.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Memory {
     /// The scope (`agent:writer`, `session:s1`, `shared`, ...).
     pub scope: String,
@@ -31,6 +32,7 @@ pub struct Memory {
     pub version: u64,
     /// When it was last written.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "DateTime<Utc>")]
     pub updated_at: DateTime<Utc>,
 }
 

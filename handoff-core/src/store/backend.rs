@@ -69,7 +69,7 @@ impl ListFilter {
 }
 
 /// How many records are in one status for one addressee ([`Backend::queue_counts`]).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct QueueCount {
     /// The status.
     pub status: crate::Status,

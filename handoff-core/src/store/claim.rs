@@ -165,6 +165,54 @@ pub struct Claim {
     pub lease: Duration,
 }
 
+/// A claim as every face returns it to its claimer: the secret shown, the lease in seconds.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Claim")]
+struct ClaimView<'a> {
+    /// The claimed handoff's id.
+    handoff_id: &'a str,
+    /// The fencing token: public, increasing with every claim.
+    token: u64,
+    /// The claim's secret, which settles the claim (`hcs_` and 64 hex digits): shown to the
+    /// claimer only.
+    claim_secret: &'a str,
+    /// The lease length, renewed by each heartbeat.
+    lease_seconds: u64,
+    /// When the lease lapses unless renewed.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<chrono::DateTime<chrono::Utc>>")]
+    lease_until: Option<chrono::DateTime<chrono::Utc>>,
+    /// The handoff, as it was when claimed.
+    handoff: &'a Handoff,
+}
+
+impl serde::Serialize for Claim {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        ClaimView {
+            handoff_id: &self.handoff.id,
+            token: self.token,
+            claim_secret: self.secret.expose(),
+            lease_seconds: self.lease.as_secs(),
+            lease_until: self.handoff.lease_until,
+            handoff: &self.handoff,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl schemars::JsonSchema for Claim {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Claim".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        ClaimView::json_schema(generator)
+    }
+}
+
 impl Claim {
     /// The reason a claim is released with when the caller it was made for was gone before
     /// receiving it: a cancelled task, a client that disconnected while the claim was made.

@@ -2,6 +2,7 @@
 //! restart. Every handoff created with a `session_id` is listed in its session's document, so
 //! reading a session reads its own handoffs, never the store.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Doc, Store, Tx, hop_of};
@@ -20,7 +21,7 @@ struct Stored {
 }
 
 /// A conversation as the store knows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Session {
     /// The session.
     pub session_id: String,

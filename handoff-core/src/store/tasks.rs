@@ -59,6 +59,48 @@ pub struct Task {
     pub steps: Vec<StepState>,
 }
 
+/// A task as every face returns it: its header's fields, its steps, and the steps under way.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Task")]
+struct TaskView<'a> {
+    #[serde(flatten)]
+    header: &'a TaskHeader,
+    /// The steps, in plan order.
+    steps: &'a [StepState],
+    /// The ids of the steps offered or in progress (`ready`, `in_progress`), in plan order.
+    current_steps: Vec<&'a str>,
+}
+
+impl<'a> From<&'a Task> for TaskView<'a> {
+    fn from(task: &'a Task) -> Self {
+        TaskView {
+            header: &task.header,
+            steps: &task.steps,
+            current_steps: task.current_steps(),
+        }
+    }
+}
+
+impl serde::Serialize for Task {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        TaskView::from(self).serialize(serializer)
+    }
+}
+
+/// A task as a caller reads it: its header and its steps, in plan order.
+impl schemars::JsonSchema for Task {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Task".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        TaskView::json_schema(generator)
+    }
+}
+
 impl Task {
     /// The ids of the steps offered or in progress, in plan order.
     pub fn current_steps(&self) -> Vec<&str> {
