@@ -195,9 +195,12 @@ pub(crate) fn result_schema_of<T: JsonSchema + 'static>() -> Arc<Schema> {
     })
 }
 
+/// Schemas made, by use (0: arguments, 1: results) and type.
+type SchemaCache = RwLock<HashMap<(u8, TypeId), Arc<Schema>>>;
+
 /// The schema `make` builds for `T`, made once per use (`kind`) and type.
 fn cached<T: 'static>(kind: u8, make: impl FnOnce() -> Schema) -> Arc<Schema> {
-    static CACHE: OnceLock<RwLock<HashMap<(u8, TypeId), Arc<Schema>>>> = OnceLock::new();
+    static CACHE: OnceLock<SchemaCache> = OnceLock::new();
     let cache = CACHE.get_or_init(RwLock::default);
     let key = (kind, TypeId::of::<T>());
     if let Some(schema) = cache.read().ok().and_then(|c| c.get(&key).cloned()) {
