@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Arguments, Operation, branch_problems};
+use super::{Access, Arguments, Operation, branch_problems};
 use crate::bundle::{BundleType, Visibility};
 use crate::curation::{Thresholds, Verifier};
 use crate::error::{Error, Problem, Result};
@@ -68,6 +68,7 @@ pub struct CreateBundle;
 
 impl Operation for CreateBundle {
     const NAME: &'static str = "create_bundle";
+    const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "create"));
     const POSITIONAL: &'static [&'static str] = &["name"];
     const RETURNS: &'static str = "Bundle";
@@ -104,6 +105,7 @@ pub struct GetBundle;
 
 impl Operation for GetBundle {
     const NAME: &'static str = "get_bundle";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "show"));
     const POSITIONAL: &'static [&'static str] = &["id"];
     const RETURNS: &'static str = "Bundle";
@@ -131,6 +133,7 @@ pub struct ListBundles;
 
 impl Operation for ListBundles {
     const NAME: &'static str = "list_bundles";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "list"));
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "[Bundle]";
@@ -158,6 +161,7 @@ pub struct BundleByToken;
 
 impl Operation for BundleByToken {
     const NAME: &'static str = "bundle_by_token";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "shared"));
     const POSITIONAL: &'static [&'static str] = &["token"];
     const RETURNS: &'static str = "Bundle";
@@ -186,6 +190,7 @@ pub struct SetVisibility;
 
 impl Operation for SetVisibility {
     const NAME: &'static str = "set_visibility";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "visibility"));
     const POSITIONAL: &'static [&'static str] = &["id", "visibility"];
     const RETURNS: &'static str = "Bundle";
@@ -215,6 +220,7 @@ pub struct SignBundle;
 
 impl Operation for SignBundle {
     const NAME: &'static str = "sign_bundle";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "sign"));
     const POSITIONAL: &'static [&'static str] = &["id"];
     const RETURNS: &'static str = "Bundle";
@@ -247,6 +253,7 @@ pub struct TrustBundleKeys;
 
 impl Operation for TrustBundleKeys {
     const NAME: &'static str = "trust_bundle_keys";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "trust"));
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "[TrustedKey]";
@@ -273,6 +280,7 @@ pub struct DeleteBundle;
 
 impl Operation for DeleteBundle {
     const NAME: &'static str = "delete_bundle";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "delete"));
     const POSITIONAL: &'static [&'static str] = &["id"];
     const RETURNS: &'static str = "unit";
@@ -357,6 +365,7 @@ pub struct ImportBundle;
 
 impl Operation for ImportBundle {
     const NAME: &'static str = "import_bundle";
+    const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "import"));
     const POSITIONAL: &'static [&'static str] = &["bundle"];
     const RETURNS: &'static str = "ImportReport";
@@ -450,6 +459,7 @@ impl VerifyBundle {
 
 impl Operation for VerifyBundle {
     const NAME: &'static str = "verify_bundle";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "verify"));
     const POSITIONAL: &'static [&'static str] = &["id"];
     const RETURNS: &'static str = "Bundle";
@@ -482,6 +492,7 @@ pub struct Replay;
 
 impl Operation for Replay {
     const NAME: &'static str = "replay";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "replay"));
     const POSITIONAL: &'static [&'static str] = &["task_id"];
     const RETURNS: &'static str = "TaskReplay";
@@ -511,6 +522,7 @@ pub struct Compare;
 
 impl Operation for Compare {
     const NAME: &'static str = "compare";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "compare"));
     const POSITIONAL: &'static [&'static str] = &["task_a", "task_b"];
     const RETURNS: &'static str = "TaskComparison";

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Arguments, DEFAULT_BUDGET_TOKENS, Operation, branch_problems};
+use super::{Access, Arguments, DEFAULT_BUDGET_TOKENS, Operation, branch_problems};
 use crate::context::{Budget, Message, Packet};
 use crate::curation::{
     BranchInfo, Conversation, CurationEvent, Extractor, Fact, FactStatus, Judge, MergeReport,
@@ -72,6 +72,7 @@ pub struct AddConversation;
 
 impl Operation for AddConversation {
     const NAME: &'static str = "add_conversation";
+    const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "add"));
     const POSITIONAL: &'static [&'static str] = &["branch", "messages"];
     const RETURNS: &'static str = "Conversation";
@@ -112,6 +113,7 @@ pub struct AppendMessages;
 
 impl Operation for AppendMessages {
     const NAME: &'static str = "append_messages";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "append"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "messages"];
     const RETURNS: &'static str = "Conversation";
@@ -138,6 +140,7 @@ pub struct GetConversation;
 
 impl Operation for GetConversation {
     const NAME: &'static str = "get_conversation";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "show"));
     const POSITIONAL: &'static [&'static str] = &["id"];
     const RETURNS: &'static str = "Conversation";
@@ -171,6 +174,7 @@ pub struct Messages;
 
 impl Operation for Messages {
     const NAME: &'static str = "messages";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "messages"));
     const POSITIONAL: &'static [&'static str] = &["id"];
     const RETURNS: &'static str = "[StoredMessage]";
@@ -209,6 +213,7 @@ pub struct ListConversations;
 
 impl Operation for ListConversations {
     const NAME: &'static str = "list_conversations";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "list"));
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "[Conversation]";
@@ -263,6 +268,7 @@ pub struct CherryPick;
 
 impl Operation for CherryPick {
     const NAME: &'static str = "cherry_pick";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
     const RETURNS: &'static str = "Conversation";
@@ -349,6 +355,7 @@ impl CherryPickToFacts {
 
 impl Operation for CherryPickToFacts {
     const NAME: &'static str = "cherry_pick_to_facts";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick-to-facts"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
     const RETURNS: &'static str = "[Fact]";
@@ -398,6 +405,7 @@ impl CherryPickDecisions {
 
 impl Operation for CherryPickDecisions {
     const NAME: &'static str = "cherry_pick_decisions";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick-decisions"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
     const RETURNS: &'static str = "Conversation";
@@ -433,6 +441,7 @@ pub struct CherryPickTools;
 
 impl Operation for CherryPickTools {
     const NAME: &'static str = "cherry_pick_tools";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick-tools"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
     const RETURNS: &'static str = "Conversation";
@@ -504,6 +513,7 @@ pub struct AddFacts;
 
 impl Operation for AddFacts {
     const NAME: &'static str = "add_facts";
+    const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("facts", "add"));
     const POSITIONAL: &'static [&'static str] = &["branch", "facts"];
     const RETURNS: &'static str = "[Fact]";
@@ -541,6 +551,7 @@ pub struct Facts;
 
 impl Operation for Facts {
     const NAME: &'static str = "facts";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("facts", "list"));
     const POSITIONAL: &'static [&'static str] = &["branch"];
     const RETURNS: &'static str = "[Fact]";
@@ -564,6 +575,7 @@ pub struct Branches;
 
 impl Operation for Branches {
     const NAME: &'static str = "branches";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "branches"));
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "[BranchInfo]";
@@ -652,6 +664,7 @@ impl Verify {
 
 impl Operation for Verify {
     const NAME: &'static str = "verify";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "verify"));
     const POSITIONAL: &'static [&'static str] = &["branch"];
     const RETURNS: &'static str = "VerifyReport";
@@ -692,6 +705,7 @@ pub struct Merge;
 
 impl Operation for Merge {
     const NAME: &'static str = "merge";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "merge"));
     const POSITIONAL: &'static [&'static str] = &["branch"];
     const RETURNS: &'static str = "MergeReport";
@@ -777,6 +791,7 @@ pub struct ContextFor;
 
 impl Operation for ContextFor {
     const NAME: &'static str = "context_for";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "context"));
     const POSITIONAL: &'static [&'static str] = &["handoff_id"];
     const RETURNS: &'static str = "Packet";
@@ -805,6 +820,7 @@ pub struct CurationEvents;
 
 impl Operation for CurationEvents {
     const NAME: &'static str = "curation_events";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "curation-events"));
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "[CurationEvent]";

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Arguments, Operation};
+use super::{Access, Arguments, Operation};
 use crate::error::{Error, ErrorKind, Problem, Result};
 use crate::machine::Event;
 use crate::record::{Handoff, Kind, Metadata, NewHandoff, Reason, Status};
@@ -410,6 +410,7 @@ pub struct Create;
 
 impl Operation for Create {
     const NAME: &'static str = "create";
+    const ACCESS: Access = Access::Creates;
     const POSITIONAL: &'static [&'static str] = &["task_id", "goal"];
     const RETURNS: &'static str = "Handoff";
     type Args = CreateArgs;
@@ -460,6 +461,7 @@ pub struct CreateMany;
 
 impl Operation for CreateMany {
     const NAME: &'static str = "create_many";
+    const ACCESS: Access = Access::Creates;
     const POSITIONAL: &'static [&'static str] = &["items"];
     const RETURNS: &'static str = "[Handoff]";
     type Args = CreateManyArgs;
@@ -492,6 +494,7 @@ pub struct Get;
 
 impl Operation for Get {
     const NAME: &'static str = "get";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["id"];
     const RETURNS: &'static str = "Handoff";
     type Args = GetArgs;
@@ -560,6 +563,7 @@ pub struct List;
 
 impl Operation for List {
     const NAME: &'static str = "list";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["status", "task_id", "to_agent", "limit"];
     const RETURNS: &'static str = "[Handoff]";
     type Args = ListArgs;
@@ -599,6 +603,7 @@ pub struct Claim;
 
 impl Operation for Claim {
     const NAME: &'static str = "claim";
+    const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["id", "agent", "lease_seconds"];
     const RETURNS: &'static str = "Claim";
     type Args = ClaimArgs;
@@ -657,6 +662,7 @@ pub struct ClaimNext;
 
 impl Operation for ClaimNext {
     const NAME: &'static str = "claim_next";
+    const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["agent", "task_id", "lease_seconds"];
     const RETURNS: &'static str = "Claim?";
     type Args = ClaimNextArgs;
@@ -743,6 +749,7 @@ macro_rules! claim_operation {
 
         impl Operation for $op {
             const NAME: &'static str = $name;
+            const ACCESS: Access = Access::Writes;
             const POSITIONAL: &'static [&'static str] = &["claim" $(, $positional)*];
             const RETURNS: &'static str = "Handoff";
             type Args = $args;
@@ -828,6 +835,7 @@ pub struct Reject;
 
 impl Operation for Reject {
     const NAME: &'static str = "reject";
+    const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["id", "agent", "reason"];
     const RETURNS: &'static str = "Handoff";
     type Args = RejectArgs;
@@ -858,6 +866,7 @@ pub struct Cancel;
 
 impl Operation for Cancel {
     const NAME: &'static str = "cancel";
+    const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["id", "by", "reason"];
     const RETURNS: &'static str = "Handoff";
     type Args = CancelArgs;
@@ -894,6 +903,7 @@ pub struct Events;
 
 impl Operation for Events {
     const NAME: &'static str = "events";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["handoff_id", "task_id", "after", "limit"];
     const RETURNS: &'static str = "[Event]";
     type Args = EventsArgs;
@@ -924,6 +934,7 @@ pub struct Chain;
 
 impl Operation for Chain {
     const NAME: &'static str = "chain";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["task_id"];
     const RETURNS: &'static str = "Chain";
     type Args = ChainArgs;
@@ -960,6 +971,7 @@ pub struct Checkpoint;
 
 impl Operation for Checkpoint {
     const NAME: &'static str = "checkpoint";
+    const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["task_id", "agent"];
     const RETURNS: &'static str = "Handoff";
     type Args = CheckpointArgs;
@@ -1005,6 +1017,7 @@ pub struct Stalled;
 
 impl Operation for Stalled {
     const NAME: &'static str = "stalled";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["older_than_seconds"];
     const RETURNS: &'static str = "[string]";
     type Args = StalledArgs;
@@ -1033,6 +1046,7 @@ pub struct Stats;
 
 impl Operation for Stats {
     const NAME: &'static str = "stats";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "[PathStats]";
     type Args = StatsArgs;
@@ -1056,6 +1070,7 @@ pub struct QueueCounts;
 
 impl Operation for QueueCounts {
     const NAME: &'static str = "queue_counts";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "[QueueCount]";
     type Args = QueueCountsArgs;
@@ -1079,6 +1094,7 @@ pub struct Capabilities;
 
 impl Operation for Capabilities {
     const NAME: &'static str = "capabilities";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "Capabilities";
     type Args = CapabilitiesArgs;
@@ -1101,6 +1117,7 @@ pub struct Reap;
 
 impl Operation for Reap {
     const NAME: &'static str = "reap";
+    const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "integer";
     type Args = ReapArgs;
@@ -1130,6 +1147,7 @@ pub struct Check;
 
 impl Operation for Check {
     const NAME: &'static str = "check";
+    const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "CheckReport";
     type Args = CheckArgs;

@@ -80,11 +80,27 @@ pub trait Arguments: DeserializeOwned + JsonSchema + 'static {
     }
 }
 
+/// How an operation uses the store: what a face needs to know to open it (the CLI opens a
+/// store that does not exist yet only for an operation that creates, and never writes to
+/// one for an operation that reads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Only reads: the store is left as it was.
+    Reads,
+    /// Changes what is in the store, refused where there is nothing to change.
+    Writes,
+    /// May create the first record of a store that has none yet.
+    Creates,
+}
+
 /// A store operation, described once for every face.
 pub trait Operation {
     /// The name: Python's method, Node's (in camelCase), the CLI's subcommand (in kebab-case)
     /// and the MCP tool's (`handoff_<name>`).
     const NAME: &'static str;
+    /// How it uses the store.
+    const ACCESS: Access;
     /// For an operation on something other than handoffs (a task, memory): its group and
     /// verb, which name the CLI's subcommand (`handoff task create`) and the MCP tool
     /// (`task_create`); with the group `""`, the verb stands alone (`handoff cherry-pick`,
@@ -116,6 +132,8 @@ pub trait Operation {
 pub struct OperationInfo {
     /// [`Operation::NAME`].
     pub name: &'static str,
+    /// [`Operation::ACCESS`].
+    pub access: Access,
     /// [`Operation::COMMAND`].
     pub command: Option<(&'static str, &'static str)>,
     /// [`Operation::POSITIONAL`].
@@ -134,6 +152,7 @@ impl OperationInfo {
     pub fn of<O: Operation>() -> OperationInfo {
         OperationInfo {
             name: O::NAME,
+            access: O::ACCESS,
             command: O::COMMAND,
             positional: O::POSITIONAL,
             returns: O::RETURNS,

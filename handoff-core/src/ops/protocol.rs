@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Arguments, ClaimInput, Operation};
+use super::{Access, Arguments, ClaimInput, Operation};
 use crate::error::{Problem, Result};
 use crate::protocol::{
     BlockerType, Category, ContextUpdates, Decision, ErrorReport, ErrorType, EscalationDetails,
@@ -113,6 +113,7 @@ pub struct Initialize;
 
 impl Operation for Initialize {
     const NAME: &'static str = "initialize";
+    const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "initialize"));
     const POSITIONAL: &'static [&'static str] = &["task_id"];
     const RETURNS: &'static str = "Handoff";
@@ -175,6 +176,7 @@ pub struct Report;
 
 impl Operation for Report {
     const NAME: &'static str = "report";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "report"));
     const POSITIONAL: &'static [&'static str] = &["claim", "status"];
     const RETURNS: &'static str = "Handoff";
@@ -238,6 +240,7 @@ pub struct Decide;
 
 impl Operation for Decide {
     const NAME: &'static str = "decide";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "decide"));
     const POSITIONAL: &'static [&'static str] = &["claim", "decision"];
     const RETURNS: &'static str = "Handoff?";
@@ -308,6 +311,7 @@ pub struct ReportError;
 
 impl Operation for ReportError {
     const NAME: &'static str = "report_error";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "report-error"));
     const POSITIONAL: &'static [&'static str] = &["claim", "error_type", "severity", "description"];
     const RETURNS: &'static str = "Handoff";
@@ -365,6 +369,7 @@ pub struct Recover;
 
 impl Operation for Recover {
     const NAME: &'static str = "recover";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "recover"));
     const POSITIONAL: &'static [&'static str] = &["claim", "strategy", "steps"];
     const RETURNS: &'static str = "Handoff";
@@ -425,6 +430,7 @@ pub struct Escalate;
 
 impl Operation for Escalate {
     const NAME: &'static str = "escalate";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "escalate"));
     const POSITIONAL: &'static [&'static str] = &[
         "claim",
@@ -481,6 +487,7 @@ pub struct Resolve;
 
 impl Operation for Resolve {
     const NAME: &'static str = "resolve";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "resolve"));
     const POSITIONAL: &'static [&'static str] = &["claim", "resolution"];
     const RETURNS: &'static str = "Handoff";
@@ -515,6 +522,7 @@ macro_rules! run_read {
 
         impl Operation for $op {
             const NAME: &'static str = $name;
+            const ACCESS: Access = Access::Reads;
             const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", $verb));
             const POSITIONAL: &'static [&'static str] = &["task_id"];
             const RETURNS: &'static str = $returns;
@@ -556,6 +564,7 @@ pub struct ProtocolStats;
 
 impl Operation for ProtocolStats {
     const NAME: &'static str = "protocol_stats";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "stats"));
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "ProtocolStats";

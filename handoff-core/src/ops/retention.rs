@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Arguments, Operation};
+use super::{Access, Arguments, Operation};
 use crate::error::Result;
 use crate::store::{DEFAULT_KEEP_DETAILS_DAYS, DEFAULT_KEEP_LAST, Store};
 
@@ -29,6 +29,7 @@ pub struct Prune;
 
 impl Operation for Prune {
     const NAME: &'static str = "prune";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "prune"));
     const POSITIONAL: &'static [&'static str] = &["keep_last", "keep_details_days"];
     const RETURNS: &'static str = "integer";
@@ -60,6 +61,7 @@ pub struct Backup;
 
 impl Operation for Backup {
     const NAME: &'static str = "backup";
+    const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["path"];
     const RETURNS: &'static str = "unit";
     type Args = BackupArgs;
@@ -87,6 +89,7 @@ pub struct Restore;
 
 impl Operation for Restore {
     const NAME: &'static str = "restore";
+    const ACCESS: Access = Access::Creates;
     const POSITIONAL: &'static [&'static str] = &["path"];
     const RETURNS: &'static str = "unit";
     type Args = RestoreArgs;

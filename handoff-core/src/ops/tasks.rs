@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Arguments, ClaimInput, Operation};
+use super::{Access, Arguments, ClaimInput, Operation};
 use crate::error::{Problem, Result};
 use crate::plan::StepSpec;
 use crate::record::{Handoff, Metadata};
@@ -94,6 +94,7 @@ pub struct CreateTask;
 
 impl Operation for CreateTask {
     const NAME: &'static str = "create_task";
+    const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "create"));
     const POSITIONAL: &'static [&'static str] = &["name", "goal", "steps"];
     const RETURNS: &'static str = "Task";
@@ -110,7 +111,7 @@ impl Operation for CreateTask {
 macro_rules! task_operation {
     (
         $(#[$doc:meta])*
-        $op:ident, $args:ident, $name:literal, $verb:literal,
+        $op:ident, $args:ident, $name:literal, $verb:literal, $access:ident,
         { $($(#[$field_doc:meta])* $field:ident : $ty:ty),* },
         |$store:ident, $a:ident| $body:expr
     ) => {
@@ -130,6 +131,7 @@ macro_rules! task_operation {
 
         impl Operation for $op {
             const NAME: &'static str = $name;
+            const ACCESS: Access = Access::$access;
             const COMMAND: Option<(&'static str, &'static str)> = Some(("task", $verb));
             const POSITIONAL: &'static [&'static str] = &["id" $(, stringify!($field))*];
             const RETURNS: &'static str = "Task";
@@ -146,14 +148,14 @@ macro_rules! task_operation {
 task_operation!(
     /// Starts a pending task: the steps that wait for nothing are offered as handoffs to their
     /// agents, who take them with `claim_next`.
-    StartTask, StartTaskArgs, "start_task", "start", {},
+    StartTask, StartTaskArgs, "start_task", "start", Writes, {},
     |store, args| store.start_task(&args.id)
 );
 
 task_operation!(
     /// The task with this id, with its plan and each step's status; `NOT_FOUND` if there is
     /// none.
-    GetTask, GetTaskArgs, "get_task", "get", {},
+    GetTask, GetTaskArgs, "get_task", "get", Reads, {},
     |store, args| store.get_task(&args.id)
 );
 
@@ -164,7 +166,7 @@ task_operation!(
     /// the verified or cherry-picked conversations of every branch of the task reach `main`;
     /// unverified items stay on the task's branches. A task that completed by itself takes
     /// the summary and the merge.
-    CompleteTask, CompleteTaskArgs, "complete_task", "complete",
+    CompleteTask, CompleteTaskArgs, "complete_task", "complete", Writes,
     {
         /// What came of the task, in words (its history's summary).
         result_summary: Option<String>,
@@ -178,7 +180,7 @@ task_operation!(
     /// Fails a task for `reason`: offers and escalations nobody holds are withdrawn and its
     /// unfinished steps cancelled (steps already claimed may finish); its history says it
     /// failed.
-    FailTask, FailTaskArgs, "fail_task", "fail",
+    FailTask, FailTaskArgs, "fail_task", "fail", Writes,
     {
         /// Why it failed (required).
         reason: String
@@ -236,6 +238,7 @@ pub struct JoinTask;
 
 impl Operation for JoinTask {
     const NAME: &'static str = "join_task";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "join"));
     const POSITIONAL: &'static [&'static str] = &["id", "agent"];
     const RETURNS: &'static str = "Task";
@@ -285,6 +288,7 @@ pub struct EscalateStep;
 
 impl Operation for EscalateStep {
     const NAME: &'static str = "escalate_step";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("step", "escalate"));
     const POSITIONAL: &'static [&'static str] = &["claim", "to_agent"];
     const RETURNS: &'static str = "Handoff";
@@ -314,6 +318,7 @@ pub struct RerunTask;
 
 impl Operation for RerunTask {
     const NAME: &'static str = "rerun_task";
+    const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "rerun"));
     const POSITIONAL: &'static [&'static str] = &["task_id"];
     const RETURNS: &'static str = "Task";
@@ -328,7 +333,7 @@ impl Operation for RerunTask {
 task_operation!(
     /// Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
     /// resumes; steps already claimed may finish.
-    PauseTask, PauseTaskArgs, "pause_task", "pause", {},
+    PauseTask, PauseTaskArgs, "pause_task", "pause", Writes, {},
     |store, args| store.pause_task(&args.id)
 );
 
@@ -336,14 +341,14 @@ task_operation!(
     /// Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile
     /// are offered. A task that cannot go on (every open step waits for an escalation) is
     /// refused, naming the escalations and what to call.
-    ResumeTask, ResumeTaskArgs, "resume_task", "resume", {},
+    ResumeTask, ResumeTaskArgs, "resume_task", "resume", Writes, {},
     |store, args| store.resume_task(&args.id)
 );
 
 task_operation!(
     /// Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
     /// steps already claimed may finish.
-    CancelTask, CancelTaskArgs, "cancel_task", "cancel",
+    CancelTask, CancelTaskArgs, "cancel_task", "cancel", Writes,
     {
         /// Why.
         reason: Option<String>
@@ -391,6 +396,7 @@ pub struct UpdateTask;
 
 impl Operation for UpdateTask {
     const NAME: &'static str = "update_task";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "update"));
     const POSITIONAL: &'static [&'static str] = &["id", "expected_version"];
     const RETURNS: &'static str = "Task";
@@ -433,6 +439,7 @@ pub struct ListTasks;
 
 impl Operation for ListTasks {
     const NAME: &'static str = "list_tasks";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "list"));
     const POSITIONAL: &'static [&'static str] = &["status", "limit"];
     const RETURNS: &'static str = "[TaskSummary]";
@@ -469,6 +476,7 @@ pub struct FailStep;
 
 impl Operation for FailStep {
     const NAME: &'static str = "fail_step";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("step", "fail"));
     const POSITIONAL: &'static [&'static str] = &["claim", "error"];
     const RETURNS: &'static str = "Handoff";
@@ -509,6 +517,7 @@ pub struct ResolveEscalation;
 
 impl Operation for ResolveEscalation {
     const NAME: &'static str = "resolve_escalation";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "resolve"));
     const POSITIONAL: &'static [&'static str] = &["claim", "resolution", "retry"];
     const RETURNS: &'static str = "Task";
@@ -536,6 +545,7 @@ pub struct TaskEvents;
 
 impl Operation for TaskEvents {
     const NAME: &'static str = "task_events";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "events"));
     const POSITIONAL: &'static [&'static str] = &["id"];
     const RETURNS: &'static str = "[TaskEvent]";
@@ -565,6 +575,7 @@ pub struct TaskHistory;
 
 impl Operation for TaskHistory {
     const NAME: &'static str = "task_history";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "history"));
     const POSITIONAL: &'static [&'static str] = &["limit"];
     const RETURNS: &'static str = "[HistoryEntry]";
@@ -589,6 +600,7 @@ pub struct TaskStatistics;
 
 impl Operation for TaskStatistics {
     const NAME: &'static str = "task_statistics";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "statistics"));
     const POSITIONAL: &'static [&'static str] = &[];
     const RETURNS: &'static str = "TaskStatistics";
@@ -616,6 +628,7 @@ pub struct MemoryGet;
 
 impl Operation for MemoryGet {
     const NAME: &'static str = "memory_get";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "get"));
     const POSITIONAL: &'static [&'static str] = &["scope"];
     const RETURNS: &'static str = "Memory?";
@@ -648,6 +661,7 @@ pub struct MemoryPut;
 
 impl Operation for MemoryPut {
     const NAME: &'static str = "memory_put";
+    const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "put"));
     const POSITIONAL: &'static [&'static str] = &["scope", "value", "expected_version"];
     const RETURNS: &'static str = "Memory";
@@ -675,6 +689,7 @@ pub struct MemoryList;
 
 impl Operation for MemoryList {
     const NAME: &'static str = "memory_list";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "list"));
     const POSITIONAL: &'static [&'static str] = &["prefix"];
     const RETURNS: &'static str = "[Memory]";
@@ -705,6 +720,7 @@ pub struct MemoryDelete;
 
 impl Operation for MemoryDelete {
     const NAME: &'static str = "memory_delete";
+    const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "delete"));
     const POSITIONAL: &'static [&'static str] = &["scope", "expected_version"];
     const RETURNS: &'static str = "boolean";
@@ -732,6 +748,7 @@ pub struct Session;
 
 impl Operation for Session {
     const NAME: &'static str = "session";
+    const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("session", "get"));
     const POSITIONAL: &'static [&'static str] = &["session_id"];
     const RETURNS: &'static str = "Session";
