@@ -38,6 +38,7 @@ use crate::store::Store;
 use crate::validate::Limits;
 
 mod bundles;
+mod connect;
 mod curation;
 mod handoffs;
 mod parse;
@@ -47,6 +48,7 @@ mod tasks;
 mod tools;
 
 pub use bundles::*;
+pub use connect::ConnectArgs;
 pub use curation::*;
 pub use handoffs::*;
 pub use protocol::*;
