@@ -40,6 +40,7 @@ mod successor;
 mod tasks;
 mod turnstile;
 mod url;
+mod waiting;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
