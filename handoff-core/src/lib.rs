@@ -23,7 +23,13 @@ pub mod stats;
 pub mod store;
 pub mod task;
 pub mod tools;
+#[cfg(feature = "uniffi")]
+mod uniffi_types;
 pub mod validate;
+
+// The `uniffi` feature: this crate's uniffi namespace, which its records and enums join.
+#[cfg(feature = "uniffi")]
+uniffi::setup_scaffolding!();
 
 pub use agent_files::AgentFile;
 pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop, NewHop};
