@@ -88,8 +88,9 @@ test-python: $(PY_VENV)/.tools
 	$(PY_ENV) maturin build --manifest-path handoff-py/Cargo.toml --out target/py-wheels
 	$(PY_ENV) python -m pip install --quiet --force-reinstall --no-deps target/py-wheels/handoff_core-*.whl
 	$(PY_ENV) python handoff-py/scripts/gen_stubs.py
-	git diff --exit-code -- handoff-py/python/handoff_core/_native.pyi handoff-py/python/handoff_core/aio.py || { \
-	  echo "the store stubs changed when generated from the catalog: commit the regenerated files"; exit 1; }
+	git diff --exit-code -- handoff-py/python/handoff_core/_native.pyi handoff-py/python/handoff_core/aio.py \
+	  handoff-py/python/handoff_core/_records.py handoff-py/python/handoff_core/_store.py || { \
+	  echo "the store's Python face changed when generated from the catalog: commit the regenerated files"; exit 1; }
 	cd handoff-py && $(PY_ENV) python -m pytest
 	cd handoff-py && $(PY_ENV) python -m mypy.stubtest handoff_core --allowlist stubtest-allowlist.txt
 	cd handoff-py && $(PY_ENV) python -m mypy
@@ -202,6 +203,7 @@ define ffi_generate
 	  $(TARGET_DIR)/$(1)/uniffi-bindgen generate --no-format --library $(TARGET_DIR)/$(1)/$(FFI_LIB) \
 	    --language $$language --out-dir $(2)/$$language || exit 1; \
 	done
+	python3 handoff-ffi/scripts/one_module.py $(2)/python
 	cp $(TARGET_DIR)/$(1)/$(FFI_LIB) $(2)/python/
 endef
 
@@ -218,13 +220,15 @@ test-ffi: $(PY_VENV)/.tools
 	$(CARGO) test --quiet -p handoff-ffi -p handoff-ffi-bindgen
 	$(CARGO) build --quiet -p handoff-ffi -p handoff-ffi-bindgen
 	$(call ffi_generate,debug,$(TARGET_DIR)/ffi)
-	python3 handoff-ffi/scripts/surface.py swift $(TARGET_DIR)/ffi/swift/handoff_ffi.swift > handoff-ffi/api/swift.txt
-	python3 handoff-ffi/scripts/surface.py kotlin $(TARGET_DIR)/ffi/kotlin/uniffi/handoff_ffi/handoff_ffi.kt > handoff-ffi/api/kotlin.txt
+	python3 handoff-ffi/scripts/surface.py swift $(TARGET_DIR)/ffi/swift/handoff_ffi.swift \
+	  $(TARGET_DIR)/ffi/swift/handoff_ffi_core.swift > handoff-ffi/api/swift.txt
+	python3 handoff-ffi/scripts/surface.py kotlin $(TARGET_DIR)/ffi/kotlin/uniffi/handoff_ffi/handoff_ffi.kt \
+	  $(TARGET_DIR)/ffi/kotlin/uniffi/handoff_ffi_core/handoff_ffi_core.kt > handoff-ffi/api/kotlin.txt
 	git diff --exit-code -- handoff-ffi/api || { \
 	  echo "the Swift/Kotlin API changed: review handoff-ffi/api and commit it if the change is meant"; exit 1; }
 	cd handoff-ffi && HANDOFF_FFI_PYTHON=$(TARGET_DIR)/ffi/python $(PY_ENV) python -m pytest tests/python
 	PYTHON=$(PY_VENV)/bin/python handoff-ffi/tests/kotlin/run.sh \
-	  $(TARGET_DIR)/ffi/kotlin/uniffi/handoff_ffi/handoff_ffi.kt $(TARGET_DIR)/debug $(TARGET_DIR)/ffi-kotlin
+	  $(TARGET_DIR)/ffi/kotlin $(TARGET_DIR)/debug $(TARGET_DIR)/ffi-kotlin
 # <<< ffi
 
 bench:

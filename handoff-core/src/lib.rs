@@ -27,9 +27,10 @@ pub mod tools;
 mod uniffi_types;
 pub mod validate;
 
-// The `uniffi` feature: this crate's uniffi namespace, which its records and enums join.
+// The `uniffi` feature: the uniffi namespace its records and enums join, named for the binding
+// that carries them (`handoff_core` is the Python wheel's module already).
 #[cfg(feature = "uniffi")]
-uniffi::setup_scaffolding!();
+uniffi::setup_scaffolding!("handoff_ffi_core");
 
 pub use agent_files::AgentFile;
 pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop, NewHop};
