@@ -4,7 +4,7 @@
 //! Every file mirrors one core module and only converts: arguments to JSON that the core's
 //! argument types read (`ops.rs`; bad types and values are `ValidationError`s that name the
 //! argument, the same problems every face reports), results to Python objects, core errors to
-//! exceptions (in [`errors::to_py`], the one mapping function). Every call that reaches the
+//! exceptions (in `errors::to_py`, the one mapping function). Every call that reaches the
 //! storage backend runs with the GIL released.
 
 use pyo3::prelude::*;
