@@ -607,6 +607,7 @@ macro_rules! string_enum {
 string_enum! {
     /// What kind of handoff a record is.
     #[derive(Default)]
+    #[cfg_attr(feature = "uniffi", derive(uniffi::Enum), uniffi(name = "HandoffKind"))]
     Kind {
         /// The whole task passes to the successor.
         #[default]
@@ -629,6 +630,7 @@ string_enum! {
 string_enum! {
     /// Where a handoff is in its lifecycle.
     #[derive(Default)]
+    #[cfg_attr(feature = "uniffi", derive(uniffi::Enum), uniffi(name = "HandoffStatus"))]
     Status {
         /// Waiting for a claim.
         #[default]
@@ -659,6 +661,7 @@ impl Status {
 /// Why an agent handed over. Its wire form is one string: `context_limit_85`, `timeout_300s`,
 /// `explicit`, `error: <message>` or `task_complete`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum), uniffi(name = "HandoffReason"))]
 pub enum Reason {
     /// The context window was this full, in percent.
     ContextLimit {
@@ -674,6 +677,7 @@ pub enum Reason {
     #[default]
     Explicit,
     /// The agent hit an error it could not recover from.
+    #[cfg_attr(feature = "uniffi", uniffi(name = "Error"))]
     FatalError {
         /// The error.
         message: String,

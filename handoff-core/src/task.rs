@@ -24,6 +24,7 @@ use crate::validate::{Collector, Limits};
 /// Where a task stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum TaskStatus {
     /// Created, not started: no step is offered.
     Pending,
@@ -52,6 +53,7 @@ impl TaskStatus {
 /// Where a step stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum StepStatus {
     /// Waiting for its dependencies, or for its task to start or resume.
     Pending,
@@ -223,6 +225,8 @@ pub struct TaskHeader {
 
 /// An agent that joined a task (`join_task`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "TaskMember"))]
 pub struct Member {
     /// The agent.
     pub agent: String,
@@ -439,6 +443,7 @@ pub struct TaskEvent {
 /// How a finished task ended, for its history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum TaskResult {
     /// Every step completed.
     Success,
@@ -450,6 +455,7 @@ pub enum TaskResult {
 
 /// A finished task in the seed's `task-history.json` form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct HistoryEntry {
     /// The task.
     pub id: String,
@@ -479,6 +485,7 @@ pub struct HistoryEntry {
 
 /// The numbers of a [`HistoryEntry`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct HistoryMetrics {
     /// Steps in the plan.
     pub steps_total: usize,
