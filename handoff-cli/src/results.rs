@@ -222,6 +222,11 @@ impl Shown<'_> {
                 json!({ "count": count, list_key(name): items })
             }
             Shape::Maybe("Claim") if self.outcome.json.is_null() => json!({ "claimed": false }),
+            // The one optional handoff is the protocol's message: none when `decide` ended the
+            // run.
+            Shape::Maybe("Handoff") if self.outcome.json.is_null() => {
+                json!({ "handoff": null, "run_completed": true })
+            }
             Shape::Record(name) | Shape::Maybe(name) if !FLAT.contains(&name) => {
                 json!({ record_key(name): self.json() })
             }
