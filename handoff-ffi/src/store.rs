@@ -21,6 +21,7 @@ use crate::curation::{
 use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats, QueueCount};
 use crate::lease::Lease;
+
 use crate::memory::{self, Memory, MemoryUpdater, Session};
 use crate::protocol::{
     BlockerType, Category, ContextUpdates, Decision, ErrorType, EscalationDetails, FileChange,
@@ -31,6 +32,7 @@ use crate::replay::{TaskComparison, TaskReplay};
 use crate::tasks::{
     HistoryEntry, StepSpec, Task, TaskEvent, TaskStatistics, TaskStatus, TaskSummary,
 };
+pub use handoff_core::{Capabilities, CheckReport, Damage};
 
 /// How durable each write is, on SQLite and on a folder of JSON files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
@@ -121,43 +123,6 @@ pub struct OpenOptions {
     /// A clock to drive leases and expiry in tests; none is the system clock.
     #[uniffi(default)]
     pub clock: Option<Arc<ManualClock>>,
-}
-
-/// What a store can do beyond what every store does (`Store.capabilities`), so that a caller
-/// can ask before relying on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Capabilities {
-    /// The store outlives the process that opened it.
-    pub durable: bool,
-    /// Several processes on one machine may share the store.
-    pub shared_by_processes: bool,
-    /// Processes on several machines may share the store.
-    pub shared_by_machines: bool,
-    /// `Store.backup` writes a consistent copy while the store stays in use.
-    pub backup: bool,
-    /// A worker waiting in `claim_next(wait = …)` is woken when work arrives, instead of
-    /// looking again at short intervals.
-    pub wakes_waiters: bool,
-}
-
-/// One piece of damage `Store.check` found.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Damage {
-    /// What is damaged: a file of a files store (`handoffs/<id>.json`, `events.jsonl line 7`),
-    /// or a part of a database store (`handoffs`, `integrity`).
-    pub what: String,
-    /// What is wrong with it.
-    pub problem: String,
-    /// What the repair did about it (`moved to quarantine/...`); none when it was not repaired
-    /// (not asked to, or a damage no repair in place can mend).
-    pub repaired: Option<String>,
-}
-
-/// What `Store.check` found: nothing damaged when `damage` is empty.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct CheckReport {
-    /// Each damage, in the order it was found.
-    pub damage: Vec<Damage>,
 }
 
 /// Which handoffs `Store.list` returns; a field left out does not filter. The names are the
@@ -1520,41 +1485,6 @@ impl From<Synchronous> for core::Synchronous {
             Synchronous::Full => core::Synchronous::Full,
             Synchronous::Normal => core::Synchronous::Normal,
         }
-    }
-}
-
-impl From<core::Capabilities> for Capabilities {
-    fn from(c: core::Capabilities) -> Self {
-        Capabilities {
-            durable: c.durable,
-            shared_by_processes: c.shared_by_processes,
-            shared_by_machines: c.shared_by_machines,
-            backup: c.backup,
-            wakes_waiters: c.wakes_waiters,
-        }
-    }
-}
-
-impl From<core::CheckReport> for CheckReport {
-    fn from(report: core::CheckReport) -> Self {
-        let damage = report
-            .damage
-            .into_iter()
-            .map(|d| {
-                // Destructured in full: a field the core adds fails to compile here until mapped.
-                let core::Damage {
-                    what,
-                    problem,
-                    repaired,
-                } = d;
-                Damage {
-                    what,
-                    problem,
-                    repaired,
-                }
-            })
-            .collect();
-        CheckReport { damage }
     }
 }
 
