@@ -161,7 +161,7 @@ impl From<core::Error> for HandoffError {
             } => HandoffError::InvalidTransition {
                 description,
                 id,
-                status: status.into(),
+                status,
                 event: event.to_owned(),
                 reason,
             },
@@ -196,7 +196,7 @@ impl From<core::Error> for HandoffError {
                 description,
                 task_id: violation.task_id,
                 path: violation.path,
-                rule: violation.rule.into(),
+                rule: violation.rule,
             },
             // `core::Error` is non-exhaustive: a kind added later is reported as storage
             // trouble with its own description until this binding names it.
