@@ -124,6 +124,10 @@ export interface WithLeaseOptions<T> {
   outcome?: string | ((result: T) => string | PromiseLike<string>)
 }
 /** What `store.withLease` resolves to once the claim is completed. */
+/** An event's details: which keys are present depends on its `kind`. */
+export type EventDetail = Event['detail']
+/** A task event's details: which keys are present depends on its `kind`. */
+export type TaskEventDetail = TaskEvent['detail']
 /** What a packet carries beyond the core's: its renderings, and `toMessages` (not enumerable). */
 export interface Packet {
   /** The packet as Markdown. */

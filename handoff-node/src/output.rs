@@ -189,9 +189,7 @@ pub(crate) fn to_js<'env, T: Serialize + JsonSchema + 'static>(
     env: &Env,
     value: &T,
 ) -> napi::Result<Unknown<'env>> {
-    Json::of(value)
-        .map_err(|err| napi::Error::from_reason(err.to_string()))?
-        .parse(env)
+    parsed(env, Json::of(value))
 }
 
 /// `value`'s JSON as it is, on the JavaScript thread: a value of this face's own whose keys
@@ -200,8 +198,11 @@ pub(crate) fn plain_to_js<'env, T: Serialize + ?Sized>(
     env: &Env,
     value: &T,
 ) -> napi::Result<Unknown<'env>> {
-    Json::plain(value)
-        .map_err(|err| napi::Error::from_reason(err.to_string()))?
+    parsed(env, Json::plain(value))
+}
+
+fn parsed<'env>(env: &Env, json: handoff_core::Result<Json>) -> napi::Result<Unknown<'env>> {
+    json.map_err(|err| napi::Error::from_reason(err.to_string()))?
         .parse(env)
 }
 
