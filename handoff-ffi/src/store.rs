@@ -1337,8 +1337,7 @@ impl Store {
         trust: Vec<String>,
         distrust: Vec<String>,
     ) -> Result<Vec<TrustedKey>> {
-        let keys = self.run::<ops::TrustBundleKeys>(arguments! { trust, distrust })?;
-        Ok(keys.into_iter().map(TrustedKey::from).collect())
+        self.run::<ops::TrustBundleKeys>(arguments! { trust, distrust })
     }
 
     /// Deletes the bundle `id` and its share token; what was imported from it stays.
