@@ -128,6 +128,42 @@ trait WithCallable: Operation {
     ) -> handoff_core::Result<Self::Output>;
 }
 
+impl WithCallable for ops::Verify {
+    const ROLE: Role = Role::Verifier;
+
+    fn run_asking(
+        store: &handoff_core::Store,
+        args: ops::VerifyArgs,
+        asking: Option<(String, Asking<'_>)>,
+    ) -> handoff_core::Result<handoff_core::curation::VerifyReport> {
+        match asking {
+            None => ops::Verify::run_with(store, args, None),
+            Some((name, ask)) => {
+                let mut verifier = JsonVerifier::new(name, ask);
+                ops::Verify::run_with(store, args, Some(&mut verifier))
+            }
+        }
+    }
+}
+
+impl WithCallable for ops::CherryPickDecisions {
+    const ROLE: Role = Role::Judge;
+
+    fn run_asking(
+        store: &handoff_core::Store,
+        args: ops::CherryPickDecisionsArgs,
+        asking: Option<(String, Asking<'_>)>,
+    ) -> handoff_core::Result<Conversation> {
+        match asking {
+            None => ops::CherryPickDecisions::run_with(store, args, None),
+            Some((_, ask)) => {
+                let mut judge = JsonJudge(ask);
+                ops::CherryPickDecisions::run_with(store, args, Some(&mut judge))
+            }
+        }
+    }
+}
+
 impl WithCallable for ops::CherryPick {
     const ROLE: Role = Role::PickVerifier;
 
@@ -797,36 +833,13 @@ impl Store {
         target_branch: Unknown<'_>,
         options: Option<Unknown<'_>>,
     ) -> napi::Result<Unknown<'env>> {
-        let store = self.core();
         let positional = [
             ("conversation_id", &conversation_id),
             ("target_branch", &target_branch),
         ];
+        let store = self.core();
         let picked = guarded(env, Naming::AsIs, || {
-            let read = read_call::<ops::CherryPickDecisions>(
-                env,
-                &positional,
-                options.as_ref(),
-                Role::Judge,
-                store.limits(),
-            )?;
-            let Some(function) = read.callable else {
-                return Ok(read.arguments.then(store.limits(), |args| {
-                    ops::CherryPickDecisions::run_with(&store, args, None)
-                })?);
-            };
-            refuse_async(env, &function, Role::Judge)?;
-            let mut asker = AskNow {
-                env,
-                function: &function,
-                role: Role::Judge,
-                stop: None,
-            };
-            let mut judge = JsonJudge(|message| asker.ask(message));
-            let picked = read.arguments.then(store.limits(), |args| {
-                ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
-            });
-            finish(asker.stop, picked)
+            call_now::<ops::CherryPickDecisions>(&store, env, &positional, options.as_ref())
         })?;
         Out(picked).to_js(env)
     }
@@ -846,51 +859,13 @@ impl Store {
         env: &'env Env,
         conversation_id: Unknown<'_>,
         target_branch: Unknown<'_>,
-        options: Option<Unknown<'_>>,
+        options: Option<Unknown<'env>>,
     ) -> napi::Result<Unknown<'env>> {
-        let store = self.core();
         let positional = [
             ("conversation_id", &conversation_id),
             ("target_branch", &target_branch),
         ];
-        let read = read_call::<ops::CherryPickDecisions>(
-            env,
-            &positional,
-            options.as_ref(),
-            Role::Judge,
-            store.limits(),
-        )
-        .and_then(|read| {
-            let asker = match &read.callable {
-                Some(function) => Some(AskLater::new(function, Role::Judge)?),
-                None => None,
-            };
-            Ok((read.arguments, asker))
-        });
-        let (arguments, asker) = match read {
-            Ok(read) => read,
-            Err(failure) => return rejected(env, errors::to_js(env, failure, Naming::AsIs)),
-        };
-        let Some(mut asker) = asker else {
-            let job = Job::new(
-                Naming::AsIs,
-                Ok(move || {
-                    arguments
-                        .then(store.limits(), |args| {
-                            ops::CherryPickDecisions::run_with(&store, args, None)
-                        })
-                        .map(Out)
-                }),
-            );
-            return Ok(env.spawn(job)?.promise_object().to_unknown());
-        };
-        on_own_thread(env, Naming::AsIs, move || {
-            let mut judge = JsonJudge(|message| asker.ask(message));
-            let picked = arguments.then(store.limits(), |args| {
-                ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
-            });
-            finish(asker.stop, picked).map(Out)
-        })
+        call_later::<ops::CherryPickDecisions>(self.core(), env, &positional, options.as_ref())
     }
 
     /// Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
@@ -920,31 +895,7 @@ impl Store {
     ) -> napi::Result<Unknown<'env>> {
         let store = self.core();
         let report = guarded(env, Naming::AsIs, || {
-            let read = read_call::<ops::Verify>(
-                env,
-                &[("branch", &branch)],
-                options.as_ref(),
-                Role::Verifier,
-                store.limits(),
-            )?;
-            let Some(function) = read.callable else {
-                return Ok(read.arguments.then(store.limits(), |args| {
-                    ops::Verify::run_with(&store, args, None)
-                })?);
-            };
-            refuse_async(env, &function, Role::Verifier)?;
-            let name = name_of(&function, Role::Verifier)?;
-            let mut asker = AskNow {
-                env,
-                function: &function,
-                role: Role::Verifier,
-                stop: None,
-            };
-            let mut verifier = JsonVerifier::new(name, |item| asker.ask(item));
-            let report = read.arguments.then(store.limits(), |args| {
-                ops::Verify::run_with(&store, args, Some(&mut verifier))
-            });
-            finish(asker.stop, report)
+            call_now::<ops::Verify>(&store, env, &[("branch", &branch)], options.as_ref())
         })?;
         Out(report).to_js(env)
     }
@@ -962,50 +913,9 @@ impl Store {
         &self,
         env: &'env Env,
         branch: Unknown<'_>,
-        options: Option<Unknown<'_>>,
+        options: Option<Unknown<'env>>,
     ) -> napi::Result<Unknown<'env>> {
-        let store = self.core();
-        let read = read_call::<ops::Verify>(
-            env,
-            &[("branch", &branch)],
-            options.as_ref(),
-            Role::Verifier,
-            store.limits(),
-        )
-        .and_then(|read| {
-            let asker = match &read.callable {
-                Some(function) => Some((
-                    name_of(function, Role::Verifier)?,
-                    AskLater::new(function, Role::Verifier)?,
-                )),
-                None => None,
-            };
-            Ok((read.arguments, asker))
-        });
-        let (arguments, asker) = match read {
-            Ok(read) => read,
-            Err(failure) => return rejected(env, errors::to_js(env, failure, Naming::AsIs)),
-        };
-        let Some((name, mut asker)) = asker else {
-            let job = Job::new(
-                Naming::AsIs,
-                Ok(move || {
-                    arguments
-                        .then(store.limits(), |args| {
-                            ops::Verify::run_with(&store, args, None)
-                        })
-                        .map(Out)
-                }),
-            );
-            return Ok(env.spawn(job)?.promise_object().to_unknown());
-        };
-        on_own_thread(env, Naming::AsIs, move || {
-            let mut verifier = JsonVerifier::new(name, |item| asker.ask(item));
-            let report = arguments.then(store.limits(), |args| {
-                ops::Verify::run_with(&store, args, Some(&mut verifier))
-            });
-            finish(asker.stop, report).map(Out)
-        })
+        call_later::<ops::Verify>(self.core(), env, &[("branch", &branch)], options.as_ref())
     }
 }
 
