@@ -421,4 +421,18 @@ mod tests {
         };
         assert_eq!(what, "protocol run");
     }
+
+    /// A body a caller edited into something no record can hold is refused on the way back,
+    /// by the core's uniffi custom types (uniffi reports it as an `InternalError` naming the
+    /// argument): history text that is not JSON, a time beyond a record's years.
+    #[test]
+    fn what_no_record_can_hold_is_refused_on_the_way_back() {
+        use uniffi::{Lift, Lower};
+        type Tag = handoff_core::UniFfiTag;
+        let text = <String as Lower<Tag>>::lower("{".into());
+        assert!(<serde_json::Value as Lift<Tag>>::try_lift(text).is_err());
+        let far = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(10_000_000_000_000);
+        let at = <std::time::SystemTime as Lower<Tag>>::lower(far);
+        assert!(<chrono::DateTime<chrono::Utc> as Lift<Tag>>::try_lift(at).is_err());
+    }
 }
