@@ -38,20 +38,6 @@ const NAMES = {
 }
 /** Types dts-header.d.ts declares by hand, more precisely than their schema says. */
 const BY_HAND = new Set(['HandoffReason', 'ProtocolPhase', 'SectionKind'])
-/** Results that keep the core's snake_case keys, with all inside them (src/output.rs's AS_WRITTEN). */
-const AS_WRITTEN = new Set(['TaskReplay', 'TimelineEntry', 'AgentContribution', 'TaskOutcome', 'TaskComparison', 'Overlap', 'ProtocolBody', 'HistoryItem', 'Conversation', 'StoredMessage', 'Message', 'ToolCall', 'PickedTo', 'Fact',
-  'BranchInfo', 'VerifiedItem', 'VerifyReport', 'MergeReport', 'CurationEvent', 'Bundle', 'BundleData', 'ImportReport', 'TrustedKey'])
-/** Results in the seed's form, as stored: snake_case keys, a key left out when absent or empty. */
-const STORED = new Set(['ProtocolBody', 'HistoryItem', 'BundleData', 'StoredMessage', 'Message', 'ToolCall', 'PickedTo'])
-/** Result keys JavaScript names otherwise (src/output.rs's RENAMED), or never gets (`null`, its LEFT_OUT): type → key → name. */
-const RENAMED = {
-  Claim: { claim_secret: 'secret', lease_until: null },
-  TaskHeader: { events: null, roots: null, waiting: null },
-  Task: { events: null, roots: null, waiting: null },
-  StepState: { position: null, dependents: null, waiting_on: null, start_to_log: null },
-}
-/** What a parameter of a core type accepts, where that is more than the type itself. */
-const ACCEPTS = { ClaimRef: 'Claim | ClaimReference' }
 /** Arguments whose TypeScript type says more than their schema: (argument type).(argument). */
 const OVERRIDES = {
   'CreateArgs.reason': 'HandoffReasonInput',
@@ -77,8 +63,16 @@ const require = createRequire(import.meta.url)
 const { methodOf, camel } = require('../methods.js')
 // The addon itself, without the methods index.js defines: those it has are written by hand.
 const { _catalogJson, handoffJsonSchema, Store } = require('../binding.js')
-const { operations } = JSON.parse(_catalogJson())
+const { operations, results } = JSON.parse(_catalogJson())
 const record = JSON.parse(handoffJsonSchema())
+// How src/output.rs names results: the types that keep the core's snake_case keys (all inside
+// them too), those kept exactly as stored (a key left out when absent), and the keys renamed or
+// left out (`null`), as type → key → name.
+const STORED = new Set(results.stored)
+const AS_WRITTEN = new Set([...results.as_written, ...STORED])
+const RENAMED = {}
+for (const [type, key, name] of results.renamed) (RENAMED[type] ??= {})[key] = name
+for (const [type, key] of results.left_out) (RENAMED[type] ??= {})[key] = null
 /** The protocol body's types, which an argument may hold too (`initialize`'s `context`). */
 const PROTOCOL = new Set(Object.keys(record.$defs ?? {}))
 const byHand = new Set(Object.getOwnPropertyNames(Store.prototype))

@@ -87,11 +87,15 @@ fn lists_records(schema: &Value, property: &Value) -> bool {
     })
 }
 
-/// The core's catalog as JSON: what methods.js derives the store's methods from and
-/// `scripts/gen-types.mjs` writes the types from. Not part of the API.
+/// The core's catalog as JSON, with how this face names results ([`crate::output`]): what
+/// methods.js derives the store's methods from and `scripts/gen-types.mjs` writes the types
+/// from. Not part of the API.
 #[napi(js_name = "_catalogJson", skip_typescript, catch_unwind)]
 pub fn catalog_json() -> String {
-    let catalog = serde_json::json!({ "operations": ops::catalog() });
+    let catalog = serde_json::json!({
+        "operations": ops::catalog(),
+        "results": crate::output::naming(),
+    });
     serde_json::to_string(&catalog).unwrap_or_default()
 }
 

@@ -81,6 +81,17 @@ const LEFT_OUT: &[(&str, &str)] = &[
     ("StepState", "start_to_log"),
 ];
 
+/// How results are named, for `scripts/gen-types.mjs` (through `_catalogJson`), which types
+/// them as this module writes them.
+pub(crate) fn naming() -> Value {
+    serde_json::json!({
+        "as_written": AS_WRITTEN,
+        "stored": STORED,
+        "renamed": RENAMED,
+        "left_out": LEFT_OUT,
+    })
+}
+
 /// A result as JSON text, its keys as JavaScript shows them: made anywhere, parsed on the
 /// JavaScript thread.
 pub struct Json(String);
