@@ -38,6 +38,8 @@ const NAMES = {
 }
 /** Types dts-header.d.ts declares by hand, more precisely than their schema says. */
 const BY_HAND = new Set(['HandoffReason', 'ProtocolPhase', 'SectionKind'])
+/** What a parameter of a core type accepts, where that is more than the type itself. */
+const ACCEPTS = { ClaimRef: 'Claim | ClaimReference' }
 /** Arguments whose TypeScript type says more than their schema: (argument type).(argument). */
 const OVERRIDES = {
   'CreateArgs.reason': 'HandoffReasonInput',
