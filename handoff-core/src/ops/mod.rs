@@ -37,27 +37,22 @@ use crate::error::{Problem, Result};
 use crate::store::Store;
 use crate::validate::Limits;
 
-mod bundles;
-mod curation;
-mod handoffs;
 mod parse;
-mod protocol;
-mod retention;
-mod tasks;
-mod tools;
 
-pub use bundles::*;
-pub use curation::*;
-pub use handoffs::*;
-pub use protocol::*;
-pub use retention::*;
-pub use tasks::*;
-pub use tools::{
+// Each feature's operations live in the feature's folder (`task/ops.rs`, ...); the catalog
+// names them all here, under the paths the faces use.
+pub use crate::bundle::ops::*;
+pub use crate::curation::ops::*;
+pub use crate::handoff::ops::*;
+pub use crate::protocol::ops::*;
+pub use crate::retention::ops::*;
+pub use crate::task::ops::*;
+pub use crate::tools::ops::{
     AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
 };
 
 /// Adds the problems of the branch name `name`, given as `field`, to `problems`.
-fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
+pub(crate) fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
     if let Err(err) = crate::curation::Branch::named(field, name) {
         problems.extend(err.problems().iter().cloned());
     }

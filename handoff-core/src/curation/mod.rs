@@ -7,6 +7,12 @@
 //!
 //! Messages are the context builder's [`Message`]s, so a conversation can be given in any
 //! provider's shape ([`crate::messages::normalize`]).
+//!
+//! The folder: this file is the pure part; `store` keeps conversations and facts in the
+//! [`Store`](crate::Store), `ops` curation's operations.
+
+pub(crate) mod ops;
+pub(crate) mod store;
 
 use std::collections::HashSet;
 use std::ops::RangeInclusive;

@@ -5,9 +5,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Arguments;
 use crate::context::ContextBuilder;
 use crate::error::{Problem, Result};
+use crate::ops::Arguments;
 use crate::tools::{AgentRegistry, HandoffIntent, Multiple, Provider};
 use crate::validate::{self, Limits};
 

@@ -5,10 +5,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Doc, Store, Tx, hop_of};
 use crate::chain::Hop;
 use crate::error::{Error, Result};
 use crate::record::{Handoff, Metadata, Status};
+use crate::store::{Doc, Store, Tx, hop_of};
 use crate::validate;
 
 /// The kind of a session's document, keyed by the session id.
@@ -45,7 +45,7 @@ fn stored(session: &str, doc: Option<&Doc>) -> Result<Stored> {
 }
 
 /// Lists `record` in its session, if it has one (in the transaction that creates it).
-pub(super) fn note(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
+pub(crate) fn note(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
     let Some(session) = &record.session_id else {
         return Ok(());
     };
@@ -64,7 +64,7 @@ pub(super) fn note(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
 
 /// Takes `record` out of its session's list, if it has a session (when pruning removes it):
 /// a session lists only records the store holds.
-pub(super) fn forget(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
+pub(crate) fn forget(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
     let Some(session) = &record.session_id else {
         return Ok(());
     };

@@ -15,12 +15,12 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::backend::{Backend, body, parsed};
-use super::curation::{CONVERSATION, FACT, fact_key, facts_of};
-use super::{Doc, Tx};
+use crate::context::relevance::{self, Posting};
+use crate::curation::store::{CONVERSATION, FACT, fact_key, facts_of};
 use crate::curation::{Branch, Conversation, Fact};
 use crate::error::Result;
-use crate::relevance::{self, Posting};
+use crate::store::{Backend, body, parsed};
+use crate::store::{Doc, Tx};
 
 /// A posting: a term of a fact on `main`.
 const TERM: &str = "main_term";
@@ -33,7 +33,7 @@ const MARK: (&str, &str) = ("knowledge_index", "v1");
 /// whatever `main` holds.
 const PER_TERM: usize = 32;
 /// At most this many terms of the query are looked up.
-pub(super) const QUERY_TERMS: usize = 24;
+pub(crate) const QUERY_TERMS: usize = 24;
 
 #[derive(Serialize, Deserialize)]
 struct PostingBody {
@@ -103,7 +103,7 @@ fn list(tx: &mut dyn Tx, conversation: &Conversation) -> Result<()> {
 }
 
 /// Stores a new fact, and its postings when it lies on `main`.
-pub(super) fn insert_fact(tx: &mut dyn Tx, fact: &Fact) -> Result<()> {
+pub(crate) fn insert_fact(tx: &mut dyn Tx, fact: &Fact) -> Result<()> {
     let on_main = fact.branch == Branch::main();
     if on_main {
         ready(tx)?;
@@ -120,7 +120,7 @@ pub(super) fn insert_fact(tx: &mut dyn Tx, fact: &Fact) -> Result<()> {
 }
 
 /// Stores a new conversation, listed under its task when it has one.
-pub(super) fn insert_conversation(tx: &mut dyn Tx, conversation: &Conversation) -> Result<()> {
+pub(crate) fn insert_conversation(tx: &mut dyn Tx, conversation: &Conversation) -> Result<()> {
     if conversation.task_id.is_some() {
         ready(tx)?;
     }
@@ -134,7 +134,7 @@ pub(super) fn insert_conversation(tx: &mut dyn Tx, conversation: &Conversation) 
 
 /// Whether the store's indexes are built; builds them when they are not and the store can be
 /// written (a store opened read-only cannot: the readers below then scan).
-pub(super) fn built(backend: &dyn Backend) -> bool {
+pub(crate) fn built(backend: &dyn Backend) -> bool {
     if matches!(backend.doc(MARK.0, MARK.1), Ok(Some(_))) {
         return true;
     }
@@ -143,7 +143,7 @@ pub(super) fn built(backend: &dyn Backend) -> bool {
 
 /// The facts on `main` most relevant to `query` (its terms, [`relevance::query_terms`]), the
 /// best first, ties the most recent first: at most `limit` of those `keep` keeps.
-pub(super) fn relevant_facts(
+pub(crate) fn relevant_facts(
     backend: &dyn Backend,
     query: &[String],
     limit: usize,
@@ -221,8 +221,8 @@ pub(super) fn relevant_facts(
 /// The conversations of a task, in no particular order ([`Store::list_conversations`] orders
 /// them).
 ///
-/// [`Store::list_conversations`]: super::Store::list_conversations
-pub(super) fn task_conversations(backend: &dyn Backend, task: &str) -> Result<Vec<Conversation>> {
+/// [`Store::list_conversations`]: crate::store::Store::list_conversations
+pub(crate) fn task_conversations(backend: &dyn Backend, task: &str) -> Result<Vec<Conversation>> {
     let mut found: Vec<Conversation> = Vec::new();
     if built(backend) {
         for (key, _) in backend.docs(TASK_CONVERSATION, &format!("{task}/"), None, usize::MAX)? {

@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 
-use super::Store;
-use super::curation::{oldest_first, task_facts_of};
+use crate::curation::store::{oldest_first, task_facts_of};
 use crate::curation::{Branch, Conversation, Verdict};
 use crate::error::{Error, Result};
 use crate::record::Handoff;
 use crate::replay::{self, TaskComparison, TaskReplay, TimelineEntry};
+use crate::store::Store;
 use crate::store::{EventFilter, ListFilter};
 use crate::validate;
 
@@ -137,4 +137,4 @@ impl Store {
 }
 
 /// How the title of a decision-point pick starts ([`Store::cherry_pick_decisions`]).
-pub(super) const DECISIONS_TITLE: &str = "Decision points of ";
+pub(crate) const DECISIONS_TITLE: &str = "Decision points of ";

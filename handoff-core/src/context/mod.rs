@@ -8,6 +8,17 @@
 //! same input always gives the same packet; the best item that no longer fits whole is cut to the room left (a list keeps its
 //! most recent entries) or, with a [`Summarizer`], compressed. Nothing is cut or dropped
 //! without an entry in the manifest.
+//!
+//! The folder: this file is the builder; [`messages`] the chat messages it reads and writes,
+//! `relevance` lexical scores of facts against a handoff, `markdown` a record rendered for a
+//! prompt; `successor` the packet the [`Store`](crate::Store) builds from everything it knows
+//! of a handoff, `knowledge` the indexes that packet reads.
+
+pub(crate) mod knowledge;
+mod markdown;
+pub mod messages;
+mod relevance;
+pub(crate) mod successor;
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -18,7 +29,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::messages::{self, ToolCall};
+use crate::messages::ToolCall;
 use crate::record::Handoff;
 use crate::redact::Redactor;
 use crate::tools::Provider;

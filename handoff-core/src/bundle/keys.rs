@@ -5,11 +5,11 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Store;
-use super::backend::{Doc, body, parsed};
-use super::bundles::{BUNDLE, Bundle, as_shown, no_bundle, write_bundle};
 use crate::bundle::public_key;
+use crate::bundle::store::{BUNDLE, Bundle, as_shown, no_bundle, write_bundle};
 use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::{Doc, body, parsed};
 use crate::validate::{self, Collector};
 
 /// The documents that say which public keys the store trusts, keyed by the key.

@@ -5,8 +5,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Access, Arguments, ClaimInput, Operation};
 use crate::error::{Problem, Result};
+use crate::ops::{Access, Arguments, ClaimInput, Operation};
 use crate::protocol::{
     BlockerType, Category, ContextUpdates, Decision, ErrorReport, ErrorType, EscalationDetails,
     FileChange, InitContext, Initialize as NewRun, ProtocolStats as Stats, RecoveryInstructions,

@@ -6,6 +6,15 @@
 //! Responses API (flat function tools, `output[]` items of type `function_call`), Anthropic
 //! Messages (`input_schema`, `content[]` blocks of type `tool_use` with `input` as an object)
 //! and MCP (`inputSchema`).
+//!
+//! The folder: this file is the registry, tool definitions and detector; `agent_files` reads a
+//! registry from Markdown files; `ops` holds the arguments of the operations that need no
+//! store (the context builder's and the registry's).
+
+mod agent_files;
+pub(crate) mod ops;
+
+pub use agent_files::AgentFile;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};

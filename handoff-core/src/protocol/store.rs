@@ -10,8 +10,6 @@
 
 use chrono::{DateTime, Utc};
 
-use super::backend::{body, parsed};
-use super::{ClaimRef, Doc, ListFilter, Store, Tx, insert_handoff, persist, prove_claim};
 use crate::error::{Error, Result};
 use crate::machine::{Command, transition};
 use crate::protocol::{
@@ -20,6 +18,8 @@ use crate::protocol::{
     wire_name,
 };
 use crate::record::{Handoff, NewHandoff, Status};
+use crate::store::{ClaimRef, Doc, ListFilter, Store, Tx, insert_handoff, persist, prove_claim};
+use crate::store::{body, parsed};
 use crate::validate::{self, Limits};
 
 /// A call's transition of the run: the message it sends, if any.
@@ -461,7 +461,7 @@ fn send(
 /// message that ended unanswered (failed after its last lapse, rejected, cancelled) escalates
 /// the run to a human in the same transaction ([`Run::message_lost`]). Other changes, and
 /// messages that are not their run's current one, change nothing.
-pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
+pub(crate) fn follow(tx: &mut dyn Tx, record: &Handoff) -> Result<()> {
     if !matches!(
         record.status,
         Status::Failed | Status::Rejected | Status::Cancelled

@@ -11,22 +11,22 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::backend::{body, parsed};
-use super::{Doc, Store, Tx, insert_handoff, new_id, persist};
 use crate::clock::to_text;
 use crate::error::{Error, Result};
 use crate::machine::{Change, Command, NewEvent, transition};
 use crate::record::{Handoff, Kind, Metadata, NewHandoff};
+use crate::store::{Doc, Store, Tx, insert_handoff, new_id, persist};
+use crate::store::{body, parsed};
 use crate::task::{self, Effects, NewTask, StepState, TaskHeader, TaskRefusal, TaskStatus};
 use crate::validate;
 
 /// The kind of a task's header document.
 const TASK: &str = "task";
 /// The kind of a step's document, keyed `<task id>/<step id>`.
-pub(super) const STEP: &str = "step";
+pub(crate) const STEP: &str = "step";
 /// The kind of an entry of a task's log (the events of one transition, [`Logged`]), keyed
 /// `<task id>/<seq of its first event, 20 digits>`.
-pub(super) const EVENT: &str = "task_event";
+pub(crate) const EVENT: &str = "task_event";
 
 fn step_key(task: &str, step: &str) -> String {
     format!("{task}/{step}")
@@ -169,7 +169,7 @@ fn no_task(id: &str) -> Error {
 }
 
 /// A task's header and its document's version, locked for the transaction.
-pub(super) fn header(tx: &mut dyn Tx, id: &str) -> Result<Option<(TaskHeader, u64)>> {
+pub(crate) fn header(tx: &mut dyn Tx, id: &str) -> Result<Option<(TaskHeader, u64)>> {
     tx.doc(TASK, id)?
         .map(|doc| Ok((parsed("task", &doc)?, doc.version)))
         .transpose()
@@ -240,7 +240,7 @@ fn open_steps(tx: &mut dyn Tx, task: &str) -> Result<Steps> {
 /// branches into `task/<task>` first, then that into `main`. How many facts and conversations
 /// reached `main`.
 fn merge_task(tx: &mut dyn Tx, task: &str, now: DateTime<Utc>) -> Result<(u64, u64)> {
-    use super::curation::{CONVERSATION, FACT, agents_facts_of, merge_in};
+    use crate::curation::store::{CONVERSATION, FACT, agents_facts_of, merge_in};
     use crate::curation::{Branch, Conversation, Fact};
     let task_branch = Branch::parse(&format!("task/{task}"))?;
     let mut agents = std::collections::BTreeSet::new();
@@ -260,7 +260,7 @@ fn merge_task(tx: &mut dyn Tx, task: &str, now: DateTime<Utc>) -> Result<(u64, u
     Ok((report.facts, report.conversations))
 }
 
-pub(super) fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
+pub(crate) fn write_header(tx: &mut dyn Tx, header: &TaskHeader, version: u64) -> Result<()> {
     let doc = Doc {
         version: version + 1,
         body: body(header)?,
@@ -455,14 +455,14 @@ fn carry_out(
 /// Whether `record` carries a task's step: the step's offer, the escalation its holder handed
 /// it on as, or the escalation that waits for a decision on it. [`follow`] applies its changes
 /// to the step.
-pub(super) fn carries_step(record: &Handoff) -> bool {
+pub(crate) fn carries_step(record: &Handoff) -> bool {
     step_of(record).is_some()
 }
 
 /// Why `agent` may not take the open handoff `h`, when it is a step without an agent (offered
 /// to its task's members) and `agent` did not join the task. The task is looked at without a
 /// lock: an agent that joins meanwhile may take it on its next try.
-pub(super) fn not_a_member(tx: &mut dyn Tx, h: &Handoff, agent: &str) -> Result<Option<String>> {
+pub(crate) fn not_a_member(tx: &mut dyn Tx, h: &Handoff, agent: &str) -> Result<Option<String>> {
     if h.to_agent.is_some() || h.kind != Kind::Initialization {
         return Ok(None);
     }
@@ -492,7 +492,7 @@ fn step_of(record: &Handoff) -> Option<&str> {
 /// Applies what happened to a handoff (`events`, just written) to the step it carries, if it
 /// carries one of a stored task's steps. A step whose state disagrees (its task was cancelled
 /// while it ran, an older offer) is left as it is: the handoff is what happened.
-pub(super) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> Result<()> {
+pub(crate) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> Result<()> {
     let Some(step_id) = step_of(record) else {
         return Ok(());
     };
@@ -885,7 +885,7 @@ impl Store {
     /// without it; a task the escalation paused resumes.
     pub fn resolve_escalation(
         &self,
-        claim: impl Into<super::ClaimRef>,
+        claim: impl Into<crate::store::ClaimRef>,
         resolution: &str,
         retry: bool,
     ) -> Result<Task> {
@@ -900,7 +900,7 @@ impl Store {
         let now = self.clock.now();
         let mut task_id = String::new();
         self.change_one(&claim.handoff_id, &mut |tx, record| {
-            super::prove_claim(tx, &record, &claim)?;
+            crate::store::prove_claim(tx, &record, &claim)?;
             let step_id = match (record.kind, record.metadata.get("step_id")) {
                 (Kind::Escalation, Some(Value::String(step))) => step.clone(),
                 _ => {
@@ -943,7 +943,11 @@ impl Store {
 
     /// Reports that a step's work failed, with its claim: [`Store::fail`], refused with
     /// [`Error::InvalidTransition`] when the handoff carries no step.
-    pub fn fail_step(&self, claim: impl Into<super::ClaimRef>, error: &str) -> Result<Handoff> {
+    pub fn fail_step(
+        &self,
+        claim: impl Into<crate::store::ClaimRef>,
+        error: &str,
+    ) -> Result<Handoff> {
         let claim = claim.into();
         // A handoff's kind and metadata never change, so reading them first is as good as
         // reading them in the failure's transaction.
@@ -966,7 +970,7 @@ impl Store {
     /// Returns the escalation.
     pub fn escalate_step(
         &self,
-        claim: impl Into<super::ClaimRef>,
+        claim: impl Into<crate::store::ClaimRef>,
         to_agent: &str,
         instructions: Option<&str>,
         blockers: &[String],
@@ -978,7 +982,7 @@ impl Store {
         let now = self.clock.now();
         let mut escalation = None;
         self.change_one(&claim.handoff_id, &mut |tx, record| {
-            super::prove_claim(tx, &record, &claim)?;
+            crate::store::prove_claim(tx, &record, &claim)?;
             let not_a_step = |reason: &str| Error::InvalidTransition {
                 id: record.id.clone(),
                 status: record.status,

@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::{ClaimRef, Store};
 use crate::error::{Error, Result};
 use crate::record::Handoff;
+use crate::store::{ClaimRef, Store};
 
 /// What a [`Lease`] says when its holder dropped it without settling the claim.
 pub const DROPPED: &str = "the holder stopped without completing or failing its claim";

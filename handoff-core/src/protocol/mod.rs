@@ -8,6 +8,12 @@
 //! initialization, a continuation, recovery steps) and answers with a report or an error
 //! report; the manager holds that answer and decides, recovers or escalates; a human holds an
 //! escalation and resolves it, which hands the run back to the manager.
+//!
+//! The folder: this file is the pure part; `store` keeps runs in the [`Store`](crate::Store),
+//! `ops` the protocol's operations.
+
+pub(crate) mod ops;
+pub(crate) mod store;
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;

@@ -16,6 +16,11 @@
 //! A restore reads the whole file once to check it (the magic line, every line's form and
 //! place, the counts, the checksum) before the one write transaction that reads it again, so a
 //! damaged, cut or foreign file is refused with nothing written.
+//!
+//! The folder: this file prunes, backs up and restores the [`Store`](crate::Store); `ops` holds
+//! the operations `prune`, `backup` and `restore`.
+
+pub(crate) mod ops;
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -25,12 +30,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::tasks::{EVENT as TASK_EVENT, STEP, header, write_header};
-use super::{Doc, Exported, Store, Tx, hex, sessions, unhex};
 use crate::error::{Error, Result};
 use crate::machine::{Event, NewEvent};
+use crate::memory::sessions;
 use crate::record::Handoff;
+use crate::store::{Doc, Exported, Store, Tx, hex, unhex};
 use crate::task::TaskHeader;
+use crate::task::store::{EVENT as TASK_EVENT, STEP, header, write_header};
 use crate::validate;
 
 /// How many finished tasks keep their details when the caller does not say (seed 003).

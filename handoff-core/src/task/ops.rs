@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Access, Arguments, ClaimInput, Operation};
 use crate::error::{Problem, Result};
+use crate::ops::{Access, Arguments, ClaimInput, Operation};
 use crate::plan::StepSpec;
 use crate::record::{Handoff, Metadata};
 use crate::store::{self, Store};

@@ -9,9 +9,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{NewBundle, Store, Task};
 use crate::error::{Error, Result};
 use crate::record::Metadata;
+use crate::store::{NewBundle, Store, Task};
 use crate::task::NewTask;
 use crate::validate::Collector;
 

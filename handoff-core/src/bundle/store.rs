@@ -13,14 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::backend::{Doc, Tx, body, parsed};
-use super::curation::{
-    CONVERSATION, FACT, facts_of, insert_messages, log, oldest_first, task_facts_of,
-    write_conversation,
-};
-use super::{Store, hex};
 use crate::bundle::{
     self, BUNDLE_SCHEMA_VERSION, BundleConversation, BundleData, BundleFact, BundleType, Visibility,
+};
+use crate::curation::store::{
+    CONVERSATION, FACT, facts_of, insert_messages, log, oldest_first, task_facts_of,
+    write_conversation,
 };
 use crate::curation::{
     Branch, Conversation, CurationChange, Fact, FactStatus, StoredMessage, Thresholds, Verdict,
@@ -28,9 +26,11 @@ use crate::curation::{
 };
 use crate::error::{Error, Result};
 use crate::redact::redact;
+use crate::store::{Doc, Tx, body, parsed};
+use crate::store::{Store, hex};
 use crate::validate::{self, Collector};
 
-pub(super) const BUNDLE: &str = "bundle";
+pub(crate) const BUNDLE: &str = "bundle";
 const TOKEN: &str = "bundle_token";
 
 /// How far a bundle got through the gate.
@@ -168,7 +168,7 @@ pub struct ImportReport {
 /// What `create_bundle` says when it is given neither a task nor a branch.
 pub(crate) const NO_SOURCE: &str = "a task or a branch must be given";
 
-pub(super) fn no_bundle(id: &str) -> Error {
+pub(crate) fn no_bundle(id: &str) -> Error {
     Error::NotFound {
         what: "bundle",
         id: id.to_owned(),
@@ -343,7 +343,7 @@ impl Store {
                 .iter()
                 .all(|c| c.verification_status == Verdict::Verified);
         let bundle = Bundle {
-            id: super::new_id(now),
+            id: crate::store::new_id(now),
             name: new.name,
             description: new.description,
             bundle_type: new.bundle_type,
@@ -647,7 +647,7 @@ impl Store {
         let mut report = ImportReport::default();
         self.backend.write(&mut |tx| {
             let trusted = match &signer {
-                Some(key) => tx.doc(super::bundle_keys::TRUSTED_KEY, key)?.is_some(),
+                Some(key) => tx.doc(crate::bundle::keys::TRUSTED_KEY, key)?.is_some(),
                 None => false,
             };
             // Who vouches for what the bundle says, on every item it brings.
@@ -704,7 +704,7 @@ impl Store {
                     created_at: now,
                 };
                 if mode == Mode::Import {
-                    super::knowledge::insert_fact(tx, &stored)?;
+                    crate::context::knowledge::insert_fact(tx, &stored)?;
                 }
                 report.facts_added += 1;
             }
@@ -810,12 +810,12 @@ enum Mode {
 
 /// A stored bundle as callers see it: a private one shows no token (a store written before
 /// kept one from its making; it never works, and sharing issues a new one).
-pub(super) fn read_bundle(doc: &Doc) -> Result<Bundle> {
+pub(crate) fn read_bundle(doc: &Doc) -> Result<Bundle> {
     parsed("bundle", doc).map(as_shown)
 }
 
 /// `bundle` as callers see it (see [`read_bundle`]).
-pub(super) fn as_shown(mut bundle: Bundle) -> Bundle {
+pub(crate) fn as_shown(mut bundle: Bundle) -> Bundle {
     if bundle.visibility == Visibility::Private {
         bundle.share_token = None;
     }
@@ -831,7 +831,7 @@ fn index_token(tx: &mut dyn Tx, id: &str, token: &str) -> Result<()> {
     tx.insert_doc(TOKEN, &bundle::token_digest(token), &index)
 }
 
-pub(super) fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {
+pub(crate) fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {
     let doc = Doc {
         version,
         body: body(bundle)?,

@@ -19,16 +19,16 @@
 
 use serde_json::Value;
 
-use super::Store;
-use super::knowledge;
-use super::tasks::Task;
+use crate::context::knowledge;
+use crate::context::relevance;
 use crate::context::{Budget, ContextBuilder, ItemKind, Message, Packet, Summarizer};
 use crate::curation::{Branch, Conversation, Fact, FactStatus, Verdict};
 use crate::error::{Error, Result};
 use crate::machine::Change;
 use crate::protocol::wire_name;
 use crate::record::Handoff;
-use crate::relevance;
+use crate::store::Store;
+use crate::task::store::Task;
 
 /// The budget a packet gets when the caller does not choose one.
 pub const DEFAULT_BUDGET_TOKENS: usize = 2000;
@@ -254,7 +254,7 @@ impl Store {
             ItemKind::Task,
             format!("{}#protocol", handoff.id),
             "Protocol Message",
-            crate::markdown::protocol_text(body),
+            crate::context::markdown::protocol_text(body),
             97,
             false,
         );
@@ -291,7 +291,7 @@ impl Store {
                 ItemKind::Task,
                 format!("{id}#worker_report"),
                 &format!("Previous Report (iteration {iteration})"),
-                crate::markdown::report_line(&r),
+                crate::context::markdown::report_line(&r),
                 88,
                 false,
             );
@@ -314,9 +314,9 @@ impl Store {
     /// Who worked on the task before, in order: every earlier handoff of the task (the most
     /// recent kept first), with why it was handed on and how it ended.
     fn add_history(&self, b: &mut ContextBuilder, handoff: &Handoff) -> Result<()> {
-        let filter = super::ListFilter {
+        let filter = crate::store::ListFilter {
             task_id: Some(handoff.task_id.clone()),
-            ..super::ListFilter::default()
+            ..crate::store::ListFilter::default()
         };
         let earlier: Vec<Handoff> = self
             .list(&filter)?
@@ -363,9 +363,10 @@ impl Store {
         task_branch: &Branch,
         task: Option<&Task>,
     ) -> Result<()> {
-        let verified = self.facts_under(&super::curation::task_facts_of(task_branch), |f| {
-            f.status == FactStatus::Verified
-        })?;
+        let verified = self
+            .facts_under(&crate::curation::store::task_facts_of(task_branch), |f| {
+                f.status == FactStatus::Verified
+            })?;
         for fact in verified {
             b.add_bullet(
                 ItemKind::Fact,
@@ -383,9 +384,10 @@ impl Store {
         if let Some(branch) = &predecessor {
             let agent = handoff.from_agent.as_deref().unwrap_or_default();
             let group = format!("Unverified Findings of {agent} (on {branch})");
-            let unverified = self.facts_under(&[super::curation::facts_of(branch)], |f| {
-                f.status == FactStatus::Active
-            })?;
+            let unverified = self
+                .facts_under(&[crate::curation::store::facts_of(branch)], |f| {
+                    f.status == FactStatus::Active
+                })?;
             for fact in unverified {
                 b.add_bullet(
                     ItemKind::Fact,

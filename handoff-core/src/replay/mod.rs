@@ -2,6 +2,11 @@
 //! entry per entry of the logs a task leaves (its handoffs' events, its plan's log, its curation
 //! log), what each agent contributed, how the run ended, and two runs side by side. The store
 //! reads the logs ([`crate::Store::replay`], [`crate::Store::compare`]).
+//!
+//! The folder: this file is the pure part; `store` reads the logs from the
+//! [`Store`](crate::Store).
+
+pub(crate) mod store;
 
 use std::collections::{BTreeMap, BTreeSet};
 

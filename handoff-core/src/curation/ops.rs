@@ -10,7 +10,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Access, Arguments, DEFAULT_BUDGET_TOKENS, Operation, branch_problems};
 use crate::context::{Budget, Message, Packet};
 use crate::curation::{
     BranchInfo, Conversation, CurationEvent, Extractor, Fact, FactStatus, Judge, MergeReport,
@@ -18,6 +17,7 @@ use crate::curation::{
 };
 use crate::error::{Error, Problem, Result};
 use crate::messages;
+use crate::ops::{Access, Arguments, DEFAULT_BUDGET_TOKENS, Operation, branch_problems};
 use crate::store::{ContextOptions, NewConversation, Store, check_messages};
 use crate::validate::{Collector, Limits};
 
@@ -624,7 +624,7 @@ impl VerifyArgs {
 
 /// The gate's thresholds from those given, the seed's where not: what `verify` and
 /// `verify_bundle` take.
-pub(super) fn thresholds(
+pub(crate) fn thresholds(
     fact: Option<f64>,
     invalidate_below: Option<f64>,
     conversation: Option<f64>,

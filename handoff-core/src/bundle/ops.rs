@@ -6,10 +6,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Access, Arguments, Operation, branch_problems};
 use crate::bundle::{BundleType, Visibility};
 use crate::curation::{Thresholds, Verifier};
 use crate::error::{Error, Problem, Result};
+use crate::ops::{Access, Arguments, Operation, branch_problems};
 use crate::replay::{TaskComparison, TaskReplay};
 use crate::store::{Bundle, ImportReport, NO_SOURCE, NewBundle, Store};
 use crate::validate::Limits;
@@ -422,7 +422,7 @@ pub struct VerifyBundleArgs {
 impl VerifyBundleArgs {
     /// The thresholds, the seed's where not given.
     pub fn thresholds(&self) -> Thresholds {
-        super::curation::thresholds(
+        crate::curation::ops::thresholds(
             self.fact_threshold,
             self.invalidate_below,
             self.conversation_threshold,
@@ -451,7 +451,7 @@ impl VerifyBundle {
         verifier: Option<&mut dyn Verifier>,
     ) -> Result<Bundle> {
         let Some(verifier) = verifier else {
-            return Err(Error::invalid("verifier", super::NO_JUDGE));
+            return Err(Error::invalid("verifier", crate::ops::NO_JUDGE));
         };
         store.verify_bundle(&args.id, verifier, &args.thresholds())
     }
@@ -544,7 +544,7 @@ mod tests {
     #[test]
     fn a_bundle_goes_out_and_back_in_through_the_operations() {
         let store = Store::memory();
-        super::super::AddFacts::call(
+        crate::ops::AddFacts::call(
             &store,
             json!({"branch": "task/t1", "facts": ["refresh needs backoff"]}),
         )

@@ -3,8 +3,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Access, Arguments, Operation};
 use crate::error::Result;
+use crate::ops::{Access, Arguments, Operation};
 use crate::store::{DEFAULT_KEEP_DETAILS_DAYS, DEFAULT_KEEP_LAST, Store};
 
 /// Keeps the details (steps, log and handoff records) of the newest `keep_last` finished tasks

@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Access, Arguments, Operation};
 use crate::error::{Error, ErrorKind, Problem, Result};
 use crate::machine::Event;
+use crate::ops::{Access, Arguments, Operation};
 use crate::record::{Handoff, Kind, Metadata, NewHandoff, Reason, Status};
 use crate::stats::PathStats;
 use crate::store::{self, ClaimRef, ClaimSecret, DEFAULT_LEASE, EventFilter, ListFilter, Store};
@@ -695,7 +695,7 @@ pub struct ClaimInput {
 }
 
 impl ClaimInput {
-    pub(super) fn problems(&self, out: &mut Vec<Problem>) {
+    pub(crate) fn problems(&self, out: &mut Vec<Problem>) {
         if let Err(err) = ClaimSecret::parse(&self.secret) {
             out.extend(
                 err.problems()

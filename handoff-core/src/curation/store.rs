@@ -11,23 +11,23 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::backend::{body, number_key, numbered, parsed};
-use super::{Doc, Store, Tx, new_id};
 use crate::context::Message;
+use crate::store::{Doc, Store, Tx, new_id};
+use crate::store::{body, number_key, numbered, parsed};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::replay::DECISIONS_TITLE;
 use crate::curation::{
     self, Branch, BranchInfo, Conversation, CurationChange, CurationEvent, Extractor, Fact,
     FactStatus, MergeReport, NewFact, PickedTo, StoredMessage, Thresholds, Verdict, VerifiedItem,
     Verifier, VerifyItem, VerifyReport,
 };
 use crate::error::{Error, Result};
+use crate::replay::store::DECISIONS_TITLE;
 use crate::validate::{self, Collector, Limits};
 
 /// The kind of a conversation's document, keyed by its id.
-pub(super) const CONVERSATION: &str = "conversation";
+pub(crate) const CONVERSATION: &str = "conversation";
 /// The kind of a message's document, keyed `<conversation>/<seq, 10 digits>`.
 const MESSAGE: &str = "message";
 /// The kind of a cherry-pick's document, keyed `<source>/<pick's conversation>`.
@@ -63,7 +63,7 @@ fn events_of(task_id: Option<&str>) -> String {
 }
 
 /// Appends an entry to the curation log, in the transaction of the change it records.
-pub(super) fn log(
+pub(crate) fn log(
     tx: &mut dyn Tx,
     kind: CurationChange,
     branch: &Branch,
@@ -85,7 +85,7 @@ pub(super) fn log(
 }
 
 /// The kind of a fact's document, keyed by [`fact_key`].
-pub(super) const FACT: &str = "fact";
+pub(crate) const FACT: &str = "fact";
 
 /// The most messages one call writes (one transaction holds them all).
 pub const MAX_MESSAGES_PER_CALL: usize = 100_000;
@@ -93,27 +93,27 @@ pub const MAX_MESSAGES_PER_CALL: usize = 100_000;
 /// The key prefix of a branch's facts: its number of segments, then its name, so that no
 /// branch's prefix is another's (`2/task/t/` never matches `3/task/t/agent/…`) and every part
 /// of a key is an id (as a folder of files needs).
-pub(super) fn facts_of(branch: &Branch) -> String {
+pub(crate) fn facts_of(branch: &Branch) -> String {
     format!("{}/{branch}/", branch.as_str().split('/').count())
 }
 
 /// The key prefix of the facts of every agent's branch of the task whose branch is `task`
 /// (one segment more than its own).
-pub(super) fn agents_facts_of(task: &Branch) -> String {
+pub(crate) fn agents_facts_of(task: &Branch) -> String {
     format!("{}/{task}/", task.as_str().split('/').count() + 1)
 }
 
 /// The key prefixes of a task's facts: those on its branch, then those on its agents'.
-pub(super) fn task_facts_of(task: &Branch) -> [String; 2] {
+pub(crate) fn task_facts_of(task: &Branch) -> [String; 2] {
     [facts_of(task), agents_facts_of(task)]
 }
 
 /// Sorts facts oldest first (ties by id), the order they are shown in.
-pub(super) fn oldest_first(facts: &mut [Fact]) {
+pub(crate) fn oldest_first(facts: &mut [Fact]) {
     facts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
 }
 
-pub(super) fn fact_key(branch: &Branch, id: &str) -> String {
+pub(crate) fn fact_key(branch: &Branch, id: &str) -> String {
     format!("{}{id}", facts_of(branch))
 }
 
@@ -161,7 +161,7 @@ pub(crate) fn check_messages(c: &mut Collector, limits: &Limits, messages: &[Mes
 }
 
 /// Writes `messages` as the messages `first..` of `conversation`.
-pub(super) fn insert_messages(
+pub(crate) fn insert_messages(
     tx: &mut dyn Tx,
     conversation: &str,
     first: u64,
@@ -200,7 +200,7 @@ fn conversation_in(tx: &mut dyn Tx, id: &str) -> Result<(Conversation, u64)> {
     Ok((parsed("conversation", &doc)?, doc.version))
 }
 
-pub(super) fn write_conversation(
+pub(crate) fn write_conversation(
     tx: &mut dyn Tx,
     conversation: &Conversation,
     version: u64,
@@ -210,7 +210,7 @@ pub(super) fn write_conversation(
         body: body(conversation)?,
     };
     if version == 1 {
-        super::knowledge::insert_conversation(tx, conversation)
+        crate::context::knowledge::insert_conversation(tx, conversation)
     } else {
         tx.update_doc(CONVERSATION, &conversation.id, &doc)
     }
@@ -397,7 +397,7 @@ impl Store {
         }
         let mut found: Vec<Conversation> = match task_id {
             // A task's conversations come from its index, not from every conversation.
-            Some(task) => super::knowledge::task_conversations(&*self.backend, task)?,
+            Some(task) => crate::context::knowledge::task_conversations(&*self.backend, task)?,
             None => self
                 .backend
                 .docs(CONVERSATION, "", None, usize::MAX)?
@@ -565,7 +565,7 @@ impl Store {
             .collect();
         self.backend.write(&mut |tx| {
             for fact in &made {
-                super::knowledge::insert_fact(tx, fact)?;
+                crate::context::knowledge::insert_fact(tx, fact)?;
             }
             let ids: Vec<&str> = made.iter().map(|f| f.id.as_str()).collect();
             let detail = json!({"facts": ids, "from_conversation": id, "extracted_by": by});
@@ -716,7 +716,7 @@ impl Store {
             .collect();
         self.backend.write(&mut |tx| {
             for fact in &made {
-                super::knowledge::insert_fact(tx, fact)?;
+                crate::context::knowledge::insert_fact(tx, fact)?;
             }
             let ids: Vec<&str> = made.iter().map(|f| f.id.as_str()).collect();
             log(
@@ -742,7 +742,7 @@ impl Store {
 
     /// The facts under each of `prefixes` (in key order, one prefix after the other) that
     /// `keep` keeps.
-    pub(super) fn facts_under(
+    pub(crate) fn facts_under(
         &self,
         prefixes: &[String],
         keep: impl Fn(&Fact) -> bool,
@@ -939,7 +939,7 @@ impl Store {
 
 /// [`Store::merge`] inside a write: what completing a task with `merge_to_main` does to each
 /// of its branches, in the task's transaction.
-pub(super) fn merge_in(
+pub(crate) fn merge_in(
     tx: &mut dyn Tx,
     from: &Branch,
     into: &Branch,
@@ -994,7 +994,7 @@ pub(super) fn merge_in(
             created_at: now,
             ..source.clone()
         };
-        super::knowledge::insert_fact(tx, &copy)?;
+        crate::context::knowledge::insert_fact(tx, &copy)?;
         let key = fact_key(from, &source.id);
         let current = tx
             .doc(FACT, &key)?

@@ -8,6 +8,14 @@
 //! each step counts the dependencies it still waits for (`waiting_on`) and names the steps that
 //! wait for it (`dependents`). Starting reads the steps that wait for nothing; completing a step
 //! reads it and its dependents.
+//!
+//! The folder: this file is the pure part; `plan` the plan's steps and their checks, `store` the
+//! task's part of the [`Store`](crate::Store), `rerun` running a task again, `ops` its operations.
+
+pub(crate) mod ops;
+pub mod plan;
+pub(crate) mod rerun;
+pub(crate) mod store;
 
 use std::fmt;
 

@@ -4,6 +4,13 @@
 //! tokens; and the whole check of a bundle read from outside before anything of it is written.
 //! The store keeps bundles and imports them ([`crate::Store::create_bundle`],
 //! [`crate::Store::import_bundle`]).
+//!
+//! The folder: this file is the pure part, `signing` signs and checks bundles; `store` keeps
+//! bundles in the [`Store`](crate::Store), `keys` the keys it trusts, `ops` bundles' operations.
+
+pub(crate) mod keys;
+pub(crate) mod ops;
+pub(crate) mod store;
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;

@@ -3,14 +3,19 @@
 //! with optimistic concurrency: a write names the version it read, and `memory_update` reads,
 //! applies the caller's function and writes, again when another writer came first. The
 //! function runs outside any transaction, so a slow one (a model call) holds no lock.
+//!
+//! The folder: this file is memory; `sessions` keeps who owns each conversation. Both are
+//! documents of the [`Store`](crate::Store), so every backend has them.
+
+pub(crate) mod sessions;
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Doc, Store, Tx};
 use crate::error::{Error, Result};
 use crate::record::Metadata;
+use crate::store::{Doc, Store, Tx};
 use crate::validate::{self, Collector};
 
 /// The kind of a memory document, keyed by its scope.
