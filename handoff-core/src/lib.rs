@@ -1,9 +1,10 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// Base modules, each below the next: `error` (the one error type, and the words it names:
-// `Kind`, `Status`, `ChainViolation`), `clock`, `validate` (the generic rules), then the
-// feature folders, which use them and each other's pure parts.
+// The base, each module using only those listed before it: `clock`; `handoff::status` (a
+// handoff's `Kind` and `Status`); `error` (the one error type); `validate` (the generic rules);
+// `protocol`'s body and checks; `handoff::record` (the record and its own rules); then `chain`
+// and `machine`. The feature folders build on them.
 pub mod clock;
 mod error;
 pub mod redact;

@@ -8,7 +8,8 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::record::{Kind, Status};
+pub use crate::error::{ChainRule, ChainViolation};
+use crate::handoff::status::{Kind, Status};
 
 /// One hop of a chain: a handoff from one agent to the next.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -273,61 +274,5 @@ impl<'h> Lineage<'h> {
         }
         path.reverse();
         path
-    }
-}
-
-/// A new hop refused by a [`ChainPolicy`].
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("chain violation on task {task_id} ({}): {rule}", .path.join(" → "))]
-pub struct ChainViolation {
-    /// The task.
-    pub task_id: String,
-    /// The path the task would take with the refused hop at its end.
-    pub path: Vec<String>,
-    /// The rule the hop breaks.
-    pub rule: ChainRule,
-}
-
-/// Which rule of a [`ChainPolicy`] a hop breaks.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "rule", rename_all = "snake_case")]
-pub enum ChainRule {
-    /// The new hop's path has made `limit` hops already.
-    MaxHandoffs {
-        /// The policy's `max_handoffs`.
-        limit: usize,
-    },
-    /// `agent` is in the path already, more often than `limit` revisits allow.
-    Revisit {
-        /// The agent that would appear again.
-        agent: String,
-        /// The policy's `max_revisits`.
-        limit: usize,
-    },
-    /// The registry does not let `from` hand off to `to`.
-    NotCollaborator {
-        /// The sender.
-        from: String,
-        /// The refused addressee.
-        to: String,
-    },
-}
-
-impl fmt::Display for ChainRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ChainRule::MaxHandoffs { limit } => {
-                write!(f, "the path reached max_handoffs ({limit})")
-            }
-            ChainRule::Revisit { agent, limit } => {
-                write!(
-                    f,
-                    "{agent} would appear again, beyond max_revisits ({limit})"
-                )
-            }
-            ChainRule::NotCollaborator { from, to } => {
-                write!(f, "{from} is not allowed to hand off to {to}")
-            }
-        }
     }
 }

@@ -12,3 +12,4 @@ pub mod machine;
 pub(crate) mod ops;
 pub mod record;
 pub mod stats;
+pub(crate) mod status;

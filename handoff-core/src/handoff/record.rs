@@ -1,4 +1,5 @@
-//! The handover record (the "DNA"): everything the next agent needs to continue.
+//! The handover record (the "DNA"): everything the next agent needs to continue, and the rules
+//! it obeys, all checked at once on create and on import.
 
 use std::fmt;
 use std::str::FromStr;
@@ -7,8 +8,10 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use super::status::{Kind, Status};
 use crate::error::{Error, Result};
-use crate::validate::{self, Limits};
+use crate::protocol;
+use crate::validate::{self, Collector, Limits, deeper_than, json_size, list, text};
 
 /// The version of the record's JSON form. Records carrying another version are refused.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -210,7 +213,7 @@ impl Handoff {
 
     /// Checks every rule of the record, reporting all broken ones at once.
     pub fn validate(&self, limits: &Limits) -> Result<()> {
-        validate::record(self, limits)
+        check_record(self, limits)
     }
 
     /// Whether two records carry the same content: everything the creator wrote, ignoring the
@@ -557,104 +560,28 @@ impl From<Handoff> for NewHandoff {
     }
 }
 
-macro_rules! string_enum {
-    // `| "other"`: another word read as this value (never written), for callers that name it so.
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal $(| $also:literal)*),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name {
-            $($(#[$vmeta])* $(#[serde(alias = $also)])* $variant,)+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The wire name of this value.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)+
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
+/// Kinds and statuses read from their wire names: an unknown word is a validation error naming
+/// the field (`kind`, `status`) and every name it may be. (Here rather than in `status.rs`,
+/// which sits below the error type.)
+macro_rules! read_word {
+    ($($name:ident),+) => {$(
         impl FromStr for $name {
             type Err = Error;
 
             fn from_str(s: &str) -> Result<Self> {
-                match s {
-                    $($text $(| $also)* => Ok($name::$variant),)+
-                    _ => Err(Error::invalid(
+                $name::from_word(s).ok_or_else(|| {
+                    let names: Vec<&str> = $name::ALL.iter().map(|v| v.as_str()).collect();
+                    Error::invalid(
                         stringify!($name).to_lowercase(),
-                        format!(
-                            "unknown value {s:?}, expected one of {}",
-                            [$($text),+].join(", ")
-                        ),
-                    )),
-                }
+                        format!("unknown value {s:?}, expected one of {}", names.join(", ")),
+                    )
+                })
             }
         }
-    };
+    )+};
 }
 
-string_enum! {
-    /// What kind of handoff a record is.
-    #[derive(Default)]
-    Kind {
-        /// The whole task passes to the successor.
-        #[default]
-        Full => "full",
-        /// Part of the task passes; the rest stays.
-        Partial => "partial",
-        /// Handed up to someone more capable (a stronger model, a human).
-        Escalation => "escalation",
-        /// Progress saved by its owner; not a hop and not claimable.
-        Checkpoint => "checkpoint",
-        /// A manager starts a worker.
-        Initialization => "initialization",
-        /// A worker reports back.
-        Progress => "progress",
-        /// Another attempt after an error.
-        ErrorRecovery => "error_recovery",
-    }
-}
-
-string_enum! {
-    /// Where a handoff is in its lifecycle.
-    #[derive(Default)]
-    Status {
-        /// Waiting for a claim.
-        #[default]
-        Pending => "pending",
-        /// Held by an agent under a lease. `accepted` (seed 001's word for a handoff taken
-        /// over) reads as this.
-        Claimed => "claimed" | "accepted",
-        /// Finished by its holder.
-        Completed => "completed",
-        /// Refused by the addressed agent.
-        Rejected => "rejected",
-        /// Withdrawn.
-        Cancelled => "cancelled",
-        /// Nobody claimed it before `expires_at`.
-        Expired => "expired",
-        /// Its claims lapsed `max_attempts` times.
-        Failed => "failed",
-    }
-}
-
-impl Status {
-    /// Terminal statuses accept no further event.
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, Status::Pending | Status::Claimed)
-    }
-}
+read_word!(Kind, Status);
 
 /// Why an agent handed over. Its wire form is one string: `context_limit_85`, `timeout_300s`,
 /// `explicit`, `error: <message>` or `task_complete`.
@@ -827,6 +754,155 @@ impl JsonSchema for Reason {
             "pattern": "^(explicit|task_complete|context_limit_(100|[1-9]?[0-9])|timeout_[0-9]+s|error:.*)$"
         })
     }
+}
+
+/// Checks every rule of a record (the generic ones are `validate`'s).
+fn check_record(h: &Handoff, limits: &Limits) -> Result<()> {
+    let mut c = Collector::default();
+    if h.schema_version != SCHEMA_VERSION {
+        c.push(
+            "schema_version",
+            format!("must be {SCHEMA_VERSION}, is {}", h.schema_version),
+        );
+    }
+    c.ident("id", &h.id);
+    c.ident("task_id", &h.task_id);
+    c.opt_ident("session_id", h.session_id.as_deref());
+    c.opt_ident("parent_id", h.parent_id.as_deref());
+    c.opt_agent("from_agent", h.from_agent.as_deref());
+    c.opt_agent("to_agent", h.to_agent.as_deref());
+    c.opt_agent("claimed_by", h.claimed_by.as_deref());
+    if h.goal.trim().is_empty() {
+        c.push("goal", "must not be empty");
+    }
+    text(&mut c, limits, "goal", &h.goal);
+    text(&mut c, limits, "progress_summary", &h.progress_summary);
+    if let Some(instructions) = &h.instructions {
+        text(&mut c, limits, "instructions", instructions);
+    }
+    if let Some(outcome) = &h.outcome {
+        text(&mut c, limits, "outcome", outcome);
+    }
+    match &h.reason {
+        Reason::ContextLimit { percent } if *percent > 100 => {
+            c.push("reason", "context_limit percent must be between 0 and 100");
+        }
+        Reason::FatalError { message } => text(&mut c, limits, "reason", message),
+        _ => {}
+    }
+    for (field, items) in [
+        ("completed_steps", &h.completed_steps),
+        ("pending_steps", &h.pending_steps),
+        ("key_decisions", &h.key_decisions),
+        ("assumptions", &h.assumptions),
+        ("warnings", &h.warnings),
+        ("unresolved_errors", &h.unresolved_errors),
+        ("blockers", &h.blockers),
+        ("modified_files", &h.modified_files),
+        ("locked_files", &h.locked_files),
+        ("priority_items", &h.priority_items),
+        ("success_criteria", &h.success_criteria),
+    ] {
+        list(&mut c, limits, field, items);
+    }
+    if let Some(percent) = h.context_usage_percent
+        && percent > 100
+    {
+        c.push("context_usage_percent", "must be between 0 and 100");
+    }
+    let too_deep = deeper_than(&h.metadata, limits.max_depth);
+    if let Some(depth) = too_deep {
+        c.push(
+            "metadata",
+            format!(
+                "must nest at most {} levels, nests {depth} or more",
+                limits.max_depth
+            ),
+        );
+    }
+    if let Some(expires_at) = h.expires_at
+        && expires_at <= h.created_at
+    {
+        c.push("expires_at", "must be after created_at");
+    }
+    if h.max_attempts == 0 {
+        c.push("max_attempts", "must be at least 1");
+    }
+    if let Some(body) = &h.protocol {
+        for problem in protocol::check_body(body, h.kind, &h.task_id, limits) {
+            c.push(problem.field, problem.rule);
+        }
+    }
+    // Serialising to measure is a tenth of a create: only do it when a cheap upper bound
+    // cannot already show the record is small enough. Metadata nested too deep is never
+    // serialised (that recursion could exhaust the stack): it is refused already.
+    let size = if too_deep.is_some() || json_size_bound(h) <= limits.max_record_bytes {
+        0
+    } else {
+        json_size(h)
+    };
+    if size > limits.max_record_bytes {
+        c.push(
+            "record",
+            format!(
+                "must be at most {} bytes as JSON, is {size}",
+                limits.max_record_bytes
+            ),
+        );
+    }
+    c.finish()
+}
+
+/// An upper bound of the length of a record's JSON form: every byte of text escaped to six,
+/// and room to spare for keys, numbers and times.
+fn json_size_bound(h: &Handoff) -> usize {
+    const FIXED: usize = 2048;
+    const PER_ITEM: usize = 8;
+    let text = |s: &str| s.len() * 6 + PER_ITEM;
+    let opt = |s: &Option<String>| s.as_deref().map_or(0, text);
+    let list = |items: &[String]| items.iter().map(|s| text(s)).sum::<usize>();
+    let metadata = if h.metadata.is_empty() {
+        0
+    } else {
+        json_size(&h.metadata)
+    };
+    let protocol = h.protocol.as_ref().map_or(0, json_size);
+    FIXED
+        + metadata
+        + protocol
+        + [&h.id, &h.task_id, &h.goal, &h.progress_summary]
+            .map(|s| text(s))
+            .iter()
+            .sum::<usize>()
+        + [
+            &h.session_id,
+            &h.parent_id,
+            &h.from_agent,
+            &h.to_agent,
+            &h.instructions,
+            &h.claimed_by,
+            &h.outcome,
+        ]
+        .map(opt)
+        .iter()
+        .sum::<usize>()
+        + text(&h.reason.to_string())
+        + [
+            &h.completed_steps,
+            &h.pending_steps,
+            &h.key_decisions,
+            &h.assumptions,
+            &h.warnings,
+            &h.unresolved_errors,
+            &h.blockers,
+            &h.modified_files,
+            &h.locked_files,
+            &h.priority_items,
+            &h.success_criteria,
+        ]
+        .map(|items| list(items))
+        .iter()
+        .sum::<usize>()
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Problem, Result};
-use crate::record::Kind;
+use crate::handoff::status::Kind;
 use crate::validate::{self, Collector};
 
 /// Which of the protocol's four messages a body is (the seed's `handoff_type`).
