@@ -13,7 +13,7 @@ use crate::store::{Doc, body, parsed};
 use crate::validate::{self, Collector};
 
 /// The documents that say which public keys the store trusts, keyed by the key.
-pub(crate) const TRUSTED_KEY: &str = "trusted_bundle_key";
+pub(super) const TRUSTED_KEY: &str = "trusted_bundle_key";
 
 /// A public key the store trusts to vouch for bundles.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -30,7 +30,7 @@ use crate::store::{Doc, Tx, body, parsed};
 use crate::store::{Store, hex};
 use crate::validate::{self, Collector};
 
-pub(crate) const BUNDLE: &str = "bundle";
+pub(super) const BUNDLE: &str = "bundle";
 const TOKEN: &str = "bundle_token";
 
 /// How far a bundle got through the gate.
@@ -168,7 +168,7 @@ pub struct ImportReport {
 /// What `create_bundle` says when it is given neither a task nor a branch.
 pub(crate) const NO_SOURCE: &str = "a task or a branch must be given";
 
-pub(crate) fn no_bundle(id: &str) -> Error {
+pub(super) fn no_bundle(id: &str) -> Error {
     Error::NotFound {
         what: "bundle",
         id: id.to_owned(),
@@ -810,12 +810,12 @@ enum Mode {
 
 /// A stored bundle as callers see it: a private one shows no token (a store written before
 /// kept one from its making; it never works, and sharing issues a new one).
-pub(crate) fn read_bundle(doc: &Doc) -> Result<Bundle> {
+pub(super) fn read_bundle(doc: &Doc) -> Result<Bundle> {
     parsed("bundle", doc).map(as_shown)
 }
 
 /// `bundle` as callers see it (see [`read_bundle`]).
-pub(crate) fn as_shown(mut bundle: Bundle) -> Bundle {
+pub(super) fn as_shown(mut bundle: Bundle) -> Bundle {
     if bundle.visibility == Visibility::Private {
         bundle.share_token = None;
     }
@@ -831,7 +831,7 @@ fn index_token(tx: &mut dyn Tx, id: &str, token: &str) -> Result<()> {
     tx.insert_doc(TOKEN, &bundle::token_digest(token), &index)
 }
 
-pub(crate) fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {
+pub(super) fn write_bundle(tx: &mut dyn Tx, bundle: &Bundle, version: u64) -> Result<()> {
     let doc = Doc {
         version,
         body: body(bundle)?,

@@ -33,7 +33,7 @@ const MARK: (&str, &str) = ("knowledge_index", "v1");
 /// whatever `main` holds.
 const PER_TERM: usize = 32;
 /// At most this many terms of the query are looked up.
-pub(crate) const QUERY_TERMS: usize = 24;
+pub(super) const QUERY_TERMS: usize = 24;
 
 #[derive(Serialize, Deserialize)]
 struct PostingBody {
@@ -143,7 +143,7 @@ pub(crate) fn built(backend: &dyn Backend) -> bool {
 
 /// The facts on `main` most relevant to `query` (its terms, [`relevance::query_terms`]), the
 /// best first, ties the most recent first: at most `limit` of those `keep` keeps.
-pub(crate) fn relevant_facts(
+pub(super) fn relevant_facts(
     backend: &dyn Backend,
     query: &[String],
     limit: usize,

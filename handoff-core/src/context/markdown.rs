@@ -99,14 +99,14 @@ impl Handoff {
 }
 
 /// A protocol message's body as [`write_protocol`] writes it, for a successor's packet.
-pub(crate) fn protocol_text(p: &ProtocolBody) -> String {
+pub(super) fn protocol_text(p: &ProtocolBody) -> String {
     let mut md = String::new();
     let _ = write_protocol(&mut md, p);
     md.trim().to_owned()
 }
 
 /// A worker's report on one line: its status, what it did, what it met.
-pub(crate) fn report_line(r: &WorkerReport) -> String {
+pub(super) fn report_line(r: &WorkerReport) -> String {
     let mut line = format!(
         "{}; tests {} added, {} passing",
         wire_name(&r.status),
@@ -130,7 +130,7 @@ pub(crate) fn report_line(r: &WorkerReport) -> String {
 }
 
 /// A worker's error report on one line: its kind, what went wrong, the errors' own text.
-pub(crate) fn error_line(e: &ErrorReport) -> String {
+pub(super) fn error_line(e: &ErrorReport) -> String {
     let mut line = format!(
         "error ({}, {}): {}",
         wire_name(&e.error_type),

@@ -90,7 +90,7 @@ pub fn normalize(values: &[Value]) -> Result<Vec<Message>> {
 }
 
 /// Reads `tool_calls` in any supported call shape; serde's reader for [`Message::tool_calls`].
-pub(crate) fn lenient_tool_calls<'de, D>(
+pub(super) fn lenient_tool_calls<'de, D>(
     deserializer: D,
 ) -> std::result::Result<Vec<ToolCall>, D::Error>
 where
@@ -916,7 +916,7 @@ fn blank(text: &str) -> bool {
 const OPENING: &str = "(The conversation so far follows.)";
 
 /// Renders a packet's briefing and conversation sections as `provider` input.
-pub(crate) fn render(
+pub(super) fn render(
     briefing: &str,
     sections: &[&Section],
     provider: Provider,

@@ -33,7 +33,7 @@ fn is_ideograph(c: char) -> bool {
 }
 
 /// The terms of `text`, in order, repeats included.
-pub(crate) fn terms(text: &str) -> Vec<String> {
+pub(super) fn terms(text: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut word = String::new();
     let mut ideographs: Vec<char> = Vec::new();
@@ -70,7 +70,7 @@ pub(crate) fn terms(text: &str) -> Vec<String> {
 
 /// Each distinct term of `text` with how often it occurs, in order of first occurrence, and
 /// the number of terms in all.
-pub(crate) fn term_counts(text: &str) -> (Vec<(String, u32)>, u32) {
+pub(super) fn term_counts(text: &str) -> (Vec<(String, u32)>, u32) {
     let all = terms(text);
     let mut counts: Vec<(String, u32)> = Vec::new();
     let mut at: HashMap<String, usize> = HashMap::new();
@@ -87,7 +87,7 @@ pub(crate) fn term_counts(text: &str) -> (Vec<(String, u32)>, u32) {
 }
 
 /// The distinct terms of a query, in order of first occurrence, at most `limit`.
-pub(crate) fn query_terms<'a>(
+pub(super) fn query_terms<'a>(
     texts: impl IntoIterator<Item = &'a str>,
     limit: usize,
 ) -> Vec<String> {
@@ -101,7 +101,7 @@ pub(crate) fn query_terms<'a>(
 }
 
 /// A term as a key: a digest, so that any script gives a short name made of `[0-9a-f]`.
-pub(crate) fn term_key(term: &str) -> String {
+pub(super) fn term_key(term: &str) -> String {
     let digest = Sha256::digest(term.as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -118,7 +118,7 @@ pub(crate) struct Posting {
 /// the documents found for it (all of them, or the most recent when a term is common: their
 /// count is then a floor of its document count, which only makes a common term weigh a
 /// little more than it should).
-pub(crate) fn bm25(postings: &[Vec<Posting>]) -> HashMap<String, f64> {
+pub(super) fn bm25(postings: &[Vec<Posting>]) -> HashMap<String, f64> {
     let lengths: Vec<u32> = postings.iter().flatten().map(|p| p.len).collect();
     let average = if lengths.is_empty() {
         1.0

@@ -29,7 +29,7 @@ macro_rules! string_enum {
 
             /// The value this wire name (or another word for it) names. `FromStr`, which
             /// says why a word is refused, is in `record.rs`.
-            pub(crate) fn from_word(s: &str) -> Option<$name> {
+            pub(super) fn from_word(s: &str) -> Option<$name> {
                 match s {
                     $($text $(| $also)* => Some($name::$variant),)+
                     _ => None,

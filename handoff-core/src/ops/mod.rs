@@ -8,7 +8,9 @@
 //! subcommands from [`catalog`], and the Python stubs are generated from it.
 //!
 //! Adding an operation: write the store method, then its argument struct and `Operation` impl
-//! here, and add it to [`catalog`]; ARCHITECTURE.md lists the one line each face adds.
+//! in its feature's `ops.rs` (`task/ops.rs`, `curation/ops.rs`, ...), re-exported here, and add
+//! it to [`catalog`]; ARCHITECTURE.md lists the one line each face adds. This module keeps what
+//! every operation shares: the traits, the catalog, and reading arguments (`parse`).
 //!
 //! ```
 //! use handoff_core::ops::{self, Operation};

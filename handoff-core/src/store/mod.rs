@@ -1,4 +1,10 @@
 //! The [`Store`]: the state machine on top of a storage [`Backend`].
+//!
+//! This folder is the store's heart: opening and connecting ([`ConnectOptions`], [`Location`]),
+//! the handoff lifecycle every feature builds on (create, claim, settle, the log), the
+//! [`Backend`]/[`Tx`] contract, the backends (`memory`, `sqlite`, `files`, `postgres`), `check`
+//! and the conformance suite. Each feature's own part of the `Store` lives in its folder
+//! (`task/store.rs`, `curation/store.rs`, ...) and its types keep their paths here.
 
 use std::collections::BTreeMap;
 #[cfg(feature = "sqlite")]

@@ -58,16 +58,19 @@ mod tls;
 mod tx;
 mod url;
 
-use batch::*;
+use batch::DocWrites;
 use conn::{CallError, Conn, ConnectError, Params};
-use errors::*;
-use pool::*;
+use errors::{connection_lost, is_retryable, storage};
+use pool::{Pool, Pooled};
 pub use schema::VERSION;
-use sql::*;
+use sql::{
+    DOC_SQL, HOP_COLUMNS, RECORD_COLUMNS, doc_from_row, docs_sql, event_from_row, hop_from_row,
+    record_from_row,
+};
 use tls::TlsParams;
 use tokio_postgres_rustls::MakeRustlsConnect;
-use tx::*;
-use url::*;
+use tx::PgTx;
+use url::{Target, parse_url};
 
 /// Advisory lock keys (in the schema's own key space: see [`PostgresBackend::lock_key`]).
 const MIGRATION_LOCK: i64 = 1;
@@ -594,6 +597,8 @@ fn settled_seq(client: &mut Conn, event_lock: i64) -> Result<i64> {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use super::sql::prefix_end;
+    use super::url::{LOST_AFTER, PROBE_AFTER, PROBE_EVERY, PROBES};
     use super::*;
 
     #[test]

@@ -199,7 +199,7 @@ pub fn check(steps: &[StepSpec], limits: &Limits) -> Result<()> {
 
 /// Checks `added` as steps appended to a plan of `existing` steps (named `add_steps` in
 /// problems), adding the problems to `c`'s.
-pub(crate) fn check_added(
+pub(super) fn check_added(
     c: &mut Collector,
     added: &[StepSpec],
     existing: &[StepSpec],
@@ -209,7 +209,7 @@ pub(crate) fn check_added(
 }
 
 /// [`check`], adding the problems to those `c` has found already (a task's other fields).
-pub(crate) fn check_into(c: &mut Collector, steps: &[StepSpec], limits: &Limits) {
+pub(super) fn check_into(c: &mut Collector, steps: &[StepSpec], limits: &Limits) {
     check_steps(c, "steps", steps, &[], limits);
 }
 

@@ -432,7 +432,8 @@ fn a_claim_finds_work_past_every_candidate_others_hold() {
     let Some((store, schema)) = store() else {
         return;
     };
-    let news = (0..super::CANDIDATES[0] + 2).map(|i| crate::NewHandoff::new(format!("t{i}"), "g"));
+    let news =
+        (0..super::sql::CANDIDATES[0] + 2).map(|i| crate::NewHandoff::new(format!("t{i}"), "g"));
     let created = store.create_many(news.collect()).unwrap();
     let mut other = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
     let mut tx = other.transaction().unwrap();
@@ -440,12 +441,12 @@ fn a_claim_finds_work_past_every_candidate_others_hold() {
         "SET LOCAL search_path TO \"{}\"; \
          SELECT 1 FROM handoffs ORDER BY pos LIMIT {} FOR UPDATE",
         schema.name,
-        super::CANDIDATES[0]
+        super::sql::CANDIDATES[0]
     ))
     .unwrap();
     let lease = std::time::Duration::from_secs(60);
     let first = store.claim_next("w", None, lease).unwrap().unwrap();
-    assert_eq!(first.handoff.id, created[super::CANDIDATES[0]].id);
+    assert_eq!(first.handoff.id, created[super::sql::CANDIDATES[0]].id);
     // `next_claimable` on its own, as a claim calls it after the policy refused a record.
     let mut found = None;
     store
@@ -457,7 +458,7 @@ fn a_claim_finds_work_past_every_candidate_others_hold() {
         .unwrap();
     assert_eq!(
         found.map(|h| h.id),
-        Some(created[super::CANDIDATES[0] + 1].id.clone())
+        Some(created[super::sql::CANDIDATES[0] + 1].id.clone())
     );
     tx.rollback().unwrap();
     assert_eq!(

@@ -1,6 +1,14 @@
 //! One write transaction ([`Tx`]): rows locked explicitly, writes batched, events numbered at
 //! the end under the event lock.
 
+use super::batch::{
+    DocArrays, DocWrites, Insert, Lifecycle, MAX_HELD_INSERTS, Unsent, doc_writes_sql, update_sql,
+};
+use super::errors::{busy, reason};
+use super::sql::{
+    CANDIDATES, DOC_LOCKED_SQL, DUE_PROBE, KIND_COLUMN, RowKind, corrupt, due_sql, hops_from_json,
+    next_ctes, saturated_row, saturation,
+};
 use super::*;
 
 /// One write transaction.
