@@ -193,7 +193,7 @@ const MAX_ERRORS_IN_A_ROW: u64 = 100;
 
 /// The body of a worker: says it is ready, waits for go, then runs `step` until it returns
 /// `Ok(None)` (nothing left) and writes its report. `Ok(Some(id))` is one unit done; an error
-/// is counted and the loop goes on, unless there were [`MAX_ERRORS_IN_A_ROW`].
+/// is counted and the loop goes on, unless there were `MAX_ERRORS_IN_A_ROW` (100).
 pub fn work(mut step: impl FnMut() -> Result<Option<String>, String>) {
     std::fs::write(var("TEAM_READY"), b"").unwrap();
     let go = PathBuf::from(var("TEAM_GO"));

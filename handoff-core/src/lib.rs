@@ -9,7 +9,14 @@ pub mod clock;
 mod error;
 pub mod redact;
 pub mod schema;
+#[cfg(feature = "uniffi")]
+mod uniffi_types;
 pub mod validate;
+
+// The `uniffi` feature: the uniffi namespace its records and enums join, named for the binding
+// that carries them (`handoff_core` is the Python wheel's module already).
+#[cfg(feature = "uniffi")]
+uniffi::setup_scaffolding!("handoff_ffi_core");
 
 // One folder per feature: its pure part, its part of the `Store`, its operations.
 pub mod bundle;

@@ -4,8 +4,12 @@ calls or names (types, cases, fields, functions), without bodies and without uni
 plumbing. `make test` compares it with handoff-ffi/api/<language>.txt, so that a change to the
 foreign API is always a deliberate, reviewed one.
 
-    surface.py swift target/ffi/swift/handoff_ffi.swift
-    surface.py kotlin target/ffi/kotlin/uniffi/handoff_ffi/handoff_ffi.kt
+    surface.py swift target/ffi/swift/handoff_ffi.swift target/ffi/swift/handoff_ffi_core.swift
+    surface.py kotlin target/ffi/kotlin/uniffi/handoff_ffi/handoff_ffi.kt \
+        target/ffi/kotlin/uniffi/handoff_ffi_core/handoff_ffi_core.kt
+
+Each file's surface in turn: the binding's own, then handoff-core's records and enums (uniffi
+generates a crate's types into a file of its own).
 """
 
 import re
@@ -114,12 +118,13 @@ def signature(line):
 
 
 def main():
-    language, path = sys.argv[1], sys.argv[2]
-    with open(path, encoding="utf-8") as f:
-        lines = logical_lines(f.read())
+    language, paths = sys.argv[1], sys.argv[2:]
     extract = {"swift": swift, "kotlin": kotlin}[language]
-    for line in extract(lines):
-        print(line)
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            lines = logical_lines(f.read())
+        for line in extract(lines):
+            print(line)
 
 
 if __name__ == "__main__":

@@ -377,7 +377,7 @@ impl From<core::Handoff> for Handoff {
                 reason: h.reason.into(),
                 status: h.status.into(),
                 metadata: serde_json::Value::Object(h.metadata).to_string(),
-                protocol: h.protocol.map(|body| ProtocolBody::from(*body)),
+                protocol: h.protocol.map(|body| *body),
                 created_at: time(h.created_at),
                 expires_at: h.expires_at.map(time),
                 lease_until: h.lease_until.map(time),
@@ -392,8 +392,7 @@ impl TryFrom<Handoff> for core::Handoff {
     type Error = HandoffError;
 
     /// The core's record; refused only when a caller edited `metadata` into something that is
-    /// not a JSON object, a time beyond what a record can hold, or a protocol history's report
-    /// into text that is not JSON.
+    /// not a JSON object, or a time beyond what a record can hold.
     fn try_from(h: Handoff) -> Result<Self> {
         Ok(handoff!(
             CoreHandoff,
@@ -402,11 +401,7 @@ impl TryFrom<Handoff> for core::Handoff {
                 reason: h.reason.into(),
                 status: h.status.into(),
                 metadata: metadata(&h.metadata)?,
-                protocol: h
-                    .protocol
-                    .map(ProtocolBody::core)
-                    .transpose()?
-                    .map(Box::new),
+                protocol: h.protocol.map(Box::new),
                 created_at: utc("created_at", h.created_at)?,
                 expires_at: opt_utc("expires_at", h.expires_at)?,
                 lease_until: opt_utc("lease_until", h.lease_until)?,

@@ -11,7 +11,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,8 @@ pub struct Lease {
     store: Store,
     claim: ClaimRef,
     lost: Arc<AtomicBool>,
+    /// How many heartbeats renewed the claim.
+    beats: Arc<AtomicU32>,
     /// Its place in the heartbeat schedule; `None` once settled.
     beating: Option<u64>,
 }
@@ -56,16 +58,19 @@ impl Store {
         let claim = claim.into();
         let interval = (claim.lease / 3).max(MIN_INTERVAL);
         let lost = Arc::new(AtomicBool::new(false));
+        let beats = Arc::new(AtomicU32::new(0));
         let beating = schedule().add(Beating {
             store: self.clone(),
             claim: claim.clone(),
             interval,
             lost: Arc::clone(&lost),
+            beats: Arc::clone(&beats),
         })?;
         Ok(Lease {
             store: self.clone(),
             claim,
             lost,
+            beats,
             beating: Some(beating),
         })
     }
@@ -77,6 +82,7 @@ struct Beating {
     claim: ClaimRef,
     interval: Duration,
     lost: Arc<AtomicBool>,
+    beats: Arc<AtomicU32>,
 }
 
 /// Every lease's next heartbeat, and the thread that makes them.
@@ -149,7 +155,13 @@ impl Schedule {
                 } = &mut *plan;
                 if let Some(b) = leases.get(&id) {
                     queue.push(Reverse((now + b.interval, id)));
-                    due.push((id, b.store.clone(), b.claim.clone(), Arc::clone(&b.lost)));
+                    due.push((
+                        id,
+                        b.store.clone(),
+                        b.claim.clone(),
+                        Arc::clone(&b.lost),
+                        Arc::clone(&b.beats),
+                    ));
                 }
             }
             if due.is_empty() {
@@ -166,16 +178,21 @@ impl Schedule {
                 continue;
             }
             drop(plan);
-            for (id, store, claim, lost) in due {
+            for (id, store, claim, lost, beats) in due {
                 // A storage error is tried again at the next beat; a claim that is gone is not.
-                if let Err(
-                    Error::LeaseLost { .. }
-                    | Error::InvalidTransition { .. }
-                    | Error::NotFound { .. },
-                ) = store.heartbeat(claim)
-                {
-                    lost.store(true, Ordering::SeqCst);
-                    self.remove(id);
+                match store.heartbeat(claim) {
+                    Ok(_) => {
+                        beats.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(
+                        Error::LeaseLost { .. }
+                        | Error::InvalidTransition { .. }
+                        | Error::NotFound { .. },
+                    ) => {
+                        lost.store(true, Ordering::SeqCst);
+                        self.remove(id);
+                    }
+                    Err(_) => {}
                 }
             }
             plan = self.plan();
@@ -193,6 +210,25 @@ impl Lease {
     /// work should stop, since completing will fail with `LeaseLost`.
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::SeqCst)
+    }
+
+    /// How many heartbeats have renewed the claim so far.
+    pub fn heartbeats(&self) -> u32 {
+        self.beats.load(Ordering::SeqCst)
+    }
+
+    /// Stops the heartbeats, then gives the handoff back with `reason` (pending again, one
+    /// more attempt counted): work that did not fail but was not done (a holder stopped or
+    /// timed out).
+    pub fn release(mut self, reason: &str) -> Result<Handoff> {
+        self.stop_beating();
+        self.store.release(self.claim.clone(), reason)
+    }
+
+    /// Stops the heartbeats and leaves the claim as it is, for a holder that found it lost or
+    /// settled by someone else: nothing is written.
+    pub fn forget(mut self) {
+        self.stop_beating();
     }
 
     /// Stops the heartbeats, then completes the claim with `outcome`. An outcome the store

@@ -39,6 +39,7 @@ use crate::error::{Problem, Result};
 use crate::store::Store;
 use crate::validate::Limits;
 
+mod connect;
 mod parse;
 
 // Each feature's operations live in the feature's folder (`task/ops.rs`, ...); the catalog
@@ -52,6 +53,7 @@ pub use crate::task::ops::*;
 pub use crate::tools::ops::{
     AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
 };
+pub use connect::ConnectArgs;
 
 /// Adds the problems of the branch name `name`, given as `field`, to `problems`.
 pub(crate) fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
@@ -177,96 +179,119 @@ impl OperationInfo {
     }
 }
 
+/// What a face does with an operation it knows by name only: [`each`] hands it every
+/// operation's type, so that a face can build its own table of typed calls (a runner per name)
+/// without listing the operations itself.
+pub trait Visitor {
+    /// What the face makes of one operation.
+    type Out;
+    /// Handles the operation `O`.
+    fn visit<O: Operation>(&mut self) -> Self::Out;
+}
+
+/// What `visitor` makes of every store operation, in the order the faces list them: the one
+/// list of operations.
+pub fn each<V: Visitor>(visitor: &mut V) -> Vec<V::Out> {
+    vec![
+        visitor.visit::<Create>(),
+        visitor.visit::<CreateMany>(),
+        visitor.visit::<Get>(),
+        visitor.visit::<List>(),
+        visitor.visit::<Claim>(),
+        visitor.visit::<ClaimNext>(),
+        visitor.visit::<Heartbeat>(),
+        visitor.visit::<Release>(),
+        visitor.visit::<Fail>(),
+        visitor.visit::<Complete>(),
+        visitor.visit::<Reject>(),
+        visitor.visit::<Cancel>(),
+        visitor.visit::<CancelClaim>(),
+        visitor.visit::<Events>(),
+        visitor.visit::<Chain>(),
+        visitor.visit::<Checkpoint>(),
+        visitor.visit::<Stalled>(),
+        visitor.visit::<Stats>(),
+        visitor.visit::<QueueCounts>(),
+        visitor.visit::<Reap>(),
+        visitor.visit::<Backup>(),
+        visitor.visit::<Restore>(),
+        visitor.visit::<Check>(),
+        visitor.visit::<Capabilities>(),
+        visitor.visit::<CreateTask>(),
+        visitor.visit::<StartTask>(),
+        visitor.visit::<GetTask>(),
+        visitor.visit::<ListTasks>(),
+        visitor.visit::<UpdateTask>(),
+        visitor.visit::<PauseTask>(),
+        visitor.visit::<ResumeTask>(),
+        visitor.visit::<CancelTask>(),
+        visitor.visit::<JoinTask>(),
+        visitor.visit::<CompleteTask>(),
+        visitor.visit::<FailTask>(),
+        visitor.visit::<EscalateStep>(),
+        visitor.visit::<RerunTask>(),
+        visitor.visit::<FailStep>(),
+        visitor.visit::<ResolveEscalation>(),
+        visitor.visit::<TaskEvents>(),
+        visitor.visit::<TaskHistory>(),
+        visitor.visit::<TaskStatistics>(),
+        visitor.visit::<Prune>(),
+        visitor.visit::<MemoryGet>(),
+        visitor.visit::<MemoryPut>(),
+        visitor.visit::<MemoryList>(),
+        visitor.visit::<MemoryDelete>(),
+        visitor.visit::<Session>(),
+        visitor.visit::<Initialize>(),
+        visitor.visit::<Report>(),
+        visitor.visit::<Decide>(),
+        visitor.visit::<ReportError>(),
+        visitor.visit::<Recover>(),
+        visitor.visit::<Escalate>(),
+        visitor.visit::<Resolve>(),
+        visitor.visit::<ProtocolRun>(),
+        visitor.visit::<ProtocolHistory>(),
+        visitor.visit::<ProtocolStats>(),
+        visitor.visit::<AddConversation>(),
+        visitor.visit::<AppendMessages>(),
+        visitor.visit::<GetConversation>(),
+        visitor.visit::<Messages>(),
+        visitor.visit::<ListConversations>(),
+        visitor.visit::<CherryPick>(),
+        visitor.visit::<CherryPickDecisions>(),
+        visitor.visit::<CherryPickTools>(),
+        visitor.visit::<CherryPickToFacts>(),
+        visitor.visit::<AddFacts>(),
+        visitor.visit::<Facts>(),
+        visitor.visit::<Branches>(),
+        visitor.visit::<Verify>(),
+        visitor.visit::<Merge>(),
+        visitor.visit::<ContextFor>(),
+        visitor.visit::<CurationEvents>(),
+        visitor.visit::<CreateBundle>(),
+        visitor.visit::<GetBundle>(),
+        visitor.visit::<ListBundles>(),
+        visitor.visit::<BundleByToken>(),
+        visitor.visit::<SetVisibility>(),
+        visitor.visit::<SignBundle>(),
+        visitor.visit::<TrustBundleKeys>(),
+        visitor.visit::<DeleteBundle>(),
+        visitor.visit::<ImportBundle>(),
+        visitor.visit::<VerifyBundle>(),
+        visitor.visit::<Replay>(),
+        visitor.visit::<Compare>(),
+    ]
+}
+
 /// Every store operation, in the order the faces list them.
 pub fn catalog() -> Vec<OperationInfo> {
-    vec![
-        OperationInfo::of::<Create>(),
-        OperationInfo::of::<CreateMany>(),
-        OperationInfo::of::<Get>(),
-        OperationInfo::of::<List>(),
-        OperationInfo::of::<Claim>(),
-        OperationInfo::of::<ClaimNext>(),
-        OperationInfo::of::<Heartbeat>(),
-        OperationInfo::of::<Release>(),
-        OperationInfo::of::<Fail>(),
-        OperationInfo::of::<Complete>(),
-        OperationInfo::of::<Reject>(),
-        OperationInfo::of::<Cancel>(),
-        OperationInfo::of::<CancelClaim>(),
-        OperationInfo::of::<Events>(),
-        OperationInfo::of::<Chain>(),
-        OperationInfo::of::<Checkpoint>(),
-        OperationInfo::of::<Stalled>(),
-        OperationInfo::of::<Stats>(),
-        OperationInfo::of::<QueueCounts>(),
-        OperationInfo::of::<Reap>(),
-        OperationInfo::of::<Backup>(),
-        OperationInfo::of::<Restore>(),
-        OperationInfo::of::<Check>(),
-        OperationInfo::of::<Capabilities>(),
-        OperationInfo::of::<CreateTask>(),
-        OperationInfo::of::<StartTask>(),
-        OperationInfo::of::<GetTask>(),
-        OperationInfo::of::<ListTasks>(),
-        OperationInfo::of::<UpdateTask>(),
-        OperationInfo::of::<PauseTask>(),
-        OperationInfo::of::<ResumeTask>(),
-        OperationInfo::of::<CancelTask>(),
-        OperationInfo::of::<JoinTask>(),
-        OperationInfo::of::<CompleteTask>(),
-        OperationInfo::of::<FailTask>(),
-        OperationInfo::of::<EscalateStep>(),
-        OperationInfo::of::<RerunTask>(),
-        OperationInfo::of::<FailStep>(),
-        OperationInfo::of::<ResolveEscalation>(),
-        OperationInfo::of::<TaskEvents>(),
-        OperationInfo::of::<TaskHistory>(),
-        OperationInfo::of::<TaskStatistics>(),
-        OperationInfo::of::<Prune>(),
-        OperationInfo::of::<MemoryGet>(),
-        OperationInfo::of::<MemoryPut>(),
-        OperationInfo::of::<MemoryList>(),
-        OperationInfo::of::<MemoryDelete>(),
-        OperationInfo::of::<Session>(),
-        OperationInfo::of::<Initialize>(),
-        OperationInfo::of::<Report>(),
-        OperationInfo::of::<Decide>(),
-        OperationInfo::of::<ReportError>(),
-        OperationInfo::of::<Recover>(),
-        OperationInfo::of::<Escalate>(),
-        OperationInfo::of::<Resolve>(),
-        OperationInfo::of::<ProtocolRun>(),
-        OperationInfo::of::<ProtocolHistory>(),
-        OperationInfo::of::<ProtocolStats>(),
-        OperationInfo::of::<AddConversation>(),
-        OperationInfo::of::<AppendMessages>(),
-        OperationInfo::of::<GetConversation>(),
-        OperationInfo::of::<Messages>(),
-        OperationInfo::of::<ListConversations>(),
-        OperationInfo::of::<CherryPick>(),
-        OperationInfo::of::<CherryPickDecisions>(),
-        OperationInfo::of::<CherryPickTools>(),
-        OperationInfo::of::<CherryPickToFacts>(),
-        OperationInfo::of::<AddFacts>(),
-        OperationInfo::of::<Facts>(),
-        OperationInfo::of::<Branches>(),
-        OperationInfo::of::<Verify>(),
-        OperationInfo::of::<Merge>(),
-        OperationInfo::of::<ContextFor>(),
-        OperationInfo::of::<CurationEvents>(),
-        OperationInfo::of::<CreateBundle>(),
-        OperationInfo::of::<GetBundle>(),
-        OperationInfo::of::<ListBundles>(),
-        OperationInfo::of::<BundleByToken>(),
-        OperationInfo::of::<SetVisibility>(),
-        OperationInfo::of::<SignBundle>(),
-        OperationInfo::of::<TrustBundleKeys>(),
-        OperationInfo::of::<DeleteBundle>(),
-        OperationInfo::of::<ImportBundle>(),
-        OperationInfo::of::<VerifyBundle>(),
-        OperationInfo::of::<Replay>(),
-        OperationInfo::of::<Compare>(),
-    ]
+    struct Describe;
+    impl Visitor for Describe {
+        type Out = OperationInfo;
+        fn visit<O: Operation>(&mut self) -> OperationInfo {
+            OperationInfo::of::<O>()
+        }
+    }
+    each(&mut Describe)
 }
 
 /// The catalog as JSON, for generators of stubs and docs.

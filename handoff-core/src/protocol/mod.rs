@@ -27,6 +27,7 @@ use crate::validate::{self, Collector};
 /// Which of the protocol's four messages a body is (the seed's `handoff_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum HandoffType {
     /// Manager → worker: the task, its context and how success is judged.
     Initialization,
@@ -54,6 +55,7 @@ impl HandoffType {
 /// How far the worker got (the seed's `worker_report.status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum WorkerStatus {
     /// Everything asked for is done.
     Completed,
@@ -66,6 +68,7 @@ pub enum WorkerStatus {
 /// The manager's decision on a report (the seed's `manager_decision`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum Decision {
     /// The task is finished: the run ends.
     Complete,
@@ -80,6 +83,7 @@ pub enum Decision {
 /// What kind of error the worker met.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum ErrorType {
     /// In the code being written.
     Implementation,
@@ -96,6 +100,7 @@ pub enum ErrorType {
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum Severity {
     /// Low (errors only).
     Low,
@@ -110,6 +115,7 @@ pub enum Severity {
 /// How soon a human must act on an escalation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum Urgency {
     /// When convenient.
     Low,
@@ -124,6 +130,7 @@ pub enum Urgency {
 /// What an escalation is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum Category {
     /// A technical problem beyond the agents.
     Technical,
@@ -140,6 +147,7 @@ pub enum Category {
 /// What blocks the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum BlockerType {
     /// A skill the agents lack.
     Skill,
@@ -156,24 +164,30 @@ pub enum BlockerType {
 /// The initialization's context (the seed's keys).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct InitContext {
     /// Where the project lives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub project_root: Option<String>,
     /// Files the worker should read first.
     #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub relevant_files: Vec<String>,
     /// Code patterns to follow.
     #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub patterns: Vec<String>,
     /// Technical limits and requirements.
     #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub constraints: Vec<String>,
 }
 
 /// A file the worker changed, and how.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct FileChange {
     /// The file.
     pub path: String,
@@ -184,21 +198,26 @@ pub struct FileChange {
 /// The worker's tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Tests {
     /// Tests added.
     #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = 0))]
     pub added: u32,
     /// Tests passing.
     #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = 0))]
     pub passing: u32,
     /// Coverage as the worker's tool reports it (`"85%"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub coverage: Option<String>,
 }
 
 /// The worker's structured report (the seed's `worker_report`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct WorkerReport {
     /// How far it got.
     pub status: WorkerStatus,
@@ -222,21 +241,26 @@ pub struct WorkerReport {
 /// What the manager learnt for the next iterations.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ContextUpdates {
     /// Patterns now established.
     #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub new_patterns: Vec<String>,
     /// Structural changes.
     #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub architecture_changes: Vec<String>,
     /// Dependencies added.
     #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub dependencies_added: Vec<String>,
 }
 
 /// The worker's account of an error.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ErrorReport {
     /// What kind of error.
     pub error_type: ErrorType,
@@ -261,6 +285,7 @@ pub struct ErrorReport {
 /// The manager's answer to an error report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct RecoveryInstructions {
     /// The approach to take.
     pub strategy: String,
@@ -280,6 +305,7 @@ pub struct RecoveryInstructions {
 /// Why a run needs a human.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct EscalationDetails {
     /// What it is about.
     pub category: Category,
@@ -300,6 +326,8 @@ pub struct EscalationDetails {
 /// One iteration as an escalation recounts it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "ProtocolHistoryItem"))]
 pub struct HistoryItem {
     /// The iteration.
     pub iteration: u32,
@@ -318,6 +346,7 @@ pub struct HistoryItem {
 /// Where the work stands when a run is escalated.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct CurrentState {
     /// Every file the worker reported changing, in the order first reported.
     pub files_modified: Vec<String>,
@@ -325,9 +354,11 @@ pub struct CurrentState {
     pub project_status: String,
     /// Dependencies the manager recorded as added along the way, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub dependencies: Vec<String>,
     /// The run's settings as its initialization gave them (project root, constraints).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "uniffi", uniffi(default))]
     pub configuration: Vec<String>,
 }
 
@@ -335,6 +366,7 @@ pub struct CurrentState {
 /// `manager_decision`, ...): which fields a message carries depends on its type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ProtocolBody {
     /// Which message this is.
     pub handoff_type: HandoffType,
@@ -426,6 +458,8 @@ impl ProtocolBody {
 /// Who holds a run's latest message, and so which calls are valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "ProtocolPhase"))]
 pub enum Phase {
     /// The worker holds instructions: it reports, or reports an error.
     Working,
@@ -464,6 +498,8 @@ pub struct Message {
 
 /// A protocol run: the state every call reads and updates.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "ProtocolRun"))]
 pub struct Run {
     /// The task it works on.
     pub task_id: String,
@@ -1312,6 +1348,8 @@ impl Run {
 
 /// One run as [`ProtocolStats`] counts it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "ProtocolRunSummary"))]
 pub struct RunSummary {
     /// The run's task.
     pub task_id: String,
@@ -1335,6 +1373,7 @@ pub struct RunSummary {
 
 /// How the store's protocol runs went: per run and over all of them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ProtocolStats {
     /// Runs started.
     pub runs: u64,

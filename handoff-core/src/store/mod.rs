@@ -32,6 +32,7 @@ pub mod postgres;
 pub mod sqlite;
 mod turnstile;
 mod url;
+mod waiting;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;

@@ -10,6 +10,9 @@
 // `make test-ffi` compiles this file with the generated sources and runs it.
 
 import uniffi.handoff_ffi.*
+import uniffi.handoff_ffi_core.*
+// Both packages have an InternalException; the one a call of this binding throws is its own.
+import uniffi.handoff_ffi.InternalException
 import java.time.Duration
 import java.util.concurrent.CyclicBarrier
 import java.util.concurrent.Executors

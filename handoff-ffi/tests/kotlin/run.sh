@@ -2,7 +2,10 @@
 # Compiles the generated Kotlin with BindingTest.kt and examples/kotlin/Quickstart.kt, and runs
 # both against libhandoff_ffi.
 #
-#   run.sh <generated handoff_ffi.kt> <folder holding libhandoff_ffi> <work folder>
+#   run.sh <folder of the generated Kotlin> <folder holding libhandoff_ffi> <work folder>
+#
+# The generated folder holds two files: handoff_ffi.kt and handoff-core's records and enums,
+# handoff_ffi_core.kt (package uniffi.handoff_ffi_core); both are compiled.
 #
 # Installs what it lacks: JNA from Debian's libjna-java (as root, with apt-get), and a Kotlin
 # 2.3 compiler taken from the kotlin-jupyter-kernel wheel on PyPI (its jar bundles the compiler;
@@ -54,7 +57,7 @@ classes=$work/classes
 rm -rf "$classes" && mkdir -p "$classes"
 compiler_cp=$toolchain/compiler.jar:$toolchain/kotlin-stdlib.jar:$toolchain/kotlin-reflect.jar:$toolchain/kotlin-script-runtime.jar:$toolchain/annotations.jar
 java -cp "$compiler_cp" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler -nowarn -no-stdlib -no-reflect \
-  -cp "$toolchain/kotlin-stdlib.jar:$jna" -d "$classes" "$generated" "$here/BindingTest.kt" "$example"
+  -cp "$toolchain/kotlin-stdlib.jar:$jna" -d "$classes" $(find "$generated" -name '*.kt' | sort) "$here/BindingTest.kt" "$example"
 run=(java -Djna.library.path="$libdir" -cp "$classes:$toolchain/kotlin-stdlib.jar:$jna")
 "${run[@]}" QuickstartKt "$(mktemp -d)/handoff.db"
 # The panic test prints its expected panic message; a backtrace would only bury the results.
