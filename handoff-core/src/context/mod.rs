@@ -12,11 +12,12 @@
 //! The folder: this file is the builder; [`messages`] the chat messages it reads and writes,
 //! `relevance` lexical scores of facts against a handoff, `markdown` a record rendered for a
 //! prompt; `successor` the packet the [`Store`](crate::Store) builds from everything it knows
-//! of a handoff, `knowledge` the indexes that packet reads.
+//! of a handoff, `knowledge` the indexes that packet reads, `ops` the operation `context_for`.
 
 pub(crate) mod knowledge;
 mod markdown;
 pub mod messages;
+pub(crate) mod ops;
 mod relevance;
 pub(crate) mod successor;
 

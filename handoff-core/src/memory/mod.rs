@@ -5,8 +5,10 @@
 //! function runs outside any transaction, so a slow one (a model call) holds no lock.
 //!
 //! The folder: this file is memory; `sessions` keeps who owns each conversation. Both are
-//! documents of the [`Store`](crate::Store), so every backend has them.
+//! documents of the [`Store`](crate::Store), so every backend has them; `ops` holds their
+//! operations.
 
+pub(crate) mod ops;
 pub(crate) mod sessions;
 
 use chrono::{DateTime, Utc};

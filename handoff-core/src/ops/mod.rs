@@ -45,9 +45,12 @@ mod parse;
 // Each feature's operations live in the feature's folder (`task/ops.rs`, ...); the catalog
 // names them all here, under the paths the faces use.
 pub use crate::bundle::ops::*;
+pub use crate::context::ops::*;
 pub use crate::curation::ops::*;
 pub use crate::handoff::ops::*;
+pub use crate::memory::ops::*;
 pub use crate::protocol::ops::*;
+pub use crate::replay::ops::*;
 pub use crate::retention::ops::*;
 pub use crate::task::ops::*;
 pub use crate::tools::ops::{

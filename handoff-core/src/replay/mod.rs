@@ -4,8 +4,9 @@
 //! reads the logs ([`crate::Store::replay`], [`crate::Store::compare`]).
 //!
 //! The folder: this file is the pure part; `store` reads the logs from the
-//! [`Store`](crate::Store).
+//! [`Store`](crate::Store), `ops` holds the operations `replay` and `compare`.
 
+pub(crate) mod ops;
 pub(crate) mod store;
 
 use std::collections::{BTreeMap, BTreeSet};
