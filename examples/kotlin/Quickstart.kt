@@ -3,6 +3,7 @@
 //   java -Djna.library.path=target/debug -cp ... QuickstartKt [path/to/handoff.db]
 
 import uniffi.handoff_ffi.*
+import uniffi.handoff_ffi_core.*
 import java.time.Duration
 
 fun main(args: Array<String>) {

@@ -25,7 +25,7 @@ use handoff_core::ops::{self, Arguments, JsonExtractor, JsonVerifier};
 use handoff_core::{Error, Result, Store};
 use serde_json::Value;
 
-use crate::results::Shown;
+use crate::results::Outcome;
 
 /// The operations a judge serves: as the verifier (`verify`, `verify_bundle`, `cherry_pick`
 /// with `verify`) or as the extractor (`cherry_pick_to_facts`).
@@ -350,12 +350,12 @@ pub(crate) fn run(
     args: Value,
     name: &str,
     ask: &mut dyn FnMut(Value) -> Result<Value>,
-) -> Result<Box<dyn Shown>> {
+) -> Result<Outcome> {
     let mut verifier = JsonVerifier::new(name, |item: Value| ask(asking(item, Ask::Score)));
     match op {
         "verify" => {
             let args = ops::VerifyArgs::read(args, store.limits())?;
-            Ok(Box::new(ops::Verify::run_with(
+            Ok(Outcome::new(ops::Verify::run_with(
                 store,
                 args,
                 Some(&mut verifier),
@@ -365,11 +365,13 @@ pub(crate) fn run(
             let args = ops::CherryPickArgs::read(args, store.limits())?;
             let verifier = (args.verify == Some(true))
                 .then_some(&mut verifier as &mut dyn handoff_core::curation::Verifier);
-            Ok(Box::new(ops::CherryPick::run_with(store, args, verifier)?))
+            Ok(Outcome::new(ops::CherryPick::run_with(
+                store, args, verifier,
+            )?))
         }
         "verify_bundle" => {
             let args = ops::VerifyBundleArgs::read(args, store.limits())?;
-            Ok(Box::new(ops::VerifyBundle::run_with(
+            Ok(Outcome::new(ops::VerifyBundle::run_with(
                 store,
                 args,
                 Some(&mut verifier),
@@ -380,7 +382,7 @@ pub(crate) fn run(
             let args = ops::CherryPickToFactsArgs::read(args, store.limits())?;
             let mut extractor =
                 JsonExtractor::new(name, |item: Value| ask(asking(item, Ask::Facts)));
-            Ok(Box::new(ops::CherryPickToFacts::run_with(
+            Ok(Outcome::new(ops::CherryPickToFacts::run_with(
                 store,
                 args,
                 Some(&mut extractor),
@@ -399,7 +401,7 @@ pub(crate) fn run_with_command(
     op: &str,
     args: Value,
     judge: &JudgeCmd,
-) -> Result<Box<dyn Shown>> {
+) -> Result<Outcome> {
     run(store, op, args, JudgeCmd::NAME, &mut |item| {
         judge.ask(&item).map_err(Error::from)
     })

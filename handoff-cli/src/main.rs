@@ -6,10 +6,8 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde_json::json;
 
 mod args;
-mod bundle_results;
 mod commands;
 mod credentials;
-mod curation_results;
 mod error;
 mod export;
 mod jsonrpc;
@@ -19,13 +17,11 @@ mod mcp;
 mod operations;
 mod output;
 mod policy;
-mod protocol_results;
 mod results;
 mod sampling;
 mod serve;
 mod spawn;
 mod subcommands;
-mod task_results;
 
 use args::{Cli, Command};
 use error::CliError;

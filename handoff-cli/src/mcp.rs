@@ -10,10 +10,10 @@
 //! `handoff_policy` are the server's own.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use handoff_core::ops::Arguments;
-use handoff_core::{Claim, Error, Store};
+use handoff_core::{Error, Store};
 use rmcp::handler::server::tool::{schema_for_input, schema_for_type};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -31,8 +31,9 @@ use crate::error::{CliError, CliResult};
 use crate::jsonrpc;
 use crate::judge::{self, JudgeCmd};
 use crate::location::Location;
-use crate::operations::{self, DEFAULTS, Op, asked_wait, cap_to_a_page, name_flat_claim};
+use crate::operations::{self, DEFAULTS, Op, cap_to_a_page, name_flat_claim};
 use crate::output::{self, Output, Reply, to_json};
+use crate::results::Shown;
 use crate::sampling::{self, ClientModel};
 use crate::spawn::{self, SpawnConfig};
 
@@ -246,10 +247,6 @@ fn current_tool_name(name: &str) -> &str {
 /// after it gave up.
 const MAX_WAIT: Duration = Duration::from_secs(50);
 
-/// A waiting call looks whether its client cancelled it this often, so that a cancelled call
-/// stops waiting (and claims nothing) within this time.
-const WAIT_SLICE: Duration = Duration::from_secs(1);
-
 impl Server {
     pub(crate) fn new(
         store: Store,
@@ -315,13 +312,15 @@ impl Server {
             .judge
             .as_deref()
             .filter(|_| judge::JUDGED.contains(&op.name()));
-        let result = match (asked_wait(&args), model, judge) {
-            (_, _, Some(judge)) => {
+        let result = match (model, judge) {
+            (_, Some(judge)) => {
                 judge::run_with_command(&self.store, op.name(), Value::Object(args), judge)
             }
-            (_, Some(model), None) => model.run(&self.store, op.name(), Value::Object(args)),
-            (Some(wait), None, None) => self.waiting(op, args, wait, cancelled),
-            (None, None, None) => op.call(&self.store, Value::Object(args)),
+            (Some(model), None) => model.run(&self.store, op.name(), Value::Object(args)),
+            (None, None) if operations::waits(op, &args) => {
+                operations::claim_waiting(&self.store, args, MAX_WAIT, &mut || cancelled())
+            }
+            (None, None) => op.call(&self.store, Value::Object(args)),
         }
         .map_err(|e| if flat { name_flat_claim(e) } else { e })?;
         // The answer to a call its client cancelled is never sent (nor one the server is
@@ -329,11 +328,15 @@ impl Server {
         if cancelled()
             && let Some(claim) = result.claim()
         {
-            let _ = self.store.release(claim, Claim::UNRECEIVED);
+            let _ = self.store.give_back(claim);
         }
-        let reads = op.reads_only();
-        let mut text = result.text(&self.out, reads);
-        let mut json = result.structured(&self.out, reads);
+        let shown = Shown {
+            op,
+            outcome: &result,
+            out: &self.out,
+        };
+        let mut text = shown.text();
+        let mut json = shown.structured();
         if let (Some(page), Some((count, Some(last)))) = (page, result.extent())
             && count == page
         {
@@ -350,28 +353,6 @@ impl Server {
             json["context"] = json!(markdown);
         }
         Ok(Reply::new(text, json).with_context(context))
-    }
-
-    /// Runs a call that waits for work (`claim_next` with `wait_seconds`) a slice at a time,
-    /// for [`MAX_WAIT`] at most, until it has an answer, the wait is over or the client
-    /// cancels: a cancelled call claims nothing after it stops.
-    fn waiting(
-        &self,
-        op: &Op,
-        mut args: JsonObject,
-        wait: Duration,
-        cancelled: &dyn Fn() -> bool,
-    ) -> handoff_core::Result<Box<dyn crate::results::Shown>> {
-        let deadline = Instant::now() + wait.min(MAX_WAIT);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let slice = left.min(WAIT_SLICE);
-            args.insert("wait_seconds".to_owned(), json!(slice.as_secs_f64()));
-            let result = op.call(&self.store, Value::Object(args.clone()))?;
-            if result.claim().is_some() || slice >= left || cancelled() {
-                return Ok(result);
-            }
-        }
     }
 
     fn claim_and_spawn(&self, arguments: JsonObject) -> CliResult<Reply> {

@@ -1,112 +1,145 @@
-//! The store operations as the CLI and the MCP server expose them (DESIGN §15): one entry per
-//! operation of the core's catalog ([`handoff_core::ops`]), from which both `handoff
-//! <operation>` (`handoff <group> <verb>`) and the `handoff_<operation>` (`<group>_<verb>`)
-//! tool are derived. The entry says only what the
-//! core's description does not: how the operation uses the store.
+//! The store operations as the CLI, the MCP server and `handoff serve` expose them (DESIGN
+//! §15): the core's catalog ([`handoff_core::ops::catalog`]), from which `handoff <operation>`
+//! (`handoff <group> <verb>`), the `handoff_<operation>` (`<group>_<verb>`) tool and the HTTP
+//! route are derived, with how each uses the store (`access`) and what it returns (`result`).
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use handoff_core::ops::{self, Arguments, Operation, OperationInfo};
+use handoff_core::ops::{self, Access, Arguments, Operation, OperationInfo};
 use handoff_core::{Error, Limits, Problem, Result, Store};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::results::Shown;
+use crate::results::Outcome;
 
-/// Every store operation the faces derive from the catalog, in its order. A new operation
-/// costs one line here; a new result type also one `Shown` implementation in `results.rs`.
-///
-/// `backup` and `restore` are left out: `handoff backup` and `handoff restore` are written by
-/// hand (they name the store and the file in their output), and there is no MCP tool, since a
-/// model must not choose where an unredacted copy of the whole store is written, nor replace
-/// a store's content with a file of its choosing.
+/// Catalog operations the faces expose their own way, with why: `handoff backup` and `handoff
+/// restore` are written by hand (they name the store and the file in their output), and
+/// there is no MCP tool or route, since a caller must not choose where an unredacted copy of
+/// the whole store is written, nor replace a store's content with a file of its choosing.
+pub(crate) const OWN_WAY: &[&str] = &["backup", "restore"];
+
+/// Runs an operation from JSON arguments.
+type Caller = fn(&Store, Value) -> Result<Outcome>;
+/// Reads an operation's arguments without running it.
+type Reader = fn(Value, &Limits) -> Result<()>;
+
+fn call<O: Operation>(store: &Store, args: Value) -> Result<Outcome> {
+    Ok(Outcome::new(O::call(store, args)?))
+}
+
+fn read<O: Operation>(args: Value, limits: &Limits) -> Result<()> {
+    O::Args::read(args, limits).map(drop)
+}
+
+/// The operations' types, by name: all the CLI needs of an operation beyond the catalog's
+/// description of it is its type, to run it.
+macro_rules! typed {
+    ($($op:ident),* $(,)?) => {
+        &[$((ops::$op::NAME, call::<ops::$op> as Caller, read::<ops::$op> as Reader)),*]
+    };
+}
+
+const TYPED: &[(&str, Caller, Reader)] = typed![
+    Create,
+    CreateMany,
+    Get,
+    List,
+    Claim,
+    ClaimNext,
+    Heartbeat,
+    Release,
+    Fail,
+    Complete,
+    Reject,
+    Cancel,
+    CancelClaim,
+    Events,
+    Chain,
+    Checkpoint,
+    Stalled,
+    Stats,
+    QueueCounts,
+    Reap,
+    Check,
+    Capabilities,
+    CreateTask,
+    StartTask,
+    GetTask,
+    ListTasks,
+    UpdateTask,
+    PauseTask,
+    ResumeTask,
+    CancelTask,
+    JoinTask,
+    CompleteTask,
+    FailTask,
+    EscalateStep,
+    RerunTask,
+    FailStep,
+    ResolveEscalation,
+    TaskEvents,
+    TaskHistory,
+    TaskStatistics,
+    Prune,
+    MemoryGet,
+    MemoryPut,
+    MemoryList,
+    MemoryDelete,
+    Session,
+    Initialize,
+    Report,
+    Decide,
+    ReportError,
+    Recover,
+    Escalate,
+    Resolve,
+    ProtocolRun,
+    ProtocolHistory,
+    ProtocolStats,
+    AddConversation,
+    AppendMessages,
+    GetConversation,
+    Messages,
+    ListConversations,
+    CherryPick,
+    CherryPickDecisions,
+    CherryPickTools,
+    CherryPickToFacts,
+    AddFacts,
+    Facts,
+    Branches,
+    Verify,
+    Merge,
+    ContextFor,
+    CurationEvents,
+    CreateBundle,
+    GetBundle,
+    ListBundles,
+    BundleByToken,
+    SetVisibility,
+    SignBundle,
+    TrustBundleKeys,
+    DeleteBundle,
+    ImportBundle,
+    VerifyBundle,
+    Replay,
+    Compare,
+];
+
+/// Every operation of the catalog but [`OWN_WAY`]'s, in its order.
 fn entries() -> Vec<Op> {
-    vec![
-        Op::creates::<ops::Create>(),
-        Op::creates::<ops::CreateMany>(),
-        Op::reads::<ops::Get>(),
-        Op::reads::<ops::List>(),
-        Op::writes::<ops::Claim>(),
-        Op::writes::<ops::ClaimNext>(),
-        Op::writes::<ops::Heartbeat>(),
-        Op::writes::<ops::Release>(),
-        Op::writes::<ops::Fail>(),
-        Op::writes::<ops::Complete>(),
-        Op::writes::<ops::Reject>(),
-        Op::writes::<ops::Cancel>(),
-        Op::writes::<ops::CancelClaim>(),
-        Op::reads::<ops::Events>(),
-        Op::reads::<ops::Chain>(),
-        Op::writes::<ops::Checkpoint>(),
-        Op::reads::<ops::Stalled>(),
-        Op::reads::<ops::Stats>(),
-        Op::reads::<ops::QueueCounts>(),
-        Op::writes::<ops::Reap>(),
-        Op::writes::<ops::Check>(),
-        Op::reads::<ops::Capabilities>(),
-        Op::creates::<ops::CreateTask>(),
-        Op::writes::<ops::StartTask>(),
-        Op::reads::<ops::GetTask>(),
-        Op::reads::<ops::ListTasks>(),
-        Op::writes::<ops::UpdateTask>(),
-        Op::writes::<ops::PauseTask>(),
-        Op::writes::<ops::ResumeTask>(),
-        Op::writes::<ops::CancelTask>(),
-        Op::writes::<ops::JoinTask>(),
-        Op::writes::<ops::CompleteTask>(),
-        Op::writes::<ops::FailTask>(),
-        Op::writes::<ops::EscalateStep>(),
-        Op::creates::<ops::RerunTask>(),
-        Op::writes::<ops::FailStep>(),
-        Op::writes::<ops::ResolveEscalation>(),
-        Op::reads::<ops::TaskEvents>(),
-        Op::reads::<ops::TaskHistory>(),
-        Op::reads::<ops::TaskStatistics>(),
-        Op::writes::<ops::Prune>(),
-        Op::reads::<ops::MemoryGet>(),
-        Op::creates::<ops::MemoryPut>(),
-        Op::reads::<ops::MemoryList>(),
-        Op::writes::<ops::MemoryDelete>(),
-        Op::reads::<ops::Session>(),
-        Op::creates::<ops::Initialize>(),
-        Op::writes::<ops::Report>(),
-        Op::writes::<ops::Decide>(),
-        Op::writes::<ops::ReportError>(),
-        Op::writes::<ops::Recover>(),
-        Op::writes::<ops::Escalate>(),
-        Op::writes::<ops::Resolve>(),
-        Op::reads::<ops::ProtocolRun>(),
-        Op::reads::<ops::ProtocolHistory>(),
-        Op::reads::<ops::ProtocolStats>(),
-        Op::creates::<ops::AddConversation>(),
-        Op::writes::<ops::AppendMessages>(),
-        Op::reads::<ops::GetConversation>(),
-        Op::reads::<ops::Messages>(),
-        Op::reads::<ops::ListConversations>(),
-        Op::writes::<ops::CherryPick>(),
-        Op::writes::<ops::CherryPickDecisions>(),
-        Op::writes::<ops::CherryPickTools>(),
-        Op::writes::<ops::CherryPickToFacts>(),
-        Op::creates::<ops::AddFacts>(),
-        Op::reads::<ops::Facts>(),
-        Op::reads::<ops::Branches>(),
-        Op::writes::<ops::Verify>(),
-        Op::writes::<ops::Merge>(),
-        Op::reads::<ops::ContextFor>(),
-        Op::reads::<ops::CurationEvents>(),
-        Op::creates::<ops::CreateBundle>(),
-        Op::reads::<ops::GetBundle>(),
-        Op::reads::<ops::ListBundles>(),
-        Op::reads::<ops::BundleByToken>(),
-        Op::writes::<ops::SetVisibility>(),
-        Op::writes::<ops::SignBundle>(),
-        Op::writes::<ops::TrustBundleKeys>(),
-        Op::writes::<ops::DeleteBundle>(),
-        Op::creates::<ops::ImportBundle>(),
-        Op::writes::<ops::VerifyBundle>(),
-        Op::reads::<ops::Replay>(),
-        Op::reads::<ops::Compare>(),
-    ]
+    ops::catalog()
+        .into_iter()
+        .filter(|info| !OWN_WAY.contains(&info.name))
+        .filter_map(|info| {
+            let (_, call, read) = TYPED.iter().find(|(name, ..)| *name == info.name)?;
+            Some(Op {
+                info,
+                call: *call,
+                read: *read,
+            })
+        })
+        .collect()
 }
 
 /// The most items a list answer holds at once: the CLI reads long lists in pages of this many,
@@ -127,89 +160,61 @@ pub(crate) fn cap_to_a_page(args: &mut serde_json::Map<String, Value>) -> usize 
     page
 }
 
-/// The wait a call asks for (`claim_next`'s `wait_seconds`), which the servers run in slices:
-/// a positive, finite number of seconds. Anything else goes to the core whole, to answer or
-/// report.
-pub(crate) fn asked_wait(args: &serde_json::Map<String, Value>) -> Option<Duration> {
-    let seconds = args.get("wait_seconds")?.as_f64()?;
-    Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|wait| !wait.is_zero())
+/// How long a server's waiting call runs on the store before it asks again whether its
+/// caller still wants it.
+const WAIT_SLICE: Duration = Duration::from_secs(1);
+
+/// Whether a call waits for work: `claim_next` with a positive `wait_seconds`. A wait that is
+/// not a number of seconds goes to the core to report.
+pub(crate) fn waits(op: &Op, args: &Map<String, Value>) -> bool {
+    op.name() == ops::ClaimNext::NAME
+        && args
+            .get("wait_seconds")
+            .and_then(Value::as_f64)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .is_some_and(|wait| !wait.is_zero())
+}
+
+/// Runs a waiting `claim_next` for `max` at most, a slice at a time, until it has claimed, its
+/// wait is over or `stop` says its caller no longer wants it.
+pub(crate) fn claim_waiting(
+    store: &Store,
+    args: Map<String, Value>,
+    max: Duration,
+    stop: &mut dyn FnMut() -> bool,
+) -> Result<Outcome> {
+    let mut args = ops::ClaimNextArgs::read(Value::Object(args), store.limits())?;
+    args.wait_seconds = args.wait_seconds.map(|s| s.min(max.as_secs_f64()));
+    Ok(Outcome::new(
+        store.claim_next_waiting(args, WAIT_SLICE, stop)?,
+    ))
 }
 
 /// Values the faces supplied before the core required them, still supplied by the CLI and for
 /// the MCP tools' first spelling: (operation, argument, value).
 pub(crate) const DEFAULTS: &[(&str, &str, &str)] = &[("release", "reason", "released")];
 
-/// How an operation uses the store, which decides how the faces open it and show its result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// Only reads: the CLI opens the store read-only and never creates it, the MCP tool is
-    /// marked read-only, and a record it returns is shown whole (its Markdown DNA).
-    Reads,
-    /// Changes an existing store; a missing one is an error.
-    Writes,
-    /// May create the store.
-    Creates,
-}
-
 /// An operation of the catalog, with what the faces need to run it without its types.
 pub(crate) struct Op {
     pub info: OperationInfo,
-    pub access: Access,
-    read: fn(Value, &Limits) -> Result<()>,
-    call: fn(&Store, Value) -> Result<Box<dyn Shown>>,
-}
-
-fn read<O: Operation>(args: Value, limits: &Limits) -> Result<()> {
-    O::Args::read(args, limits).map(drop)
-}
-
-fn call<O>(store: &Store, args: Value) -> Result<Box<dyn Shown>>
-where
-    O: Operation,
-    O::Output: Shown + 'static,
-{
-    Ok(Box::new(O::call(store, args)?))
+    read: Reader,
+    call: Caller,
 }
 
 impl Op {
-    fn new<O>(access: Access) -> Op
-    where
-        O: Operation,
-        O::Output: Shown + 'static,
-    {
-        Op {
-            info: OperationInfo::of::<O>(),
-            access,
-            read: read::<O>,
-            call: call::<O>,
-        }
-    }
-
-    fn reads<O: Operation<Output: Shown + 'static>>() -> Op {
-        Op::new::<O>(Access::Reads)
-    }
-
-    fn writes<O: Operation<Output: Shown + 'static>>() -> Op {
-        Op::new::<O>(Access::Writes)
-    }
-
-    fn creates<O: Operation<Output: Shown + 'static>>() -> Op {
-        Op::new::<O>(Access::Creates)
-    }
-
     pub(crate) fn name(&self) -> &'static str {
         self.info.name
     }
 
     /// Whether it may create the store (and, over HTTP, answers `201 Created`).
     pub(crate) fn may_create(&self) -> bool {
-        self.access == Access::Creates
+        self.info.access == Access::Creates
     }
 
+    /// Whether it only reads: the CLI opens the store read-only and never creates it, and the
+    /// MCP tool is marked read-only.
     pub(crate) fn reads_only(&self) -> bool {
-        self.access == Access::Reads
+        self.info.access == Access::Reads
     }
 
     /// Reads `args` under `limits` without running anything: every problem at once.
@@ -218,7 +223,7 @@ impl Op {
     }
 
     /// Reads `args` and runs the operation on `store`.
-    pub(crate) fn call(&self, store: &Store, args: Value) -> Result<Box<dyn Shown>> {
+    pub(crate) fn call(&self, store: &Store, args: Value) -> Result<Outcome> {
         (self.call)(store, args)
     }
 
@@ -233,9 +238,15 @@ impl Op {
         self.argument("limit").is_some() && self.argument("after").is_some()
     }
 
-    /// Whether it returns a claim, on which a successor may be started.
+    /// Whether it returns a claim (or may), on which a successor may be started.
     pub(crate) fn returns_claim(&self) -> bool {
-        self.info.returns.starts_with("Claim")
+        let claim = |node: &Value| node.get("$ref").is_some_and(|r| r == "#/$defs/Claim");
+        let result = &self.info.result;
+        claim(result)
+            || result
+                .get("anyOf")
+                .and_then(Value::as_array)
+                .is_some_and(|alternatives| alternatives.iter().any(claim))
     }
 }
 
@@ -272,11 +283,8 @@ pub(crate) fn name_flat_claim(err: Error) -> Error {
 mod tests {
     use super::*;
 
-    /// Catalog operations the faces expose their own way (see [`entries`]).
-    const OWN_WAY: &[&str] = &["backup", "restore"];
-
     #[test]
-    fn every_catalog_operation_has_an_entry_in_order() {
+    fn every_catalog_operation_but_their_own_ways_is_run_in_order() {
         let derived: Vec<&str> = all().iter().map(Op::name).collect();
         let catalog: Vec<&str> = ops::catalog()
             .iter()
@@ -284,5 +292,8 @@ mod tests {
             .filter(|name| !OWN_WAY.contains(name))
             .collect();
         assert_eq!(derived, catalog);
+        assert!(find("claim_next").is_some_and(Op::returns_claim));
+        assert!(find("claim").is_some_and(Op::returns_claim));
+        assert!(!find("get").is_some_and(Op::returns_claim));
     }
 }

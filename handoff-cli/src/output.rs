@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use handoff_core::store::ContextOptions;
+use handoff_core::store::{ContextOptions, Task};
 use handoff_core::{Chain, Change, Claim, Event, Handoff, Store};
 use serde_json::{Value, json};
 
@@ -112,12 +112,12 @@ impl Sink {
 /// A table printed a page at a time: the header once, columns as wide as the widest cell seen
 /// so far.
 pub(crate) struct Table {
-    header: &'static [&'static str],
+    header: Vec<String>,
     widths: Option<Vec<usize>>,
 }
 
 impl Table {
-    pub(crate) fn new(header: &'static [&'static str]) -> Table {
+    pub(crate) fn new(header: Vec<String>) -> Table {
         Table {
             header,
             widths: None,
@@ -132,9 +132,8 @@ impl Table {
             .take()
             .unwrap_or_else(|| self.header.iter().map(|h| h.chars().count()).collect());
         grow(&mut widths, rows);
-        let header: Vec<String> = self.header.iter().map(|h| (*h).to_owned()).collect();
         let text = if first {
-            render(&widths, std::iter::once(&header).chain(rows))
+            render(&widths, std::iter::once(&self.header).chain(rows))
         } else {
             render(&widths, rows.iter())
         };
@@ -147,6 +146,11 @@ impl Table {
 /// through [`Output`].
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// An enumeration's value as its JSON word (`in_progress`).
+fn word<T: serde::Serialize>(value: &T) -> String {
+    to_json(value).as_str().unwrap_or_default().to_owned()
 }
 
 pub(crate) fn time(at: DateTime<Utc>) -> String {
@@ -168,10 +172,32 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
     out
 }
 
-/// Left-aligned columns separated by two spaces; the last column is not padded.
-pub(crate) fn table(header: &'static [&'static str], rows: &[Vec<String>]) -> String {
-    Table::new(header).rows(rows)
+/// Left-aligned columns separated by two spaces, under `header`; the last column is not
+/// padded.
+pub(crate) fn table<S: AsRef<str>>(header: &[S], rows: &[Vec<String>]) -> String {
+    Table::new(header.iter().map(|h| h.as_ref().to_owned()).collect()).rows(rows)
 }
+
+/// Left-aligned columns without a header.
+pub(crate) fn columns(rows: &[Vec<String>]) -> String {
+    let mut widths = vec![0; rows.iter().map(Vec::len).max().unwrap_or(0)];
+    grow(&mut widths, rows);
+    render(&widths, rows.iter())
+}
+
+/// The columns of [`Output::handoff_row`].
+pub(crate) const HANDOFF_HEADER: &[&str] = &[
+    "ID",
+    "TASK",
+    "STATUS",
+    "FROM → TO",
+    "HOLDER",
+    "CREATED",
+    "GOAL",
+];
+
+/// The columns of [`Output::event_row`].
+pub(crate) const EVENT_HEADER: &[&str] = &["SEQ", "AT", "HANDOFF", "EVENT", "ACTOR", "DETAIL"];
 
 /// Widens `widths` to fit `rows`.
 fn grow(widths: &mut [usize], rows: &[Vec<String>]) {
@@ -388,11 +414,6 @@ impl Output {
         e
     }
 
-    /// One event as JSON, redacted like the rest.
-    pub(crate) fn event_json(&self, e: &Event) -> Value {
-        to_json(&self.event(e))
-    }
-
     /// One row of the events table.
     pub(crate) fn event_row(&self, e: &Event) -> Vec<String> {
         let e = self.event(e);
@@ -462,6 +483,51 @@ pub(crate) fn chain_text(chain: &Chain) -> String {
         &rows,
     ));
     out
+}
+
+/// A task as text: a line on where it stands; read, its goal and a line per step too.
+pub(crate) fn task_text(out: &Output, task: &Task, reads: bool) -> String {
+    let h = &task.header;
+    let mut text = format!(
+        "task {}  {}  v{}  {}/{} steps done  \"{}\"\n",
+        h.id,
+        word(&h.status),
+        h.version,
+        h.steps_done,
+        h.steps_total,
+        clip(&out.text(&h.name), 60),
+    );
+    if !reads {
+        return text;
+    }
+    let _ = writeln!(text, "goal: {}", out.text(&h.goal));
+    let rows: Vec<Vec<String>> = task
+        .steps
+        .iter()
+        .map(|s| {
+            let said = s.output.as_deref().or(s.error.as_deref()).unwrap_or("");
+            vec![
+                s.spec.id.clone(),
+                s.spec.addressee().to_owned(),
+                word(&s.status),
+                s.attempts.to_string(),
+                s.spec.dependencies.join(","),
+                clip(&out.text(said), 50),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        let header = [
+            "STEP",
+            "AGENT",
+            "STATUS",
+            "FAILED",
+            "AFTER",
+            "OUTPUT / ERROR",
+        ];
+        text.push_str(&table(&header, &rows));
+    }
+    text
 }
 
 #[cfg(test)]

@@ -1,396 +1,412 @@
-//! How an operation's result is shown by the CLI (text, or `--json`) and by the MCP server
-//! (text and `structuredContent`): one implementation per type an operation returns (the
-//! catalog's `returns`), shared by every operation that returns it. Everything goes through
+//! How an operation's result is shown by the CLI (text, or `--json`), the MCP server (text and
+//! `structuredContent`) and `handoff serve` (the body): from the result's serde JSON, read
+//! through the catalog's schema of it (a list, an optional, a named record), so that a new
+//! result type, or a new field, needs nothing here. Custom text is kept only where a person
+//! needs one: a record's line or its Markdown DNA, the table of handoffs and of events, a
+//! claim's "how to continue", a chain's path and a task's steps. Everything leaves through
 //! [`Output`], which redacts.
 
-use handoff_core::{
-    Capabilities, Chain, CheckReport, Claim, Event, Handoff, PathStats, QueueCount,
-};
-use serde_json::{Value, json};
+use std::any::Any;
 
-use crate::output::{Output, chain_json, chain_text, table, to_json};
+use handoff_core::ops::Access;
+use handoff_core::store::{CheckReport, Task};
+use handoff_core::{Chain, Claim, Event, Handoff};
+use serde_json::{Map, Value, json};
 
-/// A result, as each face shows it.
-pub(crate) trait Shown {
-    /// The readable text. `reads`: the operation only reads, so a record is shown whole (its
-    /// Markdown DNA); after a change, one line says where it stands.
-    fn text(&self, out: &Output, reads: bool) -> String;
-    /// What `--json` prints.
-    fn json(&self, out: &Output) -> Value;
-    /// The MCP `structuredContent`: always an object.
-    fn structured(&self, out: &Output, reads: bool) -> Value;
-    /// For a list: its table (for a face that prints it a page at a time).
-    fn table(&self, _out: &Output) -> Option<Rows> {
-        None
-    }
-    /// For a list: how many items it holds, and the cursor after the last (what `after`
-    /// takes to continue) when its items have one.
-    fn extent(&self) -> Option<(usize, Option<Value>)> {
-        None
-    }
-    /// The claim a successor may be started on.
-    fn claim(&self) -> Option<&Claim> {
-        None
-    }
-    /// The exit code it calls for.
-    fn exit(&self) -> u8 {
-        crate::error::code::OK
-    }
+use crate::operations::Op;
+use crate::output::{Output, chain_json, chain_text, clip, columns, table, to_json};
+
+/// An operation's result: its serde JSON (as written: redaction comes on the way out), and the
+/// value itself, for the few types shown their own way.
+pub(crate) struct Outcome {
+    json: Value,
+    typed: Box<dyn Any>,
 }
 
-/// A list as a table.
-pub(crate) struct Rows {
-    pub header: &'static [&'static str],
-    /// What the text says instead when the list is empty.
-    pub none: &'static str,
-    pub rows: Vec<Vec<String>>,
-}
-
-/// An item of a list result: a table row, a JSON item and a cursor.
-pub(crate) trait Row {
-    /// The list's key in `structuredContent`.
-    const KEY: &'static str;
-    const HEADER: &'static [&'static str];
-    /// The text of an empty list.
-    const NONE: &'static str;
-    fn row(&self, out: &Output) -> Vec<String>;
-    fn item(&self, out: &Output) -> Value;
-    /// What `after` takes to continue after this item, for lists read in pages.
-    fn cursor(&self) -> Option<Value> {
-        None
-    }
-}
-
-impl<T: Row> Shown for Vec<T> {
-    fn text(&self, out: &Output, _reads: bool) -> String {
-        if self.is_empty() {
-            return T::NONE.to_owned();
+impl Outcome {
+    pub(crate) fn new<T: serde::Serialize + 'static>(value: T) -> Outcome {
+        Outcome {
+            json: to_json(&value),
+            typed: Box::new(value),
         }
-        let rows: Vec<Vec<String>> = self.iter().map(|item| item.row(out)).collect();
-        table(T::HEADER, &rows)
     }
 
-    fn json(&self, out: &Output) -> Value {
-        Value::Array(self.iter().map(|item| item.item(out)).collect())
+    /// The value, if it is a `T` or an `Option<T>` holding one.
+    fn get<T: 'static>(&self) -> Option<&T> {
+        self.typed
+            .downcast_ref::<T>()
+            .or_else(|| self.typed.downcast_ref::<Option<T>>()?.as_ref())
     }
 
-    fn structured(&self, out: &Output, _reads: bool) -> Value {
-        json!({ "count": self.len(), T::KEY: self.json(out) })
+    /// The claim made, on which a successor may be started.
+    pub(crate) fn claim(&self) -> Option<&Claim> {
+        self.get::<Claim>()
     }
 
-    fn table(&self, out: &Output) -> Option<Rows> {
-        Some(Rows {
-            header: T::HEADER,
-            none: T::NONE,
-            rows: self.iter().map(|item| item.row(out)).collect(),
-        })
+    /// For a list: how many items it holds, and the cursor after the last (what `after` takes
+    /// to continue: an event's `seq`, else the item's `id`).
+    pub(crate) fn extent(&self) -> Option<(usize, Option<Value>)> {
+        let items = self.json.as_array()?;
+        let last = items
+            .last()
+            .and_then(|i| i.get("seq").or_else(|| i.get("id")));
+        Some((items.len(), last.cloned()))
     }
 
-    fn extent(&self) -> Option<(usize, Option<Value>)> {
-        Some((self.len(), self.last().and_then(Row::cursor)))
-    }
-}
-
-impl Row for Handoff {
-    const KEY: &'static str = "handoffs";
-    const HEADER: &'static [&'static str] = &[
-        "ID",
-        "TASK",
-        "STATUS",
-        "FROM → TO",
-        "HOLDER",
-        "CREATED",
-        "GOAL",
-    ];
-    const NONE: &'static str = "no handoffs\n";
-
-    fn row(&self, out: &Output) -> Vec<String> {
-        out.handoff_row(self)
-    }
-
-    fn item(&self, out: &Output) -> Value {
-        out.record(self)
-    }
-
-    fn cursor(&self) -> Option<Value> {
-        Some(json!(self.id))
+    /// The exit code it calls for: `DAMAGED` while `check` leaves damage unrepaired.
+    pub(crate) fn exit(&self) -> u8 {
+        match self.get::<CheckReport>() {
+            Some(report) if report.damage.iter().any(|d| d.repaired.is_none()) => {
+                crate::error::code::DAMAGED
+            }
+            _ => crate::error::code::OK,
+        }
     }
 }
 
-impl Row for Event {
-    const KEY: &'static str = "events";
-    const HEADER: &'static [&'static str] = &["SEQ", "AT", "HANDOFF", "EVENT", "ACTOR", "DETAIL"];
-    const NONE: &'static str = "no events\n";
+/// What the catalog's schema of a result says it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape<'a> {
+    /// Done, with nothing to say (`null`).
+    Done,
+    /// A count (`reap`, `prune`).
+    Count,
+    /// A yes or no: the one is `memory_delete`'s, whether there was anything to forget.
+    YesNo,
+    /// A list of the named type (`string` for text).
+    List(&'a str),
+    /// A record of the named type.
+    Record(&'a str),
+    /// A record of the named type, or nothing.
+    Maybe(&'a str),
+}
 
-    fn row(&self, out: &Output) -> Vec<String> {
-        out.event_row(self)
+/// The named type a schema node refers to (`#/$defs/Handoff`), or its JSON type.
+fn name_of(node: &Value) -> &str {
+    node.get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .or_else(|| node.get("type").and_then(Value::as_str))
+        .unwrap_or("value")
+}
+
+fn shape(schema: &Value) -> Shape<'_> {
+    if let Some(alternatives) = schema.get("anyOf").and_then(Value::as_array) {
+        let named = alternatives.iter().find(|a| a["type"] != "null");
+        return Shape::Maybe(named.map_or("value", name_of));
     }
-
-    fn item(&self, out: &Output) -> Value {
-        out.event_json(self)
-    }
-
-    fn cursor(&self) -> Option<Value> {
-        Some(json!(self.seq))
+    match schema.get("type").and_then(Value::as_str) {
+        Some("null") => Shape::Done,
+        Some("integer") => Shape::Count,
+        Some("boolean") => Shape::YesNo,
+        Some("array") => Shape::List(schema.get("items").map_or("value", name_of)),
+        _ => Shape::Record(name_of(schema)),
     }
 }
 
-impl Row for PathStats {
-    const KEY: &'static str = "paths";
-    const HEADER: &'static [&'static str] = &[
-        "FROM → TO",
-        "TOTAL",
-        "COMPLETED",
-        "FAILED",
-        "REJECTED",
-        "MEDIAN TO CLAIM",
-        "MEDIAN TO COMPLETE",
-    ];
-    const NONE: &'static str = "no handoffs\n";
+/// Reports, shown as the answer itself; every other record is named in the structured answer
+/// (`{"handoff": {...}}`), so that the answer can carry more beside it (its Markdown).
+const FLAT: &[&str] = &[
+    "Claim",
+    "Chain",
+    "CheckReport",
+    "Capabilities",
+    "TaskStatistics",
+    "ProtocolStats",
+    "ImportReport",
+    "VerifyReport",
+    "MergeReport",
+    "TaskComparison",
+];
 
-    fn row(&self, _out: &Output) -> Vec<String> {
-        let secs = |s: Option<f64>| s.map_or_else(|| "-".to_owned(), |s| format!("{s:.1}s"));
-        vec![
-            format!("{} → {}", self.from_agent, self.to_agent),
-            self.total.to_string(),
-            self.completed.to_string(),
-            self.failed.to_string(),
-            self.rejected.to_string(),
-            secs(self.median_claim_seconds),
-            secs(self.median_complete_seconds),
-        ]
+/// Lists named otherwise than their items' plural (a handoff's list is `handoffs`).
+const LIST_KEYS: &[(&str, &str)] = &[
+    ("PathStats", "paths"),
+    ("QueueCount", "queue"),
+    // The one list of text is `stalled`'s task ids.
+    ("string", "task_ids"),
+    ("TaskHeader", "tasks"),
+    ("HistoryEntry", "history"),
+    ("BranchInfo", "branches"),
+    ("TrustedKey", "trusted_keys"),
+];
+
+/// A record's key: the last word of its type's name, in lower case (`TaskReplay`: `replay`).
+fn record_key(name: &str) -> String {
+    let start = name.rfind(char::is_uppercase).unwrap_or(0);
+    name[start..].to_lowercase()
+}
+
+/// A list's key: its items' key in the plural, or its own name ([`LIST_KEYS`]).
+fn list_key(name: &str) -> String {
+    if let Some((_, key)) = LIST_KEYS.iter().find(|(item, _)| *item == name) {
+        return (*key).to_owned();
     }
-
-    fn item(&self, _out: &Output) -> Value {
-        to_json(self)
+    let one = record_key(name);
+    match one.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{one}s"),
     }
 }
 
-impl Row for QueueCount {
-    const KEY: &'static str = "queue";
-    const HEADER: &'static [&'static str] = &["STATUS", "TO", "COUNT"];
-    const NONE: &'static str = "no handoffs\n";
-
-    fn row(&self, _out: &Output) -> Vec<String> {
-        vec![
-            self.status.as_str().to_owned(),
-            self.to_agent.clone().unwrap_or_else(|| "*".to_owned()),
-            self.count.to_string(),
-        ]
-    }
-
-    fn item(&self, _out: &Output) -> Value {
-        to_json(self)
-    }
+/// How the faces show one result of `op`.
+pub(crate) struct Shown<'a> {
+    pub op: &'a Op,
+    pub outcome: &'a Outcome,
+    pub out: &'a Output,
 }
 
-/// The one list of strings an operation returns is `stalled`'s task ids; another kind of
-/// string list would need a type of its own to be named differently.
-impl Row for String {
-    const KEY: &'static str = "task_ids";
-    const HEADER: &'static [&'static str] = &["TASK"];
-    const NONE: &'static str = "no tasks\n";
-
-    fn row(&self, _out: &Output) -> Vec<String> {
-        vec![self.clone()]
+impl Shown<'_> {
+    fn shape(&self) -> Shape<'_> {
+        shape(&self.op.info.result)
     }
 
-    fn item(&self, _out: &Output) -> Value {
-        json!(self)
+    fn reads(&self) -> bool {
+        self.op.info.access == Access::Reads
     }
-}
 
-impl Shown for Handoff {
-    fn text(&self, out: &Output, reads: bool) -> String {
-        if reads {
-            out.markdown(self)
+    /// A list's item as JSON, redacted. A task in a list is its header without what only the
+    /// store needs.
+    fn item(&self, name: &str, item: &Value) -> Value {
+        let mut item = self.out.json(item.clone());
+        if name == "TaskHeader"
+            && let Value::Object(fields) = &mut item
+        {
+            for internal in ["roots", "waiting", "events"] {
+                fields.remove(internal);
+            }
+        }
+        item
+    }
+
+    /// The record as JSON: a claim with its secret (only its taker gets it) and its DNA, a task
+    /// in the seed's `task-state.json` form, a chain with its path; the rest redacted as is.
+    fn record(&self) -> Value {
+        let outcome = self.outcome;
+        if let Some(claim) = outcome.get::<Claim>() {
+            self.out.claim_json(claim)
+        } else if let Some(task) = outcome.get::<Task>() {
+            self.out.json(task.to_value())
+        } else if let Some(chain) = outcome.get::<Chain>() {
+            chain_json(chain)
         } else {
-            out.record_line(self)
+            self.out.json(outcome.json.clone())
         }
     }
 
-    fn json(&self, out: &Output) -> Value {
-        out.record(self)
-    }
-
-    fn structured(&self, out: &Output, reads: bool) -> Value {
-        let mut structured = json!({ "handoff": out.record(self) });
-        if reads {
-            structured["markdown"] = json!(out.markdown(self));
-        }
-        structured
-    }
-}
-
-impl Shown for Claim {
-    fn text(&self, out: &Output, _reads: bool) -> String {
-        out.claim_text(self)
-    }
-
-    fn json(&self, out: &Output) -> Value {
-        out.claim_json(self)
-    }
-
-    fn structured(&self, out: &Output, _reads: bool) -> Value {
-        let mut structured = out.claim_json(self);
-        structured["claimed"] = json!(true);
-        structured
-    }
-
-    fn claim(&self) -> Option<&Claim> {
-        Some(self)
-    }
-}
-
-impl Shown for Option<Claim> {
-    fn text(&self, out: &Output, reads: bool) -> String {
-        match self {
-            Some(claim) => claim.text(out, reads),
-            None => "nothing to claim\n".to_owned(),
+    /// What `--json` prints.
+    pub(crate) fn json(&self) -> Value {
+        let json = &self.outcome.json;
+        match self.shape() {
+            Shape::Done => json!({ "done": true }),
+            Shape::YesNo => json!({ "deleted": json }),
+            Shape::Count => json.clone(),
+            Shape::List(name) => Value::Array(
+                json.as_array()
+                    .map(|items| items.iter().map(|i| self.item(name, i)).collect())
+                    .unwrap_or_default(),
+            ),
+            Shape::Maybe(_) if json.is_null() => Value::Null,
+            Shape::Record(_) | Shape::Maybe(_) => self.record(),
         }
     }
 
-    fn json(&self, out: &Output) -> Value {
-        self.as_ref().map_or(Value::Null, |claim| claim.json(out))
+    /// The MCP `structuredContent` and the HTTP body: always an object.
+    pub(crate) fn structured(&self) -> Value {
+        let shape = self.shape();
+        let mut answer = match shape {
+            Shape::Count => json!({ "count": self.outcome.json }),
+            Shape::List(name) => {
+                let items = self.json();
+                let count = items.as_array().map_or(0, Vec::len);
+                json!({ "count": count, list_key(name): items })
+            }
+            Shape::Maybe("Claim") if self.outcome.json.is_null() => json!({ "claimed": false }),
+            Shape::Record(name) | Shape::Maybe(name) if !FLAT.contains(&name) => {
+                json!({ record_key(name): self.json() })
+            }
+            _ => self.json(),
+        };
+        if self.outcome.claim().is_some() {
+            answer["claimed"] = json!(true);
+        }
+        if let Some(h) = self.outcome.get::<Handoff>()
+            && self.reads()
+        {
+            answer["markdown"] = json!(self.out.markdown(h));
+        }
+        if let Some(packet) = self.outcome.get::<handoff_core::context::Packet>() {
+            answer["markdown"] = json!(self.out.text(&packet.to_markdown()));
+        }
+        answer
     }
 
-    fn structured(&self, out: &Output, reads: bool) -> Value {
-        match self {
-            Some(claim) => claim.structured(out, reads),
-            None => json!({ "claimed": false }),
+    /// The readable text.
+    pub(crate) fn text(&self) -> String {
+        let (out, outcome) = (self.out, self.outcome);
+        match self.shape() {
+            Shape::Done => return "done\n".to_owned(),
+            Shape::Count => return format!("{}\n", outcome.json),
+            Shape::YesNo if outcome.json == true => return "deleted\n".to_owned(),
+            Shape::YesNo => return "nothing to delete\n".to_owned(),
+            Shape::List(_) => {
+                let (header, rows, none) = self.rows();
+                return match rows.is_empty() {
+                    true => none,
+                    false => table(&header, &rows),
+                };
+            }
+            Shape::Maybe("Claim") if outcome.json.is_null() => {
+                return "nothing to claim\n".to_owned();
+            }
+            Shape::Maybe(_) if outcome.json.is_null() => return "nothing\n".to_owned(),
+            Shape::Record(_) | Shape::Maybe(_) => {}
+        }
+        if let Some(claim) = outcome.claim() {
+            out.claim_text(claim)
+        } else if let Some(h) = outcome.get::<Handoff>() {
+            match self.reads() {
+                true => out.markdown(h),
+                false => out.record_line(h),
+            }
+        } else if let Some(task) = outcome.get::<Task>() {
+            crate::output::task_text(out, task, self.reads())
+        } else if let Some(chain) = outcome.get::<Chain>() {
+            chain_text(chain)
+        } else if let Some(packet) = outcome.get::<handoff_core::context::Packet>() {
+            out.text(&packet.to_markdown()).into_owned()
+        } else {
+            record_text(&self.record())
         }
     }
 
-    fn claim(&self) -> Option<&Claim> {
-        self.as_ref()
-    }
-}
-
-impl Shown for Chain {
-    fn text(&self, _out: &Output, _reads: bool) -> String {
-        chain_text(self)
-    }
-
-    fn json(&self, _out: &Output) -> Value {
-        chain_json(self)
-    }
-
-    fn structured(&self, _out: &Output, _reads: bool) -> Value {
-        chain_json(self)
-    }
-}
-
-/// Done, with nothing to say (`delete_bundle`).
-impl Shown for () {
-    fn text(&self, _out: &Output, _reads: bool) -> String {
-        "done\n".to_owned()
-    }
-
-    fn json(&self, _out: &Output) -> Value {
-        json!({ "done": true })
-    }
-
-    fn structured(&self, out: &Output, _reads: bool) -> Value {
-        self.json(out)
-    }
-}
-
-/// A count (`reap`: how many records changed).
-impl Shown for usize {
-    fn text(&self, _out: &Output, _reads: bool) -> String {
-        format!("{self}\n")
-    }
-
-    fn json(&self, _out: &Output) -> Value {
-        json!(self)
-    }
-
-    fn structured(&self, _out: &Output, _reads: bool) -> Value {
-        json!({ "count": self })
-    }
-}
-
-/// What `check` found: a line per damage (what, the problem, what the repair did); exit code
-/// `DAMAGED` while any is left unrepaired.
-impl Shown for CheckReport {
-    fn text(&self, _out: &Output, _reads: bool) -> String {
-        if self.is_clean() {
-            return "no damage found\n".to_owned();
+    /// A list as a table: its header, its rows and what the text says when it is empty.
+    pub(crate) fn rows(&self) -> (Vec<String>, Vec<Vec<String>>, String) {
+        let out = self.out;
+        let name = match self.shape() {
+            Shape::List(name) => name,
+            _ => "value",
+        };
+        let none = format!("no {}\n", list_key(name).replace('_', " "));
+        let header = |names: &[&str]| names.iter().map(|h| (*h).to_owned()).collect();
+        if let Some(handoffs) = self.outcome.get::<Vec<Handoff>>() {
+            let rows = handoffs.iter().map(|h| out.handoff_row(h)).collect();
+            return (header(crate::output::HANDOFF_HEADER), rows, none);
         }
-        let rows: Vec<Vec<String>> = self
-            .damage
+        if let Some(events) = self.outcome.get::<Vec<Event>>() {
+            let rows = events.iter().map(|e| out.event_row(e)).collect();
+            return (header(crate::output::EVENT_HEADER), rows, none);
+        }
+        let items: Vec<Value> = match self.json() {
+            Value::Array(items) => items,
+            _ => Vec::new(),
+        };
+        let (header, rows) = grid(&items);
+        (header, rows, none)
+    }
+}
+
+/// Items as a table: a column per field of the first item (or one column for plain values).
+fn grid(items: &[Value]) -> (Vec<String>, Vec<Vec<String>>) {
+    let fields: Vec<String> = match items.first() {
+        Some(Value::Object(first)) => first.keys().cloned().collect(),
+        _ => {
+            let rows = items.iter().map(|i| vec![cell(i)]).collect();
+            return (vec!["VALUE".to_owned()], rows);
+        }
+    };
+    let header = fields
+        .iter()
+        .map(|f| f.replace('_', " ").to_uppercase())
+        .collect();
+    let rows = items
+        .iter()
+        .map(|item| {
+            fields
+                .iter()
+                .map(|f| item.get(f).map_or_else(|| "-".to_owned(), cell))
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
+
+/// A value in a cell, on one line: yes or no, `-` for nothing, a list joined, an object's
+/// fields as `name=value`.
+fn cell(value: &Value) -> String {
+    let text = match value {
+        Value::Null => "-".to_owned(),
+        Value::Bool(true) => "yes".to_owned(),
+        Value::Bool(false) => "no".to_owned(),
+        Value::String(text) => text.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(items) => items.iter().map(cell).collect::<Vec<_>>().join(", "),
+        Value::Object(fields) => fields
             .iter()
-            .map(|d| {
-                let repaired = d.repaired.as_deref().unwrap_or("not repaired");
-                vec![d.what.clone(), d.problem.clone(), repaired.to_owned()]
-            })
-            .collect();
-        table(&["WHAT", "PROBLEM", "REPAIR"], &rows)
-    }
-
-    fn json(&self, _out: &Output) -> Value {
-        to_json(self)
-    }
-
-    fn structured(&self, _out: &Output, _reads: bool) -> Value {
-        to_json(self)
-    }
-
-    fn exit(&self) -> u8 {
-        match self.damage.iter().any(|d| d.repaired.is_none()) {
-            true => crate::error::code::DAMAGED,
-            false => crate::error::code::OK,
-        }
-    }
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| format!("{k}={}", cell(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    clip(&text, 60)
 }
 
-/// What the store can do (`capabilities`): one line per capability, yes or no, and what it
-/// means for the one using the store.
-impl Shown for Capabilities {
-    fn text(&self, _out: &Output, _reads: bool) -> String {
-        let lines = [
-            (
-                "durable",
-                self.durable,
-                "the store outlives the process that opened it",
-            ),
-            (
-                "shared_by_processes",
-                self.shared_by_processes,
-                "several processes on one machine may share it",
-            ),
-            (
-                "shared_by_machines",
-                self.shared_by_machines,
-                "processes on several machines may share it",
-            ),
-            (
-                "backup",
-                self.backup,
-                "`handoff backup PATH` copies it while it stays in use",
-            ),
-            (
-                "wakes_waiters",
-                self.wakes_waiters,
-                "a waiting claim-next is woken when work arrives (else it looks every 50 ms)",
-            ),
-        ];
-        lines
+/// A record as text: a line per field, then each list of records as a table. A record that is
+/// only a list (`check`'s damage) is shown as that list.
+fn record_text(record: &Value) -> String {
+    let Value::Object(fields) = record else {
+        return format!("{}\n", cell(record));
+    };
+    let (lists, lines): (Map<String, Value>, Map<String, Value>) =
+        fields.clone().into_iter().partition(|(_, v)| {
+            v.as_array()
+                .is_some_and(|items| items.is_empty() || items.iter().all(Value::is_object))
+        });
+    let mut text = columns(
+        &lines
             .iter()
-            .map(|(name, has, meaning)| {
-                format!(
-                    "{name:<20} {:<3}  {meaning}\n",
-                    if *has { "yes" } else { "no" }
-                )
-            })
-            .collect()
+            .map(|(k, v)| vec![k.clone(), cell(v)])
+            .collect::<Vec<_>>(),
+    );
+    for (name, items) in &lists {
+        let items = items.as_array().map(Vec::as_slice).unwrap_or_default();
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        if items.is_empty() {
+            text.push_str(&format!("no {}\n", name.replace('_', " ")));
+            continue;
+        }
+        if fields.len() > 1 {
+            text.push_str(&format!("{}:\n", name.replace('_', " ")));
+        }
+        let (header, rows) = grid(items);
+        text.push_str(&table(&header, &rows));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_and_keys_come_from_the_schema() {
+        let list = json!({"type": "array", "items": {"$ref": "#/$defs/StoredMessage"}});
+        assert_eq!(shape(&list), Shape::List("StoredMessage"));
+        assert_eq!(list_key("StoredMessage"), "messages");
+        assert_eq!(list_key("Memory"), "memories");
+        assert_eq!(list_key("TaskHeader"), "tasks");
+        assert_eq!(record_key("TaskReplay"), "replay");
+        let maybe = json!({"anyOf": [{"$ref": "#/$defs/Claim"}, {"type": "null"}]});
+        assert_eq!(shape(&maybe), Shape::Maybe("Claim"));
+        assert_eq!(shape(&json!({"type": "null"})), Shape::Done);
     }
 
-    fn json(&self, _out: &Output) -> Value {
-        to_json(self)
-    }
-
-    fn structured(&self, _out: &Output, _reads: bool) -> Value {
-        to_json(self)
+    #[test]
+    fn a_record_shows_its_fields_then_its_lists() {
+        let text = record_text(&json!({"runs": 2, "ok": true, "per_run": [{"id": "a", "n": 1}]}));
+        assert_eq!(text, "runs  2\nok    yes\n\nper run:\nID  N\na   1\n");
+        assert_eq!(record_text(&json!({"damage": []})), "no damage\n");
     }
 }

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
 use crate::judge::{self, Ask};
-use crate::results::Shown;
+use crate::results::Outcome;
 
 /// The argument that turns the client's model off for one call.
 pub(crate) const USE_CLIENT_MODEL: &str = "use_client_model";
@@ -122,7 +122,7 @@ impl ClientModel {
     }
 
     /// Runs `op` (one of [`SAMPLED`]) with the client's model as its verifier or judge.
-    pub(crate) fn run(&self, store: &Store, op: &str, args: Value) -> Result<Box<dyn Shown>> {
+    pub(crate) fn run(&self, store: &Store, op: &str, args: Value) -> Result<Outcome> {
         match op {
             // The verifier's and the extractor's operations, asked as a judge command is.
             "verify" | "cherry_pick" | "verify_bundle" | "cherry_pick_to_facts" => {
@@ -141,7 +141,7 @@ impl ClientModel {
                     );
                     read_yes_no(&self.ask(JUDGE_PROMPT, prompt, 5)?)
                 });
-                Ok(Box::new(ops::CherryPickDecisions::run_with(
+                Ok(Outcome::new(ops::CherryPickDecisions::run_with(
                     store,
                     args,
                     Some(&mut judge),
@@ -150,7 +150,7 @@ impl ClientModel {
             "context_for" => {
                 let args = ops::ContextForArgs::read(args, store.limits())?;
                 let options = args.options()?.summarizer(self.clone());
-                Ok(Box::new(store.context_for(&args.handoff_id, options)?))
+                Ok(Outcome::new(store.context_for(&args.handoff_id, options)?))
             }
             other => Err(Error::invalid(
                 "name",

@@ -1,5 +1,5 @@
-//! Claim-and-spawn: run a successor command on a claimed handoff, heartbeat while it runs,
-//! complete it on exit 0 and release it otherwise.
+//! Claim-and-spawn: run a successor command on a claimed handoff, held with the core's
+//! [`Lease`] while it runs (heartbeats), completed on exit 0 and released otherwise.
 //!
 //! The command runs through `sh -c` in a process group of its own (on Unix), so that a timeout
 //! or a lost lease kills everything it started, not just the shell.
@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use handoff_core::{Claim, Error, ErrorKind, Handoff, Store};
+use handoff_core::store::Lease;
+use handoff_core::{Claim, Error, Handoff, Store};
 use serde_json::json;
 
 use crate::args::{DnaMode, MAX_SPAWN_TIMEOUT_SECONDS, SpawnOpts};
@@ -25,7 +26,7 @@ use crate::output::{Output, Reply};
 const KEEP_BYTES: usize = 64 * 1024;
 /// How much of the output becomes the outcome or the release reason.
 const SUMMARY_BYTES: usize = 4 * 1024;
-/// How often the child is checked on between heartbeats.
+/// How often the child (and its lease) is checked on.
 const POLL: Duration = Duration::from_millis(20);
 /// How long output readers get after the child exits (a background grandchild may hold the
 /// pipes open; its output is not waited for).
@@ -211,11 +212,21 @@ pub(crate) fn run(
     #[cfg(unix)]
     command.process_group(0);
 
+    // Heartbeats from now until the claim is settled.
+    let lease = match store.lease(claim) {
+        Ok(lease) => lease,
+        Err(e) => {
+            report.settle_error = Some(e.into());
+            let _ = store.release(claim, "the successor's lease could not be held");
+            report.handoff = store.get(claim.handoff_id()).ok();
+            return report;
+        }
+    };
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             report.stderr = format!("cannot start sh: {e}");
-            settle(store, claim, &mut report);
+            settle(store, claim, lease, &mut report);
             return report;
         }
     };
@@ -232,8 +243,6 @@ pub(crate) fn run(
     let stderr = capture(child.stderr.take(), done_tx);
 
     let started = Instant::now();
-    let every = (claim.lease / 3).max(POLL);
-    let mut next_beat = started + every;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
@@ -244,25 +253,22 @@ pub(crate) fn run(
             report.timed_out = true;
             break kill(&mut child);
         }
-        if Instant::now() >= next_beat {
-            match store.heartbeat(claim) {
-                Ok(_) => report.heartbeats += 1,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::LeaseLost | ErrorKind::InvalidTransition
-                    ) =>
-                {
-                    report.lease_lost = Some(e.into());
-                    break kill(&mut child);
-                }
-                // A transient storage failure: the next beat may succeed within the lease.
-                Err(_) => {}
-            }
-            next_beat = Instant::now() + every;
+        if lease.is_lost() {
+            // The store says why, asked once more.
+            let why = store
+                .heartbeat(claim)
+                .err()
+                .unwrap_or_else(|| Error::LeaseLost {
+                    id: claim.handoff_id().to_owned(),
+                    token: claim.token,
+                    reason: "a heartbeat found the claim gone".to_owned(),
+                });
+            report.lease_lost = Some(why.into());
+            break kill(&mut child);
         }
         thread::sleep(POLL);
     };
+    report.heartbeats = lease.heartbeats();
     if let Some(status) = status {
         report.exit_code = status.code();
         report.signal = signal_of(status);
@@ -277,12 +283,12 @@ pub(crate) fn run(
     }
     report.stdout = taken(&stdout);
     report.stderr = taken(&stderr);
-    settle(store, claim, &mut report);
+    settle(store, claim, lease, &mut report);
     report
 }
 
 /// Completes or releases the handoff by how the run ended; records the final state.
-fn settle(store: &Store, claim: &Claim, report: &mut SpawnReport) {
+fn settle(store: &Store, claim: &Claim, lease: Lease, report: &mut SpawnReport) {
     let current = store.get(claim.handoff_id());
     // The successor may have completed or released the handoff itself, with the token it was
     // given in HANDOFF_TOKEN and HANDOFF_CLAIM_SECRET: then there is nothing left to do.
@@ -291,6 +297,7 @@ fn settle(store: &Store, claim: &Claim, report: &mut SpawnReport) {
     });
     let settled = if report.lease_lost.is_some() || settled_by_successor {
         // After a lost lease, someone else holds the handoff: it is theirs to settle.
+        lease.forget();
         current
     } else if report.exit_code == Some(0) && !report.timed_out {
         let outcome = tail(report.stdout.trim(), SUMMARY_BYTES);
@@ -299,7 +306,7 @@ fn settle(store: &Store, claim: &Claim, report: &mut SpawnReport) {
         } else {
             outcome
         };
-        store.complete(claim, outcome)
+        lease.complete(outcome)
     } else {
         let why = if report.timed_out {
             format!(
@@ -319,7 +326,7 @@ fn settle(store: &Store, claim: &Claim, report: &mut SpawnReport) {
         } else {
             format!("{why}: {}", tail(last, SUMMARY_BYTES))
         };
-        store.release(claim, &reason)
+        lease.release(&reason)
     };
     match settled {
         Ok(h) => report.handoff = Some(h),

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
-use handoff_core::ops::argument_name;
+use handoff_core::ops::{Access, argument_name};
 use handoff_core::{Claim, Error, Limits, Store};
 use serde_json::{Map, Value, json};
 
@@ -18,8 +18,9 @@ use crate::args::SuccessorOpts;
 use crate::commands::{Ctx, Done, read_new_handoff, read_text};
 use crate::error::{CliResult, code};
 use crate::judge::{self, JudgeOpts};
-use crate::operations::{self, Access, DEFAULTS, Op, PAGE, name_flat_claim};
+use crate::operations::{self, DEFAULTS, Op, PAGE, name_flat_claim};
 use crate::output::{Reply, Sink, Table};
+use crate::results::Shown;
 use crate::spawn::{self, SpawnConfig};
 
 /// Subcommands' names from before they were derived, kept as aliases: (operation, name).
@@ -649,7 +650,7 @@ pub(crate) fn run(ctx: &Ctx, name: &str, matches: &ArgMatches, as_json: bool) ->
             return Err(named(err).into());
         }
     }
-    let store = match op.access {
+    let store = match op.info.access {
         Access::Reads => ctx.open_read()?,
         Access::Writes => ctx.open_existing()?,
         Access::Creates => ctx.open()?,
@@ -682,12 +683,13 @@ pub(crate) fn run(ctx: &Ctx, name: &str, matches: &ArgMatches, as_json: bool) ->
             return Ok(start_successor(ctx, &store, claim, &config, more));
         }
     }
-    let out = &ctx.out;
+    let shown = Shown {
+        op,
+        outcome: &result,
+        out: &ctx.out,
+    };
     Ok(Done {
-        reply: Some(Reply::new(
-            result.text(out, op.reads_only()),
-            result.json(out),
-        )),
+        reply: Some(Reply::new(shown.text(), shown.json())),
         exit: result.exit(),
     })
 }
@@ -705,7 +707,7 @@ fn paged(ctx: &Ctx, op: &Op, store: &Store, args: Value, as_json: bool) -> CliRe
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let mut sink = Sink::stdout();
     let mut table: Option<Table> = None;
-    let mut none = "";
+    let mut none = String::new();
     let mut any = false;
     if as_json {
         sink.write("[")?;
@@ -720,19 +722,25 @@ fn paged(ctx: &Ctx, op: &Op, store: &Store, args: Value, as_json: bool) -> CliRe
         let Some((count, last)) = result.extent() else {
             break;
         };
+        let shown = Shown {
+            op,
+            outcome: &result,
+            out,
+        };
         if as_json {
-            if let Value::Array(items) = result.json(out) {
+            if let Value::Array(items) = shown.json() {
                 for item in items {
                     sink.write(if any { "," } else { "" })?;
                     sink.write(&item.to_string())?;
                     any = true;
                 }
             }
-        } else if let Some(rows) = result.table(out) {
-            none = rows.none;
-            if !rows.rows.is_empty() {
-                let table = table.get_or_insert_with(|| Table::new(rows.header));
-                sink.write(&table.rows(&rows.rows))?;
+        } else {
+            let (header, rows, empty) = shown.rows();
+            none = empty;
+            if !rows.is_empty() {
+                let table = table.get_or_insert_with(|| Table::new(header));
+                sink.write(&table.rows(&rows))?;
                 any = true;
             }
         }
@@ -747,7 +755,7 @@ fn paged(ctx: &Ctx, op: &Op, store: &Store, args: Value, as_json: bool) -> CliRe
     if as_json {
         sink.write("]\n")?;
     } else if !any {
-        sink.write(none)?;
+        sink.write(&none)?;
     }
     sink.finish()?;
     Ok(Done::printed())

@@ -322,7 +322,10 @@ fn bundles_go_from_one_store_to_another_and_a_task_replays() {
         ])
         .expect(OK);
     assert!(
-        vouched.stdout.contains("trusted here"),
+        vouched
+            .stdout
+            .lines()
+            .any(|l| l.split_whitespace().eq(["trusted", "yes"])),
         "{}",
         vouched.stdout
     );

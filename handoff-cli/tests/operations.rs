@@ -460,5 +460,5 @@ fn a_protocol_run_goes_round_from_the_command_line() {
         .json();
     assert_eq!(run["phase"], "completed");
     let text = env.run(&["protocol", "stats"]).expect(OK).stdout;
-    assert!(text.contains("first-try completions  100%"), "{text}");
+    assert!(text.contains("first_try_completion_rate  1.0"), "{text}");
 }

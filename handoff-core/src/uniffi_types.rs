@@ -8,6 +8,8 @@
 //! generation step puts them in its one module (see its README).
 
 use chrono::{DateTime, Utc};
+
+use crate::curation::Branch;
 use std::time::SystemTime;
 
 /// A time: the core's `DateTime<Utc>`, a `SystemTime` across (Swift's `Date`, Kotlin's
@@ -20,6 +22,9 @@ pub(crate) type JsonValue = serde_json::Value;
 
 /// A record's metadata, a JSON object: as JSON text across, like [`JsonValue`].
 pub(crate) type JsonObject = crate::Metadata;
+
+/// A count the core keeps as a `usize`, which uniffi does not carry: a `u64` across.
+pub(crate) type Count = usize;
 
 uniffi::custom_type!(Timestamp, SystemTime, {
     remote,
@@ -37,6 +42,19 @@ uniffi::custom_type!(JsonObject, String, {
     remote,
     lower: |object| serde_json::Value::Object(object).to_string(),
     try_lift: |text| Ok(serde_json::from_str(&text)?),
+});
+
+uniffi::custom_type!(Count, u64, {
+    remote,
+    lower: |n| n as u64,
+    try_lift: |n| Ok(usize::try_from(n)?),
+});
+
+// A curated-memory branch is its name across (`main`, `task/<id>`, `task/<id>/<agent>`), read
+// back by the core's rules.
+uniffi::custom_type!(Branch, String, {
+    lower: |branch| branch.into(),
+    try_lift: |name| Ok(Branch::try_from(name)?),
 });
 
 /// `at` in UTC, when a record can hold it: records hold the years -262143..=262142, and a

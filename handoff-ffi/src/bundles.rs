@@ -20,16 +20,8 @@ use crate::arguments::wire_form;
 use crate::error::{HandoffError, Result};
 use crate::record::{same_enum, time};
 
-/// What a bundle is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum BundleType {
-    /// A task's verified knowledge (the default).
-    TaskExport,
-    /// Knowledge chosen by hand (a branch's).
-    Curated,
-    /// A starting point for tasks of a kind.
-    Template,
-}
+pub use handoff_core::bundle::BundleType;
+pub use handoff_core::store::BundleStatus;
 
 /// Who may find a bundle by its share token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
@@ -42,20 +34,7 @@ pub enum Visibility {
     Public,
 }
 
-/// How far a bundle got through the verification gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum BundleStatus {
-    /// Holds knowledge that was not all verified (or nothing at all).
-    Draft,
-    /// Holds verified knowledge only.
-    Verified,
-}
-
-same_enum!(BundleType <=> bundle::BundleType { TaskExport, Curated, Template });
 same_enum!(Visibility <=> bundle::Visibility { Private, Team, Public });
-same_enum!(BundleStatus <=> core_store::BundleStatus { Draft, Verified });
-
-wire_form!(BundleType => bundle::BundleType);
 wire_form!(Visibility => bundle::Visibility);
 
 /// A bundle as its store keeps it: what it is, its counts and scores, who may find it, and

@@ -15,56 +15,13 @@ use handoff_core::context::Message;
 use handoff_core::curation;
 use serde::{Serialize, Serializer, ser::Error as _};
 
-use crate::arguments::{text, wire_form};
+use crate::arguments::text;
 use crate::error::{HandoffError, Result};
-use crate::record::{same_enum, time};
+use crate::record::time;
 
-/// What the verification gate made of an item.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum Verdict {
-    /// Scored at least its threshold: a merge moves it up.
-    Verified,
-    /// Scored in between (or not verified yet): it stays, and may be verified again.
-    Unverified,
-    /// Scored below `invalidate_below`: it stays, marked wrong.
-    Invalidated,
-}
-
-/// Where a fact stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum FactStatus {
-    /// Written, not verified yet (or scored in between).
-    Active,
-    /// Passed the gate.
-    Verified,
-    /// Failed the gate.
-    Invalidated,
-    /// Copied to the parent branch by a merge: the copy is what counts now.
-    Promoted,
-    /// Replaced by a newer fact.
-    Superseded,
-}
-
-/// What changed in curated memory, in a [`CurationEvent`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum CurationChange {
-    /// A conversation was written.
-    ConversationAdded,
-    /// Messages were added at the end of a conversation.
-    MessagesAppended,
-    /// Messages were cherry-picked into a new conversation.
-    CherryPicked,
-    /// Facts were written.
-    FactsAdded,
-    /// A branch was verified.
-    Verified,
-    /// A branch was merged into another.
-    Merged,
-    /// A bundle was made of the branch's (or its task's) knowledge (`Store.create_bundle`).
-    BundleCreated,
-    /// A bundle's knowledge was imported into the branch (`Store.import_bundle`).
-    BundleImported,
-}
+pub use handoff_core::curation::{
+    BranchInfo, Conversation, CurationChange, CurationEvent, Fact, FactStatus, Verdict,
+};
 
 /// What a verifier is asked about, and what a report line is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
@@ -74,19 +31,6 @@ pub enum VerifyItemKind {
     /// A conversation.
     Conversation,
 }
-
-same_enum!(Verdict <=> curation::Verdict { Verified, Unverified, Invalidated });
-
-same_enum!(FactStatus <=> curation::FactStatus {
-    Active, Verified, Invalidated, Promoted, Superseded,
-});
-
-same_enum!(CurationChange <=> curation::CurationChange {
-    ConversationAdded, MessagesAppended, CherryPicked, FactsAdded, Verified, Merged,
-    BundleCreated, BundleImported,
-});
-
-wire_form!(FactStatus => curation::FactStatus);
 
 /// A fact as a caller gives it to `Store.add_facts`: its text, and optionally how sure its
 /// author was (from 0 to 1) and where it came from.
@@ -101,68 +45,6 @@ pub struct NewFact {
     /// Where it came from (a file, a conversation, a URL).
     #[uniffi(default)]
     pub source: Option<String>,
-}
-
-/// A fact on a branch, with what the gate made of it.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct Fact {
-    /// Its id.
-    pub id: String,
-    /// The branch it lies on.
-    pub branch: String,
-    /// What is known.
-    pub text: String,
-    /// How sure its author was.
-    pub confidence: Option<f64>,
-    /// Where it came from.
-    pub source: Option<String>,
-    /// Where it stands.
-    pub status: FactStatus,
-    /// The last verification's score.
-    pub score: Option<f64>,
-    /// Why, in the verifier's words.
-    pub explanation: Option<String>,
-    /// Who verified it (the verifier's name, or `neutral` without one).
-    pub verified_by: Option<String>,
-    /// When it was last verified.
-    pub verified_at: Option<SystemTime>,
-    /// For a merge's copy: the fact it was copied from.
-    pub origin: Option<String>,
-    /// When it was written.
-    pub created_at: SystemTime,
-}
-
-/// A conversation on a branch; its messages are `Store.messages(id)`.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct Conversation {
-    /// Its id.
-    pub id: String,
-    /// The branch it lies on.
-    pub branch: String,
-    /// What it is about.
-    pub title: Option<String>,
-    /// The task it belongs to.
-    pub task_id: Option<String>,
-    /// The agent that had it.
-    pub agent: Option<String>,
-    /// How many messages it holds.
-    pub message_count: u64,
-    /// What the gate made of it (`Unverified` until a verifier scores it).
-    pub verification_status: Verdict,
-    /// The last verification's score.
-    pub verification_score: Option<f64>,
-    /// Why, in the verifier's words.
-    pub explanation: Option<String>,
-    /// Who verified it.
-    pub verified_by: Option<String>,
-    /// For a cherry-pick's result: the conversation it was picked from.
-    pub cherry_picked_from: Option<String>,
-    /// For a merge's copy: the conversation it was copied from.
-    pub origin: Option<String>,
-    /// Whether a merge copied it to the parent branch.
-    pub promoted: bool,
-    /// When it was written.
-    pub created_at: SystemTime,
 }
 
 /// A tool call a message made.
@@ -227,15 +109,6 @@ pub struct StoredMessage {
     pub cherry_picked_to: Vec<PickedTo>,
 }
 
-/// A branch that holds something, with its parent.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct BranchInfo {
-    /// Its name: `main`, `task/<task id>` or `task/<task id>/<agent>`.
-    pub name: String,
-    /// The branch it merges into (its name minus the last segment); none for `main`.
-    pub parent: Option<String>,
-}
-
 /// One item a verification scored, or could not.
 #[derive(Clone, Debug, PartialEq, uniffi::Record)]
 pub struct VerifiedItem {
@@ -282,20 +155,6 @@ pub struct MergeReport {
     pub conversations: u64,
     /// Items left where they are (unverified, invalidated).
     pub kept: u64,
-}
-
-/// One entry of the curation log: what changed, where and when.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct CurationEvent {
-    /// When.
-    pub at: SystemTime,
-    /// What.
-    pub kind: CurationChange,
-    /// The branch it changed.
-    pub branch: String,
-    /// Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...):
-    /// a JSON object, as text.
-    pub detail: String,
 }
 
 /// What a [`Verifier`] is asked to score: a fact, or a conversation with its messages.
@@ -588,46 +447,6 @@ impl VerifyItem {
     }
 }
 
-impl From<curation::Fact> for Fact {
-    fn from(fact: curation::Fact) -> Self {
-        Fact {
-            id: fact.id,
-            branch: fact.branch.into(),
-            text: fact.text,
-            confidence: fact.confidence,
-            source: fact.source,
-            status: fact.status.into(),
-            score: fact.score,
-            explanation: fact.explanation,
-            verified_by: fact.verified_by,
-            verified_at: fact.verified_at.map(time),
-            origin: fact.origin,
-            created_at: time(fact.created_at),
-        }
-    }
-}
-
-impl From<curation::Conversation> for Conversation {
-    fn from(c: curation::Conversation) -> Self {
-        Conversation {
-            id: c.id,
-            branch: c.branch.into(),
-            title: c.title,
-            task_id: c.task_id,
-            agent: c.agent,
-            message_count: c.message_count,
-            verification_status: c.verification_status.into(),
-            verification_score: c.verification_score,
-            explanation: c.explanation,
-            verified_by: c.verified_by,
-            cherry_picked_from: c.cherry_picked_from,
-            origin: c.origin,
-            promoted: c.promoted,
-            created_at: time(c.created_at),
-        }
-    }
-}
-
 fn tool_calls(calls: Vec<core::messages::ToolCall>) -> Vec<ToolCall> {
     calls
         .into_iter()
@@ -677,15 +496,6 @@ impl From<curation::StoredMessage> for StoredMessage {
     }
 }
 
-impl From<curation::BranchInfo> for BranchInfo {
-    fn from(info: curation::BranchInfo) -> Self {
-        BranchInfo {
-            name: info.name.into(),
-            parent: info.parent.map(String::from),
-        }
-    }
-}
-
 fn branch_name(branch: Option<curation::Branch>) -> String {
     branch.map(String::from).unwrap_or_default()
 }
@@ -724,17 +534,6 @@ impl From<curation::MergeReport> for MergeReport {
             facts: report.facts,
             conversations: report.conversations,
             kept: report.kept,
-        }
-    }
-}
-
-impl From<curation::CurationEvent> for CurationEvent {
-    fn from(event: curation::CurationEvent) -> Self {
-        CurationEvent {
-            at: time(event.at),
-            kind: event.kind.into(),
-            branch: event.branch.into(),
-            detail: text(event.detail),
         }
     }
 }

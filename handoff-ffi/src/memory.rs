@@ -79,7 +79,7 @@ impl From<core::store::Session> for Session {
         Session {
             session_id: session.session_id,
             current_agent: session.current_agent,
-            handoff_chain: session.handoff_chain.into_iter().map(Hop::from).collect(),
+            handoff_chain: session.handoff_chain,
             context: object_to_text(session.context),
         }
     }

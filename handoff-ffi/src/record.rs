@@ -10,71 +10,11 @@ use handoff_core::ops;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::arguments::{self, object_text, rfc3339, wire_form};
+use crate::arguments::{self, object_text, rfc3339};
 use crate::error::{HandoffError, Result};
 use crate::protocol::ProtocolBody;
 
-/// What kind of handoff a record is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum HandoffKind {
-    /// The whole task moves to the successor.
-    Full,
-    /// Part of the task moves; the sender keeps the rest.
-    Partial,
-    /// The work goes up to a more capable or more trusted agent.
-    Escalation,
-    /// A progress snapshot of work an agent keeps doing (see `Store.checkpoint`).
-    Checkpoint,
-    /// The first record of a task.
-    Initialization,
-    /// A progress report.
-    Progress,
-    /// A successor takes over after the sender failed.
-    ErrorRecovery,
-}
-
-/// Where a handoff is in its lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum HandoffStatus {
-    /// Waiting for a successor to claim it.
-    Pending,
-    /// An agent holds a live claim.
-    Claimed,
-    /// The holder finished.
-    Completed,
-    /// The addressed agent refused it.
-    Rejected,
-    /// It was withdrawn.
-    Cancelled,
-    /// Nobody claimed it before `expires_at`.
-    Expired,
-    /// Its last allowed attempt (`max_attempts`) failed or lapsed.
-    Failed,
-}
-
-/// Why the previous agent handed over.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum HandoffReason {
-    /// The agent chose to hand over.
-    Explicit,
-    /// The agent finished its part.
-    TaskComplete,
-    /// The agent's context window was this full, in percent (0..=100).
-    ContextLimit {
-        /// How full, in percent.
-        percent: u8,
-    },
-    /// The agent ran out of time after this many seconds.
-    Timeout {
-        /// How long it ran.
-        seconds: u64,
-    },
-    /// The agent failed.
-    Error {
-        /// What failed.
-        message: String,
-    },
-}
+pub use handoff_core::{Kind as HandoffKind, Reason as HandoffReason, Status as HandoffStatus};
 
 /// A handover record: the work, what is known about it, and who holds it.
 ///
@@ -337,6 +277,9 @@ macro_rules! handoff {
     ($ty:ident, $h:ident { $($field:ident: $value:expr),+ $(,)? }) => {
         $ty {
             schema_version: $h.schema_version,
+            kind: $h.kind,
+            reason: $h.reason,
+            status: $h.status,
             id: $h.id,
             task_id: $h.task_id,
             session_id: $h.session_id,
@@ -373,9 +316,6 @@ impl From<core::Handoff> for Handoff {
         handoff!(
             Handoff,
             h {
-                kind: h.kind.into(),
-                reason: h.reason.into(),
-                status: h.status.into(),
                 metadata: serde_json::Value::Object(h.metadata).to_string(),
                 protocol: h.protocol.map(|body| *body),
                 created_at: time(h.created_at),
@@ -397,9 +337,6 @@ impl TryFrom<Handoff> for core::Handoff {
         Ok(handoff!(
             CoreHandoff,
             h {
-                kind: h.kind.into(),
-                reason: h.reason.into(),
-                status: h.status.into(),
                 metadata: metadata(&h.metadata)?,
                 protocol: h.protocol.map(Box::new),
                 created_at: utc("created_at", h.created_at)?,
@@ -436,42 +373,6 @@ macro_rules! same_enum {
 }
 
 pub(crate) use same_enum;
-
-same_enum!(HandoffKind <=> core::Kind {
-    Full, Partial, Escalation, Checkpoint, Initialization, Progress, ErrorRecovery,
-});
-
-same_enum!(HandoffStatus <=> core::Status {
-    Pending, Claimed, Completed, Rejected, Cancelled, Expired, Failed,
-});
-
-wire_form!(HandoffKind, core::Kind);
-wire_form!(HandoffStatus => core::Status);
-wire_form!(HandoffReason, core::Reason);
-
-impl From<core::Reason> for HandoffReason {
-    fn from(reason: core::Reason) -> Self {
-        match reason {
-            core::Reason::Explicit => HandoffReason::Explicit,
-            core::Reason::TaskComplete => HandoffReason::TaskComplete,
-            core::Reason::ContextLimit { percent } => HandoffReason::ContextLimit { percent },
-            core::Reason::Timeout { seconds } => HandoffReason::Timeout { seconds },
-            core::Reason::FatalError { message } => HandoffReason::Error { message },
-        }
-    }
-}
-
-impl From<HandoffReason> for core::Reason {
-    fn from(reason: HandoffReason) -> Self {
-        match reason {
-            HandoffReason::Explicit => core::Reason::Explicit,
-            HandoffReason::TaskComplete => core::Reason::TaskComplete,
-            HandoffReason::ContextLimit { percent } => core::Reason::ContextLimit { percent },
-            HandoffReason::Timeout { seconds } => core::Reason::Timeout { seconds },
-            HandoffReason::Error { message } => core::Reason::FatalError { message },
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

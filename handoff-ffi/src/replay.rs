@@ -13,6 +13,8 @@ use crate::arguments::text;
 use crate::curation::{Conversation, Fact};
 use crate::record::time;
 
+pub use handoff_core::replay::{AgentContribution, Overlap};
+
 /// One thing that happened to a task.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
 pub struct TimelineEntry {
@@ -29,27 +31,6 @@ pub struct TimelineEntry {
     pub summary: String,
     /// Its ids and values, as its log holds them: JSON text (`{}` when it has none).
     pub data: String,
-}
-
-/// What one agent did in a task.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct AgentContribution {
-    /// The agent.
-    pub agent: String,
-    /// Handoffs it created.
-    pub handed_off: u64,
-    /// Handoffs (or steps) it took.
-    pub claimed: u64,
-    /// Handoffs it completed.
-    pub completed: u64,
-    /// Attempts of its that failed.
-    pub failed: u64,
-    /// Curation changes on its branch (conversations, picks, facts, verifications, merges).
-    pub curated: u64,
-    /// Its first entry.
-    pub first_at: Option<SystemTime>,
-    /// Its last entry.
-    pub last_at: Option<SystemTime>,
 }
 
 /// How a run ended (or stands).
@@ -86,17 +67,6 @@ pub struct TaskReplay {
     pub key_conversations: Vec<Conversation>,
     /// How it ended.
     pub outcome: TaskOutcome,
-}
-
-/// What two sets share and what only one holds, each sorted.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Overlap {
-    /// Only in the first run.
-    pub only_a: Vec<String>,
-    /// Only in the second.
-    pub only_b: Vec<String>,
-    /// In both.
-    pub both: Vec<String>,
 }
 
 /// Two runs side by side (an original and its rerun, say).
@@ -138,21 +108,6 @@ impl From<replay::TimelineEntry> for TimelineEntry {
     }
 }
 
-impl From<replay::AgentContribution> for AgentContribution {
-    fn from(a: replay::AgentContribution) -> Self {
-        AgentContribution {
-            agent: a.agent,
-            handed_off: a.handed_off,
-            claimed: a.claimed,
-            completed: a.completed,
-            failed: a.failed,
-            curated: a.curated,
-            first_at: a.first_at.map(time),
-            last_at: a.last_at.map(time),
-        }
-    }
-}
-
 impl From<replay::TaskOutcome> for TaskOutcome {
     fn from(o: replay::TaskOutcome) -> Self {
         TaskOutcome {
@@ -173,24 +128,14 @@ impl From<replay::TaskReplay> for TaskReplay {
         TaskReplay {
             task_id: r.task_id,
             timeline: r.timeline.into_iter().map(TimelineEntry::from).collect(),
-            agents: r.agents.into_iter().map(AgentContribution::from).collect(),
-            key_facts: r.key_facts.into_iter().map(Fact::from).collect(),
+            agents: r.agents,
+            key_facts: r.key_facts,
             key_conversations: r
                 .key_conversations
                 .into_iter()
                 .map(Conversation::from)
                 .collect(),
             outcome: r.outcome.into(),
-        }
-    }
-}
-
-impl From<replay::Overlap> for Overlap {
-    fn from(o: replay::Overlap) -> Self {
-        Overlap {
-            only_a: o.only_a,
-            only_b: o.only_b,
-            both: o.both,
         }
     }
 }

@@ -461,7 +461,7 @@ impl Store {
         let arguments = arguments! { handoff_id: id, task_id, after, limit };
         let events = self.run::<ops::Events>(arguments)?;
         Ok(match redact {
-            true => events.into_iter().map(Event::redacted).collect(),
+            true => events.into_iter().map(crate::events::redacted).collect(),
             false => events.into_iter().map(Event::from).collect(),
         })
     }

@@ -11,8 +11,12 @@ use handoff_core::task;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::arguments::{object_to_text, text, wire_form};
-use crate::record::{same_enum, time};
+use crate::arguments::{object_to_text, text};
+use crate::record::time;
+
+pub use handoff_core::task::{
+    HistoryEntry, HistoryMetrics, Member as TaskMember, StepStatus, TaskResult, TaskStatus,
+};
 
 /// One step of a plan as a caller gives it: the names of the seed's `task-state.json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, uniffi::Record)]
@@ -37,55 +41,6 @@ pub struct StepSpec {
     /// The group of agents the step belongs to, as the seed's plans name it.
     #[uniffi(default)]
     pub cluster: Option<String>,
-}
-
-/// Where a task stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum TaskStatus {
-    /// Created, not started: no step is offered.
-    Pending,
-    /// Its ready steps are offered as handoffs.
-    InProgress,
-    /// Every step completed (or was skipped).
-    Completed,
-    /// Ended without reaching its goal.
-    Failed,
-    /// No step is offered until it resumes; claimed steps may finish.
-    Paused,
-    /// Withdrawn; claimed steps may finish, nothing else is offered.
-    Cancelled,
-}
-
-/// Where a step stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum StepStatus {
-    /// Waiting for its dependencies, or for its task to start or resume.
-    Pending,
-    /// Offered: its handoff waits for a worker.
-    Ready,
-    /// A worker holds its handoff.
-    InProgress,
-    /// Done; its output is the handoff's outcome.
-    Completed,
-    /// Its last attempt failed, and it is not escalated (yet).
-    Failed,
-    /// Failed on every attempt; a human decides (`Store.resolve_escalation`).
-    Escalated,
-    /// Passed over by a resolution; its dependents go on without it.
-    Skipped,
-    /// Its task was cancelled before it ran.
-    Cancelled,
-}
-
-/// How a finished task ended, for its history.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum TaskResult {
-    /// Every step completed.
-    Success,
-    /// It completed with steps skipped.
-    Partial,
-    /// It was cancelled or failed.
-    Failure,
 }
 
 /// One step of a task, as it stands.
@@ -247,33 +202,6 @@ pub struct TaskSummary {
     pub failure: Option<String>,
 }
 
-/// An agent that joined a task.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct TaskMember {
-    /// The agent.
-    pub agent: String,
-    /// Its role, if given.
-    pub role: Option<String>,
-    /// The steps assigned to it.
-    pub objectives: Vec<String>,
-    /// Its branch: `task/<task>/<agent>`.
-    pub branch: String,
-    /// When it joined.
-    pub joined_at: SystemTime,
-}
-
-impl From<task::Member> for TaskMember {
-    fn from(m: task::Member) -> Self {
-        TaskMember {
-            agent: m.agent,
-            role: m.role,
-            objectives: m.objectives,
-            branch: m.branch,
-            joined_at: time(m.joined_at),
-        }
-    }
-}
-
 /// One entry of a task's log.
 #[derive(Clone, Debug, PartialEq, uniffi::Record)]
 pub struct TaskEvent {
@@ -295,44 +223,6 @@ pub struct TaskEvent {
     pub detail: String,
 }
 
-/// A finished task in the seed's `task-history.json` form.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct HistoryEntry {
-    /// The task.
-    pub id: String,
-    /// Its name.
-    pub name: String,
-    /// How it ended.
-    pub result: TaskResult,
-    /// When it started (none: cancelled before it started).
-    pub started_at: Option<SystemTime>,
-    /// When it finished.
-    pub completed_at: SystemTime,
-    /// From start to finish, in seconds.
-    pub duration_seconds: Option<f64>,
-    /// Its goal.
-    pub summary: String,
-    /// What it produced: JSON values, each as text.
-    pub artifacts: Vec<String>,
-    /// Its steps and retries.
-    pub metrics: HistoryMetrics,
-    /// What it taught (the task's `metadata.lessons`): JSON values, each as text.
-    pub lessons: Vec<String>,
-}
-
-/// The numbers of a [`HistoryEntry`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct HistoryMetrics {
-    /// Steps in the plan.
-    pub steps_total: u64,
-    /// Steps done (completed or skipped).
-    pub steps_completed: u64,
-    /// Failed attempts of any step.
-    pub retries: u32,
-    /// The model tokens its steps took, as their workers reported them; none when none did.
-    pub tokens_used: Option<u64>,
-}
-
 /// Statistics over every finished task.
 #[derive(Clone, Debug, PartialEq, uniffi::Record)]
 pub struct TaskStatistics {
@@ -345,18 +235,6 @@ pub struct TaskStatistics {
     /// How many ended each way (`success`, `partial`, `failure`).
     pub by_result: HashMap<String, u64>,
 }
-
-same_enum!(TaskStatus <=> task::TaskStatus {
-    Pending, InProgress, Completed, Failed, Paused, Cancelled,
-});
-
-same_enum!(StepStatus <=> task::StepStatus {
-    Pending, Ready, InProgress, Completed, Failed, Escalated, Skipped, Cancelled,
-});
-
-same_enum!(TaskResult <=> task::TaskResult { Success, Partial, Failure });
-
-wire_form!(TaskStatus => task::TaskStatus);
 
 fn count(n: usize) -> u64 {
     n as u64
@@ -395,7 +273,7 @@ macro_rules! header {
             tokens_used: $h.tokens_used,
             events: $h.events,
             pruned: $h.pruned,
-            members: $h.members.into_iter().map(TaskMember::from).collect(),
+            members: $h.members,
             result_summary: $h.result_summary,
             failure: $h.failure,
             $($field: $value),*
@@ -458,28 +336,6 @@ impl From<task::TaskEvent> for TaskEvent {
             actor: event.actor,
             kind,
             detail: detail.map_or_else(|| "{}".to_owned(), text),
-        }
-    }
-}
-
-impl From<task::HistoryEntry> for HistoryEntry {
-    fn from(entry: task::HistoryEntry) -> Self {
-        HistoryEntry {
-            id: entry.id,
-            name: entry.name,
-            result: entry.result.into(),
-            started_at: entry.started_at.map(time),
-            completed_at: time(entry.completed_at),
-            duration_seconds: entry.duration_seconds,
-            summary: entry.summary,
-            artifacts: texts(entry.artifacts),
-            metrics: HistoryMetrics {
-                steps_total: count(entry.metrics.steps_total),
-                steps_completed: count(entry.metrics.steps_completed),
-                retries: entry.metrics.retries,
-                tokens_used: entry.metrics.tokens_used,
-            },
-            lessons: texts(entry.lessons),
         }
     }
 }

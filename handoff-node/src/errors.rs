@@ -1,6 +1,6 @@
 //! The one place where errors become JavaScript `Error`s.
 //!
-//! Every failure of a call, sync or `*Async`, goes through [`to_js`]: a core [`Error`] becomes
+//! Every failure of a call, sync or `*Async`, goes through `to_js`: a core [`Error`] becomes
 //! an `Error` whose `code` is the core's stable code (`NOT_FOUND`, `ALREADY_CLAIMED`,
 //! `LEASE_LOST`, `INVALID_TRANSITION`, `VALIDATION`, `CONFLICT`, `CHAIN_VIOLATION`, `BUSY`, `STORAGE`)
 //! and which carries the core's details as properties (`problems`, `id`, `holder`, `token`, ...):

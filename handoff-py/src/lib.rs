@@ -4,14 +4,13 @@
 //! Every file mirrors one core module and only converts: arguments to JSON that the core's
 //! argument types read (`ops.rs`; bad types and values are `ValidationError`s that name the
 //! argument, the same problems every face reports), results to Python objects, core errors to
-//! exceptions (in [`errors::to_py`], the one mapping function). Every call that reaches the
+//! exceptions (in `errors::to_py`, the one mapping function). Every call that reaches the
 //! storage backend runs with the GIL released.
 
 use pyo3::prelude::*;
 
 mod bundles;
 mod chain;
-mod check;
 mod clock;
 mod context;
 mod convert;
@@ -20,10 +19,8 @@ mod errors;
 mod lease;
 mod machine;
 mod ops;
-mod protocol;
 mod record;
 mod redact;
-mod stats;
 mod store;
 mod tasks;
 mod tools;
@@ -43,37 +40,18 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Store>()?;
     m.add_class::<store::Claim>()?;
     m.add_class::<store::ClaimRef>()?;
-    m.add_class::<store::Capabilities>()?;
-    m.add_class::<check::CheckReport>()?;
-    m.add_class::<check::Damage>()?;
     m.add_class::<machine::Event>()?;
     m.add_class::<chain::Chain>()?;
     m.add_class::<chain::Hop>()?;
     m.add_class::<chain::ChainPolicy>()?;
     m.add_class::<clock::ManualClock>()?;
     m.add_class::<validate::Limits>()?;
-    m.add_class::<stats::PathStats>()?;
-    m.add_class::<stats::QueueCount>()?;
     m.add_class::<tasks::Task>()?;
     m.add_class::<tasks::TaskSummary>()?;
-    m.add_class::<tasks::TaskEvent>()?;
-    m.add_class::<tasks::HistoryEntry>()?;
-    m.add_class::<tasks::TaskStatistics>()?;
-    m.add_class::<tasks::Memory>()?;
     m.add_class::<tasks::Session>()?;
-    m.add_class::<protocol::ProtocolRun>()?;
-    m.add_class::<protocol::ProtocolStats>()?;
-    m.add_class::<curation::Conversation>()?;
-    m.add_class::<curation::Fact>()?;
-    m.add_class::<curation::VerifyReport>()?;
-    m.add_class::<curation::MergeReport>()?;
     m.add_class::<bundles::Bundle>()?;
-    m.add_class::<bundles::ImportReport>()?;
-    m.add_class::<bundles::TrustedKey>()?;
     m.add_class::<bundles::BundleKeyPair>()?;
     m.add_function(wrap_pyfunction!(bundles::generate_bundle_key, m)?)?;
-    m.add_class::<bundles::TaskReplay>()?;
-    m.add_class::<bundles::TaskComparison>()?;
     m.add_class::<lease::Lease>()?;
     m.add_class::<redact::Redaction>()?;
     m.add_class::<redact::Redactor>()?;

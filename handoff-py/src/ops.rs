@@ -8,7 +8,7 @@
 //! released. Which names exist, which are required and what they hold is the core's schema, so
 //! an argument the core adds reaches Python without a line here.
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -18,17 +18,19 @@ use handoff_core::ops::{Arguments, Operation};
 use handoff_core::{Error, Limits, Problem};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::bundles::Bundle;
 use crate::chain::Chain;
-use crate::convert::ToJson;
+use crate::context::Packet;
+use crate::convert::{ToJson, json_to_py, to_py};
 use crate::errors::{Failure, Result};
 use crate::machine::Event;
 use crate::record::Handoff;
-use crate::stats::{PathStats, QueueCount};
-use crate::store::{Capabilities, Claim};
-use crate::tasks::{HistoryEntry, Memory, Session, Task, TaskEvent, TaskStatistics, TaskSummary};
+use crate::store::Claim;
+use crate::tasks::{Session, Task, TaskSummary};
 
 /// A parameter as pyo3 hands it over: a Python value, or `None` when it is `None` or absent.
 pub(crate) type Arg<'a> = Option<&'a Bound<'a, PyAny>>;
@@ -42,6 +44,16 @@ pub(crate) struct Given<'a> {
     pub(crate) named: Vec<(&'static str, Arg<'a>)>,
     /// The keyword arguments beyond them.
     pub(crate) kwargs: Option<Kwargs<'a>>,
+}
+
+impl<'a> Given<'a> {
+    /// Every argument by name, as a generated `Store` method hands them over.
+    pub(crate) fn all(arguments: Kwargs<'a>) -> Given<'a> {
+        Given {
+            named: Vec::new(),
+            kwargs: Some(arguments),
+        }
+    }
 }
 
 /// The [`Given`] arguments of a method: `given!(kwargs; id, agent)` names each parameter as
@@ -273,12 +285,8 @@ pub(crate) fn arguments<O: Operation>(store: &core::Store, given: Given<'_>) -> 
 }
 
 /// Runs the operation `O` on `store` with the arguments `given`, the GIL released while the
-/// core reads them and the store works.
-pub(crate) fn call<O>(py: Python<'_>, store: &core::Store, given: Given<'_>) -> Result<O::Output>
-where
-    O: Operation,
-    O::Output: Send,
-{
+/// core reads them and the store works; the result as [`to_python`] makes it.
+fn run<O: Operation>(py: Python<'_>, store: &core::Store, given: Given<'_>) -> Result<Py<PyAny>> {
     let limits = store.limits();
     let prepared = prepare::<O::Args>(O::NAME, given, limits.max_depth)?;
     if !prepared.problems.is_empty() {
@@ -288,78 +296,100 @@ where
     let Prepared {
         value, spelling, ..
     } = prepared;
-    let done = py.detach(|| O::call(store, value));
-    Ok(done.map_err(|err| spelling.error(err))?)
+    let done = py.detach(|| O::call(store, value).map(Made::of));
+    Ok(done.map_err(|err| spelling.error(err))?.make(py)?)
 }
 
-/// A core result as the Python object a method returns.
-pub(crate) trait ToPython {
-    /// The Python class (or plain value).
-    type Py;
-    /// Wraps the result.
-    fn to_python(self) -> Self::Py;
+/// How `Store._call` runs one operation.
+type Runner = fn(Python<'_>, &core::Store, Given<'_>) -> Result<Py<PyAny>>;
+
+/// The runner of the operation named `name`: from the core's list of operations
+/// ([`core::ops::each`]), so that an operation the core adds runs without a line here.
+pub(crate) fn runner(name: &str) -> Option<Runner> {
+    struct Runners;
+    impl core::ops::Visitor for Runners {
+        type Out = (&'static str, Runner);
+        fn visit<O: Operation>(&mut self) -> Self::Out {
+            (O::NAME, run::<O>)
+        }
+    }
+    static TABLE: OnceLock<HashMap<&'static str, Runner>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| core::ops::each(&mut Runners).into_iter().collect());
+    table.get(name).copied()
 }
 
-macro_rules! wrapped {
-    ($($core:ty => $py:ty, $wrap:expr;)*) => {
-        $(impl ToPython for $core {
-            type Py = $py;
-            fn to_python(self) -> $py {
-                $wrap(self)
-            }
-        })*
-    };
-}
+/// A core result on its way to Python: taken apart while the GIL is released, made into
+/// Python objects once it is held again.
+pub(crate) struct Made(Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>);
 
-wrapped! {
-    core::Handoff => Handoff, Handoff::new;
-    core::Claim => Claim, Claim::new;
-    core::Event => Event, Event::new;
-    core::Chain => Chain, Chain::new;
-    core::PathStats => PathStats, PathStats::new;
-    core::QueueCount => QueueCount, QueueCount::new;
-    core::Capabilities => Capabilities, Capabilities::new;
-    core::CheckReport => crate::check::CheckReport, crate::check::CheckReport::new;
-    core::store::Task => Task, Task::new;
-    core::task::TaskHeader => TaskSummary, TaskSummary::new;
-    core::task::TaskEvent => TaskEvent, TaskEvent::new;
-    core::task::HistoryEntry => HistoryEntry, HistoryEntry::new;
-    core::task::TaskStatistics => TaskStatistics, TaskStatistics::new;
-    core::store::Memory => Memory, Memory::new;
-    core::store::Session => Session, Session::new;
-    core::protocol::Run => crate::protocol::ProtocolRun, crate::protocol::ProtocolRun::new;
-    core::protocol::ProtocolStats => crate::protocol::ProtocolStats, crate::protocol::ProtocolStats::new;
-    core::curation::Conversation => crate::curation::Conversation, crate::curation::Conversation::new;
-    core::curation::Fact => crate::curation::Fact, crate::curation::Fact::new;
-    core::curation::VerifyReport => crate::curation::VerifyReport, crate::curation::VerifyReport::new;
-    core::curation::MergeReport => crate::curation::MergeReport, crate::curation::MergeReport::new;
-    core::curation::StoredMessage => Py<PyAny>, |m| crate::curation::as_python(&m);
-    core::curation::BranchInfo => Py<PyAny>, |b| crate::curation::as_python(&b);
-    core::curation::CurationEvent => Py<PyAny>, |e| crate::curation::as_python(&e);
-    core::Packet => crate::context::Packet, crate::context::Packet::new;
-    core::store::Bundle => crate::bundles::Bundle, crate::bundles::Bundle::new;
-    core::store::ImportReport => crate::bundles::ImportReport, crate::bundles::ImportReport::new;
-    core::store::TrustedKey => crate::bundles::TrustedKey, crate::bundles::TrustedKey::new;
-    core::replay::TaskReplay => crate::bundles::TaskReplay, crate::bundles::TaskReplay::new;
-    core::replay::TaskComparison => crate::bundles::TaskComparison, crate::bundles::TaskComparison::new;
-    bool => bool, std::convert::identity;
-    String => String, std::convert::identity;
-    usize => usize, std::convert::identity;
-    () => (), std::convert::identity;
-}
+impl Made {
+    /// The Python value of `out`: a hand-written class for a type with behaviour (and a list
+    /// or an optional one of them), otherwise its serde JSON as Python values, which the
+    /// generated records (`handoff_core._records`) read.
+    pub(crate) fn of<T: Serialize + 'static>(out: T) -> Made {
+        let any: Box<dyn Any> = Box::new(out);
+        macro_rules! native {
+            ($any:ident; $($core:ty => $py:ty),* $(,)?) => {$(
+                let $any = match $any.downcast::<$core>() {
+                    Ok(one) => return Made(Box::new(move |py| Ok(Py::new(py, <$py>::new(*one))?.into_any()))),
+                    Err(any) => any,
+                };
+                let $any = match $any.downcast::<Vec<$core>>() {
+                    Ok(many) => return Made(Box::new(move |py| {
+                        let many = many.into_iter().map(|one| Py::new(py, <$py>::new(one)));
+                        Ok(PyList::new(py, many.collect::<PyResult<Vec<_>>>()?)?.into_any().unbind())
+                    })),
+                    Err(any) => any,
+                };
+                let $any = match $any.downcast::<Option<$core>>() {
+                    Ok(maybe) => return Made(Box::new(move |py| match *maybe {
+                        Some(one) => Ok(Py::new(py, <$py>::new(one))?.into_any()),
+                        None => Ok(py.None()),
+                    })),
+                    Err(any) => any,
+                };
+            )*};
+        }
+        // (The macro names `any` so that its shadowing reaches the code after it.)
+        native! {
+            any;
+            core::Handoff => Handoff,
+            core::Claim => Claim,
+            core::Event => Event,
+            core::Chain => Chain,
+            core::store::Task => Task,
+            core::task::TaskHeader => TaskSummary,
+            core::store::Session => Session,
+            core::store::Bundle => Bundle,
+            core::Packet => Packet,
+        }
+        let json = any
+            .downcast::<T>()
+            .map_err(|_| "a result changed its type")
+            .and_then(|out| serde_json::to_value(&*out).map_err(|_| "a result without JSON"));
+        Made(Box::new(move |py| match json {
+            Ok(json) => Ok(json_to_py(py, &json)?.unbind()),
+            Err(why) => Err(PyTypeError::new_err(why)),
+        }))
+    }
 
-impl<T: ToPython> ToPython for Vec<T> {
-    type Py = Vec<T::Py>;
-    fn to_python(self) -> Self::Py {
-        self.into_iter().map(ToPython::to_python).collect()
+    /// The Python value.
+    pub(crate) fn make(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        (self.0)(py)
     }
 }
 
-impl<T: ToPython> ToPython for Option<T> {
-    type Py = Option<T::Py>;
-    fn to_python(self) -> Self::Py {
-        self.map(ToPython::to_python)
-    }
+/// `out` as Python receives it (see [`Made::of`]).
+pub(crate) fn to_python<T: Serialize + 'static>(py: Python<'_>, out: T) -> PyResult<Py<PyAny>> {
+    Made::of(out).make(py)
+}
+
+/// The generated record `name` (`handoff_core._records`) of a value's JSON, for a method that
+/// is no operation but returns what one does (`Store.memory_update`).
+pub(crate) fn record<T: Serialize>(py: Python<'_>, name: &str, value: &T) -> PyResult<Py<PyAny>> {
+    let json = to_py(py, value)?;
+    let class = py.import("handoff_core._records")?.getattr(name)?;
+    Ok(class.call_method1("_of", (json,))?.unbind())
 }
 
 /// The operation catalog as Python shows it (its names for the arguments it names differently,

@@ -1,5 +1,8 @@
 //! `handoff_core.Store`, `Claim`, `open` and `connect`: the core's `Store`, with every call
-//! that touches the backend run with the GIL released.
+//! that touches the backend run with the GIL released. The store's operations are Python
+//! methods generated from the catalog (`handoff_core._store`) that call `_call` here; only
+//! an operation with something Python-specific (a callable, a wait in slices, redaction) has
+//! a private method of its own.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -8,24 +11,19 @@ use chrono::{DateTime, Utc};
 use handoff_core as core;
 use handoff_core::DEFAULT_LEASE;
 use handoff_core::ops::{self, Operation};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 use serde_json::{Value, json};
 
-use crate::bundles::{Bundle, ImportReport, TaskComparison, TaskReplay, TrustedKey};
-use crate::chain::{Chain, ChainPolicy};
-use crate::check::CheckReport;
+use crate::bundles::Bundle;
+use crate::chain::ChainPolicy;
 use crate::clock::ManualClock;
-use crate::context::Packet;
-use crate::convert::{Args, py_repr, seconds, to_py};
-use crate::curation::{Conversation, Fact, MergeReport, VerifyReport};
+use crate::convert::{Args, py_repr, seconds};
 use crate::errors::Result;
 use crate::machine::Event;
-use crate::ops::{Arg, Given, Kwargs, ToPython, given};
-use crate::protocol::{ProtocolRun, ProtocolStats};
+use crate::ops::{Given, Kwargs, Made, given, to_python};
 use crate::record::Handoff;
-use crate::stats::{PathStats, QueueCount};
-use crate::tasks::{HistoryEntry, Memory, Session, Task, TaskEvent, TaskStatistics, TaskSummary};
 use crate::validate::Limits;
 
 /// How long a waiting `claim_next` goes without running Python's signal handlers.
@@ -285,78 +283,6 @@ pub(crate) fn claim_reference(obj: &Bound<'_, PyAny>) -> Option<Value> {
     }))
 }
 
-/// What a store can do beyond what every store does (`Store.capabilities()`), so that a program
-/// can ask before relying on it: whether it outlives the process (`durable`), may be shared by
-/// processes on one machine (`shared_by_processes`) or by machines (`shared_by_machines`),
-/// writes consistent copies while in use (`backup`), and wakes a waiting `claim_next` when
-/// work arrives instead of looking again at short intervals (`wakes_waiters`).
-#[pyclass(module = "handoff_core", name = "Capabilities", frozen, eq)]
-#[derive(Clone, PartialEq)]
-pub struct Capabilities {
-    inner: core::Capabilities,
-}
-
-impl Capabilities {
-    pub(crate) fn new(inner: core::Capabilities) -> Capabilities {
-        Capabilities { inner }
-    }
-}
-
-#[pymethods]
-impl Capabilities {
-    /// The store outlives the process that opened it.
-    #[getter]
-    fn durable(&self) -> bool {
-        self.inner.durable
-    }
-    /// Several processes on one machine may share the store.
-    #[getter]
-    fn shared_by_processes(&self) -> bool {
-        self.inner.shared_by_processes
-    }
-    /// Processes on several machines may share the store.
-    #[getter]
-    fn shared_by_machines(&self) -> bool {
-        self.inner.shared_by_machines
-    }
-    /// `backup()` writes a consistent copy while the store stays in use.
-    #[getter]
-    fn backup(&self) -> bool {
-        self.inner.backup
-    }
-    /// A worker waiting in `claim_next(wait_seconds=...)` is woken when work arrives.
-    #[getter]
-    fn wakes_waiters(&self) -> bool {
-        self.inner.wakes_waiters
-    }
-
-    /// Every capability as a `dict` of `bool`s.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        Ok(to_py(py, &self.inner)?.cast_into::<PyDict>()?)
-    }
-
-    fn __repr__(&self) -> String {
-        // Destructured in full: a capability the core adds fails to compile here until shown.
-        let core::Capabilities {
-            durable,
-            shared_by_processes,
-            shared_by_machines,
-            backup,
-            wakes_waiters,
-        } = self.inner;
-        let b = |v: bool| if v { "True" } else { "False" };
-        format!(
-            "Capabilities(durable={}, shared_by_processes={}, shared_by_machines={}, backup={}, \
-             wakes_waiters={})",
-            b(durable),
-            b(shared_by_processes),
-            b(shared_by_machines),
-            b(backup),
-            b(wakes_waiters),
-        )
-    }
-}
-
 /// A handoff store. Use it as a context manager to close it when done; a closed store refuses
 /// every call with `StorageError`.
 #[pyclass(module = "handoff_core", name = "Store", frozen)]
@@ -382,16 +308,6 @@ impl Store {
         guard
             .clone()
             .ok_or_else(|| core::Error::storage(format!("{} is closed", self.description)).into())
-    }
-
-    /// Runs the operation `O` with the arguments `given`.
-    fn call<O>(&self, py: Python<'_>, given: Given<'_>) -> Result<<O::Output as ToPython>::Py>
-    where
-        O: Operation,
-        O::Output: ToPython + Send,
-    {
-        let store = self.store()?;
-        Ok(crate::ops::call::<O>(py, &store, given)?.to_python())
     }
 }
 
@@ -588,81 +504,28 @@ impl Store {
         Store::wrap(store, "memory store".to_owned())
     }
 
-    /// Creates a pending handoff. `None` for an argument means the core's default.
-    #[pyo3(signature = (task_id, goal=None, **kwargs))]
-    fn create(
+    /// Runs the operation named `operation` with its `arguments` by name, as every generated
+    /// method does (`handoff_core._store`): the core's list of operations is the table, so an
+    /// operation the core adds needs no method here.
+    #[pyo3(name = "_call")]
+    fn call_operation(
         &self,
         py: Python<'_>,
-        task_id: Arg<'_>,
-        goal: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Create>(py, given!(kwargs; task_id, goal))
+        operation: &str,
+        arguments: Kwargs<'_>,
+    ) -> Result<Py<PyAny>> {
+        let run = crate::ops::runner(operation).ok_or_else(|| {
+            PyValueError::new_err(format!("the core has no operation named {operation:?}"))
+        })?;
+        run(py, &self.store()?, Given::all(arguments))
     }
 
-    /// Creates several handoffs in one transaction: all of them, or none when one is refused.
-    /// Each item is a dict of `create()` keyword arguments.
-    #[pyo3(signature = (records, **kwargs))]
-    fn create_many(
-        &self,
-        py: Python<'_>,
-        records: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Handoff>> {
-        self.call::<ops::CreateMany>(py, given!(kwargs; records))
-    }
-
-    /// The handoff with this id; `NotFound` if there is none.
-    #[pyo3(signature = (id, **kwargs))]
-    fn get(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Handoff> {
-        self.call::<ops::Get>(py, given!(kwargs; id))
-    }
-
-    /// Handoffs matching every given filter, oldest first.
-    #[pyo3(signature = (status=None, task_id=None, to_agent=None, limit=None, **kwargs))]
-    fn list(
-        &self,
-        py: Python<'_>,
-        status: Arg<'_>,
-        task_id: Arg<'_>,
-        to_agent: Arg<'_>,
-        limit: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Handoff>> {
-        self.call::<ops::List>(py, given!(kwargs; status, task_id, to_agent, limit))
-    }
-
-    /// Claims the handoff `id` for `agent`; `AlreadyClaimed` while another claim is live.
-    #[pyo3(signature = (id, agent, lease_seconds=None, **kwargs))]
-    fn claim(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        agent: Arg<'_>,
-        lease_seconds: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Claim> {
-        self.call::<ops::Claim>(py, given!(kwargs; id, agent, lease_seconds))
-    }
-
-    /// Claims the oldest pending handoff `agent` may take, optionally within `task_id`;
-    /// `None` when there is nothing to claim, after waiting up to `wait_seconds` for some.
-    #[pyo3(signature = (agent, task_id=None, lease_seconds=None, **kwargs))]
-    fn claim_next(
-        &self,
-        py: Python<'_>,
-        agent: Arg<'_>,
-        task_id: Arg<'_>,
-        lease_seconds: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Option<Claim>> {
+    /// `claim_next`, waiting in slices with the GIL released: Python's signal handlers run
+    /// between them, so Ctrl-C ends a long wait instead of being noticed only after it.
+    #[pyo3(name = "_claim_next")]
+    fn claim_next(&self, py: Python<'_>, arguments: Kwargs<'_>) -> Result<Py<PyAny>> {
         let store = self.store()?;
-        let mut args = crate::ops::arguments::<ops::ClaimNext>(
-            &store,
-            given!(kwargs; agent, task_id, lease_seconds),
-        )?;
-        // The wait goes in slices with the GIL released, and Python's signal handlers run
-        // between them: Ctrl-C ends a long wait instead of being noticed only after it.
+        let mut args = crate::ops::arguments::<ops::ClaimNext>(&store, Given::all(arguments))?;
         let wait = args
             .wait_seconds
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
@@ -678,161 +541,175 @@ impl Store {
             let this = args.clone();
             let claim = py.detach(|| ops::ClaimNext::run(&store, this))?;
             if claim.is_some() || left <= slice {
-                return Ok(claim.to_python());
+                return Ok(to_python(py, claim)?);
             }
             py.check_signals()?;
         }
     }
 
-    /// Extends the claim's lease by its original length from now; `LeaseLost` if the claim is
-    /// no longer current or its secret does not match. Takes a `Claim` or a `ClaimRef`.
-    #[pyo3(signature = (claim, **kwargs))]
-    fn heartbeat(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Heartbeat>(py, given!(kwargs; claim))
-    }
-
-    /// Gives the handoff back (pending again, one more attempt counted).
-    #[pyo3(signature = (claim, reason, **kwargs))]
-    fn release(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        reason: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Release>(py, given!(kwargs; claim, reason))
-    }
-
-    /// Reports that the work failed with `error`: pending again with one more attempt counted,
-    /// or `failed` (the error its outcome) after the last of its `max_attempts`.
-    #[pyo3(signature = (claim, error, **kwargs))]
-    fn fail(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        error: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Fail>(py, given!(kwargs; claim, error))
-    }
-
-    /// Finishes the handoff with `outcome`.
-    #[pyo3(signature = (claim, outcome=None, **kwargs))]
-    fn complete(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        outcome: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Complete>(py, given!(kwargs; claim, outcome))
-    }
-
-    /// Refuses the handoff as `agent`, its addressee.
-    #[pyo3(signature = (id, agent, reason, **kwargs))]
-    fn reject(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        agent: Arg<'_>,
-        reason: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Reject>(py, given!(kwargs; id, agent, reason))
-    }
-
-    /// Withdraws a pending or claimed handoff as `by`, its creator (`from_agent`), or anyone
-    /// when it has none; `InvalidTransition` for anyone else. Its holder uses `cancel_claim`.
-    #[pyo3(signature = (id, by, reason=None, **kwargs))]
-    fn cancel(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        by: Arg<'_>,
-        reason: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Cancel>(py, given!(kwargs; id, by, reason))
-    }
-
-    /// Withdraws the handoff as its holder, with its claim (a `Claim` or a `ClaimRef`).
-    #[pyo3(signature = (claim, reason=None, **kwargs))]
-    fn cancel_claim(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        reason: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::CancelClaim>(py, given!(kwargs; claim, reason))
-    }
-
-    /// Writes a portable backup of the whole store to `path` (a new file, readable by its
-    /// owner only; an existing one is refused) while the store stays in use: any store
-    /// restores it with `restore`.
-    #[pyo3(signature = (path, **kwargs))]
-    fn backup(&self, py: Python<'_>, path: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
-        self.call::<ops::Backup>(py, given!(kwargs; path))
-    }
-
-    /// Restores the backup at `path` into this store, which must be empty; a damaged or
-    /// foreign file is refused (`ValidationError` naming `path`) and nothing is written.
-    #[pyo3(signature = (path, **kwargs))]
-    fn restore(&self, py: Python<'_>, path: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
-        self.call::<ops::Restore>(py, given!(kwargs; path))
-    }
-
-    /// Looks through the whole store for damage (files deleted, emptied or edited by hand,
-    /// links planted, a bad disk) and names each piece; with `repair=True` a files store moves
-    /// what is damaged into its `quarantine/` folder and mends what referred to it.
-    #[pyo3(signature = (**kwargs))]
-    fn check(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<CheckReport> {
-        self.call::<ops::Check>(py, given!(kwargs;))
-    }
-
-    /// What this store can do beyond what every store does: whether it is durable, shared by
-    /// processes or machines, writes backups, wakes waiting workers.
-    #[pyo3(signature = (**kwargs))]
-    fn capabilities(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Capabilities> {
-        self.call::<ops::Capabilities>(py, given!(kwargs;))
-    }
-
-    /// Applies every time-driven change that is due (lapsed leases, expiry); returns how many
-    /// handoffs changed.
-    #[pyo3(signature = (**kwargs))]
-    fn reap(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<usize> {
-        self.call::<ops::Reap>(py, given!(kwargs;))
-    }
-
-    /// The event log, oldest first: of one handoff (`id`, or `handoff_id`) or one task
-    /// (`task_id`), or all of it. Read a large log in pages: `after` is the `seq` of the last
-    /// event already read, `limit` the most events to return. Every text an event carries (a
-    /// reason, an outcome, an error, the addressee) is redacted, as the CLI shows it, unless
-    /// `redact=False` (the owner's opt-out).
-    #[pyo3(signature = (id=None, task_id=None, after=None, limit=None, *, redact=true, **kwargs))]
-    #[allow(clippy::too_many_arguments)] // the operation's arguments, and the face's `redact`
-    fn events(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        task_id: Arg<'_>,
-        after: Arg<'_>,
-        limit: Arg<'_>,
-        redact: bool,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Event>> {
+    /// `events`, each event's texts redacted unless `redact` is false (the owner's opt-out).
+    #[pyo3(name = "_events")]
+    fn events(&self, py: Python<'_>, arguments: Kwargs<'_>, redact: bool) -> Result<Vec<Event>> {
         let store = self.store()?;
-        let given = given!(kwargs; id, task_id, after, limit);
-        let events = crate::ops::call::<ops::Events>(py, &store, given)?;
+        let args = crate::ops::arguments::<ops::Events>(&store, Given::all(arguments))?;
+        let events = py.detach(|| ops::Events::run(&store, args))?;
         Ok(match redact {
             true => events.into_iter().map(Event::redacted).collect(),
             false => events.into_iter().map(Event::new).collect(),
         })
+    }
+
+    /// `cherry_pick`, its pick scored by `verifier` before it is written.
+    #[pyo3(name = "_cherry_pick")]
+    fn cherry_pick(
+        &self,
+        py: Python<'_>,
+        arguments: Kwargs<'_>,
+        verifier: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Py<PyAny>> {
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::CherryPick>(&store, Given::all(arguments))?;
+        let verifier = verifier.filter(|v| !v.is_none());
+        with_callable(py, &store, verifier, "verifier", |call| match call {
+            None => ops::CherryPick::run_with(&store, args, None),
+            Some((name, call)) => {
+                let mut verifier = ops::JsonVerifier::new(name, call);
+                ops::CherryPick::run_with(&store, args, Some(&mut verifier))
+            }
+        })
+    }
+
+    /// `cherry_pick_to_facts`, the facts drawn by `extractor`.
+    #[pyo3(name = "_cherry_pick_to_facts")]
+    fn cherry_pick_to_facts(
+        &self,
+        py: Python<'_>,
+        arguments: Kwargs<'_>,
+        extractor: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Py<PyAny>> {
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::CherryPickToFacts>(&store, Given::all(arguments))?;
+        let extractor = extractor.filter(|e| !e.is_none());
+        with_callable(py, &store, extractor, "extractor", |call| match call {
+            None => ops::CherryPickToFacts::run_with(&store, args, None),
+            Some((name, call)) => {
+                let mut extractor = ops::JsonExtractor::new(name, call);
+                ops::CherryPickToFacts::run_with(&store, args, Some(&mut extractor))
+            }
+        })
+    }
+
+    /// `cherry_pick_decisions`, each message decided by `judge`.
+    #[pyo3(name = "_cherry_pick_decisions")]
+    fn cherry_pick_decisions(
+        &self,
+        py: Python<'_>,
+        arguments: Kwargs<'_>,
+        judge: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Py<PyAny>> {
+        let store = self.store()?;
+        let args =
+            crate::ops::arguments::<ops::CherryPickDecisions>(&store, Given::all(arguments))?;
+        with_callable(py, &store, judge, "judge", |call| match call {
+            None => ops::CherryPickDecisions::run_with(&store, args, None),
+            Some((_, call)) => {
+                let mut judge = ops::JsonJudge(call);
+                ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
+            }
+        })
+    }
+
+    /// `verify`, each item scored by `verifier`. An exception fails only its item: the report
+    /// says which, and why (the core reports no failure, so nothing is raised again).
+    #[pyo3(name = "_verify")]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        arguments: Kwargs<'_>,
+        verifier: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Py<PyAny>> {
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::Verify>(&store, Given::all(arguments))?;
+        with_callable(py, &store, verifier, "verifier", |call| match call {
+            None => ops::Verify::run_with(&store, args, None),
+            Some((name, call)) => {
+                let mut verifier = ops::JsonVerifier::new(name, call);
+                ops::Verify::run_with(&store, args, Some(&mut verifier))
+            }
+        })
+    }
+
+    /// `verify_bundle`, each of the bundle's items scored by `verifier`.
+    #[pyo3(name = "_verify_bundle")]
+    fn verify_bundle(
+        &self,
+        py: Python<'_>,
+        arguments: Kwargs<'_>,
+        verifier: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Py<PyAny>> {
+        let store = self.store()?;
+        let args = crate::ops::arguments::<ops::VerifyBundle>(&store, Given::all(arguments))?;
+        let verifier = verifier.filter(|v| !v.is_none());
+        with_callable(py, &store, verifier, "verifier", |call| match call {
+            None => ops::VerifyBundle::run_with(&store, args, None),
+            Some((name, call)) => {
+                let mut verifier = ops::JsonVerifier::new(name, call);
+                ops::VerifyBundle::run_with(&store, args, Some(&mut verifier))
+            }
+        })
+    }
+
+    /// `context_for`: a `transcript` in any provider's shape made plain first, and what does
+    /// not fit whole compressed by `summarize` (an exception or an answer that is no `str`:
+    /// the item is cut).
+    #[pyo3(name = "_context_for")]
+    fn context_for(
+        &self,
+        py: Python<'_>,
+        arguments: Kwargs<'_>,
+        summarize: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Py<PyAny>> {
+        let arguments = arguments.copy()?;
+        if let Some(transcript) = arguments.get_item("transcript")? {
+            arguments.set_item("transcript", crate::context::transcript(&transcript)?)?;
+        }
+        let store = self.store()?;
+        let Some(summarize) = summarize.filter(|s| !s.is_none()) else {
+            return run_named(py, &store, "context_for", &arguments);
+        };
+        if !summarize.is_callable() {
+            return Err(core::Error::invalid("summarize", "must be callable").into());
+        }
+        let args = crate::ops::arguments::<ops::ContextFor>(&store, Given::all(&arguments))?;
+        let (summarizer, interrupted) = crate::context::Summarizer::new(summarize);
+        let packet = py.detach(|| {
+            let options = args.options()?.summarizer(summarizer);
+            store.context_for(&args.handoff_id, options)
+        });
+        let interrupted = interrupted
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(err) = interrupted {
+            return Err(err.into());
+        }
+        Ok(to_python(py, packet?)?)
+    }
+
+    /// `import_bundle`: a `Bundle` goes as its portable form, bytes as the text they hold.
+    #[pyo3(name = "_import_bundle")]
+    fn import_bundle(&self, py: Python<'_>, arguments: Kwargs<'_>) -> Result<Py<PyAny>> {
+        let arguments = arguments.copy()?;
+        if let Some(bundle) = arguments.get_item("bundle")? {
+            if let Ok(made) = bundle.cast::<Bundle>() {
+                arguments.set_item("bundle", made.get().portable()?)?;
+            } else if let Ok(bytes) = bundle.cast::<PyBytes>() {
+                let text = String::from_utf8(bytes.as_bytes().to_vec())
+                    .map_err(|_| core::Error::invalid("bundle", "must be UTF-8 text"))?;
+                arguments.set_item("bundle", text)?;
+            }
+        }
+        run_named(py, &self.store()?, "import_bundle", &arguments)
     }
 
     /// Saves this store's chain policy and limits in the store itself, so that every process
@@ -865,918 +742,6 @@ impl Store {
         })
     }
 
-    /// The task's chain of hops, oldest first.
-    #[pyo3(signature = (task_id, **kwargs))]
-    fn chain(&self, py: Python<'_>, task_id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Chain> {
-        self.call::<ops::Chain>(py, given!(kwargs; task_id))
-    }
-
-    /// Saves `agent`'s progress on `task_id` without changing who owns what. Takes the same
-    /// field arguments as `create` (except the ones a checkpoint fixes: from/to agent, kind).
-    #[pyo3(signature = (task_id, agent, **kwargs))]
-    fn checkpoint(
-        &self,
-        py: Python<'_>,
-        task_id: Arg<'_>,
-        agent: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Checkpoint>(py, given!(kwargs; task_id, agent))
-    }
-
-    /// Ids of tasks in progress whose last sign of life (claim, heartbeat, checkpoint) is
-    /// older than `older_than_seconds`.
-    #[pyo3(signature = (older_than_seconds, **kwargs))]
-    fn stalled(
-        &self,
-        py: Python<'_>,
-        older_than_seconds: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<String>> {
-        self.call::<ops::Stalled>(py, given!(kwargs; older_than_seconds))
-    }
-
-    /// Per from→to pair of agents: totals, outcomes and median times to claim and complete.
-    #[pyo3(signature = (**kwargs))]
-    fn stats(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<PathStats>> {
-        self.call::<ops::Stats>(py, given!(kwargs;))
-    }
-
-    /// The queue at a glance: how many handoffs are in each status, per addressee.
-    #[pyo3(signature = (**kwargs))]
-    fn queue_counts(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<QueueCount>> {
-        self.call::<ops::QueueCounts>(py, given!(kwargs;))
-    }
-
-    /// Creates a task (status `pending`) with its plan, checked whole: every problem at once,
-    /// nothing written when there is one. `goal` defaults to the name; `id` is the caller's
-    /// own; each of `objectives` becomes a step `"1"`, `"2"`, ... offered to the members.
-    #[pyo3(signature = (name, goal=None, steps=None, **kwargs))]
-    fn create_task(
-        &self,
-        py: Python<'_>,
-        name: Arg<'_>,
-        goal: Arg<'_>,
-        steps: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Task> {
-        self.call::<ops::CreateTask>(py, given!(kwargs; name, goal, steps))
-    }
-
-    /// Starts a pending task: the steps that wait for nothing are offered as handoffs.
-    #[pyo3(signature = (id, **kwargs))]
-    fn start_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
-        self.call::<ops::StartTask>(py, given!(kwargs; id))
-    }
-
-    /// The task with this id, with its plan; `NotFound` if there is none.
-    #[pyo3(signature = (id, **kwargs))]
-    fn get_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
-        self.call::<ops::GetTask>(py, given!(kwargs; id))
-    }
-
-    /// Task summaries, oldest first, a page at a time.
-    #[pyo3(signature = (status=None, limit=None, **kwargs))]
-    fn list_tasks(
-        &self,
-        py: Python<'_>,
-        status: Arg<'_>,
-        limit: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<TaskSummary>> {
-        self.call::<ops::ListTasks>(py, given!(kwargs; status, limit))
-    }
-
-    /// Changes a task if it is still at `expected_version` (compare-and-swap).
-    #[pyo3(signature = (id, expected_version, **kwargs))]
-    fn update_task(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        expected_version: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Task> {
-        self.call::<ops::UpdateTask>(py, given!(kwargs; id, expected_version))
-    }
-
-    /// Pauses a task: its offers nobody holds are withdrawn; no step is offered until it
-    /// resumes.
-    #[pyo3(signature = (id, **kwargs))]
-    fn pause_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
-        self.call::<ops::PauseTask>(py, given!(kwargs; id))
-    }
-
-    /// Resumes a paused task.
-    #[pyo3(signature = (id, **kwargs))]
-    fn resume_task(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Task> {
-        self.call::<ops::ResumeTask>(py, given!(kwargs; id))
-    }
-
-    /// Cancels a task; steps already claimed may finish.
-    #[pyo3(signature = (id, reason=None, **kwargs))]
-    fn cancel_task(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        reason: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Task> {
-        self.call::<ops::CancelTask>(py, given!(kwargs; id, reason))
-    }
-
-    /// `agent` joins a task, with an optional `role`; the steps named in `objectives` (ids or
-    /// numbers) are assigned to it.
-    #[pyo3(signature = (id, agent, **kwargs))]
-    fn join_task(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        agent: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Task> {
-        self.call::<ops::JoinTask>(py, given!(kwargs; id, agent))
-    }
-
-    /// Runs a task again: a new pending task with the plan of `task_id` (or of the task
-    /// `bundle_id=` was made from), other `agents=`, `instructions=` or `context=` where given,
-    /// seeded with the earlier run's verified knowledge.
-    #[pyo3(signature = (task_id = None, **kwargs))]
-    fn rerun_task(
-        &self,
-        py: Python<'_>,
-        task_id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Task> {
-        self.call::<ops::RerunTask>(py, given!(kwargs; task_id))
-    }
-
-    /// Completes a task on its caller's word, with `result_summary`; with `merge_to_main`, its
-    /// verified knowledge reaches `main`.
-    #[pyo3(signature = (id, result_summary=None, merge_to_main=None, **kwargs))]
-    fn complete_task(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        result_summary: Arg<'_>,
-        merge_to_main: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Task> {
-        self.call::<ops::CompleteTask>(py, given!(kwargs; id, result_summary, merge_to_main))
-    }
-
-    /// Fails a task for `reason` (required: an empty one is a `ValidationError`).
-    #[pyo3(signature = (id, reason=None, **kwargs))]
-    fn fail_task(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        reason: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Task> {
-        self.call::<ops::FailTask>(py, given!(kwargs; id, reason))
-    }
-
-    /// The holder of a step hands it on, with its claim, as an escalation to `to_agent`.
-    #[pyo3(signature = (claim, to_agent, **kwargs))]
-    fn escalate_step(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        to_agent: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::EscalateStep>(py, given!(kwargs; claim, to_agent))
-    }
-
-    /// Reports that a step's work failed, with its claim.
-    #[pyo3(signature = (claim, error, **kwargs))]
-    fn fail_step(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        error: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::FailStep>(py, given!(kwargs; claim, error))
-    }
-
-    /// A human's answer to an escalated step, with the escalation's claim.
-    #[pyo3(signature = (claim, resolution, retry=None, **kwargs))]
-    fn resolve_escalation(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        resolution: Arg<'_>,
-        retry: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Task> {
-        self.call::<ops::ResolveEscalation>(py, given!(kwargs; claim, resolution, retry))
-    }
-
-    /// The task's log, oldest first.
-    #[pyo3(signature = (id, **kwargs))]
-    fn task_events(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<TaskEvent>> {
-        self.call::<ops::TaskEvents>(py, given!(kwargs; id))
-    }
-
-    /// Finished tasks, newest first, in the seed's `task-history.json` form.
-    #[pyo3(signature = (limit=None, **kwargs))]
-    fn task_history(
-        &self,
-        py: Python<'_>,
-        limit: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<HistoryEntry>> {
-        self.call::<ops::TaskHistory>(py, given!(kwargs; limit))
-    }
-
-    /// Statistics over every finished task.
-    #[pyo3(signature = (**kwargs))]
-    fn task_statistics(
-        &self,
-        py: Python<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<TaskStatistics> {
-        self.call::<ops::TaskStatistics>(py, given!(kwargs; ))
-    }
-
-    /// Summarises old finished tasks (beyond the newest `keep_last`, default 100, or older
-    /// than `keep_details_days`, default 30): only their history entries stay.
-    #[pyo3(signature = (keep_last=None, keep_details_days=None, **kwargs))]
-    fn prune(
-        &self,
-        py: Python<'_>,
-        keep_last: Arg<'_>,
-        keep_details_days: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<usize> {
-        self.call::<ops::Prune>(py, given!(kwargs; keep_last, keep_details_days))
-    }
-
-    /// The memory of `scope`, `None` when nothing was written there.
-    #[pyo3(signature = (scope, **kwargs))]
-    fn memory_get(
-        &self,
-        py: Python<'_>,
-        scope: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Option<Memory>> {
-        self.call::<ops::MemoryGet>(py, given!(kwargs; scope))
-    }
-
-    /// Writes the memory of `scope`, with `expected_version` only if it is still at it.
-    #[pyo3(signature = (scope, value, expected_version=None, **kwargs))]
-    fn memory_put(
-        &self,
-        py: Python<'_>,
-        scope: Arg<'_>,
-        value: Arg<'_>,
-        expected_version: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Memory> {
-        self.call::<ops::MemoryPut>(py, given!(kwargs; scope, value, expected_version))
-    }
-
-    /// Every scope's memory whose scope starts with `prefix`, in scope order.
-    #[pyo3(signature = (prefix=None, **kwargs))]
-    fn memory_list(
-        &self,
-        py: Python<'_>,
-        prefix: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Memory>> {
-        self.call::<ops::MemoryList>(py, given!(kwargs; prefix))
-    }
-
-    /// Forgets the memory of `scope`; whether there was anything to forget.
-    #[pyo3(signature = (scope, expected_version=None, **kwargs))]
-    fn memory_delete(
-        &self,
-        py: Python<'_>,
-        scope: Arg<'_>,
-        expected_version: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<bool> {
-        self.call::<ops::MemoryDelete>(py, given!(kwargs; scope, expected_version))
-    }
-
-    /// Who owns the conversation `session_id` now, and its hops.
-    #[pyo3(signature = (session_id, **kwargs))]
-    fn session(
-        &self,
-        py: Python<'_>,
-        session_id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Session> {
-        self.call::<ops::Session>(py, given!(kwargs; session_id))
-    }
-
-    /// Starts a manager/worker run on a task: the initialization goes to the worker.
-    #[pyo3(signature = (task_id, **kwargs))]
-    fn initialize(
-        &self,
-        py: Python<'_>,
-        task_id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Initialize>(py, given!(kwargs; task_id))
-    }
-
-    /// The worker's report on the instructions it holds, with their claim.
-    #[pyo3(signature = (claim, status, **kwargs))]
-    fn report(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        status: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Report>(py, given!(kwargs; claim, status))
-    }
-
-    /// The manager's decision on the report it holds, with its claim.
-    #[pyo3(signature = (claim, decision, **kwargs))]
-    fn decide(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        decision: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Option<Handoff>> {
-        self.call::<ops::Decide>(py, given!(kwargs; claim, decision))
-    }
-
-    /// The worker's error report on the instructions it holds, with their claim.
-    #[pyo3(signature = (claim, error_type, severity, description, **kwargs))]
-    fn report_error(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        error_type: Arg<'_>,
-        severity: Arg<'_>,
-        description: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::ReportError>(py, given!(kwargs; claim, error_type, severity, description))
-    }
-
-    /// The manager's recovery steps for the error report it holds, with its claim.
-    #[pyo3(signature = (claim, strategy, steps, **kwargs))]
-    fn recover(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        strategy: Arg<'_>,
-        steps: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Recover>(py, given!(kwargs; claim, strategy, steps))
-    }
-
-    /// The manager hands the run to a human, with the claim of what it holds.
-    #[pyo3(signature = (
-        claim, category, severity, urgency, blocker_type, description, impact, recommendation,
-        **kwargs
-    ))]
-    #[allow(clippy::too_many_arguments)] // The seed's escalation, field by field.
-    fn escalate(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        category: Arg<'_>,
-        severity: Arg<'_>,
-        urgency: Arg<'_>,
-        blocker_type: Arg<'_>,
-        description: Arg<'_>,
-        impact: Arg<'_>,
-        recommendation: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Escalate>(
-            py,
-            given!(kwargs; claim, category, severity, urgency, blocker_type, description,
-                   impact, recommendation),
-        )
-    }
-
-    /// A human's answer to the escalation they hold, with its claim.
-    #[pyo3(signature = (claim, resolution, **kwargs))]
-    fn resolve(
-        &self,
-        py: Python<'_>,
-        claim: Arg<'_>,
-        resolution: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Handoff> {
-        self.call::<ops::Resolve>(py, given!(kwargs; claim, resolution))
-    }
-
-    /// A task's manager/worker run as it stands.
-    #[pyo3(signature = (task_id, **kwargs))]
-    fn protocol_run(
-        &self,
-        py: Python<'_>,
-        task_id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<ProtocolRun> {
-        self.call::<ops::ProtocolRun>(py, given!(kwargs; task_id))
-    }
-
-    /// The messages of a task's run, oldest first.
-    #[pyo3(signature = (task_id, **kwargs))]
-    fn protocol_history(
-        &self,
-        py: Python<'_>,
-        task_id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Handoff>> {
-        self.call::<ops::ProtocolHistory>(py, given!(kwargs; task_id))
-    }
-
-    /// How the store's protocol runs went.
-    #[pyo3(signature = (**kwargs))]
-    fn protocol_stats(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<ProtocolStats> {
-        self.call::<ops::ProtocolStats>(py, given!(kwargs;))
-    }
-
-    /// Writes a conversation on a branch, its messages numbered from 1 (in any provider's
-    /// message shape).
-    #[pyo3(signature = (branch, messages, **kwargs))]
-    fn add_conversation(
-        &self,
-        py: Python<'_>,
-        branch: Arg<'_>,
-        messages: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Conversation> {
-        self.call::<ops::AddConversation>(py, given!(kwargs; branch, messages))
-    }
-
-    /// Adds messages at the end of a conversation.
-    #[pyo3(signature = (conversation_id, messages, **kwargs))]
-    fn append_messages(
-        &self,
-        py: Python<'_>,
-        conversation_id: Arg<'_>,
-        messages: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Conversation> {
-        self.call::<ops::AppendMessages>(py, given!(kwargs; conversation_id, messages))
-    }
-
-    /// The conversation with this id.
-    #[pyo3(signature = (id, **kwargs))]
-    fn get_conversation(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Conversation> {
-        self.call::<ops::GetConversation>(py, given!(kwargs; id))
-    }
-
-    /// A conversation's messages, each with its `seq` and where it was cherry-picked to.
-    #[pyo3(signature = (id, **kwargs))]
-    fn messages(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Py<PyAny>>> {
-        self.call::<ops::Messages>(py, given!(kwargs; id))
-    }
-
-    /// The conversations of a branch, of a task, or of the store.
-    #[pyo3(signature = (**kwargs))]
-    fn list_conversations(
-        &self,
-        py: Python<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Conversation>> {
-        self.call::<ops::ListConversations>(py, given!(kwargs;))
-    }
-
-    /// Copies a conversation's messages (a range, or all of it) into a new conversation; with
-    /// `verify=True` (the default when a `verifier` is given), `verifier(item)` scores the pick
-    /// before it is written. When the verifier raises, nothing is written and the exception
-    /// propagates as it is.
-    #[pyo3(signature = (conversation_id, target_branch, verifier = None, **kwargs))]
-    fn cherry_pick(
-        &self,
-        py: Python<'_>,
-        conversation_id: Arg<'_>,
-        target_branch: Arg<'_>,
-        verifier: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Conversation> {
-        let store = self.store()?;
-        let args = crate::ops::arguments::<ops::CherryPick>(
-            &store,
-            given!(kwargs; conversation_id, target_branch),
-        )?;
-        let Some(verifier) = verifier.filter(|v| !v.is_none()) else {
-            return Ok(Conversation::new(
-                py.detach(|| ops::CherryPick::run_with(&store, args, None))?,
-            ));
-        };
-        let name = crate::curation::callable_name(verifier);
-        let verifier = verifier.clone().unbind();
-        let depth = store.limits().max_depth;
-        let mut raised = None;
-        let picked = py.detach(|| {
-            let mut verifier = ops::JsonVerifier::new(name, |item: Value| {
-                crate::curation::call_json(&verifier, &item, "verifier", depth, &mut raised)
-            });
-            ops::CherryPick::run_with(&store, args, Some(&mut verifier))
-        });
-        match (picked, raised) {
-            (Err(_), Some(exception)) => Err(exception.into()),
-            (picked, _) => Ok(Conversation::new(picked?)),
-        }
-    }
-
-    /// Draws facts from a conversation and writes them on `target_branch` as candidates
-    /// (`active`): by `extractor(conversation) -> list` (texts or `{"text", "confidence",
-    /// "source"}` dicts), or without one by the heuristics. When the extractor raises,
-    /// nothing is written and the exception propagates as it is.
-    #[pyo3(signature = (conversation_id, target_branch, extractor = None, **kwargs))]
-    fn cherry_pick_to_facts(
-        &self,
-        py: Python<'_>,
-        conversation_id: Arg<'_>,
-        target_branch: Arg<'_>,
-        extractor: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Fact>> {
-        let store = self.store()?;
-        let args = crate::ops::arguments::<ops::CherryPickToFacts>(
-            &store,
-            given!(kwargs; conversation_id, target_branch),
-        )?;
-        let Some(extractor) = extractor.filter(|e| !e.is_none()) else {
-            let facts = py.detach(|| ops::CherryPickToFacts::run_with(&store, args, None))?;
-            return Ok(facts.into_iter().map(Fact::new).collect());
-        };
-        let name = crate::curation::callable_name(extractor);
-        let extractor = extractor.clone().unbind();
-        let depth = store.limits().max_depth;
-        let mut raised = None;
-        let drawn = py.detach(|| {
-            let mut extractor = ops::JsonExtractor::new(name, |item: Value| {
-                crate::curation::call_json(&extractor, &item, "extractor", depth, &mut raised)
-            });
-            ops::CherryPickToFacts::run_with(&store, args, Some(&mut extractor))
-        });
-        match (drawn, raised) {
-            (Err(_), Some(exception)) => Err(exception.into()),
-            (drawn, _) => Ok(drawn?.into_iter().map(Fact::new).collect()),
-        }
-    }
-
-    /// Copies a conversation's decision points (the seed's heuristics, or `judge(message) ->
-    /// bool`) into a new conversation. When the judge raises, nothing is written and the
-    /// exception propagates as it is.
-    #[pyo3(signature = (conversation_id, target_branch, judge = None, **kwargs))]
-    fn cherry_pick_decisions(
-        &self,
-        py: Python<'_>,
-        conversation_id: Arg<'_>,
-        target_branch: Arg<'_>,
-        judge: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Conversation> {
-        let store = self.store()?;
-        let args = crate::ops::arguments::<ops::CherryPickDecisions>(
-            &store,
-            given!(kwargs; conversation_id, target_branch),
-        )?;
-        let Some(judge) = judge else {
-            return Ok(Conversation::new(py.detach(|| {
-                ops::CherryPickDecisions::run_with(&store, args, None)
-            })?));
-        };
-        let judge = judge.clone().unbind();
-        let depth = store.limits().max_depth;
-        let mut raised = None;
-        let picked = py.detach(|| {
-            let mut judge = ops::JsonJudge(|message: Value| {
-                crate::curation::call_json(&judge, &message, "judge", depth, &mut raised)
-            });
-            ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
-        });
-        match (picked, raised) {
-            (Err(_), Some(exception)) => Err(exception.into()),
-            (picked, _) => Ok(Conversation::new(picked?)),
-        }
-    }
-
-    /// Copies a conversation's tool-call sequences into a new conversation.
-    #[pyo3(signature = (conversation_id, target_branch, **kwargs))]
-    fn cherry_pick_tools(
-        &self,
-        py: Python<'_>,
-        conversation_id: Arg<'_>,
-        target_branch: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Conversation> {
-        self.call::<ops::CherryPickTools>(py, given!(kwargs; conversation_id, target_branch))
-    }
-
-    /// Writes facts on a branch (status `active`).
-    #[pyo3(signature = (branch, facts, **kwargs))]
-    fn add_facts(
-        &self,
-        py: Python<'_>,
-        branch: Arg<'_>,
-        facts: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Fact>> {
-        self.call::<ops::AddFacts>(py, given!(kwargs; branch, facts))
-    }
-
-    /// The facts of a branch, oldest first.
-    #[pyo3(signature = (branch, **kwargs))]
-    fn facts(
-        &self,
-        py: Python<'_>,
-        branch: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Fact>> {
-        self.call::<ops::Facts>(py, given!(kwargs; branch))
-    }
-
-    /// Every branch that holds something, with its parent.
-    #[pyo3(signature = (**kwargs))]
-    fn branches(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<Py<PyAny>>> {
-        self.call::<ops::Branches>(py, given!(kwargs;))
-    }
-
-    /// Scores a branch's facts and conversations with `verifier(item)` (without one, the
-    /// neutral 0.5) and stores the verdicts. An item the verifier raises on, or scores with NaN
-    /// or outside 0..1, is left as it was and reported.
-    #[pyo3(signature = (branch, verifier = None, **kwargs))]
-    fn verify(
-        &self,
-        py: Python<'_>,
-        branch: Arg<'_>,
-        verifier: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<VerifyReport> {
-        let store = self.store()?;
-        let args = crate::ops::arguments::<ops::Verify>(&store, given!(kwargs; branch))?;
-        let Some(verifier) = verifier else {
-            return Ok(VerifyReport::new(
-                py.detach(|| ops::Verify::run_with(&store, args, None))?,
-            ));
-        };
-        let name = crate::curation::callable_name(verifier);
-        let verifier = verifier.clone().unbind();
-        let depth = store.limits().max_depth;
-        let report = py.detach(|| {
-            // An exception fails only its item: the report says which, and why.
-            let mut raised = None;
-            let mut verifier = ops::JsonVerifier::new(name, |item: Value| {
-                crate::curation::call_json(&verifier, &item, "verifier", depth, &mut raised)
-            });
-            ops::Verify::run_with(&store, args, Some(&mut verifier))
-        })?;
-        Ok(VerifyReport::new(report))
-    }
-
-    /// Moves a branch's verified knowledge into its parent (or `into`).
-    #[pyo3(signature = (branch, **kwargs))]
-    fn merge(
-        &self,
-        py: Python<'_>,
-        branch: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<MergeReport> {
-        self.call::<ops::Merge>(py, given!(kwargs; branch))
-    }
-
-    /// The successor's packet for a handoff, from every part of the store, within
-    /// `budget_tokens` or `budget_chars`; `transcript` (messages in any provider's shape, as
-    /// dicts or objects with `model_dump()`) is one more conversation in it, and
-    /// `summarize(request) -> str` compresses what does not fit whole instead of cutting it
-    /// (an exception or an answer that is no `str`: the item is cut).
-    #[pyo3(signature = (handoff_id, *, transcript = None, summarize = None, **kwargs))]
-    fn context_for(
-        &self,
-        py: Python<'_>,
-        handoff_id: Arg<'_>,
-        transcript: Arg<'_>,
-        summarize: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Packet> {
-        let plain = transcript.map(crate::context::transcript).transpose()?;
-        let transcript = plain.as_ref();
-        let summarize = summarize.filter(|s| !s.is_none());
-        let Some(summarize) = summarize else {
-            return self.call::<ops::ContextFor>(py, given!(kwargs; handoff_id, transcript));
-        };
-        if !summarize.is_callable() {
-            return Err(core::Error::invalid("summarize", "must be callable").into());
-        }
-        let store = self.store()?;
-        let args = crate::ops::arguments::<ops::ContextFor>(
-            &store,
-            given!(kwargs; handoff_id, transcript),
-        )?;
-        let (summarizer, interrupted) = crate::context::Summarizer::new(summarize);
-        let packet = py.detach(|| {
-            let options = args.options()?.summarizer(summarizer);
-            store.context_for(&args.handoff_id, options)
-        });
-        let interrupted = interrupted
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        if let Some(err) = interrupted {
-            return Err(err.into());
-        }
-        Ok(Packet::new(packet?))
-    }
-
-    /// The curation log of a task, or of `main`.
-    #[pyo3(signature = (**kwargs))]
-    fn curation_events(
-        &self,
-        py: Python<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<Py<PyAny>>> {
-        self.call::<ops::CurationEvents>(py, given!(kwargs;))
-    }
-
-    /// Packages a task's (or a branch's) knowledge as a bundle with a share token.
-    #[pyo3(signature = (name, **kwargs))]
-    fn create_bundle(
-        &self,
-        py: Python<'_>,
-        name: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Bundle> {
-        self.call::<ops::CreateBundle>(py, given!(kwargs; name))
-    }
-
-    /// The bundle with this id.
-    #[pyo3(signature = (id, **kwargs))]
-    fn get_bundle(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Bundle> {
-        self.call::<ops::GetBundle>(py, given!(kwargs; id))
-    }
-
-    /// The store's bundles, oldest first.
-    #[pyo3(signature = (**kwargs))]
-    fn list_bundles(&self, py: Python<'_>, kwargs: Option<Kwargs<'_>>) -> Result<Vec<Bundle>> {
-        self.call::<ops::ListBundles>(py, given!(kwargs;))
-    }
-
-    /// The bundle a share token opens (never a private one).
-    #[pyo3(signature = (token, **kwargs))]
-    fn bundle_by_token(
-        &self,
-        py: Python<'_>,
-        token: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Bundle> {
-        self.call::<ops::BundleByToken>(py, given!(kwargs; token))
-    }
-
-    /// Changes who may find a bundle by its token.
-    #[pyo3(signature = (id, visibility, **kwargs))]
-    fn set_visibility(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        visibility: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Bundle> {
-        self.call::<ops::SetVisibility>(py, given!(kwargs; id, visibility))
-    }
-
-    /// Signs a bundle with a secret key (`secret_key=`, from `generate_bundle_key()`): a store
-    /// that trusts its public key imports the bundle's verdicts as verified.
-    #[pyo3(signature = (id, **kwargs))]
-    fn sign_bundle(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Bundle> {
-        self.call::<ops::SignBundle>(py, given!(kwargs; id))
-    }
-
-    /// Trusts public keys to vouch for bundles (`trust=`), or stops trusting them
-    /// (`distrust=`); the keys trusted afterwards.
-    #[pyo3(signature = (**kwargs))]
-    fn trust_bundle_keys(
-        &self,
-        py: Python<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Vec<TrustedKey>> {
-        self.call::<ops::TrustBundleKeys>(py, given!(kwargs;))
-    }
-
-    /// Deletes a bundle and its share token.
-    #[pyo3(signature = (id, **kwargs))]
-    fn delete_bundle(&self, py: Python<'_>, id: Arg<'_>, kwargs: Option<Kwargs<'_>>) -> Result<()> {
-        self.call::<ops::DeleteBundle>(py, given!(kwargs; id))
-    }
-
-    /// Imports a bundle (its JSON as `str` or `bytes`, a `dict`, or a `Bundle`; or
-    /// `bundle_id=` or `share_token=` of this store's) into a branch, checked whole first;
-    /// importing it again adds nothing.
-    #[pyo3(signature = (bundle = None, **kwargs))]
-    fn import_bundle(
-        &self,
-        py: Python<'_>,
-        bundle: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<ImportReport> {
-        // A `Bundle` goes as its portable form, bytes as the text they hold.
-        let text = match bundle {
-            Some(b) => match (b.cast::<Bundle>(), b.cast::<pyo3::types::PyBytes>()) {
-                (Ok(made), _) => Some(made.get().portable()?),
-                (_, Ok(bytes)) => Some(
-                    String::from_utf8(bytes.as_bytes().to_vec())
-                        .map_err(|_| core::Error::invalid("bundle", "must be UTF-8 text"))?,
-                ),
-                _ => None,
-            },
-            None => None,
-        };
-        let text = text.map(|t| pyo3::types::PyString::new(py, &t).into_any());
-        let bundle = text.as_ref().or(bundle);
-        self.call::<ops::ImportBundle>(py, given!(kwargs; bundle))
-    }
-
-    /// Runs the verification gate on a bundle's contents: `verifier(item)` scores each of its
-    /// facts and conversations, and the bundle records its status, mean score and verifier.
-    /// Without a verifier it is refused (`ValidationError` naming `verifier`); when the
-    /// verifier raises, nothing is recorded and the exception propagates as it is.
-    #[pyo3(signature = (id, verifier = None, **kwargs))]
-    fn verify_bundle(
-        &self,
-        py: Python<'_>,
-        id: Arg<'_>,
-        verifier: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<Bundle> {
-        let store = self.store()?;
-        let args = crate::ops::arguments::<ops::VerifyBundle>(&store, given!(kwargs; id))?;
-        let Some(verifier) = verifier.filter(|v| !v.is_none()) else {
-            return Ok(Bundle::new(
-                py.detach(|| ops::VerifyBundle::run_with(&store, args, None))?,
-            ));
-        };
-        let name = crate::curation::callable_name(verifier);
-        let verifier = verifier.clone().unbind();
-        let depth = store.limits().max_depth;
-        let mut raised = None;
-        let verified = py.detach(|| {
-            let mut verifier = ops::JsonVerifier::new(name, |item: Value| {
-                crate::curation::call_json(&verifier, &item, "verifier", depth, &mut raised)
-            });
-            ops::VerifyBundle::run_with(&store, args, Some(&mut verifier))
-        });
-        match (verified, raised) {
-            (Err(_), Some(exception)) => Err(exception.into()),
-            (verified, _) => Ok(Bundle::new(verified?)),
-        }
-    }
-
-    /// A task's whole run as one timeline, with its agents, key knowledge and outcome.
-    #[pyo3(signature = (task_id, **kwargs))]
-    fn replay(
-        &self,
-        py: Python<'_>,
-        task_id: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<TaskReplay> {
-        self.call::<ops::Replay>(py, given!(kwargs; task_id))
-    }
-
-    /// Two runs side by side.
-    #[pyo3(signature = (task_a, task_b, **kwargs))]
-    fn compare(
-        &self,
-        py: Python<'_>,
-        task_a: Arg<'_>,
-        task_b: Arg<'_>,
-        kwargs: Option<Kwargs<'_>>,
-    ) -> Result<TaskComparison> {
-        self.call::<ops::Compare>(py, given!(kwargs; task_a, task_b))
-    }
-
     /// Holds `claim` while its work runs: `with store.lease(claim) as lease:` heartbeats every
     /// third of its lease from a thread of its own, and leaving the block completes the claim
     /// (with `lease.outcome`) or fails it with the exception that ended it.
@@ -1796,7 +761,7 @@ impl Store {
         py: Python<'_>,
         scope: &str,
         change: &Bound<'_, PyAny>,
-    ) -> Result<Memory> {
+    ) -> Result<Py<PyAny>> {
         let store = self.store()?;
         let change = change.clone().unbind();
         let max_depth = store.limits().max_depth;
@@ -1818,7 +783,7 @@ impl Store {
                 })
             })
         })?;
-        Ok(Memory::new(memory))
+        Ok(crate::ops::record(py, "Memory", &memory)?)
     }
 
     /// The store clock's current time.
@@ -1858,5 +823,55 @@ impl Store {
     fn __repr__(&self) -> String {
         let state = if self.closed() { " (closed)" } else { "" };
         format!("<handoff_core.Store {}{state}>", self.description)
+    }
+}
+
+/// Runs the operation `name` with `arguments` (a method that prepared them first).
+fn run_named(
+    py: Python<'_>,
+    store: &core::Store,
+    name: &str,
+    arguments: &Bound<'_, PyDict>,
+) -> Result<Py<PyAny>> {
+    let run = crate::ops::runner(name)
+        .ok_or_else(|| PyValueError::new_err(format!("the core has no operation {name:?}")))?;
+    run(py, store, Given::all(arguments))
+}
+
+/// A Python callable as the core calls it: its JSON argument as a `dict`, its answer read as
+/// JSON (see [`crate::curation::call_json`]), with its name (a verifier's `verified_by`).
+type Callable<'c> = (String, &'c mut dyn FnMut(Value) -> core::Result<Value>);
+
+/// Runs `run` with the GIL released, handing it `callable` (as [`Callable`]) or `None`. When
+/// the call fails after the callable raised, the exception is raised as it was, nothing
+/// written; an exception the operation survives (a verifier's, which fails only its item) is
+/// in its result.
+fn with_callable<T, F>(
+    py: Python<'_>,
+    store: &core::Store,
+    callable: Option<&Bound<'_, PyAny>>,
+    field: &'static str,
+    run: F,
+) -> Result<Py<PyAny>>
+where
+    T: serde::Serialize + 'static,
+    F: FnOnce(Option<Callable<'_>>) -> core::Result<T> + Send,
+{
+    let Some(callable) = callable.filter(|c| !c.is_none()) else {
+        let done = py.detach(|| run(None).map(Made::of))?;
+        return Ok(done.make(py)?);
+    };
+    let name = crate::curation::callable_name(callable);
+    let callable = callable.clone().unbind();
+    let depth = store.limits().max_depth;
+    let mut raised = None;
+    let done = py.detach(|| {
+        let mut call =
+            |item: Value| crate::curation::call_json(&callable, &item, field, depth, &mut raised);
+        run(Some((name, &mut call))).map(Made::of)
+    });
+    match (done, raised) {
+        (Err(_), Some(exception)) => Err(exception.into()),
+        (done, _) => Ok(done?.make(py)?),
     }
 }

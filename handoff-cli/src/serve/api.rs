@@ -3,10 +3,10 @@
 //! answer or a problem is the same as from every other face. Seed 001's bundle API is here
 //! exactly; everything else follows its style.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::Request;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
@@ -19,11 +19,12 @@ use super::{App, Refusal, browsers, json_response, openapi, query_pairs};
 use crate::credentials::{self, Agents};
 use crate::error::CliError;
 use crate::judge;
-use crate::operations::{self, Op, asked_wait, cap_to_a_page, name_flat_claim};
+use crate::operations::{self, Op, cap_to_a_page, name_flat_claim};
+use crate::results::Shown;
 use tokio::sync::Semaphore;
 
 /// The longest a request waits for work (`claim-next` with `wait_seconds`).
-const MAX_WAIT_SECONDS: f64 = 50.0;
+const MAX_WAIT: Duration = Duration::from_secs(50);
 
 /// How a route's request becomes the operation's arguments, beyond path, query and body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,11 +41,11 @@ pub(super) enum Shape {
 }
 
 /// One route.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Route {
     pub method: &'static str,
     /// Under `/api/v1`; `{name}` segments are the operation's arguments of that name.
-    pub path: &'static str,
+    pub path: String,
     /// The catalog operation.
     pub op: &'static str,
     /// The OpenAPI `operationId`, when two routes share an operation.
@@ -52,8 +53,17 @@ pub(super) struct Route {
     pub shape: Shape,
 }
 
-const fn route(method: &'static str, path: &'static str, op: &'static str) -> Route {
-    Route {
+/// A route of the table of exceptions.
+struct Own {
+    method: &'static str,
+    path: &'static str,
+    op: &'static str,
+    id: Option<&'static str>,
+    shape: Shape,
+}
+
+const fn own(method: &'static str, path: &'static str, op: &'static str) -> Own {
+    Own {
         method,
         path,
         op,
@@ -62,50 +72,33 @@ const fn route(method: &'static str, path: &'static str, op: &'static str) -> Ro
     }
 }
 
-const fn claim(path: &'static str, op: &'static str) -> Route {
-    Route {
-        method: "POST",
-        path,
-        op,
-        id: None,
+const fn claim(path: &'static str, op: &'static str) -> Own {
+    Own {
         shape: Shape::Claim,
+        ..own("POST", path, op)
     }
 }
 
-/// Every route, in the order the OpenAPI document lists them.
-pub(super) const ROUTES: &[Route] = &[
+/// The operations served elsewhere than their command's name says ([`default_route`]): an
+/// operation here is served at exactly the routes it has here.
+const OWN_ROUTES: &[Own] = &[
     // Seed 001's bundle API, exactly.
-    route("POST", "/bundles", "create_bundle"),
-    route("GET", "/bundles", "list_bundles"),
-    route("GET", "/bundles/{id}", "get_bundle"),
-    route("GET", "/bundles/shared/{token}", "bundle_by_token"),
-    Route {
+    own("GET", "/bundles/shared/{token}", "bundle_by_token"),
+    Own {
         id: Some("import_stored_bundle"),
         shape: Shape::StoredBundle,
-        ..route("POST", "/bundles/{id}/import", "import_bundle")
+        ..own("POST", "/bundles/{id}/import", "import_bundle")
     },
-    // The verification gate on the bundle's contents, by the server's --judge-cmd.
-    route("POST", "/bundles/{id}/verify", "verify_bundle"),
-    route("PATCH", "/bundles/{id}/visibility", "set_visibility"),
-    route("POST", "/bundles/{id}/sign", "sign_bundle"),
-    route("POST", "/bundle-keys", "trust_bundle_keys"),
-    route("DELETE", "/bundles/{id}", "delete_bundle"),
-    route("POST", "/bundles/import", "import_bundle"),
-    // Handoffs.
-    route("GET", "/handoffs", "list"),
-    route("POST", "/handoffs", "create"),
-    route("POST", "/handoffs/claim-next", "claim_next"),
-    route("GET", "/handoffs/{id}", "get"),
-    route("POST", "/handoffs/{id}/claim", "claim"),
+    own("POST", "/bundles/import", "import_bundle"),
+    own("PATCH", "/bundles/{id}/visibility", "set_visibility"),
+    own("POST", "/bundle-keys", "trust_bundle_keys"),
     // Seed 001's word for claiming (`{"agent_id": ...}`), answered with the claim.
-    Route {
+    own("POST", "/handoffs/{id}/claim", "claim"),
+    Own {
         id: Some("accept_handoff"),
-        ..route("POST", "/handoffs/{id}/accept", "claim")
+        ..own("POST", "/handoffs/{id}/accept", "claim")
     },
-    claim("/handoffs/{handoff_id}/heartbeat", "heartbeat"),
-    claim("/handoffs/{handoff_id}/complete", "complete"),
-    claim("/handoffs/{handoff_id}/release", "release"),
-    claim("/handoffs/{handoff_id}/fail", "fail"),
+    own("POST", "/handoffs/claim-next", "claim_next"),
     // A task's step, settled with its claim like any handoff.
     claim("/handoffs/{handoff_id}/fail-step", "fail_step"),
     claim("/handoffs/{handoff_id}/escalate-step", "escalate_step"),
@@ -113,97 +106,109 @@ pub(super) const ROUTES: &[Route] = &[
         "/handoffs/{handoff_id}/resolve-escalation",
         "resolve_escalation",
     ),
-    route("POST", "/handoffs/{id}/reject", "reject"),
-    route("POST", "/handoffs/{id}/cancel", "cancel"),
-    Route {
+    Own {
         id: Some("handoff_events"),
-        ..route("GET", "/handoffs/{handoff_id}/events", "events")
+        ..own("GET", "/handoffs/{handoff_id}/events", "events")
     },
-    route("GET", "/handoffs/{handoff_id}/context", "context_for"),
-    route("GET", "/events", "events"),
-    route("GET", "/stats", "stats"),
-    route("GET", "/queue", "queue_counts"),
-    route("GET", "/stalled", "stalled"),
-    route("POST", "/reap", "reap"),
-    route("GET", "/capabilities", "capabilities"),
-    route("POST", "/check", "check"),
-    // Tasks.
-    route("GET", "/tasks", "list_tasks"),
-    route("POST", "/tasks", "create_task"),
-    route("GET", "/tasks/history", "task_history"),
-    route("GET", "/tasks/statistics", "task_statistics"),
-    route("GET", "/tasks/compare", "compare"),
-    route("POST", "/tasks/prune", "prune"),
-    route("POST", "/tasks/rerun", "rerun_task"),
-    route("GET", "/tasks/{id}", "get_task"),
-    route("PATCH", "/tasks/{id}", "update_task"),
-    route("POST", "/tasks/{id}/start", "start_task"),
-    route("POST", "/tasks/{id}/pause", "pause_task"),
-    route("POST", "/tasks/{id}/resume", "resume_task"),
-    route("POST", "/tasks/{id}/cancel", "cancel_task"),
-    // Seed 001 §8's `POST /tasks/{id}/join`, `/complete` and the way a task fails.
-    route("POST", "/tasks/{id}/join", "join_task"),
-    route("POST", "/tasks/{id}/complete", "complete_task"),
-    route("POST", "/tasks/{id}/fail", "fail_task"),
-    route("GET", "/tasks/{id}/events", "task_events"),
-    route("GET", "/tasks/{task_id}/chain", "chain"),
-    route("GET", "/tasks/{task_id}/replay", "replay"),
-    // The manager/worker protocol.
-    route("POST", "/protocol/initialize", "initialize"),
-    claim("/protocol/{handoff_id}/report", "report"),
-    claim("/protocol/{handoff_id}/decide", "decide"),
-    claim("/protocol/{handoff_id}/report-error", "report_error"),
-    claim("/protocol/{handoff_id}/recover", "recover"),
-    claim("/protocol/{handoff_id}/escalate", "escalate"),
-    claim("/protocol/{handoff_id}/resolve", "resolve"),
-    route("GET", "/protocol/stats", "protocol_stats"),
-    route("GET", "/protocol/{task_id}", "protocol_run"),
-    route("GET", "/protocol/{task_id}/history", "protocol_history"),
-    // Conversations and curated knowledge.
-    route("GET", "/conversations", "list_conversations"),
-    route("POST", "/conversations", "add_conversation"),
-    route("GET", "/conversations/{id}", "get_conversation"),
-    route("GET", "/conversations/{id}/messages", "messages"),
-    route(
+    own("GET", "/events", "events"),
+    own("GET", "/queue", "queue_counts"),
+    own("POST", "/tasks/rerun", "rerun_task"),
+    own("POST", "/protocol/initialize", "initialize"),
+    own(
         "POST",
         "/conversations/{conversation_id}/messages",
         "append_messages",
     ),
-    route(
-        "POST",
-        "/conversations/{conversation_id}/cherry-pick",
-        "cherry_pick",
-    ),
-    route(
-        "POST",
-        "/conversations/{conversation_id}/cherry-pick-decisions",
-        "cherry_pick_decisions",
-    ),
-    route(
-        "POST",
-        "/conversations/{conversation_id}/cherry-pick-tools",
-        "cherry_pick_tools",
-    ),
-    route(
-        "POST",
-        "/conversations/{conversation_id}/cherry-pick-to-facts",
-        "cherry_pick_to_facts",
-    ),
-    route("GET", "/branches", "branches"),
     // Seed 001 §8: `POST /branches/task%2Ffix-oauth-token-refresh/verify`, the name one
     // URL-encoded segment.
-    route("POST", "/branches/{branch}/verify", "verify"),
-    route("GET", "/facts", "facts"),
-    route("POST", "/facts", "add_facts"),
-    route("POST", "/merge", "merge"),
-    route("GET", "/curation/events", "curation_events"),
-    // Memory and sessions.
-    route("GET", "/memory", "memory_list"),
-    route("GET", "/memory/{scope}", "memory_get"),
-    route("PUT", "/memory/{scope}", "memory_put"),
-    route("DELETE", "/memory/{scope}", "memory_delete"),
-    route("GET", "/sessions/{session_id}", "session"),
+    own("POST", "/branches/{branch}/verify", "verify"),
+    own("GET", "/curation/events", "curation_events"),
 ];
+
+/// Where each group's operations are served: `handoff task start` at `/tasks/{id}/start`. A
+/// handoff's operation without a record (`stats`) and a verb without a group (`branches`)
+/// are at the top.
+const GROUP_PATHS: &[(&str, &str)] = &[
+    ("task", "/tasks"),
+    ("memory", "/memory"),
+    ("session", "/sessions"),
+    ("protocol", "/protocol"),
+    ("conversation", "/conversations"),
+    ("facts", "/facts"),
+    ("bundle", "/bundles"),
+];
+
+/// An operation's route by its command's name: a record's verbs by their HTTP method (`create`
+/// and `add` post to the collection, `list` gets it, `get` or `show`, `put`, `update` and
+/// `delete` name the record by the first argument), a claim's operation at the claimed
+/// handoff, a verb on a record (its first argument `id` or `<thing>_id`) at the record, any
+/// other verb under the group; reads are `GET`, the rest `POST`.
+fn default_route(op: &Op) -> Route {
+    let (group, verb) = op.info.command.unwrap_or(("", op.name()));
+    let verb = verb.replace('_', "-");
+    let first = op.info.positional.first().copied().unwrap_or_default();
+    let base = GROUP_PATHS
+        .iter()
+        .find(|(g, _)| *g == group)
+        .map_or("", |(_, path)| path);
+    // A record named by its id: `handoff_id` is a handoff's, `task_id` a task's; a bare `id`
+    // is one of the group's own (a handoff's without a group).
+    let record = match first.strip_suffix("_id") {
+        Some(thing) if base.is_empty() => format!("/{thing}s/{{{first}}}"),
+        Some(_) => format!("{base}/{{{first}}}"),
+        None if first == "id" && base.is_empty() => "/handoffs/{id}".to_owned(),
+        None => format!("{base}/{{{first}}}"),
+    };
+    let collection = if base.is_empty() { "/handoffs" } else { base };
+    let (method, path, shape) = match verb.as_str() {
+        "create" | "add" => ("POST", collection.to_owned(), Shape::Plain),
+        "list" => ("GET", collection.to_owned(), Shape::Plain),
+        "get" | "show" => ("GET", record, Shape::Plain),
+        "put" => ("PUT", record, Shape::Plain),
+        "update" => ("PATCH", record, Shape::Plain),
+        "delete" => ("DELETE", record, Shape::Plain),
+        _ if first == "claim" => (
+            "POST",
+            format!("{collection}/{{handoff_id}}/{verb}"),
+            Shape::Claim,
+        ),
+        _ => {
+            let method = if op.reads_only() { "GET" } else { "POST" };
+            let on_record = first == "id" || first.ends_with("_id");
+            let at = if on_record { record } else { base.to_owned() };
+            (method, format!("{at}/{verb}"), Shape::Plain)
+        }
+    };
+    Route {
+        method,
+        path,
+        op: op.name(),
+        id: None,
+        shape,
+    }
+}
+
+/// Every route: each operation's by its name, or its own ([`OWN_ROUTES`]).
+pub(super) fn routes() -> &'static [Route] {
+    static ROUTES: OnceLock<Vec<Route>> = OnceLock::new();
+    ROUTES.get_or_init(|| {
+        let mut routes = Vec::new();
+        for op in operations::all() {
+            let own: Vec<&Own> = OWN_ROUTES.iter().filter(|r| r.op == op.name()).collect();
+            if own.is_empty() {
+                routes.push(default_route(op));
+            }
+            routes.extend(own.into_iter().map(|r| Route {
+                method: r.method,
+                path: r.path.to_owned(),
+                op: r.op,
+                id: r.id,
+                shape: r.shape,
+            }));
+        }
+        routes
+    })
+}
 
 impl Route {
     pub(super) fn op(&self) -> &'static Op {
@@ -211,7 +216,7 @@ impl Route {
     }
 
     /// The path's parameter names.
-    pub(super) fn parameters(&self) -> impl Iterator<Item = &'static str> {
+    pub(super) fn parameters(&self) -> impl Iterator<Item = &str> {
         self.path
             .split('/')
             .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
@@ -223,7 +228,7 @@ impl Route {
     }
 
     /// The path parameters' values, if `path` (under `/api/v1`) is this route's.
-    fn matches(&self, path: &str) -> Option<Vec<(&'static str, String)>> {
+    fn matches(&self, path: &str) -> Option<Vec<(&str, String)>> {
         let mut template = self.path.split('/');
         let mut given = path.split('/');
         let mut found = Vec::new();
@@ -250,13 +255,15 @@ pub(super) async fn handle(app: Arc<App>, request: Request, caller: Agents) -> R
         return json_response(StatusCode::OK, openapi::document());
     }
     let method = request.method().clone();
-    let candidates: Vec<(&Route, Vec<(&'static str, String)>)> = ROUTES
+    let candidates: Vec<(&'static Route, Vec<(&'static str, String)>)> = routes()
         .iter()
         .filter_map(|r| Some((r, r.matches(rest)?)))
         .collect();
-    let Some((route, parameters)): Option<(&'static Route, _)> = candidates
+    // A path's own words before a parameter: `/tasks/history` is not the task `history`.
+    let Some((route, parameters)) = candidates
         .iter()
-        .find(|(r, _)| r.method == method.as_str())
+        .filter(|(r, _)| r.method == method.as_str())
+        .min_by_key(|(_, parameters)| parameters.len())
         .cloned()
     else {
         return if candidates.is_empty() {
@@ -305,10 +312,10 @@ pub(super) async fn handle(app: Arc<App>, request: Request, caller: Agents) -> R
     }
     let receipt = Receipt::new(&app);
     let handover = receipt.handover();
-    let answer = match asked_wait(&args) {
-        Some(wait) => waiting(&app, route, args, wait, &handover).await,
-        None => app
-            .blocking(move |app| run(app, route, args, &handover))
+    let answer = match operations::waits(route.op(), &args) {
+        true => waiting(&app, route, args, handover).await,
+        false => app
+            .blocking(move |app| run(app, route, args, &handover, false))
             .await
             .and_then(|answer| answer),
     };
@@ -323,48 +330,40 @@ pub(super) async fn handle(app: Arc<App>, request: Request, caller: Agents) -> R
     }
 }
 
-/// How many requests may wait for work on the blocking threads at once. A waiting request
-/// takes one for a slice of its wait at most; past this many, the others wait their turn
-/// without holding a thread, so that waiting workers can never starve the other requests.
+/// How many requests may wait for work on the blocking threads at once; past this many, the
+/// others wait their turn without holding a thread, so that waiting workers can never starve
+/// the other requests.
 const WAITING_AT_ONCE: usize = 64;
-/// The longest slice of a wait spent on a blocking thread.
-const WAIT_SLICE: Duration = Duration::from_secs(1);
 
-/// Runs a waiting `claim-next` a slice at a time, each slice on a blocking thread when one of
-/// [`WAITING_AT_ONCE`] is free, until it has claimed something, its wait is over or the server
-/// is stopping (then it looks once more, without waiting, and answers).
+/// Runs a waiting `claim-next` on a blocking thread once one of [`WAITING_AT_ONCE`] is free,
+/// until it has claimed something, its wait is over, its request is gone or the server is
+/// stopping. Without a turn before its wait is over (or the server stops), it looks once,
+/// without waiting, and answers.
 async fn waiting(
     app: &Arc<App>,
     route: &'static Route,
     mut args: Map<String, Value>,
-    wait: Duration,
-    handover: &Handover,
+    handover: Handover,
 ) -> Result<(StatusCode, Value), Error> {
     static SLOTS: Semaphore = Semaphore::const_new(WAITING_AT_ONCE);
-    let deadline = Instant::now() + wait;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let slot = tokio::select! {
-            slot = tokio::time::timeout(left, SLOTS.acquire()) => slot.ok(),
-            () = app.stop.begun() => None,
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        let slice = match slot {
-            Some(_) if !app.stop.has_begun() => left.min(WAIT_SLICE),
-            _ => Duration::ZERO,
-        };
-        args.insert("wait_seconds".into(), json!(slice.as_secs_f64()));
-        let asked = args.clone();
-        let handover = handover.clone();
-        let (status, body) = app
-            .blocking(move |app| run(app, route, asked, &handover))
-            .await??;
-        drop(slot);
-        let claimed = body.get("handoff_id").is_some();
-        if claimed || slice >= left || app.stop.has_begun() {
-            return Ok((status, body));
-        }
-    }
+    let wait = args
+        .get("wait_seconds")
+        .and_then(Value::as_f64)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .unwrap_or_default();
+    let asked = tokio::time::Instant::now();
+    let slot = tokio::select! {
+        slot = tokio::time::timeout(wait, SLOTS.acquire()) => slot.ok().and_then(Result::ok),
+        () = app.stop.begun() => None,
+    };
+    let left = wait.saturating_sub(asked.elapsed());
+    let waits = slot.is_some() && !app.stop.has_begun() && !left.is_zero();
+    args.insert("wait_seconds".into(), json!(left.as_secs_f64()));
+    let answer = app
+        .blocking(move |app| run(app, route, args, &handover, waits))
+        .await?;
+    drop(slot);
+    answer
 }
 
 /// The operation's arguments from the path, the query string or the body, and the route's shape.
@@ -408,9 +407,9 @@ fn arguments(
     }
     if route.op == "claim_next"
         && let Some(wait) = args.get("wait_seconds").and_then(Value::as_f64)
-        && wait > MAX_WAIT_SECONDS
+        && wait > MAX_WAIT.as_secs_f64()
     {
-        args.insert("wait_seconds".into(), json!(MAX_WAIT_SECONDS));
+        args.insert("wait_seconds".into(), json!(MAX_WAIT.as_secs_f64()));
     }
     if op.is_paged() {
         cap_to_a_page(&mut args);
@@ -470,11 +469,14 @@ fn typed(schema: Option<&Value>, text: &str) -> Value {
 
 /// Runs the route's operation (blocking): its status and JSON answer. A claim it makes is
 /// offered to the request through `handover`, which gives it back if the request is gone.
+/// `waits`: a `claim-next` that waits, a slice at a time, while its request is there and the
+/// server is not stopping.
 fn run(
     app: &App,
     route: &Route,
     mut args: Map<String, Value>,
     handover: &Handover,
+    waits: bool,
 ) -> Result<(StatusCode, Value), Error> {
     let op = route.op();
     if route.shape == Shape::StoredBundle {
@@ -499,6 +501,9 @@ fn run(
                 "this server has no judge to verify with: start it with --judge-cmd CMD",
             ));
         }
+        _ if waits => operations::claim_waiting(&app.store, args, MAX_WAIT, &mut || {
+            app.stop.has_begun() || handover.gone()
+        })?,
         _ => op.call(&app.store, Value::Object(args))?,
     };
     if let Some(claim) = result.claim()
@@ -509,7 +514,12 @@ fn run(
             "its client was gone before the answer",
         ));
     }
-    let mut body = result.structured(&app.out, op.reads_only());
+    let shown = Shown {
+        op,
+        outcome: &result,
+        out: &app.out,
+    };
+    let mut body = shown.structured();
     if let (Some(page), Some((count, Some(last)))) = (page, result.extent())
         && count as u64 == page
     {
@@ -603,7 +613,7 @@ mod tests {
 
     #[test]
     fn every_route_names_an_operation_and_its_parameters_are_its_arguments() {
-        for route in ROUTES {
+        for route in routes() {
             let op = operations::find(route.op).expect(route.op);
             for name in route.parameters() {
                 let known = op.argument(name).is_some()
@@ -619,7 +629,7 @@ mod tests {
     }
 
     /// Task, step and protocol operations served without a route of their own, each with why:
-    /// none so far. Any other operation of those groups needs a route in [`ROUTES`].
+    /// none so far. Any other operation of those groups needs a route ([`routes`]).
     const NOT_SERVED: &[(&str, &str)] = &[];
 
     #[test]
@@ -629,17 +639,40 @@ mod tests {
             .filter(|op| matches!(op.command, Some(("task" | "step" | "protocol", _))))
             .map(|op| op.name)
             .filter(|name| NOT_SERVED.iter().all(|(exempt, _)| exempt != name))
-            .filter(|name| ROUTES.iter().all(|route| route.op != *name))
+            .filter(|name| routes().iter().all(|route| route.op != *name))
             .collect();
         assert!(
             missing.is_empty(),
-            "no HTTP route serves {missing:?}: add one to ROUTES (or say why not in NOT_SERVED)"
+            "no HTTP route serves {missing:?}: add one to OWN_ROUTES (or say why not in NOT_SERVED)"
         );
     }
 
     #[test]
+    fn routes_default_from_the_command_name() {
+        let route = |op: &str| {
+            let route = default_route(operations::find(op).expect(op));
+            format!("{} {}", route.method, route.path)
+        };
+        assert_eq!(route("start_task"), "POST /tasks/{id}/start");
+        assert_eq!(route("memory_put"), "PUT /memory/{scope}");
+        assert_eq!(route("heartbeat"), "POST /handoffs/{handoff_id}/heartbeat");
+        assert_eq!(
+            route("cherry_pick"),
+            "POST /conversations/{conversation_id}/cherry-pick"
+        );
+        assert_eq!(route("chain"), "GET /tasks/{task_id}/chain");
+        assert_eq!(route("stats"), "GET /stats");
+        assert_eq!(route("protocol_run"), "GET /protocol/{task_id}");
+        let unique: std::collections::BTreeSet<(&str, &str)> = routes()
+            .iter()
+            .map(|r| (r.method, r.path.as_str()))
+            .collect();
+        assert_eq!(unique.len(), routes().len(), "a route twice");
+    }
+
+    #[test]
     fn routes_match_their_paths_only() {
-        let get = ROUTES
+        let get = routes()
             .iter()
             .find(|r| r.path == "/bundles/shared/{token}")
             .expect("route");

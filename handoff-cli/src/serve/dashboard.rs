@@ -2,7 +2,7 @@
 //! status and agent, stalled work, each task's chain, plan, protocol run and replay timeline,
 //! a record's DNA and events, the bundles and their share links. Pages refresh themselves
 //! (`<meta http-equiv="refresh">`, off with `?refresh=0`). Every text leaves through
-//! [`Output`](crate::output::Output), which redacts, and through [`esc`], which escapes.
+//! [`Output`], which redacts, and through [`esc`], which escapes.
 
 use std::fmt::Write;
 use std::sync::Arc;

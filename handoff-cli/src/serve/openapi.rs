@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
-use super::api::{ROUTES, Route, Shape};
+use super::api::{Route, Shape, routes};
 
 /// The document, built once.
 pub(super) fn document() -> &'static Value {
@@ -18,7 +18,7 @@ pub(super) fn document() -> &'static Value {
 fn build() -> Value {
     let mut schemas = Map::new();
     let mut paths = Map::new();
-    for route in ROUTES {
+    for route in routes() {
         let operation = operation(route, &mut schemas);
         let path = format!("/api/v1{}", route.path);
         let item = paths

@@ -35,6 +35,11 @@ impl Handover {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether the request is gone: a waiting call stops waiting.
+    pub(super) fn gone(&self) -> bool {
+        self.state().gone
+    }
+
     /// Offers the claim a call made (on the blocking thread): whether the request is still
     /// there to receive it. If it is not, the claim is given back here.
     pub(super) fn offer(&self, store: &Store, claim: &Claim) -> bool {
@@ -94,5 +99,5 @@ impl Drop for Receipt {
 /// Gives back a claim nobody received. If that fails (its lease already lapsed, the store is
 /// unreachable), the claim lapses as any abandoned claim does: nobody is left to tell.
 fn release(store: &Store, claim: ClaimRef) {
-    let _ = store.release(claim, Claim::UNRECEIVED);
+    let _ = store.give_back(claim);
 }

@@ -43,6 +43,7 @@ pub const SHARE_TOKEN_PREFIX: &str = "kb_";
 /// What a bundle is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum BundleType {
     /// A task's verified knowledge.
     #[default]

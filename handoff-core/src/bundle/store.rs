@@ -36,6 +36,7 @@ const TOKEN: &str = "bundle_token";
 /// How far a bundle got through the gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum BundleStatus {
     /// Holds knowledge that was not all verified.
     Draft,

@@ -448,6 +448,7 @@ pub fn check_score(score: f64) -> Result<f64> {
 /// What the gate made of an item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum Verdict {
     /// Scored at least the threshold: it may merge upward.
     Verified,
@@ -460,6 +461,7 @@ pub enum Verdict {
 /// Where a fact stands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum FactStatus {
     /// Written, not verified yet (or scored in between).
     #[default]
@@ -562,6 +564,7 @@ impl NewFact {
 
 /// A fact on a branch, with what the gate made of it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Fact {
     /// Its id.
     pub id: String,
@@ -605,6 +608,7 @@ pub struct Fact {
 
 /// A conversation on a branch: its messages are kept beside it, numbered from 1 (`seq`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Conversation {
     /// Its id.
     pub id: String,
@@ -678,6 +682,7 @@ pub struct StoredMessage {
 
 /// A branch that holds something, with its parent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct BranchInfo {
     /// Its name.
     pub name: Branch,
@@ -996,6 +1001,7 @@ pub struct MergeReport {
 /// What changed in curated memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum CurationChange {
     /// A conversation was written.
     ConversationAdded,
@@ -1017,6 +1023,7 @@ pub enum CurationChange {
 
 /// One entry of the curation log: what changed, where and when, with its ids and counts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct CurationEvent {
     /// When.
     #[serde(with = "crate::clock::rfc3339")]

@@ -13,6 +13,7 @@ use crate::handoff::status::{Kind, Status};
 
 /// One hop of a chain: a handoff from one agent to the next.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Hop {
     /// The handoff making this hop.
     pub handoff_id: String,

@@ -26,6 +26,7 @@ use crate::record::{Handoff, Status};
 
 /// One entry of the event log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Event {
     /// Position in the store's log; strictly increasing in write order.
     pub seq: u64,
@@ -58,6 +59,7 @@ pub struct NewEvent {
 /// What an event did to its handoff. The wire form is `{"kind": ..., "detail": {...}}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum Change {
     /// The handoff was created. The record itself holds what was created (its content never
     /// changes afterwards); the event names only where the work goes, so that a reader of the

@@ -586,6 +586,11 @@ read_word!(Kind, Status);
 /// Why an agent handed over. Its wire form is one string: `context_limit_85`, `timeout_300s`,
 /// `explicit`, `error: <message>` or `task_complete`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Enum),
+    uniffi(name = "HandoffReason")
+)]
 pub enum Reason {
     /// The context window was this full, in percent.
     ContextLimit {
@@ -601,6 +606,7 @@ pub enum Reason {
     #[default]
     Explicit,
     /// The agent hit an error it could not recover from.
+    #[cfg_attr(feature = "uniffi", uniffi(name = "Error"))]
     FatalError {
         /// The error.
         message: String,

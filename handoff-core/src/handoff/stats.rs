@@ -10,6 +10,7 @@ use crate::record::Status;
 
 /// How the hand-offs from one agent to another fared.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct PathStats {
     /// The agent handing over (`*` when unnamed).
     pub from_agent: String,

@@ -49,6 +49,7 @@ macro_rules! string_enum {
 string_enum! {
     /// What kind of handoff a record is.
     #[derive(Default)]
+    #[cfg_attr(feature = "uniffi", derive(uniffi::Enum), uniffi(name = "HandoffKind"))]
     Kind {
         /// The whole task passes to the successor.
         #[default]
@@ -71,6 +72,7 @@ string_enum! {
 string_enum! {
     /// Where a handoff is in its lifecycle.
     #[derive(Default)]
+    #[cfg_attr(feature = "uniffi", derive(uniffi::Enum), uniffi(name = "HandoffStatus"))]
     Status {
         /// Waiting for a claim.
         #[default]

@@ -42,6 +42,7 @@ pub struct TimelineEntry {
 
 /// What one agent did in a task.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct AgentContribution {
     /// The agent.
     pub agent: String,
@@ -319,6 +320,7 @@ pub fn outcome(timeline: &[TimelineEntry], status: Option<String>) -> TaskOutcom
 
 /// What two sets share and what only one holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Overlap {
     /// Only in the first run.
     pub only_a: Vec<String>,

@@ -70,6 +70,7 @@ impl ListFilter {
 
 /// How many records are in one status for one addressee ([`Backend::queue_counts`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct QueueCount {
     /// The status.
     pub status: crate::Status,

@@ -32,6 +32,7 @@ use crate::validate::{Collector, Limits};
 /// Where a task stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum TaskStatus {
     /// Created, not started: no step is offered.
     Pending,
@@ -60,6 +61,7 @@ impl TaskStatus {
 /// Where a step stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum StepStatus {
     /// Waiting for its dependencies, or for its task to start or resume.
     Pending,
@@ -231,6 +233,8 @@ pub struct TaskHeader {
 
 /// An agent that joined a task (`join_task`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "TaskMember"))]
 pub struct Member {
     /// The agent.
     pub agent: String,
@@ -447,6 +451,7 @@ pub struct TaskEvent {
 /// How a finished task ended, for its history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum TaskResult {
     /// Every step completed.
     Success,
@@ -458,6 +463,7 @@ pub enum TaskResult {
 
 /// A finished task in the seed's `task-history.json` form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct HistoryEntry {
     /// The task.
     pub id: String,
@@ -487,6 +493,7 @@ pub struct HistoryEntry {
 
 /// The numbers of a [`HistoryEntry`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct HistoryMetrics {
     /// Steps in the plan.
     pub steps_total: usize,

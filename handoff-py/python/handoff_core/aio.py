@@ -30,37 +30,21 @@ from typing import Any, Literal, Optional, TypeVar, Union
 from handoff_core import _native
 from handoff_core._native import (
     Bundle,
-    Capabilities,
     Chain,
     ChainPolicy,
-    CheckReport,
     Claim,
     ClaimRef,
-    Conversation,
     Event,
-    Fact,
     Handoff,
-    HistoryEntry,
-    ImportReport,
     Limits,
     ManualClock,
-    Memory,
-    MergeReport,
     Packet,
-    PathStats,
-    ProtocolRun,
-    ProtocolStats,
-    QueueCount,
     Session,
     Task,
-    TaskComparison,
-    TaskEvent,
-    TaskReplay,
-    TaskStatistics,
     TaskSummary,
-    TrustedKey,
-    VerifyReport,
 )
+# Every record, so that the generated coroutines may return any of them.
+from handoff_core._records import *  # noqa: F403
 from handoff_core._errors import Busy, Conflict, HandoffError
 from handoff_core._types import Kind, Status, StrPath, Synchronous, TaskStatus
 
