@@ -231,7 +231,7 @@ impl fmt::Display for Problems<'_> {
     }
 }
 
-/// A new hop refused by a [`ChainPolicy`].
+/// A new hop refused by a [`ChainPolicy`](crate::ChainPolicy).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("chain violation on task {task_id} ({}): {rule}", .path.join(" → "))]
 pub struct ChainViolation {
@@ -243,7 +243,7 @@ pub struct ChainViolation {
     pub rule: ChainRule,
 }
 
-/// Which rule of a [`ChainPolicy`] a hop breaks.
+/// Which rule of a [`ChainPolicy`](crate::ChainPolicy) a hop breaks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "snake_case")]
 pub enum ChainRule {

@@ -1,5 +1,5 @@
 //! The backend conformance suite: one set of behaviours every [`Backend`](super::Backend) must
-//! show, written once and run by each backend's tests through [`conformance_tests!`].
+//! show, written once and run by each backend's tests through [`conformance_tests!`](crate::conformance_tests).
 //!
 //! The cases live one file per feature under `conformance/`; the macro lists them all, so
 //! every case runs on every backend.

@@ -974,11 +974,7 @@ fn claim_of(handoff: Handoff, secret: ClaimSecret, lease: Duration) -> Claim {
 }
 
 /// Writes a new record with its `created` event, by `actor`, and lists it in its session.
-pub(crate) fn write_created(
-    tx: &mut dyn Tx,
-    record: &Handoff,
-    actor: Option<String>,
-) -> Result<()> {
+fn write_created(tx: &mut dyn Tx, record: &Handoff, actor: Option<String>) -> Result<()> {
     tx.insert(record)?;
     crate::memory::sessions::note(tx, record)?;
     tx.append(NewEvent {
