@@ -222,6 +222,11 @@ impl Shown<'_> {
                 json!({ "count": count, list_key(name): items })
             }
             Shape::Maybe("Claim") if self.outcome.json.is_null() => json!({ "claimed": false }),
+            // The one optional handoff is the protocol's message: none when `decide` ended the
+            // run.
+            Shape::Maybe("Handoff") if self.outcome.json.is_null() => {
+                json!({ "handoff": null, "run_completed": true })
+            }
             Shape::Record(name) | Shape::Maybe(name) if !FLAT.contains(&name) => {
                 json!({ record_key(name): self.json() })
             }
@@ -306,10 +311,16 @@ impl Shown<'_> {
     }
 }
 
-/// Items as a table: a column per field of the first item (or one column for plain values).
+/// Items as a table: a column per field but lists (which are for `--json`), or one column for
+/// plain values.
 fn grid(items: &[Value]) -> (Vec<String>, Vec<Vec<String>>) {
+    let plain = |field: &String| {
+        items
+            .iter()
+            .all(|item| !matches!(item.get(field), Some(Value::Array(_))))
+    };
     let fields: Vec<String> = match items.first() {
-        Some(Value::Object(first)) => first.keys().cloned().collect(),
+        Some(Value::Object(first)) => first.keys().filter(|f| plain(f)).cloned().collect(),
         _ => {
             let rows = items.iter().map(|i| vec![cell(i)]).collect();
             return (vec!["VALUE".to_owned()], rows);

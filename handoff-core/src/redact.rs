@@ -21,6 +21,7 @@ use crate::record::{Handoff, Reason};
 
 /// One secret found and replaced.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Redaction {
     /// The rule that found it (`openai-api-key`, ...).
     pub rule: String,

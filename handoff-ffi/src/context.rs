@@ -14,6 +14,12 @@ use crate::error::{HandoffError, Result};
 use crate::record::{Handoff, utc};
 use crate::tools::Provider;
 
+pub use handoff_core::context::{
+    BudgetUnit, DropReason, Dropped, ItemKind, Manifest as PacketManifest, RedactedItem,
+    Section as PacketSection, Truncation,
+};
+pub use handoff_core::redact::Redaction;
+
 /// Counts tokens for a [`ContextBuilder`]: implement it to plug in the tokenizer of your
 /// model. Without one the builder estimates about four characters a token.
 #[uniffi::export(with_foreign)]
@@ -55,63 +61,6 @@ pub struct ContextMessage {
     pub is_error: bool,
 }
 
-/// What kind of content a section is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum ItemKind {
-    /// The task's state: its goal, plan and current step, or a protocol run's message.
-    Task,
-    /// Who worked on the task before, in order.
-    History,
-    /// What the work depends on: finished steps' outcomes, earlier attempts' errors.
-    Output,
-    /// A section of a handoff record.
-    Handoff,
-    /// A fact the successor should know.
-    Fact,
-    /// A conversation message.
-    Message,
-    /// Anything else.
-    Note,
-}
-
-/// One piece of content in the packet.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct PacketSection {
-    /// The item's id.
-    pub id: String,
-    /// Its kind.
-    pub kind: ItemKind,
-    /// Its heading (`Current Goal`, `user`, `Fact`, ...).
-    pub title: String,
-    /// The text, redacted and possibly truncated.
-    pub text: String,
-    /// For messages, the speaker's role.
-    pub role: Option<String>,
-    /// Its cost, in the packet's unit.
-    pub tokens: u64,
-    /// The heading it is listed under with others (a bullet of `Verified Facts`, a message of
-    /// `Conversation: …`); none for a section under its own title.
-    pub group: Option<String>,
-}
-
-/// What a packet's budget counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum BudgetUnit {
-    /// Tokens, counted with the builder's tokenizer.
-    Tokens,
-    /// Characters of the packet's Markdown.
-    Chars,
-}
-
-impl From<ctx::BudgetUnit> for BudgetUnit {
-    fn from(unit: ctx::BudgetUnit) -> Self {
-        match unit {
-            ctx::BudgetUnit::Tokens => BudgetUnit::Tokens,
-            ctx::BudgetUnit::Chars => BudgetUnit::Chars,
-        }
-    }
-}
-
 /// What a [`Summarizer`] is asked to compress: one item of the packet that does not fit whole.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
 pub struct SummaryRequest {
@@ -148,67 +97,12 @@ impl ctx::Summarizer for ForeignSummarizer {
             title: request.title.to_owned(),
             text: request.text.to_owned(),
             budget: tokens(request.budget),
-            unit: request.unit.into(),
+            unit: request.unit,
         };
         self.0
             .summarize(request)
             .map_err(|thrown| core::Error::invalid("summarizer", thrown.to_string()))
     }
-}
-
-/// An item included in part, or summarised; costs are in the packet's unit.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Truncation {
-    /// The item.
-    pub id: String,
-    /// Its full cost.
-    pub original_tokens: u64,
-    /// What was kept.
-    pub kept_tokens: u64,
-}
-
-/// Why an item was left out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum DropReason {
-    /// No room was left in the budget.
-    Budget,
-}
-
-/// An item left out.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Dropped {
-    /// The item.
-    pub id: String,
-    /// What it would have cost.
-    pub tokens: u64,
-    /// Why it was left out.
-    pub reason: DropReason,
-}
-
-/// Secrets replaced in one item.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct RedactedItem {
-    /// The item.
-    pub id: String,
-    /// The rule that matched.
-    pub rule: String,
-    /// How many times.
-    pub count: u64,
-}
-
-/// What happened to every item offered to the builder: nothing is left out without an entry.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct PacketManifest {
-    /// Ids included whole.
-    pub included: Vec<String>,
-    /// Items included in part.
-    pub truncated: Vec<Truncation>,
-    /// Items included compressed by a summarizer instead of cut.
-    pub summarized: Vec<Truncation>,
-    /// Items left out.
-    pub dropped: Vec<Dropped>,
-    /// Secrets replaced, by item and rule.
-    pub redacted: Vec<RedactedItem>,
 }
 
 /// A message of the packet in chat form, without tool calls: [`Packet::to_messages`] gives
@@ -259,17 +153,6 @@ impl Packet {
     }
 }
 
-/// One secret found and replaced by [`redact`].
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Redaction {
-    /// The rule that found it (`openai-api-key`, ...).
-    pub rule: String,
-    /// Offset of the secret in the input's UTF-8 bytes.
-    pub start: u64,
-    /// Offset just past the secret in the input's UTF-8 bytes.
-    pub end: u64,
-}
-
 /// The text with its secrets replaced, and where they were.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
 pub struct Redacted {
@@ -285,14 +168,7 @@ pub fn redact(text: String) -> Redacted {
     let (clean, found) = core::redact(&text);
     Redacted {
         text: clean,
-        redactions: found
-            .into_iter()
-            .map(|r| Redaction {
-                rule: r.rule,
-                start: r.start as u64,
-                end: r.end as u64,
-            })
-            .collect(),
+        redactions: found,
     }
 }
 
@@ -406,14 +282,6 @@ fn tokens(n: usize) -> u64 {
     n as u64
 }
 
-fn truncation(t: ctx::Truncation) -> Truncation {
-    Truncation {
-        id: t.id,
-        original_tokens: tokens(t.original_tokens),
-        kept_tokens: tokens(t.kept_tokens),
-    }
-}
-
 impl From<ctx::Packet> for Packet {
     fn from(packet: ctx::Packet) -> Self {
         let markdown = packet.to_markdown();
@@ -426,60 +294,15 @@ impl From<ctx::Packet> for Packet {
                 content: m["content"].as_str().unwrap_or_default().to_owned(),
             })
             .collect();
-        let manifest = packet.manifest;
         Packet {
             markdown,
             messages,
             json,
             tokens: tokens(packet.tokens),
             budget: tokens(packet.budget),
-            unit: packet.unit.into(),
-            sections: packet
-                .sections
-                .into_iter()
-                .map(|s| PacketSection {
-                    id: s.id,
-                    kind: match s.kind {
-                        ctx::ItemKind::Task => ItemKind::Task,
-                        ctx::ItemKind::History => ItemKind::History,
-                        ctx::ItemKind::Output => ItemKind::Output,
-                        ctx::ItemKind::Handoff => ItemKind::Handoff,
-                        ctx::ItemKind::Fact => ItemKind::Fact,
-                        ctx::ItemKind::Message => ItemKind::Message,
-                        ctx::ItemKind::Note => ItemKind::Note,
-                    },
-                    title: s.title,
-                    text: s.text,
-                    role: s.role,
-                    tokens: tokens(s.tokens),
-                    group: s.group,
-                })
-                .collect(),
-            manifest: PacketManifest {
-                included: manifest.included,
-                truncated: manifest.truncated.into_iter().map(truncation).collect(),
-                summarized: manifest.summarized.into_iter().map(truncation).collect(),
-                dropped: manifest
-                    .dropped
-                    .into_iter()
-                    .map(|d| Dropped {
-                        id: d.id,
-                        tokens: tokens(d.tokens),
-                        reason: match d.reason {
-                            ctx::DropReason::Budget => DropReason::Budget,
-                        },
-                    })
-                    .collect(),
-                redacted: manifest
-                    .redacted
-                    .into_iter()
-                    .map(|r| RedactedItem {
-                        id: r.id,
-                        rule: r.rule,
-                        count: tokens(r.count),
-                    })
-                    .collect(),
-            },
+            unit: packet.unit,
+            sections: packet.sections,
+            manifest: packet.manifest,
         }
     }
 }

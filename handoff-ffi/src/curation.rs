@@ -15,9 +15,10 @@ use handoff_core::context::Message;
 use handoff_core::curation;
 use serde::{Serialize, Serializer, ser::Error as _};
 
-use crate::arguments::text;
 use crate::error::{HandoffError, Result};
 use crate::record::time;
+
+pub use handoff_core::messages::ToolCall;
 
 pub use handoff_core::curation::{
     BranchInfo, Conversation, CurationChange, CurationEvent, Fact, FactStatus, Verdict,
@@ -45,17 +46,6 @@ pub struct NewFact {
     /// Where it came from (a file, a conversation, a URL).
     #[uniffi(default)]
     pub source: Option<String>,
-}
-
-/// A tool call a message made.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct ToolCall {
-    /// The provider's id for the call (`call_…`, `toolu_…`); empty when it gave none.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments: JSON text (an object, or the model's raw text as a JSON string).
-    pub arguments: String,
 }
 
 /// A message of a conversation, as a [`DecisionJudge`] is shown it.
@@ -447,23 +437,12 @@ impl VerifyItem {
     }
 }
 
-fn tool_calls(calls: Vec<core::messages::ToolCall>) -> Vec<ToolCall> {
-    calls
-        .into_iter()
-        .map(|call| ToolCall {
-            id: call.id,
-            name: call.name,
-            arguments: text(call.arguments),
-        })
-        .collect()
-}
-
 impl From<Message> for ConversationMessage {
     fn from(m: Message) -> Self {
         ConversationMessage {
             role: m.role,
             content: m.content,
-            tool_calls: tool_calls(m.tool_calls),
+            tool_calls: m.tool_calls,
             tool_call_id: m.tool_call_id,
             is_error: m.is_error,
             at: m.at.map(time),
@@ -478,7 +457,7 @@ impl From<curation::StoredMessage> for StoredMessage {
             seq: stored.seq,
             role: m.role,
             content: m.content,
-            tool_calls: tool_calls(m.tool_calls),
+            tool_calls: m.tool_calls,
             tool_call_id: m.tool_call_id,
             is_error: m.is_error,
             at: m.at.map(time),

@@ -1,42 +1,12 @@
 //! Memory and sessions (DESIGN §7) as the foreign languages see them: versioned JSON documents
 //! by scope, the updater a caller gives `Store.memory_update`, and who owns a conversation.
 
-use std::time::SystemTime;
-
 use handoff_core as core;
 
 use crate::arguments::{object, object_to_text};
 use crate::error::{HandoffError, Result};
-use crate::events::Hop;
-use crate::record::time;
 
-/// One scope's memory.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Memory {
-    /// The scope (`agent:writer`, `session:s1`, `shared`, ...).
-    pub scope: String,
-    /// The document: a JSON object, as text.
-    pub value: String,
-    /// Grows by one with every write, from 1: what a write's `expected_version` compares.
-    pub version: u64,
-    /// When it was last written.
-    pub updated_at: SystemTime,
-}
-
-/// A conversation as the store knows it: who owns it now, its handoffs, its shared context.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct Session {
-    /// The session.
-    pub session_id: String,
-    /// Who owns it now: the holder of its latest handoff once taken (claimed or completed),
-    /// else that handoff's sender; none before its first handoff.
-    pub current_agent: Option<String>,
-    /// Its handoffs as hops, oldest first.
-    pub handoff_chain: Vec<Hop>,
-    /// Its shared context, the memory of scope `session:<id>`: a JSON object, as text (`{}`
-    /// when none was written).
-    pub context: String,
-}
+pub use handoff_core::store::{Memory, Session};
 
 /// Changes a scope's memory for `Store.memory_update`: implement it in Swift, Kotlin or Python.
 ///
@@ -60,28 +30,6 @@ pub(crate) fn change(
     move |current| {
         let changed = updater.update(object_to_text(current))?;
         object(&changed).map_err(|rule| HandoffError::invalid("value", rule))
-    }
-}
-
-impl From<core::store::Memory> for Memory {
-    fn from(memory: core::store::Memory) -> Self {
-        Memory {
-            scope: memory.scope,
-            value: object_to_text(memory.value),
-            version: memory.version,
-            updated_at: time(memory.updated_at),
-        }
-    }
-}
-
-impl From<core::store::Session> for Session {
-    fn from(session: core::store::Session) -> Self {
-        Session {
-            session_id: session.session_id,
-            current_agent: session.current_agent,
-            handoff_chain: session.handoff_chain,
-            context: object_to_text(session.context),
-        }
     }
 }
 
@@ -141,7 +89,10 @@ mod tests {
             .memory_put(scope(), r#"{"tone": "warm"}"#.into(), Some(0))
             .unwrap();
         assert_eq!(
-            (first.version, first.value.as_str()),
+            (
+                first.version,
+                Value::Object(first.value.clone()).to_string().as_str()
+            ),
             (1, r#"{"tone":"warm"}"#)
         );
         let stale = store.memory_put(scope(), "{}".into(), Some(0)).unwrap_err();
@@ -173,7 +124,13 @@ mod tests {
         let memory = store
             .memory_update("shared".into(), increment.clone())
             .unwrap();
-        assert_eq!((memory.version, memory.value.as_str()), (2, r#"{"n":2}"#));
+        assert_eq!(
+            (
+                memory.version,
+                Value::Object(memory.value).to_string().as_str()
+            ),
+            (2, r#"{"n":2}"#)
+        );
         assert_eq!(increment.0.load(Ordering::SeqCst), 2);
     }
 
@@ -234,6 +191,9 @@ mod tests {
         let session = store.session("s1".into()).unwrap();
         assert_eq!(session.current_agent.as_deref(), Some("billing"));
         assert_eq!(session.handoff_chain.len(), 1);
-        assert_eq!(session.context, r#"{"lang":"ko"}"#);
+        assert_eq!(
+            Value::Object(session.context).to_string(),
+            r#"{"lang":"ko"}"#
+        );
     }
 }

@@ -8,33 +8,12 @@ use handoff_core as core;
 use handoff_core::ops;
 use handoff_core::tools as t;
 
-use crate::arguments::{self, arguments, wire_form};
+use crate::arguments::{self, arguments};
 use crate::error::{HandoffError, Result};
 use crate::record::CreateOptions;
 use crate::store::ChainPolicy;
 
-/// An LLM API whose tool format the registry speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum Provider {
-    /// OpenAI Chat Completions.
-    OpenaiChat,
-    /// The OpenAI Responses API.
-    OpenaiResponses,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Model Context Protocol `tools/list`.
-    Mcp,
-}
-
-/// What to do when one response asks for several handoffs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum Multiple {
-    /// Refuse the response with `Validation`: an agent should hand off once.
-    Error,
-    /// Take the first handoff in the response's order (Python's `"first"`, Node's
-    /// `'first_wins'`).
-    FirstWins,
-}
+pub use handoff_core::tools::{Multiple, Provider};
 
 /// A registered agent.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
@@ -192,27 +171,5 @@ impl HandoffIntent {
             tool: self.tool.clone(),
         };
         CreateOptions::from_new(&intent.to_new_handoff(&task_id, &from_agent, &goal))
-    }
-}
-
-impl From<Provider> for t::Provider {
-    fn from(p: Provider) -> Self {
-        match p {
-            Provider::OpenaiChat => t::Provider::OpenAiChat,
-            Provider::OpenaiResponses => t::Provider::OpenAiResponses,
-            Provider::Anthropic => t::Provider::Anthropic,
-            Provider::Mcp => t::Provider::Mcp,
-        }
-    }
-}
-
-wire_form!(Provider => t::Provider);
-
-impl From<Multiple> for t::Multiple {
-    fn from(m: Multiple) -> Self {
-        match m {
-            Multiple::Error => t::Multiple::Error,
-            Multiple::FirstWins => t::Multiple::FirstWins,
-        }
     }
 }

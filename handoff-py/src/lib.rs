@@ -3,7 +3,9 @@
 //!
 //! Every file mirrors one core module and only converts: arguments to JSON that the core's
 //! argument types read (`ops.rs`; bad types and values are `ValidationError`s that name the
-//! argument, the same problems every face reports), results to Python objects, core errors to
+//! argument, the same problems every face reports), results to Python objects (hand-written
+//! classes only for types with behaviour; the plain records are generated from the catalog's
+//! result schemas, `handoff_core._records`, and read the result's JSON), core errors to
 //! exceptions (in `errors::to_py`, the one mapping function). Every call that reaches the
 //! storage backend runs with the GIL released.
 

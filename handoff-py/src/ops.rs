@@ -1,12 +1,16 @@
 //! The core's operation descriptions (`handoff_core::ops`) seen from Python: one way for every
-//! `Store` method (and the registry and context builder) to turn its Python arguments into the
-//! core's argument type and run the operation, and the catalog the stubs are generated from.
+//! store operation (and the registry and context builder) to turn its Python arguments into
+//! the core's argument type and run it, its result made into Python values, and the catalog
+//! the Python face is generated from.
 //!
-//! A `Store` method names its positional parameters in its pyo3 signature and takes the rest as
-//! `**kwargs`; [`call`] converts them all with [`ToJson`], reads them with the operation's
-//! argument type (the core's problems, by the core's names) and runs the operation with the GIL
-//! released. Which names exist, which are required and what they hold is the core's schema, so
-//! an argument the core adds reaches Python without a line here.
+//! A generated `Store` method (`handoff_core._store`) hands every argument by name to
+//! `Store._call`, which finds the operation's [`runner`] in a table built from the core's list
+//! of operations ([`core::ops::each`]); the runner converts the arguments with [`ToJson`],
+//! reads them with the operation's argument type (the core's problems, by the core's names)
+//! and runs the operation with the GIL released. Which names exist, which are required and
+//! what they hold is the core's schema, and what comes back is a hand-written class for a type
+//! with behaviour or the result's JSON for a generated record ([`Made`]), so an operation, an
+//! argument or a result field the core adds reaches Python without a line here.
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
@@ -320,7 +324,11 @@ pub(crate) fn runner(name: &str) -> Option<Runner> {
 
 /// A core result on its way to Python: taken apart while the GIL is released, made into
 /// Python objects once it is held again.
-pub(crate) struct Made(Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>);
+pub(crate) struct Made(Box<dyn Make>);
+
+/// What makes the Python value of a [`Made`].
+trait Make: FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send {}
+impl<F: FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send> Make for F {}
 
 impl Made {
     /// The Python value of `out`: a hand-written class for a type with behaviour (and a list

@@ -358,6 +358,7 @@ async fn waiting(
     };
     let left = wait.saturating_sub(asked.elapsed());
     let waits = slot.is_some() && !app.stop.has_begun() && !left.is_zero();
+    let left = if waits { left } else { Duration::ZERO };
     args.insert("wait_seconds".into(), json!(left.as_secs_f64()));
     let answer = app
         .blocking(move |app| run(app, route, args, &handover, waits))

@@ -27,6 +27,7 @@ use crate::tools::Provider;
 
 /// A tool call an assistant made, in one shape for every provider.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ToolCall {
     /// The provider's id for the call (`call_…`, `toolu_…`); empty when it gave none, and then
     /// no result can be paired with it.

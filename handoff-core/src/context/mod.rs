@@ -89,6 +89,7 @@ pub struct Message {
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum ItemKind {
     /// The task's state: its goal, plan and current step, or a protocol run's message.
     Task,
@@ -129,6 +130,8 @@ struct Item {
 
 /// One piece of content in the packet.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "PacketSection"))]
 pub struct Section {
     /// The item's id.
     pub id: String,
@@ -159,6 +162,8 @@ pub struct Section {
 
 /// What happened to every item offered to the builder.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "PacketManifest"))]
 pub struct Manifest {
     /// Ids included whole.
     pub included: Vec<String>,
@@ -175,6 +180,7 @@ pub struct Manifest {
 
 /// An item included in part, or summarised; costs are in the packet's [`BudgetUnit`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Truncation {
     /// The item.
     pub id: String,
@@ -186,6 +192,7 @@ pub struct Truncation {
 
 /// An item left out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Dropped {
     /// The item.
     pub id: String,
@@ -198,6 +205,7 @@ pub struct Dropped {
 /// Why an item was left out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum DropReason {
     /// No room was left in the budget.
     Budget,
@@ -205,6 +213,7 @@ pub enum DropReason {
 
 /// Secrets replaced in one item.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct RedactedItem {
     /// The item.
     pub id: String,
@@ -217,6 +226,7 @@ pub struct RedactedItem {
 /// What a budget counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum BudgetUnit {
     /// Tokens, counted with the builder's [`Tokenizer`].
     #[default]

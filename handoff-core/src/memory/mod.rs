@@ -30,6 +30,7 @@ pub const MAX_MEMORY_UPDATE_ROUNDS: usize = 10_000;
 
 /// One scope's memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Memory {
     /// The scope (`agent:writer`, `session:s1`, `shared`, ...).
     pub scope: String,

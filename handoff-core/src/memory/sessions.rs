@@ -22,6 +22,7 @@ struct Stored {
 
 /// A conversation as the store knows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Session {
     /// The session.
     pub session_id: String,

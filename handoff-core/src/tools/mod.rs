@@ -39,12 +39,15 @@ pub const TOOL_PREFIX: &str = "transfer_to_";
 
 /// An LLM API whose tool format we speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum Provider {
     /// OpenAI Chat Completions.
     #[serde(rename = "openai_chat")]
+    #[cfg_attr(feature = "uniffi", uniffi(name = "OpenaiChat"))]
     OpenAiChat,
     /// The OpenAI Responses API.
     #[serde(rename = "openai_responses")]
+    #[cfg_attr(feature = "uniffi", uniffi(name = "OpenaiResponses"))]
     OpenAiResponses,
     /// Anthropic Messages.
     #[serde(rename = "anthropic")]
@@ -85,6 +88,7 @@ pub struct Agent {
 /// What to do when one response asks for several handoffs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum Multiple {
     /// Refuse the response (the default): an agent should hand off once.
     #[default]
