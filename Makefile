@@ -119,8 +119,8 @@ bench-python:
 
 # >>> node (owned by handoff-node)
 # Installs the CLI from the committed lockfile (`npm ci` cannot be used here), builds the addon
-# and its .d.ts with the options' types generated from the core's catalog (scripts/gen-types.mjs,
-# which also checks the methods against it), fails if the rebuilt .d.ts or its generated header
+# and its .d.ts with the store's methods, their options and results typed from the core's
+# catalog (scripts/gen-types.mjs), fails if the rebuilt .d.ts or its generated header
 # differs from the committed one, then runs the node:test suite and the examples. The addon is a
 # debug build (with overflow checks): 80 s from a fresh clone where a release build took three
 # minutes, for tests that take 45 s on it instead of 32. `npm run build` makes the release one.

@@ -13,18 +13,12 @@ export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
 /** What a task event did. */
 export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'agent_join' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed' | 'failed' | 'merge'
-/** Where a step of a task stands: `pending` (waiting for its dependencies, or its task to start or resume), `ready` (offered), `in_progress` (a worker holds it), `completed`, `failed` (its last attempt failed, not escalated yet), `escalated` (a human decides), `skipped`, `cancelled`. */
-export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'failed' | 'escalated' | 'skipped' | 'cancelled'
 /** Who holds a protocol run's latest message, and so which calls are valid: `working` (the worker: `report` or `reportError`), `reviewing` (the manager holds a report: `decide` or `escalate`), `recovering` (the manager holds an error report: `recover` or `escalate`), `escalated` (a human: `resolve`), `resuming` (the manager holds a resolution: `decide` or `escalate`), `completed` (nothing more happens). */
 export type ProtocolPhase = 'working' | 'reviewing' | 'recovering' | 'escalated' | 'resuming' | 'completed'
 /** `release`'s and `reject`'s options, by their older shared name. */
 export type ReasonOptions = ReleaseOptions
-/** What the verification gate made of a conversation or a fact: `verified` (scored at least its threshold: it may merge upward), `unverified` (in between, or not scored yet), `invalidated` (below `invalidateBelow`: it stays, marked wrong). */
-export type Verdict = 'verified' | 'unverified' | 'invalidated'
 /** What a packet's section holds: `task` (the task's goal, plan and current step, or a protocol run's message), `history` (who worked on the task before), `output` (finished steps' outcomes, earlier attempts' errors), `handoff` (a section of the handoff record), `fact`, `message` (a conversation's), `note` (anything else). */
 export type SectionKind = 'task' | 'history' | 'output' | 'handoff' | 'fact' | 'message' | 'note'
-/** What a packet's budget counts: `tokens` (estimated, ~4 characters a token) or `chars` (characters of its Markdown). */
-export type BudgetUnit = 'tokens' | 'chars'
 /** What the `summarize` function of `contextFor` is asked to compress: an item that does not fit whole, already redacted, to at most `budget` in `unit`. */
 export interface SummaryRequest {
   /** The item's id (`fact-0`, `message-3`, ...). */
@@ -52,10 +46,6 @@ export interface ContextForAsyncOptions extends ContextForArguments {
   /** Compresses what does not fit whole; its answers are awaited. */
   summarize?: AsyncSummarizer | null
 }
-/** What changed in curated memory (`curationEvents`). */
-export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged' | 'bundle_created' | 'bundle_imported'
-/** How far a bundle got through the gate: `verified` (everything in it was verified), `draft` (not all of it, or it is empty). */
-export type BundleStatus = 'draft' | 'verified'
 /** What a timeline entry of `replay` records: a handoff's event, a step of the task's plan, or a change in its curated memory. */
 export type TimelineEntryType = `handoff.${EventKind}` | `task.${TaskEventKind}` | `curation.${CurationChange}`
 /** What a verifier is asked to score, in the store's snake_case: a fact, or a conversation with its transcript as `text` (`role: content` lines) and its `messages`. */
@@ -134,6 +124,42 @@ export interface WithLeaseOptions<T> {
   outcome?: string | ((result: T) => string | PromiseLike<string>)
 }
 /** What `store.withLease` resolves to once the claim is completed. */
+/** An event's details: which keys are present depends on its `kind`. */
+export type EventDetail = Event['detail']
+/** A task event's details: which keys are present depends on its `kind`. */
+export type TaskEventDetail = TaskEvent['detail']
+/** What a packet carries beyond the core's: its renderings, and `toMessages` (not enumerable). */
+export interface Packet {
+  /** The packet as Markdown. */
+  markdown: string
+  /** The packet as OpenAI Chat Completions messages: `toMessages('openai_chat')`. */
+  messages: JsonValue[]
+  /**
+   * The packet as input for `provider` (default `openai_chat`), valid whatever the builder
+   * kept: tool calls go out as calls only with their results right after them (otherwise
+   * both as text), roles alternate where the provider needs it, no message is empty. A
+   * method (not enumerable): packets still compare and serialise as data.
+   */
+  toMessages: (provider?: 'openai_chat' | 'openai_responses' | 'anthropic') => JsonValue[]
+  /** The packet's canonical JSON (snake_case), as the core and the Python binding write it. */
+  json: string
+}
+/** What a bundle carries beyond the core's: `toJson` (not enumerable). */
+export interface Bundle {
+  /**
+   * The portable form as the core's JSON text, what another store's `importBundle` (or
+   * Python's `import_bundle`, the CLI's `handoff bundle import`) reads. A method (not
+   * enumerable): bundles still compare and serialise as data.
+   */
+  toJson: () => string
+}
+/** What a chain carries beyond the core's: its path. */
+export interface Chain {
+  /** The agents the task passed through, in order (`*` for anyone / unnamed). */
+  path: string[]
+  /** The path as text: `claude → gemini`. */
+  text: string
+}
 export interface LeaseResult<T> {
   /** What the work returned (awaited). */
   result: T
@@ -215,21 +241,21 @@ export interface CreateOptions {
    * The same as `fromAgent` (its older name); give one or the other.
    * @deprecated Use `fromAgent`.
    */
-  fromAgentId?: string | null
+  fromAgentId?: string
   /** The agent addressed; any agent may claim when absent. */
   toAgent?: string | null
   /**
    * The same as `toAgent` (its older name); give one or the other.
    * @deprecated Use `toAgent`.
    */
-  toAgentId?: string | null
+  toAgentId?: string
   /** What kind of handoff this is (default `full`). */
   kind?: HandoffKind | null
   /**
    * The same as `kind` (its older name); give one or the other.
    * @deprecated Use `kind`.
    */
-  handoffType?: HandoffKind | null
+  handoffType?: HandoffKind
   /**
    * What the successor must achieve. Never empty. Left out, the goal of the task `taskId`
    * names (made with `create_task`), else that of the task's latest handoff.
@@ -275,7 +301,7 @@ export interface CreateOptions {
    * The same as `sessionId` (its older name); give one or the other.
    * @deprecated Use `sessionId`.
    */
-  fromSessionId?: string | null
+  fromSessionId?: string
   /** What stops progress right now. */
   blockers?: string[] | null
   /** Files the work holds locks on. */
@@ -286,7 +312,7 @@ export interface CreateOptions {
    * The same as `priorityItems` (its older name); give one or the other.
    * @deprecated Use `priorityItems`.
    */
-  priorityObjectives?: JsonValue[] | null
+  priorityObjectives?: JsonValue[]
   /** How the successor knows it is done. */
   successCriteria?: string[] | null
   /** When an unclaimed handoff expires (RFC 3339). */
@@ -371,7 +397,7 @@ export interface EventsOptions {
    * The same as `handoffId` (its older name); give one or the other.
    * @deprecated Use `handoffId`.
    */
-  id?: string | null
+  id?: string
   /** Only the events of this task's handoffs. */
   taskId?: string | null
   /** Only events after this cursor: the `seq` of the last event already read. */
@@ -432,7 +458,7 @@ export interface CheckpointFields {
    * The same as `sessionId` (its older name); give one or the other.
    * @deprecated Use `sessionId`.
    */
-  fromSessionId?: string | null
+  fromSessionId?: string
   /** What stops progress right now. */
   blockers?: string[] | null
   /** Files the work holds locks on. */
@@ -443,7 +469,7 @@ export interface CheckpointFields {
    * The same as `priorityItems` (its older name); give one or the other.
    * @deprecated Use `priorityItems`.
    */
-  priorityObjectives?: JsonValue[] | null
+  priorityObjectives?: JsonValue[]
   /** How the successor knows it is done. */
   successCriteria?: string[] | null
   /** When an unclaimed handoff expires (RFC 3339). */
@@ -533,7 +559,7 @@ export interface JoinTaskOptions {
    * The same as `objectives` (its older name); give one or the other.
    * @deprecated Use `objectives`.
    */
-  assignedObjectives?: StepRef[] | null
+  assignedObjectives?: StepRef[]
 }
 /** The options of `store.completeTask`. */
 export interface CompleteTaskOptions {
@@ -554,7 +580,7 @@ export interface EscalateStepOptions {
    * The same as `priorityItems` (its older name); give one or the other.
    * @deprecated Use `priorityItems`.
    */
-  priorityObjectives?: StepRef[] | null
+  priorityObjectives?: StepRef[]
 }
 /** The options of `store.rerunTask`. */
 export interface RerunTaskOptions {
@@ -749,14 +775,14 @@ export interface CherryPickArguments {
    * The same as `fromSeq` (its older name); give one or the other.
    * @deprecated Use `fromSeq`.
    */
-  fromSequence?: number | null
+  fromSequence?: number
   /** The last message to take (`to_sequence` is accepted too). */
   toSeq?: number | null
   /**
    * The same as `toSeq` (its older name); give one or the other.
    * @deprecated Use `toSeq`.
    */
-  toSequence?: number | null
+  toSequence?: number
   /** The new conversation's title. */
   title?: string | null
   /**
@@ -814,7 +840,7 @@ export interface CreateBundleOptions {
    * The same as `branch` (its older name); give one or the other.
    * @deprecated Use `branch`.
    */
-  branchName?: string | null
+  branchName?: string
   /**
    * Only verified facts and conversations (default true); false: everything not
    * invalidated.
@@ -879,6 +905,923 @@ export interface ReplayOptions {
    */
   verifiedOnly?: boolean | null
 }
+/** The store's operations, from the core's catalog (index.js defines them). */
+export interface Store {
+  /**
+   * Creates a pending handoff. With a caller-supplied `id`, creating again with the same
+   * content returns the stored record; with other content it fails with `CONFLICT`.
+   */
+  create(options: CreateOptions): Handoff
+  /**
+   * Creates a pending handoff. With a caller-supplied `id`, creating again with the same
+   * content returns the stored record; with other content it fails with `CONFLICT`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  createAsync(options: CreateOptions): Promise<Handoff>
+  /** Creates several handoffs in one transaction: all of them, or none when one is refused. */
+  createMany(items: CreateOptions[]): Handoff[]
+  /**
+   * Creates several handoffs in one transaction: all of them, or none when one is refused.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  createManyAsync(items: CreateOptions[]): Promise<Handoff[]>
+  /** The handoff with this id; `NOT_FOUND` if there is none. */
+  get(id: string): Handoff
+  /**
+   * The handoff with this id; `NOT_FOUND` if there is none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  getAsync(id: string): Promise<Handoff>
+  /** Handoffs matching the filter, oldest first. */
+  list(options?: ListOptions): Handoff[]
+  /**
+   * Handoffs matching the filter, oldest first.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  listAsync(options?: ListOptions): Promise<Handoff[]>
+  /**
+   * Claims the handoff `id` for `agent`. `ALREADY_CLAIMED` while another claim is live;
+   * `INVALID_TRANSITION` when it is finished or addressed to another agent.
+   */
+  claim(id: string, agent: string, options?: ClaimOptions): Claim
+  /**
+   * Claims the handoff `id` for `agent`. `ALREADY_CLAIMED` while another claim is live;
+   * `INVALID_TRANSITION` when it is finished or addressed to another agent.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  claimAsync(id: string, agent: string, options?: ClaimOptions): Promise<Claim>
+  /**
+   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone); nothing
+   * when there is none, after waiting up to `waitSeconds` for some to arrive.
+   */
+  claimNext(agent: string, options?: ClaimNextOptions): Claim | null
+  /**
+   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone); nothing
+   * when there is none, after waiting up to `waitSeconds` for some to arrive.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  claimNextAsync(agent: string, options?: ClaimNextOptions): Promise<Claim | null>
+  /** Renews the claim's lease. `LEASE_LOST` once the claim has lapsed or moved on. */
+  heartbeat(claim: Claim | ClaimReference): Handoff
+  /**
+   * Renews the claim's lease. `LEASE_LOST` once the claim has lapsed or moved on.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  heartbeatAsync(claim: Claim | ClaimReference): Promise<Handoff>
+  /** Gives the handoff back to the queue, with why. */
+  release(claim: Claim | ClaimReference, options: ReleaseOptions): Handoff
+  /**
+   * Gives the handoff back to the queue, with why.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  releaseAsync(claim: Claim | ClaimReference, options: ReleaseOptions): Promise<Handoff>
+  /**
+   * Reports that the work failed: pending again with one more attempt counted, or
+   * `failed` (the error its outcome) after the last of its `maxAttempts`.
+   */
+  fail(claim: Claim | ClaimReference, options: FailOptions): Handoff
+  /**
+   * Reports that the work failed: pending again with one more attempt counted, or
+   * `failed` (the error its outcome) after the last of its `maxAttempts`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  failAsync(claim: Claim | ClaimReference, options: FailOptions): Promise<Handoff>
+  /** Finishes the handoff, with what came of it. */
+  complete(claim: Claim | ClaimReference, options?: CompleteOptions): Handoff
+  /**
+   * Finishes the handoff, with what came of it.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  completeAsync(claim: Claim | ClaimReference, options?: CompleteOptions): Promise<Handoff>
+  /** Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder). */
+  reject(id: string, agent: string, options: RejectOptions): Handoff
+  /**
+   * Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  rejectAsync(id: string, agent: string, options: RejectOptions): Promise<Handoff>
+  /** Withdraws a pending or claimed handoff, as `by`: its creator, or anyone when it has none. */
+  cancel(id: string, by: string, options?: CancelOptions): Handoff
+  /**
+   * Withdraws a pending or claimed handoff, as `by`: its creator, or anyone when it has none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cancelAsync(id: string, by: string, options?: CancelOptions): Promise<Handoff>
+  /** Withdraws the handoff as its holder. */
+  cancelClaim(claim: Claim | ClaimReference, options?: CancelClaimOptions): Handoff
+  /**
+   * Withdraws the handoff as its holder.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cancelClaimAsync(claim: Claim | ClaimReference, options?: CancelClaimOptions): Promise<Handoff>
+  /** The task's chain: who handed to whom, in order. */
+  chain(taskId: string): Chain
+  /**
+   * The task's chain: who handed to whom, in order.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  chainAsync(taskId: string): Promise<Chain>
+  /** Saves `agent`'s progress on `taskId` without changing who owns what. */
+  checkpoint(taskId: string, agent: string, fields: CheckpointFields): Handoff
+  /**
+   * Saves `agent`'s progress on `taskId` without changing who owns what.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  checkpointAsync(taskId: string, agent: string, fields: CheckpointFields): Promise<Handoff>
+  /**
+   * Ids of tasks in progress whose last sign of life (claim, heartbeat, checkpoint) is older
+   * than `olderThanSeconds`.
+   */
+  stalled(olderThanSeconds: number): string[]
+  /**
+   * Ids of tasks in progress whose last sign of life (claim, heartbeat, checkpoint) is older
+   * than `olderThanSeconds`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  stalledAsync(olderThanSeconds: number): Promise<string[]>
+  /** Per from→to pair of agents: totals, outcomes and median times to claim and complete. */
+  stats(): PathStats[]
+  /**
+   * Per from→to pair of agents: totals, outcomes and median times to claim and complete.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  statsAsync(): Promise<PathStats[]>
+  /**
+   * The queue at a glance: how many handoffs are in each status, per addressee (checkpoints
+   * left out), in status then agent order.
+   */
+  queueCounts(): QueueCount[]
+  /**
+   * The queue at a glance: how many handoffs are in each status, per addressee (checkpoints
+   * left out), in status then agent order.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  queueCountsAsync(): Promise<QueueCount[]>
+  /** Applies every lapse that is due (leases, expiries) now; returns how many records changed. */
+  reap(): number
+  /**
+   * Applies every lapse that is due (leases, expiries) now; returns how many records changed.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  reapAsync(): Promise<number>
+  /**
+   * Writes a portable backup of the whole store to `path` (a new file: an existing one is
+   * refused) while others keep working: settings, handoffs with their claim digests, events and
+   * every document, one consistent snapshot, checksummed. `restore` reads it into any store.
+   */
+  backup(path: string): void
+  /**
+   * Writes a portable backup of the whole store to `path` (a new file: an existing one is
+   * refused) while others keep working: settings, handoffs with their claim digests, events and
+   * every document, one consistent snapshot, checksummed. `restore` reads it into any store.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  backupAsync(path: string): Promise<void>
+  /**
+   * Restores the backup at `path` (written by `backup` on any kind of store) into this store,
+   * which must be empty. The whole file is checked first: a damaged, cut or foreign file is
+   * refused, naming what is wrong, and nothing is written.
+   */
+  restore(path: string): void
+  /**
+   * Restores the backup at `path` (written by `backup` on any kind of store) into this store,
+   * which must be empty. The whole file is checked first: a damaged, cut or foreign file is
+   * refused, naming what is wrong, and nothing is written.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  restoreAsync(path: string): Promise<void>
+  /**
+   * Looks through the whole store for damage (files deleted, emptied or edited by hand, links
+   * planted, a bad disk) and reports each piece by name. With `repair`, a files store moves what
+   * is damaged into its `quarantine/` folder and mends what referred to it; a database store
+   * reports only (restore a backup).
+   */
+  check(options?: CheckOptions): CheckReport
+  /**
+   * Looks through the whole store for damage (files deleted, emptied or edited by hand, links
+   * planted, a bad disk) and reports each piece by name. With `repair`, a files store moves what
+   * is damaged into its `quarantine/` folder and mends what referred to it; a database store
+   * reports only (restore a backup).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  checkAsync(options?: CheckOptions): Promise<CheckReport>
+  /**
+   * What the store can do beyond what every store does: durable, shared by processes or by
+   * machines, backups, waking waiting workers.
+   */
+  capabilities(): Capabilities
+  /**
+   * What the store can do beyond what every store does: durable, shared by processes or by
+   * machines, backups, waking waiting workers.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  capabilitiesAsync(): Promise<Capabilities>
+  /**
+   * Creates a task (status `pending`) with its plan, checked whole: every problem at once
+   * (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes);
+   * nothing is written when there is one. `start_task` offers its first steps.
+   */
+  createTask(options: CreateTaskOptions): Task
+  /**
+   * Creates a task (status `pending`) with its plan, checked whole: every problem at once
+   * (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes);
+   * nothing is written when there is one. `start_task` offers its first steps.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  createTaskAsync(options: CreateTaskOptions): Promise<Task>
+  /**
+   * Starts a pending task: the steps that wait for nothing are offered as handoffs to their
+   * agents, who take them with `claim_next`.
+   */
+  startTask(id: string): Task
+  /**
+   * Starts a pending task: the steps that wait for nothing are offered as handoffs to their
+   * agents, who take them with `claim_next`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  startTaskAsync(id: string): Promise<Task>
+  /**
+   * The task with this id, with its plan and each step's status; `NOT_FOUND` if there is
+   * none.
+   */
+  getTask(id: string): Task
+  /**
+   * The task with this id, with its plan and each step's status; `NOT_FOUND` if there is
+   * none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  getTaskAsync(id: string): Promise<Task>
+  /** Task summaries (no steps), oldest first, a page at a time. */
+  listTasks(options?: ListTasksOptions): TaskSummary[]
+  /**
+   * Task summaries (no steps), oldest first, a page at a time.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  listTasksAsync(options?: ListTasksOptions): Promise<TaskSummary[]>
+  /**
+   * Changes a task if it is still at `expectedVersion` (compare-and-swap), else
+   * `CONFLICT` naming both versions: each field given replaces the task's, and
+   * `addSteps` extends its plan (checked with the plan, every problem at once).
+   */
+  updateTask(id: string, expectedVersion: number, changes?: TaskChanges): Task
+  /**
+   * Changes a task if it is still at `expectedVersion` (compare-and-swap), else
+   * `CONFLICT` naming both versions: each field given replaces the task's, and
+   * `addSteps` extends its plan (checked with the plan, every problem at once).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  updateTaskAsync(id: string, expectedVersion: number, changes?: TaskChanges): Promise<Task>
+  /**
+   * Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
+   * resumes; steps already claimed may finish.
+   */
+  pauseTask(id: string): Task
+  /**
+   * Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
+   * resumes; steps already claimed may finish.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  pauseTaskAsync(id: string): Promise<Task>
+  /**
+   * Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile
+   * are offered. A task that cannot go on (every open step waits for an escalation) is
+   * refused, naming the escalations and what to call.
+   */
+  resumeTask(id: string): Task
+  /**
+   * Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile
+   * are offered. A task that cannot go on (every open step waits for an escalation) is
+   * refused, naming the escalations and what to call.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  resumeTaskAsync(id: string): Promise<Task>
+  /**
+   * Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
+   * steps already claimed may finish.
+   */
+  cancelTask(id: string, options?: CancelTaskOptions): Task
+  /**
+   * Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
+   * steps already claimed may finish.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cancelTaskAsync(id: string, options?: CancelTaskOptions): Promise<Task>
+  /**
+   * `agent` joins a task, with an optional `role`; the steps named in `objectives` (steps
+   * without an agent, such as the objectives `"1"`, `"2"`, ... of a task created with
+   * `objectives`) are assigned to it, and offered to it alone. Its branch is
+   * `task/<id>/<agent>`; the task's log and replay show an `agent_join`. Steps without an agent
+   * are offered to the task's members: joining is how an agent may take them.
+   */
+  joinTask(id: string, agent: string, options?: JoinTaskOptions): Task
+  /**
+   * `agent` joins a task, with an optional `role`; the steps named in `objectives` (steps
+   * without an agent, such as the objectives `"1"`, `"2"`, ... of a task created with
+   * `objectives`) are assigned to it, and offered to it alone. Its branch is
+   * `task/<id>/<agent>`; the task's log and replay show an `agent_join`. Steps without an agent
+   * are offered to the task's members: joining is how an agent may take them.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  joinTaskAsync(id: string, agent: string, options?: JoinTaskOptions): Promise<Task>
+  /**
+   * Completes a task on its caller's word, with `resultSummary`: the steps nobody holds
+   * that are not done are skipped (offers and escalations withdrawn); a step a worker
+   * holds refuses it. With `mergeToMain`, in the same transaction, the verified facts and
+   * the verified or cherry-picked conversations of every branch of the task reach `main`;
+   * unverified items stay on the task's branches. A task that completed by itself takes
+   * the summary and the merge.
+   */
+  completeTask(id: string, options?: CompleteTaskOptions): Task
+  /**
+   * Completes a task on its caller's word, with `resultSummary`: the steps nobody holds
+   * that are not done are skipped (offers and escalations withdrawn); a step a worker
+   * holds refuses it. With `mergeToMain`, in the same transaction, the verified facts and
+   * the verified or cherry-picked conversations of every branch of the task reach `main`;
+   * unverified items stay on the task's branches. A task that completed by itself takes
+   * the summary and the merge.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  completeTaskAsync(id: string, options?: CompleteTaskOptions): Promise<Task>
+  /**
+   * Fails a task for `reason`: offers and escalations nobody holds are withdrawn and its
+   * unfinished steps cancelled (steps already claimed may finish); its history says it
+   * failed.
+   */
+  failTask(id: string, reason: string): Task
+  /**
+   * Fails a task for `reason`: offers and escalations nobody holds are withdrawn and its
+   * unfinished steps cancelled (steps already claimed may finish); its history says it
+   * failed.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  failTaskAsync(id: string, reason: string): Promise<Task>
+  /**
+   * The holder of a step hands it on, with its claim, as an `escalation` handoff to
+   * `toAgent`, linked to the step: it carries `instructions`, `blockers` and
+   * `priorityItems`, and its successor packet what the holder knew; completing it completes
+   * the step. The holder's handoff completes, saying so. Returns the escalation.
+   */
+  escalateStep(claim: Claim | ClaimReference, toAgent: string, options?: EscalateStepOptions): Handoff
+  /**
+   * The holder of a step hands it on, with its claim, as an `escalation` handoff to
+   * `toAgent`, linked to the step: it carries `instructions`, `blockers` and
+   * `priorityItems`, and its successor packet what the holder knew; completing it completes
+   * the step. The holder's handoff completes, saying so. Returns the escalation.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  escalateStepAsync(claim: Claim | ClaimReference, toAgent: string, options?: EscalateStepOptions): Promise<Handoff>
+  /**
+   * Runs a task again: a new task (pending; `start_task` starts it) with the plan of `taskId`,
+   * or of the task `bundleId` was made from, with other `agents`, `instructions` or `context`
+   * where given; its branch `task/<id>` starts with the earlier run's verified knowledge (the
+   * bundle's, or a bundle made of the task's), and its metadata names the earlier run
+   * (`rerun_of`), so that `compare` sets the two side by side.
+   */
+  rerunTask(options: RerunTaskOptions): Task
+  /**
+   * Runs a task again: a new task (pending; `start_task` starts it) with the plan of `taskId`,
+   * or of the task `bundleId` was made from, with other `agents`, `instructions` or `context`
+   * where given; its branch `task/<id>` starts with the earlier run's verified knowledge (the
+   * bundle's, or a bundle made of the task's), and its metadata names the earlier run
+   * (`rerun_of`), so that `compare` sets the two side by side.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  rerunTaskAsync(options: RerunTaskOptions): Promise<Task>
+  /**
+   * Reports that a step's work failed, with its claim: the step is offered again while
+   * attempts remain, then escalated (the task paused until `resolve_escalation`).
+   * `INVALID_TRANSITION` for a handoff that carries no step.
+   */
+  failStep(claim: Claim | ClaimReference, options: FailStepOptions): Handoff
+  /**
+   * Reports that a step's work failed, with its claim: the step is offered again while
+   * attempts remain, then escalated (the task paused until `resolve_escalation`).
+   * `INVALID_TRANSITION` for a handoff that carries no step.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  failStepAsync(claim: Claim | ClaimReference, options: FailStepOptions): Promise<Handoff>
+  /**
+   * A human's answer to a step that failed on every attempt, given with the escalation's
+   * claim: the escalation completes with `resolution` and the step is offered again with its
+   * attempts reset (`retry`) or skipped, its dependents going on without it; a task the
+   * escalation paused resumes.
+   */
+  resolveEscalation(claim: Claim | ClaimReference, options: ResolveEscalationOptions): Task
+  /**
+   * A human's answer to a step that failed on every attempt, given with the escalation's
+   * claim: the escalation completes with `resolution` and the step is offered again with its
+   * attempts reset (`retry`) or skipped, its dependents going on without it; a task the
+   * escalation paused resumes.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  resolveEscalationAsync(claim: Claim | ClaimReference, options: ResolveEscalationOptions): Promise<Task>
+  /**
+   * The task's log, oldest first: created, started, each step offered, started, completed,
+   * failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+   */
+  taskEvents(id: string): TaskEvent[]
+  /**
+   * The task's log, oldest first: created, started, each step offered, started, completed,
+   * failed, escalated or skipped, paused, resumed, updated, cancelled, completed.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  taskEventsAsync(id: string): Promise<TaskEvent[]>
+  /**
+   * Finished tasks, newest first, in the seed's `task-history.json` form: how each ended
+   * (`success`, `partial` with skipped steps, `failure`), its duration, steps, retries and the
+   * tokens its workers reported.
+   */
+  taskHistory(options?: TaskHistoryOptions): HistoryEntry[]
+  /**
+   * Finished tasks, newest first, in the seed's `task-history.json` form: how each ended
+   * (`success`, `partial` with skipped steps, `failure`), its duration, steps, retries and the
+   * tokens its workers reported.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  taskHistoryAsync(options?: TaskHistoryOptions): Promise<HistoryEntry[]>
+  /**
+   * Statistics over every finished task: how many, the share that succeeded, the mean
+   * duration, and how many ended each way.
+   */
+  taskStatistics(): TaskStatistics
+  /**
+   * Statistics over every finished task: how many, the share that succeeded, the mean
+   * duration, and how many ended each way.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  taskStatisticsAsync(): Promise<TaskStatistics>
+  /**
+   * Keeps the details (steps, log and handoff records) of the newest `keepLast` finished tasks
+   * (default 100) finished less than `keepDetailsDays` ago (default 30); older finished tasks
+   * keep only their history entry, and their handoffs go with their events. Unfinished tasks
+   * are never touched. Returns how many tasks were pruned.
+   */
+  prune(options?: PruneOptions): number
+  /**
+   * Keeps the details (steps, log and handoff records) of the newest `keepLast` finished tasks
+   * (default 100) finished less than `keepDetailsDays` ago (default 30); older finished tasks
+   * keep only their history entry, and their handoffs go with their events. Unfinished tasks
+   * are never touched. Returns how many tasks were pruned.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  pruneAsync(options?: PruneOptions): Promise<number>
+  /**
+   * The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
+   * nothing when none was written.
+   */
+  memoryGet(scope: string): Memory | null
+  /**
+   * The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
+   * nothing when none was written.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  memoryGetAsync(scope: string): Promise<Memory | null>
+  /**
+   * Writes the memory of `scope`. With `expectedVersion` (0: nothing written yet) the write
+   * happens only if the scope is still at that version, else `CONFLICT` naming both versions.
+   */
+  memoryPut(scope: string, value: JsonObject, options?: MemoryPutOptions): Memory
+  /**
+   * Writes the memory of `scope`. With `expectedVersion` (0: nothing written yet) the write
+   * happens only if the scope is still at that version, else `CONFLICT` naming both versions.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  memoryPutAsync(scope: string, value: JsonObject, options?: MemoryPutOptions): Promise<Memory>
+  /** Every scope's memory whose scope starts with `prefix` (all without one), in scope order. */
+  memoryList(options?: MemoryListOptions): Memory[]
+  /**
+   * Every scope's memory whose scope starts with `prefix` (all without one), in scope order.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  memoryListAsync(options?: MemoryListOptions): Promise<Memory[]>
+  /**
+   * Forgets the memory of `scope`; with `expectedVersion`, only if it is still at it
+   * (`CONFLICT` otherwise). Whether there was anything to forget.
+   */
+  memoryDelete(scope: string, options?: MemoryDeleteOptions): boolean
+  /**
+   * Forgets the memory of `scope`; with `expectedVersion`, only if it is still at it
+   * (`CONFLICT` otherwise). Whether there was anything to forget.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  memoryDeleteAsync(scope: string, options?: MemoryDeleteOptions): Promise<boolean>
+  /**
+   * Who currently owns a conversation (the holder of its latest handoff once taken, else its
+   * sender), its handoffs as hops, and its shared context (the memory `session:<id>`).
+   */
+  session(sessionId: string): Session
+  /**
+   * Who currently owns a conversation (the holder of its latest handoff once taken, else its
+   * sender), its handoffs as hops, and its shared context (the memory `session:<id>`).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  sessionAsync(sessionId: string): Promise<Session>
+  /**
+   * Starts a manager/worker run on a task: the initialization (iteration 1) goes to the worker,
+   * who takes it with `claim_next` and answers with `report` or `report_error`. The manager →
+   * worker checks run first (instructions given, at least one success criterion), every problem
+   * at once; a task runs the protocol once.
+   */
+  initialize(taskId: string, options: InitializeOptions): Handoff
+  /**
+   * Starts a manager/worker run on a task: the initialization (iteration 1) goes to the worker,
+   * who takes it with `claim_next` and answers with `report` or `report_error`. The manager →
+   * worker checks run first (instructions given, at least one success criterion), every problem
+   * at once; a task runs the protocol once.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  initializeAsync(taskId: string, options: InitializeOptions): Promise<Handoff>
+  /**
+   * The worker's report on the instructions it holds: a `progress` message goes to the
+   * manager. The worker → manager checks run first: every changed file described, issues
+   * given unless the status is COMPLETED.
+   */
+  report(claim: Claim | ClaimReference, status: WorkerStatus, options?: ReportOptions): Handoff
+  /**
+   * The worker's report on the instructions it holds: a `progress` message goes to the
+   * manager. The worker → manager checks run first: every changed file described, issues
+   * given unless the status is COMPLETED.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  reportAsync(claim: Claim | ClaimReference, status: WorkerStatus, options?: ReportOptions): Promise<Handoff>
+  /**
+   * The manager's decision on the report (or the human's resolution) it holds. CONTINUE and
+   * REFINE send `instructions` to the worker for the next iteration (or, past `maxIterations`,
+   * an escalation); COMPLETE ends the run and returns nothing; ESCALATE sends
+   * `escalationDetails` to whoever the run escalates to.
+   */
+  decide(claim: Claim | ClaimReference, decision: Decision, options?: DecideOptions): Handoff | null
+  /**
+   * The manager's decision on the report (or the human's resolution) it holds. CONTINUE and
+   * REFINE send `instructions` to the worker for the next iteration (or, past `maxIterations`,
+   * an escalation); COMPLETE ends the run and returns nothing; ESCALATE sends
+   * `escalationDetails` to whoever the run escalates to.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  decideAsync(claim: Claim | ClaimReference, decision: Decision, options?: DecideOptions): Promise<Handoff | null>
+  /**
+   * The worker's error report on the instructions it holds: an `error_recovery` message goes
+   * to the manager, who answers with `recover` or `escalate`.
+   */
+  reportError(claim: Claim | ClaimReference, options: ReportErrorOptions): Handoff
+  /**
+   * The worker's error report on the instructions it holds: an `error_recovery` message goes
+   * to the manager, who answers with `recover` or `escalate`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  reportErrorAsync(claim: Claim | ClaimReference, options: ReportErrorOptions): Promise<Handoff>
+  /**
+   * The manager's recovery steps for the error report it holds: an `error_recovery` message
+   * goes to the worker with one retry more; past `maxRetries` the run escalates instead.
+   */
+  recover(claim: Claim | ClaimReference, options: RecoverOptions): Handoff
+  /**
+   * The manager's recovery steps for the error report it holds: an `error_recovery` message
+   * goes to the worker with one retry more; past `maxRetries` the run escalates instead.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  recoverAsync(claim: Claim | ClaimReference, options: RecoverOptions): Promise<Handoff>
+  /**
+   * The manager hands the run to a human: an `escalation` goes to whoever the run escalates
+   * to, with the whole history and where the work stands.
+   */
+  escalate(claim: Claim | ClaimReference, options: EscalateOptions): Handoff
+  /**
+   * The manager hands the run to a human: an `escalation` goes to whoever the run escalates
+   * to, with the whole history and where the work stands.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  escalateAsync(claim: Claim | ClaimReference, options: EscalateOptions): Promise<Handoff>
+  /**
+   * A human's answer to the escalation they hold: a `progress` message carrying it goes to
+   * the manager, who decides how the worker goes on; the run's iteration and retry allowances
+   * start afresh.
+   */
+  resolve(claim: Claim | ClaimReference, resolution: string, options?: ResolveOptions): Handoff
+  /**
+   * A human's answer to the escalation they hold: a `progress` message carrying it goes to
+   * the manager, who decides how the worker goes on; the run's iteration and retry allowances
+   * start afresh.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  resolveAsync(claim: Claim | ClaimReference, resolution: string, options?: ResolveOptions): Promise<Handoff>
+  /**
+   * A task's protocol run as it stands: its phase (who holds the latest message), the
+   * iteration, retries, escalations, history and the id of the message in flight.
+   */
+  protocolRun(taskId: string): ProtocolRun
+  /**
+   * A task's protocol run as it stands: its phase (who holds the latest message), the
+   * iteration, retries, escalations, history and the id of the message in flight.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  protocolRunAsync(taskId: string): Promise<ProtocolRun>
+  /** The messages of a task's run, oldest first, each a handoff with its `protocol` body. */
+  protocolHistory(taskId: string): Handoff[]
+  /**
+   * The messages of a task's run, oldest first, each a handoff with its `protocol` body.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  protocolHistoryAsync(taskId: string): Promise<Handoff[]>
+  /**
+   * How the store's protocol runs went: runs, completions, the first-try completion rate,
+   * the escalation rate, retries, iterations per run and the median time per iteration.
+   */
+  protocolStats(): ProtocolStats
+  /**
+   * How the store's protocol runs went: runs, completions, the first-try completion rate,
+   * the escalation rate, retries, iterations per run and the median time per iteration.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  protocolStatsAsync(): Promise<ProtocolStats>
+  /**
+   * Writes a conversation on a branch (`main`, `task/<task>` or `task/<task>/<agent>`, created
+   * on first use), its messages numbered from 1 (`seq`). Messages come in the OpenAI chat
+   * shape or as Responses / Agents SDK items, Anthropic messages or LangChain message dicts.
+   */
+  addConversation(branch: string, messages: Array<ContextMessage | object>, options?: AddConversationOptions): Conversation
+  /**
+   * Writes a conversation on a branch (`main`, `task/<task>` or `task/<task>/<agent>`, created
+   * on first use), its messages numbered from 1 (`seq`). Messages come in the OpenAI chat
+   * shape or as Responses / Agents SDK items, Anthropic messages or LangChain message dicts.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  addConversationAsync(branch: string, messages: Array<ContextMessage | object>, options?: AddConversationOptions): Promise<Conversation>
+  /** Adds messages at the end of a conversation, numbered after its last. */
+  appendMessages(conversationId: string, messages: Array<ContextMessage | object>): Conversation
+  /**
+   * Adds messages at the end of a conversation, numbered after its last.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  appendMessagesAsync(conversationId: string, messages: Array<ContextMessage | object>): Promise<Conversation>
+  /** The conversation with this id; `NOT_FOUND` if there is none. */
+  getConversation(id: string): Conversation
+  /**
+   * The conversation with this id; `NOT_FOUND` if there is none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  getConversationAsync(id: string): Promise<Conversation>
+  /**
+   * A conversation's messages `from_seq..=to_seq` (all of them by default), in order, each with
+   * its `seq` and where it was cherry-picked to.
+   */
+  messages(id: string, options?: MessagesOptions): StoredMessage[]
+  /**
+   * A conversation's messages `from_seq..=to_seq` (all of them by default), in order, each with
+   * its `seq` and where it was cherry-picked to.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  messagesAsync(id: string, options?: MessagesOptions): Promise<StoredMessage[]>
+  /** The conversations of a branch, of a task, or of the whole store, oldest first. */
+  listConversations(options?: ListConversationsOptions): Conversation[]
+  /**
+   * The conversations of a branch, of a task, or of the whole store, oldest first.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  listConversationsAsync(options?: ListConversationsOptions): Promise<Conversation[]>
+  /**
+   * Copies a conversation's tool-call sequences (each call with its results) into a new
+   * conversation on `targetBranch`.
+   */
+  cherryPickTools(conversationId: string, targetBranch: string): Conversation
+  /**
+   * Copies a conversation's tool-call sequences (each call with its results) into a new
+   * conversation on `targetBranch`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  cherryPickToolsAsync(conversationId: string, targetBranch: string): Promise<Conversation>
+  /**
+   * Writes facts on a branch (status `active`), checked whole first: every problem at once,
+   * nothing written when there is one.
+   */
+  addFacts(branch: string, facts: FactInput[]): Fact[]
+  /**
+   * Writes facts on a branch (status `active`), checked whole first: every problem at once,
+   * nothing written when there is one.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  addFactsAsync(branch: string, facts: FactInput[]): Promise<Fact[]>
+  /**
+   * The facts of a branch, oldest first, optionally only those in one status (`active`,
+   * `verified`, `invalidated`, `promoted`, `superseded`).
+   */
+  facts(branch: string, options?: FactsOptions): Fact[]
+  /**
+   * The facts of a branch, oldest first, optionally only those in one status (`active`,
+   * `verified`, `invalidated`, `promoted`, `superseded`).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  factsAsync(branch: string, options?: FactsOptions): Promise<Fact[]>
+  /** Every branch that holds a conversation or a fact, with its parent, in name order. */
+  branches(): BranchInfo[]
+  /**
+   * Every branch that holds a conversation or a fact, with its parent, in name order.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  branchesAsync(): Promise<BranchInfo[]>
+  /**
+   * Moves a branch's verified knowledge into its parent (or `into`): verified facts are copied
+   * (their sources become `promoted`) and verified or cherry-picked conversations are copied
+   * with their messages; unverified and invalidated items stay. Merging twice adds nothing.
+   */
+  merge(branch: string, options?: MergeOptions): MergeReport
+  /**
+   * Moves a branch's verified knowledge into its parent (or `into`): verified facts are copied
+   * (their sources become `promoted`) and verified or cherry-picked conversations are copied
+   * with their messages; unverified and invalidated items stay. Merging twice adds nothing.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  mergeAsync(branch: string, options?: MergeOptions): Promise<MergeReport>
+  /**
+   * The curation log of a task (every change on its branches: conversations added, messages
+   * appended, cherry-picks, facts, verifications, merges), or of `main` without one, in order.
+   */
+  curationEvents(options?: CurationEventsOptions): CurationEvent[]
+  /**
+   * The curation log of a task (every change on its branches: conversations added, messages
+   * appended, cherry-picks, facts, verifications, merges), or of `main` without one, in order.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  curationEventsAsync(options?: CurationEventsOptions): Promise<CurationEvent[]>
+  /**
+   * Packages a task's (or a branch's) knowledge as a bundle: its verified facts and key
+   * conversations with their messages, the task's summary and the scores, redacted by default,
+   * with a share token (`kb_` and 256 random bits) that finds it unless it is private.
+   */
+  createBundle(name: string, options: CreateBundleOptions): Bundle
+  /**
+   * Packages a task's (or a branch's) knowledge as a bundle: its verified facts and key
+   * conversations with their messages, the task's summary and the scores, redacted by default,
+   * with a share token (`kb_` and 256 random bits) that finds it unless it is private.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  createBundleAsync(name: string, options: CreateBundleOptions): Promise<Bundle>
+  /** The bundle with this id; `NOT_FOUND` if there is none. */
+  getBundle(id: string): Bundle
+  /**
+   * The bundle with this id; `NOT_FOUND` if there is none.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  getBundleAsync(id: string): Promise<Bundle>
+  /** The store's bundles, oldest first, optionally only those of one visibility. */
+  listBundles(options?: ListBundlesOptions): Bundle[]
+  /**
+   * The store's bundles, oldest first, optionally only those of one visibility.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  listBundlesAsync(options?: ListBundlesOptions): Promise<Bundle[]>
+  /**
+   * The bundle a share token opens. A private bundle is never found by its token; a wrong
+   * token, a private bundle's and a missing bundle all give the same `NOT_FOUND`.
+   */
+  bundleByToken(token: string): Bundle
+  /**
+   * The bundle a share token opens. A private bundle is never found by its token; a wrong
+   * token, a private bundle's and a missing bundle all give the same `NOT_FOUND`.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  bundleByTokenAsync(token: string): Promise<Bundle>
+  /** Changes who may find a bundle by its token. */
+  setVisibility(id: string, visibility: Visibility): Bundle
+  /**
+   * Changes who may find a bundle by its token.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  setVisibilityAsync(id: string, visibility: Visibility): Promise<Bundle>
+  /**
+   * Signs a bundle with a secret key (`ed25519-secret:...`): a store that trusts its public
+   * key imports the bundle's verdicts as verified. The signature travels in the portable form.
+   */
+  signBundle(id: string, options: SignBundleOptions): Bundle
+  /**
+   * Signs a bundle with a secret key (`ed25519-secret:...`): a store that trusts its public
+   * key imports the bundle's verdicts as verified. The signature travels in the portable form.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  signBundleAsync(id: string, options: SignBundleOptions): Promise<Bundle>
+  /**
+   * Trusts public keys (`ed25519:...`) to vouch for bundles, or stops trusting them: a bundle
+   * signed by a trusted key is imported with its verdicts; any other bundle's verdicts stay its
+   * claim. Returns the keys trusted afterwards (none given: only lists them).
+   */
+  trustBundleKeys(options?: TrustBundleKeysOptions): TrustedKey[]
+  /**
+   * Trusts public keys (`ed25519:...`) to vouch for bundles, or stops trusting them: a bundle
+   * signed by a trusted key is imported with its verdicts; any other bundle's verdicts stay its
+   * claim. Returns the keys trusted afterwards (none given: only lists them).
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  trustBundleKeysAsync(options?: TrustBundleKeysOptions): Promise<TrustedKey[]>
+  /** Deletes a bundle and its share token; what was imported from it stays. */
+  deleteBundle(id: string): void
+  /**
+   * Deletes a bundle and its share token; what was imported from it stays.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  deleteBundleAsync(id: string): Promise<void>
+  /**
+   * A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
+   * `data`): its handoffs' events, its plan's log and its curation log; each agent's
+   * contribution; its key facts and conversations; how it ended.
+   */
+  replay(taskId: string, options?: ReplayOptions): TaskReplay
+  /**
+   * A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
+   * `data`): its handoffs' events, its plan's log and its curation log; each agent's
+   * contribution; its key facts and conversations; how it ended.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  replayAsync(taskId: string, options?: ReplayOptions): Promise<TaskReplay>
+  /**
+   * Two runs side by side (an original and its rerun): their agents, decision points, key
+   * facts (only in one, in both), outcomes and durations.
+   */
+  compare(taskA: string, taskB: string): TaskComparison
+  /**
+   * Two runs side by side (an original and its rerun): their agents, decision points, key
+   * facts (only in one, in both), outcomes and durations.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  compareAsync(taskA: string, taskB: string): Promise<TaskComparison>
+}
 /**
  * What kind of handoff a record is.
  * - `full`: The whole task passes to the successor.
@@ -890,6 +1833,86 @@ export interface ReplayOptions {
  * - `error_recovery`: Another attempt after an error.
  */
 export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'initialization' | 'progress' | 'error_recovery'
+/** A handoff-core handover record */
+export interface Handoff {
+  /** Always [`SCHEMA_VERSION`]. */
+  schemaVersion: number
+  /** Time-ordered id (UUIDv7) or one supplied by the creator as an idempotency key. */
+  id: string
+  /** The task this handoff belongs to; a task's handoffs form its chain. */
+  taskId: string
+  /** The session the handing-over agent ran in. */
+  sessionId: string | null
+  /** The handoff this one continues. */
+  parentId: string | null
+  /** What kind of handoff this is. */
+  kind: HandoffKind
+  /** Why the previous agent handed over. */
+  reason: HandoffReason
+  /** The agent handing over. */
+  fromAgent: string | null
+  /** The agent addressed; `None` lets any agent claim it. */
+  toAgent: string | null
+  /** What the successor must achieve. Never empty. */
+  goal: string
+  /** Where the work stands, in prose. */
+  progressSummary: string
+  /** Steps already done. */
+  completedSteps: string[]
+  /** Steps still to do, in order. */
+  pendingSteps: string[]
+  /** Decisions taken, and why, so the successor does not reopen them. */
+  keyDecisions: string[]
+  /** Assumptions the work rests on. */
+  assumptions: string[]
+  /** Things the successor must be careful about. */
+  warnings: string[]
+  /** Errors seen and not yet fixed. */
+  unresolvedErrors: string[]
+  /** What stops progress right now. */
+  blockers: string[]
+  /** Files changed so far. */
+  modifiedFiles: string[]
+  /** Files the work holds locks on. */
+  lockedFiles: string[]
+  /** Guidance for the successor. */
+  instructions: string | null
+  /** What matters most, first. */
+  priorityItems: string[]
+  /** How the successor knows it is done. */
+  successCriteria: string[]
+  /** How full the previous agent's context window was, in percent (0..=100). */
+  contextUsagePercent: number | null
+  /** Free-form JSON, preserved unchanged. */
+  metadata: JsonObject
+  /**
+   * A manager/worker protocol message's body (DESIGN §8), with the seed's field names; only
+   * the protocol's calls (`initialize`, `report`, `decide`, ...) write it.
+   */
+  protocol: ProtocolBody | null
+  /** When the handoff was created. */
+  createdAt: string
+  /** When an unclaimed handoff expires; `None` is never. */
+  expiresAt: string | null
+  /** How many claims may lapse before the handoff fails. */
+  maxAttempts: number
+  /** Where the handoff is in its lifecycle. */
+  status: HandoffStatus
+  /** The agent holding (or that last held) the claim. */
+  claimedBy: string | null
+  /** The fencing token of the latest claim; it grows with every claim. */
+  claimToken: number | null
+  /** When the current claim lapses unless renewed. */
+  leaseUntil: string | null
+  /** When the holder last claimed or heartbeated. */
+  heartbeatAt: string | null
+  /** How many claims ended without completion (released or lapsed). */
+  attempts: number
+  /** When the handoff reached a terminal status. */
+  completedAt: string | null
+  /** The completing agent's result, or why the handoff ended otherwise. */
+  outcome: string | null
+}
 /**
  * Where a handoff is in its lifecycle.
  * - `pending`: Waiting for a claim.
@@ -902,6 +1925,22 @@ export type HandoffKind = 'full' | 'partial' | 'escalation' | 'checkpoint' | 'in
  * - `failed`: Its claims lapsed `maxAttempts` times.
  */
 export type HandoffStatus = 'pending' | 'claimed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'failed'
+/** A claim as every face returns it to its claimer: the secret shown, the lease in seconds. */
+export interface Claim {
+  /** The claimed handoff's id. */
+  handoffId: string
+  /** The fencing token: public, increasing with every claim. */
+  token: number
+  /**
+   * The claim's secret, which settles the claim (`hcs_` and 64 hex digits): shown to the
+   * claimer only.
+   */
+  secret: string
+  /** The lease length, renewed by each heartbeat. */
+  leaseSeconds: number
+  /** The handoff, as it was when claimed. */
+  handoff: Handoff
+}
 /**
  * A claim as a caller hands it back: the claimed handoff's id, the fencing token, the secret
  * and the lease length. Only these; never the record.
@@ -915,6 +1954,92 @@ export interface ClaimReference {
   secret: string
   /** The lease length in seconds, renewed by each heartbeat (default 300). */
   leaseSeconds?: number | null
+}
+/** One entry of the event log. */
+export interface Event {
+  /** Position in the store's log; strictly increasing in write order. */
+  seq: number
+  /** The handoff it concerns. */
+  handoffId: string
+  /** When it happened. */
+  at: string
+  /** Who caused it; `None` for the clock (lapses, expiry). */
+  actor: string | null
+  kind: 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
+  detail: { taskId?: string
+  toAgent?: string
+  agent?: string
+  token?: number
+  leaseUntil?: string
+  reason?: string | string
+  error?: string | string
+  outcome?: string
+  tokensUsed?: number }
+}
+/** A task's hops in creation order. Checkpoints are not hops and are left out. */
+export interface Chain {
+  /** The task. */
+  taskId: string
+  /** Its hops, oldest first. */
+  hops: Hop[]
+}
+/** How the hand-offs from one agent to another fared. */
+export interface PathStats {
+  /** The agent handing over (`*` when unnamed). */
+  fromAgent: string
+  /**
+   * The agent taking over: the addressee, or whoever claimed an open hand-off (`*` while
+   * nobody has).
+   */
+  toAgent: string
+  /** Hand-offs on this path. */
+  total: number
+  /** Of which completed. */
+  completed: number
+  /** Of which failed (their leases ran out `maxAttempts` times). */
+  failed: number
+  /** Of which rejected by the addressee. */
+  rejected: number
+  /** Median time from creation to the first claim, over the claimed ones. */
+  medianClaimSeconds: number | null
+  /** Median time from creation to completion, over the completed ones. */
+  medianCompleteSeconds: number | null
+}
+/** How many records are in one status for one addressee ([`Backend::queue_counts`]). */
+export interface QueueCount {
+  /** The status. */
+  status: HandoffStatus
+  /** The agent the records are addressed to (`None`: any agent may claim them). */
+  toAgent: string | null
+  /** How many. */
+  count: number
+}
+/** What [`Store::check`] found: nothing damaged when `damage` is empty. */
+export interface CheckReport {
+  /** Each damage, in the order it was found. */
+  damage: Damage[]
+}
+/**
+ * What a backend can do beyond the contract every backend keeps, so that a caller can ask
+ * before relying on it (`store.capabilities()` in every face).
+ */
+export interface Capabilities {
+  /** The store outlives the process that opened it. */
+  durable: boolean
+  /** Several processes on one machine may share the store. */
+  sharedByProcesses: boolean
+  /** Processes on several machines may share the store. */
+  sharedByMachines: boolean
+  /**
+   * [`Store::backup`](crate::Store::backup) writes a consistent, portable copy while the
+   * store stays in use (every backend does).
+   */
+  backup: boolean
+  /**
+   * A worker waiting for work is woken when it arrives, instead of looking again at short
+   * intervals ([`Backend::subscribe`]).
+   */
+  wakesWaiters: boolean
 }
 /** One step of a plan as the caller gives it (the seed's `task-state.json` names). */
 export interface StepSpec {
@@ -937,6 +2062,68 @@ export interface StepSpec {
   /** The group of agents the step belongs to, as the seed's plans name it. */
   cluster?: string | null
 }
+/** A task as every face returns it: its header's fields, its steps, and the steps under way. */
+export interface Task {
+  /** The task's id. */
+  id: string
+  /** What it is called. */
+  name: string
+  /** Where it stands. */
+  status: TaskStatus
+  /** Grows by one with every change: the task's compare-and-swap token. */
+  version: number
+  /** When it was created. */
+  createdAt: string
+  /** When it was first started. */
+  startedAt: string | null
+  /** When it last changed. */
+  updatedAt: string
+  /** When it finished. */
+  completedAt: string | null
+  /** The agent that drives it. */
+  orchestrator: string | null
+  /** Who gets an escalated step. */
+  escalateTo: string
+  /** What it must achieve. */
+  goal: string
+  /** How to tell that the goal is reached. */
+  successCriteria: string[]
+  /** Shared context. */
+  context: JsonObject
+  /** What it produced. */
+  artifacts: JsonValue[]
+  /** What went wrong along the way. */
+  issues: JsonValue[]
+  /** The caller's own data. */
+  metadata: JsonObject
+  /** Steps in the plan. */
+  stepsTotal: number
+  /** Steps neither completed nor skipped nor cancelled. */
+  stepsOpen: number
+  /** Steps completed or skipped. */
+  stepsDone: number
+  /** Steps skipped. */
+  skipped: number
+  /** Failed attempts of any step, retried or not. */
+  retries: number
+  /**
+   * The model tokens its steps took, as their workers reported them on completion (`None`
+   * when none did).
+   */
+  tokensUsed: number | null
+  /** Its steps and log were pruned: only this header (its history) is left. */
+  pruned: boolean
+  /** The agents that joined it, in the order they joined. */
+  members: TaskMember[]
+  /** What came of it, as whoever completed it said. */
+  resultSummary: string | null
+  /** Why it failed, when it did. */
+  failure: string | null
+  /** The steps, in plan order. */
+  steps: TaskStep[]
+  /** The ids of the steps offered or in progress (`ready`, `in_progress`), in plan order. */
+  currentSteps: string[]
+}
 /**
  * Where a task stands.
  * - `pending`: Created, not started: no step is offered.
@@ -947,11 +2134,156 @@ export interface StepSpec {
  * - `cancelled`: Withdrawn; claimed steps may finish, nothing else is offered.
  */
 export type TaskStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'paused' | 'cancelled'
+/** A task without its steps: what every transition reads and writes. */
+export interface TaskSummary {
+  /** The task's id. */
+  id: string
+  /** What it is called. */
+  name: string
+  /** Where it stands. */
+  status: TaskStatus
+  /** Grows by one with every change: the task's compare-and-swap token. */
+  version: number
+  /** When it was created. */
+  createdAt: string
+  /** When it was first started. */
+  startedAt: string | null
+  /** When it last changed. */
+  updatedAt: string
+  /** When it finished. */
+  completedAt: string | null
+  /** The agent that drives it. */
+  orchestrator: string | null
+  /** Who gets an escalated step. */
+  escalateTo: string
+  /** What it must achieve. */
+  goal: string
+  /** How to tell that the goal is reached. */
+  successCriteria: string[]
+  /** Shared context. */
+  context: JsonObject
+  /** What it produced. */
+  artifacts: JsonValue[]
+  /** What went wrong along the way. */
+  issues: JsonValue[]
+  /** The caller's own data. */
+  metadata: JsonObject
+  /** Steps in the plan. */
+  stepsTotal: number
+  /** Steps neither completed nor skipped nor cancelled. */
+  stepsOpen: number
+  /** Steps completed or skipped. */
+  stepsDone: number
+  /** Steps skipped. */
+  skipped: number
+  /** Failed attempts of any step, retried or not. */
+  retries: number
+  /**
+   * The model tokens its steps took, as their workers reported them on completion (`None`
+   * when none did).
+   */
+  tokensUsed: number | null
+  /** Its steps and log were pruned: only this header (its history) is left. */
+  pruned: boolean
+  /** The agents that joined it, in the order they joined. */
+  members: TaskMember[]
+  /** What came of it, as whoever completed it said. */
+  resultSummary: string | null
+  /** Why it failed, when it did. */
+  failure: string | null
+}
 /**
  * A step named by its id, or by its number as the seeds number objectives (`1` is step
  * `"1"`).
  */
 export type StepRef = string | number
+/** One entry of a task's log. */
+export interface TaskEvent {
+  /** Its place in the task's log, from 1. */
+  seq: number
+  /** The task. */
+  taskId: string
+  /** When it happened. */
+  at: string
+  /**
+   * Who caused it: the worker of a step's handoff, the holder of an escalation; `None`
+   * for the caller of a task operation, and for the clock.
+   */
+  actor: string | null
+  kind: 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'agent_join' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed' | 'failed' | 'merge'
+  detail: { step?: string
+  agent?: string
+  error?: string
+  last?: boolean
+  to?: string
+  role?: string
+  objectives?: string[]
+  version?: number
+  reason?: string | null | string
+  into?: string
+  facts?: number
+  conversations?: number }
+}
+/** A finished task in the seed's `task-history.json` form. */
+export interface HistoryEntry {
+  /** The task. */
+  id: string
+  /** Its name. */
+  name: string
+  /** How it ended. */
+  result: TaskResult
+  /** When it started (`None`: cancelled before it started). */
+  startedAt: string | null
+  /** When it finished. */
+  completedAt: string
+  /** From start to finish. */
+  durationSeconds: number | null
+  /** Its goal. */
+  summary: string
+  /** What it produced. */
+  artifacts: JsonValue[]
+  /** Its steps and retries. */
+  metrics: HistoryMetrics
+  /** What it taught (the task's `metadata.lessons`, when it has a list of them). */
+  lessons: JsonValue[]
+}
+/** Statistics over finished tasks (the seed's `task_statistics`). */
+export interface TaskStatistics {
+  /** Finished tasks. */
+  totalTasks: number
+  /** The share of them that succeeded (0 when there are none). */
+  successRate: number
+  /** The mean time from start to finish of those that started. */
+  avgDurationSeconds: number | null
+  /** How many ended each way. */
+  byResult: JsonObject
+}
+/** One scope's memory. */
+export interface Memory {
+  /** The scope (`agent:writer`, `session:s1`, `shared`, ...). */
+  scope: string
+  /** The document. */
+  value: JsonObject
+  /** Grows by one with every write, from 1. */
+  version: number
+  /** When it was last written. */
+  updatedAt: string
+}
+/** A conversation as the store knows it. */
+export interface Session {
+  /** The session. */
+  sessionId: string
+  /**
+   * Who owns it now: the holder of its latest handoff once taken (claimed or completed),
+   * else that handoff's sender (the work has not moved yet, or came back); `None` before
+   * its first handoff.
+   */
+  currentAgent: string | null
+  /** Its handoffs as hops, oldest first. */
+  handoffChain: Hop[]
+  /** The session's shared context: the memory of scope `session:<id>` (empty when none). */
+  context: JsonObject
+}
 /** The initialization's context (the seed's keys). */
 export interface InitContext {
   /** Where the project lives. */
@@ -1062,6 +2394,169 @@ export type Urgency = 'low' | 'medium' | 'high' | 'immediate'
  * - `dependency`: Something the work depends on.
  */
 export type BlockerType = 'skill' | 'access' | 'design' | 'environment' | 'dependency'
+/** A protocol run: the state every call reads and updates. */
+export interface ProtocolRun {
+  /** The task it works on. */
+  taskId: string
+  /** The manager. */
+  manager: string
+  /** The worker. */
+  worker: string
+  /** Who gets an escalation. */
+  escalateTo: string
+  /** What the run is for: the initialization's instructions (every message's `goal`). */
+  goal: string
+  /** How success is judged, as the initialization gave it. */
+  successCriteria: string[]
+  /**
+   * The handoff whose holder makes the next call; `None` before the first message is
+   * stored and once the run is completed (the store keeps it).
+   */
+  messageId: string | null
+  /** When the run was initialized. */
+  startedAt: string
+  /** When the last call changed it. */
+  updatedAt: string
+  /** When the iteration under way (or its last recovery) started. */
+  iterationStartedAt: string
+  /** How long each closed entry of `history` took, in seconds, in order. */
+  iterationSeconds: number[]
+  /** The iteration under way, from 1. */
+  iteration: number
+  /** Iterations allowed before a CONTINUE or REFINE escalates instead. */
+  maxIterations: number
+  /** Recoveries so far. */
+  retryCount: number
+  /** Recoveries allowed before the run escalates by itself. */
+  maxRetries: number
+  /** Who holds the latest message. */
+  phase: ProtocolPhase
+  /** Escalations so far. */
+  escalations: number
+  /** Every iteration, the current one last. */
+  history: HistoryItem[]
+  /** The files reported changed so far. */
+  filesModified: string[]
+  /** The last report's status, in words. */
+  projectStatus: string
+  /** Dependencies the manager's context updates added so far. */
+  dependencies: string[]
+  /** The initialization's settings, in words (project root, constraints). */
+  configuration: string[]
+}
+/** How the store's protocol runs went: per run and over all of them. */
+export interface ProtocolStats {
+  /** Runs started. */
+  runs: number
+  /** Runs the manager completed. */
+  completed: number
+  /** Completed runs that needed one iteration, no recovery and no human. */
+  firstTryCompletions: number
+  /** `first_try_completions / completed` (0 when none completed). */
+  firstTryCompletionRate: number
+  /** Runs escalated to a human at least once. */
+  escalated: number
+  /** `escalated / runs` (0 when there are none). */
+  escalationRate: number
+  /** Recoveries over every run. */
+  retries: number
+  /** Iterations per run, on average. */
+  meanIterations: number
+  /**
+   * The median time an iteration (or a recovery) took, from its instructions to the
+   * manager's answer, in seconds; `None` before any closed.
+   */
+  medianIterationSeconds: number | null
+  /** Every run, oldest first. */
+  perRun: RunSummary[]
+}
+/** A conversation on a branch: its messages are kept beside it, numbered from 1 (`seq`). */
+export interface Conversation {
+  /** Its id. */
+  id: string
+  /** The branch it lies on. */
+  branch: Branch
+  /** What it is about. */
+  title: string | null
+  /** The task it belongs to. */
+  task_id: string | null
+  /** The agent that had it. */
+  agent: string | null
+  /** How many messages it holds. */
+  message_count: number
+  /** What the gate made of it (`unverified` until a verifier scores it). */
+  verification_status: Verdict
+  /** The last verification's score. */
+  verification_score: number | null
+  /** Why, in the verifier's words. */
+  explanation: string | null
+  /** Who verified it. */
+  verified_by: string | null
+  /** For a cherry-pick's result: the conversation it was picked from. */
+  cherry_picked_from: string | null
+  /** For a merge's copy: the conversation it was copied from. */
+  origin: string | null
+  /** Whether a merge copied it to the parent branch. */
+  promoted: boolean
+  /** When it was written. */
+  created_at: string
+}
+/**
+ * A message of a conversation, with its place and where it was picked to. As JSON, the
+ * message's own fields (`role`, `content`, `tool_calls`, ...) sit beside `seq`,
+ * `is_cherry_picked` and `cherry_picked_to`.
+ */
+export interface StoredMessage {
+  /** Its place in the conversation, from 1. */
+  seq: number
+  /** `user`, `assistant`, `tool`, `system`. */
+  role: string
+  /** The text. */
+  content: string
+  /** Tool calls the message made. Read from any provider's call shape. */
+  tool_calls: ToolCall[]
+  /** For a `tool` message, the id of the call it answers. */
+  tool_call_id?: string
+  /** For a `tool` message, whether the tool failed. */
+  is_error?: boolean
+  /** When it was said. */
+  at: string
+  /** A stable id for the manifest; `message-<n>` when absent. */
+  id: string
+  /** Higher is kept first; messages default to 50. */
+  priority: number
+  /** Whether a cherry-pick took it (`cherry_picked_to` is not empty). */
+  is_cherry_picked: boolean
+  /** Every cherry-pick that took it. */
+  cherry_picked_to: PickedTo[]
+}
+/** A fact on a branch, with what the gate made of it. */
+export interface Fact {
+  /** Its id. */
+  id: string
+  /** The branch it lies on. */
+  branch: Branch
+  /** What is known. */
+  text: string
+  /** How sure its author was. */
+  confidence: number | null
+  /** Where it came from. */
+  source: string | null
+  /** Where it stands. */
+  status: FactStatus
+  /** The last verification's score. */
+  score: number | null
+  /** Why, in the verifier's words. */
+  explanation: string | null
+  /** Who verified it (the verifier's name). */
+  verified_by: string | null
+  /** When it was last verified. */
+  verified_at: string | null
+  /** The fact a merge copied it from, for a copy. */
+  origin: string | null
+  /** When it was written. */
+  created_at: string
+}
 /** A fact as a caller gives it: a plain text, or `{"text", "confidence"?, "source"?}`. */
 export type FactInput = string | NewFact
 /**
@@ -1073,6 +2568,68 @@ export type FactInput = string | NewFact
  * - `superseded`: Replaced by a newer fact.
  */
 export type FactStatus = 'active' | 'verified' | 'invalidated' | 'promoted' | 'superseded'
+/** A branch that holds something, with its parent. */
+export interface BranchInfo {
+  /** Its name. */
+  name: Branch
+  /** Its parent (`None` for `main`). */
+  parent: Branch | null
+}
+/** What a verification did. */
+export interface VerifyReport {
+  /** The branch verified. */
+  branch: Branch | null
+  /** Items that passed. */
+  verified: number
+  /** Items that failed the gate. */
+  invalidated: number
+  /** Items scored in between (all of them without a verifier: the neutral 0.5). */
+  unverified: number
+  /** Items the verifier failed on, left as they were. */
+  failed: number
+  /** Every item, in the order verified. */
+  items: VerifiedItem[]
+}
+/** What a merge did. */
+export interface MergeReport {
+  /** The branch merged. */
+  branch: Branch | null
+  /** Where to. */
+  into: Branch | null
+  /** Facts copied up (their sources are now `promoted`). */
+  facts: number
+  /** Conversations copied up. */
+  conversations: number
+  /** Items left where they are (unverified, invalidated). */
+  kept: number
+}
+/** The successor's context: sections within the budget, and the manifest. */
+export interface Packet {
+  /** Mandatory sections first, then the rest by kind, messages in chronological order. */
+  sections: PacketSection[]
+  /**
+   * What it uses, in `unit`: tokens counted with the builder's tokenizer, or characters of
+   * its Markdown.
+   */
+  tokens: number
+  /** The budget it was built for, in `unit`. */
+  budget: number
+  /** What the budget counts. */
+  unit: BudgetUnit
+  /** What was included, truncated, summarised, dropped and redacted. */
+  manifest: PacketManifest
+}
+/** One entry of the curation log: what changed, where and when, with its ids and counts. */
+export interface CurationEvent {
+  /** When. */
+  at: string
+  /** What. */
+  kind: CurationChange
+  /** The branch it changed. */
+  branch: Branch
+  /** Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...). */
+  detail: JsonValue
+}
 /**
  * Who may find a bundle by its share token.
  * - `private`: Only its store's users, by id; never found by token.
@@ -1087,6 +2644,124 @@ export type Visibility = 'private' | 'team' | 'public'
  * - `template`: A starting point for tasks of a kind.
  */
 export type BundleType = 'task_export' | 'curated' | 'template'
+/**
+ * A bundle as the store keeps it: what it is, its counts and scores, who may find it, and its
+ * portable form ([`Bundle::to_json`]).
+ */
+export interface Bundle {
+  /** Its id. */
+  id: string
+  /** Its name. */
+  name: string
+  /** What it holds. */
+  description: string | null
+  /** What it is. */
+  bundle_type: BundleType
+  /** The task it was made from. */
+  source_task_id: string | null
+  /** The branch it was made from. */
+  source_branch: string | null
+  /** How many facts it holds. */
+  fact_count: number
+  /** How many conversations it holds. */
+  conversation_count: number
+  /** How many messages its conversations hold. */
+  message_count: number
+  /** Whether everything in it was verified. */
+  verification_status: BundleStatus
+  /** The mean of its items' scores. */
+  verification_score: number | null
+  /** Who verified its items (their verifiers' names, joined). */
+  verified_by: string | null
+  /**
+   * `kb_` and 256 random bits: finds the bundle; `None` while it is private. Sharing a
+   * private bundle issues a new token, and making it private again kills it.
+   */
+  share_token: string | null
+  /** Who may find it by its token. */
+  visibility: Visibility
+  /** Labels for finding it. */
+  tags: string[]
+  /** The portable form's content hash. */
+  content_hash: string
+  /** When it was made. */
+  created_at: string
+  /** When it last changed. */
+  updated_at: string
+  /** The portable form. */
+  data: BundleData
+}
+/** A public key the store trusts to vouch for bundles. */
+export interface TrustedKey {
+  /** `ed25519:` and 64 hex digits. */
+  public_key: string
+  /** When it was trusted. */
+  trusted_at: string
+}
+/** What an import added and what it found already there. */
+export interface ImportReport {
+  /** The bundle's name. */
+  bundle: string
+  /** The branch imported into. */
+  target_branch: Branch | null
+  /** Facts written. */
+  facts_added: number
+  /** Facts already there (imported before). */
+  facts_skipped: number
+  /** Conversations written. */
+  conversations_added: number
+  /** Conversations already there. */
+  conversations_skipped: number
+  /** Messages written with the conversations. */
+  messages_added: number
+  /** The public key that signed the bundle (`ed25519:...`), if it is signed. */
+  signed_by: string | null
+  /**
+   * Whether this store trusts that key: then the bundle's verdicts were taken as verified;
+   * otherwise they were kept as the bundle's claim (`verified_by: bundle:<hash>`), its facts
+   * and conversations unverified until this store verifies them.
+   */
+  trusted: boolean
+}
+/** A task's whole run: the timeline, the agents, its key knowledge and how it ended. */
+export interface TaskReplay {
+  /** The task. */
+  task_id: string
+  /** Every entry of its logs, oldest first (entries at the same instant in log order). */
+  timeline: TimelineEntry[]
+  /** Each agent's contribution, by name. */
+  agents: AgentContribution[]
+  /** Its verified (or, unless `verified_only`, not invalidated) facts. */
+  key_facts: Fact[]
+  /** Its verified or cherry-picked conversations. */
+  key_conversations: Conversation[]
+  /** How it ended. */
+  outcome: TaskOutcome
+}
+/** Two runs side by side (an original and its rerun, say). */
+export interface TaskComparison {
+  /** The first task. */
+  task_a: string
+  /** The second. */
+  task_b: string
+  /** The agents that took part. */
+  agents: Overlap
+  /**
+   * The decisions recorded: the handoffs' `decisions` and the decision points picked from
+   * their conversations.
+   */
+  decision_points: Overlap
+  /** Their key facts, by text. */
+  facts: Overlap
+  /** How the first ended. */
+  outcome_a: TaskOutcome
+  /** How the second ended. */
+  outcome_b: TaskOutcome
+  /** Entries in the first timeline. */
+  timeline_length_a: number
+  /** Entries in the second. */
+  timeline_length_b: number
+}
 /**
  * A protocol message's body, with the seed's field names (`handoff_type`, `worker_report`,
  * `manager_decision`, ...): which fields a message carries depends on its type.
@@ -1133,6 +2808,188 @@ export interface ProtocolBody {
   /** How to go on once resolved: an escalation's suggestion, a resolution's answer. */
   resume_instructions?: string
 }
+/** One hop of a chain: a handoff from one agent to the next. */
+export interface Hop {
+  /** The handoff making this hop. */
+  handoffId: string
+  /** The handoff it continues, if any. */
+  parentId: string | null
+  /** The agent handing over. */
+  fromAgent: string | null
+  /** The agent taking over: the addressee, or whoever claimed an open handoff. */
+  toAgent: string | null
+  /** The handoff's kind. */
+  kind: HandoffKind
+  /** The handoff's status. */
+  status: HandoffStatus
+  /** When the hop was created. */
+  createdAt: string
+}
+/** One piece of damage [`Store::check`] found. */
+export interface Damage {
+  /**
+   * What is damaged: a file of a files store (`handoffs/<id>.json`, `events.jsonl line
+   * 7`), or a part of a database store (`handoffs`, `integrity`).
+   */
+  what: string
+  /** What is wrong with it. */
+  problem: string
+  /**
+   * What the repair did about it (`moved to quarantine/...`); `None` when it was not
+   * repaired (not asked to, or a damage no repair in place can mend).
+   */
+  repaired: string | null
+}
+/** An agent that joined a task (`join_task`). */
+export interface TaskMember {
+  /** The agent. */
+  agent: string
+  /** Its role in the task (`investigator`, `reviewer`, ...), if given. */
+  role: string | null
+  /** The steps assigned to it when it joined. */
+  objectives: string[]
+  /** Its branch: `task/<task>/<agent>`. */
+  branch: string
+  /** When it joined. */
+  joinedAt: string
+}
+/** One step as stored: its place in the plan and where it stands. */
+export interface TaskStep {
+  /** The step's id, unique in its plan (an id: `[A-Za-z0-9._:@-]{1,128}`). */
+  id: string
+  /** What the step is, in words. */
+  name: string
+  /**
+   * The agent that works on it: its handoff is addressed to this agent. Without one (an
+   * objective of the task), the step is offered to the task's members: any agent that
+   * joined the task may take it, and `join_task` can assign it to one.
+   */
+  agent: string | null
+  /** The ids of the steps that must be completed before this one is offered. */
+  dependencies: string[]
+  /** What the agent is to do, carried by the step's handoff. */
+  instructions: string | null
+  /** How often the step is tried before it is escalated (default 3, at most 100). */
+  maxAttempts: number | null
+  /** The group of agents the step belongs to, as the seed's plans name it. */
+  cluster: string | null
+  /** Where it stands. */
+  status: StepStatus
+  /** Failed attempts of its current offer. */
+  attempts: number
+  /** The handoff that carries its current offer. */
+  handoffId: string | null
+  /** The escalation that waits for a decision on it, while it is escalated. */
+  escalationId: string | null
+  /** When a worker first took it. */
+  startedAt: string | null
+  /** When it was done. */
+  completedAt: string | null
+  /** What came of it. */
+  output: string | null
+  /** What went wrong last. */
+  error: string | null
+  /** The model tokens it took, as its worker reported them on completion. */
+  tokensUsed: number | null
+}
+/**
+ * How a finished task ended, for its history.
+ * - `success`: Every step completed.
+ * - `partial`: It completed with steps skipped.
+ * - `failure`: It was cancelled or failed.
+ */
+export type TaskResult = 'success' | 'partial' | 'failure'
+/** The numbers of a [`HistoryEntry`]. */
+export interface HistoryMetrics {
+  /** Steps in the plan. */
+  stepsTotal: number
+  /** Steps done (completed or skipped). */
+  stepsCompleted: number
+  /** Failed attempts of any step. */
+  retries: number
+  /** The model tokens its steps took, as their workers reported them (`None` when none did). */
+  tokensUsed: number | null
+}
+/** One iteration as an escalation recounts it. */
+export interface HistoryItem {
+  /** The iteration. */
+  iteration: number
+  /** What the manager asked for. */
+  manager_instructions: string
+  /**
+   * What the worker answered (its report, or its error report). An escalation's
+   * `complete_history` carries it, read back from the run's messages; a run's own history
+   * leaves it out (each report is in its message), so that the run stays small.
+   */
+  worker_report?: JsonValue
+  /**
+   * How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `lost` (its
+   * message went unanswered), or `open` while it runs.
+   */
+  outcome: string
+}
+/** One run as [`ProtocolStats`] counts it. */
+export interface RunSummary {
+  /** The run's task. */
+  taskId: string
+  /** Who holds its latest message. */
+  phase: ProtocolPhase
+  /** Iterations so far. */
+  iterations: number
+  /** Recoveries so far. */
+  retries: number
+  /** Escalations so far. */
+  escalations: number
+  /** When it started. */
+  startedAt: string
+  /** When it last changed. */
+  updatedAt: string
+}
+/**
+ * A branch of curated memory: `main`, a task's `task/<task id>`, or an agent's
+ * `task/<task id>/<agent>`. A branch's parent is its name minus the last segment; `main` has
+ * none.
+ *
+ * ```
+ * use handoff_core::curation::Branch;
+ *
+ * let agent = Branch::parse("task/fix-oauth/agent-b")?;
+ * assert_eq!(agent.task_id(), Some("fix-oauth"));
+ * assert_eq!(agent.parent().unwrap().as_str(), "task/fix-oauth");
+ * assert_eq!(agent.parent().unwrap().parent().unwrap().as_str(), "main");
+ * assert!(Branch::parse("feature/x").is_err());
+ * # Ok::<(), handoff_core::Error>(())
+ * ```
+ */
+export type Branch = string
+/**
+ * What the gate made of an item.
+ * - `verified`: Scored at least the threshold: it may merge upward.
+ * - `unverified`: Scored in between: it stays where it is, and may be verified again.
+ * - `invalidated`: Scored below `invalidateBelow`: it stays, marked wrong.
+ */
+export type Verdict = 'verified' | 'unverified' | 'invalidated'
+/** A tool call an assistant made, in one shape for every provider. */
+export interface ToolCall {
+  /**
+   * The provider's id for the call (`call_…`, `toolu_…`); empty when it gave none, and then
+   * no result can be paired with it.
+   */
+  id: string
+  /** The tool's name. */
+  name: string
+  /** The arguments: a JSON object, or the model's raw text when it was not one. */
+  arguments: JsonValue
+}
+/** Where a message was cherry-picked to. */
+export interface PickedTo {
+  /** The conversation the pick made. */
+  conversation_id: string
+  /** Its branch. */
+  branch: Branch
+  /** When. */
+  picked_at: string
+}
 /**
  * A fact as a caller gives it: its text, and optionally how sure its author was and where
  * it came from (a plain string is a fact with only a text).
@@ -1144,6 +3001,180 @@ export interface NewFact {
   confidence?: number | null
   /** Where it came from (a file, a conversation, a URL). */
   source?: string | null
+}
+/** One item a verification scored, or could not. */
+export interface VerifiedItem {
+  /** `fact` or `conversation`. */
+  kind: string
+  /** Its id. */
+  id: string
+  /** Its score (`None` when the verifier failed on it). */
+  score: number | null
+  /** What the gate made of it (`None` when the verifier failed on it). */
+  verdict: Verdict | null
+  /** Why the verifier failed on it, when it did. */
+  error: string | null
+}
+/** One piece of content in the packet. */
+export interface PacketSection {
+  /** The item's id. */
+  id: string
+  /** Its kind. */
+  kind: SectionKind
+  /** Its heading (`Current Goal`, `user`, `Fact`, ...). */
+  title: string
+  /** The text, redacted and possibly truncated. */
+  text: string
+  /** For messages, the speaker's role. */
+  role: string | null
+  /** Its cost in tokens. */
+  tokens: number
+  /** For messages, the tool calls made (redacted), so that they can be sent as calls again. */
+  toolCalls: ToolCall[]
+  /** For a tool result, the id of the call it answers. */
+  toolCallId: string | null
+  /** For a tool result, whether the tool failed. */
+  isError: boolean
+  /**
+   * The heading it is listed under with others (a bullet of `Verified Facts`, a message of
+   * `Conversation: …`); without one, a section under its own title.
+   */
+  group: string | null
+}
+/**
+ * What a budget counts.
+ * - `tokens`: Tokens, counted with the builder's [`Tokenizer`].
+ * - `chars`: Characters of the packet's Markdown ([`Packet::to_markdown`]).
+ */
+export type BudgetUnit = 'tokens' | 'chars'
+/** What happened to every item offered to the builder. */
+export interface PacketManifest {
+  /** Ids included whole. */
+  included: string[]
+  /** Items included in part (cut, marked `…`). */
+  truncated: Truncation[]
+  /** Items included compressed by the builder's [`Summarizer`] instead of cut. */
+  summarized: Truncation[]
+  /** Items left out. */
+  dropped: Dropped[]
+  /** Secrets replaced, by item and rule. */
+  redacted: RedactedItem[]
+}
+/**
+ * What changed in curated memory.
+ * - `conversation_added`: A conversation was written.
+ * - `messages_appended`: Messages were added at the end of a conversation.
+ * - `cherry_picked`: Messages were cherry-picked into a new conversation.
+ * - `facts_added`: Facts were written.
+ * - `verified`: A branch was verified.
+ * - `merged`: A branch was merged into another.
+ * - `bundle_created`: A bundle was made of a branch's or a task's knowledge.
+ * - `bundle_imported`: A bundle's knowledge was imported into a branch.
+ */
+export type CurationChange = 'conversation_added' | 'messages_appended' | 'cherry_picked' | 'facts_added' | 'verified' | 'merged' | 'bundle_created' | 'bundle_imported'
+/**
+ * How far a bundle got through the gate.
+ * - `draft`: Holds knowledge that was not all verified.
+ * - `verified`: Holds verified knowledge only.
+ */
+export type BundleStatus = 'draft' | 'verified'
+/**
+ * The portable form of a bundle: what `to_json` writes and `import_bundle` reads. The
+ * `content_hash` is the SHA-256 of the same JSON without it, so that a tampered bundle is
+ * refused.
+ */
+export interface BundleData {
+  /** [`BUNDLE_SCHEMA_VERSION`]. */
+  schema_version: number
+  /** The bundle's name. */
+  name: string
+  /** What it holds, in a sentence or two. */
+  description: string
+  /** What it is. */
+  bundle_type: BundleType
+  /** The task it was exported from. */
+  source_task_id: string
+  /** The branch it was exported from. */
+  source_branch: string
+  /** The task's summary (its name, goal, status, outcome), when it was a task's. */
+  task: JsonValue
+  /** Labels for finding it. */
+  tags: string[]
+  /** The facts. */
+  facts: BundleFact[]
+  /** The key conversations. */
+  conversations: BundleConversation[]
+  /** The mean of its items' verification scores. */
+  verification_score: number
+  /** When it was made. */
+  created_at: string
+  /** `sha256:` and the hex digest of this JSON without `content_hash` and `signature`. */
+  content_hash: string
+  /** The signature of whoever vouches for it ([`BundleData::sign`]), over `content_hash`. */
+  signature?: BundleSignature
+}
+/** One thing that happened to a task, in a form every log's entries share. */
+export interface TimelineEntry {
+  /** When. */
+  at: string
+  /**
+   * What: `handoff.<change>` (`handoff.created`, `handoff.claimed`, …), `task.<change>`
+   * (`task.step_started`, …) or `curation.<change>` (`curation.cherry_picked`, …).
+   */
+  type: TimelineEntryType
+  /** Who did it (`None` for the clock, or a caller that gave no name). */
+  agent: string | null
+  /** One line on it. */
+  summary: string
+  /** Its ids and values, as its log holds them. */
+  data: JsonValue
+}
+/** What one agent did in a task. */
+export interface AgentContribution {
+  /** The agent. */
+  agent: string
+  /** Its role, as it said when it joined the task (`join_task`). */
+  role: string | null
+  /** Handoffs it created. */
+  handed_off: number
+  /** Handoffs (or steps) it took. */
+  claimed: number
+  /** Handoffs it completed. */
+  completed: number
+  /** Attempts of its that failed. */
+  failed: number
+  /** Curation changes on its branch (conversations, picks, facts, verifications, merges). */
+  curated: number
+  /** Its first entry. */
+  first_at: string | null
+  /** Its last entry. */
+  last_at: string | null
+}
+/** How a run ended (or stands). */
+export interface TaskOutcome {
+  /**
+   * The task's status when it has a plan (`completed`, `failed`, …); otherwise `completed`
+   * once a handoff completed and nothing is left open, `failed` after a final failure, else
+   * `in_progress`.
+   */
+  status: TaskStatus
+  /** The last completion's outcome, as its holder wrote it. */
+  result: string | null
+  /** The first entry. */
+  started_at: string | null
+  /** The last entry. */
+  finished_at: string | null
+  /** From the first entry to the last. */
+  duration_seconds: number | null
+}
+/** What two sets share and what only one holds. */
+export interface Overlap {
+  /** Only in the first run. */
+  only_a: string[]
+  /** Only in the second. */
+  only_b: string[]
+  /** In both. */
+  both: string[]
 }
 /**
  * Which of the protocol's four messages a body is (the seed's `handoff_type`).
@@ -1199,24 +3230,6 @@ export interface RecoveryInstructions {
   /** When to give up and escalate. */
   escalation_trigger?: string
 }
-/** One iteration as an escalation recounts it. */
-export interface HistoryItem {
-  /** The iteration. */
-  iteration: number
-  /** What the manager asked for. */
-  manager_instructions: string
-  /**
-   * What the worker answered (its report, or its error report). An escalation's
-   * `complete_history` carries it, read back from the run's messages; a run's own history
-   * leaves it out (each report is in its message), so that the run stays small.
-   */
-  worker_report?: JsonValue
-  /**
-   * How it ended: `complete`, `continue`, `refine`, `escalate`, `error`, `lost` (its
-   * message went unanswered), or `open` while it runs.
-   */
-  outcome: string
-}
 /** Where the work stands when a run is escalated. */
 export interface CurrentState {
   /** Every file the worker reported changing, in the order first reported. */
@@ -1227,6 +3240,113 @@ export interface CurrentState {
   dependencies?: string[]
   /** The run's settings as its initialization gave them (project root, constraints). */
   configuration?: string[]
+}
+/**
+ * Where a step stands.
+ * - `pending`: Waiting for its dependencies, or for its task to start or resume.
+ * - `ready`: Offered: its handoff waits for a worker.
+ * - `in_progress`: A worker holds its handoff.
+ * - `completed`: Done; its output is the handoff's outcome.
+ * - `failed`: Its last attempt failed, and it is not escalated (yet).
+ * - `escalated`: Failed on every attempt; a human decides (`resolve`).
+ * - `skipped`: Passed over by a resolution; its dependents go on without it.
+ * - `cancelled`: Its task was cancelled before it ran.
+ */
+export type StepStatus = 'pending' | 'ready' | 'in_progress' | 'completed' | 'failed' | 'escalated' | 'skipped' | 'cancelled'
+/** An item included in part, or summarised; costs are in the packet's [`BudgetUnit`]. */
+export interface Truncation {
+  /** The item. */
+  id: string
+  /** Its full cost. */
+  originalTokens: number
+  /** What was kept. */
+  keptTokens: number
+}
+/** An item left out. */
+export interface Dropped {
+  /** The item. */
+  id: string
+  /** What it would have cost. */
+  tokens: number
+  /** Why it was left out. */
+  reason: DropReason
+}
+/** Secrets replaced in one item. */
+export interface RedactedItem {
+  /** The item. */
+  id: string
+  /** The rule that matched. */
+  rule: string
+  /** How many times. */
+  count: number
+}
+/** A fact as a bundle carries it. */
+export interface BundleFact {
+  /** Its id where it was exported (what makes an import idempotent). */
+  id: string
+  /** What is known. */
+  text: string
+  /** How sure its author was, from 0 to 1. */
+  confidence: number
+  /** Where it came from. */
+  source: string
+  /** Its verification score, from 0 to 1. */
+  score: number
+  /** Who verified it. */
+  verified_by: string
+}
+/** A conversation as a bundle carries it, with its messages. */
+export interface BundleConversation {
+  /** Its id where it was exported (what makes an import idempotent). */
+  id: string
+  /** What it is about. */
+  title: string
+  /** The agent that had it. */
+  agent: string
+  /** Its verification score, from 0 to 1. */
+  verification_score: number
+  /** Its messages, in order. */
+  messages: BundleMessage[]
+}
+/**
+ * Who vouches for a bundle: an Ed25519 signature over its `content_hash`. It is not part of
+ * the content hash (a bundle is signed once sealed).
+ */
+export interface BundleSignature {
+  /** The signer's public key: `ed25519:` and 64 hex digits. */
+  public_key: string
+  /** The signature of the `content_hash` text: 128 hex digits. */
+  signature: string
+}
+/**
+ * Why an item was left out.
+ * - `budget`: No room was left in the budget.
+ */
+export type DropReason = 'budget'
+/**
+ * A chat message offered to the builder.
+ *
+ * To read the providers' own message shapes (Chat Completions, Responses items, Anthropic
+ * blocks, LangChain dicts), use [`messages::normalize`] or
+ * [`ContextBuilder::add_message_values`].
+ */
+export interface BundleMessage {
+  /** `user`, `assistant`, `tool`, `system`. */
+  role: string
+  /** The text. */
+  content: string
+  /** Tool calls the message made. Read from any provider's call shape. */
+  tool_calls: ToolCall[]
+  /** For a `tool` message, the id of the call it answers. */
+  tool_call_id?: string
+  /** For a `tool` message, whether the tool failed. */
+  is_error?: boolean
+  /** When it was said. */
+  at: string
+  /** A stable id for the manifest; `message-<n>` when absent. */
+  id: string
+  /** Higher is kept first; messages default to 50. */
+  priority: number
 }
 // >>> end of generated types
 
@@ -1562,1002 +3682,6 @@ export declare class Store {
   savedPolicy(): SavedPolicy | null
   /** `savedPolicy`, off the JavaScript thread. */
   savedPolicyAsync(): Promise<SavedPolicy | null>
-  /**
-   * Creates a pending handoff. With a caller-supplied `id`, creating again with the same
-   * content returns the stored record; with other content it fails with `CONFLICT`.
-   */
-  create(options: CreateOptions): Handoff
-  /**
-   * Creates a pending handoff. With a caller-supplied `id`, creating again with the same
-   * content returns the stored record; with other content it fails with `CONFLICT`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  createAsync(options: CreateOptions): Promise<Handoff>
-  /** Creates several handoffs in one transaction: all of them, or none when one is refused. */
-  createMany(items: CreateOptions[]): Handoff[]
-  /**
-   * Creates several handoffs in one transaction: all of them, or none when one is refused.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  createManyAsync(items: CreateOptions[]): Promise<Handoff[]>
-  /** The handoff with this id; `NOT_FOUND` if there is none. */
-  get(id: string): Handoff
-  /**
-   * The handoff with this id; `NOT_FOUND` if there is none.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  getAsync(id: string): Promise<Handoff>
-  /** Handoffs matching the filter, oldest first. */
-  list(options?: ListOptions): Handoff[]
-  /**
-   * Handoffs matching the filter, oldest first.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  listAsync(options?: ListOptions): Promise<Handoff[]>
-  /**
-   * Claims the handoff `id` for `agent`. `ALREADY_CLAIMED` while another claim is live;
-   * `INVALID_TRANSITION` when it is finished or addressed to another agent.
-   */
-  claim(id: string, agent: string, options?: ClaimOptions): Claim
-  /**
-   * Claims the handoff `id` for `agent`. `ALREADY_CLAIMED` while another claim is live;
-   * `INVALID_TRANSITION` when it is finished or addressed to another agent.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  claimAsync(id: string, agent: string, options?: ClaimOptions): Promise<Claim>
-  /**
-   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-   * `null` when there is none. With `waitSeconds`, waits up to that long for work to arrive
-   * (woken at once on PostgreSQL, by a 50 ms poll elsewhere): `claimNext` blocks the
-   * JavaScript thread meanwhile, `claimNextAsync` waits on a thread of its own.
-   */
-  claimNext(agent: string, options?: ClaimNextOptions): Claim | null
-  /**
-   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-   * `null` when there is none. With `waitSeconds`, waits up to that long for work to arrive
-   * (woken at once on PostgreSQL, by a 50 ms poll elsewhere): `claimNext` blocks the
-   * JavaScript thread meanwhile, `claimNextAsync` waits on a thread of its own.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  claimNextAsync(agent: string, options?: ClaimNextOptions): Promise<Claim | null>
-  /**
-   * Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
-   * the token is no longer current.
-   */
-  heartbeat(claim: Claim | ClaimReference): Handoff
-  /**
-   * Extends the claim's lease by its `leaseSeconds`, counted from now. `LEASE_LOST` when
-   * the token is no longer current.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  heartbeatAsync(claim: Claim | ClaimReference): Promise<Handoff>
-  /**
-   * Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
-   * token is no longer current.
-   */
-  release(claim: Claim | ClaimReference, options: ReleaseOptions): Handoff
-  /**
-   * Gives the handoff back: pending again, one more attempt counted. `LEASE_LOST` when the
-   * token is no longer current.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  releaseAsync(claim: Claim | ClaimReference, options: ReleaseOptions): Promise<Handoff>
-  /**
-   * Reports that the work failed: pending again with one more attempt counted, or `failed`
-   * (the error its outcome) after the last of its `maxAttempts`. `LEASE_LOST` when the token
-   * is no longer current.
-   */
-  fail(claim: Claim | ClaimReference, options: FailOptions): Handoff
-  /**
-   * Reports that the work failed: pending again with one more attempt counted, or `failed`
-   * (the error its outcome) after the last of its `maxAttempts`. `LEASE_LOST` when the token
-   * is no longer current.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  failAsync(claim: Claim | ClaimReference, options: FailOptions): Promise<Handoff>
-  /** Finishes the handoff. `LEASE_LOST` when the token is no longer current. */
-  complete(claim: Claim | ClaimReference, options?: CompleteOptions): Handoff
-  /**
-   * Finishes the handoff. `LEASE_LOST` when the token is no longer current.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  completeAsync(claim: Claim | ClaimReference, options?: CompleteOptions): Promise<Handoff>
-  /** Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder). */
-  reject(id: string, agent: string, options: RejectOptions): Handoff
-  /**
-   * Refuses the handoff as `agent`, its addressee (or, for an open handoff, its holder).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  rejectAsync(id: string, agent: string, options: RejectOptions): Promise<Handoff>
-  /**
-   * Withdraws a pending or claimed handoff, as `by`: its creator (`fromAgent`), or anyone
-   * when it has none; anyone else gets `INVALID_TRANSITION`. Its holder cancels with
-   * `cancelClaim(claim)`.
-   */
-  cancel(id: string, by: string, options?: CancelOptions): Handoff
-  /**
-   * Withdraws a pending or claimed handoff, as `by`: its creator (`fromAgent`), or anyone
-   * when it has none; anyone else gets `INVALID_TRANSITION`. Its holder cancels with
-   * `cancelClaim(claim)`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  cancelAsync(id: string, by: string, options?: CancelOptions): Promise<Handoff>
-  /**
-   * Withdraws the handoff as its holder, with its claim (the claim or its reference).
-   * `LEASE_LOST` when the token is no longer current or the secret does not match.
-   */
-  cancelClaim(claim: Claim | ClaimReference, options?: CancelClaimOptions): Handoff
-  /**
-   * Withdraws the handoff as its holder, with its claim (the claim or its reference).
-   * `LEASE_LOST` when the token is no longer current or the secret does not match.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  cancelClaimAsync(claim: Claim | ClaimReference, options?: CancelClaimOptions): Promise<Handoff>
-  /** The task's chain of hops, oldest first. */
-  chain(taskId: string): Chain
-  /**
-   * The task's chain of hops, oldest first.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  chainAsync(taskId: string): Promise<Chain>
-  /**
-   * Saves `agent`'s progress on `taskId` without changing who owns what (a finished record
-   * of kind `checkpoint`, never claimable, not a hop).
-   */
-  checkpoint(taskId: string, agent: string, fields: CheckpointFields): Handoff
-  /**
-   * Saves `agent`'s progress on `taskId` without changing who owns what (a finished record
-   * of kind `checkpoint`, never claimable, not a hop).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  checkpointAsync(taskId: string, agent: string, fields: CheckpointFields): Promise<Handoff>
-  /**
-   * Task ids in progress whose last sign of life (claim, heartbeat, checkpoint) is older
-   * than `olderThanSeconds`.
-   */
-  stalled(olderThanSeconds: number): string[]
-  /**
-   * Task ids in progress whose last sign of life (claim, heartbeat, checkpoint) is older
-   * than `olderThanSeconds`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  stalledAsync(olderThanSeconds: number): Promise<string[]>
-  /**
-   * Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
-   * median seconds from creation to the first claim and to completion.
-   */
-  stats(): PathStats[]
-  /**
-   * Per from→to pair: how many hand-offs, how many completed, failed or rejected, and the
-   * median seconds from creation to the first claim and to completion.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  statsAsync(): Promise<PathStats[]>
-  /** The queue at a glance: how many handoffs are in each status, per addressee. */
-  queueCounts(): QueueCount[]
-  /**
-   * The queue at a glance: how many handoffs are in each status, per addressee.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  queueCountsAsync(): Promise<QueueCount[]>
-  /**
-   * Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
-   * handoffs changed. `claimNext` does this for a small batch itself.
-   */
-  reap(): number
-  /**
-   * Applies every due time-driven change (lapsed leases, expired handoffs); returns how many
-   * handoffs changed. `claimNext` does this for a small batch itself.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  reapAsync(): Promise<number>
-  /**
-   * Writes a portable backup of the whole store to `path` (a new file, readable by its owner
-   * only; an existing one is refused with `VALIDATION`) while the store stays in use: any
-   * store restores it with `restore`.
-   */
-  backup(path: string): void
-  /**
-   * Writes a portable backup of the whole store to `path` (a new file, readable by its owner
-   * only; an existing one is refused with `VALIDATION`) while the store stays in use: any
-   * store restores it with `restore`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  backupAsync(path: string): Promise<void>
-  /**
-   * Restores the backup at `path` into this store, which must be empty; a damaged or foreign
-   * file is refused with `VALIDATION` naming `path`, and nothing is written.
-   */
-  restore(path: string): void
-  /**
-   * Restores the backup at `path` into this store, which must be empty; a damaged or foreign
-   * file is refused with `VALIDATION` naming `path`, and nothing is written.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  restoreAsync(path: string): Promise<void>
-  /**
-   * Looks through the whole store for damage (files deleted, emptied or edited by hand, links
-   * planted, a bad disk) and names each piece; with `repair: true` a files store moves what is
-   * damaged into its `quarantine/` folder and mends what referred to it (a database store
-   * reports only: restore a backup).
-   */
-  check(options?: CheckOptions): CheckReport
-  /**
-   * Looks through the whole store for damage (files deleted, emptied or edited by hand, links
-   * planted, a bad disk) and names each piece; with `repair: true` a files store moves what is
-   * damaged into its `quarantine/` folder and mends what referred to it (a database store
-   * reports only: restore a backup).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  checkAsync(options?: CheckOptions): Promise<CheckReport>
-  /**
-   * What this store can do beyond what every store does: whether it outlives the process,
-   * can be shared by processes or machines, writes backups, wakes waiting workers.
-   */
-  capabilities(): Capabilities
-  /**
-   * What this store can do beyond what every store does: whether it outlives the process,
-   * can be shared by processes or machines, writes backups, wakes waiting workers.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  capabilitiesAsync(): Promise<Capabilities>
-  /**
-   * Creates a task (status `pending`) with its plan, checked whole: every problem at once
-   * (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes),
-   * each named by its place (`steps[2].dependencies[0]`); nothing is written when there is
-   * one. `startTask` offers its first steps. With `id`, the task's id is the caller's (its
-   * branch `task/<id>`; taken already: refused); `goal` defaults to the name; each of
-   * `objectives` becomes a step `"1"`, `"2"`, ... without an agent, offered to the task's
-   * members (`joinTask`).
-   */
-  createTask(options: CreateTaskOptions): Task
-  /**
-   * Creates a task (status `pending`) with its plan, checked whole: every problem at once
-   * (duplicate step ids, unknown dependencies, cycles named as a path, agent names, sizes),
-   * each named by its place (`steps[2].dependencies[0]`); nothing is written when there is
-   * one. `startTask` offers its first steps. With `id`, the task's id is the caller's (its
-   * branch `task/<id>`; taken already: refused); `goal` defaults to the name; each of
-   * `objectives` becomes a step `"1"`, `"2"`, ... without an agent, offered to the task's
-   * members (`joinTask`).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  createTaskAsync(options: CreateTaskOptions): Promise<Task>
-  /**
-   * Starts a pending task: the steps that wait for nothing are offered as handoffs to their
-   * agents, who take them with `claimNext`.
-   */
-  startTask(id: string): Task
-  /**
-   * Starts a pending task: the steps that wait for nothing are offered as handoffs to their
-   * agents, who take them with `claimNext`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  startTaskAsync(id: string): Promise<Task>
-  /**
-   * The task with this id, with its plan and each step's status; `NOT_FOUND` if there is
-   * none.
-   */
-  getTask(id: string): Task
-  /**
-   * The task with this id, with its plan and each step's status; `NOT_FOUND` if there is
-   * none.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  getTaskAsync(id: string): Promise<Task>
-  /**
-   * Task summaries (no steps), oldest first. Read many in pages: pass the last one's `id` as
-   * `after` and a `limit`, until a page comes back empty.
-   */
-  listTasks(options?: ListTasksOptions): TaskSummary[]
-  /**
-   * Task summaries (no steps), oldest first. Read many in pages: pass the last one's `id` as
-   * `after` and a `limit`, until a page comes back empty.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  listTasksAsync(options?: ListTasksOptions): Promise<TaskSummary[]>
-  /**
-   * Changes a task if it is still at `expectedVersion` (its `version` when read), else
-   * `CONFLICT` with the error's `expected` and `actual` versions, nothing changed. Each field
-   * of `changes` replaces the task's; `addSteps` extends its plan (checked with the plan,
-   * every problem at once).
-   */
-  updateTask(id: string, expectedVersion: number, changes?: TaskChanges): Task
-  /**
-   * Changes a task if it is still at `expectedVersion` (its `version` when read), else
-   * `CONFLICT` with the error's `expected` and `actual` versions, nothing changed. Each field
-   * of `changes` replaces the task's; `addSteps` extends its plan (checked with the plan,
-   * every problem at once).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  updateTaskAsync(id: string, expectedVersion: number, changes?: TaskChanges): Promise<Task>
-  /**
-   * `agent` joins a task, with an optional `role`; the steps named in `objectives` (ids, or
-   * numbers as the objectives are numbered: `1` is step `"1"`), which must have no agent,
-   * are assigned to it and offered to it alone. Its branch is `task/<id>/<agent>` (the
-   * task's `members`); the log shows an `agent_join`. Steps without an agent are offered to
-   * the task's members only: joining is how an agent may take them.
-   */
-  joinTask(id: string, agent: string, options?: JoinTaskOptions): Task
-  /**
-   * `agent` joins a task, with an optional `role`; the steps named in `objectives` (ids, or
-   * numbers as the objectives are numbered: `1` is step `"1"`), which must have no agent,
-   * are assigned to it and offered to it alone. Its branch is `task/<id>/<agent>` (the
-   * task's `members`); the log shows an `agent_join`. Steps without an agent are offered to
-   * the task's members only: joining is how an agent may take them.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  joinTaskAsync(id: string, agent: string, options?: JoinTaskOptions): Promise<Task>
-  /**
-   * Runs a task again: a new pending task with the plan of `taskId` (or of the task
-   * `bundleId` was made from), with other `agents` (by step id or earlier agent),
-   * `instructions` (by step id) or `context` (merged over the earlier one); its branch starts
-   * with the earlier run's verified knowledge and its metadata names the earlier run
-   * (`rerun_of`), so that `compare` sets the two side by side.
-   */
-  rerunTask(options: RerunTaskOptions): Task
-  /**
-   * Runs a task again: a new pending task with the plan of `taskId` (or of the task
-   * `bundleId` was made from), with other `agents` (by step id or earlier agent),
-   * `instructions` (by step id) or `context` (merged over the earlier one); its branch starts
-   * with the earlier run's verified knowledge and its metadata names the earlier run
-   * (`rerun_of`), so that `compare` sets the two side by side.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  rerunTaskAsync(options: RerunTaskOptions): Promise<Task>
-  /**
-   * Completes a task on its caller's word, with `resultSummary` (its history's summary): the
-   * steps nobody holds that are not done are skipped, their offers and escalations
-   * withdrawn; a step a worker holds refuses it. With `mergeToMain`, in the same
-   * transaction, the verified facts and the verified or cherry-picked conversations of every
-   * branch of the task reach `main` (the log shows a `merge`); unverified items stay.
-   */
-  completeTask(id: string, options?: CompleteTaskOptions): Task
-  /**
-   * Completes a task on its caller's word, with `resultSummary` (its history's summary): the
-   * steps nobody holds that are not done are skipped, their offers and escalations
-   * withdrawn; a step a worker holds refuses it. With `mergeToMain`, in the same
-   * transaction, the verified facts and the verified or cherry-picked conversations of every
-   * branch of the task reach `main` (the log shows a `merge`); unverified items stay.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  completeTaskAsync(id: string, options?: CompleteTaskOptions): Promise<Task>
-  /**
-   * Fails a task for `reason` (required): offers and escalations nobody holds are withdrawn
-   * and its unfinished steps cancelled (steps already claimed may finish); its history says
-   * it failed, and its `failure` why.
-   */
-  failTask(id: string, reason: string): Task
-  /**
-   * Fails a task for `reason` (required): offers and escalations nobody holds are withdrawn
-   * and its unfinished steps cancelled (steps already claimed may finish); its history says
-   * it failed, and its `failure` why.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  failTaskAsync(id: string, reason: string): Promise<Task>
-  /**
-   * The holder of a step hands it on, with its claim, as an `escalation` handoff to
-   * `toAgent`, linked to the step: it carries `instructions`, `blockers` and `priorityItems`,
-   * and its successor packet what the holder knew; completing it completes the step. The
-   * holder's handoff completes, saying so. Returns the escalation. `INVALID_TRANSITION` for a
-   * handoff that carries no step.
-   */
-  escalateStep(claim: Claim | ClaimReference, toAgent: string, options?: EscalateStepOptions): Handoff
-  /**
-   * The holder of a step hands it on, with its claim, as an `escalation` handoff to
-   * `toAgent`, linked to the step: it carries `instructions`, `blockers` and `priorityItems`,
-   * and its successor packet what the holder knew; completing it completes the step. The
-   * holder's handoff completes, saying so. Returns the escalation. `INVALID_TRANSITION` for a
-   * handoff that carries no step.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  escalateStepAsync(claim: Claim | ClaimReference, toAgent: string, options?: EscalateStepOptions): Promise<Handoff>
-  /**
-   * Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
-   * resumes; steps already claimed may finish.
-   */
-  pauseTask(id: string): Task
-  /**
-   * Pauses a task: its offers nobody holds are withdrawn and no step is offered until it
-   * resumes; steps already claimed may finish.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  pauseTaskAsync(id: string): Promise<Task>
-  /**
-   * Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile are
-   * offered. A task that cannot go on (every open step waits for an escalation) is refused,
-   * naming the escalations and what to call.
-   */
-  resumeTask(id: string): Task
-  /**
-   * Resumes a paused task: the steps it withdrew or whose dependencies finished meanwhile are
-   * offered. A task that cannot go on (every open step waits for an escalation) is refused,
-   * naming the escalations and what to call.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  resumeTaskAsync(id: string): Promise<Task>
-  /**
-   * Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
-   * steps already claimed may finish.
-   */
-  cancelTask(id: string, options?: CancelTaskOptions): Task
-  /**
-   * Cancels a task: offers nobody took are withdrawn and its unfinished steps cancelled;
-   * steps already claimed may finish.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  cancelTaskAsync(id: string, options?: CancelTaskOptions): Promise<Task>
-  /**
-   * Reports that a step's work failed, with its claim: the step is offered again while
-   * attempts remain, then escalated to the task's `escalateTo` (the task paused until
-   * `resolveEscalation`). `INVALID_TRANSITION` for a handoff that carries no step.
-   */
-  failStep(claim: Claim | ClaimReference, options: FailStepOptions): Handoff
-  /**
-   * Reports that a step's work failed, with its claim: the step is offered again while
-   * attempts remain, then escalated to the task's `escalateTo` (the task paused until
-   * `resolveEscalation`). `INVALID_TRANSITION` for a handoff that carries no step.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  failStepAsync(claim: Claim | ClaimReference, options: FailStepOptions): Promise<Handoff>
-  /**
-   * A human's answer to a step that failed on every attempt, given with the escalation's
-   * claim: the escalation completes with `resolution`, and the step is offered again with
-   * its attempts reset (`retry: true`) or skipped (the default), its dependents going on
-   * without it; a task the escalation paused resumes.
-   */
-  resolveEscalation(claim: Claim | ClaimReference, options: ResolveEscalationOptions): Task
-  /**
-   * A human's answer to a step that failed on every attempt, given with the escalation's
-   * claim: the escalation completes with `resolution`, and the step is offered again with
-   * its attempts reset (`retry: true`) or skipped (the default), its dependents going on
-   * without it; a task the escalation paused resumes.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  resolveEscalationAsync(claim: Claim | ClaimReference, options: ResolveEscalationOptions): Promise<Task>
-  /**
-   * The task's log, oldest first: created, started, each agent that joined, each step
-   * offered, started, completed, failed, escalated or skipped, paused, resumed, updated,
-   * cancelled, completed or failed, merged.
-   */
-  taskEvents(id: string): TaskEvent[]
-  /**
-   * The task's log, oldest first: created, started, each agent that joined, each step
-   * offered, started, completed, failed, escalated or skipped, paused, resumed, updated,
-   * cancelled, completed or failed, merged.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  taskEventsAsync(id: string): Promise<TaskEvent[]>
-  /**
-   * Finished tasks, newest first: how each ended (`success`, `partial` with skipped steps,
-   * `failure`), its duration, steps, retries and the tokens its workers reported.
-   */
-  taskHistory(options?: TaskHistoryOptions): HistoryEntry[]
-  /**
-   * Finished tasks, newest first: how each ended (`success`, `partial` with skipped steps,
-   * `failure`), its duration, steps, retries and the tokens its workers reported.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  taskHistoryAsync(options?: TaskHistoryOptions): Promise<HistoryEntry[]>
-  /**
-   * Statistics over every finished task: how many, the share that succeeded, the mean
-   * duration, and how many ended each way.
-   */
-  taskStatistics(): TaskStatistics
-  /**
-   * Statistics over every finished task: how many, the share that succeeded, the mean
-   * duration, and how many ended each way.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  taskStatisticsAsync(): Promise<TaskStatistics>
-  /**
-   * Keeps the steps, log and handoffs of the newest `keepLast` finished tasks (default 100)
-   * finished less than `keepDetailsDays` ago (default 30); older finished tasks keep only
-   * their summary, their history. Unfinished tasks are never touched. Returns how many tasks
-   * were pruned.
-   */
-  prune(options?: PruneOptions): number
-  /**
-   * Keeps the steps, log and handoffs of the newest `keepLast` finished tasks (default 100)
-   * finished less than `keepDetailsDays` ago (default 30); older finished tasks keep only
-   * their summary, their history. Unfinished tasks are never touched. Returns how many tasks
-   * were pruned.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  pruneAsync(options?: PruneOptions): Promise<number>
-  /**
-   * The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
-   * `null` when none was written.
-   */
-  memoryGet(scope: string): Memory | null
-  /**
-   * The memory of `scope` (`agent:writer`, `session:s1`, `shared`, ...) with its version;
-   * `null` when none was written.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  memoryGetAsync(scope: string): Promise<Memory | null>
-  /**
-   * Writes the memory of `scope`. With `expectedVersion` (0: nothing written yet) the write
-   * happens only if the scope is still at that version, else `CONFLICT` with the error's
-   * `expected` and `actual` versions. `memoryUpdate` does the read-change-write for you.
-   */
-  memoryPut(scope: string, value: JsonObject, options?: MemoryPutOptions): Memory
-  /**
-   * Writes the memory of `scope`. With `expectedVersion` (0: nothing written yet) the write
-   * happens only if the scope is still at that version, else `CONFLICT` with the error's
-   * `expected` and `actual` versions. `memoryUpdate` does the read-change-write for you.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  memoryPutAsync(scope: string, value: JsonObject, options?: MemoryPutOptions): Promise<Memory>
-  /** Every scope's memory whose scope starts with `prefix` (all without one), in scope order. */
-  memoryList(options?: MemoryListOptions): Memory[]
-  /**
-   * Every scope's memory whose scope starts with `prefix` (all without one), in scope order.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  memoryListAsync(options?: MemoryListOptions): Promise<Memory[]>
-  /**
-   * Forgets the memory of `scope`; with `expectedVersion`, only if it is still at it
-   * (`CONFLICT` otherwise). Whether there was anything to forget.
-   */
-  memoryDelete(scope: string, options?: MemoryDeleteOptions): boolean
-  /**
-   * Forgets the memory of `scope`; with `expectedVersion`, only if it is still at it
-   * (`CONFLICT` otherwise). Whether there was anything to forget.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  memoryDeleteAsync(scope: string, options?: MemoryDeleteOptions): Promise<boolean>
-  /**
-   * Who currently owns a conversation (the holder of its latest handoff once taken, else its
-   * sender), its handoffs as hops, and its shared context (the memory `session:<sessionId>`).
-   */
-  session(sessionId: string): Session
-  /**
-   * Who currently owns a conversation (the holder of its latest handoff once taken, else its
-   * sender), its handoffs as hops, and its shared context (the memory `session:<sessionId>`).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  sessionAsync(sessionId: string): Promise<Session>
-  /**
-   * Starts a manager/worker run on `taskId` (DESIGN §8): the initialization (iteration 1) goes
-   * to `worker`, who takes it with `claimNext` and answers with `report` or `reportError`. The
-   * manager → worker checks run first (instructions given, at least one success criterion),
-   * every problem at once; a task runs the protocol once. `context` and the bodies the run's
-   * messages carry keep the seed's snake_case names.
-   */
-  initialize(taskId: string, options: InitializeOptions): Handoff
-  /**
-   * Starts a manager/worker run on `taskId` (DESIGN §8): the initialization (iteration 1) goes
-   * to `worker`, who takes it with `claimNext` and answers with `report` or `reportError`. The
-   * manager → worker checks run first (instructions given, at least one success criterion),
-   * every problem at once; a task runs the protocol once. `context` and the bodies the run's
-   * messages carry keep the seed's snake_case names.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  initializeAsync(taskId: string, options: InitializeOptions): Promise<Handoff>
-  /**
-   * The worker's report on the instructions it holds (its claim): a `progress` message goes to
-   * the manager. The worker → manager checks run first: every changed file described, issues
-   * given unless the status is COMPLETED.
-   */
-  report(claim: Claim | ClaimReference, status: WorkerStatus, options?: ReportOptions): Handoff
-  /**
-   * The worker's report on the instructions it holds (its claim): a `progress` message goes to
-   * the manager. The worker → manager checks run first: every changed file described, issues
-   * given unless the status is COMPLETED.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  reportAsync(claim: Claim | ClaimReference, status: WorkerStatus, options?: ReportOptions): Promise<Handoff>
-  /**
-   * The manager's decision on the report (or the human's resolution) it holds: CONTINUE and
-   * REFINE send `instructions` to the worker for the next iteration (past `maxIterations`, an
-   * escalation instead); ESCALATE sends `escalationDetails` to whoever the run escalates to;
-   * COMPLETE ends the run and returns `null`.
-   */
-  decide(claim: Claim | ClaimReference, decision: Decision, options?: DecideOptions): Handoff | null
-  /**
-   * The manager's decision on the report (or the human's resolution) it holds: CONTINUE and
-   * REFINE send `instructions` to the worker for the next iteration (past `maxIterations`, an
-   * escalation instead); ESCALATE sends `escalationDetails` to whoever the run escalates to;
-   * COMPLETE ends the run and returns `null`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  decideAsync(claim: Claim | ClaimReference, decision: Decision, options?: DecideOptions): Promise<Handoff | null>
-  /**
-   * The worker's error report on the instructions it holds: an `error_recovery` message goes
-   * to the manager, who answers with `recover` or `escalate`.
-   */
-  reportError(claim: Claim | ClaimReference, options: ReportErrorOptions): Handoff
-  /**
-   * The worker's error report on the instructions it holds: an `error_recovery` message goes
-   * to the manager, who answers with `recover` or `escalate`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  reportErrorAsync(claim: Claim | ClaimReference, options: ReportErrorOptions): Promise<Handoff>
-  /**
-   * The manager's recovery steps for the error report it holds: an `error_recovery` message
-   * goes to the worker with one retry more; past `maxRetries` the run escalates instead.
-   */
-  recover(claim: Claim | ClaimReference, options: RecoverOptions): Handoff
-  /**
-   * The manager's recovery steps for the error report it holds: an `error_recovery` message
-   * goes to the worker with one retry more; past `maxRetries` the run escalates instead.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  recoverAsync(claim: Claim | ClaimReference, options: RecoverOptions): Promise<Handoff>
-  /**
-   * The manager hands the run to a human: an `escalation` goes to whoever the run escalates
-   * to, with the whole history (`complete_history`) and where the work stands
-   * (`current_state`).
-   */
-  escalate(claim: Claim | ClaimReference, options: EscalateOptions): Handoff
-  /**
-   * The manager hands the run to a human: an `escalation` goes to whoever the run escalates
-   * to, with the whole history (`complete_history`) and where the work stands
-   * (`current_state`).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  escalateAsync(claim: Claim | ClaimReference, options: EscalateOptions): Promise<Handoff>
-  /**
-   * A human's answer to the escalation they hold: a `progress` message carrying it goes to the
-   * manager, who decides how the worker goes on; the run's iteration and retry allowances
-   * start afresh.
-   */
-  resolve(claim: Claim | ClaimReference, resolution: string, options?: ResolveOptions): Handoff
-  /**
-   * A human's answer to the escalation they hold: a `progress` message carrying it goes to the
-   * manager, who decides how the worker goes on; the run's iteration and retry allowances
-   * start afresh.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  resolveAsync(claim: Claim | ClaimReference, resolution: string, options?: ResolveOptions): Promise<Handoff>
-  /**
-   * A task's protocol run as it stands: its phase (who holds the latest message), iteration,
-   * retries, escalations, history and the id of the message in flight; `NOT_FOUND` if the
-   * task has no run.
-   */
-  protocolRun(taskId: string): ProtocolRun
-  /**
-   * A task's protocol run as it stands: its phase (who holds the latest message), iteration,
-   * retries, escalations, history and the id of the message in flight; `NOT_FOUND` if the
-   * task has no run.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  protocolRunAsync(taskId: string): Promise<ProtocolRun>
-  /** The messages of a task's run, oldest first: each a handoff with its `protocol` body. */
-  protocolHistory(taskId: string): Handoff[]
-  /**
-   * The messages of a task's run, oldest first: each a handoff with its `protocol` body.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  protocolHistoryAsync(taskId: string): Promise<Handoff[]>
-  /**
-   * How the store's protocol runs went: runs, completions, the first-try completion rate, the
-   * escalation rate, retries, iterations per run, the median time per iteration, and each run.
-   */
-  protocolStats(): ProtocolStats
-  /**
-   * How the store's protocol runs went: runs, completions, the first-try completion rate, the
-   * escalation rate, retries, iterations per run, the median time per iteration, and each run.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  protocolStatsAsync(): Promise<ProtocolStats>
-  /**
-   * Writes a conversation on `branch` (`main`, `task/<taskId>` or `task/<taskId>/<agent>`,
-   * created on first use), its messages numbered from 1 (`seq`). Messages come in OpenAI's chat
-   * shape (`{ role, content, tool_calls?, tool_call_id? }`) or as Responses API and
-   * `@openai/agents` items, Anthropic messages or LangChain message dicts. Checked whole: a
-   * bad branch or message (named `[i]`, relative to `messages`) writes nothing. The
-   * conversation and everything curation returns keep the seed's snake_case keys.
-   */
-  addConversation(branch: string, messages: Array<ContextMessage | object>, options?: AddConversationOptions): Conversation
-  /**
-   * Writes a conversation on `branch` (`main`, `task/<taskId>` or `task/<taskId>/<agent>`,
-   * created on first use), its messages numbered from 1 (`seq`). Messages come in OpenAI's chat
-   * shape (`{ role, content, tool_calls?, tool_call_id? }`) or as Responses API and
-   * `@openai/agents` items, Anthropic messages or LangChain message dicts. Checked whole: a
-   * bad branch or message (named `[i]`, relative to `messages`) writes nothing. The
-   * conversation and everything curation returns keep the seed's snake_case keys.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  addConversationAsync(branch: string, messages: Array<ContextMessage | object>, options?: AddConversationOptions): Promise<Conversation>
-  /**
-   * Adds messages at the end of a conversation, numbered after its last; read as
-   * `addConversation` reads them.
-   */
-  appendMessages(conversationId: string, messages: Array<ContextMessage | object>): Conversation
-  /**
-   * Adds messages at the end of a conversation, numbered after its last; read as
-   * `addConversation` reads them.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  appendMessagesAsync(conversationId: string, messages: Array<ContextMessage | object>): Promise<Conversation>
-  /** The conversation with this id; `NOT_FOUND` if there is none. */
-  getConversation(id: string): Conversation
-  /**
-   * The conversation with this id; `NOT_FOUND` if there is none.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  getConversationAsync(id: string): Promise<Conversation>
-  /**
-   * A conversation's messages `fromSeq..=toSeq` (all of them by default), in order, each with
-   * its `seq` and where it was cherry-picked to (`is_cherry_picked`, `cherry_picked_to`).
-   */
-  messages(id: string, options?: MessagesOptions): StoredMessage[]
-  /**
-   * A conversation's messages `fromSeq..=toSeq` (all of them by default), in order, each with
-   * its `seq` and where it was cherry-picked to (`is_cherry_picked`, `cherry_picked_to`).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  messagesAsync(id: string, options?: MessagesOptions): Promise<StoredMessage[]>
-  /** The conversations of a branch, of a task, or of the whole store, oldest first. */
-  listConversations(options?: ListConversationsOptions): Conversation[]
-  /**
-   * The conversations of a branch, of a task, or of the whole store, oldest first.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  listConversationsAsync(options?: ListConversationsOptions): Promise<Conversation[]>
-  /**
-   * Copies a conversation's tool-call sequences (each call with its results) into a new
-   * conversation on `targetBranch`.
-   */
-  cherryPickTools(conversationId: string, targetBranch: string): Conversation
-  /**
-   * Copies a conversation's tool-call sequences (each call with its results) into a new
-   * conversation on `targetBranch`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  cherryPickToolsAsync(conversationId: string, targetBranch: string): Promise<Conversation>
-  /**
-   * Writes facts on `branch` (status `active`): texts, or `{ text, confidence?, source? }`.
-   * Checked whole first, every problem at once (`[1].confidence`, relative to `facts`);
-   * nothing is written when there is one.
-   */
-  addFacts(branch: string, facts: FactInput[]): Fact[]
-  /**
-   * Writes facts on `branch` (status `active`): texts, or `{ text, confidence?, source? }`.
-   * Checked whole first, every problem at once (`[1].confidence`, relative to `facts`);
-   * nothing is written when there is one.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  addFactsAsync(branch: string, facts: FactInput[]): Promise<Fact[]>
-  /** The facts of `branch`, oldest first; with `status`, only those in it. */
-  facts(branch: string, options?: FactsOptions): Fact[]
-  /**
-   * The facts of `branch`, oldest first; with `status`, only those in it.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  factsAsync(branch: string, options?: FactsOptions): Promise<Fact[]>
-  /** Every branch that holds a conversation or a fact, with its parent, in name order. */
-  branches(): BranchInfo[]
-  /**
-   * Every branch that holds a conversation or a fact, with its parent, in name order.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  branchesAsync(): Promise<BranchInfo[]>
-  /**
-   * Moves a branch's verified knowledge into its parent (or `into`): verified facts are copied
-   * (their sources become `promoted`), verified or cherry-picked conversations are copied
-   * with their messages; unverified and invalidated items stay. Merging twice adds nothing.
-   */
-  merge(branch: string, options?: MergeOptions): MergeReport
-  /**
-   * Moves a branch's verified knowledge into its parent (or `into`): verified facts are copied
-   * (their sources become `promoted`), verified or cherry-picked conversations are copied
-   * with their messages; unverified and invalidated items stay. Merging twice adds nothing.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  mergeAsync(branch: string, options?: MergeOptions): Promise<MergeReport>
-  /**
-   * The curation log of a task (every change on its branches: conversations added, messages
-   * appended, cherry-picks, facts, verifications, merges), or of `main` without `taskId`, in
-   * order.
-   */
-  curationEvents(options?: CurationEventsOptions): CurationEvent[]
-  /**
-   * The curation log of a task (every change on its branches: conversations added, messages
-   * appended, cherry-picks, facts, verifications, merges), or of `main` without `taskId`, in
-   * order.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  curationEventsAsync(options?: CurationEventsOptions): Promise<CurationEvent[]>
-  /**
-   * Packages a task's knowledge (`taskId`: `task/<taskId>` and its agents' branches) or a
-   * branch's (`branch`) as a bundle: its verified facts and key conversations (verified or
-   * cherry-picked; with `verifiedOnly: false`, everything not invalidated) with their
-   * messages, the task's summary and the scores, redacted unless `redact: false`, with a share
-   * token (`kb_` and 256 random bits) that finds it unless it is `private` (the default). The
-   * `Bundle` keeps the core's snake_case keys; its `toJson()` gives the portable JSON that
-   * `importBundle` reads, here or in another store.
-   */
-  createBundle(name: string, options: CreateBundleOptions): Bundle
-  /**
-   * Packages a task's knowledge (`taskId`: `task/<taskId>` and its agents' branches) or a
-   * branch's (`branch`) as a bundle: its verified facts and key conversations (verified or
-   * cherry-picked; with `verifiedOnly: false`, everything not invalidated) with their
-   * messages, the task's summary and the scores, redacted unless `redact: false`, with a share
-   * token (`kb_` and 256 random bits) that finds it unless it is `private` (the default). The
-   * `Bundle` keeps the core's snake_case keys; its `toJson()` gives the portable JSON that
-   * `importBundle` reads, here or in another store.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  createBundleAsync(name: string, options: CreateBundleOptions): Promise<Bundle>
-  /** The bundle with this id; `NOT_FOUND` if there is none. */
-  getBundle(id: string): Bundle
-  /**
-   * The bundle with this id; `NOT_FOUND` if there is none.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  getBundleAsync(id: string): Promise<Bundle>
-  /** The store's bundles, oldest first; with `visibility`, only those of it. */
-  listBundles(options?: ListBundlesOptions): Bundle[]
-  /**
-   * The store's bundles, oldest first; with `visibility`, only those of it.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  listBundlesAsync(options?: ListBundlesOptions): Promise<Bundle[]>
-  /**
-   * The bundle a share token opens. A private bundle is never found by its token: a wrong
-   * token, a private bundle's and a deleted bundle's all give the same `NOT_FOUND`.
-   */
-  bundleByToken(token: string): Bundle
-  /**
-   * The bundle a share token opens. A private bundle is never found by its token: a wrong
-   * token, a private bundle's and a deleted bundle's all give the same `NOT_FOUND`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  bundleByTokenAsync(token: string): Promise<Bundle>
-  /** Changes who may find a bundle by its token: `private` (nobody), `team` or `public`. */
-  setVisibility(id: string, visibility: Visibility): Bundle
-  /**
-   * Changes who may find a bundle by its token: `private` (nobody), `team` or `public`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  setVisibilityAsync(id: string, visibility: Visibility): Promise<Bundle>
-  /**
-   * Signs a bundle with a secret key (`secretKey`, `ed25519-secret:...` from
-   * `generateBundleKey()`): a store that trusts its public key (`trustBundleKeys`) imports the
-   * bundle's verdicts as verified. The signature travels in the portable form (`data.signature`,
-   * `toJson()`); a key that is no secret key is `VALIDATION` naming `secretKey`.
-   */
-  signBundle(id: string, options: SignBundleOptions): Bundle
-  /**
-   * Signs a bundle with a secret key (`secretKey`, `ed25519-secret:...` from
-   * `generateBundleKey()`): a store that trusts its public key (`trustBundleKeys`) imports the
-   * bundle's verdicts as verified. The signature travels in the portable form (`data.signature`,
-   * `toJson()`); a key that is no secret key is `VALIDATION` naming `secretKey`.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  signBundleAsync(id: string, options: SignBundleOptions): Promise<Bundle>
-  /**
-   * Trusts public keys (`trust`, each `ed25519:...`) to vouch for bundles, or stops trusting
-   * them (`distrust`): a bundle signed by a trusted key is imported with its verdicts; any other
-   * bundle's verdicts stay its claim (its facts `active`, `verified_by: bundle:sha256:...`).
-   * Every bad key is named (`trust[0]`) and nothing changes then. Returns the keys trusted
-   * afterwards (none given: only lists them).
-   */
-  trustBundleKeys(options?: TrustBundleKeysOptions): TrustedKey[]
-  /**
-   * Trusts public keys (`trust`, each `ed25519:...`) to vouch for bundles, or stops trusting
-   * them (`distrust`): a bundle signed by a trusted key is imported with its verdicts; any other
-   * bundle's verdicts stay its claim (its facts `active`, `verified_by: bundle:sha256:...`).
-   * Every bad key is named (`trust[0]`) and nothing changes then. Returns the keys trusted
-   * afterwards (none given: only lists them).
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  trustBundleKeysAsync(options?: TrustBundleKeysOptions): Promise<TrustedKey[]>
-  /** Deletes a bundle and its share token; what was imported from it stays. */
-  deleteBundle(id: string): void
-  /**
-   * Deletes a bundle and its share token; what was imported from it stays.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  deleteBundleAsync(id: string): Promise<void>
-  /**
-   * A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
-   * `data`): its handoffs' events (`handoff.created`, `handoff.claimed`, ...), its plan's log
-   * (`task.step_started`, ...) and its curation log (`curation.facts_added`, ...); each agent's
-   * contribution; its key facts and conversations (only verified ones with `verifiedOnly`);
-   * how it ended. `NOT_FOUND` when the task left nothing.
-   */
-  replay(taskId: string, options?: ReplayOptions): TaskReplay
-  /**
-   * A task's whole run as one timeline, oldest first (`at`, `type`, `agent`, `summary`,
-   * `data`): its handoffs' events (`handoff.created`, `handoff.claimed`, ...), its plan's log
-   * (`task.step_started`, ...) and its curation log (`curation.facts_added`, ...); each agent's
-   * contribution; its key facts and conversations (only verified ones with `verifiedOnly`);
-   * how it ended. `NOT_FOUND` when the task left nothing.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  replayAsync(taskId: string, options?: ReplayOptions): Promise<TaskReplay>
-  /**
-   * Two runs side by side (an original and its rerun): the agents, decision points and key
-   * facts only in one or in both, the outcomes and the timelines' lengths.
-   */
-  compare(taskA: string, taskB: string): TaskComparison
-  /**
-   * Two runs side by side (an original and its rerun): the agents, decision points and key
-   * facts only in one or in both, the outcomes and the timelines' lengths.
-   *
-   * As a Promise: the work runs on libuv's thread pool.
-   */
-  compareAsync(taskA: string, taskB: string): Promise<TaskComparison>
 }
 
 /** A registered agent. */
@@ -2568,160 +3692,6 @@ export interface Agent {
   description: string
   /** Who it may hand off to; `null` is everyone else. */
   collaborators: Array<string> | null
-}
-
-/** What one agent did in a task. */
-export interface AgentContribution {
-  /** The agent. */
-  agent: string
-  /** Its role, as it said when it joined the task (`joinTask`); `null` when it gave none. */
-  role: string | null
-  /** Handoffs it created. */
-  handed_off: number
-  /** Handoffs (or steps) it took. */
-  claimed: number
-  /** Handoffs it completed. */
-  completed: number
-  /** Attempts of its that failed. */
-  failed: number
-  /** Curation changes on its branch (conversations, picks, facts, verifications, merges). */
-  curated: number
-  /** Its first entry (ISO 8601). */
-  first_at: string | null
-  /** Its last entry (ISO 8601). */
-  last_at: string | null
-}
-
-/** A branch that holds a conversation or a fact, with its parent. */
-export interface BranchInfo {
-  /** Its name. */
-  name: string
-  /** Its parent: its name less the last segment (`null` for `main`). */
-  parent: string | null
-}
-
-/**
- * A knowledge bundle: what `createBundle`, `getBundle`, `listBundles`, `bundleByToken` and
- * `setVisibility` return.
- */
-export interface Bundle {
-  /** Its id. */
-  id: string
-  /** Its name. */
-  name: string
-  /** What it holds. */
-  description: string | null
-  /** What it is. */
-  bundle_type: BundleType
-  /** The task it was made from. */
-  source_task_id: string | null
-  /** The branch it was made from. */
-  source_branch: string | null
-  /** How many facts it holds. */
-  fact_count: number
-  /** How many conversations it holds. */
-  conversation_count: number
-  /** How many messages its conversations hold. */
-  message_count: number
-  /** Whether everything in it was verified. */
-  verification_status: BundleStatus
-  /** The mean of its items' scores. */
-  verification_score: number | null
-  /** Who verified its items (their verifiers' names, joined). */
-  verified_by: string | null
-  /**
-   * `kb_` and 256 random bits: `bundleByToken` finds the bundle with it; `null` while it is
-   * private (sharing it issues a new one, making it private again kills it). Keep it as you
-   * would a password.
-   */
-  share_token: string | null
-  /** Who may find it by its token. */
-  visibility: Visibility
-  /** Labels for finding it. */
-  tags: Array<string>
-  /** The portable form's content hash. */
-  content_hash: string
-  /** When it was made (ISO 8601). */
-  created_at: string
-  /** When it last changed (ISO 8601). */
-  updated_at: string
-  /** Its portable form, as data: `importBundle` takes it (or the whole bundle) as it is. */
-  data: BundleData
-  /**
-   * The portable form as the core's JSON text, what another store's `importBundle` (or
-   * Python's `import_bundle`, the CLI's `handoff bundle import`) reads. A method (not
-   * enumerable): bundles still compare and serialise as data.
-   */
-  toJson: () => string
-}
-
-/** A conversation as a bundle carries it, with its messages. */
-export interface BundleConversation {
-  /** Its id where it was exported (what makes an import idempotent). */
-  id: string
-  /** What it is about. */
-  title: string | null
-  /** The agent that had it. */
-  agent: string | null
-  /** Its verification score, from 0 to 1. */
-  verification_score: number | null
-  /** Its messages, in order. */
-  messages: Array<BundleMessage>
-}
-
-/**
- * A bundle's portable form, what `bundle.toJson()` writes as text and `importBundle` reads
- * (in this store or another): the knowledge, the task's summary and the scores, with its
- * schema version and a content hash that refuses a bundle changed after it was made.
- */
-export interface BundleData {
-  /** The version of the portable form (1). */
-  schema_version: number
-  /** The bundle's name. */
-  name: string
-  /** What it holds. */
-  description: string | null
-  /** What it is. */
-  bundle_type: BundleType
-  /** The task it was exported from. */
-  source_task_id: string | null
-  /** The branch it was exported from. */
-  source_branch: string | null
-  /** The task's summary (`id`, `name`, `goal`, `status`), when it was a task's with a plan. */
-  task: JsonObject | null
-  /** Labels for finding it. */
-  tags: Array<string>
-  /** The facts. */
-  facts: Array<BundleFact>
-  /** The key conversations. */
-  conversations: Array<BundleConversation>
-  /** The mean of its items' verification scores. */
-  verification_score: number | null
-  /** When it was made (ISO 8601). */
-  created_at: string
-  /** `sha256:` and the hex digest of the portable JSON without it and its signature. */
-  content_hash: string
-  /**
-   * The signature of whoever vouches for it (`signBundle`), over `content_hash`; absent
-   * while it is not signed, as in the portable JSON.
-   */
-  signature: BundleSignature | undefined
-}
-
-/** A fact as a bundle carries it. */
-export interface BundleFact {
-  /** Its id where it was exported (what makes an import idempotent). */
-  id: string
-  /** What is known. */
-  text: string
-  /** How sure its author was, from 0 to 1. */
-  confidence: number | null
-  /** Where it came from. */
-  source: string | null
-  /** Its verification score, from 0 to 1. */
-  score: number | null
-  /** Who verified it. */
-  verified_by: string | null
 }
 
 /**
@@ -2740,66 +3710,6 @@ export interface BundleKeyPair {
   readonly secret_key: string
 }
 
-/** A message as a bundle carries it: OpenAI's chat shape, as the store keeps it. */
-export interface BundleMessage {
-  /** `user`, `assistant`, `tool` or `system`. */
-  role: string
-  /** The text (redacted unless the bundle was made with `redact: false`). */
-  content: string
-  /** The tool calls it made. */
-  tool_calls: Array<ToolCall>
-  /** For a `tool` message, the id of the call it answers. */
-  tool_call_id?: string
-  /** For a `tool` message, `true` when the tool failed (absent otherwise). */
-  is_error?: boolean
-  /** When it was said (ISO 8601), when known. */
-  at: string | null
-  /** The id it came with. */
-  id: string | null
-  /** The priority it came with. */
-  priority: number | null
-}
-
-/** Who vouches for a bundle: an Ed25519 signature over its `content_hash`. */
-export interface BundleSignature {
-  /** The signer's public key: `ed25519:` and 64 hex digits. */
-  public_key: string
-  /** The signature of the `content_hash` text: 128 hex digits. */
-  signature: string
-}
-
-/**
- * What a store can do beyond what every store does, so that a program can ask before relying
- * on it.
- */
-export interface Capabilities {
-  /** The store outlives the process that opened it. */
-  durable: boolean
-  /** Several processes on one machine may share the store. */
-  sharedByProcesses: boolean
-  /** Processes on several machines may share the store. */
-  sharedByMachines: boolean
-  /** `backup` writes a consistent copy while the store stays in use. */
-  backup: boolean
-  /**
-   * A worker waiting in `claimNext` with `waitSeconds` is woken when work arrives, instead
-   * of looking again at short intervals.
-   */
-  wakesWaiters: boolean
-}
-
-/** A task's hops in creation order (checkpoints are not hops). */
-export interface Chain {
-  /** The task. */
-  taskId: string
-  /** Its hops, oldest first. */
-  hops: Array<Hop>
-  /** The agents the task passed through, in order (`*` for anyone / unnamed). */
-  path: Array<string>
-  /** The path as text: `claude → gemini`. */
-  text: string
-}
-
 /** A chain policy as the store saved it. */
 export interface ChainPolicy {
   /** Most hops along one path of a task. */
@@ -2808,39 +3718,6 @@ export interface ChainPolicy {
   maxRevisits: number
   /** Who may hand off to whom; `null` allows every pair. */
   collaborators: Record<string, Array<string>> | null
-}
-
-/** What `check` found: nothing damaged when `damage` is empty. */
-export interface CheckReport {
-  /** Each damage, in the order it was found. */
-  damage: Array<Damage>
-}
-
-/**
- * A live claim: the handoff as claimed, the public fencing token and the claim's secret.
- *
- * `heartbeat`, `release`, `complete` and `cancelClaim` read only `handoffId`, `token`,
- * `secret` and `leaseSeconds` of it, so a process that was handed those four values settles
- * the claim with the plain object `{ handoffId, token, secret, leaseSeconds }` (a
- * `ClaimReference`).
- */
-export interface Claim {
-  /** The handoff, as it was when claimed. */
-  handoff: Handoff
-  /** The claimed handoff's id (`handoff.id`). */
-  handoffId: string
-  /**
-   * The fencing token: public (records show it as `claimToken`), for fencing writes
-   * downstream. It grows by one with every claim of the handoff, so it stays far below 2^53.
-   */
-  token: number
-  /**
-   * The claim's secret (`hcs_` and 64 hex digits): proof of holding the claim, shown to the
-   * claimer only and never by `get`, `list` or events. Keep it as you would a password.
-   */
-  secret: string
-  /** The lease length in seconds; `heartbeat` extends the lease by this much. */
-  leaseSeconds: number
 }
 
 /**
@@ -2935,69 +3812,6 @@ export interface ContextOptions {
   rules?: Array<RedactionRule>
 }
 
-/**
- * A conversation on a branch: what `addConversation`, `appendMessages`, `getConversation`
- * and the cherry-picks return. Its messages are read with `messages(id)`.
- */
-export interface Conversation {
-  /** Its id. */
-  id: string
-  /** The branch it lies on: `main`, `task/<task>` or `task/<task>/<agent>`. */
-  branch: string
-  /** What it is about. */
-  title: string | null
-  /** The task it belongs to. */
-  task_id: string | null
-  /** The agent that had it. */
-  agent: string | null
-  /** How many messages it holds. */
-  message_count: number
-  /** What the gate made of it (`unverified` until a verifier scores it). */
-  verification_status: Verdict
-  /** The last verification's score, from 0 to 1. */
-  verification_score: number | null
-  /** Why, in the verifier's words. */
-  explanation: string | null
-  /** Who verified it: the verifier's name, or `neutral` without one. */
-  verified_by: string | null
-  /** For a cherry-pick's result: the conversation it was picked from. */
-  cherry_picked_from: string | null
-  /** For a merge's copy: the conversation it was copied from. */
-  origin: string | null
-  /** Whether a merge copied it to the parent branch. */
-  promoted: boolean
-  /** When it was written (ISO 8601). */
-  created_at: string
-}
-
-/** One entry of the curation log: what changed, where and when. */
-export interface CurationEvent {
-  /** When (ISO 8601). */
-  at: string
-  /** What. */
-  kind: CurationChange
-  /** The branch it changed. */
-  branch: string
-  /** Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...). */
-  detail: JsonObject
-}
-
-/** One piece of damage `check` found. */
-export interface Damage {
-  /**
-   * What is damaged: a file of a files store (`handoffs/<id>.json`, `events.jsonl line 7`),
-   * or a part of a database store (`handoffs`, `integrity`).
-   */
-  what: string
-  /** What is wrong with it. */
-  problem: string
-  /**
-   * What the repair did about it (`moved to quarantine/...`); `null` when it was not
-   * repaired (not asked to, or a damage no repair in place can mend).
-   */
-  repaired: string | null
-}
-
 /** `registry.detect` options. */
 export interface DetectOptions {
   /**
@@ -3007,177 +3821,11 @@ export interface DetectOptions {
   multiple?: 'error' | 'first_wins' | null
 }
 
-/** An item left out. */
-export interface Dropped {
-  /** The item. */
-  id: string
-  /** What it would have cost, in the packet's `unit`. */
-  tokens: number
-  /** Why (`budget`). */
-  reason: string
-}
-
-/** One entry of the event log. */
-export interface Event {
-  /** Position in the store's log; strictly increasing in write order. */
-  seq: number
-  /** The handoff it concerns. */
-  handoffId: string
-  /** When it happened (ISO 8601). */
-  at: string
-  /** Who caused it; `null` for the clock (lapses, expiry). */
-  actor: string | null
-  /** What happened. */
-  kind: EventKind
-  /** The event's details; which keys are present depends on `kind`. */
-  detail: EventDetail
-}
-
-/**
- * Details of an event. `created`: `taskId`, `toAgent` (the record itself is read with
- * `get`); `claimed`: `agent`, `token`, `leaseUntil`; `heartbeat`: `leaseUntil`; `released`,
- * `rejected`, `cancelled`: `reason`; `lease_expired`, `failed`: `token`; `completed`:
- * `outcome` and, when the holder counted them, `tokensUsed`; `expired`: nothing.
- */
-export interface EventDetail {
-  /** The task the created handoff belongs to (created). */
-  taskId?: string
-  /**
-   * The agent the created handoff is addressed to, `null` for any agent the policy allows
-   * (created).
-   */
-  toAgent?: string | null
-  /** The claiming agent. */
-  agent?: string
-  /** The fencing token claimed or lapsed. */
-  token?: number
-  /** The end of the lease (ISO 8601). */
-  leaseUntil?: string
-  /** Why (released, rejected, cancelled). */
-  reason?: string
-  /** The holder's result (completed). */
-  outcome?: string
-  /** What went wrong, as the holder said (attempt_failed, failed by `fail`). */
-  error?: string
-  /** The model tokens the work took, as the holder reported them (completed, when given). */
-  tokensUsed?: number
-}
-
-/** A fact on a branch, with what the verification gate made of it. */
-export interface Fact {
-  /** Its id. */
-  id: string
-  /** The branch it lies on. */
-  branch: string
-  /** What is known. */
-  text: string
-  /** How sure its author was, from 0 to 1. */
-  confidence: number | null
-  /** Where it came from (a file, a conversation, a URL). */
-  source: string | null
-  /** Where it stands. */
-  status: FactStatus
-  /** The last verification's score, from 0 to 1. */
-  score: number | null
-  /** Why, in the verifier's words. */
-  explanation: string | null
-  /** Who verified it: the verifier's name, or `neutral` without one. */
-  verified_by: string | null
-  /** When it was last verified (ISO 8601). */
-  verified_at: string | null
-  /** For a merge's copy: the fact it was copied from. */
-  origin: string | null
-  /** When it was written (ISO 8601). */
-  created_at: string
-}
-
 /**
  * A new key pair for signing bundles, from the operating system's random generator:
  * `{ public_key, secret_key }`, the secret not enumerable.
  */
 export declare function generateBundleKey(): BundleKeyPair
-
-/** A handover record: the work, what is known about it, and who holds it. */
-export interface Handoff {
-  /** Always 1. */
-  schemaVersion: number
-  /** Time-ordered id (UUIDv7), or the one the creator supplied. */
-  id: string
-  /** The task this handoff belongs to. */
-  taskId: string
-  /** The session the handing-over agent ran in. */
-  sessionId: string | null
-  /** The handoff this one continues. */
-  parentId: string | null
-  /** What kind of handoff this is. */
-  kind: HandoffKind
-  /** Why the previous agent handed over. */
-  reason: HandoffReason
-  /** The agent handing over. */
-  fromAgent: string | null
-  /** The agent addressed; `null` lets any agent claim it. */
-  toAgent: string | null
-  /** What the successor must achieve. */
-  goal: string
-  /** Where the work stands, in prose. */
-  progressSummary: string
-  /** Steps already done. */
-  completedSteps: Array<string>
-  /** Steps still to do, in order. */
-  pendingSteps: Array<string>
-  /** Decisions taken, and why. */
-  keyDecisions: Array<string>
-  /** Assumptions the work rests on. */
-  assumptions: Array<string>
-  /** Things the successor must be careful about. */
-  warnings: Array<string>
-  /** Errors seen and not yet fixed. */
-  unresolvedErrors: Array<string>
-  /** What stops progress right now. */
-  blockers: Array<string>
-  /** Files changed so far. */
-  modifiedFiles: Array<string>
-  /** Files the work holds locks on. */
-  lockedFiles: Array<string>
-  /** Guidance for the successor. */
-  instructions: string | null
-  /** What matters most, first. */
-  priorityItems: Array<string>
-  /** How the successor knows it is done. */
-  successCriteria: Array<string>
-  /** How full the previous agent's context window was, in percent (0 to 100). */
-  contextUsagePercent: number | null
-  /** Free-form JSON, preserved unchanged. */
-  metadata: JsonObject
-  /**
-   * A manager/worker protocol message's body (`initialize`, `report`, `decide`, ...), in
-   * the seed's form as stored: snake_case keys, a key left out when its value is absent or
-   * empty. `null` on a record the protocol did not write.
-   */
-  protocol: ProtocolBody | null
-  /** When the handoff was created (ISO 8601). */
-  createdAt: string
-  /** When an unclaimed handoff expires (ISO 8601); `null` is never. */
-  expiresAt: string | null
-  /** How many claims may lapse before the handoff fails. */
-  maxAttempts: number
-  /** Where the handoff is in its lifecycle. */
-  status: HandoffStatus
-  /** The agent holding (or that last held) the claim. */
-  claimedBy: string | null
-  /** The fencing token of the latest claim. */
-  claimToken: number | null
-  /** When the current claim lapses unless renewed (ISO 8601). */
-  leaseUntil: string | null
-  /** When the holder last claimed or heartbeated (ISO 8601). */
-  heartbeatAt: string | null
-  /** How many claims ended without completion. */
-  attempts: number
-  /** When the handoff reached a terminal status (ISO 8601). */
-  completedAt: string | null
-  /** The completing agent's result, or why the handoff ended otherwise. */
-  outcome: string | null
-}
 
 /** Parses and validates a record from its JSON wire form. Problems name the JSON's fields. */
 export declare function handoffFromJson(json: string): Handoff
@@ -3210,86 +3858,6 @@ export declare function handoffJsonSchema(): string
  * core and the Python binding write it.
  */
 export declare function handoffToJson(handoff: Handoff): string
-
-/** A finished task, as `taskHistory` lists it. */
-export interface HistoryEntry {
-  /** The task. */
-  id: string
-  /** Its name. */
-  name: string
-  /** How it ended: `success`, `partial` (steps skipped) or `failure` (cancelled or failed). */
-  result: 'success' | 'partial' | 'failure'
-  /** When it started (ISO 8601); `null` when it was cancelled before it started. */
-  startedAt: string | null
-  /** When it finished (ISO 8601). */
-  completedAt: string
-  /** From start to finish, in seconds. */
-  durationSeconds: number | null
-  /** Its goal. */
-  summary: string
-  /** What it produced. */
-  artifacts: JsonValue[]
-  /** Its steps, retries and tokens. */
-  metrics: HistoryMetrics
-  /** What it taught: the task's `metadata.lessons`, when it holds a list. */
-  lessons: JsonValue[]
-}
-
-/** The numbers of a finished task. */
-export interface HistoryMetrics {
-  /** Steps in the plan. */
-  stepsTotal: number
-  /** Steps done (completed or skipped). */
-  stepsCompleted: number
-  /** Failed attempts, over all its steps. */
-  retries: number
-  /** The model tokens its steps took, as their workers reported them; `null` when none did. */
-  tokensUsed: number | null
-}
-
-/** One hop of a chain: a handoff from one agent to the next. */
-export interface Hop {
-  /** The handoff making this hop. */
-  handoffId: string
-  /** The handoff it continues. */
-  parentId: string | null
-  /** The agent handing over. */
-  fromAgent: string | null
-  /** The agent taking over: the addressee, or whoever claimed an open handoff. */
-  toAgent: string | null
-  /** The handoff's kind. */
-  kind: HandoffKind
-  /** The handoff's status. */
-  status: HandoffStatus
-  /** When the hop was created (ISO 8601). */
-  createdAt: string
-}
-
-/** What an import added and what it found already there: `importBundle` returns it. */
-export interface ImportReport {
-  /** The bundle's name. */
-  bundle: string
-  /** The branch imported into. */
-  target_branch: string
-  /** Facts written. */
-  facts_added: number
-  /** Facts already there (imported before). */
-  facts_skipped: number
-  /** Conversations written. */
-  conversations_added: number
-  /** Conversations already there. */
-  conversations_skipped: number
-  /** Messages written with the conversations. */
-  messages_added: number
-  /** The public key that signed the bundle (`ed25519:...`), or `null`. */
-  signed_by: string | null
-  /**
-   * Whether this store trusts that key: then the bundle's verdicts were taken as verified;
-   * otherwise its facts and conversations came in unverified, its verdicts kept as its
-   * claim (`verified_by: bundle:<hash>`).
-   */
-  trusted: boolean
-}
 
 /** `addItem` options. */
 export interface ItemOptions {
@@ -3330,32 +3898,6 @@ export interface MarkdownOptions {
    * `true`). The Markdown goes to an LLM or a terminal; `false` is the owner's opt-out.
    */
   redact?: boolean
-}
-
-/** One scope's memory. */
-export interface Memory {
-  /** The scope (`agent:writer`, `session:s1`, `shared`, ...). */
-  scope: string
-  /** The document. */
-  value: JsonObject
-  /** Grows by one with every write, from 1: what `memoryPut`'s `expectedVersion` compares. */
-  version: number
-  /** When it was last written (ISO 8601). */
-  updatedAt: string
-}
-
-/** What a merge did. */
-export interface MergeReport {
-  /** The branch merged. */
-  branch: string
-  /** Where to. */
-  into: string
-  /** Facts copied up (their sources are now `promoted`). */
-  facts: number
-  /** Conversations copied up. */
-  conversations: number
-  /** Items left where they are (unverified, invalidated). */
-  kept: number
 }
 
 /**
@@ -3402,114 +3944,6 @@ export interface OpenOptions {
   limits?: LimitsOptions
 }
 
-/** What two runs share and what only one holds. */
-export interface Overlap {
-  /** Only in the first run. */
-  only_a: Array<string>
-  /** Only in the second. */
-  only_b: Array<string>
-  /** In both. */
-  both: Array<string>
-}
-
-/** A successor's context packet. */
-export interface Packet {
-  /** The packet as Markdown. */
-  markdown: string
-  /** The packet as OpenAI Chat Completions messages: `toMessages('openai_chat')`. */
-  messages: JsonValue[]
-  /**
-   * The packet as input for `provider` (default `openai_chat`), valid whatever the builder
-   * kept: tool calls go out as calls only with their results right after them (otherwise
-   * both as text), roles alternate where the provider needs it, no message is empty. A
-   * method (not enumerable): packets still compare and serialise as data.
-   */
-  toMessages: (provider?: 'openai_chat' | 'openai_responses' | 'anthropic') => JsonValue[]
-  /** The packet's canonical JSON (snake_case), as the core and the Python binding write it. */
-  json: string
-  /** What it uses, in `unit`: tokens, or characters of its Markdown. */
-  tokens: number
-  /** The budget it was built for, in `unit`. */
-  budget: number
-  /** What `tokens` and `budget` count: `tokens` (the default) or `chars`. */
-  unit: BudgetUnit
-  /** Mandatory sections first, then the rest by kind, messages in chronological order. */
-  sections: Array<PacketSection>
-  /** What was included, truncated, summarised, dropped and redacted. */
-  manifest: PacketManifest
-}
-
-/**
- * What a packet included, truncated, summarised, dropped and redacted. Nothing is cut or
- * dropped silently.
- */
-export interface PacketManifest {
-  /** Ids of the items included. */
-  included: Array<string>
-  /** Items cut to fit (marked `…`). */
-  truncated: Array<Truncation>
-  /** Items compressed by the `summarize` function instead of cut. */
-  summarized: Array<Truncation>
-  /** Items left out. */
-  dropped: Array<Dropped>
-  /** Secrets replaced. */
-  redacted: Array<RedactedItem>
-}
-
-/** One section of a packet. */
-export interface PacketSection {
-  /** The item's id (`goal`, `message-3`, `fact-0`, ...). */
-  id: string
-  /** `task`, `history`, `output`, `handoff`, `fact`, `message` or `note`. */
-  kind: SectionKind
-  /** Its heading. */
-  title: string
-  /** Its text, redacted and perhaps truncated. */
-  text: string
-  /** A message's role. */
-  role: string | null
-  /** What it costs, in the packet's `unit`. */
-  tokens: number
-  /**
-   * The heading it is listed under with others (a bullet of `Verified Facts`, a message of
-   * `Conversation: …`); `null` for a section under its own title.
-   */
-  group: string | null
-}
-
-/** How the hand-offs of one from→to pair went. */
-export interface PathStats {
-  /** The agent handing over (`*` when unnamed). */
-  fromAgent: string
-  /**
-   * The agent taking over: the addressee, or whoever claimed an open hand-off (`*` while
-   * nobody has).
-   */
-  toAgent: string
-  /** Hand-offs on this path. */
-  total: number
-  /** Of which completed. */
-  completed: number
-  /** Of which failed (their leases ran out `maxAttempts` times). */
-  failed: number
-  /** Of which rejected by the addressee. */
-  rejected: number
-  /** Median seconds from creation to the first claim, over the claimed ones. */
-  medianClaimSeconds: number | null
-  /** Median seconds from creation to completion, over the completed ones. */
-  medianCompleteSeconds: number | null
-}
-
-/** Where a message was cherry-picked to. */
-export interface PickedTo {
-  /** The conversation the pick made. */
-  conversation_id: string
-  /** Its branch. */
-  branch: string
-  /** When (ISO 8601). */
-  picked_at: string
-}
-
 /** A chain policy as plain data, ready for `open(path, { policy })`. */
 export interface Policy {
   /** Most hops along one path of a task (parallel handoffs are separate paths). */
@@ -3530,94 +3964,6 @@ export interface PolicyOptions {
   collaborators?: Record<string, Array<string>> | null
 }
 
-/** A task's manager/worker run as it stands: what `protocolRun(taskId)` returns. */
-export interface ProtocolRun {
-  /** The task it works on. */
-  taskId: string
-  /** The agent that reviews and decides. */
-  manager: string
-  /** The agent that does the work. */
-  worker: string
-  /** Who gets an escalation. */
-  escalateTo: string
-  /** What the run is for: the initialization's instructions (every message's `goal`). */
-  goal: string
-  /** How success is judged, as the initialization gave it. */
-  successCriteria: Array<string>
-  /** The handoff whose holder makes the next call; `null` once the run is completed. */
-  messageId: string | null
-  /** Who holds the latest message, and so which calls are valid. */
-  phase: ProtocolPhase
-  /** The iteration under way, from 1. */
-  iteration: number
-  /** Iterations allowed before a CONTINUE or REFINE escalates instead. */
-  maxIterations: number
-  /** Recoveries so far. */
-  retryCount: number
-  /** Recoveries allowed before the run escalates by itself. */
-  maxRetries: number
-  /** Escalations so far. */
-  escalations: number
-  /**
-   * Every iteration, the current one last, in the seed's form (as an escalation's
-   * `complete_history` recounts them).
-   */
-  history: HistoryItem[]
-  /** How long each closed entry of `history` took, in seconds, in order. */
-  iterationSeconds: Array<number>
-  /** Every file the worker reported changing, in the order first reported. */
-  filesModified: Array<string>
-  /** The last report's status and what it accomplished, in words. */
-  projectStatus: string
-  /** Dependencies the manager's context updates added so far, in order. */
-  dependencies: Array<string>
-  /** The initialization's settings, in words (`project root: …`, `constraint: …`). */
-  configuration: Array<string>
-  /** When the run was initialized (ISO 8601). */
-  startedAt: string
-  /** When the last call changed it (ISO 8601). */
-  updatedAt: string
-  /** When the iteration under way (or its last recovery) started (ISO 8601). */
-  iterationStartedAt: string
-}
-
-/** How the store's protocol runs went: what `protocolStats()` returns. */
-export interface ProtocolStats {
-  /** Runs started. */
-  runs: number
-  /** Runs the manager completed. */
-  completed: number
-  /** Completed runs that needed one iteration, no recovery and no human. */
-  firstTryCompletions: number
-  /** `firstTryCompletions / completed`, from 0 to 1 (0 when none completed). */
-  firstTryCompletionRate: number
-  /** Runs escalated to a human at least once. */
-  escalated: number
-  /** `escalated / runs`, from 0 to 1 (0 when there are none). */
-  escalationRate: number
-  /** Recoveries over every run. */
-  retries: number
-  /** Iterations per run, on average. */
-  meanIterations: number
-  /**
-   * The median time an iteration (or a recovery) took, from its instructions to the
-   * manager's answer, in seconds; `null` before any closed.
-   */
-  medianIterationSeconds: number | null
-  /** Every run, oldest first. */
-  perRun: Array<RunSummary>
-}
-
-/** How many handoffs are in one status for one addressee. */
-export interface QueueCount {
-  /** The status. */
-  status: string
-  /** The agent they are addressed to; `null`: any agent may claim them. */
-  toAgent: string | null
-  /** How many. */
-  count: number
-}
-
 /**
  * Replaces secrets (API keys of the major providers, cloud keys, tokens, JWTs, PEM private
  * keys, `password=`-style pairs) with `[REDACTED:<rule>]`.
@@ -3630,16 +3976,6 @@ export interface Redacted {
   text: string
   /** What was replaced, in order. */
   redactions: Array<Redaction>
-}
-
-/** Secrets replaced in one item. */
-export interface RedactedItem {
-  /** The item. */
-  id: string
-  /** The rule that found them. */
-  rule: string
-  /** How many. */
-  count: number
 }
 
 /**
@@ -3675,24 +4011,6 @@ export interface RedactOptions {
   rules?: Array<RedactionRule>
 }
 
-/** One run as `protocolStats` counts it. */
-export interface RunSummary {
-  /** The run's task. */
-  taskId: string
-  /** Who holds its latest message (`completed` once the manager completed it). */
-  phase: ProtocolPhase
-  /** Iterations so far. */
-  iterations: number
-  /** Recoveries so far. */
-  retries: number
-  /** Escalations so far. */
-  escalations: number
-  /** When it started (ISO 8601). */
-  startedAt: string
-  /** When it last changed (ISO 8601). */
-  updatedAt: string
-}
-
 /**
  * The policy and limits saved in a store: also valid `open` options
  * (`open(path, store.savedPolicy())`).
@@ -3704,377 +4022,6 @@ export interface SavedPolicy {
   limits: Limits
 }
 
-/** A conversation as the store knows it: what `session(sessionId)` returns. */
-export interface Session {
-  /** The session, as handoffs name it in `sessionId`. */
-  sessionId: string
-  /**
-   * Who owns it now: the holder of its latest handoff once taken (claimed or completed),
-   * else that handoff's sender; `null` before its first handoff.
-   */
-  currentAgent: string | null
-  /** Its handoffs as hops, oldest first. */
-  handoffChain: Array<Hop>
-  /** Its shared context: the memory of scope `session:<sessionId>` (`{}` when none). */
-  context: JsonObject
-}
-
-/**
- * A message of a conversation as the store keeps it, in OpenAI's chat shape whatever shape it
- * came in, with its place and where it was cherry-picked to: what `messages(id)` returns (and
- * a verifier reads in a conversation's `messages`).
- */
-export interface StoredMessage {
-  /** Its place in the conversation, from 1. */
-  seq: number
-  /** `user`, `assistant`, `tool` or `system`. */
-  role: string
-  /** The text. */
-  content: string
-  /** The tool calls it made. */
-  tool_calls: Array<ToolCall>
-  /** For a `tool` message, the id of the call it answers. */
-  tool_call_id?: string
-  /** For a `tool` message, `true` when the tool failed (absent otherwise). */
-  is_error?: boolean
-  /** When it was said (ISO 8601), when known. */
-  at: string | null
-  /** The id it came with, for a context packet's manifest. */
-  id: string | null
-  /** The priority it came with, for a context packet. */
-  priority: number | null
-  /** Whether a cherry-pick took it (`cherry_picked_to` is not empty). */
-  is_cherry_picked: boolean
-  /** Every cherry-pick that took it. */
-  cherry_picked_to: Array<PickedTo>
-}
-
-/** A task: its summary, its steps in plan order, and the steps offered or under way. */
-export interface Task {
-  /** The task's id. */
-  id: string
-  /** What it is called. */
-  name: string
-  /** Where it stands. */
-  status: TaskStatus
-  /** Grows by one with every change: what `updateTask` compares (`expectedVersion`). */
-  version: number
-  /** What it must achieve. */
-  goal: string
-  /** How to tell that the goal is reached. */
-  successCriteria: Array<string>
-  /** The plan's steps, in plan order. */
-  steps: Array<TaskStep>
-  /** The ids of the steps offered or under way (`ready` or `in_progress`), in plan order. */
-  currentSteps: Array<string>
-  /** When it was created (ISO 8601). */
-  createdAt: string
-  /** When it was first started (ISO 8601). */
-  startedAt: string | null
-  /** When it last changed (ISO 8601). */
-  updatedAt: string
-  /** When it finished (ISO 8601). */
-  completedAt: string | null
-  /** The agent that drives it: the sender of its steps' handoffs. */
-  orchestrator: string | null
-  /** Who gets a step that failed on every attempt. */
-  escalateTo: string
-  /** Context every step shares. */
-  context: JsonObject
-  /** What it produced. */
-  artifacts: JsonValue[]
-  /** What went wrong along the way. */
-  issues: JsonValue[]
-  /** The caller's own data (`lessons`, a list, goes to its history). */
-  metadata: JsonObject
-  /** Steps in the plan. */
-  stepsTotal: number
-  /** Steps neither completed nor skipped nor cancelled. */
-  stepsOpen: number
-  /** Steps completed or skipped. */
-  stepsDone: number
-  /** Steps skipped. */
-  skipped: number
-  /** Failed attempts, over all its steps, retried or not. */
-  retries: number
-  /**
-   * The model tokens its steps took, as their workers reported them to `complete`
-   * (`tokensUsed`); `null` when none did.
-   */
-  tokensUsed: number | null
-  /** Its steps and log were pruned (`prune`): only its summary, its history, is left. */
-  pruned: boolean
-  /** The agents that joined it (`joinTask`), in the order they joined. */
-  members: Array<TaskMember>
-  /** What came of it, as whoever completed it said (`completeTask`'s `resultSummary`). */
-  resultSummary: string | null
-  /** Why it failed, when it did. */
-  failure: string | null
-}
-
-/** Two runs side by side (an original and its rerun): what `compare` returns. */
-export interface TaskComparison {
-  /** The first task. */
-  task_a: string
-  /** The second. */
-  task_b: string
-  /** The agents that took part. */
-  agents: Overlap
-  /**
-   * The decisions recorded: the handoffs' `decisions` and the messages of their
-   * decision-point picks.
-   */
-  decision_points: Overlap
-  /** Their key facts, by text. */
-  facts: Overlap
-  /** How the first ended. */
-  outcome_a: TaskOutcome
-  /** How the second ended. */
-  outcome_b: TaskOutcome
-  /** Entries in the first timeline. */
-  timeline_length_a: number
-  /** Entries in the second. */
-  timeline_length_b: number
-}
-
-/** One entry of a task's log. */
-export interface TaskEvent {
-  /** Its place in the task's log, from 1. */
-  seq: number
-  /** The task. */
-  taskId: string
-  /** When it happened (ISO 8601). */
-  at: string
-  /**
-   * Who caused it: the worker of a step's handoff, the holder of an escalation; `null` for
-   * the caller of a task operation, and for the clock.
-   */
-  actor: string | null
-  /** What happened. */
-  kind: TaskEventKind
-  /** The event's details; which keys are present depends on `kind`. */
-  detail: TaskEventDetail
-}
-
-/**
- * Details of a task event. `step_offered`, `step_completed`, `step_skipped`: `step`;
- * `step_escalated`: `step`, and `to` when its holder handed it on (`escalateStep`);
- * `step_started`: `step`, `agent`; `step_failed`: `step`, `error`, `last`; `agent_join`:
- * `agent`, `role` (when given), `objectives` (when assigned); `updated`: `version`;
- * `cancelled`: `reason` (when given); `failed`: `reason`; `merge`: `into`, `facts`,
- * `conversations`; the others: nothing.
- */
-export interface TaskEventDetail {
-  /** The step it concerns. */
-  step?: string
-  /** The worker who took the step (step_started), the agent that joined (agent_join). */
-  agent?: string
-  /** Whom the step's holder handed it on to (step_escalated by `escalateStep`). */
-  to?: string
-  /** The role the agent joined with (agent_join). */
-  role?: string
-  /** The steps assigned to the agent that joined (agent_join). */
-  objectives?: Array<string>
-  /** What went wrong (step_failed). */
-  error?: string
-  /** Whether it was the step's last allowed attempt (step_failed). */
-  last?: boolean
-  /** The task's version after the change (updated). */
-  version?: number
-  /** Why (cancelled, failed). */
-  reason?: string
-  /** The branch the task's verified knowledge was merged into (merge): `main`. */
-  into?: string
-  /** How many facts were merged (merge). */
-  facts?: number
-  /** How many conversations were merged (merge). */
-  conversations?: number
-}
-
-/** An agent that joined a task (`joinTask`). */
-export interface TaskMember {
-  /** The agent. */
-  agent: string
-  /** Its role in the task (`investigator`, `reviewer`, ...), if it gave one. */
-  role: string | null
-  /** The ids of the steps assigned to it when it joined. */
-  objectives: Array<string>
-  /** Its branch: `task/<taskId>/<agent>`. */
-  branch: string
-  /** When it joined (ISO 8601). */
-  joinedAt: string
-}
-
-/** How a run ended, or stands. */
-export interface TaskOutcome {
-  /**
-   * The task's status when it has a plan; otherwise `completed` once a handoff completed
-   * and nothing is left open, `failed` after a final failure, else `in_progress`.
-   */
-  status: TaskStatus
-  /** The last completion's outcome, as its holder wrote it. */
-  result: string | null
-  /** The first entry (ISO 8601). */
-  started_at: string | null
-  /** The last entry (ISO 8601). */
-  finished_at: string | null
-  /** From the first entry to the last, in seconds. */
-  duration_seconds: number | null
-}
-
-/** A task's whole run: what `replay` returns. */
-export interface TaskReplay {
-  /** The task. */
-  task_id: string
-  /**
-   * Every entry of its logs (its handoffs' events, its plan's log, its curation log),
-   * oldest first; entries at the same instant in their log's order.
-   */
-  timeline: Array<TimelineEntry>
-  /** Each agent's contribution, by name. */
-  agents: Array<AgentContribution>
-  /** Its verified facts (and, unless `verifiedOnly`, those not verified yet), oldest first. */
-  key_facts: Array<Fact>
-  /**
-   * Its verified or cherry-picked conversations (and, unless `verifiedOnly`, those not
-   * verified yet).
-   */
-  key_conversations: Array<Conversation>
-  /** How it ended. */
-  outcome: TaskOutcome
-}
-
-/** Statistics over every finished task. */
-export interface TaskStatistics {
-  /** Finished tasks. */
-  totalTasks: number
-  /** The share of them that succeeded, from 0 to 1 (0 when there are none). */
-  successRate: number
-  /** The mean seconds from start to finish of those that started; `null` when none did. */
-  avgDurationSeconds: number | null
-  /**
-   * How many ended each way (`success`, `partial`, `failure`); a way no task ended is left
-   * out.
-   */
-  byResult: Partial<Record<'success' | 'partial' | 'failure', number>>
-}
-
-/** One step of a task's plan and where it stands. */
-export interface TaskStep {
-  /** The step's id, unique in its plan. */
-  id: string
-  /** What the step is, in words. */
-  name: string
-  /**
-   * The agent that works on it: its handoff is addressed to this agent. `null` for an
-   * objective nobody was assigned (`createTask`'s `objectives`): it is offered to the
-   * task's members, and `joinTask` assigns it.
-   */
-  agent: string | null
-  /** The ids of the steps that must be done before this one is offered. */
-  dependencies: Array<string>
-  /** Where it stands. */
-  status: StepStatus
-  /** Failed attempts of its current offer. */
-  attempts: number
-  /** How often it is tried before it is escalated. */
-  maxAttempts: number
-  /** The handoff that carries its current offer: what a worker claims. */
-  handoffId: string | null
-  /** The escalation that waits for a decision on it, while it is escalated. */
-  escalationId: string | null
-  /** When a worker first took it (ISO 8601). */
-  startedAt: string | null
-  /** When it was done (ISO 8601). */
-  completedAt: string | null
-  /** What came of it: its handoff's outcome. */
-  output: string | null
-  /** What went wrong last. */
-  error: string | null
-  /** The model tokens it took, as its worker reported them to `complete`. */
-  tokensUsed: number | null
-  /** The group of agents it belongs to. */
-  cluster: string | null
-  /** What the agent is to do, carried by the step's handoff. */
-  instructions: string | null
-}
-
-/** A task without its steps, as `listTasks` returns it. */
-export interface TaskSummary {
-  /** The task's id. */
-  id: string
-  /** What it is called. */
-  name: string
-  /** Where it stands. */
-  status: TaskStatus
-  /** Grows by one with every change: what `updateTask` compares (`expectedVersion`). */
-  version: number
-  /** What it must achieve. */
-  goal: string
-  /** How to tell that the goal is reached. */
-  successCriteria: Array<string>
-  /** When it was created (ISO 8601). */
-  createdAt: string
-  /** When it was first started (ISO 8601). */
-  startedAt: string | null
-  /** When it last changed (ISO 8601). */
-  updatedAt: string
-  /** When it finished (ISO 8601). */
-  completedAt: string | null
-  /** The agent that drives it: the sender of its steps' handoffs. */
-  orchestrator: string | null
-  /** Who gets a step that failed on every attempt. */
-  escalateTo: string
-  /** Context every step shares. */
-  context: JsonObject
-  /** What it produced. */
-  artifacts: JsonValue[]
-  /** What went wrong along the way. */
-  issues: JsonValue[]
-  /** The caller's own data (`lessons`, a list, goes to its history). */
-  metadata: JsonObject
-  /** Steps in the plan. */
-  stepsTotal: number
-  /** Steps neither completed nor skipped nor cancelled. */
-  stepsOpen: number
-  /** Steps completed or skipped. */
-  stepsDone: number
-  /** Steps skipped. */
-  skipped: number
-  /** Failed attempts, over all its steps, retried or not. */
-  retries: number
-  /**
-   * The model tokens its steps took, as their workers reported them to `complete`
-   * (`tokensUsed`); `null` when none did.
-   */
-  tokensUsed: number | null
-  /** Its steps and log were pruned (`prune`): only this summary, its history, is left. */
-  pruned: boolean
-  /** The agents that joined it (`joinTask`), in the order they joined. */
-  members: Array<TaskMember>
-  /** What came of it, as whoever completed it said (`completeTask`'s `resultSummary`). */
-  resultSummary: string | null
-  /** Why it failed, when it did. */
-  failure: string | null
-}
-
-/** One thing that happened to a task, whichever log it came from. */
-export interface TimelineEntry {
-  /** When (ISO 8601). */
-  at: string
-  /**
-   * What: `handoff.<kind>` (`handoff.created`, `handoff.claimed`, ...), `task.<kind>`
-   * (`task.step_started`, ...) or `curation.<kind>` (`curation.facts_added`, ...).
-   */
-  type: TimelineEntryType
-  /** Who did it (`null` for the clock, or a caller that gave no name). */
-  agent: string | null
-  /** One line on it. */
-  summary: string
-  /** Its ids and values, as its log holds them (snake_case). */
-  data: JsonValue
-}
-
 /**
  * Renders a record as Markdown for a successor's prompt (sections Meta, Current Goal,
  * Progress, Completed, Pending, ...; empty sections are left out). Secrets in every text
@@ -4082,71 +4029,10 @@ export interface TimelineEntry {
  */
 export declare function toMarkdown(handoff: Handoff, options?: MarkdownOptions): string
 
-/** A tool call a message made. */
-export interface ToolCall {
-  /** The provider's id for the call (`call_…`, `toolu_…`); empty when it gave none. */
-  id: string
-  /** The tool's name. */
-  name: string
-  /** The arguments: a JSON object, or the model's raw text when it was not one. */
-  arguments: JsonValue
-}
-
-/** A section cut (or summarised) to fit the budget; its costs are in the packet's `unit`. */
-export interface Truncation {
-  /** The item. */
-  id: string
-  /** What it cost whole. */
-  originalTokens: number
-  /** What was kept. */
-  keptTokens: number
-}
-
-/** A public key the store trusts to vouch for bundles: `trustBundleKeys` returns them. */
-export interface TrustedKey {
-  /** `ed25519:` and 64 hex digits. */
-  public_key: string
-  /** When it was trusted (ISO 8601). */
-  trusted_at: string
-}
-
 /** A problem as JavaScript sees it. */
 export interface ValidationProblem {
   /** The field, in the caller's naming (`goal`, `completedSteps[3]`, `leaseSeconds`). */
   field: string
   /** The rule it breaks. */
   rule: string
-}
-
-/** One item a verification scored, or could not. */
-export interface VerifiedItem {
-  /** What it is. */
-  kind: 'fact' | 'conversation'
-  /** Its id. */
-  id: string
-  /** Its score (`null` when the verifier failed on it). */
-  score: number | null
-  /** What the gate made of it (`null` when the verifier failed on it). */
-  verdict: Verdict | null
-  /**
-   * Why the verifier failed on it, when it did: it threw or rejected, or its answer was no
-   * score from 0 to 1. The item was left as it was.
-   */
-  error: string | null
-}
-
-/** What a verification did: `verify` and `verifyAsync` return it. */
-export interface VerifyReport {
-  /** The branch verified. */
-  branch: string
-  /** Items that passed the gate. */
-  verified: number
-  /** Items that failed it. */
-  invalidated: number
-  /** Items scored in between (all of them without a verifier: the neutral 0.5). */
-  unverified: number
-  /** Items the verifier failed on, left as they were. */
-  failed: number
-  /** Every item, in the order verified: facts first, then conversations. */
-  items: Array<VerifiedItem>
 }

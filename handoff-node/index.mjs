@@ -1,5 +1,5 @@
-// ESM entry point: the native addon is loaded once, through the CommonJS loader that
-// `napi build` generates (index.js). A test checks that every export of index.js is here.
+// ESM entry point: the native addon is loaded once, through the CommonJS entry point (index.js,
+// which defines the store's methods). A test checks that every export of index.js is here.
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
@@ -24,6 +24,9 @@ export const {
   __napiBindingTarget,
   _catalogJson,
   _coreProblems,
+  _bundleJson,
+  _call,
+  _callAsync,
 } = binding
 
 export default binding

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use handoff_core::{
     ChainPolicy, ConnectOptions, Error, Handoff, NewHandoff, Problem, Store, validate,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::args::{Command, PolicyAction};
 use crate::error::{CliError, CliResult, code};
@@ -247,16 +247,21 @@ fn export(ctx: &Ctx, output: Option<PathBuf>) -> CliResult<Done> {
     }
 }
 
+/// The chain policy and limits saved in `store`, if any, and the ones it applies: what `policy
+/// show` and the MCP tool `handoff_policy` answer.
+pub(crate) fn policies(store: &Store) -> CliResult<(Option<Value>, Value)> {
+    let pair = |policy: &ChainPolicy, limits: &validate::Limits| json!({ "chain_policy": to_json(policy), "limits": to_json(limits) });
+    let saved = store
+        .saved_policy()?
+        .map(|(policy, limits)| pair(&policy, &limits));
+    Ok((saved, pair(store.policy(), store.limits())))
+}
+
 /// `policy show` and `policy save`.
 fn policy(ctx: &Ctx, action: &PolicyAction) -> CliResult<Done> {
-    let policy_json = |store: &Store| json!({ "chain_policy": to_json(store.policy()), "limits": to_json(store.limits()) });
     match action {
         PolicyAction::Show => {
-            let store = ctx.open_read()?;
-            let saved = store.saved_policy()?.map(|(policy, limits)| {
-                json!({ "chain_policy": to_json(&policy), "limits": to_json(&limits) })
-            });
-            let in_force = policy_json(&store);
+            let (saved, in_force) = policies(&ctx.open_read()?)?;
             let mut text = match &saved {
                 Some(saved) => format!("saved in the store: {saved}\n"),
                 None => "no policy is saved in the store: the default applies\n".to_owned(),
@@ -269,7 +274,7 @@ fn policy(ctx: &Ctx, action: &PolicyAction) -> CliResult<Done> {
         PolicyAction::Save => {
             let store = ctx.open()?;
             store.save_policy()?;
-            let saved = policy_json(&store);
+            let (_, saved) = policies(&store)?;
             let text = format!(
                 "saved in {}: {saved}\nevery process that opens it without its own policy applies it\n",
                 ctx.db.shown()

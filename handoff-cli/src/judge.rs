@@ -15,7 +15,7 @@
 //! pick, a bundle, the facts: nothing written), with a [`JudgeFailure`] naming `judge_cmd`.
 
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -215,12 +215,12 @@ impl JudgeCmd {
                 Ok(Some(status)) => break status,
                 Ok(None) => {}
                 Err(e) => {
-                    kill(&mut child);
+                    crate::spawn::kill(&mut child);
                     return Err(JudgeFailure::Start(e.to_string()));
                 }
             }
             if started.elapsed() >= self.timeout {
-                kill(&mut child);
+                crate::spawn::kill(&mut child);
                 return Err(JudgeFailure::TimedOut(self.timeout));
             }
             thread::sleep(POLL);
@@ -266,22 +266,6 @@ fn read_capped(stream: Option<impl Read + Send + 'static>, cap: usize) -> mpsc::
         let _ = done.send(kept);
     });
     bytes
-}
-
-/// Kills the child's whole process group (on Unix), then reaps it.
-fn kill(child: &mut Child) {
-    let group = format!("-{}", child.id());
-    let killed = cfg!(unix)
-        && Command::new("kill")
-            .args(["-KILL", "--", &group])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if !killed {
-        let _ = child.kill();
-    }
-    let _ = child.wait();
 }
 
 /// What an error quotes of a judge's output: its first [`QUOTED_BYTES`], redacted.

@@ -32,7 +32,7 @@ use crate::jsonrpc;
 use crate::judge::{self, JudgeCmd};
 use crate::location::Location;
 use crate::operations::{self, DEFAULTS, Op, cap_to_a_page, name_flat_claim};
-use crate::output::{self, Output, Reply, to_json};
+use crate::output::{self, Output, Reply};
 use crate::results::Shown;
 use crate::sampling::{self, ClientModel};
 use crate::spawn::{self, SpawnConfig};
@@ -397,9 +397,7 @@ impl Server {
 
     fn policy(&self, arguments: JsonObject) -> CliResult<Reply> {
         PolicyArgs::read(Value::Object(arguments), self.store.limits())?;
-        let pair = |policy: &handoff_core::ChainPolicy, limits: &handoff_core::Limits| json!({ "chain_policy": to_json(policy), "limits": to_json(limits) });
-        let saved = self.store.saved_policy()?.map(|(p, l)| pair(&p, &l));
-        let in_force = pair(self.store.policy(), self.store.limits());
+        let (saved, in_force) = crate::commands::policies(&self.store)?;
         let text = match &saved {
             Some(saved) => format!("saved: {saved}\nin force: {in_force}"),
             None => format!("nothing saved in the store\nin force: {in_force}"),

@@ -347,8 +347,9 @@ fn signal_of(_: std::process::ExitStatus) -> Option<i32> {
     None
 }
 
-/// Kills the child's whole process group (on Unix), then reaps the child.
-fn kill(child: &mut Child) -> Option<std::process::ExitStatus> {
+/// Kills the child's whole process group (on Unix), then reaps the child (also a judge
+/// command's, `judge.rs`).
+pub(crate) fn kill(child: &mut Child) -> Option<std::process::ExitStatus> {
     let group = format!("-{}", child.id());
     let killed = cfg!(unix)
         && Command::new("kill")

@@ -246,6 +246,7 @@ pub struct ChainViolation {
 /// Which rule of a [`ChainPolicy`](crate::ChainPolicy) a hop breaks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum ChainRule {
     /// The new hop's path has made `limit` hops already.
     MaxHandoffs {
@@ -262,8 +263,10 @@ pub enum ChainRule {
     /// The registry does not let `from` hand off to `to`.
     NotCollaborator {
         /// The sender.
+        #[cfg_attr(feature = "uniffi", uniffi(name = "from_agent"))]
         from: String,
         /// The refused addressee.
+        #[cfg_attr(feature = "uniffi", uniffi(name = "to_agent"))]
         to: String,
     },
 }

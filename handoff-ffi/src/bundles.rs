@@ -21,7 +21,7 @@ use crate::error::{HandoffError, Result};
 use crate::record::{same_enum, time};
 
 pub use handoff_core::bundle::BundleType;
-pub use handoff_core::store::BundleStatus;
+pub use handoff_core::store::{BundleStatus, TrustedKey};
 
 /// Who may find a bundle by its share token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
@@ -116,15 +116,6 @@ pub struct ImportReport {
     pub trusted: bool,
 }
 
-/// A public key the store trusts to vouch for bundles: `Store.trust_bundle_keys` lists them.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct TrustedKey {
-    /// `ed25519:` and 64 hex digits.
-    pub public_key: String,
-    /// When it was trusted.
-    pub trusted_at: SystemTime,
-}
-
 /// A key pair for signing bundles, from `generate_bundle_key()`: `Store.sign_bundle` takes the
 /// secret key; the stores that are to take your bundles' verdicts trust the public key
 /// (`Store.trust_bundle_keys`).
@@ -167,15 +158,6 @@ pub fn generate_bundle_key() -> Result<BundleKeyPair> {
     })
 }
 
-impl From<core_store::TrustedKey> for TrustedKey {
-    fn from(key: core_store::TrustedKey) -> Self {
-        TrustedKey {
-            public_key: key.public_key,
-            trusted_at: time(key.trusted_at),
-        }
-    }
-}
-
 impl fmt::Display for Bundle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -201,13 +183,13 @@ impl TryFrom<core_store::Bundle> for Bundle {
             id: b.id,
             name: b.name,
             description: b.description,
-            bundle_type: b.bundle_type.into(),
+            bundle_type: b.bundle_type,
             source_task_id: b.source_task_id,
             source_branch: b.source_branch,
             fact_count: b.fact_count,
             conversation_count: b.conversation_count,
             message_count: b.message_count,
-            verification_status: b.verification_status.into(),
+            verification_status: b.verification_status,
             verification_score: b.verification_score,
             verified_by: b.verified_by,
             share_token: b.share_token,

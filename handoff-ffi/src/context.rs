@@ -147,7 +147,7 @@ impl Packet {
     pub fn to_messages(&self, provider: Provider) -> Result<String> {
         let packet: ctx::Packet = serde_json::from_str(&self.json)
             .map_err(|e| HandoffError::invalid("json", format!("is not a packet's JSON: {e}")))?;
-        let messages = packet.to_messages_for(provider.into())?;
+        let messages = packet.to_messages_for(provider)?;
         serde_json::to_string(&messages)
             .map_err(|e| HandoffError::invalid("packet", format!("cannot be written as JSON: {e}")))
     }

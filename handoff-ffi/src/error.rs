@@ -4,6 +4,8 @@ use handoff_core as core;
 
 use crate::record::HandoffStatus;
 
+pub use handoff_core::ChainRule;
+
 /// An error of handoff-core. Each variant carries `description`, the readable text, and the
 /// details of its kind.
 ///
@@ -124,52 +126,10 @@ pub struct ValidationProblem {
     pub rule: String,
 }
 
-/// Which rule of the chain policy a refused hop breaks.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum ChainRule {
-    /// The task has made `limit` hops already.
-    MaxHandoffs {
-        /// The policy's `max_handoffs`.
-        limit: u64,
-    },
-    /// `agent` is in the path already, more often than `limit` revisits allow.
-    Revisit {
-        /// The agent that would appear again.
-        agent: String,
-        /// The policy's `max_revisits`.
-        limit: u64,
-    },
-    /// The policy does not let `from_agent` hand off to `to_agent`.
-    NotCollaborator {
-        /// The sender.
-        from_agent: String,
-        /// The refused addressee.
-        to_agent: String,
-    },
-}
-
 impl HandoffError {
     /// A validation error with one problem, for input refused before it reaches the core.
     pub(crate) fn invalid(field: &str, rule: impl Into<String>) -> Self {
         core::Error::invalid(field, rule).into()
-    }
-}
-
-impl From<core::ChainRule> for ChainRule {
-    fn from(rule: core::ChainRule) -> Self {
-        match rule {
-            core::ChainRule::MaxHandoffs { limit } => ChainRule::MaxHandoffs {
-                limit: limit as u64,
-            },
-            core::ChainRule::Revisit { agent, limit } => ChainRule::Revisit {
-                agent,
-                limit: limit as u64,
-            },
-            core::ChainRule::NotCollaborator { from, to } => ChainRule::NotCollaborator {
-                from_agent: from,
-                to_agent: to,
-            },
-        }
     }
 }
 
@@ -201,7 +161,7 @@ impl From<core::Error> for HandoffError {
             } => HandoffError::InvalidTransition {
                 description,
                 id,
-                status: status.into(),
+                status,
                 event: event.to_owned(),
                 reason,
             },
@@ -236,7 +196,7 @@ impl From<core::Error> for HandoffError {
                 description,
                 task_id: violation.task_id,
                 path: violation.path,
-                rule: violation.rule.into(),
+                rule: violation.rule,
             },
             // `core::Error` is non-exhaustive: a kind added later is reported as storage
             // trouble with its own description until this binding names it.

@@ -130,11 +130,7 @@ impl From<replay::TaskReplay> for TaskReplay {
             timeline: r.timeline.into_iter().map(TimelineEntry::from).collect(),
             agents: r.agents,
             key_facts: r.key_facts,
-            key_conversations: r
-                .key_conversations
-                .into_iter()
-                .map(Conversation::from)
-                .collect(),
+            key_conversations: r.key_conversations.into_iter().collect(),
             outcome: r.outcome.into(),
         }
     }
@@ -145,9 +141,9 @@ impl From<replay::TaskComparison> for TaskComparison {
         TaskComparison {
             task_a: c.task_a,
             task_b: c.task_b,
-            agents: c.agents.into(),
-            decision_points: c.decision_points.into(),
-            facts: c.facts.into(),
+            agents: c.agents,
+            decision_points: c.decision_points,
+            facts: c.facts,
             outcome_a: c.outcome_a.into(),
             outcome_b: c.outcome_b.into(),
             timeline_length_a: c.timeline_length_a,

@@ -21,6 +21,7 @@ use crate::curation::{
 use crate::error::{HandoffError, Result};
 use crate::events::{Chain, Event, PathStats, QueueCount};
 use crate::lease::Lease;
+
 use crate::memory::{self, Memory, MemoryUpdater, Session};
 use crate::protocol::{
     BlockerType, Category, ContextUpdates, Decision, ErrorType, EscalationDetails, FileChange,
@@ -31,6 +32,7 @@ use crate::replay::{TaskComparison, TaskReplay};
 use crate::tasks::{
     HistoryEntry, StepSpec, Task, TaskEvent, TaskStatistics, TaskStatus, TaskSummary,
 };
+pub use handoff_core::{Capabilities, CheckReport, Damage};
 
 /// How durable each write is, on SQLite and on a folder of JSON files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
@@ -121,43 +123,6 @@ pub struct OpenOptions {
     /// A clock to drive leases and expiry in tests; none is the system clock.
     #[uniffi(default)]
     pub clock: Option<Arc<ManualClock>>,
-}
-
-/// What a store can do beyond what every store does (`Store.capabilities`), so that a caller
-/// can ask before relying on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Capabilities {
-    /// The store outlives the process that opened it.
-    pub durable: bool,
-    /// Several processes on one machine may share the store.
-    pub shared_by_processes: bool,
-    /// Processes on several machines may share the store.
-    pub shared_by_machines: bool,
-    /// `Store.backup` writes a consistent copy while the store stays in use.
-    pub backup: bool,
-    /// A worker waiting in `claim_next(wait = …)` is woken when work arrives, instead of
-    /// looking again at short intervals.
-    pub wakes_waiters: bool,
-}
-
-/// One piece of damage `Store.check` found.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct Damage {
-    /// What is damaged: a file of a files store (`handoffs/<id>.json`, `events.jsonl line 7`),
-    /// or a part of a database store (`handoffs`, `integrity`).
-    pub what: String,
-    /// What is wrong with it.
-    pub problem: String,
-    /// What the repair did about it (`moved to quarantine/...`); none when it was not repaired
-    /// (not asked to, or a damage no repair in place can mend).
-    pub repaired: Option<String>,
-}
-
-/// What `Store.check` found: nothing damaged when `damage` is empty.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct CheckReport {
-    /// Each damage, in the order it was found.
-    pub damage: Vec<Damage>,
 }
 
 /// Which handoffs `Store.list` returns; a field left out does not filter. The names are the
@@ -259,7 +224,7 @@ impl Store {
     /// process, can be shared by processes or by machines, writes backups, wakes waiting
     /// workers. It asks the store nothing, so it cannot fail.
     pub fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities().into()
+        self.inner.capabilities()
     }
 
     /// Saves the chain policy and limits this store applies in the store itself, so that
@@ -435,7 +400,7 @@ impl Store {
     /// reports only (restore a backup).
     #[uniffi::method(default(repair = false))]
     pub fn check(&self, repair: bool) -> Result<CheckReport> {
-        Ok(self.run::<ops::Check>(arguments! { repair })?.into())
+        self.run::<ops::Check>(arguments! { repair })
     }
 
     /// Settles every lapsed lease and expired handoff now; returns how many changed.
@@ -462,7 +427,7 @@ impl Store {
         let events = self.run::<ops::Events>(arguments)?;
         Ok(match redact {
             true => events.into_iter().map(crate::events::redacted).collect(),
-            false => events.into_iter().map(Event::from).collect(),
+            false => events.into_iter().collect(),
         })
     }
 
@@ -489,13 +454,13 @@ impl Store {
     /// Counts and median times per (from, to) agent pair.
     pub fn stats(&self) -> Result<Vec<PathStats>> {
         let stats = self.run::<ops::Stats>(arguments! {})?;
-        Ok(stats.into_iter().map(PathStats::from).collect())
+        Ok(stats.into_iter().collect())
     }
 
     /// The queue at a glance: how many handoffs are in each status, per addressee.
     pub fn queue_counts(&self) -> Result<Vec<QueueCount>> {
         let counts = self.run::<ops::QueueCounts>(arguments! {})?;
-        Ok(counts.into_iter().map(QueueCount::from).collect())
+        Ok(counts.into_iter().collect())
     }
 
     /// Creates a task (status `Pending`) named `name`, to achieve `goal`, with its plan of
@@ -744,7 +709,7 @@ impl Store {
     #[uniffi::method(default(limit = None))]
     pub fn task_history(&self, limit: Option<u64>) -> Result<Vec<HistoryEntry>> {
         let history = self.run::<ops::TaskHistory>(arguments! { limit })?;
-        Ok(history.into_iter().map(HistoryEntry::from).collect())
+        Ok(history.into_iter().collect())
     }
 
     /// Statistics over every finished task: how many, the share that succeeded, the mean
@@ -767,7 +732,7 @@ impl Store {
     /// none when nothing was written there.
     pub fn memory_get(&self, scope: String) -> Result<Option<Memory>> {
         let memory = self.run::<ops::MemoryGet>(arguments! { scope })?;
-        Ok(memory.map(Memory::from))
+        Ok(memory)
     }
 
     /// Writes `value`, a JSON object as text, as the memory of `scope`. With
@@ -781,7 +746,7 @@ impl Store {
         expected_version: Option<u64>,
     ) -> Result<Memory> {
         let arguments = arguments! { scope, value: ObjectText(&value), expected_version };
-        Ok(self.run::<ops::MemoryPut>(arguments)?.into())
+        self.run::<ops::MemoryPut>(arguments)
     }
 
     /// Reads the memory of `scope` (`{}` when nothing was written), gives it to `updater` and
@@ -792,7 +757,7 @@ impl Store {
         let memory = self
             .inner
             .memory_update(&scope, memory::change(updater.as_ref()))?;
-        Ok(memory.into())
+        Ok(memory)
     }
 
     /// Every scope's memory whose scope starts with `prefix` (all without one), in scope
@@ -800,7 +765,7 @@ impl Store {
     #[uniffi::method(default(prefix = None))]
     pub fn memory_list(&self, prefix: Option<String>) -> Result<Vec<Memory>> {
         let memories = self.run::<ops::MemoryList>(arguments! { prefix })?;
-        Ok(memories.into_iter().map(Memory::from).collect())
+        Ok(memories.into_iter().collect())
     }
 
     /// Forgets the memory of `scope`; with `expected_version`, only if it is still at it
@@ -814,7 +779,7 @@ impl Store {
     /// once taken, else its sender), its handoffs as hops, and its shared context (the memory
     /// `session:<id>`).
     pub fn session(&self, session_id: String) -> Result<Session> {
-        Ok(self.run::<ops::Session>(arguments! { session_id })?.into())
+        self.run::<ops::Session>(arguments! { session_id })
     }
 
     /// Starts a manager/worker run on task `task_id` (DESIGN §8): the initialization
@@ -996,7 +961,7 @@ impl Store {
     /// message), the iteration, retries, escalations, history and the id of the message in
     /// flight; `NotFound` if the task has none.
     pub fn protocol_run(&self, task_id: String) -> Result<ProtocolRun> {
-        Ok(self.run::<ops::ProtocolRun>(arguments! { task_id })?.into())
+        self.run::<ops::ProtocolRun>(arguments! { task_id })
     }
 
     /// The messages of task `task_id`'s run, oldest first, each a handoff with its `protocol`
@@ -1011,7 +976,7 @@ impl Store {
     /// the escalation rate, retries, iterations per run, the median time per iteration, and
     /// each run.
     pub fn protocol_stats(&self) -> Result<ProtocolStats> {
-        Ok(self.run::<ops::ProtocolStats>(arguments! {})?.into())
+        self.run::<ops::ProtocolStats>(arguments! {})
     }
 
     /// Writes a conversation on `branch` (`main`, `task/<task id>` or
@@ -1029,7 +994,7 @@ impl Store {
         agent: Option<String>,
     ) -> Result<Conversation> {
         let arguments = arguments! { branch, messages, title, task_id, agent };
-        Ok(self.run::<ops::AddConversation>(arguments)?.into())
+        self.run::<ops::AddConversation>(arguments)
     }
 
     /// Adds messages at the end of the conversation `conversation_id`, numbered after its
@@ -1040,12 +1005,12 @@ impl Store {
         messages: Vec<ContextMessage>,
     ) -> Result<Conversation> {
         let arguments = arguments! { conversation_id, messages };
-        Ok(self.run::<ops::AppendMessages>(arguments)?.into())
+        self.run::<ops::AppendMessages>(arguments)
     }
 
     /// The conversation with this id; `NotFound` if there is none.
     pub fn get_conversation(&self, id: String) -> Result<Conversation> {
-        Ok(self.run::<ops::GetConversation>(arguments! { id })?.into())
+        self.run::<ops::GetConversation>(arguments! { id })
     }
 
     /// The messages `from_seq..=to_seq` of the conversation `id` (all of them by default), in
@@ -1069,7 +1034,7 @@ impl Store {
         task_id: Option<String>,
     ) -> Result<Vec<Conversation>> {
         let conversations = self.run::<ops::ListConversations>(arguments! { branch, task_id })?;
-        Ok(conversations.into_iter().map(Conversation::from).collect())
+        Ok(conversations.into_iter().collect())
     }
 
     /// Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into
@@ -1111,7 +1076,7 @@ impl Store {
                     .map_err(|error| verifier.error(error))?
             }
         };
-        Ok(conversation.into())
+        Ok(conversation)
     }
 
     /// Draws facts from a conversation and writes them on `target_branch` as candidates
@@ -1138,7 +1103,7 @@ impl Store {
                     .map_err(|error| extractor.error(error))?
             }
         };
-        Ok(facts.into_iter().map(Fact::from).collect())
+        Ok(facts.into_iter().collect())
     }
 
     /// Copies a conversation's decision points into a new conversation on `target_branch`
@@ -1164,7 +1129,7 @@ impl Store {
                     .map_err(|error| judge.error(error))?
             }
         };
-        Ok(conversation.into())
+        Ok(conversation)
     }
 
     /// Copies a conversation's tool-call sequences (each call with its results) into a new
@@ -1175,7 +1140,7 @@ impl Store {
         target_branch: String,
     ) -> Result<Conversation> {
         let arguments = arguments! { conversation_id, target_branch };
-        Ok(self.run::<ops::CherryPickTools>(arguments)?.into())
+        self.run::<ops::CherryPickTools>(arguments)
     }
 
     /// Writes `facts` on `branch` (status `Active`), checked whole first: `Validation` lists
@@ -1183,20 +1148,20 @@ impl Store {
     /// bad branch), and nothing is written when there is one.
     pub fn add_facts(&self, branch: String, facts: Vec<NewFact>) -> Result<Vec<Fact>> {
         let facts = self.run::<ops::AddFacts>(arguments! { branch, facts })?;
-        Ok(facts.into_iter().map(Fact::from).collect())
+        Ok(facts.into_iter().collect())
     }
 
     /// The facts on `branch`, oldest first; with `status`, only those in it.
     #[uniffi::method(default(status = None))]
     pub fn facts(&self, branch: String, status: Option<FactStatus>) -> Result<Vec<Fact>> {
         let facts = self.run::<ops::Facts>(arguments! { branch, status })?;
-        Ok(facts.into_iter().map(Fact::from).collect())
+        Ok(facts.into_iter().collect())
     }
 
     /// Every branch that holds a conversation or a fact, with its parent, in name order.
     pub fn branches(&self) -> Result<Vec<BranchInfo>> {
         let branches = self.run::<ops::Branches>(arguments! {})?;
-        Ok(branches.into_iter().map(BranchInfo::from).collect())
+        Ok(branches.into_iter().collect())
     }
 
     /// Scores the facts and conversations on `branch` with `verifier` and stores the
@@ -1287,7 +1252,7 @@ impl Store {
     #[uniffi::method(default(task_id = None))]
     pub fn curation_events(&self, task_id: Option<String>) -> Result<Vec<CurationEvent>> {
         let events = self.run::<ops::CurationEvents>(arguments! { task_id })?;
-        Ok(events.into_iter().map(CurationEvent::from).collect())
+        Ok(events.into_iter().collect())
     }
 
     /// Packages task `task_id`'s knowledge (its `task/<task id>` branch and its agents'), or
@@ -1372,8 +1337,7 @@ impl Store {
         trust: Vec<String>,
         distrust: Vec<String>,
     ) -> Result<Vec<TrustedKey>> {
-        let keys = self.run::<ops::TrustBundleKeys>(arguments! { trust, distrust })?;
-        Ok(keys.into_iter().map(TrustedKey::from).collect())
+        self.run::<ops::TrustBundleKeys>(arguments! { trust, distrust })
     }
 
     /// Deletes the bundle `id` and its share token; what was imported from it stays.
@@ -1520,41 +1484,6 @@ impl From<Synchronous> for core::Synchronous {
             Synchronous::Full => core::Synchronous::Full,
             Synchronous::Normal => core::Synchronous::Normal,
         }
-    }
-}
-
-impl From<core::Capabilities> for Capabilities {
-    fn from(c: core::Capabilities) -> Self {
-        Capabilities {
-            durable: c.durable,
-            shared_by_processes: c.shared_by_processes,
-            shared_by_machines: c.shared_by_machines,
-            backup: c.backup,
-            wakes_waiters: c.wakes_waiters,
-        }
-    }
-}
-
-impl From<core::CheckReport> for CheckReport {
-    fn from(report: core::CheckReport) -> Self {
-        let damage = report
-            .damage
-            .into_iter()
-            .map(|d| {
-                // Destructured in full: a field the core adds fails to compile here until mapped.
-                let core::Damage {
-                    what,
-                    problem,
-                    repaired,
-                } = d;
-                Damage {
-                    what,
-                    problem,
-                    repaired,
-                }
-            })
-            .collect();
-        CheckReport { damage }
     }
 }
 

@@ -312,7 +312,7 @@ impl From<task::StepState> for TaskStep {
             dependencies: spec.dependencies,
             instructions: spec.instructions,
             cluster: spec.cluster,
-            status: step.status.into(),
+            status: step.status,
             attempts: step.attempts,
             max_attempts,
             handoff_id: step.handoff_id,

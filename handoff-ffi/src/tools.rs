@@ -131,7 +131,7 @@ impl AgentRegistry {
     ) -> Result<Option<HandoffIntent>> {
         // Not through `ops::DetectArgs`: it holds the response parsed, and the core checks a
         // response text's size and nesting before parsing it, in `detect_json`.
-        let multiple = multiple.map(Into::into).unwrap_or_default();
+        let multiple = multiple.unwrap_or_default();
         let intent = self.read().detect_json(&response, &from_agent, multiple)?;
         Ok(intent.map(|i| HandoffIntent {
             target: i.target,

@@ -1,17 +1,15 @@
-// Writes the TypeScript types of the store methods' options from the core's catalog (DESIGN
-// §15): each method's options interface (camelCase keys, JSDoc from the argument docs, optional
-// unless the core requires it), the enums as string-literal unions, the claim reference; and,
-// from the record's JSON Schema, the types of a protocol message's body (`Handoff.protocol`,
-// in the seed's snake_case names, as stored). An object's keys are written as the binding reads
-// them: camelCase in an options object, a claim and the records a list argument holds (a
-// plan's steps), as written everywhere else (a protocol body's `context`, `metadata`). Run by
-// `npm run build` after `napi build`: it reads the catalog from the addon just built, writes the
-// generated part of dts-header.d.ts (which napi prepends to index.d.ts) and the same part of
-// index.d.ts, so that both are current without building twice.
-//
-// It also checks the store_operations! entries of src/store.rs against the catalog: every core
-// operation has a method, and each method's parameter and return types are the ones its
-// arguments' schema and the operation's result call for.
+// Writes the TypeScript types of the store from the core's catalog (DESIGN §15): each method
+// (and its `…Async` Promise twin) as methods.js derives it, in `interface Store`, which merges
+// with the class napi declares; each method's options interface (camelCase keys, JSDoc from the
+// argument docs, optional unless the core requires it); every result type, from the results'
+// JSON schemas, as src/output.rs shapes the values (camelCase keys, but for the types it keeps
+// as written: curated memory, bundles, a protocol body); the enums as string-literal unions; and,
+// from the record's JSON Schema, the types of a protocol message's body (`Handoff.protocol`, in
+// the seed's snake_case names, as stored). Run by `npm run build` after `napi build`: it reads
+// the catalog from the addon just built, writes the generated part of dts-header.d.ts (which
+// napi prepends to index.d.ts) and the same part of index.d.ts, so that both are current
+// without building twice. A method the addon writes by hand (one taking a callable) is declared
+// by napi; only its options are generated here.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
@@ -23,7 +21,35 @@ const BEGIN = '// <<< generated from the core\'s catalog by scripts/gen-types.mj
 const END = '// >>> end of generated types'
 
 /** The TypeScript names of the core's types, where the package already exports another name. */
-const NAMES = { Kind: 'HandoffKind', Status: 'HandoffStatus', ClaimRef: 'ClaimReference' }
+const NAMES = {
+  Kind: 'HandoffKind',
+  Status: 'HandoffStatus',
+  Reason: 'HandoffReason',
+  ClaimRef: 'ClaimReference',
+  Member: 'TaskMember',
+  StepState: 'TaskStep',
+  TaskHeader: 'TaskSummary',
+  Run: 'ProtocolRun',
+  Phase: 'ProtocolPhase',
+  Section: 'PacketSection',
+  ItemKind: 'SectionKind',
+  Manifest: 'PacketManifest',
+  Message: 'BundleMessage',
+}
+/** Types dts-header.d.ts declares by hand, more precisely than their schema says. */
+const BY_HAND = new Set(['HandoffReason', 'ProtocolPhase', 'SectionKind'])
+/** Results that keep the core's snake_case keys, with all inside them (src/output.rs's AS_WRITTEN). */
+const AS_WRITTEN = new Set(['TaskReplay', 'TimelineEntry', 'AgentContribution', 'TaskOutcome', 'TaskComparison', 'Overlap', 'ProtocolBody', 'HistoryItem', 'Conversation', 'StoredMessage', 'Message', 'ToolCall', 'PickedTo', 'Fact',
+  'BranchInfo', 'VerifiedItem', 'VerifyReport', 'MergeReport', 'CurationEvent', 'Bundle', 'BundleData', 'ImportReport', 'TrustedKey'])
+/** Results in the seed's form, as stored: snake_case keys, a key left out when absent or empty. */
+const STORED = new Set(['ProtocolBody', 'HistoryItem', 'BundleData', 'StoredMessage', 'Message', 'ToolCall', 'PickedTo'])
+/** Result keys JavaScript names otherwise (src/output.rs's RENAMED), or never gets (`null`, its LEFT_OUT): type → key → name. */
+const RENAMED = {
+  Claim: { claim_secret: 'secret', lease_until: null },
+  TaskHeader: { events: null, roots: null, waiting: null },
+  Task: { events: null, roots: null, waiting: null },
+  StepState: { position: null, dependents: null, waiting_on: null, start_to_log: null },
+}
 /** What a parameter of a core type accepts, where that is more than the type itself. */
 const ACCEPTS = { ClaimRef: 'Claim | ClaimReference' }
 /** Arguments whose TypeScript type says more than their schema: (argument type).(argument). */
@@ -37,6 +63,9 @@ const OVERRIDES = {
   // A bundle's portable JSON as text or data, or the Bundle itself (src/bundles.rs); `null`
   // when the options name one of the store's (`bundleId`, `shareToken`).
   'ImportBundleArgs.bundle': 'string | Bundle | BundleData | JsonObject | null | undefined',
+  // Results' words the package names more precisely than their schema (free text there).
+  'TimelineEntry.type': 'TimelineEntryType',
+  'TaskOutcome.status': 'TaskStatus',
 }
 /** Options of this face's own beside the core's arguments, per options type: [key, type, doc]. */
 const OWN_OPTIONS = {
@@ -44,28 +73,25 @@ const OWN_OPTIONS = {
     ['redact', 'boolean', 'Replace secrets in each event\'s texts (a reason, an outcome, an error, the addressee)\nwith `[REDACTED:<rule>]`, as the CLI shows them (default `true`); `false` is the owner\'s\nopt-out.'],
   ],
 }
-/** A result in the catalog's type language, in TypeScript. */
-const RETURNS = { integer: 'number', unit: 'void', string: 'string' }
-
-const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
-
-const { _catalogJson, handoffJsonSchema } = createRequire(import.meta.url)('../index.js')
-const { operations, methods } = JSON.parse(_catalogJson())
+const require = createRequire(import.meta.url)
+const { methodOf, camel } = require('../methods.js')
+// The addon itself, without the methods index.js defines: those it has are written by hand.
+const { _catalogJson, handoffJsonSchema, Store } = require('../binding.js')
+const { operations } = JSON.parse(_catalogJson())
 const record = JSON.parse(handoffJsonSchema())
+/** The protocol body's types, which an argument may hold too (`initialize`'s `context`). */
+const PROTOCOL = new Set(Object.keys(record.$defs ?? {}))
+const byHand = new Set(Object.getOwnPropertyNames(Store.prototype))
 
 const problems = []
+const methods = operations.map((op) => methodOf(op))
 const byName = new Map(methods.map((m) => [m.operation, m]))
-for (const op of operations) {
-  if (!byName.has(op.name)) {
-    problems.push(`the core's operation ${op.name} has no method: add its entry to store_operations! in src/store.rs`)
-  }
-}
 
 // Argument types read whole from options (`create`'s) are named after those options.
 const optionsOf = new Map()
 for (const m of methods) {
   const op = operations.find((o) => o.name === m.operation)
-  if (op && m.positional.length === 0 && m.options) optionsOf.set(op.arguments.title, m.options.ts)
+  if (op && m.positional.length === 0 && m.options) optionsOf.set(op.arguments.title, m.options.type)
 }
 
 // Every name a caller writes in camelCase (the arguments, a claim's keys, the keys of the records
@@ -82,6 +108,9 @@ for (const op of operations) {
     }
   }
 }
+/** An argument type's older spellings, as (alias, argument): the core's `x-aliases`. */
+const aliasesOf = (schema) => Object.entries(schema.properties ?? {}).flatMap(([name, p]) => (p['x-aliases'] ?? []).map((a) => [a, name]))
+
 const prose = (text) => (text ?? '').replace(/`([a-z0-9_]+)`/g, (all, name) => (argumentNames.has(name) ? `\`${camel(name)}\`` : all))
 
 /** JSDoc for `text` at `indent`, in napi-rs's layout; `asWritten` keeps its names as the core writes them. */
@@ -99,118 +128,169 @@ const defs = new Map()
 
 /**
  * The TypeScript type of `schema`, found in `root`. `how` says where it is met: `accepting` for
- * a parameter's type (a claim or its reference), `output` for a result's (times are strings),
- * `camel` when an object met right here is read with camelCase keys, `camelItems` when the
- * objects of a list met here are.
+ * a parameter's type (a claim or its reference), `output` for a result's (times are strings,
+ * `null` is written out), `camel` when an object met right here has camelCase keys,
+ * `camelItems` when the objects of a list met here have.
  */
 function tsType(schema, root, how = {}) {
   const ref = schema.$ref?.replace('#/$defs/', '')
+  // A protocol body (and a run's history) is as the seed writes it: a key left out when absent
+  // or empty.
+  if (STORED.has(ref) && how.output) how = { stored: true }
   if (ref) {
     const def = root.$defs[ref]
-    if (optionsOf.has(def.title ?? ref)) return optionsOf.get(def.title ?? ref)
+    if (!how.output && optionsOf.has(def.title ?? ref)) return optionsOf.get(def.title ?? ref)
     const name = NAMES[ref] ?? ref
+    if (BY_HAND.has(name)) return name
     if (!defs.has(ref)) defs.set(ref, { def, name, root, ways: new Map() })
-    const way = { camel: Boolean(how.camel), output: Boolean(how.output) }
+    const way = { camel: Boolean(how.camel) && !(how.output && AS_WRITTEN.has(ref)), output: Boolean(how.output), stored: Boolean(how.stored), ref }
     defs.get(ref).ways.set(JSON.stringify(way), way)
     return how.accepting && ACCEPTS[ref] ? ACCEPTS[ref] : name
   }
   const alternatives = schema.anyOf ?? schema.oneOf
   if (alternatives) {
+    const nullable = how.output && alternatives.some((a) => a.type === 'null')
     const types = alternatives.filter((a) => a.type !== 'null').map((a) => tsType(a, root, how))
-    return types.join(' | ')
+    return [...new Set(types), ...(nullable ? ['null'] : [])].join(' | ')
   }
   if (schema.const !== undefined) return `'${schema.const}'`
   if (schema.enum) return schema.enum.map((v) => `'${v}'`).join(' | ')
-  const types = [schema.type ?? []].flat().filter((t) => t !== 'null')
+  const all = [schema.type ?? []].flat()
+  const nullable = how.output && all.includes('null') ? ' | null' : ''
+  const types = all.filter((t) => t !== 'null')
   if (types.length !== 1) return 'JsonValue'
   switch (types[0]) {
-    case 'string': return schema.format === 'date-time' && !how.output ? 'string | Date' : 'string'
+    case 'string': return (schema.format === 'date-time' && !how.output && !how.stored ? 'string | Date' : 'string') + nullable
     case 'integer':
-    case 'number': return 'number'
-    case 'boolean': return 'boolean'
+    case 'number': return 'number' + nullable
+    case 'boolean': return 'boolean' + nullable
     case 'array': {
-      const item = tsType(schema.items ?? {}, root, { ...how, camel: how.camelItems, camelItems: false })
-      return item.includes(' ') ? `Array<${item}>` : `${item}[]`
+      const item = tsType(schema.items ?? {}, root, { ...how, camel: how.output ? how.camel : how.camelItems, camelItems: false })
+      return (item.includes(' ') ? `Array<${item}>` : `${item}[]`) + nullable
     }
-    case 'object': return 'JsonObject'
+    case 'object':
+      if (how.output && schema.properties) return inline([schema], root, how) + nullable
+      return 'JsonObject' + nullable
     default: return 'JsonValue'
   }
+}
+
+/** `type` without its `null`: a key left out rather than null. */
+const withoutNull = (type) => type.replace(/ \| null$/, '')
+
+/** A result's key as src/output.rs writes it. */
+const outputKey = (type, key, camelKeys) => RENAMED[type]?.[key] ?? (camelKeys ? camel(key) : key)
+
+/**
+ * An object literal type merging `variants` (a result's flattened enum: an event's `kind` and
+ * `detail`): each key of every variant, optional unless every variant has it, its type the
+ * union of the variants' (objects merged the same way).
+ */
+function inline(variants, root, how, top = false) {
+  const keys = new Map()
+  for (const v of variants) {
+    for (const [k, p] of Object.entries(v.properties ?? {})) keys.set(k, [...(keys.get(k) ?? []), p])
+  }
+  const parts = [...keys].map(([k, ps]) => {
+    const everywhere = top || (ps.length === variants.length && variants.every((v) => (v.required ?? []).includes(k)))
+    const type = ps.every((p) => p.type === 'object' && p.properties)
+      ? inline(ps, root, how)
+      : [...new Set(ps.map((p) => tsType(p, root, how)))].join(' | ')
+    return `${outputKey(null, k, how.camel)}${everywhere ? '' : '?'}: ${everywhere ? type : withoutNull(type)}`
+  })
+  return `{ ${parts.join('; ')} }`
 }
 
 /**
  * An interface of `properties` (less `skip`), with `aliases` as deprecated older names: its keys
  * in camelCase when `camel` (else as the core writes them, docs too), its properties' types met
  * the way `inner` says; `nullable` for an object the binding reads as options, where `null` is
- * `undefined` (an optional key takes `null` too, as values from JSON or an SDK often are).
+ * `undefined` (an optional key takes `null` too, as values from JSON or an SDK often are);
+ * `output` for a result, whose keys are all present but those the core leaves out.
  */
-function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner = {}, skip = [], aliases = [], nullable = false, own = [] } = {}) {
-  const key = camelKeys ? camel : (k) => k
+function interfaceOf(name, doc, schema, root, { camel: camelKeys = true, inner = {}, skip = [], aliases = [], nullable = false, own = [], output = false, stored = false, type = null } = {}) {
   const required = new Set(schema.required ?? [])
   let out = jsdoc(doc, '', !camelKeys) + `export interface ${name} {\n`
   for (const [k, property] of Object.entries(schema.properties ?? {})) {
-    if (skip.includes(k)) continue
-    const optional = required.has(k) ? '' : '?'
-    const type = (OVERRIDES[`${schema.title}.${k}`] ?? tsType(property, root, inner)) + (optional && nullable ? ' | null' : '')
-    out += jsdoc(property.description, '  ', !camelKeys) + `  ${key(k)}${optional}: ${type}\n`
+    if (skip.includes(k) || (output && RENAMED[type]?.[k] === null)) continue
+    let tsT = OVERRIDES[`${schema.title ?? type}.${k}`] ?? tsType(property, root, inner)
+    // A result's key is always there in camelCase (src/output.rs writes an empty value for one
+    // the core leaves out); as written, one neither required nor defaulted may be left out.
+    const present = required.has(k) || output || (stored && property.default !== undefined)
+    const optional = present ? '' : '?'
+    if (output && optional) tsT = withoutNull(tsT)
+    const key = output ? outputKey(type, k, camelKeys) : (camelKeys ? camel(k) : k)
+    out += jsdoc(property.description, '  ', !camelKeys) + `  ${key}${optional}: ${tsT}${optional && nullable ? ' | null' : ''}\n`
     for (const [alias, target] of aliases.filter(([, t]) => t === k)) {
       const text = `The same as \`${camel(target)}\` (its older name); give one or the other.\n@deprecated Use \`${camel(target)}\`.`
-      out += jsdoc(text, '  ') + `  ${camel(alias)}?: ${type}\n`
+      out += jsdoc(text, '  ') + `  ${camel(alias)}?: ${tsT}\n`
     }
   }
-  for (const [k, type, text] of own) {
-    out += jsdoc(text, '  ', true) + `  ${k}?: ${type}${nullable ? ' | null' : ''}\n`
+  if (output && schema.oneOf) {
+    // A flattened enum beside the fields (an event's `kind` and `detail`).
+    const merged = inline(schema.oneOf, root, inner, true).slice(2, -2)
+    for (const part of merged.split(/; (?=[a-zA-Z_]+\??: )/)) out += `  ${part}\n`
+  }
+  for (const [k, t, text] of own) {
+    out += jsdoc(text, '  ', true) + `  ${k}?: ${t}${nullable ? ' | null' : ''}\n`
   }
   return `${out}}\n`
 }
 
-/** The declaration of a def met `way`: an object's keys as the binding reads them there. */
+/** The declaration of a def met `way`: an object's keys as the binding reads or writes them there. */
 function declaration({ def, name, root }, way) {
   if (def.properties) {
+    if (way.output) {
+      const inner = { output: true, camel: way.camel }
+      return interfaceOf(name, def.description, def, root, { camel: way.camel, inner, output: true, type: way.ref })
+    }
+    // The seed's protocol body leaves out what is empty; the rest writes what has a default.
+    const stored = !PROTOCOL.has(way.ref)
+    if (way.stored) return interfaceOf(name, def.description, def, root, { camel: false, inner: { stored: true }, stored })
     // Below an object read with camelCase keys (or as written), every object is read as written.
     // An object read with camelCase keys (a list's records) is read as options are: `null` is `undefined`.
-    const nullable = way.camel && !way.output
-    return interfaceOf(name, def.description, def, root, { camel: way.camel, inner: { output: way.output }, nullable })
+    return interfaceOf(name, def.description, def, root, { camel: way.camel, nullable: way.camel })
   }
   const variants = def.oneOf ?? def.anyOf ?? []
   // The words' docs (an untagged union's alternatives are documented by their own types).
   const docs = variants.filter((v) => v.description && v.const !== undefined).map((v) => `- \`${v.const}\`: ${v.description}`)
-  return jsdoc([def.description, ...docs].join('\n')) + `export type ${name} = ${tsType(def, root, way)}\n`
+  return jsdoc([def.description, ...docs].join('\n')) + `export type ${name} = ${tsType(def, root, { ...way, output: false })}\n`
 }
 
+/** A parameter: `name: type`, `?` when it may be left out. */
+const parameter = (name, type, optional) => `${name}${optional ? '?' : ''}: ${type}`
+
 let generated = ''
+let store = ''
 for (const op of operations) {
   const method = byName.get(op.name)
-  if (!method) continue
   const root = op.arguments
-  const where = `${camel(op.name)} (src/store.rs)`
+  const params = []
   for (const p of method.positional) {
-    if (!root.properties?.[p.name]) {
-      problems.push(`${where}: ${p.name} is no argument of the core's ${op.name}`)
-      continue
-    }
     // The binding reads a claim's keys, and those of a list's objects, in camelCase.
-    const how = { accepting: true, camel: p.name === 'claim', camelItems: true }
-    const expected = OVERRIDES[`${root.title}.${p.name}`] ?? tsType(root.properties[p.name], root, how)
-    if (p.ts !== expected) problems.push(`${where}: ${p.name} should be typed "${expected}", not "${p.ts}"`)
-  }
-  const result = op.returns.endsWith('?') ? `${op.returns.slice(0, -1)} | null` : op.returns
-  const list = result.match(/^\[(.*)\]$/)
-  const returns = list ? `${RETURNS[list[1]] ?? list[1]}[]` : (RETURNS[result] ?? result)
-  if (method.returns[0] !== returns || method.returns[1] !== `Promise<${returns}>`) {
-    problems.push(`${where}: returns "${returns}" and "Promise<${returns}>", not "${method.returns.join('", "')}"`)
+    const how = { accepting: true, camel: p === 'claim', camelItems: true }
+    const type = OVERRIDES[`${root.title}.${p}`] ?? tsType(root.properties[p], root, how)
+    params.push(parameter(camel(p), type, false))
   }
   if (method.options) {
-    const skip = method.positional.map((p) => p.name)
-    const doc = `The ${method.options.name} of \`store.${camel(op.name)}\`.`
+    const skip = method.positional
+    const doc = `The ${method.options.name} of \`store.${method.name}\`.`
     const inner = { camelItems: true }
-    const own = OWN_OPTIONS[method.options.ts] ?? []
-    generated += interfaceOf(method.options.ts, doc, root, root, { inner, skip, aliases: method.aliases, nullable: true, own })
-  } else if (Object.keys(root.properties ?? {}).some((k) => !method.positional.some((p) => p.name === k))) {
-    problems.push(`${where}: the core's arguments beyond ${method.positional.map((p) => p.name).join(', ') || 'none'} need an options object`)
+    const own = OWN_OPTIONS[method.options.type] ?? []
+    generated += interfaceOf(method.options.type, doc, root, root, { inner, skip, aliases: aliasesOf(root), nullable: true, own })
+    params.push(parameter(method.options.name, method.options.type, method.options.optional))
   }
+  const returns = op.result.type === 'null' ? 'void' : tsType(op.result, op.result, { output: true, camel: true })
+  if (byHand.has(method.name)) continue
+  const doc = prose(root.description)
+  store += jsdoc(doc, '  ') + `  ${method.name}(${params.join(', ')}): ${returns}\n`
+  store += jsdoc(`${doc}\n\nAs a Promise: the work runs on libuv's thread pool.`, '  ') +
+    `  ${method.name}Async(${params.join(', ')}): Promise<${returns}>\n`
 }
+generated += `/** The store's operations, from the core's catalog (index.js defines them). */\nexport interface Store {\n${store}}\n`
+
 // A protocol message's body, as records carry it: the seed's names, as stored.
-const body = tsType(record.properties.protocol, record, { output: true })
+const body = tsType(record.properties.protocol, record, { stored: true })
 if (body !== 'ProtocolBody') problems.push(`the record's protocol is typed "${body}", not "ProtocolBody"`)
 
 // The types the options and the record refer to, each once, declared every way it is met (a

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::convert;
 use crate::errors::{Naming, Outcome, invalid};
 use crate::record::iso;
-use crate::task::guarded;
+use crate::run::guarded;
 
 /// A clock that moves only when told to. Give it to `open(path, { clock })` or
 /// `Store.memory({ clock })` to drive leases, expiry and `stalled` without waiting.

@@ -14,8 +14,9 @@ use serde_json::Value;
 use crate::convert;
 use crate::errors::{Failure, Naming, Outcome, invalid};
 use crate::ops::{Given, JsArguments};
+use crate::output::{self, Json};
 use crate::record;
-use crate::task::{Mirror, Settle, ToJs, guarded, json_to_js, sync};
+use crate::run::{Settle, ToJs, guarded, sync};
 
 /// `new ContextBuilder(options)`.
 #[napi(object, object_to_js = false, object_from_js = false)]
@@ -246,11 +247,40 @@ impl ContextBuilder {
     }
 }
 
+/// A packet's data as JavaScript gets it: the core's, with its Markdown, its chat messages
+/// and its canonical JSON.
+fn packet_json(packet: &core::Packet) -> handoff_core::Result<Json> {
+    let mut value = output::value_of(packet)?;
+    if let Value::Object(map) = &mut value {
+        map.insert("markdown".to_owned(), packet.to_markdown().into());
+        map.insert("messages".to_owned(), packet.to_messages().into());
+        map.insert("json".to_owned(), packet.to_json().into());
+    }
+    Json::plain(&value)
+}
+
+/// A packet, the store's (`contextFor`) as JavaScript gets it.
+pub(crate) struct PacketResult(pub(crate) core::Packet);
+
+impl ToJs for PacketResult {
+    fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        packet_to_js(env, self.0)
+    }
+}
+
+impl Settle for PacketResult {
+    fn settle(self, env: Env) -> napi::Result<Unknown<'static>> {
+        packet_to_js(&env, self.0)
+    }
+}
+
 /// A packet as JavaScript gets it, from the builder or from the store (`contextFor`): its
 /// plain data, with `toMessages` as a method of the object that is not enumerable, so that the
 /// packet still compares, spreads and serialises as data.
 fn packet_to_js(env: &Env, packet: core::Packet) -> napi::Result<Unknown<'static>> {
-    let value = json_to_js(env, PacketData(packet.clone()))?;
+    let value = packet_json(&packet)
+        .map_err(|err| napi::Error::from_reason(err.to_string()))?
+        .parse(env)?;
     let to_messages: Function<'_, Unknown<'_>, Unknown<'_>> =
         env.create_function_from_closure("toMessages", move |ctx: FunctionCallContext<'_>| {
             let provider: Option<Unknown<'_>> = if ctx.length() > 0 {
@@ -265,7 +295,7 @@ fn packet_to_js(env: &Env, packet: core::Packet) -> napi::Result<Unknown<'static
                     }
                     _ => handoff_core::Provider::OpenAiChat,
                 };
-                Ok(ChatInput(packet.to_messages_for(provider)?))
+                Ok(packet.to_messages_for(provider)?)
             })
         })?;
     let mut object = value.coerce_to_object()?;
@@ -276,261 +306,6 @@ fn packet_to_js(env: &Env, packet: core::Packet) -> napi::Result<Unknown<'static
             PropertyAttributes::Writable | PropertyAttributes::Configurable,
         )])?;
     Ok(value)
-}
-
-impl ToJs for core::Packet {
-    fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
-        packet_to_js(env, self)
-    }
-}
-
-impl Settle for core::Packet {
-    fn settle(self, env: Env) -> napi::Result<Unknown<'static>> {
-        packet_to_js(&env, self)
-    }
-}
-
-/// One section of a packet.
-#[napi(
-    object,
-    js_name = "PacketSection",
-    object_from_js = false,
-    object_to_js = false,
-    use_nullable = true
-)]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JsSection {
-    /// The item's id (`goal`, `message-3`, `fact-0`, ...).
-    pub id: String,
-    /// `task`, `history`, `output`, `handoff`, `fact`, `message` or `note`.
-    #[napi(ts_type = "SectionKind")]
-    pub kind: String,
-    /// Its heading.
-    pub title: String,
-    /// Its text, redacted and perhaps truncated.
-    pub text: String,
-    /// A message's role.
-    pub role: Option<String>,
-    /// What it costs, in the packet's `unit`.
-    pub tokens: f64,
-    /// The heading it is listed under with others (a bullet of `Verified Facts`, a message of
-    /// `Conversation: …`); `null` for a section under its own title.
-    pub group: Option<String>,
-}
-
-/// A section cut (or summarised) to fit the budget; its costs are in the packet's `unit`.
-#[napi(object, object_from_js = false, object_to_js = false)]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Truncation {
-    /// The item.
-    pub id: String,
-    /// What it cost whole.
-    pub original_tokens: f64,
-    /// What was kept.
-    pub kept_tokens: f64,
-}
-
-/// An item left out.
-#[napi(object, object_from_js = false, object_to_js = false)]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Dropped {
-    /// The item.
-    pub id: String,
-    /// What it would have cost, in the packet's `unit`.
-    pub tokens: f64,
-    /// Why (`budget`).
-    pub reason: String,
-}
-
-/// Secrets replaced in one item.
-#[napi(object, object_from_js = false, object_to_js = false)]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RedactedItem {
-    /// The item.
-    pub id: String,
-    /// The rule that found them.
-    pub rule: String,
-    /// How many.
-    pub count: f64,
-}
-
-/// What a packet included, truncated, summarised, dropped and redacted. Nothing is cut or
-/// dropped silently.
-#[napi(
-    object,
-    js_name = "PacketManifest",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JsManifest {
-    /// Ids of the items included.
-    pub included: Vec<String>,
-    /// Items cut to fit (marked `…`).
-    pub truncated: Vec<Truncation>,
-    /// Items compressed by the `summarize` function instead of cut.
-    pub summarized: Vec<Truncation>,
-    /// Items left out.
-    pub dropped: Vec<Dropped>,
-    /// Secrets replaced.
-    pub redacted: Vec<RedactedItem>,
-}
-
-/// A packet's conversation as one provider's input: `packet.toMessages(provider)`.
-struct ChatInput(Vec<Value>);
-
-impl Mirror for ChatInput {
-    type Out = Vec<Value>;
-    fn mirror(self) -> Vec<Value> {
-        self.0
-    }
-}
-
-/// A successor's context packet.
-#[napi(
-    object,
-    js_name = "Packet",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JsPacket {
-    /// The packet as Markdown.
-    pub markdown: String,
-    /// The packet as OpenAI Chat Completions messages: `toMessages('openai_chat')`.
-    #[napi(ts_type = "JsonValue[]")]
-    pub messages: Vec<Value>,
-    /// The packet as input for `provider` (default `openai_chat`), valid whatever the builder
-    /// kept: tool calls go out as calls only with their results right after them (otherwise
-    /// both as text), roles alternate where the provider needs it, no message is empty. A
-    /// method (not enumerable): packets still compare and serialise as data.
-    #[napi(
-        ts_type = "(provider?: 'openai_chat' | 'openai_responses' | 'anthropic') => JsonValue[]"
-    )]
-    #[serde(skip)]
-    pub to_messages: (),
-    /// The packet's canonical JSON (snake_case), as the core and the Python binding write it.
-    pub json: String,
-    /// What it uses, in `unit`: tokens, or characters of its Markdown.
-    pub tokens: f64,
-    /// The budget it was built for, in `unit`.
-    pub budget: f64,
-    /// What `tokens` and `budget` count: `tokens` (the default) or `chars`.
-    #[napi(ts_type = "BudgetUnit")]
-    pub unit: String,
-    /// Mandatory sections first, then the rest by kind, messages in chronological order.
-    pub sections: Vec<JsSection>,
-    /// What was included, truncated, summarised, dropped and redacted.
-    pub manifest: JsManifest,
-}
-
-fn kind_name<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(s)) => s,
-        _ => String::new(),
-    }
-}
-
-/// A section's kind, as `SectionKind` in dts-header.d.ts spells it: matched in full, so that a
-/// kind the core adds does not compile here until that type names it too.
-fn section_kind(kind: core::ItemKind) -> String {
-    use core::ItemKind as K;
-    match kind {
-        K::Task | K::History | K::Output | K::Handoff | K::Fact | K::Message | K::Note => {
-            kind_name(&kind)
-        }
-    }
-}
-
-/// A budget's unit, as `BudgetUnit` in dts-header.d.ts spells it (matched in full, likewise).
-fn unit_word(unit: core::BudgetUnit) -> String {
-    match unit {
-        core::BudgetUnit::Tokens | core::BudgetUnit::Chars => kind_name(&unit),
-    }
-}
-
-/// A packet's data, without its method (see [`packet_to_js`]).
-struct PacketData(core::Packet);
-
-impl Mirror for PacketData {
-    type Out = JsPacket;
-    fn mirror(self) -> JsPacket {
-        let packet = self.0;
-        let markdown = packet.to_markdown();
-        let messages = packet.to_messages();
-        let json = packet.to_json();
-        let core::Packet {
-            sections,
-            tokens,
-            budget,
-            unit,
-            manifest,
-        } = packet;
-        let core::Manifest {
-            included,
-            truncated,
-            summarized,
-            dropped,
-            redacted,
-        } = manifest;
-        let cuts = |list: Vec<core::Truncation>| -> Vec<Truncation> {
-            list.into_iter()
-                .map(|t| Truncation {
-                    id: t.id,
-                    original_tokens: t.original_tokens as f64,
-                    kept_tokens: t.kept_tokens as f64,
-                })
-                .collect()
-        };
-        JsPacket {
-            markdown,
-            messages,
-            to_messages: (),
-            json,
-            tokens: tokens as f64,
-            budget: budget as f64,
-            unit: unit_word(unit),
-            sections: sections
-                .into_iter()
-                .map(|s| JsSection {
-                    kind: section_kind(s.kind),
-                    id: s.id,
-                    title: s.title,
-                    text: s.text,
-                    role: s.role,
-                    tokens: s.tokens as f64,
-                    group: s.group,
-                })
-                .collect(),
-            manifest: JsManifest {
-                included,
-                truncated: cuts(truncated),
-                summarized: cuts(summarized),
-                dropped: dropped
-                    .into_iter()
-                    .map(|d| Dropped {
-                        reason: kind_name(&d.reason),
-                        id: d.id,
-                        tokens: d.tokens as f64,
-                    })
-                    .collect(),
-                redacted: redacted
-                    .into_iter()
-                    .map(|r| RedactedItem {
-                        id: r.id,
-                        rule: r.rule,
-                        count: r.count as f64,
-                    })
-                    .collect(),
-            },
-        }
-    }
 }
 
 /// One secret found and replaced. `start` and `end` index the input string as JavaScript does
@@ -556,15 +331,6 @@ pub struct Redacted {
     pub redactions: Vec<Redaction>,
 }
 
-struct RedactOutput(Redacted);
-
-impl Mirror for RedactOutput {
-    type Out = Redacted;
-    fn mirror(self) -> Redacted {
-        self.0
-    }
-}
-
 /// Replaces secrets (API keys of the major providers, cloud keys, tokens, JWTs, PEM private
 /// keys, `password=`-style pairs) with `[REDACTED:<rule>]`.
 #[napi(
@@ -573,7 +339,7 @@ impl Mirror for RedactOutput {
     ts_return_type = "Redacted"
 )]
 pub fn redact(env: Env, text: Unknown<'_>, options: Unknown<'_>) -> napi::Result<Unknown<'static>> {
-    sync(&env, Naming::Js, || {
+    let redacted = guarded(&env, Naming::Js, || {
         let text = convert::string(&text, "text")?;
         let o: RedactOptions = convert::options(&options, "options")?;
         let (clean, found) = match o.rules {
@@ -590,9 +356,10 @@ pub fn redact(env: Env, text: Unknown<'_>, options: Unknown<'_>) -> napi::Result
                 end: utf16(r.end),
             })
             .collect();
-        Ok(RedactOutput(Redacted {
+        Ok(Json::plain(&Redacted {
             text: clean,
             redactions,
-        }))
-    })
+        })?)
+    })?;
+    redacted.parse(&env)
 }

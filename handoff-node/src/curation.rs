@@ -27,11 +27,7 @@
 use std::sync::{Arc, Mutex, mpsc};
 
 use handoff_core::context::{Summarizer, SummaryRequest};
-use handoff_core::curation::{
-    BranchInfo, Conversation, CurationChange, CurationEvent, Fact, MergeReport, PickedTo,
-    StoredMessage, Verdict, VerifiedItem, VerifyReport,
-};
-use handoff_core::messages::ToolCall;
+use handoff_core::curation::{Conversation, Fact};
 use handoff_core::ops::{self, ContextForArgs, JsonExtractor, JsonJudge, JsonVerifier, Operation};
 use handoff_core::{Error, Limits, Problem};
 use napi::bindgen_prelude::{
@@ -46,551 +42,14 @@ use napi_derive::napi;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::context::PacketResult;
 use crate::convert::{self, type_name};
 use crate::errors::{self, Failure, Naming, Outcome};
 use crate::memory::rejected;
-use crate::ops::{Given, JsArguments, Method, Parameter, arguments_of};
-use crate::record::iso;
+use crate::ops::{Given, JsArguments, arguments_of};
+use crate::output::{Out, plain_to_js};
+use crate::run::{Job, ToJs, guarded, on_own_thread, panic_message};
 use crate::store::Store;
-use crate::task::{Job, Mirror, Settle, ToJs, guarded, json_to_js, on_own_thread, panic_message};
-use crate::tasks::{number, word};
-
-/// A verdict's word, as `Verdict` in dts-header.d.ts spells it: matched in full, so that a
-/// verdict the core adds does not compile here until that type names it too.
-fn verdict_word(verdict: Verdict) -> String {
-    match verdict {
-        Verdict::Verified | Verdict::Unverified | Verdict::Invalidated => word(&verdict),
-    }
-}
-
-/// A conversation on a branch: what `addConversation`, `appendMessages`, `getConversation`
-/// and the cherry-picks return. Its messages are read with `messages(id)`.
-#[napi(
-    object,
-    js_name = "Conversation",
-    object_from_js = false,
-    object_to_js = false,
-    use_nullable = true
-)]
-#[derive(Serialize)]
-pub struct JsConversation {
-    /// Its id.
-    pub id: String,
-    /// The branch it lies on: `main`, `task/<task>` or `task/<task>/<agent>`.
-    pub branch: String,
-    /// What it is about.
-    pub title: Option<String>,
-    /// The task it belongs to.
-    #[napi(js_name = "task_id")]
-    pub task_id: Option<String>,
-    /// The agent that had it.
-    pub agent: Option<String>,
-    /// How many messages it holds.
-    #[napi(js_name = "message_count")]
-    pub message_count: f64,
-    /// What the gate made of it (`unverified` until a verifier scores it).
-    #[napi(js_name = "verification_status", ts_type = "Verdict")]
-    pub verification_status: String,
-    /// The last verification's score, from 0 to 1.
-    #[napi(js_name = "verification_score")]
-    pub verification_score: Option<f64>,
-    /// Why, in the verifier's words.
-    pub explanation: Option<String>,
-    /// Who verified it: the verifier's name, or `neutral` without one.
-    #[napi(js_name = "verified_by")]
-    pub verified_by: Option<String>,
-    /// For a cherry-pick's result: the conversation it was picked from.
-    #[napi(js_name = "cherry_picked_from")]
-    pub cherry_picked_from: Option<String>,
-    /// For a merge's copy: the conversation it was copied from.
-    pub origin: Option<String>,
-    /// Whether a merge copied it to the parent branch.
-    pub promoted: bool,
-    /// When it was written (ISO 8601).
-    #[napi(js_name = "created_at")]
-    pub created_at: String,
-}
-
-impl Mirror for Conversation {
-    type Out = JsConversation;
-    fn mirror(self) -> JsConversation {
-        // Destructured in full: a field the core adds fails to compile here until it is mapped.
-        let Conversation {
-            id,
-            branch,
-            title,
-            task_id,
-            agent,
-            message_count,
-            verification_status,
-            verification_score,
-            explanation,
-            verified_by,
-            cherry_picked_from,
-            origin,
-            promoted,
-            created_at,
-        } = self;
-        JsConversation {
-            id,
-            branch: branch.into(),
-            title,
-            task_id,
-            agent,
-            message_count: number(message_count),
-            verification_status: verdict_word(verification_status),
-            verification_score,
-            explanation,
-            verified_by,
-            cherry_picked_from,
-            origin,
-            promoted,
-            created_at: iso(created_at),
-        }
-    }
-}
-
-/// A tool call a message made.
-#[napi(
-    object,
-    js_name = "ToolCall",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-pub struct JsToolCall {
-    /// The provider's id for the call (`call_…`, `toolu_…`); empty when it gave none.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments: a JSON object, or the model's raw text when it was not one.
-    #[napi(ts_type = "JsonValue")]
-    pub arguments: Value,
-}
-
-impl Mirror for ToolCall {
-    type Out = JsToolCall;
-    fn mirror(self) -> JsToolCall {
-        let ToolCall {
-            id,
-            name,
-            arguments,
-        } = self;
-        JsToolCall {
-            id,
-            name,
-            arguments,
-        }
-    }
-}
-
-/// Where a message was cherry-picked to.
-#[napi(
-    object,
-    js_name = "PickedTo",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-pub struct JsPickedTo {
-    /// The conversation the pick made.
-    #[napi(js_name = "conversation_id")]
-    pub conversation_id: String,
-    /// Its branch.
-    pub branch: String,
-    /// When (ISO 8601).
-    #[napi(js_name = "picked_at")]
-    pub picked_at: String,
-}
-
-impl Mirror for PickedTo {
-    type Out = JsPickedTo;
-    fn mirror(self) -> JsPickedTo {
-        let PickedTo {
-            conversation_id,
-            branch,
-            picked_at,
-        } = self;
-        JsPickedTo {
-            conversation_id,
-            branch: branch.into(),
-            picked_at: iso(picked_at),
-        }
-    }
-}
-
-/// A message of a conversation as the store keeps it, in OpenAI's chat shape whatever shape it
-/// came in, with its place and where it was cherry-picked to: what `messages(id)` returns (and
-/// a verifier reads in a conversation's `messages`).
-#[napi(
-    object,
-    js_name = "StoredMessage",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-pub struct JsStoredMessage {
-    /// Its place in the conversation, from 1.
-    pub seq: f64,
-    /// `user`, `assistant`, `tool` or `system`.
-    pub role: String,
-    /// The text.
-    pub content: String,
-    /// The tool calls it made.
-    #[napi(js_name = "tool_calls")]
-    pub tool_calls: Vec<JsToolCall>,
-    /// For a `tool` message, the id of the call it answers.
-    #[napi(js_name = "tool_call_id")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-    /// For a `tool` message, `true` when the tool failed (absent otherwise).
-    #[napi(js_name = "is_error")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
-    /// When it was said (ISO 8601), when known.
-    #[napi(ts_type = "string | null")]
-    pub at: Value,
-    /// The id it came with, for a context packet's manifest.
-    #[napi(ts_type = "string | null")]
-    pub id: Value,
-    /// The priority it came with, for a context packet.
-    #[napi(ts_type = "number | null")]
-    pub priority: Value,
-    /// Whether a cherry-pick took it (`cherry_picked_to` is not empty).
-    #[napi(js_name = "is_cherry_picked")]
-    pub is_cherry_picked: bool,
-    /// Every cherry-pick that took it.
-    #[napi(js_name = "cherry_picked_to")]
-    pub cherry_picked_to: Vec<JsPickedTo>,
-}
-
-impl Mirror for StoredMessage {
-    type Out = JsStoredMessage;
-    fn mirror(self) -> JsStoredMessage {
-        let StoredMessage {
-            seq,
-            message,
-            is_cherry_picked,
-            cherry_picked_to,
-        } = self;
-        let handoff_core::context::Message {
-            role,
-            content,
-            tool_calls,
-            tool_call_id,
-            is_error,
-            at,
-            id,
-            priority,
-        } = message;
-        JsStoredMessage {
-            seq: number(seq),
-            role,
-            content,
-            tool_calls: tool_calls.mirror(),
-            tool_call_id,
-            is_error: is_error.then_some(true),
-            at: at.map(iso).into(),
-            id: id.into(),
-            priority: priority.into(),
-            is_cherry_picked,
-            cherry_picked_to: cherry_picked_to.mirror(),
-        }
-    }
-}
-
-/// A fact on a branch, with what the verification gate made of it.
-#[napi(
-    object,
-    js_name = "Fact",
-    object_from_js = false,
-    object_to_js = false,
-    use_nullable = true
-)]
-#[derive(Serialize)]
-pub struct JsFact {
-    /// Its id.
-    pub id: String,
-    /// The branch it lies on.
-    pub branch: String,
-    /// What is known.
-    pub text: String,
-    /// How sure its author was, from 0 to 1.
-    pub confidence: Option<f64>,
-    /// Where it came from (a file, a conversation, a URL).
-    pub source: Option<String>,
-    /// Where it stands.
-    #[napi(ts_type = "FactStatus")]
-    pub status: String,
-    /// The last verification's score, from 0 to 1.
-    pub score: Option<f64>,
-    /// Why, in the verifier's words.
-    pub explanation: Option<String>,
-    /// Who verified it: the verifier's name, or `neutral` without one.
-    #[napi(js_name = "verified_by")]
-    pub verified_by: Option<String>,
-    /// When it was last verified (ISO 8601).
-    #[napi(js_name = "verified_at")]
-    pub verified_at: Option<String>,
-    /// For a merge's copy: the fact it was copied from.
-    pub origin: Option<String>,
-    /// When it was written (ISO 8601).
-    #[napi(js_name = "created_at")]
-    pub created_at: String,
-}
-
-impl Mirror for Fact {
-    type Out = JsFact;
-    fn mirror(self) -> JsFact {
-        let Fact {
-            id,
-            branch,
-            text,
-            confidence,
-            source,
-            status,
-            score,
-            explanation,
-            verified_by,
-            verified_at,
-            origin,
-            created_at,
-        } = self;
-        JsFact {
-            id,
-            branch: branch.into(),
-            text,
-            confidence,
-            source,
-            status: word(&status),
-            score,
-            explanation,
-            verified_by,
-            verified_at: verified_at.map(iso),
-            origin,
-            created_at: iso(created_at),
-        }
-    }
-}
-
-/// A branch that holds a conversation or a fact, with its parent.
-#[napi(
-    object,
-    js_name = "BranchInfo",
-    object_from_js = false,
-    object_to_js = false,
-    use_nullable = true
-)]
-#[derive(Serialize)]
-pub struct JsBranchInfo {
-    /// Its name.
-    pub name: String,
-    /// Its parent: its name less the last segment (`null` for `main`).
-    pub parent: Option<String>,
-}
-
-impl Mirror for BranchInfo {
-    type Out = JsBranchInfo;
-    fn mirror(self) -> JsBranchInfo {
-        let BranchInfo { name, parent } = self;
-        JsBranchInfo {
-            name: name.into(),
-            parent: parent.map(Into::into),
-        }
-    }
-}
-
-/// One item a verification scored, or could not.
-#[napi(
-    object,
-    js_name = "VerifiedItem",
-    object_from_js = false,
-    object_to_js = false,
-    use_nullable = true
-)]
-#[derive(Serialize)]
-pub struct JsVerifiedItem {
-    /// What it is.
-    #[napi(ts_type = "'fact' | 'conversation'")]
-    pub kind: String,
-    /// Its id.
-    pub id: String,
-    /// Its score (`null` when the verifier failed on it).
-    pub score: Option<f64>,
-    /// What the gate made of it (`null` when the verifier failed on it).
-    #[napi(ts_type = "Verdict")]
-    pub verdict: Option<String>,
-    /// Why the verifier failed on it, when it did: it threw or rejected, or its answer was no
-    /// score from 0 to 1. The item was left as it was.
-    pub error: Option<String>,
-}
-
-impl Mirror for VerifiedItem {
-    type Out = JsVerifiedItem;
-    fn mirror(self) -> JsVerifiedItem {
-        let VerifiedItem {
-            kind,
-            id,
-            score,
-            verdict,
-            error,
-        } = self;
-        JsVerifiedItem {
-            kind,
-            id,
-            score,
-            verdict: verdict.map(verdict_word),
-            error,
-        }
-    }
-}
-
-/// What a verification did: `verify` and `verifyAsync` return it.
-#[napi(
-    object,
-    js_name = "VerifyReport",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-pub struct JsVerifyReport {
-    /// The branch verified.
-    pub branch: String,
-    /// Items that passed the gate.
-    pub verified: f64,
-    /// Items that failed it.
-    pub invalidated: f64,
-    /// Items scored in between (all of them without a verifier: the neutral 0.5).
-    pub unverified: f64,
-    /// Items the verifier failed on, left as they were.
-    pub failed: f64,
-    /// Every item, in the order verified: facts first, then conversations.
-    pub items: Vec<JsVerifiedItem>,
-}
-
-impl Mirror for VerifyReport {
-    type Out = JsVerifyReport;
-    fn mirror(self) -> JsVerifyReport {
-        let VerifyReport {
-            branch,
-            verified,
-            invalidated,
-            unverified,
-            failed,
-            items,
-        } = self;
-        JsVerifyReport {
-            branch: branch.map(Into::into).unwrap_or_default(),
-            verified: number(verified),
-            invalidated: number(invalidated),
-            unverified: number(unverified),
-            failed: number(failed),
-            items: items.mirror(),
-        }
-    }
-}
-
-/// What a merge did.
-#[napi(
-    object,
-    js_name = "MergeReport",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-pub struct JsMergeReport {
-    /// The branch merged.
-    pub branch: String,
-    /// Where to.
-    pub into: String,
-    /// Facts copied up (their sources are now `promoted`).
-    pub facts: f64,
-    /// Conversations copied up.
-    pub conversations: f64,
-    /// Items left where they are (unverified, invalidated).
-    pub kept: f64,
-}
-
-impl Mirror for MergeReport {
-    type Out = JsMergeReport;
-    fn mirror(self) -> JsMergeReport {
-        let MergeReport {
-            branch,
-            into,
-            facts,
-            conversations,
-            kept,
-        } = self;
-        JsMergeReport {
-            branch: branch.map(Into::into).unwrap_or_default(),
-            into: into.map(Into::into).unwrap_or_default(),
-            facts: number(facts),
-            conversations: number(conversations),
-            kept: number(kept),
-        }
-    }
-}
-
-/// One entry of the curation log: what changed, where and when.
-#[napi(
-    object,
-    js_name = "CurationEvent",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-pub struct JsCurationEvent {
-    /// When (ISO 8601).
-    pub at: String,
-    /// What.
-    #[napi(ts_type = "CurationChange")]
-    pub kind: String,
-    /// The branch it changed.
-    pub branch: String,
-    /// Its ids and counts (`conversation_id`, `messages`, `facts`, `verified`, `into`, ...).
-    #[napi(ts_type = "JsonObject")]
-    pub detail: Value,
-}
-
-impl Mirror for CurationEvent {
-    type Out = JsCurationEvent;
-    fn mirror(self) -> JsCurationEvent {
-        let CurationEvent {
-            at,
-            kind,
-            branch,
-            detail,
-        } = self;
-        // Matched in full: a change the core adds does not compile here until `CurationChange`
-        // in dts-header.d.ts names it too.
-        match kind {
-            CurationChange::ConversationAdded
-            | CurationChange::MessagesAppended
-            | CurationChange::CherryPicked
-            | CurationChange::FactsAdded
-            | CurationChange::Verified
-            | CurationChange::Merged
-            | CurationChange::BundleCreated
-            | CurationChange::BundleImported => {}
-        }
-        JsCurationEvent {
-            at: iso(at),
-            kind: word(&kind),
-            branch: branch.into(),
-            detail,
-        }
-    }
-}
-
-/// JSON handed to a callable as it is (an item to verify, a message to judge).
-struct Json(Value);
-
-impl Mirror for Json {
-    type Out = Value;
-    fn mirror(self) -> Value {
-        self.0
-    }
-}
 
 /// The callable a method takes beside the core's arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -667,6 +126,42 @@ trait WithCallable: Operation {
         args: Self::Args,
         asking: Option<(String, Asking<'_>)>,
     ) -> handoff_core::Result<Self::Output>;
+}
+
+impl WithCallable for ops::Verify {
+    const ROLE: Role = Role::Verifier;
+
+    fn run_asking(
+        store: &handoff_core::Store,
+        args: ops::VerifyArgs,
+        asking: Option<(String, Asking<'_>)>,
+    ) -> handoff_core::Result<handoff_core::curation::VerifyReport> {
+        match asking {
+            None => ops::Verify::run_with(store, args, None),
+            Some((name, ask)) => {
+                let mut verifier = JsonVerifier::new(name, ask);
+                ops::Verify::run_with(store, args, Some(&mut verifier))
+            }
+        }
+    }
+}
+
+impl WithCallable for ops::CherryPickDecisions {
+    const ROLE: Role = Role::Judge;
+
+    fn run_asking(
+        store: &handoff_core::Store,
+        args: ops::CherryPickDecisionsArgs,
+        asking: Option<(String, Asking<'_>)>,
+    ) -> handoff_core::Result<Conversation> {
+        match asking {
+            None => ops::CherryPickDecisions::run_with(store, args, None),
+            Some((_, ask)) => {
+                let mut judge = JsonJudge(ask);
+                ops::CherryPickDecisions::run_with(store, args, Some(&mut judge))
+            }
+        }
+    }
 }
 
 impl WithCallable for ops::CherryPick {
@@ -763,7 +258,7 @@ fn call_later<'env, O>(
 where
     O: WithCallable,
     O::Args: Send + 'static,
-    O::Output: Settle,
+    O::Output: Serialize + schemars::JsonSchema + Send,
 {
     let read = read_call::<O>(env, positional, options, O::ROLE, store.limits()).and_then(|read| {
         let asker = match &read.callable {
@@ -782,7 +277,11 @@ where
     let Some((name, mut asker)) = asker else {
         let job = Job::new(
             Naming::AsIs,
-            Ok(move || arguments.then(store.limits(), |args| O::run_asking(&store, args, None))),
+            Ok(move || {
+                arguments
+                    .then(store.limits(), |args| O::run_asking(&store, args, None))
+                    .map(Out)
+            }),
         );
         return Ok(env.spawn(job)?.promise_object().to_unknown());
     };
@@ -791,7 +290,7 @@ where
         let result = arguments.then(store.limits(), |args| {
             O::run_asking(&store, args, Some((name, &mut ask)))
         });
-        finish(asker.stop, result)
+        finish(asker.stop, result).map(Out)
     })
 }
 
@@ -1017,7 +516,7 @@ impl AskNow<'_, '_> {
     }
 
     fn reply(&mut self, question: Value) -> napi::Result<Reply> {
-        let question = json_to_js(self.env, Json(question))?;
+        let question = plain_to_js(self.env, &question)?;
         let answer = match self.function.call(question) {
             Ok(answer) => answer,
             Err(err) => {
@@ -1066,7 +565,7 @@ impl AskLater {
             .build_threadsafe_function::<Value>()
             .callee_handled::<false>()
             .build_callback(|ctx: ThreadsafeCallContext<Value>| {
-                json_to_js(&ctx.env, Json(ctx.value))
+                plain_to_js(&ctx.env, &ctx.value)
             })?;
         Ok(AskLater {
             function,
@@ -1151,59 +650,6 @@ fn await_answer(
     }
 }
 
-/// The store's methods that take a callable, as the type generator sees them: the core's
-/// arguments only (the callable's option is declared in `dts-header.d.ts`).
-pub(crate) fn methods() -> Vec<Method> {
-    vec![
-        Method::of::<ops::CherryPickDecisions>(
-            &[("conversation_id", "string"), ("target_branch", "string")],
-            None,
-            ["Conversation", "Promise<Conversation>"],
-        ),
-        Method::of::<ops::Verify>(
-            &[("branch", "string")],
-            Some(Parameter {
-                name: "options",
-                ts: "VerifyThresholds",
-                optional: true,
-            }),
-            ["VerifyReport", "Promise<VerifyReport>"],
-        ),
-        Method::of::<ops::CherryPick>(
-            &[("conversation_id", "string"), ("target_branch", "string")],
-            Some(Parameter {
-                name: "options",
-                ts: "CherryPickArguments",
-                optional: true,
-            }),
-            ["Conversation", "Promise<Conversation>"],
-        ),
-        Method::of::<ops::CherryPickToFacts>(
-            &[("conversation_id", "string"), ("target_branch", "string")],
-            None,
-            ["Fact[]", "Promise<Fact[]>"],
-        ),
-        Method::of::<ops::VerifyBundle>(
-            &[("id", "string")],
-            Some(Parameter {
-                name: "options",
-                ts: "VerifyBundleThresholds",
-                optional: true,
-            }),
-            ["Bundle", "Promise<Bundle>"],
-        ),
-        Method::of::<ops::ContextFor>(
-            &[("handoff_id", "string")],
-            Some(Parameter {
-                name: "options",
-                ts: "ContextForArguments",
-                optional: true,
-            }),
-            ["Packet", "Promise<Packet>"],
-        ),
-    ]
-}
-
 #[napi]
 impl Store {
     /// Copies the messages `fromSeq..=toSeq` of a conversation (all of it by default; the
@@ -1238,7 +684,7 @@ impl Store {
         let picked = guarded(env, Naming::AsIs, || {
             call_now::<ops::CherryPick>(&store, env, &positional, options.as_ref())
         })?;
-        picked.to_js(env)
+        Out(picked).to_js(env)
     }
 
     /// Copies a conversation's messages into a new conversation on `targetBranch`, as
@@ -1294,7 +740,7 @@ impl Store {
         let facts = guarded(env, Naming::AsIs, || {
             call_now::<ops::CherryPickToFacts>(&store, env, &positional, options.as_ref())
         })?;
-        facts.to_js(env)
+        Out(facts).to_js(env)
     }
 
     /// Draws facts from a conversation, as `cherryPickToFacts` does, as a Promise: the store
@@ -1344,7 +790,7 @@ impl Store {
         let bundle = guarded(env, Naming::AsIs, || {
             call_now::<ops::VerifyBundle>(&store, env, &[("id", &id)], options.as_ref())
         })?;
-        bundle.to_js(env)
+        Out(bundle).to_js(env)
     }
 
     /// Runs the verification gate on a bundle's contents, as `verifyBundle` does, as a
@@ -1387,38 +833,15 @@ impl Store {
         target_branch: Unknown<'_>,
         options: Option<Unknown<'_>>,
     ) -> napi::Result<Unknown<'env>> {
-        let store = self.core();
         let positional = [
             ("conversation_id", &conversation_id),
             ("target_branch", &target_branch),
         ];
+        let store = self.core();
         let picked = guarded(env, Naming::AsIs, || {
-            let read = read_call::<ops::CherryPickDecisions>(
-                env,
-                &positional,
-                options.as_ref(),
-                Role::Judge,
-                store.limits(),
-            )?;
-            let Some(function) = read.callable else {
-                return Ok(read.arguments.then(store.limits(), |args| {
-                    ops::CherryPickDecisions::run_with(&store, args, None)
-                })?);
-            };
-            refuse_async(env, &function, Role::Judge)?;
-            let mut asker = AskNow {
-                env,
-                function: &function,
-                role: Role::Judge,
-                stop: None,
-            };
-            let mut judge = JsonJudge(|message| asker.ask(message));
-            let picked = read.arguments.then(store.limits(), |args| {
-                ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
-            });
-            finish(asker.stop, picked)
+            call_now::<ops::CherryPickDecisions>(&store, env, &positional, options.as_ref())
         })?;
-        picked.to_js(env)
+        Out(picked).to_js(env)
     }
 
     /// Copies a conversation's decision points into a new conversation on `targetBranch`, as
@@ -1436,49 +859,13 @@ impl Store {
         env: &'env Env,
         conversation_id: Unknown<'_>,
         target_branch: Unknown<'_>,
-        options: Option<Unknown<'_>>,
+        options: Option<Unknown<'env>>,
     ) -> napi::Result<Unknown<'env>> {
-        let store = self.core();
         let positional = [
             ("conversation_id", &conversation_id),
             ("target_branch", &target_branch),
         ];
-        let read = read_call::<ops::CherryPickDecisions>(
-            env,
-            &positional,
-            options.as_ref(),
-            Role::Judge,
-            store.limits(),
-        )
-        .and_then(|read| {
-            let asker = match &read.callable {
-                Some(function) => Some(AskLater::new(function, Role::Judge)?),
-                None => None,
-            };
-            Ok((read.arguments, asker))
-        });
-        let (arguments, asker) = match read {
-            Ok(read) => read,
-            Err(failure) => return rejected(env, errors::to_js(env, failure, Naming::AsIs)),
-        };
-        let Some(mut asker) = asker else {
-            let job = Job::new(
-                Naming::AsIs,
-                Ok(move || {
-                    arguments.then(store.limits(), |args| {
-                        ops::CherryPickDecisions::run_with(&store, args, None)
-                    })
-                }),
-            );
-            return Ok(env.spawn(job)?.promise_object().to_unknown());
-        };
-        on_own_thread(env, Naming::AsIs, move || {
-            let mut judge = JsonJudge(|message| asker.ask(message));
-            let picked = arguments.then(store.limits(), |args| {
-                ops::CherryPickDecisions::run_with(&store, args, Some(&mut judge))
-            });
-            finish(asker.stop, picked)
-        })
+        call_later::<ops::CherryPickDecisions>(self.core(), env, &positional, options.as_ref())
     }
 
     /// Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
@@ -1508,33 +895,9 @@ impl Store {
     ) -> napi::Result<Unknown<'env>> {
         let store = self.core();
         let report = guarded(env, Naming::AsIs, || {
-            let read = read_call::<ops::Verify>(
-                env,
-                &[("branch", &branch)],
-                options.as_ref(),
-                Role::Verifier,
-                store.limits(),
-            )?;
-            let Some(function) = read.callable else {
-                return Ok(read.arguments.then(store.limits(), |args| {
-                    ops::Verify::run_with(&store, args, None)
-                })?);
-            };
-            refuse_async(env, &function, Role::Verifier)?;
-            let name = name_of(&function, Role::Verifier)?;
-            let mut asker = AskNow {
-                env,
-                function: &function,
-                role: Role::Verifier,
-                stop: None,
-            };
-            let mut verifier = JsonVerifier::new(name, |item| asker.ask(item));
-            let report = read.arguments.then(store.limits(), |args| {
-                ops::Verify::run_with(&store, args, Some(&mut verifier))
-            });
-            finish(asker.stop, report)
+            call_now::<ops::Verify>(&store, env, &[("branch", &branch)], options.as_ref())
         })?;
-        report.to_js(env)
+        Out(report).to_js(env)
     }
 
     /// Scores a branch's facts and conversations and stores the verdicts, as `verify` does, as
@@ -1550,48 +913,9 @@ impl Store {
         &self,
         env: &'env Env,
         branch: Unknown<'_>,
-        options: Option<Unknown<'_>>,
+        options: Option<Unknown<'env>>,
     ) -> napi::Result<Unknown<'env>> {
-        let store = self.core();
-        let read = read_call::<ops::Verify>(
-            env,
-            &[("branch", &branch)],
-            options.as_ref(),
-            Role::Verifier,
-            store.limits(),
-        )
-        .and_then(|read| {
-            let asker = match &read.callable {
-                Some(function) => Some((
-                    name_of(function, Role::Verifier)?,
-                    AskLater::new(function, Role::Verifier)?,
-                )),
-                None => None,
-            };
-            Ok((read.arguments, asker))
-        });
-        let (arguments, asker) = match read {
-            Ok(read) => read,
-            Err(failure) => return rejected(env, errors::to_js(env, failure, Naming::AsIs)),
-        };
-        let Some((name, mut asker)) = asker else {
-            let job = Job::new(
-                Naming::AsIs,
-                Ok(move || {
-                    arguments.then(store.limits(), |args| {
-                        ops::Verify::run_with(&store, args, None)
-                    })
-                }),
-            );
-            return Ok(env.spawn(job)?.promise_object().to_unknown());
-        };
-        on_own_thread(env, Naming::AsIs, move || {
-            let mut verifier = JsonVerifier::new(name, |item| asker.ask(item));
-            let report = arguments.then(store.limits(), |args| {
-                ops::Verify::run_with(&store, args, Some(&mut verifier))
-            });
-            finish(asker.stop, report)
-        })
+        call_later::<ops::Verify>(self.core(), env, &[("branch", &branch)], options.as_ref())
     }
 }
 
@@ -1722,7 +1046,7 @@ impl Store {
             })?;
             finish(asker.stop, worked)
         })?;
-        packet.to_js(env)
+        PacketResult(packet).to_js(env)
     }
 
     /// The successor's packet for a handoff, as `contextFor` builds it, as a Promise: the store
@@ -1762,7 +1086,11 @@ impl Store {
         let Some(asker) = asker else {
             let job = Job::new(
                 Naming::AsIs,
-                Ok(move || arguments.then(store.limits(), |args| context_for(&store, args, None))),
+                Ok(move || {
+                    arguments
+                        .then(store.limits(), |args| context_for(&store, args, None))
+                        .map(PacketResult)
+                }),
             );
             return Ok(env.spawn(job)?.promise_object().to_unknown());
         };
@@ -1780,7 +1108,7 @@ impl Store {
                 context_for(&store, args, Some(summarizer))
             });
             let stop = asker.lock().ok().and_then(|mut asker| asker.stop.take());
-            finish(stop, packet)
+            finish(stop, packet).map(PacketResult)
         })
     }
 }

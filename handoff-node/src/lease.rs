@@ -33,8 +33,9 @@ use crate::convert::{self, type_name};
 use crate::errors::{self, Failure, Naming, Outcome};
 use crate::memory::rejected;
 use crate::ops::{Given, arguments_of};
+use crate::output::{self, Json};
+use crate::run::guarded;
 use crate::store::Store;
-use crate::task::{Mirror, guarded, json_to_js};
 
 /// Why a settled lease cannot be used, as its `LEASE_LOST` error says.
 const SETTLED: &str = "the lease was settled: withLease completed or failed its claim when the \
@@ -106,14 +107,13 @@ pub struct JsClaimReference {
     pub lease_seconds: f64,
 }
 
-impl Mirror for ClaimRef {
-    type Out = JsClaimReference;
-    fn mirror(self) -> JsClaimReference {
+impl JsClaimReference {
+    fn of(claim: &ClaimRef) -> JsClaimReference {
         JsClaimReference {
-            handoff_id: self.handoff_id,
-            token: self.token as f64,
-            secret: self.secret.expose().to_owned(),
-            lease_seconds: self.lease.as_secs_f64(),
+            handoff_id: claim.handoff_id.clone(),
+            token: claim.token as f64,
+            secret: claim.secret.expose().to_owned(),
+            lease_seconds: claim.lease.as_secs_f64(),
         }
     }
 }
@@ -142,7 +142,9 @@ impl Lease {
     /// readable once the lease is settled.
     #[napi(getter, catch_unwind, ts_return_type = "ClaimReference")]
     pub fn claim(&self, env: Env) -> napi::Result<Unknown<'static>> {
-        json_to_js(&env, self.held.claim.clone())
+        Json::plain(&JsClaimReference::of(&self.held.claim))
+            .map_err(|err| errors::to_js(&env, Failure::Core(err), Naming::AsIs))?
+            .parse(&env)
     }
 }
 
@@ -389,7 +391,10 @@ impl Running {
                         let mut result = Object::from_raw(env.raw(), result.raw());
                         match done {
                             Ok(handoff) => {
-                                result.set_named_property("handoff", json_to_js(&env, handoff)?)?;
+                                result.set_named_property(
+                                    "handoff",
+                                    output::to_js(&env, &handoff)?,
+                                )?;
                                 Ok(result.to_unknown())
                             }
                             Err(failure) => Err(errors::to_js(&env, failure, Naming::AsIs)),

@@ -1,11 +1,12 @@
 //! Node.js binding of [handoff-core](../handoff-core): the npm package `handoff-core`.
 //!
-//! All behaviour lives in the core. Each file here mirrors one core module and only converts:
-//! JavaScript values in ([`convert`]), plain objects out, errors in one place ([`errors`]),
-//! and the `*Async` variants onto libuv's thread pool ([`task`]). Every export catches panics.
+//! All behaviour lives in the core. This face only converts: JavaScript values in
+//! ([`convert`], [`ops`]), results out as the core's JSON in camelCase ([`output`]), errors in
+//! one place ([`errors`]), and the `*Async` variants onto libuv's thread pool ([`run`]). The
+//! store's methods come from the core's catalog (index.js, methods.js); what is written here
+//! by hand takes a callable or has state of its own. Every export catches panics.
 
 pub mod bundles;
-pub mod chain;
 pub mod clock;
 pub mod context;
 pub mod convert;
@@ -15,14 +16,10 @@ pub mod lease;
 pub mod machine;
 pub mod memory;
 pub mod ops;
-pub mod protocol;
+pub mod output;
 pub mod record;
-pub mod replay;
-pub mod session;
-pub mod stats;
+pub mod run;
 pub mod store;
-pub mod task;
-pub mod tasks;
 pub mod tools;
 
 /// Node's process leaves glibc's allocator slow for the many short-lived allocations a call

@@ -11,19 +11,17 @@
 //! the function runs on it (awaited when it returns a Promise), and a write that finds another
 //! writer came first reads and applies again.
 
-use handoff_core::store::Memory;
 use handoff_core::{Error, Metadata};
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, Object, This};
 use napi::{Env, JsError, JsValue, Unknown, ValueType};
 use napi_derive::napi;
-use serde::Serialize;
 
 use crate::convert::{self, type_name};
 use crate::errors::{self, Failure, Naming, Outcome, invalid};
 use crate::ops::{Given, JsArguments};
-use crate::record::iso;
+use crate::output::Json;
+use crate::run::{guarded, sync};
 use crate::store::Store;
-use crate::task::{Mirror, guarded, json_to_js, sync};
 
 /// How often an update reads and writes again after other writers came first before it gives
 /// up with `BUSY`: the core's bound for `memory_update`.
@@ -54,55 +52,6 @@ type UpdateArgs<'env> = (
     u32,
     Unknown<'env>,
 );
-
-/// One scope's memory.
-#[napi(
-    object,
-    js_name = "Memory",
-    object_from_js = false,
-    object_to_js = false
-)]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JsMemory {
-    /// The scope (`agent:writer`, `session:s1`, `shared`, ...).
-    pub scope: String,
-    /// The document.
-    #[napi(ts_type = "JsonObject")]
-    pub value: Metadata,
-    /// Grows by one with every write, from 1: what `memoryPut`'s `expectedVersion` compares.
-    pub version: f64,
-    /// When it was last written (ISO 8601).
-    pub updated_at: String,
-}
-
-impl Mirror for Memory {
-    type Out = JsMemory;
-    fn mirror(self) -> JsMemory {
-        let Memory {
-            scope,
-            value,
-            version,
-            updated_at,
-        } = self;
-        JsMemory {
-            scope,
-            value,
-            version: version as f64,
-            updated_at: iso(updated_at),
-        }
-    }
-}
-
-/// A memory document handed to the change function.
-struct Document(Metadata);
-
-impl Mirror for Document {
-    type Out = Metadata;
-    fn mirror(self) -> Metadata {
-        self.0
-    }
-}
 
 /// The change function, checked to be one.
 fn change_function<'env>(
@@ -145,7 +94,7 @@ impl Store {
             let change = change_function(&change)?;
             let store = self.core();
             let update = |value: Metadata| -> Outcome<Metadata> {
-                let current = json_to_js(&env, Document(value))?;
+                let current = Json::plain(&value)?.parse(&env)?;
                 let changed = change.call(current)?;
                 if changed.is_promise()? {
                     return Err(invalid(

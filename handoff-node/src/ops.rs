@@ -1,86 +1,37 @@
 //! Store operations from their one description in the core ([`handoff_core::ops`], DESIGN §15).
 //!
+//! Every operation is a method of `Store` with no line here: index.js defines each method (and
+//! its `…Async` twin) from the core's catalog (`_catalogJson`, read by methods.js), calling
+//! `_call` / `_callAsync` with the operation's name and the JavaScript arguments; the
+//! operation is found in the core's list of operations ([`ops::each`]).
+//!
 //! A call's JavaScript arguments become the JSON object of named arguments the core reads: the
 //! positional arguments under their core names, the options object's camelCase keys in
-//! snake_case (and those of the records a list option holds: a plan's `steps`), integral numbers as integers, `Date`s as RFC 3339 text, a claim as its four
-//! reference keys. The core reads that object, reporting every problem at once, and runs the
-//! operation. Problems come back in the caller's words, each named relative to the JavaScript
-//! argument holding it: `taskId`, `completed[1]`, a claim's `token`, `createMany`'s `[2].goal`.
-//!
-//! `store_operations!` declares each operation's method and its `*Async` twin from one entry;
-//! `_catalogJson` hands the core's catalog and these entries to `scripts/gen-types.mjs`, which
-//! writes the options' TypeScript types.
+//! snake_case (and those of the records a list option holds: a plan's `steps`), integral
+//! numbers as integers, `Date`s as RFC 3339 text, a claim as its four reference keys. The core
+//! reads that object, reporting every problem at once, and runs the operation. Problems come
+//! back in the caller's words, each named relative to the JavaScript argument holding it:
+//! `taskId`, `completed[1]`, a claim's `token`, `createMany`'s `[2].goal`. The result comes
+//! back as [`Json`], its keys as JavaScript shows them.
 
-use std::marker::PhantomData;
 use std::sync::OnceLock;
 
-use handoff_core::ops::{self, Operation};
+use handoff_core::ops::{self, Operation, Visitor};
 use handoff_core::{Error, Limits, Problem, Store as CoreStore};
 use napi::bindgen_prelude::{JsObjectValue, Object};
 use napi::{Env, JsValue, Unknown, ValueType};
 use napi_derive::napi;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::convert::{Reader, type_name};
 use crate::errors::{Failure, Naming, Outcome, camel_case, invalid, snake_case};
-use crate::task::{Job, Settle, ToJs, guarded, on_own_thread};
+use crate::output::Json;
+use crate::run::{Job, ToJs, guarded, on_own_thread};
+use crate::store::Store;
 
 /// The positional argument read as a claim reference: only its reference keys are read, never
 /// the record a `Claim` carries, so nothing a caller can read (`get`, `list`, events) settles one.
 const CLAIM: &str = "claim";
-
-/// A JavaScript method's parameter, as the type generator sees it.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Parameter {
-    /// The core's argument name (`task_id`); JavaScript shows it in camelCase.
-    pub name: &'static str,
-    /// Its TypeScript type, as the method's signature declares it.
-    pub ts: &'static str,
-    /// Whether the caller may leave it out.
-    pub optional: bool,
-}
-
-/// A store method of this face: the core operation it calls, which arguments it takes by
-/// position, and the options object that takes the others.
-#[derive(Clone, Debug, Serialize)]
-pub struct Method {
-    /// The core operation's name.
-    pub operation: &'static str,
-    /// The arguments taken by position, in order.
-    pub positional: Vec<Parameter>,
-    /// The options object, named after the method's parameter (`options`, `fields`); its
-    /// TypeScript type is generated under the name `ts`.
-    pub options: Option<Parameter>,
-    /// Older spellings of arguments, as (alias, argument): the core's `x-aliases`.
-    pub aliases: &'static [(String, String)],
-    /// The TypeScript types the method and its `*Async` twin return.
-    pub returns: [&'static str; 2],
-}
-
-impl Method {
-    /// The method calling operation `O`.
-    pub fn of<O: Operation>(
-        positional: &[(&'static str, &'static str)],
-        options: Option<Parameter>,
-        returns: [&'static str; 2],
-    ) -> Method {
-        Method {
-            operation: O::NAME,
-            positional: positional
-                .iter()
-                .map(|&(name, ts)| Parameter {
-                    name,
-                    ts,
-                    optional: false,
-                })
-                .collect(),
-            options,
-            aliases: aliases_of(O::NAME),
-            returns,
-        }
-    }
-}
 
 /// What a face reads from an operation's argument schema beyond the argument names.
 #[derive(Default)]
@@ -136,29 +87,12 @@ fn lists_records(schema: &Value, property: &Value) -> bool {
     })
 }
 
-/// Operation `operation`'s older spellings of arguments, as (alias, argument), from the
-/// `x-aliases` of its schema's properties: the core accepts them, and the face names a problem
-/// in the spelling the caller used.
-fn aliases_of(operation: &str) -> &'static [(String, String)] {
-    &shape_of(operation).aliases
-}
-
-/// The core's catalog and this face's methods over it, as JSON: what `scripts/gen-types.mjs`
-/// writes the options' TypeScript types from. Not part of the API.
+/// The core's catalog as JSON: what methods.js derives the store's methods from and
+/// `scripts/gen-types.mjs` writes the types from. Not part of the API.
 #[napi(js_name = "_catalogJson", skip_typescript, catch_unwind)]
 pub fn catalog_json() -> String {
-    let mut methods = crate::store::methods();
-    // Those written by hand, which take a callable beside the core's arguments.
-    methods.extend(crate::curation::methods());
-    // Those that read an argument themselves (`importBundle` takes a `Bundle` too).
-    methods.extend(crate::bundles::methods());
-    // Those that take an option of this face's own (`events`' `redact`).
-    methods.extend(crate::machine::methods());
-    let catalog = serde_json::json!({
-        "operations": ops::catalog(),
-        "methods": methods,
-    });
-    serde_json::to_string_pretty(&catalog).unwrap_or_default()
+    let catalog = serde_json::json!({ "operations": ops::catalog() });
+    serde_json::to_string(&catalog).unwrap_or_default()
 }
 
 /// The problems the core's argument type `kind` (`agent`, `tools`, `detect`, `context`,
@@ -188,24 +122,6 @@ pub fn core_problems(kind: String, json: String) -> String {
     Value::Array(found).to_string()
 }
 
-/// An options parameter, which a method may declare optional (`Option<Unknown>`) or not.
-pub trait OptionsArgument<'env> {
-    /// The value, unless the caller left it out.
-    fn given(&self) -> Option<&Unknown<'env>>;
-}
-
-impl<'env> OptionsArgument<'env> for Unknown<'env> {
-    fn given(&self) -> Option<&Unknown<'env>> {
-        Some(self)
-    }
-}
-
-impl<'env> OptionsArgument<'env> for Option<Unknown<'env>> {
-    fn given(&self) -> Option<&Unknown<'env>> {
-        self.as_ref()
-    }
-}
-
 /// A call's JavaScript arguments: the positional ones by their core names, then the options
 /// object under its parameter's name.
 pub(crate) struct Given<'a, 'env> {
@@ -213,40 +129,127 @@ pub(crate) struct Given<'a, 'env> {
     pub(crate) options: Option<(&'static str, Option<&'a Unknown<'env>>)>,
 }
 
-/// Runs operation `O` on the JavaScript thread.
-pub(crate) fn now<'env, O>(
+/// An operation as `_call` runs it.
+struct Runner {
+    name: &'static str,
+    /// The arguments a face may take by position, in order.
+    positional: &'static [&'static str],
+    /// Reads the arguments into the core's type, runs the operation and writes its result.
+    run: fn(&CoreStore, JsArguments) -> handoff_core::Result<Json>,
+}
+
+fn run<O: Operation>(store: &CoreStore, arguments: JsArguments) -> handoff_core::Result<Json> {
+    let output = arguments.then(store.limits(), |args: O::Args| O::run(store, args))?;
+    Json::of(&output)
+}
+
+/// The operation named `name`, from the core's one list of operations.
+fn runner(name: &str) -> Outcome<&'static Runner> {
+    struct Runners;
+    impl Visitor for Runners {
+        type Out = Runner;
+        fn visit<O: Operation>(&mut self) -> Runner {
+            Runner {
+                name: O::NAME,
+                positional: O::POSITIONAL,
+                run: run::<O>,
+            }
+        }
+    }
+    static RUNNERS: OnceLock<Vec<Runner>> = OnceLock::new();
+    RUNNERS
+        .get_or_init(|| ops::each(&mut Runners))
+        .iter()
+        .find(|r| r.name == name)
+        .ok_or_else(|| invalid("operation", format!("{name} is no operation of the core")))
+}
+
+/// The parameter names a method gives its options object (`options`, `fields`, `changes`), as
+/// napi needs them: for the lifetime of the process.
+fn options_name(name: &str) -> &'static str {
+    match name {
+        "fields" => "fields",
+        "changes" => "changes",
+        _ => "options",
+    }
+}
+
+/// A call of `_call`/`_callAsync`, read on the JavaScript thread: the operation and its
+/// arguments.
+fn read_call(
+    operation: &str,
+    positional: u32,
+    options: Option<&str>,
+    args: &Object<'_>,
+) -> Outcome<(&'static Runner, JsArguments)> {
+    let runner = runner(operation)?;
+    let count = (positional as usize).min(runner.positional.len());
+    let mut values = Vec::with_capacity(count + 1);
+    for i in 0..=count {
+        let value: Unknown<'_> = args.get_element(i as u32)?;
+        values.push(value);
+    }
+    let given: Vec<(&'static str, &Unknown<'_>)> = runner.positional[..count]
+        .iter()
+        .copied()
+        .zip(&values)
+        .collect();
+    let given = Given {
+        positional: &given,
+        options: options.map(|name| (options_name(name), values.get(count))),
+    };
+    let shape = shape_of(runner.name);
+    let arguments = JsArguments::read(&given, &shape.aliases, &shape.records, true)?;
+    Ok((runner, arguments))
+}
+
+/// Whether a call may wait for work to arrive (`claimNext`'s `waitSeconds`).
+fn waits(arguments: &JsArguments) -> bool {
+    let wait = arguments.value.get("wait_seconds").and_then(Value::as_f64);
+    wait.is_some_and(|seconds| seconds > 0.0)
+}
+
+/// Runs the core's operation `operation` on `store` on the JavaScript thread, its first `positional`
+/// arguments taken by position from `args`, then its options object (named `options`)
+/// when the method has one. What every operation's method calls (index.js); not part of the
+/// API.
+#[napi(js_name = "_call", skip_typescript, catch_unwind)]
+pub fn call<'env>(
     env: &'env Env,
-    store: CoreStore,
-    given: Given<'_, '_>,
-) -> napi::Result<Unknown<'env>>
-where
-    O: Operation,
-    O::Output: ToJs,
-{
+    store: &Store,
+    operation: String,
+    positional: u32,
+    options: Option<String>,
+    args: Object<'_>,
+) -> napi::Result<Unknown<'env>> {
+    let store = store.core();
     let output = guarded(env, Naming::AsIs, || {
-        Ok(Call::<O>::read(store, &given)?.run()?)
+        let (runner, arguments) = read_call(&operation, positional, options.as_deref(), &args)?;
+        Ok((runner.run)(&store, arguments)?)
     })?;
     output.to_js(env)
 }
 
-/// Runs operation `O` off the JavaScript thread and returns the Promise of its result, its
-/// arguments read first, on this thread: on libuv's thread pool, or on a thread of its own when
-/// the call may wait (a positive `wait_seconds`), so that a waiting worker holds none of the
-/// pool's few threads.
-pub(crate) fn later<'env, O>(
+/// `_call` as a Promise: the arguments read on this thread, the operation run on libuv's
+/// thread pool, or on a thread of its own when the call may wait (a positive
+/// `waitSeconds`), so that a waiting worker holds none of the pool's few threads.
+#[napi(js_name = "_callAsync", skip_typescript, catch_unwind)]
+pub fn call_async<'env>(
     env: &'env Env,
-    store: CoreStore,
-    given: Given<'_, '_>,
-) -> napi::Result<Unknown<'env>>
-where
-    O: Operation + 'static,
-    O::Output: Settle,
-{
-    let call = Call::<O>::read(store, &given);
-    match call {
-        Ok(call) if call.waits() => on_own_thread(env, Naming::AsIs, move || call.run()),
-        call => {
-            let job = Job::new(Naming::AsIs, call.map(|call| move || call.run()));
+    store: &Store,
+    operation: String,
+    positional: u32,
+    options: Option<String>,
+    args: Object<'_>,
+) -> napi::Result<Unknown<'env>> {
+    let store = store.core();
+    match read_call(&operation, positional, options.as_deref(), &args) {
+        Ok((runner, arguments)) if waits(&arguments) => {
+            on_own_thread(env, Naming::AsIs, move || (runner.run)(&store, arguments))
+        }
+        read => {
+            let work = read.map(|(runner, arguments)| move || (runner.run)(&store, arguments));
+            let job = Job::new(Naming::AsIs, work);
             Ok(env.spawn(job)?.promise_object().to_unknown())
         }
     }
@@ -257,41 +260,6 @@ where
 pub(crate) fn arguments_of<O: Operation>(given: &Given<'_, '_>) -> Outcome<JsArguments> {
     let shape = shape_of(O::NAME);
     JsArguments::read(given, &shape.aliases, &shape.records, true)
-}
-
-/// A call of operation `O` whose arguments were read from JavaScript.
-struct Call<O> {
-    store: CoreStore,
-    arguments: JsArguments,
-    operation: PhantomData<fn() -> O>,
-}
-
-impl<O: Operation> Call<O> {
-    fn read(store: CoreStore, given: &Given<'_, '_>) -> Outcome<Call<O>> {
-        let arguments = arguments_of::<O>(given)?;
-        Ok(Call {
-            store,
-            arguments,
-            operation: PhantomData,
-        })
-    }
-
-    /// Whether the call may wait for work to arrive (`claimNext`'s `waitSeconds`).
-    fn waits(&self) -> bool {
-        let wait = self
-            .arguments
-            .value
-            .get("wait_seconds")
-            .and_then(Value::as_f64);
-        wait.is_some_and(|seconds| seconds > 0.0)
-    }
-
-    /// Reads the arguments into the core's argument type and runs the operation.
-    fn run(self) -> handoff_core::Result<O::Output> {
-        let store = self.store;
-        self.arguments
-            .then(store.limits(), |args: O::Args| O::run(&store, args))
-    }
 }
 
 /// Whether a problem at `known` already covers one at `field` (the same argument, or a part).
@@ -699,118 +667,3 @@ fn claim_keys() -> &'static [(String, String)] {
             .unwrap_or_default()
     })
 }
-
-/// Declares the store's operations, each from one entry, as methods of `Store`:
-///
-/// ```text
-/// "The doc of both methods, a string a line."
-/// claim, claim_async = Claim(id: "string", agent: "string"; options?: "ClaimOptions")
-///     -> "Claim", "Promise<Claim>";
-/// ```
-///
-/// The doc is given as strings, not `///` comments: napi-rs copies a doc comment that reached
-/// it through `macro_rules!` into the .d.ts as the raw string literal it became (`r" ...`).
-/// `Claim` is the core operation (`handoff_core::ops::Claim`); the parameters taken by position
-/// are named by the core's arguments, with their TypeScript types; after `;` comes the options
-/// object (`?` when it may be left out), whose TypeScript type `scripts/gen-types.mjs`
-/// generates from the core's schema under that name; then the TypeScript return types of the
-/// method and of its `*Async` twin. The entries also give `methods()`, their description for
-/// the type generator.
-macro_rules! store_operations {
-    (@munch [$($done:tt)*]) => {
-        $crate::ops::store_operations!(@emit $($done)*);
-    };
-    (@munch [$($done:tt)*]
-        $($doc:literal)*
-        $sync:ident, $async:ident = $op:ident($($arg:ident: $ts:tt),*) -> $ret:tt, $aret:tt;
-        $($rest:tt)*
-    ) => {
-        $crate::ops::store_operations!(@munch [$($done)*
-            {[$($doc)*] $sync $async $op [$($arg $ts)*] [] $ret $aret}] $($rest)*);
-    };
-    (@munch [$($done:tt)*]
-        $($doc:literal)*
-        $sync:ident, $async:ident = $op:ident($($arg:ident: $ts:tt),*; $opt:ident ?: $ots:tt)
-            -> $ret:tt, $aret:tt;
-        $($rest:tt)*
-    ) => {
-        $crate::ops::store_operations!(@munch [$($done)*
-            {[$($doc)*] $sync $async $op [$($arg $ts)*] [$opt $ots true (Option<Unknown<'_>>)]
-             $ret $aret}] $($rest)*);
-    };
-    (@munch [$($done:tt)*]
-        $($doc:literal)*
-        $sync:ident, $async:ident = $op:ident($($arg:ident: $ts:tt),*; $opt:ident: $ots:tt)
-            -> $ret:tt, $aret:tt;
-        $($rest:tt)*
-    ) => {
-        $crate::ops::store_operations!(@munch [$($done)*
-            {[$($doc)*] $sync $async $op [$($arg $ts)*] [$opt $ots false (Unknown<'_>)]
-             $ret $aret}] $($rest)*);
-    };
-    (@emit $({
-        [$($doc:literal)*] $sync:ident $async:ident $op:ident [$($arg:ident $ts:tt)*]
-        [$($opt:ident $ots:tt $optional:tt ($($opt_ty:tt)*))?] $ret:tt $aret:tt
-    })*) => {
-        #[napi]
-        impl Store {
-            $(
-                $(#[doc = $doc])*
-                #[napi(catch_unwind, ts_return_type = $ret)]
-                pub fn $sync<'env>(
-                    &self,
-                    env: &'env Env,
-                    $(#[napi(ts_arg_type = $ts)] $arg: Unknown<'_>,)*
-                    $(#[napi(ts_arg_type = $ots)] $opt: $($opt_ty)*,)?
-                ) -> napi::Result<Unknown<'env>> {
-                    let given = $crate::ops::store_operations!(@given $($arg)*; $($opt)?);
-                    $crate::ops::now::<handoff_core::ops::$op>(env, self.core(), given)
-                }
-
-                $(#[doc = $doc])*
-                #[doc = ""]
-                #[doc = "As a Promise: the work runs on libuv's thread pool."]
-                #[napi(catch_unwind, ts_return_type = $aret)]
-                pub fn $async<'env>(
-                    &self,
-                    env: &'env Env,
-                    $(#[napi(ts_arg_type = $ts)] $arg: Unknown<'_>,)*
-                    $(#[napi(ts_arg_type = $ots)] $opt: $($opt_ty)*,)?
-                ) -> napi::Result<Unknown<'env>> {
-                    let given = $crate::ops::store_operations!(@given $($arg)*; $($opt)?);
-                    $crate::ops::later::<handoff_core::ops::$op>(env, self.core(), given)
-                }
-            )*
-        }
-
-        /// The store's methods over the core's operations, for the type generator.
-        pub(crate) fn methods() -> Vec<$crate::ops::Method> {
-            vec![$(
-                $crate::ops::Method::of::<handoff_core::ops::$op>(
-                    &[$((stringify!($arg), $ts)),*],
-                    $crate::ops::store_operations!(@options $($opt $ots $optional)?),
-                    [$ret, $aret],
-                )
-            ),*]
-        }
-    };
-    (@given $($arg:ident)*; $($opt:ident)?) => {
-        $crate::ops::Given {
-            positional: &[$((stringify!($arg), &$arg)),*],
-            options: $crate::ops::store_operations!(@given_options $($opt)?),
-        }
-    };
-    (@given_options) => { None };
-    (@given_options $opt:ident) => {
-        Some((stringify!($opt), $crate::ops::OptionsArgument::given(&$opt)))
-    };
-    (@options) => { None };
-    (@options $opt:ident $ts:tt $optional:tt) => {
-        Some($crate::ops::Parameter { name: stringify!($opt), ts: $ts, optional: $optional })
-    };
-    ($($entries:tt)*) => {
-        $crate::ops::store_operations!(@munch [] $($entries)*);
-    };
-}
-
-pub(crate) use store_operations;

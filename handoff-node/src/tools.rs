@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 use crate::convert;
 use crate::errors::{Naming, Outcome, camel_case, invalid};
 use crate::ops::{Given, JsArguments};
-use crate::task::{Mirror, guarded, json_to_js, sync};
+use crate::output::plain_to_js;
+use crate::run::guarded;
 
 /// A registered agent.
 #[napi(
@@ -34,14 +35,13 @@ pub struct JsAgent {
     pub collaborators: Option<Vec<String>>,
 }
 
-impl Mirror for Agent {
-    type Out = JsAgent;
-    fn mirror(self) -> JsAgent {
+impl From<Agent> for JsAgent {
+    fn from(agent: Agent) -> JsAgent {
         let Agent {
             name,
             description,
             collaborators,
-        } = self;
+        } = agent;
         JsAgent {
             name,
             description,
@@ -80,15 +80,14 @@ pub struct JsHandoffIntent {
     pub to_create_options: (),
 }
 
-impl Mirror for HandoffIntent {
-    type Out = JsHandoffIntent;
-    fn mirror(self) -> JsHandoffIntent {
+impl From<HandoffIntent> for JsHandoffIntent {
+    fn from(intent: HandoffIntent) -> JsHandoffIntent {
         let HandoffIntent {
             target,
             arguments,
             call_id,
             tool,
-        } = self;
+        } = intent;
         JsHandoffIntent {
             target,
             arguments,
@@ -129,14 +128,13 @@ pub struct JsPolicy {
 
 struct PolicyOut(ChainPolicy);
 
-impl Mirror for PolicyOut {
-    type Out = JsPolicy;
-    fn mirror(self) -> JsPolicy {
+impl From<PolicyOut> for JsPolicy {
+    fn from(policy: PolicyOut) -> JsPolicy {
         let clamp = |n: usize| (n as f64).min(crate::convert::MAX_SAFE_INTEGER);
         JsPolicy {
-            max_handoffs: clamp(self.0.max_handoffs),
-            max_revisits: clamp(self.0.max_revisits),
-            collaborators: self
+            max_handoffs: clamp(policy.0.max_handoffs),
+            max_revisits: clamp(policy.0.max_revisits),
+            collaborators: policy
                 .0
                 .collaborators
                 .unwrap_or_default()
@@ -144,24 +142,6 @@ impl Mirror for PolicyOut {
                 .map(|(from, to)| (from, to.into_iter().collect()))
                 .collect(),
         }
-    }
-}
-
-struct Options(Map<String, Value>);
-
-impl Mirror for Options {
-    type Out = Map<String, Value>;
-    fn mirror(self) -> Map<String, Value> {
-        self.0
-    }
-}
-
-struct Json(Vec<Value>);
-
-impl Mirror for Json {
-    type Out = Vec<Value>;
-    fn mirror(self) -> Vec<Value> {
-        self.0
     }
 }
 
@@ -228,7 +208,14 @@ impl AgentRegistry {
     /// The registered agents, in the order they were added.
     #[napi(catch_unwind, ts_return_type = "Agent[]")]
     pub fn agents(&self, env: Env) -> napi::Result<Unknown<'static>> {
-        sync(&env, Naming::Js, || Ok(self.inner.agents().to_vec()))
+        let agents: Vec<JsAgent> = self
+            .inner
+            .agents()
+            .iter()
+            .cloned()
+            .map(Into::into)
+            .collect();
+        plain_to_js(&env, &agents)
     }
 
     /// The `transfer_to_<agent>` tools `agent` may call, exactly in `provider`'s tool JSON
@@ -246,24 +233,24 @@ impl AgentRegistry {
         agent: Unknown<'_>,
         provider: Unknown<'_>,
     ) -> napi::Result<Unknown<'static>> {
-        sync(&env, Naming::AsIs, || {
+        let tools = guarded(&env, Naming::AsIs, || {
             let given = Given {
                 positional: &[("agent", &agent), ("provider", &provider)],
                 options: None,
             };
             let args = JsArguments::read(&given, &[], &[], false)?;
             let tools = args.then(&Limits::default(), |a: ops::ToolsArgs| a.tools(&self.inner))?;
-            Ok(Json(tools))
-        })
+            Ok(tools)
+        })?;
+        plain_to_js(&env, &tools)
     }
 
     /// The chain policy the registry implies (collaborators from the registry, the rest from
     /// `base` or the defaults), to pass to `open(path, { policy })`.
     #[napi(catch_unwind, ts_return_type = "Policy")]
     pub fn policy(&self, env: Env) -> napi::Result<Unknown<'static>> {
-        sync(&env, Naming::Js, || {
-            Ok(PolicyOut(self.inner.policy(ChainPolicy::default())))
-        })
+        let policy = PolicyOut(self.inner.policy(ChainPolicy::default()));
+        plain_to_js(&env, &JsPolicy::from(policy))
     }
 
     /// Reads a provider's response (an object or a list, or its JSON text) for a handoff by
@@ -293,7 +280,7 @@ impl AgentRegistry {
             detect(&self.inner, &response, &from_agent, &options)
         })? {
             Some(intent) => intent_to_js(&env, intent),
-            None => json_to_js(&env, None::<HandoffIntent>),
+            None => plain_to_js(&env, &Value::Null),
         }
     }
 }
@@ -333,11 +320,11 @@ fn detect(
 /// The intent as a plain object with a non-enumerable `toCreateOptions` method (so that JSON
 /// and `deepEqual` see only the data).
 fn intent_to_js(env: &Env, intent: HandoffIntent) -> napi::Result<Unknown<'static>> {
-    let value = json_to_js(env, intent.clone())?;
+    let value = plain_to_js(env, &JsHandoffIntent::from(intent.clone()))?;
     let mut object: Object<'_> = value.coerce_to_object()?;
     let method = env.create_function_from_closure::<napi::bindgen_prelude::FnArgs<(String, String, String)>, _, _>("toCreateOptions", move |ctx| {
         let options = guarded(ctx.env, Naming::Js, || create_options(&intent, &ctx))?;
-        json_to_js(ctx.env, Options(options))
+        plain_to_js(ctx.env, &options)
     })?;
     object.define_properties(&[Property::new()
         .with_utf8_name("toCreateOptions")?

@@ -3,6 +3,7 @@
 //! answer or a problem is the same as from every other face. Seed 001's bundle API is here
 //! exactly; everything else follows its style.
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use axum::extract::Request;
@@ -45,7 +46,7 @@ pub(super) enum Shape {
 pub(super) struct Route {
     pub method: &'static str,
     /// Under `/api/v1`; `{name}` segments are the operation's arguments of that name.
-    pub path: String,
+    pub path: Cow<'static, str>,
     /// The catalog operation.
     pub op: &'static str,
     /// The OpenAPI `operationId`, when two routes share an operation.
@@ -53,51 +54,48 @@ pub(super) struct Route {
     pub shape: Shape,
 }
 
-/// A route of the table of exceptions.
-struct Own {
-    method: &'static str,
-    path: &'static str,
-    op: &'static str,
+const fn route(
+    (method, path, op): (&'static str, &'static str, &'static str),
     id: Option<&'static str>,
     shape: Shape,
-}
-
-const fn own(method: &'static str, path: &'static str, op: &'static str) -> Own {
-    Own {
+) -> Route {
+    Route {
         method,
-        path,
+        path: Cow::Borrowed(path),
         op,
-        id: None,
-        shape: Shape::Plain,
+        id,
+        shape,
     }
 }
 
-const fn claim(path: &'static str, op: &'static str) -> Own {
-    Own {
-        shape: Shape::Claim,
-        ..own("POST", path, op)
-    }
+const fn own(method: &'static str, path: &'static str, op: &'static str) -> Route {
+    route((method, path, op), None, Shape::Plain)
+}
+
+const fn claim(path: &'static str, op: &'static str) -> Route {
+    route(("POST", path, op), None, Shape::Claim)
 }
 
 /// The operations served elsewhere than their command's name says ([`default_route`]): an
 /// operation here is served at exactly the routes it has here.
-const OWN_ROUTES: &[Own] = &[
+const OWN_ROUTES: &[Route] = &[
     // Seed 001's bundle API, exactly.
     own("GET", "/bundles/shared/{token}", "bundle_by_token"),
-    Own {
-        id: Some("import_stored_bundle"),
-        shape: Shape::StoredBundle,
-        ..own("POST", "/bundles/{id}/import", "import_bundle")
-    },
+    route(
+        ("POST", "/bundles/{id}/import", "import_bundle"),
+        Some("import_stored_bundle"),
+        Shape::StoredBundle,
+    ),
     own("POST", "/bundles/import", "import_bundle"),
     own("PATCH", "/bundles/{id}/visibility", "set_visibility"),
     own("POST", "/bundle-keys", "trust_bundle_keys"),
     // Seed 001's word for claiming (`{"agent_id": ...}`), answered with the claim.
     own("POST", "/handoffs/{id}/claim", "claim"),
-    Own {
-        id: Some("accept_handoff"),
-        ..own("POST", "/handoffs/{id}/accept", "claim")
-    },
+    route(
+        ("POST", "/handoffs/{id}/accept", "claim"),
+        Some("accept_handoff"),
+        Shape::Plain,
+    ),
     own("POST", "/handoffs/claim-next", "claim_next"),
     // A task's step, settled with its claim like any handoff.
     claim("/handoffs/{handoff_id}/fail-step", "fail_step"),
@@ -106,10 +104,11 @@ const OWN_ROUTES: &[Own] = &[
         "/handoffs/{handoff_id}/resolve-escalation",
         "resolve_escalation",
     ),
-    Own {
-        id: Some("handoff_events"),
-        ..own("GET", "/handoffs/{handoff_id}/events", "events")
-    },
+    route(
+        ("GET", "/handoffs/{handoff_id}/events", "events"),
+        Some("handoff_events"),
+        Shape::Plain,
+    ),
     own("GET", "/events", "events"),
     own("GET", "/queue", "queue_counts"),
     own("POST", "/tasks/rerun", "rerun_task"),
@@ -181,7 +180,7 @@ fn default_route(op: &Op) -> Route {
     };
     Route {
         method,
-        path,
+        path: Cow::Owned(path),
         op: op.name(),
         id: None,
         shape,
@@ -194,17 +193,11 @@ pub(super) fn routes() -> &'static [Route] {
     ROUTES.get_or_init(|| {
         let mut routes = Vec::new();
         for op in operations::all() {
-            let own: Vec<&Own> = OWN_ROUTES.iter().filter(|r| r.op == op.name()).collect();
-            if own.is_empty() {
+            let own = OWN_ROUTES.iter().filter(|r| r.op == op.name());
+            if own.clone().next().is_none() {
                 routes.push(default_route(op));
             }
-            routes.extend(own.into_iter().map(|r| Route {
-                method: r.method,
-                path: r.path.to_owned(),
-                op: r.op,
-                id: r.id,
-                shape: r.shape,
-            }));
+            routes.extend(own.cloned());
         }
         routes
     })
@@ -664,10 +657,8 @@ mod tests {
         assert_eq!(route("chain"), "GET /tasks/{task_id}/chain");
         assert_eq!(route("stats"), "GET /stats");
         assert_eq!(route("protocol_run"), "GET /protocol/{task_id}");
-        let unique: std::collections::BTreeSet<(&str, &str)> = routes()
-            .iter()
-            .map(|r| (r.method, r.path.as_str()))
-            .collect();
+        let unique: std::collections::BTreeSet<(&str, &str)> =
+            routes().iter().map(|r| (r.method, &*r.path)).collect();
         assert_eq!(unique.len(), routes().len(), "a route twice");
     }
 

@@ -17,6 +17,7 @@ pub(super) const TRUSTED_KEY: &str = "trusted_bundle_key";
 
 /// A public key the store trusts to vouch for bundles.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct TrustedKey {
     /// `ed25519:` and 64 hex digits.
     pub public_key: String,

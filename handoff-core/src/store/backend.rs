@@ -136,6 +136,7 @@ impl EventFilter {
 /// What a backend can do beyond the contract every backend keeps, so that a caller can ask
 /// before relying on it (`store.capabilities()` in every face).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Capabilities {
     /// The store outlives the process that opened it.
     pub durable: bool,

@@ -13,6 +13,7 @@ use crate::error::Result;
 
 /// One piece of damage [`Store::check`] found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Damage {
     /// What is damaged: a file of a files store (`handoffs/<id>.json`, `events.jsonl line
     /// 7`), or a part of a database store (`handoffs`, `integrity`).
@@ -26,6 +27,7 @@ pub struct Damage {
 
 /// What [`Store::check`] found: nothing damaged when `damage` is empty.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct CheckReport {
     /// Each damage, in the order it was found.
     pub damage: Vec<Damage>,

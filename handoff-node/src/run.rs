@@ -5,11 +5,13 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use napi::JsValue;
-use napi::bindgen_prelude::{AsyncTask, Function, JsObjectValue, Object, ToNapiValue};
+use napi::bindgen_prelude::{AsyncTask, JsObjectValue, ToNapiValue};
 use napi::{Env, ScopedTask, Unknown};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::errors::{self, Failure, Naming, Outcome};
+use crate::output;
 
 /// A core value returned to JavaScript by a [`Job`].
 pub trait ToJs: Send + 'static {
@@ -17,77 +19,11 @@ pub trait ToJs: Send + 'static {
     fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>>;
 }
 
-/// A core value whose JavaScript form is plain JSON: its mirror type (a `#[napi(object)]` struct
-/// that also gives the `.d.ts` its interface) is serialised in Rust and built by `JSON.parse`.
-///
-/// Building the object with `JSON.parse` is about three times faster than setting ~40
-/// properties one N-API call at a time, and it makes records plain JSON by construction.
-pub trait Mirror: Send + 'static {
-    /// The camelCase mirror.
-    type Out: Serialize;
-    /// Converts it.
-    fn mirror(self) -> Self::Out;
-}
-
-impl<T: Mirror> Mirror for Vec<T> {
-    type Out = Vec<T::Out>;
-    fn mirror(self) -> Self::Out {
-        self.into_iter().map(Mirror::mirror).collect()
-    }
-}
-
-impl<T: Mirror> Mirror for Option<T> {
-    type Out = Option<T::Out>;
-    fn mirror(self) -> Self::Out {
-        self.map(Mirror::mirror)
-    }
-}
-
-impl Mirror for String {
-    type Out = String;
-    fn mirror(self) -> String {
-        self
-    }
-}
-
-impl Mirror for bool {
-    type Out = bool;
-    fn mirror(self) -> bool {
-        self
-    }
-}
-
-impl Mirror for usize {
-    type Out = usize;
-    fn mirror(self) -> usize {
-        self
-    }
-}
-
-impl<T: Mirror> ToJs for T {
-    fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
-        json_to_js(env, self)
-    }
-}
-
 /// The result of a call that returns nothing: `undefined` in JavaScript.
 impl ToJs for () {
     fn to_js<'env>(self, env: &'env Env) -> napi::Result<Unknown<'env>> {
         ().into_unknown(env)
     }
-}
-
-/// Builds the JavaScript value of `value`'s mirror with `JSON.parse`.
-pub(crate) fn json_to_js<T: Mirror>(env: &Env, value: T) -> napi::Result<Unknown<'static>> {
-    // Sized for a typical record, so that serialising does not reallocate as it grows.
-    let mut text = Vec::with_capacity(4096);
-    serde_json::to_writer(&mut text, &value.mirror())
-        .map_err(|e| napi::Error::from_reason(format!("cannot serialise a result: {e}")))?;
-    let text = String::from_utf8(text)
-        .map_err(|e| napi::Error::from_reason(format!("cannot serialise a result: {e}")))?;
-    let json: Object<'static> = env.get_global()?.get_named_property("JSON")?;
-    let parse: Function<'static, String, Unknown<'static>> = json.get_named_property("parse")?;
-    parse.call(text)
 }
 
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -110,12 +46,12 @@ pub(crate) fn guarded<T>(
 }
 
 /// Runs `call` on the JavaScript thread and converts its result or failure.
-pub(crate) fn sync<T: Mirror>(
+pub(crate) fn sync<'env, T: Serialize + JsonSchema + 'static>(
     env: &Env,
     naming: Naming,
     call: impl FnOnce() -> Outcome<T>,
-) -> napi::Result<Unknown<'static>> {
-    json_to_js(env, guarded(env, naming, call)?)
+) -> napi::Result<Unknown<'env>> {
+    output::to_js(env, &guarded(env, naming, call)?)
 }
 
 /// A result that can settle a promise from a thread of its own ([`on_own_thread`]), where the
@@ -123,12 +59,6 @@ pub(crate) fn sync<T: Mirror>(
 pub trait Settle: ToJs {
     /// Converts it on the JavaScript thread.
     fn settle(self, env: Env) -> napi::Result<Unknown<'static>>;
-}
-
-impl<T: Mirror> Settle for T {
-    fn settle(self, env: Env) -> napi::Result<Unknown<'static>> {
-        json_to_js(&env, self)
-    }
 }
 
 impl Settle for () {
