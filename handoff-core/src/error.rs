@@ -1,4 +1,5 @@
-//! The one error type of the crate.
+//! The one error type of the crate, and what its variants carry ([`Problem`], [`ChainViolation`]).
+//! It names nothing above the words of a handoff's state, so every module can use it.
 //!
 //! The variants form a small, stable set of kinds that every binding maps in exactly one place
 //! (Python exception classes, JavaScript `code`s, a uniffi enum). Backend errors are wrapped in
@@ -6,8 +7,9 @@
 
 use std::fmt;
 
-use crate::chain::ChainViolation;
-use crate::record::Status;
+use serde::{Deserialize, Serialize};
+
+use crate::handoff::status::Status;
 
 /// `Result` with [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -226,5 +228,64 @@ impl fmt::Display for Problems<'_> {
             write!(f, "{problem}")?;
         }
         Ok(())
+    }
+}
+
+/// A new hop refused by a [`ChainPolicy`](crate::ChainPolicy).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("chain violation on task {task_id} ({}): {rule}", .path.join(" → "))]
+pub struct ChainViolation {
+    /// The task.
+    pub task_id: String,
+    /// The path the task would take with the refused hop at its end.
+    pub path: Vec<String>,
+    /// The rule the hop breaks.
+    pub rule: ChainRule,
+}
+
+/// Which rule of a [`ChainPolicy`](crate::ChainPolicy) a hop breaks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
+pub enum ChainRule {
+    /// The new hop's path has made `limit` hops already.
+    MaxHandoffs {
+        /// The policy's `max_handoffs`.
+        limit: usize,
+    },
+    /// `agent` is in the path already, more often than `limit` revisits allow.
+    Revisit {
+        /// The agent that would appear again.
+        agent: String,
+        /// The policy's `max_revisits`.
+        limit: usize,
+    },
+    /// The registry does not let `from` hand off to `to`.
+    NotCollaborator {
+        /// The sender.
+        #[cfg_attr(feature = "uniffi", uniffi(name = "from_agent"))]
+        from: String,
+        /// The refused addressee.
+        #[cfg_attr(feature = "uniffi", uniffi(name = "to_agent"))]
+        to: String,
+    },
+}
+
+impl fmt::Display for ChainRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChainRule::MaxHandoffs { limit } => {
+                write!(f, "the path reached max_handoffs ({limit})")
+            }
+            ChainRule::Revisit { agent, limit } => {
+                write!(
+                    f,
+                    "{agent} would appear again, beyond max_revisits ({limit})"
+                )
+            }
+            ChainRule::NotCollaborator { from, to } => {
+                write!(f, "{from} is not allowed to hand off to {to}")
+            }
+        }
     }
 }

@@ -1,28 +1,14 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod agent_files;
-pub mod bundle;
-pub mod chain;
+// The base, each module using only those listed before it: `clock`; `handoff::status` (a
+// handoff's `Kind` and `Status`); `error` (the one error type); `validate` (the generic rules);
+// `protocol`'s body and checks; `handoff::record` (the record and its own rules); then `chain`
+// and `machine`. The feature folders build on them.
 pub mod clock;
-pub mod context;
-pub mod curation;
 mod error;
-pub mod machine;
-mod markdown;
-pub mod messages;
-pub mod ops;
-pub mod plan;
-pub mod protocol;
-pub mod record;
 pub mod redact;
-mod relevance;
-pub mod replay;
 pub mod schema;
-pub mod stats;
-pub mod store;
-pub mod task;
-pub mod tools;
 #[cfg(feature = "uniffi")]
 mod uniffi_types;
 pub mod validate;
@@ -32,7 +18,28 @@ pub mod validate;
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("handoff_ffi_core");
 
-pub use agent_files::AgentFile;
+// One folder per feature: its pure part, its part of the `Store`, its operations.
+pub mod bundle;
+pub mod context;
+pub mod curation;
+mod handoff;
+mod memory;
+pub mod protocol;
+pub mod replay;
+mod retention;
+pub mod task;
+pub mod tools;
+
+// The store's heart (`Store`, `Backend`/`Tx`, the backends, the conformance suite) and the
+// operation catalog.
+pub mod ops;
+pub mod store;
+
+// The paths these modules had before they moved into their feature's folder.
+pub use context::messages;
+pub use handoff::{chain, machine, record, stats};
+pub use task::plan;
+
 pub use chain::{Chain, ChainPolicy, ChainRule, ChainViolation, Hop, NewHop};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{ContextBuilder, Packet};
@@ -47,6 +54,7 @@ pub use store::{
     Capabilities, CheckReport, Claim, ClaimRef, ClaimSecret, ConnectOptions, DEFAULT_LEASE, Damage,
     EventFilter, ListFilter, QueueCount, Store, Synchronous,
 };
+pub use tools::AgentFile;
 pub use tools::{AgentRegistry, HandoffIntent, Provider};
 pub use validate::{Limits, MAX_DEPTH};
 

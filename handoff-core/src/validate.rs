@@ -1,9 +1,10 @@
-//! The rules every record obeys, checked on create and on import, all reported at once.
+//! The rules every input obeys, all reported at once: ids and agent names, texts and lists
+//! against the [`Limits`], JSON nesting and size. A handoff record's own rules, which use these,
+//! are in `handoff/check.rs`; this module uses nothing above the error type.
 
 use serde_json::Value;
 
 use crate::error::{Error, Problem, Result};
-use crate::record::{Handoff, Reason, SCHEMA_VERSION};
 
 /// The deepest nesting a limit may allow. Every reader must read back what was written:
 /// serde_json stops at 128 levels, and a record travels inside envelopes (an event, an export,
@@ -202,155 +203,6 @@ pub(crate) fn list(c: &mut Collector, limits: &Limits, field: &str, items: &[Str
     }
 }
 
-/// Checks every rule of a record.
-pub(crate) fn record(h: &Handoff, limits: &Limits) -> Result<()> {
-    let mut c = Collector::default();
-    if h.schema_version != SCHEMA_VERSION {
-        c.push(
-            "schema_version",
-            format!("must be {SCHEMA_VERSION}, is {}", h.schema_version),
-        );
-    }
-    c.ident("id", &h.id);
-    c.ident("task_id", &h.task_id);
-    c.opt_ident("session_id", h.session_id.as_deref());
-    c.opt_ident("parent_id", h.parent_id.as_deref());
-    c.opt_agent("from_agent", h.from_agent.as_deref());
-    c.opt_agent("to_agent", h.to_agent.as_deref());
-    c.opt_agent("claimed_by", h.claimed_by.as_deref());
-    if h.goal.trim().is_empty() {
-        c.push("goal", "must not be empty");
-    }
-    text(&mut c, limits, "goal", &h.goal);
-    text(&mut c, limits, "progress_summary", &h.progress_summary);
-    if let Some(instructions) = &h.instructions {
-        text(&mut c, limits, "instructions", instructions);
-    }
-    if let Some(outcome) = &h.outcome {
-        text(&mut c, limits, "outcome", outcome);
-    }
-    match &h.reason {
-        Reason::ContextLimit { percent } if *percent > 100 => {
-            c.push("reason", "context_limit percent must be between 0 and 100");
-        }
-        Reason::FatalError { message } => text(&mut c, limits, "reason", message),
-        _ => {}
-    }
-    for (field, items) in [
-        ("completed_steps", &h.completed_steps),
-        ("pending_steps", &h.pending_steps),
-        ("key_decisions", &h.key_decisions),
-        ("assumptions", &h.assumptions),
-        ("warnings", &h.warnings),
-        ("unresolved_errors", &h.unresolved_errors),
-        ("blockers", &h.blockers),
-        ("modified_files", &h.modified_files),
-        ("locked_files", &h.locked_files),
-        ("priority_items", &h.priority_items),
-        ("success_criteria", &h.success_criteria),
-    ] {
-        list(&mut c, limits, field, items);
-    }
-    if let Some(percent) = h.context_usage_percent
-        && percent > 100
-    {
-        c.push("context_usage_percent", "must be between 0 and 100");
-    }
-    let too_deep = deeper_than(&h.metadata, limits.max_depth);
-    if let Some(depth) = too_deep {
-        c.push(
-            "metadata",
-            format!(
-                "must nest at most {} levels, nests {depth} or more",
-                limits.max_depth
-            ),
-        );
-    }
-    if let Some(expires_at) = h.expires_at
-        && expires_at <= h.created_at
-    {
-        c.push("expires_at", "must be after created_at");
-    }
-    if h.max_attempts == 0 {
-        c.push("max_attempts", "must be at least 1");
-    }
-    if let Some(body) = &h.protocol {
-        for problem in crate::protocol::check_body(body, h.kind, &h.task_id, limits) {
-            c.push(problem.field, problem.rule);
-        }
-    }
-    // Serialising to measure is a tenth of a create: only do it when a cheap upper bound
-    // cannot already show the record is small enough. Metadata nested too deep is never
-    // serialised (that recursion could exhaust the stack): it is refused already.
-    let size = if too_deep.is_some() || json_size_bound(h) <= limits.max_record_bytes {
-        0
-    } else {
-        json_size(h)
-    };
-    if size > limits.max_record_bytes {
-        c.push(
-            "record",
-            format!(
-                "must be at most {} bytes as JSON, is {size}",
-                limits.max_record_bytes
-            ),
-        );
-    }
-    c.finish()
-}
-
-/// An upper bound of the length of a record's JSON form: every byte of text escaped to six,
-/// and room to spare for keys, numbers and times.
-fn json_size_bound(h: &Handoff) -> usize {
-    const FIXED: usize = 2048;
-    const PER_ITEM: usize = 8;
-    let text = |s: &str| s.len() * 6 + PER_ITEM;
-    let opt = |s: &Option<String>| s.as_deref().map_or(0, text);
-    let list = |items: &[String]| items.iter().map(|s| text(s)).sum::<usize>();
-    let metadata = if h.metadata.is_empty() {
-        0
-    } else {
-        json_size(&h.metadata)
-    };
-    let protocol = h.protocol.as_ref().map_or(0, json_size);
-    FIXED
-        + metadata
-        + protocol
-        + [&h.id, &h.task_id, &h.goal, &h.progress_summary]
-            .map(|s| text(s))
-            .iter()
-            .sum::<usize>()
-        + [
-            &h.session_id,
-            &h.parent_id,
-            &h.from_agent,
-            &h.to_agent,
-            &h.instructions,
-            &h.claimed_by,
-            &h.outcome,
-        ]
-        .map(opt)
-        .iter()
-        .sum::<usize>()
-        + text(&h.reason.to_string())
-        + [
-            &h.completed_steps,
-            &h.pending_steps,
-            &h.key_decisions,
-            &h.assumptions,
-            &h.warnings,
-            &h.unresolved_errors,
-            &h.blockers,
-            &h.modified_files,
-            &h.locked_files,
-            &h.priority_items,
-            &h.success_criteria,
-        ]
-        .map(|items| list(items))
-        .iter()
-        .sum::<usize>()
-}
-
 /// The length of a value's JSON form, counted without building it.
 pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     struct Counter(usize);
@@ -435,7 +287,7 @@ fn joined(path: &str, key: &str) -> String {
     }
 }
 
-fn deeper_than(metadata: &serde_json::Map<String, Value>, max: usize) -> Option<usize> {
+pub(crate) fn deeper_than(metadata: &serde_json::Map<String, Value>, max: usize) -> Option<usize> {
     let mut stack: Vec<(&Value, usize)> = metadata.values().map(|v| (v, 1)).collect();
     while let Some((value, depth)) = stack.pop() {
         if depth > max {

@@ -8,7 +8,9 @@
 //! subcommands from [`catalog`], and the Python stubs are generated from it.
 //!
 //! Adding an operation: write the store method, then its argument struct and `Operation` impl
-//! here, and add it to [`catalog`]; ARCHITECTURE.md lists the one line each face adds.
+//! in its feature's `ops.rs` (`task/ops.rs`, `curation/ops.rs`, ...), re-exported here, and add
+//! it to [`catalog`]; ARCHITECTURE.md lists the one line each face adds. This module keeps what
+//! every operation shares: the traits, the catalog, and reading arguments (`parse`).
 //!
 //! ```
 //! use handoff_core::ops::{self, Operation};
@@ -37,29 +39,27 @@ use crate::error::{Problem, Result};
 use crate::store::Store;
 use crate::validate::Limits;
 
-mod bundles;
 mod connect;
-mod curation;
-mod handoffs;
 mod parse;
-mod protocol;
-mod retention;
-mod tasks;
-mod tools;
 
-pub use bundles::*;
-pub use connect::ConnectArgs;
-pub use curation::*;
-pub use handoffs::*;
-pub use protocol::*;
-pub use retention::*;
-pub use tasks::*;
-pub use tools::{
+// Each feature's operations live in the feature's folder (`task/ops.rs`, ...); the catalog
+// names them all here, under the paths the faces use.
+pub use crate::bundle::ops::*;
+pub use crate::context::ops::*;
+pub use crate::curation::ops::*;
+pub use crate::handoff::ops::*;
+pub use crate::memory::ops::*;
+pub use crate::protocol::ops::*;
+pub use crate::replay::ops::*;
+pub use crate::retention::ops::*;
+pub use crate::task::ops::*;
+pub use crate::tools::ops::{
     AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
 };
+pub use connect::ConnectArgs;
 
 /// Adds the problems of the branch name `name`, given as `field`, to `problems`.
-fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
+pub(crate) fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
     if let Err(err) = crate::curation::Branch::named(field, name) {
         problems.extend(err.problems().iter().cloned());
     }

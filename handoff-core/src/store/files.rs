@@ -38,8 +38,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::claim::{hex, unhex};
 use super::turnstile::{Turn, Turnstile};
+use super::{hex, unhex};
 use crate::chain::Hop;
 use crate::error::{Error, Result};
 use crate::machine::{Change, Event, NewEvent};

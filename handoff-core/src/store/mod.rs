@@ -1,4 +1,10 @@
 //! The [`Store`]: the state machine on top of a storage [`Backend`].
+//!
+//! This folder is the store's heart: opening and connecting ([`ConnectOptions`], [`Location`]),
+//! the handoff lifecycle every feature builds on (create, claim, settle, the log), the
+//! [`Backend`]/[`Tx`] contract, the backends (`memory`, `sqlite`, `files`, `postgres`), `check`
+//! and the conformance suite. Each feature's own part of the `Store` lives in its folder
+//! (`task/store.rs`, `curation/store.rs`, ...) and its types keep their paths here.
 
 use std::collections::BTreeMap;
 #[cfg(feature = "sqlite")]
@@ -16,28 +22,14 @@ use crate::machine::{Change, Command, Event, NewEvent, Transition, transition};
 use crate::record::{Handoff, Kind, NewHandoff, Status};
 use crate::validate::{self, Limits};
 
-mod agent_memory;
 mod backend;
-mod bundle_keys;
-mod bundles;
 pub(crate) mod check;
-mod claim;
-mod curation;
 pub mod files;
-mod knowledge;
-mod lease;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-mod protocol_runs;
-mod replay;
-mod rerun;
-mod retention;
-mod sessions;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
-mod successor;
-mod tasks;
 mod turnstile;
 mod url;
 mod waiting;
@@ -45,28 +37,33 @@ mod waiting;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 
-pub use agent_memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
-pub(crate) use backend::hop_of;
 pub use backend::{
     Backend, Capabilities, Doc, EventFilter, Exported, ListFilter, QueueCount, Tx, WorkSignal,
 };
-pub use bundle_keys::TrustedKey;
-pub(crate) use bundles::NO_SOURCE;
-pub use bundles::{Bundle, BundleStatus, ImportReport, NewBundle};
+pub(crate) use backend::{body, hop_of, number_key, numbered, parsed};
 pub use check::{CheckReport, Damage};
-pub use claim::{Claim, ClaimRef, ClaimSecret};
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) use claim::{ReadSecret, stored_digest};
-pub(crate) use claim::{hex, unhex};
-pub(crate) use curation::check_messages;
-pub use curation::{MAX_MESSAGES_PER_CALL, NewConversation};
-pub use lease::{DROPPED, Lease};
-pub use rerun::Rerun;
-pub use retention::{BACKUP_MAGIC, BackupSummary, DEFAULT_KEEP_DETAILS_DAYS, DEFAULT_KEEP_LAST};
-pub use sessions::Session;
-pub use successor::{ContextOptions, DEFAULT_BUDGET_CHARS, DEFAULT_BUDGET_TOKENS};
-pub use tasks::Task;
 pub use url::{Location, display_url, hide_url_passwords, url_password};
+
+// Each feature's part of the `Store` lives in the feature's folder; its types keep the paths
+// they had here.
+pub use crate::bundle::keys::TrustedKey;
+pub(crate) use crate::bundle::store::NO_SOURCE;
+pub use crate::bundle::store::{Bundle, BundleStatus, ImportReport, NewBundle};
+pub use crate::context::successor::{ContextOptions, DEFAULT_BUDGET_CHARS, DEFAULT_BUDGET_TOKENS};
+pub(crate) use crate::curation::store::check_messages;
+pub use crate::curation::store::{MAX_MESSAGES_PER_CALL, NewConversation};
+pub use crate::handoff::claim::{Claim, ClaimRef, ClaimSecret};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use crate::handoff::claim::{ReadSecret, stored_digest};
+pub(crate) use crate::handoff::claim::{hex, unhex};
+pub use crate::handoff::lease::{DROPPED, Lease};
+pub use crate::memory::sessions::Session;
+pub use crate::memory::{MAX_MEMORY_UPDATE_ROUNDS, Memory};
+pub use crate::retention::{
+    BACKUP_MAGIC, BackupSummary, DEFAULT_KEEP_DETAILS_DAYS, DEFAULT_KEEP_LAST,
+};
+pub use crate::task::rerun::Rerun;
+pub use crate::task::store::Task;
 
 /// How durable each commit is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -203,10 +200,10 @@ const REAP_BATCH: usize = 32;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Store {
-    backend: Arc<dyn Backend>,
-    clock: Arc<dyn Clock>,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) clock: Arc<dyn Clock>,
     policy: Arc<ChainPolicy>,
-    limits: Arc<Limits>,
+    pub(crate) limits: Arc<Limits>,
 }
 
 impl Store {
@@ -530,7 +527,7 @@ impl Store {
         let secret = ClaimSecret::generate()?;
         let handoff = self.change_one(id, &mut |tx, h| {
             if h.status == Status::Pending
-                && let Some(reason) = tasks::not_a_member(tx, &h, agent)?
+                && let Some(reason) = crate::task::store::not_a_member(tx, &h, agent)?
             {
                 return Err(Error::InvalidTransition {
                     id: h.id,
@@ -577,7 +574,7 @@ impl Store {
             // Skips what the policy does not let `agent` take, and steps offered to the
             // members of tasks it did not join, oldest first.
             while let Some(h) = next.take() {
-                if tasks::not_a_member(tx, &h, agent)?.is_some() {
+                if crate::task::store::not_a_member(tx, &h, agent)?.is_some() {
                     next = tx.next_claimable(agent, task_id, now, Some(&h.id))?;
                     continue;
                 }
@@ -776,7 +773,7 @@ impl Store {
 
     /// Runs `change` on the record `id` as one write transaction sees it; `NotFound` when
     /// there is none. `change` may run again when the backend retries the transaction.
-    fn change_one(
+    pub(crate) fn change_one(
         &self,
         id: &str,
         change: &mut dyn FnMut(&mut dyn Tx, Handoff) -> Result<Handoff>,
@@ -956,7 +953,7 @@ impl Store {
         self.backend.queue_counts()
     }
 
-    fn check_text(&self, field: &str, text: &str) -> Result<()> {
+    pub(crate) fn check_text(&self, field: &str, text: &str) -> Result<()> {
         if text.len() > self.limits.max_field_bytes {
             return Err(Error::invalid(
                 field,
@@ -979,7 +976,7 @@ fn claim_of(handoff: Handoff, secret: ClaimSecret, lease: Duration) -> Claim {
 /// Writes a new record with its `created` event, by `actor`, and lists it in its session.
 fn write_created(tx: &mut dyn Tx, record: &Handoff, actor: Option<String>) -> Result<()> {
     tx.insert(record)?;
-    sessions::note(tx, record)?;
+    crate::memory::sessions::note(tx, record)?;
     tx.append(NewEvent {
         handoff_id: record.id.clone(),
         at: record.created_at,
@@ -995,7 +992,7 @@ fn write_created(tx: &mut dyn Tx, record: &Handoff, actor: Option<String>) -> Re
 /// message) with its `created` event, by `actor`. The chain policy, which guards free-form
 /// hand-offs, is not applied: a plan's steps and a protocol run's messages are bounded by
 /// their own rules (a plan's shape, a run's iterations and retries).
-fn insert_handoff(
+pub(crate) fn insert_handoff(
     tx: &mut dyn Tx,
     new: NewHandoff,
     actor: Option<String>,
@@ -1010,7 +1007,7 @@ fn insert_handoff(
 
 /// Refuses `claim` on `h` when it presents `h`'s current token without the secret that its
 /// claim handed out. A stale token is the state machine's to refuse.
-fn prove_claim(tx: &mut dyn Tx, h: &Handoff, claim: &ClaimRef) -> Result<()> {
+pub(crate) fn prove_claim(tx: &mut dyn Tx, h: &Handoff, claim: &ClaimRef) -> Result<()> {
     if h.status == Status::Claimed && h.claim_token == Some(claim.token) {
         let proven = tx
             .claim_secret(&h.id)?
@@ -1042,23 +1039,23 @@ fn take(
 
 /// Writes a transition's record and events, and applies them to the task step or the protocol
 /// run the record carries, if any; returns the record.
-fn persist(tx: &mut dyn Tx, t: Transition) -> Result<Handoff> {
+pub(crate) fn persist(tx: &mut dyn Tx, t: Transition) -> Result<Handoff> {
     if t.events.is_empty() {
         return Ok(t.record);
     }
     tx.update(&t.record)?;
-    if tasks::carries_step(&t.record) {
+    if crate::task::store::carries_step(&t.record) {
         for event in &t.events {
             tx.append(event.clone())?;
         }
-        tasks::follow(tx, &t.record, &t.events)?;
+        crate::task::store::follow(tx, &t.record, &t.events)?;
     } else {
         for event in t.events {
             tx.append(event)?;
         }
     }
     if t.record.protocol.is_some() {
-        protocol_runs::follow(tx, &t.record)?;
+        crate::protocol::store::follow(tx, &t.record)?;
     }
     Ok(t.record)
 }
@@ -1073,7 +1070,7 @@ fn settle(tx: &mut dyn Tx, due: Vec<Handoff>, now: DateTime<Utc>) -> Result<usiz
 }
 
 /// A new time-ordered id: a UUIDv7 from the store's clock, monotonic within the process.
-fn new_id(now: DateTime<Utc>) -> String {
+pub(crate) fn new_id(now: DateTime<Utc>) -> String {
     static CONTEXT: Mutex<Option<ContextV7>> = Mutex::new(None);
     let mut context = CONTEXT
         .lock()
