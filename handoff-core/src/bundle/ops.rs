@@ -70,7 +70,6 @@ impl Operation for CreateBundle {
     const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "create"));
     const POSITIONAL: &'static [&'static str] = &["name"];
-    const RETURNS: &'static str = "Bundle";
     type Args = CreateBundleArgs;
     type Output = Bundle;
 
@@ -107,7 +106,6 @@ impl Operation for GetBundle {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "show"));
     const POSITIONAL: &'static [&'static str] = &["id"];
-    const RETURNS: &'static str = "Bundle";
     type Args = GetBundleArgs;
     type Output = Bundle;
 
@@ -135,7 +133,6 @@ impl Operation for ListBundles {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "list"));
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "[Bundle]";
     type Args = ListBundlesArgs;
     type Output = Vec<Bundle>;
 
@@ -163,7 +160,6 @@ impl Operation for BundleByToken {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "shared"));
     const POSITIONAL: &'static [&'static str] = &["token"];
-    const RETURNS: &'static str = "Bundle";
     type Args = BundleByTokenArgs;
     type Output = Bundle;
 
@@ -192,7 +188,6 @@ impl Operation for SetVisibility {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "visibility"));
     const POSITIONAL: &'static [&'static str] = &["id", "visibility"];
-    const RETURNS: &'static str = "Bundle";
     type Args = SetVisibilityArgs;
     type Output = Bundle;
 
@@ -222,7 +217,6 @@ impl Operation for SignBundle {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "sign"));
     const POSITIONAL: &'static [&'static str] = &["id"];
-    const RETURNS: &'static str = "Bundle";
     type Args = SignBundleArgs;
     type Output = Bundle;
 
@@ -255,7 +249,6 @@ impl Operation for TrustBundleKeys {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "trust"));
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "[TrustedKey]";
     type Args = TrustBundleKeysArgs;
     type Output = Vec<crate::store::TrustedKey>;
 
@@ -282,7 +275,6 @@ impl Operation for DeleteBundle {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "delete"));
     const POSITIONAL: &'static [&'static str] = &["id"];
-    const RETURNS: &'static str = "unit";
     type Args = DeleteBundleArgs;
     type Output = ();
 
@@ -367,7 +359,6 @@ impl Operation for ImportBundle {
     const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "import"));
     const POSITIONAL: &'static [&'static str] = &["bundle"];
-    const RETURNS: &'static str = "ImportReport";
     type Args = ImportBundleArgs;
     type Output = ImportReport;
 
@@ -461,7 +452,6 @@ impl Operation for VerifyBundle {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("bundle", "verify"));
     const POSITIONAL: &'static [&'static str] = &["id"];
-    const RETURNS: &'static str = "Bundle";
     type Args = VerifyBundleArgs;
     type Output = Bundle;
 

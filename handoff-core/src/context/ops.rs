@@ -88,7 +88,6 @@ impl Operation for ContextFor {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "context"));
     const POSITIONAL: &'static [&'static str] = &["handoff_id"];
-    const RETURNS: &'static str = "Packet";
     type Args = ContextForArgs;
     type Output = Packet;
 

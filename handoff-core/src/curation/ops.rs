@@ -75,7 +75,6 @@ impl Operation for AddConversation {
     const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "add"));
     const POSITIONAL: &'static [&'static str] = &["branch", "messages"];
-    const RETURNS: &'static str = "Conversation";
     type Args = AddConversationArgs;
     type Output = Conversation;
 
@@ -116,7 +115,6 @@ impl Operation for AppendMessages {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "append"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "messages"];
-    const RETURNS: &'static str = "Conversation";
     type Args = AppendMessagesArgs;
     type Output = Conversation;
 
@@ -143,7 +141,6 @@ impl Operation for GetConversation {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "show"));
     const POSITIONAL: &'static [&'static str] = &["id"];
-    const RETURNS: &'static str = "Conversation";
     type Args = GetConversationArgs;
     type Output = Conversation;
 
@@ -177,7 +174,6 @@ impl Operation for Messages {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "messages"));
     const POSITIONAL: &'static [&'static str] = &["id"];
-    const RETURNS: &'static str = "[StoredMessage]";
     type Args = MessagesArgs;
     type Output = Vec<StoredMessage>;
 
@@ -216,7 +212,6 @@ impl Operation for ListConversations {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("conversation", "list"));
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "[Conversation]";
     type Args = ListConversationsArgs;
     type Output = Vec<Conversation>;
 
@@ -271,7 +266,6 @@ impl Operation for CherryPick {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
-    const RETURNS: &'static str = "Conversation";
     type Args = CherryPickArgs;
     type Output = Conversation;
 
@@ -358,7 +352,6 @@ impl Operation for CherryPickToFacts {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick-to-facts"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
-    const RETURNS: &'static str = "[Fact]";
     type Args = CherryPickToFactsArgs;
     type Output = Vec<Fact>;
 
@@ -408,7 +401,6 @@ impl Operation for CherryPickDecisions {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick-decisions"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
-    const RETURNS: &'static str = "Conversation";
     type Args = CherryPickDecisionsArgs;
     type Output = Conversation;
 
@@ -444,7 +436,6 @@ impl Operation for CherryPickTools {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "cherry-pick-tools"));
     const POSITIONAL: &'static [&'static str] = &["conversation_id", "target_branch"];
-    const RETURNS: &'static str = "Conversation";
     type Args = CherryPickToolsArgs;
     type Output = Conversation;
 
@@ -516,7 +507,6 @@ impl Operation for AddFacts {
     const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("facts", "add"));
     const POSITIONAL: &'static [&'static str] = &["branch", "facts"];
-    const RETURNS: &'static str = "[Fact]";
     type Args = AddFactsArgs;
     type Output = Vec<Fact>;
 
@@ -554,7 +544,6 @@ impl Operation for Facts {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("facts", "list"));
     const POSITIONAL: &'static [&'static str] = &["branch"];
-    const RETURNS: &'static str = "[Fact]";
     type Args = FactsArgs;
     type Output = Vec<Fact>;
 
@@ -578,7 +567,6 @@ impl Operation for Branches {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "branches"));
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "[BranchInfo]";
     type Args = BranchesArgs;
     type Output = Vec<BranchInfo>;
 
@@ -667,7 +655,6 @@ impl Operation for Verify {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "verify"));
     const POSITIONAL: &'static [&'static str] = &["branch"];
-    const RETURNS: &'static str = "VerifyReport";
     type Args = VerifyArgs;
     type Output = VerifyReport;
 
@@ -708,7 +695,6 @@ impl Operation for Merge {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "merge"));
     const POSITIONAL: &'static [&'static str] = &["branch"];
-    const RETURNS: &'static str = "MergeReport";
     type Args = MergeArgs;
     type Output = MergeReport;
 
@@ -737,7 +723,6 @@ impl Operation for CurationEvents {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("", "curation-events"));
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "[CurationEvent]";
     type Args = CurationEventsArgs;
     type Output = Vec<CurationEvent>;
 

@@ -412,7 +412,6 @@ impl Operation for Create {
     const NAME: &'static str = "create";
     const ACCESS: Access = Access::Creates;
     const POSITIONAL: &'static [&'static str] = &["task_id", "goal"];
-    const RETURNS: &'static str = "Handoff";
     type Args = CreateArgs;
     type Output = Handoff;
 
@@ -463,7 +462,6 @@ impl Operation for CreateMany {
     const NAME: &'static str = "create_many";
     const ACCESS: Access = Access::Creates;
     const POSITIONAL: &'static [&'static str] = &["items"];
-    const RETURNS: &'static str = "[Handoff]";
     type Args = CreateManyArgs;
     type Output = Vec<Handoff>;
 
@@ -496,7 +494,6 @@ impl Operation for Get {
     const NAME: &'static str = "get";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["id"];
-    const RETURNS: &'static str = "Handoff";
     type Args = GetArgs;
     type Output = Handoff;
 
@@ -565,7 +562,6 @@ impl Operation for List {
     const NAME: &'static str = "list";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["status", "task_id", "to_agent", "limit"];
-    const RETURNS: &'static str = "[Handoff]";
     type Args = ListArgs;
     type Output = Vec<Handoff>;
 
@@ -605,7 +601,6 @@ impl Operation for Claim {
     const NAME: &'static str = "claim";
     const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["id", "agent", "lease_seconds"];
-    const RETURNS: &'static str = "Claim";
     type Args = ClaimArgs;
     type Output = store::Claim;
 
@@ -664,7 +659,6 @@ impl Operation for ClaimNext {
     const NAME: &'static str = "claim_next";
     const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["agent", "task_id", "lease_seconds"];
-    const RETURNS: &'static str = "Claim?";
     type Args = ClaimNextArgs;
     type Output = Option<store::Claim>;
 
@@ -751,7 +745,6 @@ macro_rules! claim_operation {
             const NAME: &'static str = $name;
             const ACCESS: Access = Access::Writes;
             const POSITIONAL: &'static [&'static str] = &["claim" $(, $positional)*];
-            const RETURNS: &'static str = "Handoff";
             type Args = $args;
             type Output = Handoff;
 
@@ -837,7 +830,6 @@ impl Operation for Reject {
     const NAME: &'static str = "reject";
     const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["id", "agent", "reason"];
-    const RETURNS: &'static str = "Handoff";
     type Args = RejectArgs;
     type Output = Handoff;
 
@@ -868,7 +860,6 @@ impl Operation for Cancel {
     const NAME: &'static str = "cancel";
     const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["id", "by", "reason"];
-    const RETURNS: &'static str = "Handoff";
     type Args = CancelArgs;
     type Output = Handoff;
 
@@ -905,7 +896,6 @@ impl Operation for Events {
     const NAME: &'static str = "events";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["handoff_id", "task_id", "after", "limit"];
-    const RETURNS: &'static str = "[Event]";
     type Args = EventsArgs;
     type Output = Vec<Event>;
 
@@ -936,7 +926,6 @@ impl Operation for Chain {
     const NAME: &'static str = "chain";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["task_id"];
-    const RETURNS: &'static str = "Chain";
     type Args = ChainArgs;
     type Output = crate::chain::Chain;
 
@@ -973,7 +962,6 @@ impl Operation for Checkpoint {
     const NAME: &'static str = "checkpoint";
     const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &["task_id", "agent"];
-    const RETURNS: &'static str = "Handoff";
     type Args = CheckpointArgs;
     type Output = Handoff;
 
@@ -1019,7 +1007,6 @@ impl Operation for Stalled {
     const NAME: &'static str = "stalled";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["older_than_seconds"];
-    const RETURNS: &'static str = "[string]";
     type Args = StalledArgs;
     type Output = Vec<String>;
 
@@ -1048,7 +1035,6 @@ impl Operation for Stats {
     const NAME: &'static str = "stats";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "[PathStats]";
     type Args = StatsArgs;
     type Output = Vec<PathStats>;
 
@@ -1072,7 +1058,6 @@ impl Operation for QueueCounts {
     const NAME: &'static str = "queue_counts";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "[QueueCount]";
     type Args = QueueCountsArgs;
     type Output = Vec<crate::store::QueueCount>;
 
@@ -1096,7 +1081,6 @@ impl Operation for Capabilities {
     const NAME: &'static str = "capabilities";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "Capabilities";
     type Args = CapabilitiesArgs;
     type Output = store::Capabilities;
 
@@ -1119,7 +1103,6 @@ impl Operation for Reap {
     const NAME: &'static str = "reap";
     const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "integer";
     type Args = ReapArgs;
     type Output = usize;
 
@@ -1149,7 +1132,6 @@ impl Operation for Check {
     const NAME: &'static str = "check";
     const ACCESS: Access = Access::Writes;
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "CheckReport";
     type Args = CheckArgs;
     type Output = store::CheckReport;
 

@@ -28,7 +28,6 @@ impl Operation for MemoryGet {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "get"));
     const POSITIONAL: &'static [&'static str] = &["scope"];
-    const RETURNS: &'static str = "Memory?";
     type Args = MemoryGetArgs;
     type Output = Option<store::Memory>;
 
@@ -61,7 +60,6 @@ impl Operation for MemoryPut {
     const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "put"));
     const POSITIONAL: &'static [&'static str] = &["scope", "value", "expected_version"];
-    const RETURNS: &'static str = "Memory";
     type Args = MemoryPutArgs;
     type Output = store::Memory;
 
@@ -89,7 +87,6 @@ impl Operation for MemoryList {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "list"));
     const POSITIONAL: &'static [&'static str] = &["prefix"];
-    const RETURNS: &'static str = "[Memory]";
     type Args = MemoryListArgs;
     type Output = Vec<store::Memory>;
 
@@ -120,7 +117,6 @@ impl Operation for MemoryDelete {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("memory", "delete"));
     const POSITIONAL: &'static [&'static str] = &["scope", "expected_version"];
-    const RETURNS: &'static str = "boolean";
     type Args = MemoryDeleteArgs;
     type Output = bool;
 
@@ -148,7 +144,6 @@ impl Operation for Session {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("session", "get"));
     const POSITIONAL: &'static [&'static str] = &["session_id"];
-    const RETURNS: &'static str = "Session";
     type Args = SessionArgs;
     type Output = store::Session;
 

@@ -110,9 +110,6 @@ pub trait Operation {
     const COMMAND: Option<(&'static str, &'static str)> = None;
     /// The arguments a face may take by position, in order; the others go by name.
     const POSITIONAL: &'static [&'static str];
-    /// What it returns, in the catalog's type language: `Handoff`, `Claim?` (or nothing),
-    /// `[Event]` (a list), `string`, `integer`, `unit`.
-    const RETURNS: &'static str;
     /// The arguments.
     type Args: Arguments;
     /// The result: what every face returns, shaped by its `Serialize` (Node's objects,
@@ -140,8 +137,6 @@ pub struct OperationInfo {
     pub command: Option<(&'static str, &'static str)>,
     /// [`Operation::POSITIONAL`].
     pub positional: &'static [&'static str],
-    /// [`Operation::RETURNS`].
-    pub returns: &'static str,
     /// The argument type's JSON schema; its `description` is the operation's doc.
     pub arguments: Value,
     /// The result type's JSON schema (`Option<T>`: `T` or `null`; a list: an array); each
@@ -157,7 +152,6 @@ impl OperationInfo {
             access: O::ACCESS,
             command: O::COMMAND,
             positional: O::POSITIONAL,
-            returns: O::RETURNS,
             arguments: parse::schema_of::<O::Args>().as_value().clone(),
             result: parse::result_schema_of::<O::Output>().as_value().clone(),
         }

@@ -116,7 +116,6 @@ impl Operation for Initialize {
     const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "initialize"));
     const POSITIONAL: &'static [&'static str] = &["task_id"];
-    const RETURNS: &'static str = "Handoff";
     type Args = InitializeArgs;
     type Output = Handoff;
 
@@ -179,7 +178,6 @@ impl Operation for Report {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "report"));
     const POSITIONAL: &'static [&'static str] = &["claim", "status"];
-    const RETURNS: &'static str = "Handoff";
     type Args = ReportArgs;
     type Output = Handoff;
 
@@ -243,7 +241,6 @@ impl Operation for Decide {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "decide"));
     const POSITIONAL: &'static [&'static str] = &["claim", "decision"];
-    const RETURNS: &'static str = "Handoff?";
     type Args = DecideArgs;
     type Output = Option<Handoff>;
 
@@ -314,7 +311,6 @@ impl Operation for ReportError {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "report-error"));
     const POSITIONAL: &'static [&'static str] = &["claim", "error_type", "severity", "description"];
-    const RETURNS: &'static str = "Handoff";
     type Args = ReportErrorArgs;
     type Output = Handoff;
 
@@ -372,7 +368,6 @@ impl Operation for Recover {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "recover"));
     const POSITIONAL: &'static [&'static str] = &["claim", "strategy", "steps"];
-    const RETURNS: &'static str = "Handoff";
     type Args = RecoverArgs;
     type Output = Handoff;
 
@@ -442,7 +437,6 @@ impl Operation for Escalate {
         "impact",
         "recommendation",
     ];
-    const RETURNS: &'static str = "Handoff";
     type Args = EscalateArgs;
     type Output = Handoff;
 
@@ -490,7 +484,6 @@ impl Operation for Resolve {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "resolve"));
     const POSITIONAL: &'static [&'static str] = &["claim", "resolution"];
-    const RETURNS: &'static str = "Handoff";
     type Args = ResolveArgs;
     type Output = Handoff;
 
@@ -505,7 +498,7 @@ impl Operation for Resolve {
 
 /// Declares a read of one task's run: its argument struct and its `Operation` impl.
 macro_rules! run_read {
-    ($(#[$doc:meta])* $op:ident, $args:ident, $name:literal, $verb:literal, $returns:literal,
+    ($(#[$doc:meta])* $op:ident, $args:ident, $name:literal, $verb:literal,
      $output:ty, |$store:ident, $task:ident| $body:expr) => {
         $(#[$doc])*
         #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -525,7 +518,6 @@ macro_rules! run_read {
             const ACCESS: Access = Access::Reads;
             const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", $verb));
             const POSITIONAL: &'static [&'static str] = &["task_id"];
-            const RETURNS: &'static str = $returns;
             type Args = $args;
             type Output = $output;
 
@@ -540,13 +532,13 @@ macro_rules! run_read {
 run_read!(
     /// A task's protocol run as it stands: its phase (who holds the latest message), the
     /// iteration, retries, escalations, history and the id of the message in flight.
-    ProtocolRun, ProtocolRunArgs, "protocol_run", "show", "ProtocolRun", Run,
+    ProtocolRun, ProtocolRunArgs, "protocol_run", "show", Run,
     |store, task| store.protocol_run(task)
 );
 
 run_read!(
     /// The messages of a task's run, oldest first, each a handoff with its `protocol` body.
-    ProtocolHistory, ProtocolHistoryArgs, "protocol_history", "history", "[Handoff]",
+    ProtocolHistory, ProtocolHistoryArgs, "protocol_history", "history",
     Vec<Handoff>,
     |store, task| store.protocol_history(task)
 );
@@ -567,7 +559,6 @@ impl Operation for ProtocolStats {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("protocol", "stats"));
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "ProtocolStats";
     type Args = ProtocolStatsArgs;
     type Output = Stats;
 

@@ -33,7 +33,6 @@ impl Operation for Replay {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "replay"));
     const POSITIONAL: &'static [&'static str] = &["task_id"];
-    const RETURNS: &'static str = "TaskReplay";
     type Args = ReplayArgs;
     type Output = TaskReplay;
 
@@ -63,7 +62,6 @@ impl Operation for Compare {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "compare"));
     const POSITIONAL: &'static [&'static str] = &["task_a", "task_b"];
-    const RETURNS: &'static str = "TaskComparison";
     type Args = CompareArgs;
     type Output = TaskComparison;
 

@@ -32,7 +32,6 @@ impl Operation for Prune {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "prune"));
     const POSITIONAL: &'static [&'static str] = &["keep_last", "keep_details_days"];
-    const RETURNS: &'static str = "integer";
     type Args = PruneArgs;
     type Output = usize;
 
@@ -63,7 +62,6 @@ impl Operation for Backup {
     const NAME: &'static str = "backup";
     const ACCESS: Access = Access::Reads;
     const POSITIONAL: &'static [&'static str] = &["path"];
-    const RETURNS: &'static str = "unit";
     type Args = BackupArgs;
     type Output = ();
 
@@ -91,7 +89,6 @@ impl Operation for Restore {
     const NAME: &'static str = "restore";
     const ACCESS: Access = Access::Creates;
     const POSITIONAL: &'static [&'static str] = &["path"];
-    const RETURNS: &'static str = "unit";
     type Args = RestoreArgs;
     type Output = ();
 

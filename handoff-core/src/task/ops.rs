@@ -97,7 +97,6 @@ impl Operation for CreateTask {
     const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "create"));
     const POSITIONAL: &'static [&'static str] = &["name", "goal", "steps"];
-    const RETURNS: &'static str = "Task";
     type Args = CreateTaskArgs;
     type Output = store::Task;
 
@@ -134,7 +133,6 @@ macro_rules! task_operation {
             const ACCESS: Access = Access::$access;
             const COMMAND: Option<(&'static str, &'static str)> = Some(("task", $verb));
             const POSITIONAL: &'static [&'static str] = &["id" $(, stringify!($field))*];
-            const RETURNS: &'static str = "Task";
             type Args = $args;
             type Output = store::Task;
 
@@ -241,7 +239,6 @@ impl Operation for JoinTask {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "join"));
     const POSITIONAL: &'static [&'static str] = &["id", "agent"];
-    const RETURNS: &'static str = "Task";
     type Args = JoinTaskArgs;
     type Output = store::Task;
 
@@ -291,7 +288,6 @@ impl Operation for EscalateStep {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("step", "escalate"));
     const POSITIONAL: &'static [&'static str] = &["claim", "to_agent"];
-    const RETURNS: &'static str = "Handoff";
     type Args = EscalateStepArgs;
     type Output = Handoff;
 
@@ -321,7 +317,6 @@ impl Operation for RerunTask {
     const ACCESS: Access = Access::Creates;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "rerun"));
     const POSITIONAL: &'static [&'static str] = &["task_id"];
-    const RETURNS: &'static str = "Task";
     type Args = store::Rerun;
     type Output = store::Task;
 
@@ -399,7 +394,6 @@ impl Operation for UpdateTask {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "update"));
     const POSITIONAL: &'static [&'static str] = &["id", "expected_version"];
-    const RETURNS: &'static str = "Task";
     type Args = UpdateTaskArgs;
     type Output = store::Task;
 
@@ -442,7 +436,6 @@ impl Operation for ListTasks {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "list"));
     const POSITIONAL: &'static [&'static str] = &["status", "limit"];
-    const RETURNS: &'static str = "[TaskSummary]";
     type Args = ListTasksArgs;
     type Output = Vec<TaskHeader>;
 
@@ -479,7 +472,6 @@ impl Operation for FailStep {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("step", "fail"));
     const POSITIONAL: &'static [&'static str] = &["claim", "error"];
-    const RETURNS: &'static str = "Handoff";
     type Args = FailStepArgs;
     type Output = Handoff;
 
@@ -520,7 +512,6 @@ impl Operation for ResolveEscalation {
     const ACCESS: Access = Access::Writes;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "resolve"));
     const POSITIONAL: &'static [&'static str] = &["claim", "resolution", "retry"];
-    const RETURNS: &'static str = "Task";
     type Args = ResolveEscalationArgs;
     type Output = store::Task;
 
@@ -548,7 +539,6 @@ impl Operation for TaskEvents {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "events"));
     const POSITIONAL: &'static [&'static str] = &["id"];
-    const RETURNS: &'static str = "[TaskEvent]";
     type Args = TaskEventsArgs;
     type Output = Vec<TaskEvent>;
 
@@ -578,7 +568,6 @@ impl Operation for TaskHistory {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "history"));
     const POSITIONAL: &'static [&'static str] = &["limit"];
-    const RETURNS: &'static str = "[HistoryEntry]";
     type Args = TaskHistoryArgs;
     type Output = Vec<HistoryEntry>;
 
@@ -603,7 +592,6 @@ impl Operation for TaskStatistics {
     const ACCESS: Access = Access::Reads;
     const COMMAND: Option<(&'static str, &'static str)> = Some(("task", "statistics"));
     const POSITIONAL: &'static [&'static str] = &[];
-    const RETURNS: &'static str = "TaskStatistics";
     type Args = TaskStatisticsArgs;
     type Output = task::TaskStatistics;
 
