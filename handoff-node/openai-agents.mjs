@@ -1,4 +1,4 @@
-// Durable handoffs for @openai/agents (DESIGN §13), the twin of the Python
+// Durable handoffs for @openai/agents (docs/design.md §13), the twin of the Python
 // `handoff_core.integrations.openai_agents`: the same record ids, fields and metadata, so a
 // worker in either language takes a record written from the other.
 //

@@ -1,4 +1,4 @@
-//! `--judge-cmd`: a judge outside code (DESIGN §9). The verification gate, a verified
+//! `--judge-cmd`: a judge outside code (docs/design.md §9). The verification gate, a verified
 //! cherry-pick, a bundle's verification and the drawing of facts from a conversation ask a
 //! command the operator names, beside the MCP client's own model (`sampling.rs`): any program
 //! (a script around an LLM's API, a test suite, a human's prompt) that reads one item as JSON

@@ -3,7 +3,7 @@
 //! Every store operation of the core's catalog is a tool (`handoff_<operation>` for a handoff's,
 //! `<group>_<verb>` for the others': `task_create`, `memory_get`), whose input
 //! schema is the operation's argument schema and whose arguments the core reads, so that a
-//! model sees the same names, docs and problems as every other face (DESIGN §15). Each answers
+//! model sees the same names, docs and problems as every other face (docs/design.md §15). Each answers
 //! with readable text and `structuredContent`, and reports failure as a tool error (`isError`)
 //! carrying `{"error": {"code", "message", ...}}`: bad arguments included, so a model can
 //! correct itself and the server keeps serving. `handoff_claim_and_spawn` and

@@ -1,4 +1,4 @@
-//! The store operations as the CLI, the MCP server and `handoff serve` expose them (DESIGN
+//! The store operations as the CLI, the MCP server and `handoff serve` expose them (docs/design.md
 //! §15): the core's catalog ([`handoff_core::ops::catalog`]), from which `handoff <operation>`
 //! (`handoff <group> <verb>`), the `handoff_<operation>` (`<group>_<verb>`) tool and the HTTP
 //! route are derived, with how each uses the store (`access`) and what it returns (`result`).

@@ -226,7 +226,7 @@ fn render<'a>(widths: &[usize], rows: impl Iterator<Item = &'a Vec<String>>) -> 
 }
 
 /// How records leave the process: with their secrets replaced by `[REDACTED:<rule>]` (the
-/// default, DESIGN §2), or as written (`--no-redact`, the owner's opt-out).
+/// default, docs/design.md §2), or as written (`--no-redact`, the owner's opt-out).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Output {
     redact: bool,

@@ -1,5 +1,5 @@
 //! The MCP client's own model as the verification gate's verifier, as the decision-point
-//! judge (DESIGN §9, §12), as the extractor of a conversation's facts and as the successor
+//! judge (docs/design.md §9, §12), as the extractor of a conversation's facts and as the successor
 //! packet's summarizer, through MCP sampling: when the client declares the `sampling`
 //! capability and the server has no `--judge-cmd`, `verify`, `cherry_pick` with `verify`,
 //! `bundle_verify`, `cherry_pick_to_facts`, `cherry_pick_decisions` and `context_for` ask it,

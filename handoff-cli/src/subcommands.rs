@@ -1,4 +1,4 @@
-//! The subcommands of the store operations, derived from the core's catalog (DESIGN §15).
+//! The subcommands of the store operations, derived from the core's catalog (docs/design.md §15).
 //!
 //! Every argument is a `--kebab-case` flag, and those the operation takes by position may be
 //! given by position instead; a list is a repeated flag, a boolean a switch, an object JSON

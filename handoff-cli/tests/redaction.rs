@@ -1,5 +1,5 @@
 #![cfg(unix)] // The successor is a shell command.
-//! Secrets leave neither the CLI nor the MCP server (DESIGN §2): a key written into every text
+//! Secrets leave neither the CLI nor the MCP server (docs/design.md §2): a key written into every text
 //! field of a record never appears in what `show`, `list`, `claim`, `claim-next`, `events`,
 //! `create`, `complete`, the spawned successor's prompt and the MCP tools return, unless the
 //! owner asks for `--no-redact`. `export` stays lossless.

@@ -267,7 +267,7 @@ impl Handoff {
     /// message of an `error:` reason, agent names and every string inside `metadata` and the
     /// `protocol` body. Ids are kept, so the copy still names the record.
     ///
-    /// This is what leaves the library for an LLM or a terminal (DESIGN §2); stored records,
+    /// This is what leaves the library for an LLM or a terminal (docs/design.md §2); stored records,
     /// [`Handoff::to_json`] and exports keep what the caller wrote.
     pub fn redacted(&self) -> Handoff {
         self.redacted_with(&DEFAULT)

@@ -1,4 +1,4 @@
-//! What an operator meets (DESIGN §14): private files, foreign and read-only files left as they
+//! What an operator meets (docs/design.md §14): private files, foreign and read-only files left as they
 //! are, opens and reads that never wait for a writer, and writers that wait at most their
 //! `lock_patience` for one that is stopped.
 #![allow(clippy::unwrap_used)]
@@ -212,7 +212,7 @@ fn frozen_writer_loop() {
     }
 }
 
-/// DESIGN §3: the policy belongs to the store. Openers without their own apply the saved one.
+/// docs/design.md §3: the policy belongs to the store. Openers without their own apply the saved one.
 #[test]
 fn a_saved_policy_applies_to_every_opener() {
     use handoff_core::{ChainPolicy, Limits};
@@ -266,7 +266,7 @@ fn a_saved_policy_applies_to_every_opener() {
     assert_eq!(own.policy(), &ChainPolicy::default());
 }
 
-/// DESIGN §14: no limit can be raised past what every reader reads back.
+/// docs/design.md §14: no limit can be raised past what every reader reads back.
 #[test]
 fn depth_limits_stop_where_readers_stop() {
     use handoff_core::{Limits, MAX_DEPTH};

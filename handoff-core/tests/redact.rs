@@ -238,7 +238,7 @@ fn fuzzer_regressions() {
     }
 }
 
-/// DESIGN §2: what leaves for an LLM or a terminal is redacted by default; the stored record
+/// docs/design.md §2: what leaves for an LLM or a terminal is redacted by default; the stored record
 /// and its JSON keep what the caller wrote.
 #[test]
 fn records_leave_redacted_and_stay_whole() {

@@ -1,4 +1,4 @@
-//! How this binding hands its values to the core (DESIGN §15): a method serializes its record,
+//! How this binding hands its values to the core (docs/design.md §15): a method serializes its record,
 //! or its parameters with [`arguments!`], under the core's argument names, and the core reads
 //! them as it reads every face's (`ops::Operation::call`), reporting every problem at once by
 //! argument name. What this binding's types can hold and JSON cannot (metadata text that is not

@@ -1,4 +1,4 @@
-//! Knowledge bundles (DESIGN §9) as the foreign languages see them: a task's or a branch's
+//! Knowledge bundles (docs/design.md §9) as the foreign languages see them: a task's or a branch's
 //! verified knowledge packaged by `Store.create_bundle`, found by id or (unless private) by its
 //! share token, and imported into a branch of this store or another one.
 //!

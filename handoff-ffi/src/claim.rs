@@ -1,4 +1,4 @@
-//! Claims (DESIGN §3): the handoff as claimed, its public fencing token and the secret only
+//! Claims (docs/design.md §3): the handoff as claimed, its public fencing token and the secret only
 //! the claimer sees; a [`ClaimRef`] is what heartbeat, release, complete and `cancel_claim`
 //! take, so nobody settles a claim from what `get`, `list` or the event log show.
 

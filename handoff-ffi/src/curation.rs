@@ -1,4 +1,4 @@
-//! Curated memory (DESIGN §9) as the foreign languages see it: conversations and their
+//! Curated memory (docs/design.md §9) as the foreign languages see it: conversations and their
 //! messages on branches, facts, what a verification and a merge did, the curation log, and the
 //! two pieces of code a caller may plug in: a [`Verifier`] that scores facts and
 //! conversations, and a [`DecisionJudge`] that picks a conversation's decision points.

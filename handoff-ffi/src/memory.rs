@@ -1,4 +1,4 @@
-//! Memory and sessions (DESIGN §7) as the foreign languages see them: versioned JSON documents
+//! Memory and sessions (docs/design.md §7) as the foreign languages see them: versioned JSON documents
 //! by scope, the updater a caller gives `Store.memory_update`, and who owns a conversation.
 
 use handoff_core as core;

@@ -1,4 +1,4 @@
-//! The manager/worker protocol (DESIGN §8) as the foreign languages see it: the core's own
+//! The manager/worker protocol (docs/design.md §8) as the foreign languages see it: the core's own
 //! types (`handoff_core::protocol`), which derive their uniffi records and enums there: the
 //! typed body a protocol message carries (`Handoff.protocol`, with the seed's field names), the
 //! enums and records its calls take, and a run with its statistics.

@@ -72,7 +72,7 @@ pub struct Handoff {
     pub context_usage_percent: Option<u8>,
     /// Free-form metadata: a JSON object, as text.
     pub metadata: String,
-    /// A manager/worker protocol message's body (DESIGN §8), typed, with the seed's field
+    /// A manager/worker protocol message's body (docs/design.md §8), typed, with the seed's field
     /// names (`handoff_type`, `worker_report`, `manager_decision`, …); none for any other
     /// handoff. Only the protocol's calls (`initialize`, `report`, `decide`, …) write it.
     pub protocol: Option<ProtocolBody>,

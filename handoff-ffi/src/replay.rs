@@ -1,4 +1,4 @@
-//! A task's replay and the comparison of two runs (DESIGN §9) as the foreign languages see
+//! A task's replay and the comparison of two runs (docs/design.md §9) as the foreign languages see
 //! them: one ordered timeline over the task's handoffs' events, its plan's log and its curation
 //! log, what each agent contributed, its key facts and conversations, and how it ended.
 //!

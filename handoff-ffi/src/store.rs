@@ -782,7 +782,7 @@ impl Store {
         self.run::<ops::Session>(arguments! { session_id })
     }
 
-    /// Starts a manager/worker run on task `task_id` (DESIGN §8): the initialization
+    /// Starts a manager/worker run on task `task_id` (docs/design.md §8): the initialization
     /// (iteration 1, returned) goes to `worker`, who takes it with `claim_next` and answers
     /// with `report` or `report_error`. The manager → worker checks run first (instructions
     /// given, at least one success criterion), every problem at once; a task runs the protocol

@@ -1,4 +1,4 @@
-//! Tasks (DESIGN §7) as the foreign languages see them: a plan's steps as a caller gives them
+//! Tasks (docs/design.md §7) as the foreign languages see them: a plan's steps as a caller gives them
 //! ([`StepSpec`]), a task with its steps ([`Task`]), its summary, its log, its history and the
 //! statistics over finished tasks. JSON objects and values (context, metadata, artifacts, a log
 //! entry's detail) cross as JSON text, as a handoff's `metadata` does.

@@ -1,4 +1,4 @@
-// Writes the TypeScript types of the store from the core's catalog (DESIGN §15): each method
+// Writes the TypeScript types of the store from the core's catalog (docs/design.md §15): each method
 // (and its `…Async` Promise twin) as methods.js derives it, in `interface Store`, which merges
 // with the class napi declares; each method's options interface (camelCase keys, JSDoc from the
 // argument docs, optional unless the core requires it); every result type, from the results'

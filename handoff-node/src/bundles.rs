@@ -1,4 +1,4 @@
-//! Knowledge bundles (DESIGN §9, the core's [`handoff_core::bundle`] and its store's bundles):
+//! Knowledge bundles (docs/design.md §9, the core's [`handoff_core::bundle`] and its store's bundles):
 //! `importBundle`, which also takes the `Bundle` a `createBundle` returned, and the portable
 //! text behind a bundle's `toJson()`. A bundle is plain data in the seed's snake_case, the way
 //! the core writes it (src/output.rs); index.js gives it `toJson`, a method that is not

@@ -1,4 +1,4 @@
-//! Curated memory (DESIGN §9, the core's [`handoff_core::curation`]): conversations and their
+//! Curated memory (docs/design.md §9, the core's [`handoff_core::curation`]): conversations and their
 //! messages, facts, branches, and what a verification, a merge and the curation log report, as
 //! plain objects in the seed's snake_case, the way the core writes them (and a verifier or a
 //! judge reads them); and the two operations that take a callable beside their arguments,

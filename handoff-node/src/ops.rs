@@ -1,4 +1,4 @@
-//! Store operations from their one description in the core ([`handoff_core::ops`], DESIGN §15).
+//! Store operations from their one description in the core ([`handoff_core::ops`], docs/design.md §15).
 //!
 //! Every operation is a method of `Store` with no line here: index.js defines each method (and
 //! its `…Async` twin) from the core's catalog (`_catalogJson`, read by methods.js), calling

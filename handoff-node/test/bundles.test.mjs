@@ -1,4 +1,4 @@
-// Knowledge bundles, task replay and run comparison (DESIGN §9) through the Node face: a task's
+// Knowledge bundles, task replay and run comparison (docs/design.md §9) through the Node face: a task's
 // verified knowledge packaged as a redacted bundle with a kb_ share token, found by token unless
 // private, imported into another store from its text, its data or the Bundle itself (once),
 // hostile bundles refused whole with the store left as it was; a task's run as one timeline, two

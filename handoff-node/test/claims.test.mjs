@@ -1,4 +1,4 @@
-// Claim secrets and cancel rights (DESIGN §3): only the claimer settles a claim, with the
+// Claim secrets and cancel rights (docs/design.md §3): only the claimer settles a claim, with the
 // claim or a plain reference to it; nothing a caller can read (`get`, `list`, events) does.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'

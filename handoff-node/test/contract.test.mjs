@@ -1,4 +1,4 @@
-// The whole contract of DESIGN.md §10 (TypeScript), sync and async, on memory and SQLite.
+// The whole contract of docs/design.md §10 (TypeScript), sync and async, on memory and SQLite.
 import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync } from 'node:fs'

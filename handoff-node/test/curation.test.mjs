@@ -1,4 +1,4 @@
-// Curated memory (DESIGN §9) through the Node face: an agent's conversation on its branch,
+// Curated memory (docs/design.md §9) through the Node face: an agent's conversation on its branch,
 // cherry-picks, facts, verification by a JavaScript verifier (sync, and async through a
 // threadsafe function), merges, the successor's packet and the curation log; and bad input
 // refused whole, the store left as it was. Results keep the seed's snake_case keys.

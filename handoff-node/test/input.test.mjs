@@ -1,4 +1,4 @@
-// Hostile input (DESIGN §14): text is never altered silently (a lone surrogate is refused in
+// Hostile input (docs/design.md §14): text is never altered silently (a lone surrogate is refused in
 // every string that enters the binding, naming the field), and deep values are refused without
 // crashing Node or writing what no reader could read back.
 import { test } from 'node:test'

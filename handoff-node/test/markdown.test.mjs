@@ -1,5 +1,5 @@
 // Markdown leaves for an LLM or a terminal, so secrets are redacted by default; the record,
-// its JSON and the store keep what the caller wrote (DESIGN §2).
+// its JSON and the store keep what the caller wrote (docs/design.md §2).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 

@@ -1,4 +1,4 @@
-// Memory and sessions (DESIGN §7) through the Node face: versioned JSON documents by scope,
+// Memory and sessions (docs/design.md §7) through the Node face: versioned JSON documents by scope,
 // written by compare-and-swap or by `memoryUpdate`'s read-change-write loop, and who owns a
 // conversation after its handoffs.
 import { test } from 'node:test'

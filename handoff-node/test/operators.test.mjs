@@ -1,4 +1,4 @@
-// What operators meet (DESIGN §14): a stuck writer costs others at most lockPatienceSeconds
+// What operators meet (docs/design.md §14): a stuck writer costs others at most lockPatienceSeconds
 // (BUSY) while reads go on; read-only opens change nothing; the policy saved in the store
 // applies to every opener; the event log is read in pages.
 import { test } from 'node:test'

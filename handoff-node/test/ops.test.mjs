@@ -1,4 +1,4 @@
-// The store's methods are the core's operations (DESIGN §15): arguments read by the core under
+// The store's methods are the core's operations (docs/design.md §15): arguments read by the core under
 // its names (camelCase here), every problem at once in the core's order, the shared bad-create
 // fixture reported exactly as every other face reports it.
 import { test } from 'node:test'

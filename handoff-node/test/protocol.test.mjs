@@ -1,4 +1,4 @@
-// The manager/worker protocol (DESIGN §8) through the Node face: a run from its initialization
+// The manager/worker protocol (docs/design.md §8) through the Node face: a run from its initialization
 // to COMPLETE, each message a handoff its addressee takes with `claimNext` and answers with its
 // claim, the bodies in the seed's snake_case form; its history, statistics and Markdown; and
 // malformed calls refused by name, the store unchanged. Every call also as its Promise twin.

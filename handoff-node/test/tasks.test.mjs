@@ -1,4 +1,4 @@
-// Tasks (DESIGN §7) through the Node face: a plan whose steps run as handoffs that workers take
+// Tasks (docs/design.md §7) through the Node face: a plan whose steps run as handoffs that workers take
 // with `claimNext`, retried and escalated when they fail, paused, resumed, cancelled, changed by
 // compare-and-swap, and remembered in a history. Every operation has its Promise twin.
 import { test } from 'node:test'

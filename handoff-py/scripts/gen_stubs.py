@@ -1,4 +1,4 @@
-"""Writes the Python face of the store's operations from the core's operation catalog (DESIGN
+"""Writes the Python face of the store's operations from the core's operation catalog (docs/design.md
 §15), as the installed extension reports it.
 
     python handoff-py/scripts/gen_stubs.py  # rewrites the generated files and regions

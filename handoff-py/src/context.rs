@@ -156,7 +156,7 @@ impl ContextBuilder {
 #[pymethods]
 impl ContextBuilder {
     #[new]
-    /// `budget_tokens=None` is 2000 tokens (DESIGN §5).
+    /// `budget_tokens=None` is 2000 tokens (docs/design.md §5).
     #[pyo3(signature = (budget_tokens=None, redact=true, redactor=None))]
     fn py_new(
         py: Python<'_>,

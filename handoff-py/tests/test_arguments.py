@@ -1,5 +1,5 @@
 """Arguments as the core reads them: Python values become the JSON the core's argument types
-read (one description per operation, DESIGN §15), so names, defaults and problems are the
+read (one description per operation, docs/design.md §15), so names, defaults and problems are the
 core's, and the stubs and ``aio`` come from the same catalog."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Claim secrets and cancel rights (DESIGN §3): nobody settles a claim from what they can read."""
+"""Claim secrets and cancel rights (docs/design.md §3): nobody settles a claim from what they can read."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every call of DESIGN §10 (Python), with the argument names shown there."""
+"""Every call of docs/design.md §10 (Python), with the argument names shown there."""
 
 from __future__ import annotations
 

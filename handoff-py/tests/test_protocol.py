@@ -98,7 +98,7 @@ def test_an_explicit_escalation_and_a_call_out_of_turn() -> None:
         with pytest.raises(hc.InvalidTransition):
             store.decide(work, "COMPLETE")
         store.report(work, "COMPLETED")
-        # DESIGN §8's signature: every detail by position.
+        # docs/design.md §8's signature: every detail by position.
         escalation = store.escalate(take(store, "manager"), "security", "critical", "immediate", "access",
                                     "the client secret is in the repo", "anyone can mint tokens", "rotate it")
         assert escalation.protocol is not None

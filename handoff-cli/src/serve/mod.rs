@@ -1,4 +1,4 @@
-//! `handoff serve`: the store over HTTP (DESIGN §12) — a JSON API whose routes are thin over
+//! `handoff serve`: the store over HTTP (docs/design.md §12) — a JSON API whose routes are thin over
 //! the core's operations ([`api`]), its OpenAPI document ([`openapi`]), and a dashboard for
 //! operators ([`dashboard`]).
 //!

@@ -1,4 +1,4 @@
-"""`handoff serve`'s JSON API over real HTTP (DESIGN §12, issue 20): the lifecycle, the same store
+"""`handoff serve`'s JSON API over real HTTP (docs/design.md §12, issue 20): the lifecycle, the same store
 as the library's, errors as every face shows them, the seed's bundle API, redaction, the bearer
 token, the limits on what a request may carry, and the OpenAPI document."""
 

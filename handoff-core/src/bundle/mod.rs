@@ -1,4 +1,4 @@
-//! Knowledge bundles (DESIGN §9, seed: Day1 Phase 5), the pure part: a task's or a branch's
+//! Knowledge bundles (docs/design.md §9, seed: Day1 Phase 5), the pure part: a task's or a branch's
 //! verified knowledge packaged as portable JSON (facts, key conversations with their messages,
 //! the task's summary, verification scores) with a schema version and a content hash; share
 //! tokens; and the whole check of a bundle read from outside before anything of it is written.

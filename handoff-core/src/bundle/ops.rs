@@ -1,4 +1,4 @@
-//! The operations on knowledge bundles, task replays and run comparisons (DESIGN §9), under
+//! The operations on knowledge bundles, task replays and run comparisons (docs/design.md §9), under
 //! the names every face shows: Python's `create_bundle`, the CLI's `handoff bundle create`, the
 //! MCP tool `bundle_create`; `replay` is `handoff task replay` and `task_replay`.
 

@@ -1,4 +1,4 @@
-//! Knowledge bundles in the store (DESIGN §9): made from a task's or a branch's knowledge,
+//! Knowledge bundles in the store (docs/design.md §9): made from a task's or a branch's knowledge,
 //! found by id or, unless private, by share token, and imported into a branch whole and once.
 //!
 //! A bundle's document (kind `bundle`, keyed by its id) holds the bundle with its portable

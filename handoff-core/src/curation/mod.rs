@@ -1,4 +1,4 @@
-//! Curation of agent memory (DESIGN §9, seed: Day1 Phase 5), the pure part: branch names and
+//! Curation of agent memory (docs/design.md §9, seed: Day1 Phase 5), the pure part: branch names and
 //! their parents, which messages of a conversation each kind of cherry-pick takes (a range, the
 //! decision points by the seed's heuristics or a judge, the tool-call sequences), the
 //! verification gate's thresholds and verdicts, and what a merge moves up. Like the handoff and

@@ -1,4 +1,4 @@
-//! The curation operations (DESIGN §9), under the names every face shows: Python's
+//! The curation operations (docs/design.md §9), under the names every face shows: Python's
 //! `add_conversation`, the CLI's `handoff conversation add`, the MCP tool `conversation_add`;
 //! the branch-wide ones stand alone (`handoff cherry-pick`, the MCP tool `cherry_pick`).
 //!

@@ -1,4 +1,4 @@
-//! Curated memory in the store (DESIGN §9): conversations with their messages, and facts, on
+//! Curated memory in the store (docs/design.md §9): conversations with their messages, and facts, on
 //! branches; cherry-picks, verification and merges. Each is a document: a conversation keyed
 //! by its id, each message by `<conversation>/<seq, 10 digits>`, each cherry-pick beside its
 //! source (which messages it took), each fact under its branch ([`facts_of`]), so that a

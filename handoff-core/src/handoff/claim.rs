@@ -1,4 +1,4 @@
-//! Claims: the proof of holding a handoff. A claim carries two things (DESIGN §3): the public,
+//! Claims: the proof of holding a handoff. A claim carries two things (docs/design.md §3): the public,
 //! increasing **fencing token**, for fencing writes downstream, and a **claim secret** that
 //! only the claimer ever sees. Heartbeat, release, complete and a holder's cancel need both,
 //! so nobody can settle a claim from what they can read (`get`, `list`, events, exports).

@@ -105,7 +105,7 @@ pub struct Handoff {
     /// Free-form JSON, preserved unchanged.
     #[serde(default)]
     pub metadata: Metadata,
-    /// A manager/worker protocol message's body (DESIGN §8), with the seed's field names; only
+    /// A manager/worker protocol message's body (docs/design.md §8), with the seed's field names; only
     /// the protocol's calls (`initialize`, `report`, `decide`, ...) write it.
     // Boxed: inline, it doubled the size of every record, most of which carry none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

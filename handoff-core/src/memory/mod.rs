@@ -1,4 +1,4 @@
-//! Memory (DESIGN §7): versioned JSON documents by scope — an agent's memory
+//! Memory (docs/design.md §7): versioned JSON documents by scope — an agent's memory
 //! (`agent:writer`), a session's state (`session:s1`), the context a swarm shares (`shared`) —
 //! with optimistic concurrency: a write names the version it read, and `memory_update` reads,
 //! applies the caller's function and writes, again when another writer came first. The

@@ -1,4 +1,4 @@
-//! Sessions (DESIGN §7): who currently owns a conversation, and the hops it took, after any
+//! Sessions (docs/design.md §7): who currently owns a conversation, and the hops it took, after any
 //! restart. Every handoff created with a `session_id` is listed in its session's document, so
 //! reading a session reads its own handoffs, never the store.
 

@@ -1,4 +1,4 @@
-//! One description per operation (DESIGN §15).
+//! One description per operation (docs/design.md §15).
 //!
 //! Each store operation is a type implementing [`Operation`]: its name, the arguments a caller
 //! may give positionally, what it returns, and its argument type, a serde + schemars struct

@@ -1,4 +1,4 @@
-//! The manager/worker protocol (DESIGN §8, seed: dual-agent handoff mechanisms): the typed
+//! The manager/worker protocol (docs/design.md §8, seed: dual-agent handoff mechanisms): the typed
 //! `protocol` body its messages carry, with the seed's field names, the checks each direction
 //! runs before anything is sent, and the run's state machine, pure like the handoff machine
 //! ([`crate::machine`]): each call takes the run and the time and says which message to send

@@ -1,4 +1,4 @@
-//! The manager/worker protocol's operations (DESIGN §8), under the names every face shows:
+//! The manager/worker protocol's operations (docs/design.md §8), under the names every face shows:
 //! Python's `report`, the CLI's `handoff protocol report`, the MCP tool `protocol_report`.
 //! Each call but `initialize` is made with the claim of the message it answers.
 

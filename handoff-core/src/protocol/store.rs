@@ -1,4 +1,4 @@
-//! Manager/worker protocol runs in the store (DESIGN §8). A run is a document keyed by its
+//! Manager/worker protocol runs in the store (docs/design.md §8). A run is a document keyed by its
 //! task; each message is a handoff (of the message's kind, addressed to the agent whose turn
 //! it is, its body in `protocol`), so each side takes its messages with `claim_next`, leases,
 //! fencing and crash recovery like any handoff. Every call is made with the claim of the

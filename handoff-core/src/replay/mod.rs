@@ -1,4 +1,4 @@
-//! Task replay and run comparison (DESIGN §9, seed: Day1 Phase 5), the pure part: one timeline
+//! Task replay and run comparison (docs/design.md §9, seed: Day1 Phase 5), the pure part: one timeline
 //! entry per entry of the logs a task leaves (its handoffs' events, its plan's log, its curation
 //! log), what each agent contributed, how the run ended, and two runs side by side. The store
 //! reads the logs ([`crate::Store::replay`], [`crate::Store::compare`]).

@@ -1,4 +1,4 @@
-//! A task's replay and the comparison of two runs (DESIGN §9), from the logs every aggregate
+//! A task's replay and the comparison of two runs (docs/design.md §9), from the logs every aggregate
 //! of the task keeps: its handoffs' events, its plan's log and its curation log.
 
 use std::collections::HashMap;

@@ -253,7 +253,7 @@ impl Store {
         Store::new(sqlite::SqliteBackend::open_read_only(path, options)?).with_saved_policy()
     }
 
-    /// Opens the store `url` names (DESIGN §10) with the default options: a path or
+    /// Opens the store `url` names (docs/design.md §10) with the default options: a path or
     /// `sqlite:PATH` (SQLite), `memory:`, `files:DIR` (a folder of JSON files), or
     /// `postgres://…` / `postgresql://…` with `?schema=NAME` to share one database (feature
     /// `postgres`). The saved policy and limits apply, as with [`Store::open`].
@@ -478,7 +478,7 @@ impl Store {
     }
 
     /// Whether `agent` may take the open handoff `h` under the policy: the claimant of an
-    /// open handoff is the hop's real successor (DESIGN §4). Addressed handoffs were checked
+    /// open handoff is the hop's real successor (docs/design.md §4). Addressed handoffs were checked
     /// when they were created.
     fn check_claim(&self, tx: &mut dyn Tx, h: &Handoff, agent: &str) -> Result<()> {
         if h.to_agent.is_some() || h.kind == Kind::Checkpoint || h.status != Status::Pending {
@@ -695,7 +695,7 @@ impl Store {
         self.settle_claim(&claim, &command)
     }
 
-    /// Withdraws the handoff as its holder, with its claim (DESIGN §3: the creator may cancel
+    /// Withdraws the handoff as its holder, with its claim (docs/design.md §3: the creator may cancel
     /// by name with [`Store::cancel`]; a holder proves it holds the claim).
     pub fn cancel_claim(
         &self,

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 
-/// The store a URL names (DESIGN §10), read without opening anything.
+/// The store a URL names (docs/design.md §10), read without opening anything.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
     /// `memory:`: in the process.

@@ -1,4 +1,4 @@
-//! Tasks (DESIGN §7): a goal and a plan whose steps run as handoffs. This module is the
+//! Tasks (docs/design.md §7): a goal and a plan whose steps run as handoffs. This module is the
 //! aggregate and its transitions, pure like the handoff machine ([`crate::machine`]): each
 //! takes what it changes and the time, and says what the store must do in the same
 //! transaction (offer steps as handoffs, escalate one) and what to write to the log.

@@ -1,4 +1,4 @@
-//! The operations on tasks, steps, memory and sessions (DESIGN §7), under the names every face
+//! The operations on tasks, steps, memory and sessions (docs/design.md §7), under the names every face
 //! shows: Python's `create_task`, the CLI's `handoff task create`, the MCP tool `task_create`.
 
 use schemars::JsonSchema;

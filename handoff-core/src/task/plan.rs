@@ -1,4 +1,4 @@
-//! A task's plan (DESIGN §7): steps that form a DAG by their dependencies, checked whole before
+//! A task's plan (docs/design.md §7): steps that form a DAG by their dependencies, checked whole before
 //! anything is stored, and the order in which they become ready.
 //!
 //! Pure: no store, no clock. The task aggregate keeps a validated [`Plan`] and asks it which

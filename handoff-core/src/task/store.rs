@@ -1,4 +1,4 @@
-//! Tasks in the store (DESIGN §7). A task's header and each of its steps are documents
+//! Tasks in the store (docs/design.md §7). A task's header and each of its steps are documents
 //! ([`Doc`]); a step runs as a handoff (kind `initialization`, addressed to the step's agent,
 //! `metadata.step_id` naming the step), so workers take steps with `claim_next`, leases,
 //! fencing and crash recovery like any handoff. What happens to a step's handoff happens to the

@@ -342,7 +342,7 @@ impl AgentRegistry {
         from_agent: &str,
         multiple: Multiple,
     ) -> Result<Option<HandoffIntent>> {
-        // Size and nesting are checked before parsing, as for every input (DESIGN §12): what the
+        // Size and nesting are checked before parsing, as for every input (docs/design.md §12): what the
         // parser skips is not depth-limited by serde_json, so it would accept any nesting.
         let limits = validate::Limits {
             max_record_bytes: MAX_RESPONSE_BYTES,

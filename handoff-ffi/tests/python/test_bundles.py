@@ -1,4 +1,4 @@
-"""Knowledge bundles, task replays and run comparisons through the generated bindings (DESIGN
+"""Knowledge bundles, task replays and run comparisons through the generated bindings (docs/design.md
 §9): a task curated on task/fix-oauth with a Python verifier, packaged as a redacted bundle with
 a kb_ share token that finds it unless it is private (a private bundle's token and a wrong one
 give the same NotFound), its portable JSON imported into a second store once (the second

@@ -1,4 +1,4 @@
-"""Chain limits along a hop's path (DESIGN §4): fan-out is free, a long path is refused, and an
+"""Chain limits along a hop's path (docs/design.md §4): fan-out is free, a long path is refused, and an
 open handoff is checked against the policy when it is claimed. Also how a typed reason and
 `context_pct` combine."""
 

@@ -1,4 +1,4 @@
-"""Claim secrets and cancel rights (DESIGN §3, issue 12 item 2): only the claimer settles a
+"""Claim secrets and cancel rights (docs/design.md §3, issue 12 item 2): only the claimer settles a
 claim, whatever anyone can read; cancel by the creator, the holder with its claim, or anyone
 when there is no creator."""
 

@@ -1,4 +1,4 @@
-"""Curated memory through the generated bindings (DESIGN §9): a conversation on an agent's
+"""Curated memory through the generated bindings (docs/design.md §9): a conversation on an agent's
 branch, cherry-picks by range, by decision points (the heuristics, or a Python judge) and by
 tool sequences, facts, verification with no verifier (the neutral 0.5, nothing written) and with a Python one
 (one that raises, one that answers NaN: each reported, its item left as it was), merges that

@@ -1,4 +1,4 @@
-"""What an operator meets through the generated bindings (DESIGN §14, issue 12): a stuck writer
+"""What an operator meets through the generated bindings (docs/design.md §14, issue 12): a stuck writer
 costs others at most their lock patience (`Busy`), reads never wait, read-only opens change
 nothing, the policy is saved in the store, depth limits stay readable, and the event log is
 read in pages."""

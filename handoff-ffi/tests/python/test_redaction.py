@@ -1,5 +1,5 @@
 """Markdown leaves for an LLM or a terminal, so secrets are redacted by default; the record,
-`to_json` and the store keep what the caller wrote (DESIGN §2)."""
+`to_json` and the store keep what the caller wrote (docs/design.md §2)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// Curation (DESIGN §9): a conversation on an agent's branch, cherry-picked by range, by
+/// Curation (docs/design.md §9): a conversation on an agent's branch, cherry-picked by range, by
 /// decision points and by tool sequences; facts verified by a verifier (one it fails on is
 /// reported and left), then merged upward once.
 pub fn curated_knowledge_moves_up_once_verified(store: Store) {

@@ -554,7 +554,7 @@ pub fn bad_ids_change_nothing(store: Store) {
     assert_eq!(snapshot(&store), before);
 }
 
-/// DESIGN §4: limits and revisits count along the new hop's path, so a task fans out freely.
+/// docs/design.md §4: limits and revisits count along the new hop's path, so a task fans out freely.
 pub fn limits_count_paths_not_tasks(store: Store) {
     // A queue: 1,000 work items in one task, each taken by one of four workers.
     let items: Vec<NewHandoff> = (0..1000)
@@ -613,7 +613,7 @@ pub fn limits_count_paths_not_tasks(store: Store) {
         .unwrap();
 }
 
-/// DESIGN §3/§4: the claimant of an open handoff is the hop's real successor, so the policy
+/// docs/design.md §3/§4: the claimant of an open handoff is the hop's real successor, so the policy
 /// is checked when it claims; `claim_next` skips what the agent may not take.
 pub fn open_handoffs_obey_the_policy_at_claim(store: Store) {
     let store = store.with_policy(
@@ -675,7 +675,7 @@ pub fn open_handoffs_obey_the_policy_at_claim(store: Store) {
     store.claim(&mine.id, "helper", MINUTE).unwrap();
 }
 
-/// DESIGN §3: what anyone can read (the record, its public fencing token) cannot settle a
+/// docs/design.md §3: what anyone can read (the record, its public fencing token) cannot settle a
 /// claim; only the secret the claim handed out can.
 pub fn claims_need_their_secret(store: Store) {
     let h = store
@@ -757,7 +757,7 @@ pub fn claims_need_their_secret(store: Store) {
     store.complete(&third, "ok").unwrap();
 }
 
-/// DESIGN §3: cancel by the creator, by the holder with its claim, or by anyone when the
+/// docs/design.md §3: cancel by the creator, by the holder with its claim, or by anyone when the
 /// record has no creator.
 pub fn cancel_rights(store: Store) {
     let h = store

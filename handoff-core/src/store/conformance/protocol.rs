@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// A manager/worker run (DESIGN §8): each call settles the caller's claim and sends the next
+/// A manager/worker run (docs/design.md §8): each call settles the caller's claim and sends the next
 /// message in one transaction; a call out of turn or with bad input changes nothing; a limit
 /// escalates by itself; history and statistics read back what happened.
 pub fn protocol_runs_answer_each_message_once(store: Store) {

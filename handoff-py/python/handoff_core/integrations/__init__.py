@@ -1,4 +1,4 @@
-"""Adapters that make a framework's handoff durable and exactly-once (DESIGN §13).
+"""Adapters that make a framework's handoff durable and exactly-once (docs/design.md §13).
 
 - :mod:`handoff_core.integrations.openai_agents`: the OpenAI Agents SDK (``openai-agents``).
 - :mod:`handoff_core.integrations.langgraph`: LangGraph swarm / supervisor graphs.

@@ -1,4 +1,4 @@
-"""Durable handoffs for LangGraph swarm graphs (``langgraph-swarm``), DESIGN §13.
+"""Durable handoffs for LangGraph swarm graphs (``langgraph-swarm``), docs/design.md §13.
 
 The handoff tool moves the thread to the next agent and ends the run; the checkpointer records
 the handoff in the store *after* it has saved the checkpoint that holds the hop, so a worker

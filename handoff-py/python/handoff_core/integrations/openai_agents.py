@@ -1,4 +1,4 @@
-"""Durable handoffs for the OpenAI Agents SDK (``openai-agents``), DESIGN §13.
+"""Durable handoffs for the OpenAI Agents SDK (``openai-agents``), docs/design.md §13.
 
 A handoff made with :func:`durable_handoff` is recorded in the store instead of run: the model
 calls ``transfer_to_<agent>`` as usual, the record is written (idempotently per tool call), and
