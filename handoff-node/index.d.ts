@@ -1886,7 +1886,7 @@ export interface Handoff {
   /** Free-form JSON, preserved unchanged. */
   metadata: JsonObject
   /**
-   * A manager/worker protocol message's body (DESIGN §8), with the seed's field names; only
+   * A manager/worker protocol message's body (docs/design.md §8), with the seed's field names; only
    * the protocol's calls (`initialize`, `report`, `decide`, ...) write it.
    */
   protocol: ProtocolBody | null
