@@ -220,7 +220,7 @@ impl WithCallable for ops::CherryPickToFacts {
 
 /// Runs `O` on the JavaScript thread, its callable (if any) asked there and refused when it
 /// answers with a Promise.
-fn call_now<O: WithCallable>(
+fn call_sync<O: WithCallable>(
     store: &handoff_core::Store,
     env: &Env,
     positional: &[(&'static str, &Unknown<'_>)],
@@ -234,7 +234,7 @@ fn call_now<O: WithCallable>(
     };
     refuse_async(env, &function, O::ROLE)?;
     let name = name_of(&function, O::ROLE)?;
-    let mut asker = AskNow {
+    let mut asker = AskSync {
         env,
         function: &function,
         role: O::ROLE,
@@ -249,7 +249,7 @@ fn call_now<O: WithCallable>(
 
 /// Runs `O` off the JavaScript thread, as a Promise: its callable (if any, and which may be
 /// async) is asked on the JavaScript thread, each answer awaited.
-fn call_later<'env, O>(
+fn call_async<'env, O>(
     store: handoff_core::Store,
     env: &'env Env,
     positional: &[(&'static str, &Unknown<'_>)],
@@ -264,7 +264,7 @@ where
         let asker = match &read.callable {
             Some(function) => Some((
                 name_of(function, O::ROLE)?,
-                AskLater::new(function, O::ROLE)?,
+                AskAsync::new(function, O::ROLE)?,
             )),
             None => None,
         };
@@ -494,14 +494,14 @@ fn finish<T>(stop: Option<Failure>, result: handoff_core::Result<T>) -> Outcome<
 }
 
 /// Asks a callable on the JavaScript thread, from the sync methods.
-struct AskNow<'a, 'env> {
+struct AskSync<'a, 'env> {
     env: &'a Env,
     function: &'a JsFunction<'env>,
     role: Role,
     stop: Option<Failure>,
 }
 
-impl AskNow<'_, '_> {
+impl AskSync<'_, '_> {
     fn ask(&mut self, question: Value) -> handoff_core::Result<Value> {
         if self.stop.is_some() {
             return Err(not_asked(self.role));
@@ -552,22 +552,22 @@ fn not_asked(role: Role) -> Error {
 type Threadsafe = ThreadsafeFunction<Value, Unknown<'static>, Unknown<'static>, Status, false>;
 
 /// Asks a callable from another thread, for the `*Async` methods.
-struct AskLater {
+struct AskAsync {
     function: Threadsafe,
     role: Role,
     stop: Option<Failure>,
 }
 
-impl AskLater {
+impl AskAsync {
     /// Made on the JavaScript thread.
-    fn new(function: &JsFunction<'_>, role: Role) -> napi::Result<AskLater> {
+    fn new(function: &JsFunction<'_>, role: Role) -> napi::Result<AskAsync> {
         let function = function
             .build_threadsafe_function::<Value>()
             .callee_handled::<false>()
             .build_callback(|ctx: ThreadsafeCallContext<Value>| {
                 plain_to_js(&ctx.env, &ctx.value)
             })?;
-        Ok(AskLater {
+        Ok(AskAsync {
             function,
             role,
             stop: None,
@@ -682,7 +682,7 @@ impl Store {
             ("target_branch", &target_branch),
         ];
         let picked = guarded(env, Naming::AsIs, || {
-            call_now::<ops::CherryPick>(&store, env, &positional, options.as_ref())
+            call_sync::<ops::CherryPick>(&store, env, &positional, options.as_ref())
         })?;
         Out(picked).to_js(env)
     }
@@ -706,7 +706,7 @@ impl Store {
             ("conversation_id", &conversation_id),
             ("target_branch", &target_branch),
         ];
-        call_later::<ops::CherryPick>(self.core(), env, &positional, options.as_ref())
+        call_async::<ops::CherryPick>(self.core(), env, &positional, options.as_ref())
     }
 
     /// Draws facts from a conversation and writes them on `targetBranch` as candidates (status
@@ -738,7 +738,7 @@ impl Store {
             ("target_branch", &target_branch),
         ];
         let facts = guarded(env, Naming::AsIs, || {
-            call_now::<ops::CherryPickToFacts>(&store, env, &positional, options.as_ref())
+            call_sync::<ops::CherryPickToFacts>(&store, env, &positional, options.as_ref())
         })?;
         Out(facts).to_js(env)
     }
@@ -762,7 +762,7 @@ impl Store {
             ("conversation_id", &conversation_id),
             ("target_branch", &target_branch),
         ];
-        call_later::<ops::CherryPickToFacts>(self.core(), env, &positional, options.as_ref())
+        call_async::<ops::CherryPickToFacts>(self.core(), env, &positional, options.as_ref())
     }
 
     /// Runs the verification gate on a bundle's contents: `verifier` scores each of its facts
@@ -788,7 +788,7 @@ impl Store {
     ) -> napi::Result<Unknown<'env>> {
         let store = self.core();
         let bundle = guarded(env, Naming::AsIs, || {
-            call_now::<ops::VerifyBundle>(&store, env, &[("id", &id)], options.as_ref())
+            call_sync::<ops::VerifyBundle>(&store, env, &[("id", &id)], options.as_ref())
         })?;
         Out(bundle).to_js(env)
     }
@@ -807,7 +807,7 @@ impl Store {
         id: Unknown<'_>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<Unknown<'env>> {
-        call_later::<ops::VerifyBundle>(self.core(), env, &[("id", &id)], options.as_ref())
+        call_async::<ops::VerifyBundle>(self.core(), env, &[("id", &id)], options.as_ref())
     }
 
     /// Copies a conversation's decision points into a new conversation on `targetBranch`: by
@@ -839,7 +839,7 @@ impl Store {
         ];
         let store = self.core();
         let picked = guarded(env, Naming::AsIs, || {
-            call_now::<ops::CherryPickDecisions>(&store, env, &positional, options.as_ref())
+            call_sync::<ops::CherryPickDecisions>(&store, env, &positional, options.as_ref())
         })?;
         Out(picked).to_js(env)
     }
@@ -865,7 +865,7 @@ impl Store {
             ("conversation_id", &conversation_id),
             ("target_branch", &target_branch),
         ];
-        call_later::<ops::CherryPickDecisions>(self.core(), env, &positional, options.as_ref())
+        call_async::<ops::CherryPickDecisions>(self.core(), env, &positional, options.as_ref())
     }
 
     /// Scores a branch's facts and conversations and stores the verdicts: a fact scoring at
@@ -895,7 +895,7 @@ impl Store {
     ) -> napi::Result<Unknown<'env>> {
         let store = self.core();
         let report = guarded(env, Naming::AsIs, || {
-            call_now::<ops::Verify>(&store, env, &[("branch", &branch)], options.as_ref())
+            call_sync::<ops::Verify>(&store, env, &[("branch", &branch)], options.as_ref())
         })?;
         Out(report).to_js(env)
     }
@@ -915,7 +915,7 @@ impl Store {
         branch: Unknown<'_>,
         options: Option<Unknown<'env>>,
     ) -> napi::Result<Unknown<'env>> {
-        call_later::<ops::Verify>(self.core(), env, &[("branch", &branch)], options.as_ref())
+        call_async::<ops::Verify>(self.core(), env, &[("branch", &branch)], options.as_ref())
     }
 }
 
@@ -1005,7 +1005,7 @@ impl Store {
                     .then(&limits, |args| context_for(&store, args, None))?);
             };
             refuse_async(env, &function, Role::Summarizer)?;
-            let mut asker = AskNow {
+            let mut asker = AskSync {
                 env,
                 function: &function,
                 role: Role::Summarizer,
@@ -1074,7 +1074,7 @@ impl Store {
         )
         .and_then(|read| {
             let asker = match &read.callable {
-                Some(function) => Some(AskLater::new(function, Role::Summarizer)?),
+                Some(function) => Some(AskAsync::new(function, Role::Summarizer)?),
                 None => None,
             };
             Ok((read.arguments, asker))

@@ -7,17 +7,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
 
-use handoff_core::{
-    ChainPolicy, Clock, ConnectOptions as CoreConnectOptions, Limits, Problem, SqliteOptions,
-    Store as CoreStore, Synchronous,
-};
+use handoff_core::ops::{Arguments, ConnectArgs};
+use handoff_core::{ChainPolicy, Clock, Error, Limits, Store as CoreStore};
 use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt};
 use napi::{Env, JsValue, Unknown};
 use napi_derive::napi;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::clock;
 use crate::convert::{self, MAX_SAFE_INTEGER};
@@ -72,7 +71,9 @@ pub struct LimitsOptions {
     pub max_depth: Option<u32>,
 }
 
-/// How to open a store.
+/// How to open a store. Its SQLite options are read by the core's [`ConnectArgs`]
+/// ([`read_options`]); they are declared here for the TypeScript types and so that a name
+/// spelled otherwise is refused with the names `open` takes.
 #[napi(object, object_to_js = false, object_from_js = false)]
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -102,7 +103,8 @@ pub struct OpenOptions {
 }
 
 /// How to connect to a store: `open`'s options and PostgreSQL's. Each store reads the options
-/// that concern it and leaves the others, so one set of options serves every URL.
+/// that concern it and leaves the others, so one set of options serves every URL. Read as
+/// [`OpenOptions`] is.
 #[napi(
     object,
     js_name = "ConnectOptions",
@@ -138,66 +140,52 @@ pub struct JsConnectOptions {
     pub limits: Option<LimitsOptions>,
 }
 
-/// How a store opens, as `open` and `connect` take it (camelCase).
-#[derive(Default)]
-struct HowToOpen<'a> {
-    synchronous: Option<&'a str>,
-    lock_patience_seconds: Option<f64>,
-    read_only: Option<bool>,
-    pool_size: Option<f64>,
-    connect_timeout_seconds: Option<f64>,
+/// The core's names of the options `open` reads: those an SQLite store reads
+/// ([`ConnectArgs::sqlite`]) and `read_only`. `connect` reads every option of [`ConnectArgs`].
+const OPEN_KEYS: [&str; 3] = ["synchronous", "lock_patience_seconds", "read_only"];
+
+/// The core's names of every option of [`ConnectArgs`], from its schema.
+fn connect_keys() -> &'static [String] {
+    static KEYS: OnceLock<Vec<String>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let schema = schemars::schema_for!(ConnectArgs).to_value();
+        schema["properties"]
+            .as_object()
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default()
+    })
 }
 
-impl HowToOpen<'_> {
-    /// The core's options, every bad one reported at once by its name; the defaults are the
-    /// core's.
-    fn read(&self) -> Outcome<CoreConnectOptions> {
-        let mut options = CoreConnectOptions {
-            read_only: self.read_only.unwrap_or(false),
-            ..CoreConnectOptions::default()
-        };
-        let mut problems = Vec::new();
-        if let Some(sync) = self.synchronous {
-            match sync.parse::<Synchronous>() {
-                Ok(sync) => options.synchronous = sync,
-                Err(err) => problems.extend(err.problems().iter().cloned()),
-            }
+/// Reads the options object of `open` or `connect`: the options of `keys` (core names; the
+/// caller writes them in camelCase) by the core's [`ConnectArgs`], as every face reads them,
+/// and the rest (clock, policy, limits, and any name this call does not take) into `T`. Every
+/// problem of both comes back at once, each named by the core's name, which [`Naming::Js`]
+/// shows in camelCase.
+fn read_options<T: DeserializeOwned>(
+    options: &Unknown<'_>,
+    keys: &[&str],
+) -> Outcome<(ConnectArgs, T)> {
+    let mut json: Map<String, Value> = convert::options(options, "options")?;
+    let mut args = Map::new();
+    for key in keys {
+        // `null` is `undefined` here: the option keeps its default.
+        if let Some(value) = json.remove(&camel_case(key)).filter(|v| !v.is_null()) {
+            args.insert((*key).to_owned(), value);
         }
-        if let Some(seconds) = self.lock_patience_seconds {
-            match Duration::try_from_secs_f64(seconds) {
-                Ok(patience) => options.lock_patience = patience,
-                Err(_) => problems.push(Problem::new(
-                    "lockPatienceSeconds",
-                    "must be a non-negative number of seconds",
-                )),
-            }
+    }
+    let connect = ConnectArgs::read(Value::Object(args), &Limits::default());
+    let rest = convert::from_json::<T>(Value::Object(json), "options");
+    match (connect, rest) {
+        (Ok(connect), Ok(rest)) => Ok((connect, rest)),
+        (
+            Err(Error::Validation { mut problems }),
+            Err(Failure::Core(Error::Validation { problems: more })),
+        ) => {
+            problems.extend(more);
+            Err(Failure::Core(Error::Validation { problems }))
         }
-        if let Some(size) = self.pool_size {
-            if size.fract() == 0.0 && (1.0..=MAX_SAFE_INTEGER).contains(&size) {
-                options.pool_size = size as usize;
-            } else {
-                problems.push(Problem::new(
-                    "poolSize",
-                    "must be a whole number at least 1",
-                ));
-            }
-        }
-        if let Some(seconds) = self.connect_timeout_seconds {
-            // A zero timeout would fail every connect.
-            match Duration::try_from_secs_f64(seconds) {
-                Ok(timeout) if !timeout.is_zero() => options.connect_timeout = timeout,
-                Err(_) if seconds > 0.0 => options.connect_timeout = Duration::MAX,
-                _ => problems.push(Problem::new(
-                    "connectTimeoutSeconds",
-                    "must be more than 0 seconds",
-                )),
-            }
-        }
-        if problems.is_empty() {
-            Ok(options)
-        } else {
-            Err(Failure::Core(handoff_core::Error::Validation { problems }))
-        }
+        (Err(err), _) => Err(Failure::Core(err)),
+        (_, Err(failure)) => Err(failure),
     }
 }
 
@@ -359,18 +347,8 @@ fn prepare_open(
 ) -> Outcome<impl FnOnce() -> handoff_core::Result<CoreStore> + Send + 'static> {
     let path = convert::string(path, "path")?;
     let clock = clock::from_options(env, options)?;
-    let options: OpenOptions = convert::options(options, "options")?;
-    let how = HowToOpen {
-        synchronous: options.synchronous.as_deref(),
-        lock_patience_seconds: options.lock_patience_seconds,
-        read_only: options.read_only,
-        ..HowToOpen::default()
-    }
-    .read()?;
-    let sqlite = SqliteOptions {
-        synchronous: how.synchronous,
-        lock_patience: how.lock_patience,
-    };
+    let (how, options): (_, OpenOptions) = read_options(options, &OPEN_KEYS)?;
+    let sqlite = how.sqlite();
     let read_only = how.read_only;
     let settings = Settings::read(clock, options.policy.as_ref(), options.limits.as_ref())?;
     // By path, not through `connect`: any path is a file name here (`memory:x`, `files:y`),
@@ -420,15 +398,9 @@ fn prepare_connect(
 ) -> Outcome<impl FnOnce() -> handoff_core::Result<CoreStore> + Send + 'static> {
     let url = convert::string(url, "url")?;
     let clock = clock::from_options(env, options)?;
-    let options: JsConnectOptions = convert::options(options, "options")?;
-    let how = HowToOpen {
-        synchronous: options.synchronous.as_deref(),
-        lock_patience_seconds: options.lock_patience_seconds,
-        read_only: options.read_only,
-        pool_size: options.pool_size,
-        connect_timeout_seconds: options.connect_timeout_seconds,
-    }
-    .read()?;
+    let keys: Vec<&str> = connect_keys().iter().map(String::as_str).collect();
+    let (how, options): (_, JsConnectOptions) = read_options(options, &keys)?;
+    let how = how.options();
     let settings = Settings::read(clock, options.policy.as_ref(), options.limits.as_ref())?;
     Ok(move || Ok(settings.apply(CoreStore::connect_with(&url, &how)?)))
 }
