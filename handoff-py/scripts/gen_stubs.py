@@ -437,12 +437,19 @@ class Operation:
         args += [f"_from_thread({p.name})" if p is self.callable else p.name for p in self.positional]
         args += [f"{p.name}=_from_thread({p.name})" if p in self.threaded else f"{p.name}={p.name}" for p in self.keyword]
         runner = "asyncio.to_thread"
-        if self.returns in CLAIMS:
-            # A claim the awaiting task was cancelled before receiving is released (aio.py).
-            runner = "_claiming"
-            args.insert(0, "self._store")
-        call = f"{runner}({', '.join(args)})"
         verb = "await" if self.returns == "None" else "return await"
+        if self.returns in CLAIMS:
+            # `_claiming` gives back a claim its cancelled task never received (aio.py), and
+            # hands the call a `stop` that says so: the extension's own method of the operation
+            # (`Store._claim_next`) stops waiting then.
+            if hasattr(_native.Store, f"_{self.name}"):
+                named = "".join(f'                    "{p.name}": {p.name},\n' for p in self.positional + self.keyword)
+                call = f"self._store._{self.name}(\n                {{\n{named}                }},\n                stop,\n            )"
+            else:
+                call = f"self._store.{self.name}({', '.join(args[1:])})"
+            line = f"        {verb} _claiming(\n            self._store,\n            lambda stop: {call},\n        )"
+            return f"{self.signature('async ')}\n{self.docstring(with_arguments=False)}\n{line}\n"
+        call = f"{runner}({', '.join(args)})"
         line = f"        {verb} {call}"
         if len(line) > WIDTH:
             inner = "".join(f"            {a},\n" for a in args)

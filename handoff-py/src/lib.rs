@@ -70,8 +70,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.setattr("_catalog_json", wrap_pyfunction!(ops::catalog_json, m)?)?;
     m.add("SCHEMA_VERSION", handoff_core::SCHEMA_VERSION)?;
     m.add("MAX_DEPTH", handoff_core::MAX_DEPTH)?;
-    // Private: the reason `aio` releases a claim its cancelled task never received with.
-    m.setattr("_UNRECEIVED", handoff_core::Claim::UNRECEIVED)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

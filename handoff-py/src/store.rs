@@ -5,7 +5,7 @@
 //! a private method of its own.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use handoff_core as core;
@@ -13,14 +13,14 @@ use handoff_core::DEFAULT_LEASE;
 use handoff_core::ops::{self, Operation};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyTuple};
 use serde_json::{Value, json};
 
 use crate::bundles::Bundle;
 use crate::chain::ChainPolicy;
 use crate::clock::ManualClock;
 use crate::convert::{Args, py_repr, seconds};
-use crate::errors::Result;
+use crate::errors::{Failure, Result};
 use crate::machine::Event;
 use crate::ops::{Given, Kwargs, Made, given, to_python};
 use crate::record::Handoff;
@@ -330,44 +330,18 @@ fn configure(
     store
 }
 
-/// Reads the options of `open` and `connect` that say how a store is opened, reporting every
-/// bad one by its name; the defaults are the core's. `pool_size` and `connect_timeout_seconds`
-/// are `connect`'s only.
-struct OpenArgs<'a, 'py> {
-    synchronous: Option<&'a Bound<'py, PyAny>>,
-    lock_patience_seconds: Option<&'a Bound<'py, PyAny>>,
-    read_only: bool,
-    pool_size: Option<&'a Bound<'py, PyAny>>,
-    connect_timeout_seconds: Option<&'a Bound<'py, PyAny>>,
-}
-
-impl OpenArgs<'_, '_> {
-    fn read(&self, args: &mut Args) -> core::ConnectOptions {
-        let mut options = core::ConnectOptions {
-            read_only: self.read_only,
-            ..core::ConnectOptions::default()
-        };
-        if let Some(sync) = args.opt_parsed::<core::Synchronous>("synchronous", self.synchronous) {
-            options.synchronous = sync;
+/// Reads the options of `open` and `connect` that say how a store is opened as the core
+/// describes them once (`ConnectArgs`, from JSON as an operation's arguments), each bad one
+/// by its name among the problems of `args` (the path's or URL's), so that every problem is
+/// reported at once.
+fn connect_args(args: &mut Args, operation: &str, given: Given<'_>) -> Result<ops::ConnectArgs> {
+    match crate::ops::read::<ops::ConnectArgs>(operation, given) {
+        Ok(options) => Ok(options),
+        Err(Failure::Core(err)) => {
+            args.core_problems("options", err);
+            Ok(ops::ConnectArgs::default())
         }
-        if let Some(patience) = self.lock_patience_seconds.filter(|p| !p.is_none()) {
-            options.lock_patience = args.duration("lock_patience_seconds", patience);
-        }
-        match args.opt_int::<usize>("pool_size", self.pool_size, "a whole number at least 1") {
-            Some(0) => args.problem("pool_size", "must be a whole number at least 1"),
-            Some(size) => options.pool_size = size,
-            None => {}
-        }
-        let timeout = args.opt_seconds("connect_timeout_seconds", self.connect_timeout_seconds);
-        if let Some(secs) = timeout {
-            // Not NaN, and long enough to be one (a zero timeout would fail every connect).
-            match Duration::try_from_secs_f64(secs) {
-                Ok(timeout) if !timeout.is_zero() => options.connect_timeout = timeout,
-                Err(_) if secs > 0.0 => options.connect_timeout = Duration::MAX,
-                _ => args.problem("connect_timeout_seconds", "must be more than 0 seconds"),
-            }
-        }
-        options
+        Err(err) => Err(err),
     }
 }
 
@@ -398,22 +372,20 @@ pub fn open(
             None
         }
     };
-    let options = OpenArgs {
-        synchronous,
-        lock_patience_seconds,
-        read_only,
-        pool_size: None,
-        connect_timeout_seconds: None,
-    }
-    .read(&mut args);
+    // `read_only` goes as the bool pyo3 read, beside the options given as they came.
+    let flag = PyBool::new(py, read_only).to_owned().into_any();
+    let read_only = Some(&flag);
+    let options = connect_args(
+        &mut args,
+        "open",
+        given!(None; synchronous, lock_patience_seconds, read_only),
+    )?;
     args.finish()?;
     // By path, not through `connect`: any path is a file name here (`memory:x`, `files:y`, one
     // that is not UTF-8), where `connect` would read some of them as URLs.
     let path = path.unwrap_or_default();
-    let sqlite = core::SqliteOptions {
-        synchronous: options.synchronous,
-        lock_patience: options.lock_patience,
-    };
+    let sqlite = options.sqlite();
+    let read_only = options.read_only;
     let description = if read_only {
         format!("store {} (read-only)", path.display())
     } else {
@@ -468,15 +440,17 @@ pub fn connect(
         },
         _ => args.text("url", url),
     };
-    let options = OpenArgs {
-        synchronous,
-        lock_patience_seconds,
-        read_only,
-        pool_size,
-        connect_timeout_seconds,
-    }
-    .read(&mut args);
+    let flag = PyBool::new(py, read_only).to_owned().into_any();
+    let read_only = Some(&flag);
+    let options = connect_args(
+        &mut args,
+        "connect",
+        given!(None; synchronous, lock_patience_seconds, read_only, pool_size,
+               connect_timeout_seconds),
+    )?
+    .options();
     args.finish()?;
+    let read_only = options.read_only;
     let store = py.detach(|| core::Store::connect_with(&url, &options))?;
     let shown = core::store::display_url(&url);
     let description = if read_only {
@@ -520,31 +494,52 @@ impl Store {
         run(py, &self.store()?, Given::all(arguments))
     }
 
-    /// `claim_next`, waiting in slices with the GIL released: Python's signal handlers run
-    /// between them, so Ctrl-C ends a long wait instead of being noticed only after it.
-    #[pyo3(name = "_claim_next")]
-    fn claim_next(&self, py: Python<'_>, arguments: Kwargs<'_>) -> Result<Py<PyAny>> {
+    /// `claim_next`, its wait in slices with the GIL released (the core's
+    /// `claim_next_waiting`): between them, Python's signal handlers run, so Ctrl-C ends a long
+    /// wait instead of being noticed only after it, and `stop` (`hc.aio`: the awaiting task was
+    /// cancelled) ends it when it says so.
+    #[pyo3(name = "_claim_next", signature = (arguments, stop=None))]
+    fn claim_next(
+        &self,
+        py: Python<'_>,
+        arguments: Kwargs<'_>,
+        stop: Option<&Bound<'_, PyAny>>,
+    ) -> Result<Py<PyAny>> {
         let store = self.store()?;
-        let mut args = crate::ops::arguments::<ops::ClaimNext>(&store, Given::all(arguments))?;
-        let wait = args
-            .wait_seconds
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .unwrap_or_default();
-        let deadline = Instant::now().checked_add(wait);
-        loop {
-            // No deadline: a wait too long to count is as good as endless.
-            let left = deadline.map_or(Duration::MAX, |at| {
-                at.saturating_duration_since(Instant::now())
-            });
-            let slice = left.min(WAIT_SLICE);
-            args.wait_seconds = Some(slice.as_secs_f64());
-            let this = args.clone();
-            let claim = py.detach(|| ops::ClaimNext::run(&store, this))?;
-            if claim.is_some() || left <= slice {
-                return Ok(to_python(py, claim)?);
-            }
-            py.check_signals()?;
+        let args = crate::ops::arguments::<ops::ClaimNext>(&store, Given::all(arguments))?;
+        let stop = stop.filter(|s| !s.is_none()).map(|s| s.clone().unbind());
+        // What a signal handler (or `stop`) raised: it ends the wait and is raised after it.
+        let mut raised = None;
+        let claim = py.detach(|| {
+            let mut stopped = || {
+                Python::attach(|py| {
+                    let asked = py.check_signals().and_then(|()| match &stop {
+                        Some(stop) => stop.bind(py).call0()?.is_truthy(),
+                        None => Ok(false),
+                    });
+                    asked.unwrap_or_else(|err| {
+                        raised = Some(err);
+                        true
+                    })
+                })
+            };
+            store.claim_next_waiting(args, WAIT_SLICE, &mut stopped)
+        });
+        // `stop` is asked only after a slice that claimed nothing: nothing to give back here.
+        if let Some(err) = raised {
+            return Err(err.into());
         }
+        Ok(to_python(py, claim?)?)
+    }
+
+    /// Gives back a claim whose caller left before it received it (`hc.aio`: the awaiting
+    /// task was cancelled), so that the work is claimable again at once.
+    #[pyo3(name = "_give_back")]
+    fn give_back(&self, py: Python<'_>, claim: &Bound<'_, PyAny>) -> Result<()> {
+        let store = self.store()?;
+        let claim = claim_ref(&store, claim)?;
+        py.detach(|| store.give_back(claim))?;
+        Ok(())
     }
 
     /// `events`, each event's texts redacted unless `redact` is false (the owner's opt-out).
@@ -747,9 +742,7 @@ impl Store {
     /// (with `lease.outcome`) or fails it with the exception that ended it.
     fn lease(&self, py: Python<'_>, claim: &Bound<'_, PyAny>) -> Result<crate::lease::Lease> {
         let store = self.store()?;
-        let claim = Some(claim);
-        let args = crate::ops::arguments::<ops::Heartbeat>(&store, given!(None; claim))?;
-        let claim = args.claim.into_ref()?;
+        let claim = claim_ref(&store, claim)?;
         Ok(crate::lease::Lease::new(py.detach(|| store.lease(claim))?))
     }
 
@@ -824,6 +817,14 @@ impl Store {
         let state = if self.closed() { " (closed)" } else { "" };
         format!("<handoff_core.Store {}{state}>", self.description)
     }
+}
+
+/// A `Claim` or `ClaimRef` (or what stands for one) read as every operation that settles a
+/// claim reads it, its problems named `claim`.
+fn claim_ref(store: &core::Store, claim: &Bound<'_, PyAny>) -> Result<core::ClaimRef> {
+    let claim = Some(claim);
+    let args = crate::ops::arguments::<ops::Heartbeat>(store, given!(None; claim))?;
+    Ok(args.claim.into_ref()?)
 }
 
 /// Runs the operation `name` with `arguments` (a method that prepared them first).

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 import inspect
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Optional, TypeVar, Union
 
@@ -90,47 +89,28 @@ def _from_thread(function: Optional[Callable[[Any], Any]]) -> Optional[Callable[
     return call
 
 
-#: The longest a waiting ``claim_next`` waits in one native call: a cancelled task's worker
-#: thread stops waiting within this much of the cancellation.
-_WAIT_SLICE = 0.25
-
-
-async def _claiming(store: _native.Store, function: Callable[..., _Claimed], *args: Any, **kwargs: Any) -> _Claimed:
-    """``function(*args, **kwargs)``, the ``store``'s ``claim`` or ``claim_next``, in a worker
-    thread.
+async def _claiming(store: _native.Store, call: Callable[[Callable[[], bool]], _Claimed]) -> _Claimed:
+    """``call(stop)``, the ``store``'s ``claim`` or ``claim_next``, in a worker thread.
 
     Cancelling the awaiting task does not stop the thread, and a claim the thread made after
     the cancellation would be held by nobody until its lease lapsed: the work delayed by a
-    lease and an attempt counted. So a waiting ``claim_next`` waits in slices and stops within
-    ``_WAIT_SLICE`` of the cancellation, and a claim the task did not receive is released."""
-    wait = kwargs.get("wait_seconds")
-    seconds = wait.total_seconds() if isinstance(wait, timedelta) else wait
-    # Only a real wait is sliced; anything else goes as given, for the store to judge.
-    sliced: Optional[float] = None
-    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 < seconds < float("inf"):
-        sliced = float(seconds)
+    lease and an attempt counted. So ``stop`` says once the task is gone (a waiting
+    ``claim_next`` asks between the slices of its wait), and a claim the task did not receive
+    is given back."""
     lock = threading.Lock()
     abandoned = False
     received: Optional[Claim] = None
 
     def run() -> _Claimed:
         nonlocal received
-        deadline = time.monotonic() + sliced if sliced is not None else 0.0
-        while True:
-            left = deadline - time.monotonic()
-            if sliced is not None:
-                kwargs["wait_seconds"] = max(0.0, min(left, _WAIT_SLICE))
-            claim = function(*args, **kwargs)
-            with lock:
-                gone = abandoned
-                if not gone:
-                    received = claim
-            if gone:
-                if claim is not None:
-                    _release_unreceived(store, claim)
-                return claim
-            if claim is not None or sliced is None or left <= _WAIT_SLICE:
-                return claim
+        claim = call(lambda: abandoned)
+        with lock:
+            gone = abandoned
+            if not gone:
+                received = claim
+        if gone and claim is not None:
+            _give_back(store, claim)
+        return claim
 
     pending = asyncio.ensure_future(asyncio.to_thread(run))
     try:
@@ -140,17 +120,17 @@ async def _claiming(store: _native.Store, function: Callable[..., _Claimed], *ar
             abandoned = True
             claim = received
         if claim is not None:
-            threading.Thread(target=_release_unreceived, args=(store, claim)).start()
+            threading.Thread(target=_give_back, args=(store, claim)).start()
         # The thread's own end (an error included) has nobody left to hear it.
         pending.add_done_callback(lambda done: done.cancelled() or done.exception())
         raise
 
 
-def _release_unreceived(store: _native.Store, claim: Claim) -> None:
+def _give_back(store: _native.Store, claim: Claim) -> None:
     """Gives back a claim nobody received; if that fails (the lease lapsed, the store closed),
     the claim lapses as any abandoned one does."""
     try:
-        store.release(claim, _native._UNRECEIVED)
+        store._give_back(claim)
     except HandoffError:
         pass
 
@@ -461,7 +441,10 @@ class Store:
         """Claims the handoff `id` for `agent`. `AlreadyClaimed` while another claim is live;
         `InvalidTransition` when it is finished or addressed to another agent.
         """
-        return await _claiming(self._store, self._store.claim, id, agent, lease_seconds)
+        return await _claiming(
+            self._store,
+            lambda stop: self._store.claim(id, agent, lease_seconds),
+        )
 
     async def claim_next(
         self,
@@ -476,11 +459,15 @@ class Store:
         """
         return await _claiming(
             self._store,
-            self._store.claim_next,
-            agent,
-            task_id,
-            lease_seconds,
-            wait_seconds=wait_seconds,
+            lambda stop: self._store._claim_next(
+                {
+                    "agent": agent,
+                    "task_id": task_id,
+                    "lease_seconds": lease_seconds,
+                    "wait_seconds": wait_seconds,
+                },
+                stop,
+            ),
         )
 
     async def heartbeat(self, claim: _AnyClaim) -> Handoff:
