@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use handoff_core::Limits;
+use handoff_core::ops::{Arguments, ConnectArgs};
 
 /// Inspect and fix a handoff-core store, or serve it to coding agents over MCP.
 #[derive(Debug, Parser)]
@@ -70,22 +72,30 @@ pub(crate) struct Cli {
     pub command: Option<Command>,
 }
 
-/// `--synchronous`: the core's [`handoff_core::Synchronous`], with its values listed in the help.
+impl Cli {
+    /// The global options that say how the store opens, read by the core's
+    /// [`ConnectArgs`] under its names, as every face reads them.
+    pub(crate) fn connect_args(&self) -> handoff_core::Result<ConnectArgs> {
+        let synchronous = self
+            .synchronous
+            .to_possible_value()
+            .map(|value| value.get_name().to_owned());
+        let args = serde_json::json!({
+            "synchronous": synchronous,
+            "lock_patience_seconds": self.lock_patience,
+            "read_only": self.read_only,
+        });
+        ConnectArgs::read(args, &Limits::default())
+    }
+}
+
+/// `--synchronous`: the core's `synchronous` option, with its values listed in the help.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Synchronous {
     /// Every write survives a power loss.
     Full,
     /// Faster; the last writes before a power loss may be lost, never corrupted.
     Normal,
-}
-
-impl From<Synchronous> for handoff_core::Synchronous {
-    fn from(synchronous: Synchronous) -> Self {
-        match synchronous {
-            Synchronous::Full => handoff_core::Synchronous::Full,
-            Synchronous::Normal => handoff_core::Synchronous::Normal,
-        }
-    }
 }
 
 /// The longest `--lock-patience` (a day).

@@ -43,15 +43,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, CliError> {
-    // The global options, for whichever store --db names: each store reads what concerns it.
-    let mut options = handoff_core::ConnectOptions {
-        synchronous: cli.synchronous.into(),
-        read_only: cli.read_only,
-        ..handoff_core::ConnectOptions::default()
-    };
-    if let Some(seconds) = cli.lock_patience {
-        options.lock_patience = std::time::Duration::from_secs(seconds);
-    }
+    // The global options, for whichever store --db names (each store reads what concerns it),
+    // read by the core as every face reads them.
+    let options = cli.connect_args()?.options();
     let ctx = commands::Ctx {
         db: location::Location::new(cli.db),
         options,
