@@ -34,6 +34,7 @@ pub struct ConnectArgs {
     pub read_only: bool,
     /// At most this many connections (default 8).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub pool_size: Option<u64>,
     /// How long connecting may take (default 10, or the URL's `connect_timeout`).
     #[serde(default)]
@@ -63,7 +64,7 @@ impl Arguments for ConnectArgs {
         if self.pool_size == Some(0) {
             problems.push(Problem::new(
                 "pool_size",
-                "must be a whole number at least 1",
+                "must be a whole number of at least 1",
             ));
         }
         if self
