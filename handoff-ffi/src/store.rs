@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handoff_core as core;
-use handoff_core::ops;
+use handoff_core::ops::{self, Arguments};
 use serde::Serialize;
 
 use crate::arguments::{self, JsonTexts, ObjectText, arguments};
@@ -35,7 +35,8 @@ use crate::tasks::{
 pub use handoff_core::{Capabilities, CheckReport, Damage};
 
 /// How durable each write is, on SQLite and on a folder of JSON files.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, uniffi::Enum)]
+#[serde(rename_all = "lowercase")]
 pub enum Synchronous {
     /// Every commit survives a power loss (the default).
     Full,
@@ -173,7 +174,7 @@ impl Store {
     #[uniffi::constructor(default(options))]
     pub fn open(path: String, options: OpenOptions) -> Result<Arc<Store>> {
         let settings = Settings::of(&options)?;
-        let sqlite = sqlite_options(&options);
+        let sqlite = connect_args(&options)?.sqlite();
         let store = if options.read_only {
             core::Store::open_read_only(&path, &sqlite)?
         } else {
@@ -190,7 +191,7 @@ impl Store {
     #[uniffi::constructor(default(options))]
     pub fn open_read_only(path: String, options: OpenOptions) -> Result<Arc<Store>> {
         let settings = Settings::of(&options)?;
-        let store = core::Store::open_read_only(&path, &sqlite_options(&options))?;
+        let store = core::Store::open_read_only(&path, &connect_args(&options)?.sqlite())?;
         Ok(Arc::new(Store {
             inner: settings.apply(store),
         }))
@@ -214,7 +215,7 @@ impl Store {
     #[uniffi::constructor(default(options))]
     pub fn connect(url: String, options: OpenOptions) -> Result<Arc<Store>> {
         let settings = Settings::of(&options)?;
-        let store = core::Store::connect_with(&url, &connect_options(&options))?;
+        let store = core::Store::connect_with(&url, &connect_args(&options)?.options())?;
         Ok(Arc::new(Store {
             inner: settings.apply(store),
         }))
@@ -1455,36 +1456,30 @@ fn count(value: Option<u64>, default: usize) -> usize {
     value.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// The core's options for `options`: what it leaves out keeps the core's default.
-fn connect_options(options: &OpenOptions) -> core::ConnectOptions {
-    let defaults = core::ConnectOptions::default();
-    core::ConnectOptions {
-        synchronous: options
-            .synchronous
-            .map_or(defaults.synchronous, core::Synchronous::from),
-        lock_patience: options.lock_patience.unwrap_or(defaults.lock_patience),
-        read_only: options.read_only,
-        pool_size: count(options.pool_size, defaults.pool_size),
-        connect_timeout: options.connect_timeout.unwrap_or(defaults.connect_timeout),
-    }
-}
-
-/// The part of [`connect_options`] SQLite reads, for `open`.
-fn sqlite_options(options: &OpenOptions) -> core::SqliteOptions {
-    let connect = connect_options(options);
-    core::SqliteOptions {
-        synchronous: connect.synchronous,
-        lock_patience: connect.lock_patience,
-    }
-}
-
-impl From<Synchronous> for core::Synchronous {
-    fn from(synchronous: Synchronous) -> Self {
-        match synchronous {
-            Synchronous::Full => core::Synchronous::Full,
-            Synchronous::Normal => core::Synchronous::Normal,
+/// `options` read by the core's [`ops::ConnectArgs`], as every face reads them: what it leaves
+/// out keeps the core's default; a bad one (`pool_size` 0, a zero `connect_timeout`) is
+/// `Validation` on it. This binding takes durations, so the core's `*_seconds` are named here
+/// without the unit.
+fn connect_args(options: &OpenOptions) -> Result<ops::ConnectArgs> {
+    let seconds = |duration: Option<Duration>| duration.map(|d| d.as_secs_f64());
+    let args = serde_json::json!({
+        "synchronous": options.synchronous,
+        "lock_patience_seconds": seconds(options.lock_patience),
+        "read_only": options.read_only,
+        "pool_size": options.pool_size,
+        "connect_timeout_seconds": seconds(options.connect_timeout),
+    });
+    ops::ConnectArgs::read(args, &core::Limits::default()).map_err(|err| match err {
+        core::Error::Validation { mut problems } => {
+            for problem in &mut problems {
+                if let Some(name) = problem.field.strip_suffix("_seconds") {
+                    problem.field = name.to_owned();
+                }
+            }
+            core::Error::Validation { problems }.into()
         }
-    }
+        other => other.into(),
+    })
 }
 
 /// What `OpenOptions` sets on a store, checked before anything is opened.
