@@ -1566,3 +1566,49 @@ impl From<core::Limits> for Limits {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The problems of opening `memory:` with `options`, as (field, rule).
+    fn problems(options: OpenOptions) -> Vec<(String, String)> {
+        match Store::connect("memory:".to_owned(), options) {
+            Err(HandoffError::Validation { problems, .. }) => {
+                problems.into_iter().map(|p| (p.field, p.rule)).collect()
+            }
+            other => panic!("expected Validation, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_options_are_named_as_this_binding_names_them() {
+        let bad = OpenOptions {
+            pool_size: Some(0),
+            connect_timeout: Some(Duration::ZERO),
+            ..OpenOptions::default()
+        };
+        let fields: Vec<String> = problems(bad).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["pool_size", "connect_timeout"]);
+    }
+
+    #[test]
+    fn given_options_reach_the_core() {
+        let options = OpenOptions {
+            synchronous: Some(Synchronous::Normal),
+            lock_patience: Some(Duration::from_millis(250)),
+            pool_size: Some(3),
+            connect_timeout: Some(Duration::from_secs(2)),
+            ..OpenOptions::default()
+        };
+        let core = connect_args(&options).map(|args| args.options());
+        let Ok(core) = core else {
+            panic!("refused: {core:?}")
+        };
+        assert_eq!(core.synchronous, core::Synchronous::Normal);
+        assert_eq!(core.lock_patience, Duration::from_millis(250));
+        assert_eq!(core.pool_size, 3);
+        assert_eq!(core.connect_timeout, Duration::from_secs(2));
+        assert!(!core.read_only);
+    }
+}
