@@ -71,9 +71,10 @@ pub struct LimitsOptions {
     pub max_depth: Option<u32>,
 }
 
-/// How to open a store. Its SQLite options are read by the core's [`ConnectArgs`]
-/// ([`read_options`]); they are declared here for the TypeScript types and so that a name
-/// spelled otherwise is refused with the names `open` takes.
+/// How to open a store.
+// Its SQLite options are read by the core's `ConnectArgs` (`read_options`); they are declared
+// here for the TypeScript types and so that a name spelled otherwise is refused with the names
+// `open` takes. The same goes for `JsConnectOptions`.
 #[napi(object, object_to_js = false, object_from_js = false)]
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -103,8 +104,7 @@ pub struct OpenOptions {
 }
 
 /// How to connect to a store: `open`'s options and PostgreSQL's. Each store reads the options
-/// that concern it and leaves the others, so one set of options serves every URL. Read as
-/// [`OpenOptions`] is.
+/// that concern it and leaves the others, so one set of options serves every URL.
 #[napi(
     object,
     js_name = "ConnectOptions",
