@@ -31,114 +31,26 @@ fn read<O: Operation>(args: Value, limits: &Limits) -> Result<()> {
     O::Args::read(args, limits).map(drop)
 }
 
-/// The operations' types, by name: all the CLI needs of an operation beyond the catalog's
-/// description of it is its type, to run it.
-macro_rules! typed {
-    ($($op:ident),* $(,)?) => {
-        &[$((ops::$op::NAME, call::<ops::$op> as Caller, read::<ops::$op> as Reader)),*]
-    };
-}
+/// What the CLI makes of each operation of the core's one list ([`ops::each`]): its
+/// description, and how to run it and read its arguments (for which Rust needs its type).
+struct Entries;
 
-const TYPED: &[(&str, Caller, Reader)] = typed![
-    Create,
-    CreateMany,
-    Get,
-    List,
-    Claim,
-    ClaimNext,
-    Heartbeat,
-    Release,
-    Fail,
-    Complete,
-    Reject,
-    Cancel,
-    CancelClaim,
-    Events,
-    Chain,
-    Checkpoint,
-    Stalled,
-    Stats,
-    QueueCounts,
-    Reap,
-    Check,
-    Capabilities,
-    CreateTask,
-    StartTask,
-    GetTask,
-    ListTasks,
-    UpdateTask,
-    PauseTask,
-    ResumeTask,
-    CancelTask,
-    JoinTask,
-    CompleteTask,
-    FailTask,
-    EscalateStep,
-    RerunTask,
-    FailStep,
-    ResolveEscalation,
-    TaskEvents,
-    TaskHistory,
-    TaskStatistics,
-    Prune,
-    MemoryGet,
-    MemoryPut,
-    MemoryList,
-    MemoryDelete,
-    Session,
-    Initialize,
-    Report,
-    Decide,
-    ReportError,
-    Recover,
-    Escalate,
-    Resolve,
-    ProtocolRun,
-    ProtocolHistory,
-    ProtocolStats,
-    AddConversation,
-    AppendMessages,
-    GetConversation,
-    Messages,
-    ListConversations,
-    CherryPick,
-    CherryPickDecisions,
-    CherryPickTools,
-    CherryPickToFacts,
-    AddFacts,
-    Facts,
-    Branches,
-    Verify,
-    Merge,
-    ContextFor,
-    CurationEvents,
-    CreateBundle,
-    GetBundle,
-    ListBundles,
-    BundleByToken,
-    SetVisibility,
-    SignBundle,
-    TrustBundleKeys,
-    DeleteBundle,
-    ImportBundle,
-    VerifyBundle,
-    Replay,
-    Compare,
-];
+impl ops::Visitor for Entries {
+    type Out = Op;
+    fn visit<O: Operation>(&mut self) -> Op {
+        Op {
+            info: OperationInfo::of::<O>(),
+            call: call::<O>,
+            read: read::<O>,
+        }
+    }
+}
 
 /// Every operation of the catalog but [`OWN_WAY`]'s, in its order.
 fn entries() -> Vec<Op> {
-    ops::catalog()
+    ops::each(&mut Entries)
         .into_iter()
-        .filter(|info| !OWN_WAY.contains(&info.name))
-        .filter_map(|info| {
-            let (_, call, read) = TYPED.iter().find(|(name, ..)| *name == info.name)?;
-            Some(Op {
-                info,
-                call: *call,
-                read: *read,
-            })
-        })
+        .filter(|op| !OWN_WAY.contains(&op.info.name))
         .collect()
 }
 
