@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::Arguments;
 use crate::error::Problem;
+#[cfg(feature = "sqlite")]
 use crate::store::sqlite::SqliteOptions;
 use crate::store::{ConnectOptions, Synchronous};
 use crate::validate::Limits;
@@ -112,6 +113,7 @@ impl ConnectArgs {
     }
 
     /// The options that concern an SQLite store opened by path.
+    #[cfg(feature = "sqlite")]
     pub fn sqlite(&self) -> SqliteOptions {
         let options = self.options();
         SqliteOptions {
@@ -187,6 +189,7 @@ mod tests {
         assert!(options.read_only);
         assert_eq!(options.pool_size, 2);
         assert_eq!(options.connect_timeout, Duration::MAX);
+        #[cfg(feature = "sqlite")]
         assert_eq!(args.sqlite().lock_patience, Duration::from_millis(500));
     }
 }
