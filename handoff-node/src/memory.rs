@@ -6,7 +6,7 @@
 //! JavaScript thread, calling the function there. `memoryUpdateAsync` cannot: the function must
 //! run on the JavaScript thread, and a pool thread blocked waiting for it could hold the very
 //! thread a `*Async` call inside the function needs. So its loop is JavaScript
-//! ([`UPDATE_ASYNC`]) over `memoryGetAsync` and `memoryPutAsync` with `expectedVersion`, the
+//! (`UPDATE_ASYNC`) over `memoryGetAsync` and `memoryPutAsync` with `expectedVersion`, the
 //! same optimistic loop as the core's: the store is read and written off the JavaScript thread,
 //! the function runs on it (awaited when it returns a Promise), and a write that finds another
 //! writer came first reads and applies again.

@@ -1,6 +1,6 @@
-//! Running a call: on the JavaScript thread ([`sync`]) or on libuv's thread pool ([`Job`]),
+//! Running a call: on the JavaScript thread (`sync`) or on libuv's thread pool ([`Job`]),
 //! with panics caught and every failure turned into a JavaScript error by
-//! [`errors::to_js`](crate::errors::to_js).
+//! `errors::to_js`.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -54,7 +54,7 @@ pub(crate) fn sync<'env, T: Serialize + JsonSchema + 'static>(
     output::to_js(env, &guarded(env, naming, call)?)
 }
 
-/// A result that can settle a promise from a thread of its own ([`on_own_thread`]), where the
+/// A result that can settle a promise from a thread of its own (`on_own_thread`), where the
 /// conversion gets an owned `Env` rather than one to borrow.
 pub trait Settle: ToJs {
     /// Converts it on the JavaScript thread.
