@@ -6,10 +6,10 @@
 // as written: curated memory, bundles, a protocol body); the enums as string-literal unions; and,
 // from the record's JSON Schema, the types of a protocol message's body (`Handoff.protocol`, in
 // the seed's snake_case names, as stored). Run by `npm run build` after `napi build`: it reads
-// the catalog from the addon just built, writes the generated part of dts-header.d.ts (which
-// napi prepends to index.d.ts) and the same part of index.d.ts, so that both are current
-// without building twice. A method the addon writes by hand (one taking a callable) is declared
-// by napi; only its options are generated here.
+// the catalog from the addon just built and writes the generated part into index.d.ts, right
+// after the hand-written header napi prepends (dts-header.d.ts, which it leaves alone). A
+// method the addon writes by hand (one taking a callable) is declared by napi; only its
+// options are generated here.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
@@ -323,7 +323,16 @@ if (!dts.startsWith(header)) {
   console.error('gen-types: index.d.ts does not begin with dts-header.d.ts: run `napi build` first')
   process.exit(1)
 }
-const start = header.indexOf(BEGIN)
-const next = (start < 0 ? header : header.slice(0, start)) + `${BEGIN}\n${generated}${END}\n`
-writeFileSync(HEADER, next)
-writeFileSync(DTS, next + dts.slice(header.length))
+// The generated types go right after the header, in index.d.ts only: dts-header.d.ts holds what
+// is written by hand. A block an earlier run left there (this script run again without `napi
+// build` in between) is replaced.
+let rest = dts.slice(header.length)
+if (rest.startsWith(BEGIN)) {
+  const end = rest.indexOf(`${END}\n`)
+  if (end < 0) {
+    console.error('gen-types: index.d.ts has the start of the generated types but not their end: run `napi build` first')
+    process.exit(1)
+  }
+  rest = rest.slice(end + END.length + 1)
+}
+writeFileSync(DTS, `${header}${BEGIN}\n${generated}${END}\n${rest}`)
