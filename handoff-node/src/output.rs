@@ -9,8 +9,6 @@
 //! properties one N-API call at a time, and it makes results plain JSON by construction.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
 
 use handoff_core::Chain;
 use handoff_core::store::{Claim, Task};
@@ -161,13 +159,14 @@ impl<T: Serialize + JsonSchema + Send + 'static> Settle for Out<T> {
 pub(crate) fn value_of<T: Serialize + JsonSchema + 'static>(
     value: &T,
 ) -> handoff_core::Result<Value> {
-    let schema = schema_of::<T>();
+    let schema = handoff_core::ops::result_schema::<T>();
+    let schema = schema.as_value();
     let json = serde_json::to_value(value).map_err(unserialisable)?;
     let walk = Walk {
         defs: schema.get("$defs").and_then(Value::as_object),
         camel: true,
     };
-    let mut json = walk.value(json, &schema);
+    let mut json = walk.value(json, schema);
     beyond_the_core(value, &mut json);
     Ok(json)
 }
@@ -215,27 +214,6 @@ pub(crate) fn plain_to_js<'env, T: Serialize + ?Sized>(
 fn parsed<'env>(env: &Env, json: handoff_core::Result<Json>) -> napi::Result<Unknown<'env>> {
     json.map_err(|err| napi::Error::from_reason(err.to_string()))?
         .parse(env)
-}
-
-/// `T`'s JSON schema, made once per type: a named type as a reference into `$defs`.
-pub(crate) fn schema_of<T: JsonSchema + 'static>() -> Arc<Value> {
-    static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let id = TypeId::of::<T>();
-    if let Some(schema) = cache.read().ok().and_then(|c| c.get(&id).cloned()) {
-        return schema;
-    }
-    let mut generator = schemars::SchemaGenerator::default();
-    let mut schema = generator.subschema_for::<T>().to_value();
-    let defs = generator.take_definitions(true);
-    if let Value::Object(map) = &mut schema {
-        map.insert("$defs".to_owned(), Value::Object(defs));
-    }
-    let schema = Arc::new(schema);
-    if let Ok(mut c) = cache.write() {
-        c.insert(id, Arc::clone(&schema));
-    }
-    schema
 }
 
 /// Renames a value's keys along its schema.

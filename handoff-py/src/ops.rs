@@ -12,10 +12,10 @@
 //! with behaviour or the result's JSON for a generated record ([`Made`]), so an operation, an
 //! argument or a result field the core adds reaches Python without a line here.
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::OnceLock;
 
 use handoff_core as core;
 use handoff_core::ops::{Arguments, Operation};
@@ -106,21 +106,6 @@ fn property<'s>(
     properties.get_key_value(*core)
 }
 
-/// The JSON schema of `A`, built once per type.
-fn schema_of<A: Arguments>() -> Arc<Value> {
-    static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(RwLock::default);
-    let id = TypeId::of::<A>();
-    if let Some(schema) = cache.read().ok().and_then(|c| c.get(&id).cloned()) {
-        return schema;
-    }
-    let schema = Arc::new(schemars::schema_for!(A).to_value());
-    if let Ok(mut cache) = cache.write() {
-        cache.insert(id, Arc::clone(&schema));
-    }
-    schema
-}
-
 /// A call's arguments as JSON, with the problems met converting them.
 struct Prepared {
     value: Value,
@@ -164,7 +149,8 @@ impl Spelling {
 /// or a required one missing is a `TypeError`, as for any Python function. `None` leaves an
 /// optional argument out (its default) and stays `null` for a required one (a problem).
 fn prepare<A: Arguments>(operation: &str, given: Given<'_>, max_depth: usize) -> Result<Prepared> {
-    let schema = schema_of::<A>();
+    let schema = core::ops::arguments_schema::<A>();
+    let schema = schema.as_value();
     let no_properties = Map::new();
     let properties = schema
         .get("properties")
@@ -192,7 +178,7 @@ fn prepare<A: Arguments>(operation: &str, given: Given<'_>, max_depth: usize) ->
     }
     let refuse =
         |what: String| Failure::from(PyTypeError::new_err(format!("{operation}() {what}")));
-    let mut convert = ToJson::new(&schema, max_depth);
+    let mut convert = ToJson::new(schema, max_depth);
     let mut object = Map::new();
     let mut named: Vec<&str> = Vec::new();
     let mut spelling = Spelling::default();

@@ -57,6 +57,7 @@ pub use crate::tools::ops::{
     AgentArgs, ContextArgs, ContextItemArgs, DEFAULT_BUDGET_TOKENS, DetectArgs, ToolsArgs,
 };
 pub use connect::ConnectArgs;
+pub use parse::{arguments_schema, result_schema};
 
 /// Adds the problems of the branch name `name`, given as `field`, to `problems`.
 pub(crate) fn branch_problems(problems: &mut Vec<Problem>, field: &str, name: &str) {
@@ -152,8 +153,8 @@ impl OperationInfo {
             access: O::ACCESS,
             command: O::COMMAND,
             positional: O::POSITIONAL,
-            arguments: parse::schema_of::<O::Args>().as_value().clone(),
-            result: parse::result_schema_of::<O::Output>().as_value().clone(),
+            arguments: arguments_schema::<O::Args>().as_value().clone(),
+            result: result_schema::<O::Output>().as_value().clone(),
         }
     }
 

@@ -24,7 +24,7 @@ where
     A: DeserializeOwned + JsonSchema + 'static,
     F: Fn(&A) -> Vec<Problem>,
 {
-    let schema = schema_of::<A>();
+    let schema = arguments_schema::<A>();
     let mut value = match value {
         Value::Null => Value::Object(Map::new()),
         Value::Object(map) => Value::Object(map),
@@ -175,15 +175,15 @@ fn respelled(spelled: &[(String, String)], field: &str) -> String {
     field.to_owned()
 }
 
-/// The JSON schema of `A`, built once per type.
-pub(crate) fn schema_of<A: JsonSchema + 'static>() -> Arc<Schema> {
+/// The JSON schema of an argument type `A` (the catalog's `arguments`), made once per type.
+pub fn arguments_schema<A: JsonSchema + 'static>() -> Arc<Schema> {
     cached::<A>(0, || schemars::schema_for!(A))
 }
 
-/// The JSON schema of a result type `T`, cached: a named type (a struct, an enum) as a
-/// reference to its definition under `$defs`, so that every face names it as the core does;
-/// lists, options and plain values inline.
-pub(crate) fn result_schema_of<T: JsonSchema + 'static>() -> Arc<Schema> {
+/// The JSON schema of a result type `T` (the catalog's `result`), made once per type: a named
+/// type (a struct, an enum) as a reference to its definition under `$defs`, so that every face
+/// names it as the core does; lists, options and plain values inline.
+pub fn result_schema<T: JsonSchema + 'static>() -> Arc<Schema> {
     cached::<T>(1, || {
         let mut generator = schemars::SchemaGenerator::default();
         let mut schema = generator.subschema_for::<T>();
