@@ -148,9 +148,9 @@ const OPEN_KEYS: [&str; 3] = ["synchronous", "lock_patience_seconds", "read_only
 fn connect_keys() -> &'static [String] {
     static KEYS: OnceLock<Vec<String>> = OnceLock::new();
     KEYS.get_or_init(|| {
-        let schema = schemars::schema_for!(ConnectArgs).to_value();
-        schema["properties"]
-            .as_object()
+        handoff_core::ops::arguments_schema::<ConnectArgs>()
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
             .map(|properties| properties.keys().cloned().collect())
             .unwrap_or_default()
     })
