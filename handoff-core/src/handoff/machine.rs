@@ -9,13 +9,15 @@
 //! | from | command / time | to |
 //! |---|---|---|
 //! | pending | claim | claimed (lease, token) |
-//! | claimed | heartbeat | claimed (lease extended) |
-//! | claimed | release | pending (attempts + 1) |
+//! | claimed | heartbeat | claimed (lease extended, progress kept) |
+//! | claimed | release, revoke (an operator) | pending (attempts + 1) |
 //! | claimed | lease runs out | pending (attempts + 1), or failed at `max_attempts` |
 //! | claimed | complete | completed (outcome) |
 //! | pending, claimed | reject | rejected (reason) |
 //! | pending, claimed | cancel | cancelled |
 //! | pending | `expires_at` passes | expired |
+//! | failed, rejected, cancelled | retry (an operator) | pending (attempts 0) |
+//! | pending, claimed | set priority | the same (priority changed) |
 
 use chrono::{DateTime, TimeDelta, Utc};
 use schemars::JsonSchema;
@@ -69,6 +71,9 @@ pub enum Change {
         task_id: String,
         /// The agent it is addressed to (`None`: any agent the policy allows).
         to_agent: Option<String>,
+        /// The priority it was created with (left out when 0).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        priority: i32,
     },
     /// An agent took the handoff.
     Claimed {
@@ -87,6 +92,9 @@ pub enum Change {
         #[serde(with = "crate::clock::rfc3339")]
         #[schemars(with = "DateTime<Utc>")]
         lease_until: DateTime<Utc>,
+        /// What the holder reported with it, if anything.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        progress: Option<serde_json::Value>,
     },
     /// The holder gave the handoff back.
     Released {
@@ -135,6 +143,32 @@ pub enum Change {
     },
     /// Nobody claimed the handoff before it expired.
     Expired,
+    /// An operator took the claim away from its holder: the handoff is claimable again, one
+    /// more attempt counted, and the holder's token no longer works.
+    Revoked {
+        /// The token that was taken away.
+        token: u64,
+        /// Why.
+        reason: String,
+    },
+    /// An operator put a finished handoff back in the queue, its attempts counted afresh (the
+    /// log keeps the earlier ones).
+    Retried {
+        /// The status it left.
+        from: Status,
+        /// Why, if given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The handoff's priority changed.
+    PriorityChanged {
+        /// The new priority.
+        priority: i32,
+    },
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 impl Change {
@@ -152,6 +186,9 @@ impl Change {
             Change::Rejected { .. } => "rejected",
             Change::Cancelled { .. } => "cancelled",
             Change::Expired => "expired",
+            Change::Revoked { .. } => "revoked",
+            Change::Retried { .. } => "retried",
+            Change::PriorityChanged { .. } => "priority_changed",
         }
     }
 }
@@ -172,6 +209,8 @@ pub enum Command {
         token: u64,
         /// The new lease, counted from now.
         lease: TimeDelta,
+        /// What the holder reports (checked for size by the store); `None` keeps the last.
+        progress: Option<serde_json::Value>,
     },
     /// Give the handoff back.
     Release {
@@ -214,6 +253,27 @@ pub enum Command {
         /// The holder's fencing token, when the holder cancels.
         claim_token: Option<u64>,
     },
+    /// Take a live claim away from its holder, as an operator.
+    Revoke {
+        /// Who revokes it.
+        by: String,
+        /// Why.
+        reason: String,
+    },
+    /// Put a failed, rejected or cancelled handoff back in the queue, as an operator.
+    Retry {
+        /// Who retries it.
+        by: String,
+        /// Why, if given.
+        reason: Option<String>,
+    },
+    /// Change the priority of an open handoff.
+    SetPriority {
+        /// Who changes it.
+        by: String,
+        /// The new priority.
+        priority: i32,
+    },
     /// Nothing but the passing of time: applies lapses and expiry.
     Tick,
 }
@@ -228,6 +288,9 @@ impl Command {
             Command::Complete { .. } => "complete",
             Command::Reject { .. } => "reject",
             Command::Cancel { .. } => "cancel",
+            Command::Revoke { .. } => "revoke",
+            Command::Retry { .. } => "retry",
+            Command::SetPriority { .. } => "set_priority",
             Command::Tick => "tick",
         }
     }
@@ -301,10 +364,21 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
             };
             (Some(agent.clone()), change)
         }
-        Command::Heartbeat { token, lease } => {
+        Command::Heartbeat {
+            token,
+            lease,
+            progress,
+        } => {
             let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
             let lease_until = lease_end(now, *lease)?;
-            (Some(holder), Change::Heartbeat { lease_until })
+            let progress = progress.clone();
+            (
+                Some(holder),
+                Change::Heartbeat {
+                    lease_until,
+                    progress,
+                },
+            )
         }
         Command::Release { token, reason } => {
             let holder = holder(h, *token).ok_or_else(|| lease_lost(*token))?;
@@ -395,6 +469,46 @@ pub fn transition(record: Handoff, command: &Command, now: DateTime<Utc>) -> Res
                 },
             )
         }
+        Command::Revoke { by, reason } => {
+            if h.status != Status::Claimed {
+                return Err(refuse("only a live claim can be revoked"));
+            }
+            let change = Change::Revoked {
+                token: h.claim_token.unwrap_or(0),
+                reason: reason.clone(),
+            };
+            (Some(by.clone()), change)
+        }
+        Command::Retry { by, reason } => {
+            match h.status {
+                Status::Failed | Status::Rejected | Status::Cancelled => {}
+                Status::Expired => {
+                    return Err(refuse(
+                        "its expires_at has passed, so it would expire again at once: create it anew",
+                    ));
+                }
+                Status::Completed => return Err(refuse("a completed handoff is done")),
+                Status::Pending | Status::Claimed => {
+                    return Err(refuse(
+                        "only a failed, rejected or cancelled handoff is retried",
+                    ));
+                }
+            }
+            let change = Change::Retried {
+                from: h.status,
+                reason: reason.clone(),
+            };
+            (Some(by.clone()), change)
+        }
+        Command::SetPriority { by, priority } => {
+            if h.status.is_terminal() {
+                return Err(refuse("a finished handoff has no place in the queue"));
+            }
+            let change = Change::PriorityChanged {
+                priority: *priority,
+            };
+            (Some(by.clone()), change)
+        }
     };
     next.push(actor, now, change);
     Ok(next)
@@ -457,7 +571,10 @@ pub fn apply(h: &mut Handoff, change: &Change, at: DateTime<Utc>) {
         h.outcome = outcome;
     };
     match change {
-        Change::Created { .. } => *h = h.as_created(),
+        Change::Created { priority, .. } => {
+            *h = h.as_created();
+            h.priority = *priority;
+        }
         Change::Claimed {
             agent,
             token,
@@ -468,12 +585,22 @@ pub fn apply(h: &mut Handoff, change: &Change, at: DateTime<Utc>) {
             h.claim_token = Some(*token);
             h.lease_until = Some(*lease_until);
             h.heartbeat_at = Some(at);
+            h.progress = None;
         }
-        Change::Heartbeat { lease_until } => {
+        Change::Heartbeat {
+            lease_until,
+            progress,
+        } => {
             h.lease_until = Some(*lease_until);
             h.heartbeat_at = Some(at);
+            if progress.is_some() {
+                h.progress = progress.clone();
+            }
         }
-        Change::Released { .. } | Change::LeaseExpired { .. } | Change::AttemptFailed { .. } => {
+        Change::Released { .. }
+        | Change::LeaseExpired { .. }
+        | Change::AttemptFailed { .. }
+        | Change::Revoked { .. } => {
             h.status = Status::Pending;
             h.lease_until = None;
             h.attempts += 1;
@@ -490,6 +617,15 @@ pub fn apply(h: &mut Handoff, change: &Change, at: DateTime<Utc>) {
         Change::Rejected { reason } => finish(h, Status::Rejected, Some(reason.clone())),
         Change::Cancelled { reason } => finish(h, Status::Cancelled, reason.clone()),
         Change::Expired => finish(h, Status::Expired, None),
+        Change::Retried { .. } => {
+            h.status = Status::Pending;
+            h.lease_until = None;
+            h.completed_at = None;
+            h.outcome = None;
+            h.attempts = 0;
+            h.progress = None;
+        }
+        Change::PriorityChanged { priority } => h.priority = *priority,
     }
 }
 
@@ -508,6 +644,7 @@ pub fn replay<'a>(
         return None;
     }
     let mut h = record.as_created();
+    apply(&mut h, &first.change, first.at);
     for event in events {
         apply(&mut h, &event.change, event.at);
     }

@@ -208,6 +208,16 @@ content_arguments! {
     #[serde(default)]
     #[schemars(range(min = 1))]
     max_attempts: Option<u32>,
+    /// Which pending handoff `claim_next` takes first: the highest, then the oldest (default 0).
+    #[serde(default)]
+    priority: i32,
+    /// The creator's W3C trace context (`00-<trace id>-<span id>-<flags>`): the successor's
+    /// spans continue its trace.
+    #[serde(default)]
+    traceparent: Option<String>,
+    /// The vendor part of the W3C trace context, beside `traceparent`.
+    #[serde(default)]
+    tracestate: Option<String>,
 }
 
 /// What stands in for a goal left out while the arguments are checked: the one taken from the
@@ -350,6 +360,9 @@ impl Content {
             protocol: None,
             expires_at: self.expires_at,
             max_attempts: self.max_attempts,
+            priority: self.priority,
+            traceparent: self.traceparent,
+            tracestate: self.tracestate,
         };
         (new, verdict)
     }
@@ -757,9 +770,15 @@ macro_rules! claim_operation {
 }
 
 claim_operation!(
-    /// Renews the claim's lease. `LEASE_LOST` once the claim has lapsed or moved on.
-    Heartbeat, HeartbeatArgs, "heartbeat", [], {},
-    |store, claim, _args| store.heartbeat(claim)
+    /// Renews the claim's lease, reporting progress if given. `LEASE_LOST` once the claim
+    /// has lapsed or moved on.
+    Heartbeat, HeartbeatArgs, "heartbeat", ["progress"],
+    {
+        /// How the work is going: a small JSON value (at most 4 KB), kept on the record until
+        /// the next claim and shown to operators; left out, the last one stays.
+        progress: Option<serde_json::Value> = default
+    },
+    |store, claim, args| store.heartbeat_with(claim, args.progress)
 );
 
 claim_operation!(
@@ -865,6 +884,96 @@ impl Operation for Cancel {
 
     fn run(store: &Store, args: CancelArgs) -> Result<Handoff> {
         store.cancel(&args.id, &args.by, args.reason.as_deref())
+    }
+}
+
+/// Puts a failed, rejected or cancelled handoff back in the queue, as the operator `by`: its
+/// attempts count afresh, and its log keeps the earlier ones.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryArgs {
+    /// The handoff.
+    pub id: String,
+    /// Who retries it.
+    pub by: String,
+    /// Why.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl Arguments for RetryArgs {}
+
+/// The `retry` operation.
+pub struct Retry;
+
+impl Operation for Retry {
+    const NAME: &'static str = "retry";
+    const ACCESS: Access = Access::Writes;
+    const POSITIONAL: &'static [&'static str] = &["id", "by", "reason"];
+    type Args = RetryArgs;
+    type Output = Handoff;
+
+    fn run(store: &Store, args: RetryArgs) -> Result<Handoff> {
+        store.retry(&args.id, &args.by, args.reason.as_deref())
+    }
+}
+
+/// Takes a live claim away from its holder, as the operator `by`: pending again, one more
+/// attempt counted, the holder's token no longer works.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeClaimArgs {
+    /// The handoff.
+    pub id: String,
+    /// Who revokes the claim.
+    pub by: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl Arguments for RevokeClaimArgs {}
+
+/// The `revoke_claim` operation.
+pub struct RevokeClaim;
+
+impl Operation for RevokeClaim {
+    const NAME: &'static str = "revoke_claim";
+    const ACCESS: Access = Access::Writes;
+    const POSITIONAL: &'static [&'static str] = &["id", "by", "reason"];
+    type Args = RevokeClaimArgs;
+    type Output = Handoff;
+
+    fn run(store: &Store, args: RevokeClaimArgs) -> Result<Handoff> {
+        store.revoke_claim(&args.id, &args.by, &args.reason)
+    }
+}
+
+/// Changes the priority of a pending or claimed handoff: `claim_next` takes the highest first.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetPriorityArgs {
+    /// The handoff.
+    pub id: String,
+    /// The new priority (higher is taken sooner; the default is 0).
+    pub priority: i32,
+    /// Who changes it.
+    pub by: String,
+}
+
+impl Arguments for SetPriorityArgs {}
+
+/// The `set_priority` operation.
+pub struct SetPriority;
+
+impl Operation for SetPriority {
+    const NAME: &'static str = "set_priority";
+    const ACCESS: Access = Access::Writes;
+    const POSITIONAL: &'static [&'static str] = &["id", "priority", "by"];
+    type Args = SetPriorityArgs;
+    type Output = Handoff;
+
+    fn run(store: &Store, args: SetPriorityArgs) -> Result<Handoff> {
+        store.set_priority(&args.id, args.priority, &args.by)
     }
 }
 

@@ -27,6 +27,7 @@ pub type Metadata = serde_json::Map<String, serde_json::Value>;
 /// The fields up to `max_attempts` are the content, fixed at creation. The fields from `status`
 /// on are managed by the store through the state machine and change with every transition.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "Handoff", description = "A handoff-core handover record")]
 pub struct Handoff {
@@ -110,6 +111,14 @@ pub struct Handoff {
     // Boxed: inline, it doubled the size of every record, most of which carry none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Box<crate::protocol::ProtocolBody>>,
+    /// The creator's W3C trace context (`00-<trace id>-<span id>-<flags>`): the successor
+    /// starts its span under it, so a chain of agents is one trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"))]
+    pub traceparent: Option<String>,
+    /// The vendor part of the creator's W3C trace context, carried with `traceparent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
     /// When the handoff was created.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "DateTime<Utc>")]
@@ -149,12 +158,20 @@ pub struct Handoff {
     /// The completing agent's result, or why the handoff ended otherwise.
     #[serde(default)]
     pub outcome: Option<String>,
+    /// Which pending handoff `claim_next` takes first: the highest, then the oldest. Set at
+    /// create, changed by `set_priority`.
+    #[serde(default)]
+    pub priority: i32,
+    /// What the holder last reported with a heartbeat (a small JSON value), until the next
+    /// claim.
+    #[serde(default)]
+    pub progress: Option<serde_json::Value>,
 }
 
 /// How [`Handoff::to_json`] ends for a record whose lifecycle is a new one's (the lifecycle
 /// fields come last; a test keeps this in step with the struct).
 #[cfg(any(feature = "sqlite", feature = "postgres", test))]
-const NEW_LIFECYCLE_TAIL: &str = r#","status":"pending","claimed_by":null,"claim_token":null,"lease_until":null,"heartbeat_at":null,"attempts":0,"completed_at":null,"outcome":null}"#;
+const NEW_LIFECYCLE_TAIL: &str = r#","status":"pending","claimed_by":null,"claim_token":null,"lease_until":null,"heartbeat_at":null,"attempts":0,"completed_at":null,"outcome":null,"priority":0,"progress":null}"#;
 
 fn default_max_attempts() -> u32 {
     DEFAULT_MAX_ATTEMPTS
@@ -242,6 +259,8 @@ impl Handoff {
             attempts: self.attempts,
             completed_at: self.completed_at,
             outcome: self.outcome.clone(),
+            priority: self.priority,
+            progress: self.progress.clone(),
         }
     }
 
@@ -256,6 +275,8 @@ impl Handoff {
             attempts: std::mem::replace(&mut self.attempts, lifecycle.attempts),
             completed_at: std::mem::replace(&mut self.completed_at, lifecycle.completed_at),
             outcome: std::mem::replace(&mut self.outcome, lifecycle.outcome),
+            priority: std::mem::replace(&mut self.priority, lifecycle.priority),
+            progress: std::mem::replace(&mut self.progress, lifecycle.progress),
         }
     }
 
@@ -278,6 +299,8 @@ pub struct Lifecycle {
     pub attempts: u32,
     pub completed_at: Option<DateTime<Utc>>,
     pub outcome: Option<String>,
+    pub priority: i32,
+    pub progress: Option<serde_json::Value>,
 }
 
 /// What a creator supplies for a new handoff; the store adds the id, times and lifecycle.
@@ -354,6 +377,15 @@ pub struct NewHandoff {
     /// Defaults to [`DEFAULT_MAX_ATTEMPTS`].
     #[serde(default)]
     pub max_attempts: Option<u32>,
+    /// Which pending handoff `claim_next` takes first: the highest, then the oldest (0 when
+    /// not given).
+    #[serde(default)]
+    pub priority: i32,
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"))]
+    pub traceparent: Option<String>,
+    #[serde(default)]
+    pub tracestate: Option<String>,
 }
 
 fn strings<I, S>(items: I) -> Vec<String>
@@ -479,6 +511,21 @@ impl NewHandoff {
         self.max_attempts = Some(attempts);
         self
     }
+    /// Sets the priority: `claim_next` takes the highest first.
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+    /// Sets the creator's W3C trace context, which the successor continues.
+    pub fn trace_context(
+        mut self,
+        traceparent: impl Into<String>,
+        tracestate: Option<String>,
+    ) -> Self {
+        self.traceparent = Some(traceparent.into());
+        self.tracestate = tracestate;
+        self
+    }
 
     /// The pending record this input becomes, with the given id and creation time.
     pub fn into_record(self, id: String, now: DateTime<Utc>) -> Handoff {
@@ -509,6 +556,8 @@ impl NewHandoff {
             context_usage_percent: self.context_usage_percent,
             metadata: self.metadata,
             protocol: self.protocol,
+            traceparent: self.traceparent,
+            tracestate: self.tracestate,
             created_at: now,
             expires_at: self.expires_at,
             max_attempts: self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
@@ -520,6 +569,8 @@ impl NewHandoff {
             attempts: 0,
             completed_at: None,
             outcome: None,
+            priority: self.priority,
+            progress: None,
         }
     }
 }
@@ -556,6 +607,9 @@ impl From<Handoff> for NewHandoff {
             protocol: h.protocol,
             expires_at: h.expires_at,
             max_attempts: Some(h.max_attempts),
+            priority: h.priority,
+            traceparent: h.traceparent,
+            tracestate: h.tracestate,
         }
     }
 }
@@ -834,6 +888,10 @@ fn check_record(h: &Handoff, limits: &Limits) -> Result<()> {
     if h.max_attempts == 0 {
         c.push("max_attempts", "must be at least 1");
     }
+    check_trace_context(&mut c, h.traceparent.as_deref(), h.tracestate.as_deref());
+    if let Some(progress) = &h.progress {
+        check_progress(&mut c, progress);
+    }
     if let Some(body) = &h.protocol {
         for problem in protocol::check_body(body, h.kind, &h.task_id, limits) {
             c.push(problem.field, problem.rule);
@@ -859,6 +917,70 @@ fn check_record(h: &Handoff, limits: &Limits) -> Result<()> {
     c.finish()
 }
 
+/// The most a heartbeat's progress may take as JSON: a status line and a few counters, not a
+/// result (which `complete` carries).
+pub const MAX_PROGRESS_BYTES: usize = 4096;
+
+/// Checks a heartbeat's `progress`: small and shallow.
+pub(crate) fn check_progress(c: &mut Collector, progress: &serde_json::Value) {
+    let mut wrapped = serde_json::Map::new();
+    wrapped.insert(String::new(), progress.clone());
+    if deeper_than(&wrapped, crate::validate::MAX_DEPTH).is_some() {
+        c.push(
+            "progress",
+            format!("must nest at most {} levels", crate::validate::MAX_DEPTH),
+        );
+        return;
+    }
+    let size = json_size(progress);
+    if size > MAX_PROGRESS_BYTES {
+        c.push(
+            "progress",
+            format!("must be at most {MAX_PROGRESS_BYTES} bytes as JSON, is {size}"),
+        );
+    }
+}
+
+/// Checks a W3C trace context: `traceparent` as version-traceid-parentid-flags in lowercase
+/// hex (neither id all zeros, version `ff` refused), `tracestate` only beside one, at most 512
+/// printable characters as the specification allows.
+pub(crate) fn check_trace_context(c: &mut Collector, parent: Option<&str>, state: Option<&str>) {
+    if let Some(parent) = parent {
+        let parts: Vec<&str> = parent.split('-').collect();
+        let hex = |s: &str, len: usize| {
+            s.len() == len
+                && s.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
+        let zero = |s: &str| s.bytes().all(|b| b == b'0');
+        let well_formed = parts.len() == 4
+            && hex(parts[0], 2)
+            && parts[0] != "ff"
+            && hex(parts[1], 32)
+            && hex(parts[2], 16)
+            && hex(parts[3], 2)
+            && !zero(parts[1])
+            && !zero(parts[2]);
+        if !well_formed {
+            c.push(
+                "traceparent",
+                "must be a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lowercase, ids not all zeros",
+            );
+        }
+    }
+    if let Some(state) = state {
+        if parent.is_none() {
+            c.push("tracestate", "is only kept beside a traceparent");
+        }
+        if state.len() > 512 || !state.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            c.push(
+                "tracestate",
+                "must be at most 512 printable ASCII characters",
+            );
+        }
+    }
+}
+
 /// An upper bound of the length of a record's JSON form: every byte of text escaped to six,
 /// and room to spare for keys, numbers and times.
 fn json_size_bound(h: &Handoff) -> usize {
@@ -876,6 +998,7 @@ fn json_size_bound(h: &Handoff) -> usize {
     FIXED
         + metadata
         + protocol
+        + h.progress.as_ref().map_or(0, |_| MAX_PROGRESS_BYTES)
         + [&h.id, &h.task_id, &h.goal, &h.progress_summary]
             .map(|s| text(s))
             .iter()
@@ -888,6 +1011,8 @@ fn json_size_bound(h: &Handoff) -> usize {
             &h.instructions,
             &h.claimed_by,
             &h.outcome,
+            &h.traceparent,
+            &h.tracestate,
         ]
         .map(opt)
         .iter()

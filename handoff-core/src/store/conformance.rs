@@ -26,6 +26,7 @@ mod context;
 mod curation;
 mod handoffs;
 mod memory;
+mod operators;
 mod protocol;
 mod replay;
 mod retention;
@@ -36,6 +37,7 @@ pub use context::*;
 pub use curation::*;
 pub use handoffs::*;
 pub use memory::*;
+pub use operators::*;
 pub use protocol::*;
 pub use replay::*;
 pub use retention::*;
@@ -76,6 +78,8 @@ macro_rules! conformance_tests {
             tasks_take_objectives_and_members, step_escalations_never_strand_a_task,
             completing_a_task_merges_only_what_was_verified,
             tasks_run_again_seeded_with_what_they_learned,
+            priorities_jump_the_queue, dead_handoffs_are_retried, operators_revoke_stuck_claims,
+            heartbeats_carry_progress, records_carry_their_trace_context,
         );
     };
     ($make:expr) => {

@@ -70,9 +70,16 @@ struct OpenEntry {
     expires_at: Option<DateTime<Utc>>,
     #[serde(with = "crate::clock::rfc3339::option")]
     lease_until: Option<DateTime<Utc>>,
+    /// Claims take the highest first.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    priority: i32,
     /// SHA-256 of the current claim's secret, in hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     claim_secret_sha256: Option<String>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 /// A hop's file: the hop and its place in its task's chain.
@@ -1039,6 +1046,7 @@ fn open_entry(h: &Handoff, secret: Option<String>) -> OpenEntry {
         to_agent: h.to_agent.clone(),
         expires_at: h.expires_at,
         lease_until: h.lease_until,
+        priority: h.priority,
         claim_secret_sha256: secret,
     }
 }
@@ -1183,20 +1191,25 @@ impl Tx for FilesTx<'_> {
         now: DateTime<Utc>,
         after: Option<&str>,
     ) -> Result<Option<Handoff>> {
-        let start = match after {
-            Some(after) => match self.index.open.iter().position(|e| e.id == after) {
-                Some(at) => at + 1,
-                None => 0,
-            },
-            None => 0,
-        };
-        let found = self.index.open[start..].iter().find(|e| {
-            e.status == Status::Pending
-                && e.kind != Kind::Checkpoint
-                && e.expires_at.is_none_or(|at| at > now)
-                && e.to_agent.as_deref().is_none_or(|to| to == agent)
-                && task_id.is_none_or(|task| e.task_id == task)
-        });
+        // Claim order: the highest priority first, then the earliest in the list (the order
+        // records became open). A refused record's place is where the search resumes.
+        let open = &self.index.open;
+        let place = |at: usize| (std::cmp::Reverse(open[at].priority), at);
+        let from = after
+            .and_then(|after| open.iter().position(|e| e.id == after))
+            .map(|at| (std::cmp::Reverse(open[at].priority), at + 1));
+        let found = (0..open.len())
+            .filter(|at| from.is_none_or(|from| place(*at) >= from))
+            .filter(|at| {
+                let e = &open[*at];
+                e.status == Status::Pending
+                    && e.kind != Kind::Checkpoint
+                    && e.expires_at.is_none_or(|at| at > now)
+                    && e.to_agent.as_deref().is_none_or(|to| to == agent)
+                    && task_id.is_none_or(|task| e.task_id == task)
+            })
+            .min_by_key(|at| place(*at))
+            .map(|at| &open[at]);
         match found.map(|e| e.id.clone()) {
             Some(id) => self.open_record(&id).map(Some),
             None => Ok(None),

@@ -24,8 +24,9 @@ struct State {
     records: HashMap<String, (u64, Handoff)>,
     /// Every id by insertion position.
     order: BTreeMap<u64, String>,
-    /// Pending ids by insertion position: what `claim_next` walks.
-    pending: BTreeMap<u64, String>,
+    /// Pending ids in claim order (the highest priority first, then by insertion position):
+    /// what `claim_next` walks.
+    pending: BTreeMap<ClaimOrder, String>,
     /// Positions of claimed records by lease end, and of expiring pending records by expiry:
     /// what time can change.
     due: BTreeSet<(DateTime<Utc>, u64)>,
@@ -39,6 +40,9 @@ struct State {
     /// Documents by kind and key, in key order within a kind.
     docs: BTreeMap<(String, String), Doc>,
 }
+
+/// A pending record's place in claim order: the highest priority first, then the oldest.
+type ClaimOrder = (std::cmp::Reverse<i32>, u64);
 
 fn doc_key(kind: &str, key: &str) -> (String, String) {
     (kind.to_owned(), key.to_owned())
@@ -245,6 +249,11 @@ impl State {
     }
 
     /// A task's records inserted at or after position `from`, oldest first.
+    /// The insertion position of the record `id` (0 when there is none).
+    fn position(&self, id: &str) -> u64 {
+        self.records.get(id).map_or(0, |(pos, _)| *pos)
+    }
+
     fn task_records_from(&self, task_id: &str, from: u64) -> impl Iterator<Item = &Handoff> {
         let positions = self.tasks.get(task_id).map_or(&[][..], Vec::as_slice);
         let start = positions.partition_point(|pos| *pos < from);
@@ -257,15 +266,15 @@ impl State {
         self.task_records(task_id).map(hop_of).collect()
     }
 
-    /// Where `h` belongs in the indexes: among the pending or not, and when time next
-    /// changes it, if ever.
-    fn slots(h: &Handoff) -> (bool, Option<DateTime<Utc>>) {
+    /// Where `h` belongs in the indexes: among the pending (with its priority) or not, and
+    /// when time next changes it, if ever.
+    fn slots(h: &Handoff) -> (Option<i32>, Option<DateTime<Utc>>) {
         let due = match h.status {
             Status::Claimed => h.lease_until,
             Status::Pending => h.expires_at,
             _ => None,
         };
-        (h.status == Status::Pending, due)
+        ((h.status == Status::Pending).then_some(h.priority), due)
     }
 
     /// Adds the record `id` at `pos` to the indexes `slots` names, or removes it.
@@ -273,14 +282,15 @@ impl State {
         &mut self,
         pos: u64,
         id: &str,
-        (pending, due): (bool, Option<DateTime<Utc>>),
+        (pending, due): (Option<i32>, Option<DateTime<Utc>>),
         add: bool,
     ) {
-        if pending {
+        if let Some(priority) = pending {
+            let place = (std::cmp::Reverse(priority), pos);
             if add {
-                self.pending.insert(pos, id.to_owned());
+                self.pending.insert(place, id.to_owned());
             } else {
-                self.pending.remove(&pos);
+                self.pending.remove(&place);
             }
         }
         if let Some(at) = due {
@@ -476,9 +486,12 @@ impl Tx for MemoryTx<'_> {
         after: Option<&str>,
     ) -> Result<Option<Handoff>> {
         let state = &*self.state;
-        let after = after
+        // The first place in claim order after the refused record's, if one was refused.
+        let from: ClaimOrder = after
             .and_then(|id| state.records.get(id))
-            .map_or(0, |(pos, _)| *pos + 1);
+            .map_or((std::cmp::Reverse(i32::MAX), 0), |(pos, h)| {
+                (std::cmp::Reverse(h.priority), *pos + 1)
+            });
         let claimable = |h: &&Handoff| {
             h.status == Status::Pending
                 && h.kind != Kind::Checkpoint
@@ -486,10 +499,15 @@ impl Tx for MemoryTx<'_> {
                 && h.expires_at.is_none_or(|at| at > now)
         };
         let found = match task_id {
-            Some(task) => state.task_records_from(task, after).find(claimable),
+            // A task has few records: the best of them in claim order.
+            Some(task) => state
+                .task_records_from(task, 0)
+                .filter(claimable)
+                .filter(|h| (std::cmp::Reverse(h.priority), state.position(&h.id)) >= from)
+                .min_by_key(|h| (std::cmp::Reverse(h.priority), state.position(&h.id))),
             None => state
                 .pending
-                .range(after..)
+                .range(from..)
                 .map(|(_, id)| id)
                 .filter_map(|id| state.records.get(id).map(|(_, h)| h))
                 .find(claimable),

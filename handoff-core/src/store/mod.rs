@@ -636,10 +636,27 @@ impl Store {
     /// Takes a [`Claim`] (`&claim`) or a [`ClaimRef`]; the claim's secret must match, or
     /// nothing changes and the caller gets [`Error::LeaseLost`].
     pub fn heartbeat(&self, claim: impl Into<ClaimRef>) -> Result<Handoff> {
+        self.heartbeat_with(claim, None)
+    }
+
+    /// [`Store::heartbeat`], reporting `progress`: a small JSON value (at most
+    /// [`MAX_PROGRESS_BYTES`](crate::record::MAX_PROGRESS_BYTES) as JSON) kept on the record
+    /// until the next claim and carried by the `heartbeat` event. `None` keeps the last one.
+    pub fn heartbeat_with(
+        &self,
+        claim: impl Into<ClaimRef>,
+        progress: Option<serde_json::Value>,
+    ) -> Result<Handoff> {
         let claim = claim.into();
+        if let Some(progress) = &progress {
+            let mut c = validate::Collector::default();
+            crate::record::check_progress(&mut c, progress);
+            c.finish()?;
+        }
         let command = Command::Heartbeat {
             token: claim.token,
             lease: lease_delta("lease_seconds", claim.lease)?,
+            progress,
         };
         self.settle_claim(&claim, &command)
     }
@@ -760,6 +777,53 @@ impl Store {
             by: Some(by.to_owned()),
             reason: reason.map(str::to_owned),
             claim_token: None,
+        };
+        self.apply(id, &command)
+    }
+
+    /// Takes the live claim on `id` away from its holder, as the operator `by`: the handoff is
+    /// pending again with one more attempt counted, and the holder's token no longer works
+    /// (its next heartbeat or complete gets [`Error::LeaseLost`]). For a holder that hangs
+    /// without letting its lease lapse.
+    pub fn revoke_claim(&self, id: &str, by: &str, reason: &str) -> Result<Handoff> {
+        validate::agent("by", by)?;
+        if reason.trim().is_empty() {
+            return Err(Error::invalid(
+                "reason",
+                "must say why the claim is taken away",
+            ));
+        }
+        self.check_text("reason", reason)?;
+        let command = Command::Revoke {
+            by: by.to_owned(),
+            reason: reason.to_owned(),
+        };
+        self.apply(id, &command)
+    }
+
+    /// Puts a `failed`, `rejected` or `cancelled` handoff back in the queue as `pending`, as
+    /// the operator `by`: its attempts count afresh from 0, and its log keeps the earlier
+    /// ones and a `retried` event naming who and why. An expired handoff is not retried (its
+    /// `expires_at` has passed), nor a completed one.
+    pub fn retry(&self, id: &str, by: &str, reason: Option<&str>) -> Result<Handoff> {
+        validate::agent("by", by)?;
+        if let Some(reason) = reason {
+            self.check_text("reason", reason)?;
+        }
+        let command = Command::Retry {
+            by: by.to_owned(),
+            reason: reason.map(str::to_owned),
+        };
+        self.apply(id, &command)
+    }
+
+    /// Changes the priority of a pending or claimed handoff, as `by`: `claim_next` takes the
+    /// highest priority first, the oldest within one.
+    pub fn set_priority(&self, id: &str, priority: i32, by: &str) -> Result<Handoff> {
+        validate::agent("by", by)?;
+        let command = Command::SetPriority {
+            by: by.to_owned(),
+            priority,
         };
         self.apply(id, &command)
     }
@@ -984,6 +1048,7 @@ fn write_created(tx: &mut dyn Tx, record: &Handoff, actor: Option<String>) -> Re
         change: Change::Created {
             task_id: record.task_id.clone(),
             to_agent: record.to_agent.clone(),
+            priority: record.priority,
         },
     })
 }

@@ -64,8 +64,8 @@ use errors::{connection_lost, is_retryable, storage};
 use pool::{Pool, Pooled};
 pub use schema::VERSION;
 use sql::{
-    DOC_SQL, HOP_COLUMNS, RECORD_COLUMNS, doc_from_row, docs_sql, event_from_row, hop_from_row,
-    record_from_row,
+    DOC_SQL, HOP_COLUMNS, RECORD_COLUMNS, SECRET_COLUMN, doc_from_row, docs_sql, event_from_row,
+    hop_from_row, record_from_row,
 };
 use tls::TlsParams;
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -516,11 +516,11 @@ fn export_from(client: &Conn, sink: &mut dyn FnMut(Exported) -> Result<()>) -> R
             )
             .map_err(read)?;
         let Some(last) = rows.last() else { break };
-        after = last.get(10);
+        after = last.get(SECRET_COLUMN + 1);
         for row in &rows {
             sink(Exported::Record {
                 record: Box::new(record_from_row(row)?),
-                claim_secret: stored_digest(row.get(9)),
+                claim_secret: stored_digest(row.get(SECRET_COLUMN)),
             })?;
         }
     }

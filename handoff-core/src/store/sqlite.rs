@@ -361,10 +361,12 @@ impl From<Contended> for Error {
 macro_rules! record_columns {
     () => {
         "status, claimed_by, claim_token, lease_until, heartbeat_at, attempts, completed_at, \
-         outcome, body"
+         outcome, priority, progress, body"
     };
 }
 const RECORD_COLUMNS: &str = record_columns!();
+/// The column after [`RECORD_COLUMNS`], where a read that needs it selects the claim's secret.
+const SECRET_COLUMN: usize = 11;
 
 /// The columns an event is read from, of `events AS e`.
 macro_rules! event_columns {
@@ -405,7 +407,7 @@ fn parse<T: std::str::FromStr>(what: &str, text: &str) -> rusqlite::Result<T> {
 }
 
 fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Handoff> {
-    let body: String = row.get(8)?;
+    let body: String = row.get(10)?;
     let mut h: Handoff = serde_json::from_str(&body).map_err(|e| corrupt("record body", e))?;
     h.status = parse("status", &row.get::<_, String>(0)?)?;
     h.claimed_by = row.get(1)?;
@@ -415,6 +417,11 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Handoff> {
     h.attempts = row.get(5)?;
     h.completed_at = row.get::<_, Option<i64>>(6)?.map(from_micros);
     h.outcome = row.get(7)?;
+    h.priority = row.get(8)?;
+    h.progress = match row.get::<_, Option<String>>(9)? {
+        Some(text) => Some(serde_json::from_str(&text).map_err(|e| corrupt("progress", e))?),
+        None => None,
+    };
     Ok(h)
 }
 
@@ -724,7 +731,7 @@ fn export_from(
         ))?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            let secret = row.get::<_, Option<Vec<u8>>>(9)?;
+            let secret = row.get::<_, Option<Vec<u8>>>(SECRET_COLUMN)?;
             give(Exported::Record {
                 record: Box::new(record_from_row(row)?),
                 claim_secret: stored_digest(secret.as_deref()),
@@ -791,8 +798,8 @@ impl Drop for Transaction<'_> {
 macro_rules! update_lifecycle {
     () => {
         "UPDATE handoffs SET status = ?2, claimed_by = ?3, claim_token = ?4, lease_until = ?5, \
-         heartbeat_at = ?6, attempts = ?7, completed_at = ?8, outcome = ?9, \
-         last_event = coalesce(?10, last_event)"
+         heartbeat_at = ?6, attempts = ?7, completed_at = ?8, outcome = ?9, priority = ?10, \
+         progress = ?11, last_event = coalesce(?12, last_event)"
     };
 }
 
@@ -807,6 +814,8 @@ struct LifecycleColumns<'a> {
     attempts: &'a u32,
     completed_at: Option<i64>,
     outcome: &'a Option<String>,
+    priority: i32,
+    progress: Option<String>,
 }
 
 impl<'a> LifecycleColumns<'a> {
@@ -820,10 +829,12 @@ impl<'a> LifecycleColumns<'a> {
             attempts: &h.attempts,
             completed_at: opt_micros(h.completed_at),
             outcome: &h.outcome,
+            priority: h.priority,
+            progress: h.progress.as_ref().map(|p| p.to_string()),
         }
     }
 
-    fn values(&self) -> [&dyn ToSql; 8] {
+    fn values(&self) -> [&dyn ToSql; 10] {
         [
             &self.status,
             self.claimed_by,
@@ -833,6 +844,8 @@ impl<'a> LifecycleColumns<'a> {
             self.attempts,
             &self.completed_at,
             self.outcome,
+            &self.priority,
+            &self.progress,
         ]
     }
 }
@@ -927,9 +940,9 @@ impl SqliteTx<'_> {
                     .prepare_cached(
                         "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
                          created_at, expires_at, status, claimed_by, claim_token, lease_until, \
-                         heartbeat_at, attempts, completed_at, outcome, body, last_event, \
-                         claim_secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
-                         ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                         heartbeat_at, attempts, completed_at, outcome, priority, progress, \
+                         body, last_event, claim_secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+                         ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
                     )
                     .and_then(|mut stmt| stmt.execute(values.as_slice()))
             }
@@ -945,7 +958,7 @@ impl SqliteTx<'_> {
                         values.push(digest);
                         self.conn.prepare_cached(concat!(
                             update_lifecycle!(),
-                            ", claim_secret = ?11 WHERE id = ?1"
+                            ", claim_secret = ?13 WHERE id = ?1"
                         ))
                     }
                 }
@@ -978,7 +991,7 @@ impl Tx for SqliteTx<'_> {
             ))
             .and_then(|mut stmt| {
                 stmt.query_row([id], |row| {
-                    let secret = row.get::<_, Option<Vec<u8>>>(9)?;
+                    let secret = row.get::<_, Option<Vec<u8>>>(SECRET_COLUMN)?;
                     Ok((record_from_row(row)?, stored_digest(secret.as_deref())))
                 })
                 .optional()
@@ -1120,19 +1133,22 @@ impl Tx for SqliteTx<'_> {
     ) -> Result<Option<Handoff>> {
         self.flush()?;
         let now = micros(now);
-        // Skipping is rare (a policy refused the oldest): it gets statements of its own, so
-        // that the common ones stay as the planner likes them.
+        // Skipping is rare (a policy refused the best): it gets statements of its own, so
+        // that the common ones stay as the planner likes them. The cursor is the refused
+        // record's place in claim order: its priority, then its position.
         let after = match after {
             None => None,
             Some(id) => {
-                let pos = self
+                let place = self
                     .conn
-                    .prepare_cached("SELECT pos FROM handoffs WHERE id = ?1")
+                    .prepare_cached("SELECT priority, pos FROM handoffs WHERE id = ?1")
                     .and_then(|mut stmt| {
-                        stmt.query_row(params![id], |row| row.get::<_, i64>(0))
-                            .optional()
+                        stmt.query_row(params![id], |row| {
+                            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
+                        })
+                        .optional()
                     });
-                Some(self.check(pos)?.unwrap_or(0))
+                Some(self.check(place)?.unwrap_or((i64::MAX, 0)))
             }
         };
         macro_rules! in_task {
@@ -1145,12 +1161,12 @@ impl Tx for SqliteTx<'_> {
                     claimable!(),
                     " AND (to_agent IS NULL OR to_agent = CAST(?1 AS TEXT))",
                     $extra,
-                    " ORDER BY pos LIMIT 1"
+                    " ORDER BY priority DESC, pos LIMIT 1"
                 )
             };
         }
-        // Otherwise the oldest of two index seeks: open handoffs, and ones addressed to
-        // `agent`, so the cost does not grow with the backlog.
+        // Otherwise the first in claim order of two index seeks: open handoffs, and ones
+        // addressed to `agent`, so the cost does not grow with the backlog.
         macro_rules! anywhere {
             ($extra:literal) => {
                 concat!(
@@ -1161,14 +1177,14 @@ impl Tx for SqliteTx<'_> {
                          WHERE queue = '' AND to_agent IS NULL AND ",
                     claimable!(),
                     $extra,
-                    " ORDER BY pos LIMIT 1) \
+                    " ORDER BY priority DESC, pos LIMIT 1) \
                        UNION ALL \
                        SELECT * FROM (SELECT pos FROM handoffs INDEXED BY handoffs_queue \
                          WHERE queue = CAST(?1 AS TEXT) AND to_agent = CAST(?1 AS TEXT) AND ",
                     claimable!(),
                     $extra,
-                    " ORDER BY pos LIMIT 1) \
-                     ) AS first JOIN handoffs USING (pos) ORDER BY pos LIMIT 1"
+                    " ORDER BY priority DESC, pos LIMIT 1) \
+                     ) AS first JOIN handoffs USING (pos) ORDER BY priority DESC, pos LIMIT 1"
                 )
             };
         }
@@ -1179,24 +1195,26 @@ impl Tx for SqliteTx<'_> {
                 stmt.query_row(params![agent, now, task], record_from_row)
                     .optional()
             }),
-            (Some(task), Some(pos)) => {
-                conn.prepare_cached(in_task!(" AND pos > ?4"))
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![agent, now, task, pos], record_from_row)
-                            .optional()
-                    })
-            }
+            (Some(task), Some((priority, pos))) => conn
+                .prepare_cached(in_task!(
+                    " AND (priority < ?5 OR (priority = ?5 AND pos > ?4))"
+                ))
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![agent, now, task, pos, priority], record_from_row)
+                        .optional()
+                }),
             (None, None) => conn.prepare_cached(anywhere!("")).and_then(|mut stmt| {
                 stmt.query_row(params![agent, now], record_from_row)
                     .optional()
             }),
-            (None, Some(pos)) => {
-                conn.prepare_cached(anywhere!(" AND pos > ?3"))
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![agent, now, pos], record_from_row)
-                            .optional()
-                    })
-            }
+            (None, Some((priority, pos))) => conn
+                .prepare_cached(anywhere!(
+                    " AND (priority < ?4 OR (priority = ?4 AND pos > ?3))"
+                ))
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![agent, now, pos, priority], record_from_row)
+                        .optional()
+                }),
         };
         self.check(result)
     }
@@ -1477,7 +1495,8 @@ mod migration_tests {
             events[0].change,
             Change::Created {
                 task_id: "t1".into(),
-                to_agent: None
+                to_agent: None,
+                priority: 0,
             }
         );
         for h in store.list(&Default::default()).unwrap() {

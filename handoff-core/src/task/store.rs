@@ -580,7 +580,7 @@ pub(crate) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
                 let error = error.as_deref().unwrap_or("the worker's lease ran out");
                 header.step_failed(step, error, true, now)
             }
-            Change::Released { .. } => header.step_released(step, now),
+            Change::Released { .. } | Change::Revoked { .. } => header.step_released(step, now),
             // The reason as given: it passed the limits the escalation's record must meet.
             Change::Rejected { reason } => header.step_failed(step, reason, true, now),
             Change::Expired => header.step_failed(step, "nobody claimed it in time", true, now),
@@ -593,7 +593,12 @@ pub(crate) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
                 );
                 header.step_failed(step, &why, true, now)
             }
-            Change::Created { .. } | Change::Heartbeat { .. } => continue,
+            // A step's handoff retried by an operator is the task's to rerun (`rerun_task`):
+            // the step keeps its state until its handoff is claimed again.
+            Change::Created { .. }
+            | Change::Heartbeat { .. }
+            | Change::PriorityChanged { .. }
+            | Change::Retried { .. } => continue,
         };
         let Ok(mut effects) = outcome else {
             continue;

@@ -15,7 +15,8 @@ pub fn create_and_get(store: Store) {
         events[0].change,
         Change::Created {
             task_id: "t1".into(),
-            to_agent: created.to_agent.clone()
+            to_agent: created.to_agent.clone(),
+            priority: 0,
         }
     );
     assert_eq!(events[0].actor.as_deref(), Some("claude"));

@@ -33,6 +33,8 @@ pub(super) struct Insert {
     pub(super) attempts: i32,
     pub(super) completed_at: Option<i64>,
     pub(super) outcome: Option<String>,
+    pub(super) priority: i32,
+    pub(super) progress: Option<String>,
     pub(super) body: String,
 }
 
@@ -55,22 +57,24 @@ impl Insert {
             attempts: h.attempts as i32,
             completed_at: opt_micros(h.completed_at),
             outcome: h.outcome.clone(),
+            priority: h.priority,
+            progress: h.progress.as_ref().map(|p| p.to_string()),
             body: h.stored_body(),
         }
     }
 
     /// The statement that inserts one row, its values from `$first` on.
     pub(super) fn sql(first: usize) -> String {
-        let values: Vec<String> = (first..first + 17).map(|n| format!("${n}")).collect();
+        let values: Vec<String> = (first..first + 19).map(|n| format!("${n}")).collect();
         format!(
             "INSERT INTO handoffs (id, task_id, kind, from_agent, to_agent, parent_id, \
              created_at, expires_at, status, claimed_by, claim_token, lease_until, \
-             heartbeat_at, attempts, completed_at, outcome, body) VALUES ({})",
+             heartbeat_at, attempts, completed_at, outcome, priority, progress, body) VALUES ({})",
             values.join(", ")
         )
     }
 
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 17] {
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 19] {
         [
             &self.id,
             &self.task_id,
@@ -88,6 +92,8 @@ impl Insert {
             &self.attempts,
             &self.completed_at,
             &self.outcome,
+            &self.priority,
+            &self.progress,
             &self.body,
         ]
     }
@@ -208,6 +214,8 @@ pub(super) fn update_sql(first: usize, with_secret: bool, record: bool) -> Strin
             "attempts",
             "completed_at",
             "outcome",
+            "priority",
+            "progress",
         ]
         .iter()
         .enumerate()
@@ -231,6 +239,8 @@ pub(super) struct Lifecycle<'a> {
     pub(super) attempts: i32,
     pub(super) completed_at: Option<i64>,
     pub(super) outcome: &'a Option<String>,
+    pub(super) priority: i32,
+    pub(super) progress: Option<String>,
 }
 
 impl<'a> Lifecycle<'a> {
@@ -244,10 +254,12 @@ impl<'a> Lifecycle<'a> {
             attempts: h.attempts as i32,
             completed_at: opt_micros(h.completed_at),
             outcome: &h.outcome,
+            priority: h.priority,
+            progress: h.progress.as_ref().map(|p| p.to_string()),
         }
     }
 
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 8] {
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 10] {
         [
             &self.status,
             self.claimed_by,
@@ -257,6 +269,8 @@ impl<'a> Lifecycle<'a> {
             &self.attempts,
             &self.completed_at,
             self.outcome,
+            &self.priority,
+            &self.progress,
         ]
     }
 }

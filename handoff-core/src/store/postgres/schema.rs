@@ -4,7 +4,7 @@
 use super::*;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 6;
+pub const VERSION: i32 = 7;
 
 /// `MIGRATIONS[v]` upgrades a schema from version `v` to `v + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -83,6 +83,16 @@ const MIGRATIONS: [&str; VERSION as usize] = [
     -- The open records in insertion order: with `handoffs_claimable` for an agent's own, the
     -- two ordered scans a claim merges (see `next_ctes`).
     CREATE INDEX handoffs_open ON handoffs (pos) WHERE status = 'pending' AND to_agent IS NULL;",
+    // 6 -> 7: priorities (a claim takes the highest first, the oldest within one: the two
+    // scans of `next_ctes` read these indexes in that order) and the holder's last progress.
+    "ALTER TABLE handoffs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE handoffs ADD COLUMN progress TEXT;
+    DROP INDEX handoffs_open;
+    CREATE INDEX handoffs_open ON handoffs (priority DESC, pos)
+        WHERE status = 'pending' AND to_agent IS NULL;
+    DROP INDEX handoffs_claimable;
+    CREATE INDEX handoffs_claimable ON handoffs (to_agent, priority DESC, pos)
+        WHERE status = 'pending';",
 ];
 
 impl PostgresBackend {

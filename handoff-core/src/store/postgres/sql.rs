@@ -4,7 +4,9 @@
 use super::*;
 
 pub(super) const RECORD_COLUMNS: &str = "status, claimed_by, claim_token, lease_until, heartbeat_at, \
-                              attempts, completed_at, outcome, body";
+                              attempts, completed_at, outcome, priority, progress, body";
+/// The column after [`RECORD_COLUMNS`], where a read that needs it selects the claim's secret.
+pub(super) const SECRET_COLUMN: usize = 11;
 /// Open work at the time `$2` that a claim may take, addressed to anyone (see
 /// [`next_ctes`] for whom).
 pub(super) const OPEN_WORK: &str = "status = 'pending' AND kind <> 'checkpoint' \
@@ -29,7 +31,7 @@ pub(super) enum RowKind {
 }
 
 /// The column after [`RECORD_COLUMNS`] that says a row's [`RowKind`].
-pub(super) const KIND_COLUMN: usize = 9;
+pub(super) const KIND_COLUMN: usize = 11;
 
 impl RowKind {
     pub(super) fn of(row: &Row) -> Result<RowKind> {
@@ -60,7 +62,7 @@ pub(super) fn next_ctes(
     filter: &str,
     limit: Option<usize>,
 ) -> String {
-    const LOCK: &str = "ORDER BY pos LIMIT 1 FOR UPDATE OF handoffs SKIP LOCKED";
+    const LOCK: &str = "ORDER BY priority DESC, pos LIMIT 1 FOR UPDATE OF handoffs SKIP LOCKED";
     if let Some(task) = task {
         return format!(
             "next AS MATERIALIZED (SELECT {columns} FROM handoffs WHERE {OPEN_WORK} \
@@ -71,7 +73,7 @@ pub(super) fn next_ctes(
     let scan = |addressed: &str| {
         format!(
             "(SELECT pos FROM handoffs WHERE {OPEN_WORK} AND {addressed}{filter} \
-             ORDER BY pos{limit})"
+             ORDER BY priority DESC, pos{limit})"
         )
     };
     format!(
@@ -143,7 +145,7 @@ pub(super) fn parsed<T: FromStr>(what: &str, text: &str) -> Result<T> {
 }
 
 pub(super) fn record_from_row(row: &Row) -> Result<Handoff> {
-    let body: String = row.get(8);
+    let body: String = row.get(10);
     let mut h: Handoff = serde_json::from_str(&body).map_err(|e| corrupt("record body", e))?;
     h.status = parsed("status", row.get::<_, &str>(0))?;
     h.claimed_by = row.get(1);
@@ -153,6 +155,11 @@ pub(super) fn record_from_row(row: &Row) -> Result<Handoff> {
     h.attempts = row.get::<_, i32>(5) as u32;
     h.completed_at = row.get::<_, Option<i64>>(6).map(from_micros);
     h.outcome = row.get(7);
+    h.priority = row.get(8);
+    h.progress = match row.get::<_, Option<&str>>(9) {
+        Some(text) => Some(serde_json::from_str(text).map_err(|e| corrupt("progress", e))?),
+        None => None,
+    };
     Ok(h)
 }
 

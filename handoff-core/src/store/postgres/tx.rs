@@ -6,8 +6,8 @@ use super::batch::{
 };
 use super::errors::{busy, reason};
 use super::sql::{
-    CANDIDATES, DOC_LOCKED_SQL, DUE_PROBE, KIND_COLUMN, RowKind, corrupt, due_sql, hops_from_json,
-    next_ctes, saturated_row, saturation,
+    CANDIDATES, DOC_LOCKED_SQL, DUE_PROBE, KIND_COLUMN, RowKind, SECRET_COLUMN, corrupt, due_sql,
+    hops_from_json, next_ctes, saturated_row, saturation,
 };
 use super::*;
 
@@ -162,6 +162,8 @@ impl PgTx<'_> {
                 e.change,
                 Change::Created { .. }
                     | Change::Released { .. }
+                    | Change::Revoked { .. }
+                    | Change::Retried { .. }
                     | Change::LeaseExpired { .. }
                     | Change::AttemptFailed { .. }
             )
@@ -353,8 +355,12 @@ impl PgTx<'_> {
         let filter = match &after {
             Some(after) => {
                 params.push(after);
+                // After the refused record in claim order: a lower priority, or the same and
+                // younger (an unknown id refuses nothing).
                 format!(
-                    " AND pos > COALESCE((SELECT pos FROM handoffs WHERE id = ${}), 0)",
+                    " AND NOT EXISTS (SELECT 1 FROM handoffs AS refused WHERE refused.id = ${} \
+                     AND (refused.priority < handoffs.priority \
+                       OR (refused.priority = handoffs.priority AND refused.pos >= handoffs.pos)))",
                     params.len()
                 )
             }
@@ -404,7 +410,8 @@ impl Tx for PgTx<'_> {
             return Ok(None);
         };
         let record = record_from_row(&row)?;
-        self.read_secret.keep(&record.id, stored_digest(row.get(9)));
+        self.read_secret
+            .keep(&record.id, stored_digest(row.get(SECRET_COLUMN)));
         Ok(Some(record))
     }
 

@@ -7,7 +7,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this build writes.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 
 /// "HOFF": marks a file as a handoff-core store.
 const APPLICATION_ID: i32 = 0x484F_4646;
@@ -98,6 +98,12 @@ const MIGRATIONS: [&str; VERSION as usize] = [
     CREATE INDEX handoffs_queue ON handoffs (queue, pos) WHERE queue IS NOT NULL;
     DROP INDEX handoffs_claimable;
     DROP INDEX handoffs_leases;",
+    // 7 -> 8: priorities (claim_next takes the highest first, the oldest within one, from the
+    // same index, now keyed by priority within each queue) and the holder's last progress.
+    "ALTER TABLE handoffs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE handoffs ADD COLUMN progress TEXT;
+    DROP INDEX handoffs_queue;
+    CREATE INDEX handoffs_queue ON handoffs (queue, priority DESC, pos) WHERE queue IS NOT NULL;",
 ];
 
 /// What a file says about itself, read without writing anything.
