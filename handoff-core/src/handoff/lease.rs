@@ -217,6 +217,19 @@ impl Lease {
         self.beats.load(Ordering::SeqCst)
     }
 
+    /// Reports how the work is going: a heartbeat carrying `progress` (a small JSON value),
+    /// sent now. The record keeps it, operators see it, and the lease's own heartbeats after
+    /// it leave it in place until the next report.
+    pub fn progress(&self, progress: serde_json::Value) -> Result<Handoff> {
+        let result = self
+            .store
+            .heartbeat_with(self.claim.clone(), Some(progress));
+        if matches!(result, Err(Error::LeaseLost { .. })) {
+            self.lost.store(true, Ordering::SeqCst);
+        }
+        result
+    }
+
     /// Stops the heartbeats, then gives the handoff back with `reason` (pending again, one
     /// more attempt counted): work that did not fail but was not done (a holder stopped or
     /// timed out).
@@ -339,6 +352,30 @@ mod tests {
         let failed = store.events(Some(&h.id)).unwrap();
         assert!(matches!(&failed.last().unwrap().change,
                          Change::AttemptFailed { error, .. } if error == DROPPED));
+    }
+
+    #[test]
+    fn a_lease_reports_progress_that_its_heartbeats_keep() {
+        let store = Store::memory().with_clock(Arc::new(ManualClock::new(chrono::Utc::now())));
+        let h = store.create(NewHandoff::new("t1", "work")).unwrap();
+        let lease = store
+            .lease(&store.claim(&h.id, "a", Duration::from_millis(30)).unwrap())
+            .unwrap();
+        let progress = serde_json::json!({"done": 2, "of": 5});
+        assert_eq!(
+            lease.progress(progress.clone()).unwrap().progress,
+            Some(progress.clone())
+        );
+        let reported = beats(&store, &h.id);
+        until(|| beats(&store, &h.id) >= reported + 2);
+        assert_eq!(store.get(&h.id).unwrap().progress, Some(progress));
+        let too_big = serde_json::json!("x".repeat(5000));
+        assert_eq!(
+            lease.progress(too_big).unwrap_err().problems()[0].field,
+            "progress"
+        );
+        assert!(!lease.is_lost());
+        lease.complete("done").unwrap();
     }
 
     #[test]
