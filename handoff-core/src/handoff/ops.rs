@@ -622,8 +622,9 @@ impl Operation for Claim {
     }
 }
 
-/// Claims the oldest pending handoff `agent` may take (addressed to it or to anyone); nothing
-/// when there is none, after waiting up to `wait_seconds` for some to arrive.
+/// Claims the next pending handoff `agent` may take (addressed to it or to anyone), the
+/// highest priority first, then the oldest; nothing when there is none, after waiting up to
+/// `wait_seconds` for some to arrive.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimNextArgs {

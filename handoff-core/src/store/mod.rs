@@ -542,8 +542,9 @@ impl Store {
         Ok(claim_of(handoff, secret, lease))
     }
 
-    /// Claims the oldest pending handoff `agent` may take (addressed to it, or open and allowed
-    /// by the chain policy), optionally only within `task_id`. `None` when there is nothing to
+    /// Claims the next pending handoff `agent` may take (addressed to it, or open and allowed
+    /// by the chain policy), the highest priority first and the oldest within one, optionally
+    /// only within `task_id`. `None` when there is nothing to
     /// claim.
     pub fn claim_next(
         &self,
