@@ -815,7 +815,24 @@ impl Store {
             by: by.to_owned(),
             reason: reason.map(str::to_owned),
         };
-        self.apply(id, &command)
+        validate::ident("id", id)?;
+        let now = self.clock.now();
+        self.change_one(id, &mut |tx, h| {
+            // A plan's step is retried by its task, which knows what runs after it.
+            if crate::task::store::carries_step(&h) {
+                return Err(Error::InvalidTransition {
+                    id: h.id.clone(),
+                    status: h.status,
+                    event: "retry",
+                    reason: format!(
+                        "it runs a step of task {}: retry it through the task \
+                         (resolve_escalation with retry, or rerun_task)",
+                        h.task_id
+                    ),
+                });
+            }
+            persist(tx, transition(h, &command, now)?)
+        })
     }
 
     /// Changes the priority of a pending or claimed handoff, as `by`: `claim_next` takes the

@@ -186,6 +186,12 @@ pub fn failed_steps_escalate_and_pause_their_task(store: Store) {
     assert_eq!(task.header.status, TaskStatus::Paused);
     assert_eq!(task.steps[0].status, StepStatus::Escalated);
     assert_eq!(task.steps[0].error.as_deref(), Some("still timing out"));
+    // The dead step is its task's to retry, not an operator's `retry` of its handoff.
+    let before = snapshot(&store);
+    let err = store.retry(&first.handoff.id, "ops", None).unwrap_err();
+    assert_eq!(kind_of(&err), ErrorKind::InvalidTransition, "{err}");
+    assert!(err.to_string().contains("resolve_escalation"), "{err}");
+    assert_eq!(snapshot(&store), before);
     let escalation = store.claim_next("human", None, MINUTE).unwrap().unwrap();
     assert_eq!(escalation.handoff.kind, Kind::Escalation);
     assert_eq!(escalation.handoff.unresolved_errors, ["still timing out"]);
