@@ -593,8 +593,7 @@ pub(crate) fn follow(tx: &mut dyn Tx, record: &Handoff, events: &[NewEvent]) -> 
                 );
                 header.step_failed(step, &why, true, now)
             }
-            // A step's handoff retried by an operator is the task's to rerun (`rerun_task`):
-            // the step keeps its state until its handoff is claimed again.
+            // (`retry` refuses a step's handoff: its task retries the step.)
             Change::Created { .. }
             | Change::Heartbeat { .. }
             | Change::PriorityChanged { .. }
