@@ -437,7 +437,7 @@ fn body_object(body: &[u8], limits: &Limits) -> Result<Map<String, Value>, Error
 
 /// A query parameter as the argument's type says: a number, a boolean or text. What does not
 /// read as its type goes as text, for the operation to report by name.
-fn typed(schema: Option<&Value>, text: &str) -> Value {
+pub(super) fn typed(schema: Option<&Value>, text: &str) -> Value {
     let types: Vec<&str> = match schema.and_then(|s| s.get("type")) {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),

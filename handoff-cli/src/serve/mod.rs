@@ -184,9 +184,16 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     if api {
         api::handle(app, request, caller).await
     } else if request.method() == Method::GET || request.method() == Method::HEAD {
-        dashboard::handle(app, &path, &query).await
+        dashboard::handle(app, &path, &query, request.headers(), &caller).await
+    } else if request.method() == Method::POST && path.starts_with("/actions/") {
+        // A dashboard form: acts only with its session's form token (dashboard::forms).
+        dashboard::act(app, request, caller).await
     } else {
-        (StatusCode::METHOD_NOT_ALLOWED, "the dashboard only reads\n").into_response()
+        (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the dashboard reads with GET and acts with its forms' POST to /actions/\n",
+        )
+            .into_response()
     }
 }
 
@@ -266,14 +273,7 @@ impl App {
             .and_then(|v| v.split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim());
-        let cookie = (!api)
-            .then(|| headers.get_all(header::COOKIE))
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))
-            .next();
+        let cookie = (!api).then(|| dashboard_cookie(headers)).flatten();
         if let Some(caller) = bearer.or(cookie).and_then(agents) {
             return Access::Granted(caller);
         }
@@ -293,6 +293,17 @@ impl App {
             .await
             .map_err(|e| Error::storage(format!("a request's worker stopped: {e}")))
     }
+}
+
+/// The token in the dashboard's cookie ([`TOKEN_COOKIE`]), if the request carries it.
+pub(crate) fn dashboard_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .into_iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))
+        .next()
 }
 
 /// `name=value` pairs of a query string, decoded (`%XX`, `+`).
