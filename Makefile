@@ -82,7 +82,7 @@ $(PY_VENV)/.tools: handoff-py/pyproject.toml Makefile
 	$(PY_VENV)/bin/python -m pip install --quiet "maturin==1.16.0" "pytest>=8,<10" "mypy>=1.13,<2" \
 	  "openai==3.54.0" "anthropic==2.12.0" "langchain-core==1.7.2" \
 	  "openai-agents==0.24.0" "langgraph==1.2.22" "langgraph-swarm==0.1.0" "langgraph-checkpoint-sqlite==3.1.2" \
-	  "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2"
+	  "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2" "opentelemetry-exporter-otlp-proto-http==1.45.2"
 	touch $@
 
 test-python: $(PY_VENV)/.tools

@@ -272,4 +272,29 @@ impl Handoff {
     fn outcome(&self) -> Option<&str> {
         self.inner.outcome.as_deref()
     }
+    /// Which pending handoff `claim_next` takes first: the highest, then the oldest.
+    #[getter]
+    fn priority(&self) -> i32 {
+        self.inner.priority
+    }
+    /// What the holder last reported with a heartbeat (a small JSON value), or `None`. A fresh
+    /// value on every access.
+    #[getter]
+    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .progress
+            .as_ref()
+            .map(|value| to_py(py, value))
+            .transpose()
+    }
+    /// The creator's W3C `traceparent`, under which a successor starts its span.
+    #[getter]
+    fn traceparent(&self) -> Option<&str> {
+        self.inner.traceparent.as_deref()
+    }
+    /// The vendor part of the creator's W3C trace context, carried with `traceparent`.
+    #[getter]
+    fn tracestate(&self) -> Option<&str> {
+        self.inner.tracestate.as_deref()
+    }
 }

@@ -740,10 +740,16 @@ impl Store {
     /// Holds `claim` while its work runs: `with store.lease(claim) as lease:` heartbeats every
     /// third of its lease from a thread of its own, and leaving the block completes the claim
     /// (with `lease.outcome`) or fails it with the exception that ended it.
-    fn lease(&self, py: Python<'_>, claim: &Bound<'_, PyAny>) -> Result<crate::lease::Lease> {
-        let store = self.store()?;
-        let claim = claim_ref(&store, claim)?;
-        Ok(crate::lease::Lease::new(py.detach(|| store.lease(claim))?))
+    fn lease(slf: &Bound<'_, Self>, claim: &Bound<'_, PyAny>) -> Result<crate::lease::Lease> {
+        let py = slf.py();
+        let store = slf.get().store()?;
+        let reference = claim_ref(&store, claim)?;
+        let held = py.detach(|| store.lease(reference))?;
+        Ok(crate::lease::Lease::new(
+            held,
+            slf.clone().into_any().unbind(),
+            claim.clone().unbind(),
+        ))
     }
 
     /// Reads the memory of `scope` (`{}` when none), calls `change` with it and writes what it

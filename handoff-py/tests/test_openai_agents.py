@@ -181,7 +181,14 @@ def test_spans_for_create_claim_and_complete(spans: Any) -> None:
 
     run(worker())
     by_name: dict[str, Any] = {s.name: s for s in spans.get_finished_spans()}
-    assert set(by_name) == {"handoff.create triage", "handoff.claim billing", "handoff.complete billing"}
+    assert set(by_name) == {"handoff.create triage", "handoff.claim billing", "handoff.work billing", "handoff.complete billing"}
+    # One trace: the claim and the holder's work continue from the span that created the record,
+    # the completion is part of the work.
+    created, work = by_name["handoff.create triage"].context, by_name["handoff.work billing"]
+    assert {s.context.trace_id for s in by_name.values()} == {created.trace_id}
+    assert by_name["handoff.claim billing"].parent.span_id == created.span_id
+    assert work.parent.span_id == created.span_id
+    assert by_name["handoff.complete billing"].parent.span_id == work.context.span_id
     create = by_name["handoff.create triage"].attributes
     assert create["gen_ai.operation.name"] == "handoff.create"
     assert create["gen_ai.tool.name"] == "transfer_to_billing"

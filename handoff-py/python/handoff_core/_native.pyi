@@ -15,6 +15,7 @@ from handoff_core._records import (
     ImportReport,
     Memory,
     MergeReport,
+    Metrics,
     PathStats,
     ProtocolRun,
     ProtocolStats,
@@ -194,6 +195,22 @@ class Handoff:
     def completed_at(self) -> Optional[datetime]: ...
     @property
     def outcome(self) -> Optional[str]: ...
+    @property
+    def priority(self) -> int:
+        """Which pending handoff ``claim_next`` takes first: the highest, then the oldest."""
+        ...
+    @property
+    def progress(self) -> Any:
+        """What the holder last reported with a heartbeat (a small JSON value), or None."""
+        ...
+    @property
+    def traceparent(self) -> Optional[str]:
+        """The creator's W3C ``traceparent``, under which a successor starts its span."""
+        ...
+    @property
+    def tracestate(self) -> Optional[str]:
+        """The vendor part of the creator's W3C trace context, carried with ``traceparent``."""
+        ...
 
 @final
 class Claim:
@@ -621,6 +638,10 @@ class Lease:
     def lost(self) -> bool: ...
     @property
     def settled(self) -> bool: ...
+    def progress(self, progress: Any) -> Handoff:
+        """Reports how the work is going: a heartbeat carrying ``progress`` (a small JSON value),
+        sent now; the record keeps it until the next report. ``LeaseLost`` once the claim is gone."""
+        ...
     def complete(self, outcome: Optional[str] = None) -> Handoff: ...
     def fail(self, error: str) -> Handoff: ...
     def __enter__(self) -> Lease: ...
@@ -692,6 +713,9 @@ class Store:
         success_criteria: Optional[Sequence[str]] = None,
         expires_at: Optional[datetime] = None,
         max_attempts: Optional[int] = None,
+        priority: Optional[int] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> Handoff:
         """Creates a pending handoff. With a caller-supplied `id`, creating again with the same
         content returns the stored record; with other content it fails with `Conflict`.
@@ -728,6 +752,11 @@ class Store:
             success_criteria: How the successor knows it is done.
             expires_at: When an unclaimed handoff expires (RFC 3339).
             max_attempts: How many claims may lapse before the handoff fails (default 3).
+            priority: Which pending handoff `claim_next` takes first: the highest, then the oldest
+                (default 0).
+            traceparent: The creator's W3C trace context (`00-<trace id>-<span id>-<flags>`): the
+                successor's spans continue its trace.
+            tracestate: The vendor part of the W3C trace context, beside `traceparent`.
         """
     def create_many(self, records: Sequence[Mapping[str, Any]]) -> builtins.list[Handoff]:
         """Creates several handoffs in one transaction: all of them, or none when one is refused.
@@ -792,11 +821,14 @@ class Store:
                 The worker sleeps until work arrives: woken by PostgreSQL at once, by a short poll
                 elsewhere.
         """
-    def heartbeat(self, claim: _AnyClaim) -> Handoff:
-        """Renews the claim's lease. `LeaseLost` once the claim has lapsed or moved on.
+    def heartbeat(self, claim: _AnyClaim, progress: Optional[Any] = None) -> Handoff:
+        """Renews the claim's lease, reporting progress if given. `LeaseLost` once the claim has
+        lapsed or moved on.
 
         Args:
             claim: The claim, as `claim` or `claim_next` returned it.
+            progress: How the work is going: a small JSON value (at most 4 KB), kept on the record
+                until the next claim and shown to operators; left out, the last one stays.
         """
     def release(self, claim: _AnyClaim, reason: str) -> Handoff:
         """Gives the handoff back to the queue, with why.
@@ -843,6 +875,33 @@ class Store:
             id: The handoff.
             by: Who withdraws it.
             reason: Why.
+        """
+    def retry(self, id: str, by: str, reason: Optional[str] = None) -> Handoff:
+        """Puts a failed, rejected or cancelled handoff back in the queue, as the operator `by`: its
+        attempts count afresh, and its log keeps the earlier ones.
+
+        Args:
+            id: The handoff.
+            by: Who retries it.
+            reason: Why.
+        """
+    def revoke_claim(self, id: str, by: str, reason: str) -> Handoff:
+        """Takes a live claim away from its holder, as the operator `by`: pending again, one more
+        attempt counted, the holder's token no longer works.
+
+        Args:
+            id: The handoff.
+            by: Who revokes the claim.
+            reason: Why.
+        """
+    def set_priority(self, id: str, priority: int, by: str) -> Handoff:
+        """Changes the priority of a pending or claimed handoff: `claim_next` takes the highest
+        first.
+
+        Args:
+            id: The handoff.
+            priority: The new priority (higher is taken sooner; the default is 0).
+            by: Who changes it.
         """
     def cancel_claim(self, claim: _AnyClaim, reason: Optional[str] = None) -> Handoff:
         """Withdraws the handoff as its holder.
@@ -907,6 +966,9 @@ class Store:
         success_criteria: Optional[Sequence[str]] = None,
         expires_at: Optional[datetime] = None,
         max_attempts: Optional[int] = None,
+        priority: Optional[int] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> Handoff:
         """Saves `agent`'s progress on `task_id` without changing who owns what.
 
@@ -940,6 +1002,11 @@ class Store:
             success_criteria: How the successor knows it is done.
             expires_at: When an unclaimed handoff expires (RFC 3339).
             max_attempts: How many claims may lapse before the handoff fails (default 3).
+            priority: Which pending handoff `claim_next` takes first: the highest, then the oldest
+                (default 0).
+            traceparent: The creator's W3C trace context (`00-<trace id>-<span id>-<flags>`): the
+                successor's spans continue its trace.
+            tracestate: The vendor part of the W3C trace context, beside `traceparent`.
         """
     def stalled(self, older_than_seconds: _Span) -> builtins.list[str]:
         """Ids of tasks in progress whose last sign of life (claim, heartbeat, checkpoint) is older
@@ -953,6 +1020,13 @@ class Store:
     def queue_counts(self) -> builtins.list[QueueCount]:
         """The queue at a glance: how many handoffs are in each status, per addressee (checkpoints
         left out), in status then agent order.
+        """
+    def metrics(self) -> Metrics:
+        """The store at a glance, for operators and their monitoring: handoffs by status and
+        addressee, events by kind (created, claimed, completed, failed, retried, revoked,
+        lease_expired, ...), the time from creation to first claim and from claim to settling as
+        histograms, open escalations and task steps by status. Computed from the store, so every
+        server over one database reports the same.
         """
     def reap(self) -> int:
         """Applies every lapse that is due (leases, expiries) now; returns how many records changed."""

@@ -25,6 +25,7 @@ __all__ = [
     "ImportReport",
     "Memory",
     "MergeReport",
+    "Metrics",
     "PathStats",
     "ProtocolRun",
     "ProtocolStats",
@@ -306,6 +307,35 @@ class MergeReport(_Record):
     facts: int
     conversations: int
     kept: int
+
+
+class Metrics(_Record):
+    """The state of the store at a glance, for operators and their monitoring.
+
+    Attributes:
+        handoffs: How many handoffs are in each status, per addressee (checkpoints left out), in
+            status then agent order.
+        events: How many events of each kind the log holds (`created`, `claimed`, `completed`,
+            `failed`, `retried`, `revoked`, `lease_expired`, ... : the kinds of `events`), in
+            kind order; the usual kinds are listed with 0 before they first happen.
+        claim_wait: From a handoff's creation to its first claim, over the handoffs claimed at
+            least once.
+        work_time: From a claim to its settling by the holder (completed, failed, released),
+            over every claim settled so.
+        open_escalations: Escalation handoffs still pending or claimed: decisions someone waits
+            for.
+        steps: How many task steps are in each status, in status order (statuses with none left
+            out).
+    """
+
+    __slots__ = ("handoffs", "events", "claim_wait", "work_time", "open_escalations", "steps")
+    handoffs: builtins.list[QueueCount]
+    events: builtins.list[dict[str, Any]]
+    claim_wait: dict[str, Any]
+    work_time: dict[str, Any]
+    open_escalations: int
+    steps: builtins.list[dict[str, Any]]
+    _convert = {"handoffs": _many("QueueCount")}
 
 
 class PathStats(_Record):

@@ -37,6 +37,9 @@ EventKind = Literal[
     "rejected",
     "cancelled",
     "expired",
+    "revoked",
+    "retried",
+    "priority_changed",
 ]
 #: Where a task stands.
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "paused", "cancelled"]

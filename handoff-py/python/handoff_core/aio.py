@@ -26,7 +26,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Optional, TypeVar, Union
 
-from handoff_core import _native
+from handoff_core import _native, _trace_context
 from handoff_core._native import (
     Bundle,
     Chain,
@@ -195,15 +195,18 @@ async def connect(
 class Lease:
     """A claim held while its work runs, as an async context manager: heartbeats from the
     core's own thread until the block ends, then completes the claim (with ``outcome``) or
-    fails it with the exception that ended the block, which propagates as it is."""
+    fails it with the exception that ended the block, which propagates as it is. With
+    OpenTelemetry in use the block is the holder's span, under the record's trace context (see
+    :mod:`handoff_core.tracing`)."""
 
-    __slots__ = ("_store", "_claim", "_lease", "_outcome")
+    __slots__ = ("_store", "_claim", "_lease", "_outcome", "_span")
 
     def __init__(self, store: _native.Store, claim: _AnyClaim) -> None:
         self._store = store
         self._claim = claim
         self._lease: Optional[_native.Lease] = None
         self._outcome = ""
+        self._span: Any = None
 
     def _held(self) -> _native.Lease:
         if self._lease is None:
@@ -214,14 +217,31 @@ class Lease:
         # Taking a lease only schedules its heartbeats: no I/O, so no worker thread.
         self._lease = self._store.lease(self._claim)
         self._lease.outcome = self._outcome
+        # The span is entered here, in the task's context, so that it is current in the block
+        # (the native lease's own `__enter__`, which would open it too, is not called). Making
+        # it may read the record of a ClaimRef: in a worker thread.
+        span = None
+        if _trace_context.imported():
+            span = await asyncio.to_thread(_trace_context.lease_span, self._store, self._claim)
+        if span is not None:
+            span.__enter__()
+            self._span = span
         return self
 
     async def __aexit__(self, *exc: Any) -> bool:
         lease = self._held()
-        if lease.settled:  # completed or failed inside the block: nothing left to write
-            return False
-        lease.outcome = self._outcome
-        await asyncio.to_thread(lease.__exit__, *exc)
+        try:
+            if not lease.settled:  # else completed or failed inside the block: nothing to write
+                lease.outcome = self._outcome
+                await asyncio.to_thread(lease.__exit__, *exc)
+        except BaseException as refused:
+            if self._span is not None:
+                self._span.__exit__(type(refused), refused, refused.__traceback__)
+                self._span = None
+            raise
+        if self._span is not None:
+            self._span.__exit__(*exc)
+            self._span = None
         return False
 
     @property
@@ -245,6 +265,11 @@ class Lease:
     @property
     def settled(self) -> bool:
         return self._held().settled
+
+    async def progress(self, progress: Any) -> Handoff:
+        """Reports how the work is going: a heartbeat carrying ``progress`` (a small JSON value),
+        sent now; the record keeps it until the next report. ``LeaseLost`` once the claim is gone."""
+        return await asyncio.to_thread(self._held().progress, progress)
 
     async def complete(self, outcome: Optional[str] = None) -> Handoff:
         """Stops the heartbeats and completes the claim (with ``outcome``, else ``self.outcome``)."""
@@ -371,6 +396,9 @@ class Store:
         success_criteria: Optional[Sequence[str]] = None,
         expires_at: Optional[datetime] = None,
         max_attempts: Optional[int] = None,
+        priority: Optional[int] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> Handoff:
         """Creates a pending handoff. With a caller-supplied `id`, creating again with the same
         content returns the stored record; with other content it fails with `Conflict`.
@@ -404,6 +432,9 @@ class Store:
             success_criteria=success_criteria,
             expires_at=expires_at,
             max_attempts=max_attempts,
+            priority=priority,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
 
     async def create_many(self, records: Sequence[Mapping[str, Any]]) -> builtins.list[Handoff]:
@@ -470,9 +501,11 @@ class Store:
             ),
         )
 
-    async def heartbeat(self, claim: _AnyClaim) -> Handoff:
-        """Renews the claim's lease. `LeaseLost` once the claim has lapsed or moved on."""
-        return await asyncio.to_thread(self._store.heartbeat, claim)
+    async def heartbeat(self, claim: _AnyClaim, progress: Optional[Any] = None) -> Handoff:
+        """Renews the claim's lease, reporting progress if given. `LeaseLost` once the claim has
+        lapsed or moved on.
+        """
+        return await asyncio.to_thread(self._store.heartbeat, claim, progress)
 
     async def release(self, claim: _AnyClaim, reason: str) -> Handoff:
         """Gives the handoff back to the queue, with why."""
@@ -506,6 +539,24 @@ class Store:
     async def cancel(self, id: str, by: str, reason: Optional[str] = None) -> Handoff:
         """Withdraws a pending or claimed handoff, as `by`: its creator, or anyone when it has none."""
         return await asyncio.to_thread(self._store.cancel, id, by, reason)
+
+    async def retry(self, id: str, by: str, reason: Optional[str] = None) -> Handoff:
+        """Puts a failed, rejected or cancelled handoff back in the queue, as the operator `by`: its
+        attempts count afresh, and its log keeps the earlier ones.
+        """
+        return await asyncio.to_thread(self._store.retry, id, by, reason)
+
+    async def revoke_claim(self, id: str, by: str, reason: str) -> Handoff:
+        """Takes a live claim away from its holder, as the operator `by`: pending again, one more
+        attempt counted, the holder's token no longer works.
+        """
+        return await asyncio.to_thread(self._store.revoke_claim, id, by, reason)
+
+    async def set_priority(self, id: str, priority: int, by: str) -> Handoff:
+        """Changes the priority of a pending or claimed handoff: `claim_next` takes the highest
+        first.
+        """
+        return await asyncio.to_thread(self._store.set_priority, id, priority, by)
 
     async def cancel_claim(self, claim: _AnyClaim, reason: Optional[str] = None) -> Handoff:
         """Withdraws the handoff as its holder."""
@@ -564,6 +615,9 @@ class Store:
         success_criteria: Optional[Sequence[str]] = None,
         expires_at: Optional[datetime] = None,
         max_attempts: Optional[int] = None,
+        priority: Optional[int] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> Handoff:
         """Saves `agent`'s progress on `task_id` without changing who owns what."""
         return await asyncio.to_thread(
@@ -593,6 +647,9 @@ class Store:
             success_criteria=success_criteria,
             expires_at=expires_at,
             max_attempts=max_attempts,
+            priority=priority,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
 
     async def stalled(self, older_than_seconds: _Span) -> builtins.list[str]:
@@ -610,6 +667,15 @@ class Store:
         left out), in status then agent order.
         """
         return await asyncio.to_thread(self._store.queue_counts)
+
+    async def metrics(self) -> Metrics:
+        """The store at a glance, for operators and their monitoring: handoffs by status and
+        addressee, events by kind (created, claimed, completed, failed, retried, revoked,
+        lease_expired, ...), the time from creation to first claim and from claim to settling as
+        histograms, open escalations and task steps by status. Computed from the store, so every
+        server over one database reports the same.
+        """
+        return await asyncio.to_thread(self._store.metrics)
 
     async def reap(self) -> int:
         """Applies every lapse that is due (leases, expiries) now; returns how many records changed."""

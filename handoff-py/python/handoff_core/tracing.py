@@ -24,6 +24,15 @@ span name                  ``handoff.<op> <acting agent>``, op one of create, cl
 =========================  =====================================================================
 
 An exception inside a span marks it as an error and is recorded on it.
+
+**One trace across a chain of agents.** ``store.create`` stores the current span's W3C trace
+context on the record (``traceparent``, ``tracestate``) unless given one, so the successor can
+continue the creator's trace wherever it runs: the span of a claim (made once the claim says
+which record it took) and the span of the holder's work (``handoff.work <holder>``: the block of
+``with store.lease(claim)`` or ``async with``, and the adapters' ``run_claimed``) are children
+of the record's ``traceparent``, linked to the span current in the successor, if any. Anything
+created inside the work span carries it on, so triage → billing → refunds across processes is
+one trace. :func:`successor_span` opens such a span for work done another way.
 """
 
 from __future__ import annotations
@@ -31,9 +40,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
+from handoff_core import _trace_context
 from handoff_core._native import Claim, ClaimRef, Handoff
 
 try:
@@ -41,10 +52,10 @@ try:
 except ImportError:  # tracing is optional
     _trace = None  # type: ignore[assignment]
 
-__all__ = ["OPERATIONS", "instrument", "span"]
+__all__ = ["OPERATIONS", "instrument", "span", "successor_span"]
 
-#: The operations that get a span.
-OPERATIONS = ("create", "claim", "complete", "fail")
+#: The operations that get a span: ``work`` is the holder's, from claim to settling.
+OPERATIONS = ("create", "claim", "work", "complete", "fail")
 TRACER_NAME = "handoff-core"
 
 
@@ -85,6 +96,15 @@ def _handoff_attributes(h: Handoff) -> dict[str, Any]:
     return attributes
 
 
+def _name_and_attributes(op: str, agent: Optional[str], attributes: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    name = f"handoff.{op} {agent}" if agent else f"handoff.{op}"
+    given = {k: v for k, v in attributes.items() if v is not None}
+    given["gen_ai.operation.name"] = f"handoff.{op}"
+    if agent:
+        given["gen_ai.agent.name"] = agent
+    return name, given
+
+
 @contextlib.contextmanager
 def span(op: str, agent: Optional[str], **attributes: Any) -> Iterator[Span]:
     """A span for ``op`` (one of :data:`OPERATIONS`) by ``agent``, with ``attributes`` (names
@@ -93,13 +113,61 @@ def span(op: str, agent: Optional[str], **attributes: Any) -> Iterator[Span]:
         yield Span(None)
         return
     tracer = _trace.get_tracer(TRACER_NAME)
-    name = f"handoff.{op} {agent}" if agent else f"handoff.{op}"
-    given = {k: v for k, v in attributes.items() if v is not None}
-    given["gen_ai.operation.name"] = f"handoff.{op}"
-    if agent:
-        given["gen_ai.agent.name"] = agent
+    name, given = _name_and_attributes(op, agent, attributes)
     with tracer.start_as_current_span(name, kind=_trace.SpanKind.INTERNAL, attributes=given) as s:
         yield Span(s)
+
+
+def _under_record(handoff: Optional[Handoff]) -> tuple[Any, list[Any]]:
+    """The parent context of a span about ``handoff`` (the remote span its ``traceparent``
+    names, or the current context when it carries none) and its links (to the current span,
+    when the record's trace replaces it as the parent)."""
+    parent = None if handoff is None else _trace_context.parent_of(handoff.traceparent, handoff.tracestate)
+    if parent is None:
+        return None, []
+    current = _trace.get_current_span().get_span_context()
+    links = [_trace.Link(current)] if current.is_valid else []
+    return parent, links
+
+
+@contextlib.contextmanager
+def successor_span(op: str, agent: Optional[str], handoff: Handoff, **attributes: Any) -> Iterator[Span]:
+    """A span for ``op`` by ``agent`` (the successor) on ``handoff``, current inside the block,
+    whose parent is the span that created the record (its ``traceparent``), so the successor's
+    work continues the creator's trace; the span current here, if any, is linked. Without a
+    ``traceparent`` on the record it is an ordinary :func:`span`."""
+    if _trace is None:
+        yield Span(None)
+        return
+    name, given = _name_and_attributes(op, agent, {**_handoff_attributes(handoff), **attributes})
+    parent, links = _under_record(handoff)
+    tracer = _trace.get_tracer(TRACER_NAME)
+    with tracer.start_as_current_span(
+        name, context=parent, kind=_trace.SpanKind.INTERNAL, attributes=given, links=links
+    ) as s:
+        yield Span(s)
+
+
+def _configured() -> bool:
+    """Whether an OpenTelemetry SDK (a tracer provider) was set up: without one no span is
+    recorded, so reading a record only for its trace context would be wasted."""
+    if _trace is None:
+        return False
+    provider = _trace.get_tracer_provider()
+    return not isinstance(provider, (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider))
+
+
+def work_span(store: Any, claim: Any) -> Optional[contextlib.AbstractContextManager[Span]]:
+    """The holder's span for a lease on ``claim`` (not yet entered): ``handoff.work <holder>``
+    under the record's trace context; ``None`` when tracing is off. A ``ClaimRef`` carries no
+    record, which is then read from ``store`` (only when an SDK is set up)."""
+    if isinstance(claim, Claim):
+        handoff = claim.handoff
+    elif isinstance(claim, ClaimRef) and _configured():
+        handoff = store.get(claim.handoff_id)
+    else:
+        return None
+    return successor_span("work", handoff.claimed_by, handoff, **{"handoff.claim_token": claim.token})
 
 
 def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
@@ -148,8 +216,63 @@ _METHODS: dict[str, tuple[str, _Describe]] = {
 }
 
 
+def _record_claim_span(op: str, agent: Optional[str], attributes: dict[str, Any], started: int, result: object, error: Optional[BaseException]) -> None:
+    """Records the span of a claim once it is made: it started at ``started`` (ns), and its
+    parent is the record's trace context, which only the claim's result tells (``claim_next``
+    does not know which record it takes); a claim of nothing, or refused, has the current
+    context's."""
+    handoff = result.handoff if isinstance(result, Claim) else None
+    parent, links = _under_record(handoff)
+    name, given = _name_and_attributes(op, agent, attributes)
+    tracer = _trace.get_tracer(TRACER_NAME)
+    s = tracer.start_span(
+        name, context=parent, kind=_trace.SpanKind.INTERNAL, attributes=given, links=links, start_time=started
+    )
+    if error is not None:
+        s.record_exception(error)
+        s.set_status(_trace.Status(_trace.StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+    Span(s).record(result)
+    s.end()
+
+
+def _traced_claim(method: Callable[..., Any], name: str) -> Callable[..., Any]:
+    op, describe = _METHODS[name]
+
+    if inspect.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def traced_async(*args: Any, **kwargs: Any) -> Any:
+            agent, attributes = describe(args, kwargs)
+            started = time.time_ns()
+            try:
+                result = await method(*args, **kwargs)
+            except BaseException as error:
+                _record_claim_span(op, agent, attributes, started, None, error)
+                raise
+            _record_claim_span(op, agent, attributes, started, result, None)
+            return result
+
+        return traced_async
+
+    @functools.wraps(method)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        agent, attributes = describe(args, kwargs)
+        started = time.time_ns()
+        try:
+            result = method(*args, **kwargs)
+        except BaseException as error:
+            _record_claim_span(op, agent, attributes, started, None, error)
+            raise
+        _record_claim_span(op, agent, attributes, started, result, None)
+        return result
+
+    return traced
+
+
 def _traced_method(method: Callable[..., Any], name: str) -> Callable[..., Any]:
     op, describe = _METHODS[name]
+    if op == "claim":
+        return _traced_claim(method, name)
 
     if inspect.iscoroutinefunction(method):
 
