@@ -16,25 +16,32 @@ test:
 # run covers the PostgreSQL backend too: the CLI and the bindings turn it on, and the workspace's
 # features are unified. The build without SQLite is a `check`: it is there to prove the core
 # compiles so, and checking shares nothing with a debug build anyway (its features differ).
+# Last, that workspace-hack still gives the builds of `make test` one feature set to share.
 test-lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
 	$(CARGO) check --quiet -p handoff-core --no-default-features
+	scripts/check-workspace-hack
 
 # Every crate's documentation builds without a warning (broken or private links, bad code
 # blocks): it is what docs.rs and `cargo doc` show a user.
 test-doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
-# The workspace compiles with the oldest Rust it declares (`rust-version` in Cargo.toml), so the
-# declaration stays true. rustup installs that toolchain the first time (a minimal profile,
-# about 70 MB). Where the distribution server cannot be reached, the stage says so loudly and
-# goes on: the network is not the code, and every other stage still has to pass.
+# The published crates compile with the oldest Rust they declare (`rust-version` in Cargo.toml),
+# so the declaration stays true: handoff-core with every feature a user can turn on, the
+# `handoff` command, and the examples a user copies. The bindings and benches are not published
+# and declare no rust-version (pyo3, napi and uniffi state their own): checking them here cost
+# 70 more crates on a toolchain that shares nothing with the other stages. rustup installs that
+# toolchain the first time (a minimal profile, about 70 MB). Where the distribution server cannot
+# be reached, the stage says so loudly and goes on: the network is not the code, and every other
+# stage still has to pass.
 MSRV := $(shell sed -n 's/^rust-version *= *"\(.*\)"/\1/p' Cargo.toml)
+MSRV_CHECK := check --quiet -p handoff-core -p handoff-cli -p handoff-examples --all-features --lib --bins --examples
 test-msrv:
 	@test -n "$(MSRV)" || { echo "no rust-version in Cargo.toml"; exit 1; }
 	@if rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal; then \
-	  echo "cargo +$(MSRV) check --workspace"; cargo +$(MSRV) check --workspace --quiet; \
+	  echo "cargo +$(MSRV) $(MSRV_CHECK)"; cargo +$(MSRV) $(MSRV_CHECK); \
 	else echo "WARNING: Rust $(MSRV) could not be installed (no route to the Rust distribution server?): the MSRV check did not run"; fi
 
 # Every Rust test of the default members, in one build.
@@ -126,9 +133,11 @@ bench-python:
 # differs from the committed one, then runs the node:test suite and the examples. The addon is a
 # debug build (with overflow checks): 80 s from a fresh clone where a release build took three
 # minutes, for tests that take 45 s on it instead of 32. `npm run build` makes the release one.
+# The addon is built in target/debug, with the units the workspace's tests and the Python wheel
+# already built there (napi's `--target` would build them all again elsewhere: see the script).
 test-node:
 	cd handoff-node && npm install --no-audit --no-fund
-	cd handoff-node && npm run build:debug
+	cd handoff-node && CARGO="$(CURDIR)/handoff-node/scripts/cargo-host-target.sh" npm run build:debug
 	git diff --exit-code -- handoff-node/index.d.ts || { \
 	  echo "handoff-node's .d.ts changed when rebuilt: commit the regenerated files"; exit 1; }
 	cd handoff-node && node --test test/*.test.mjs
