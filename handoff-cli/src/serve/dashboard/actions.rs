@@ -30,6 +30,10 @@ pub(super) struct Action {
     /// A claim is taken first, as the handoff's addressee, and given to the operation (an
     /// escalation is answered by whoever holds it).
     pub claims: bool,
+    /// `by` names the handoff's creator rather than the session's agent: the core lets only
+    /// the creator cancel a handoff by name. The session must be allowed to act as it, and
+    /// the reason says who did.
+    pub as_creator: bool,
 }
 
 const fn action(op: &'static str, done: &'static str) -> Action {
@@ -37,6 +41,7 @@ const fn action(op: &'static str, done: &'static str) -> Action {
         op,
         done,
         claims: false,
+        as_creator: false,
     }
 }
 
@@ -45,7 +50,12 @@ const fn action(op: &'static str, done: &'static str) -> Action {
 pub(super) const ACTIONS: &[Action] = &[
     action("retry", "Back in the queue"),
     action("revoke_claim", "Claim released"),
-    action("cancel", "Cancelled"),
+    Action {
+        op: "cancel",
+        done: "Cancelled",
+        claims: false,
+        as_creator: true,
+    },
     action("set_priority", "Priority changed"),
     action("pause_task", "Task paused"),
     action("resume_task", "Task resumed"),
@@ -55,11 +65,13 @@ pub(super) const ACTIONS: &[Action] = &[
         op: "resolve_escalation",
         done: "Escalation resolved",
         claims: true,
+        as_creator: false,
     },
     Action {
         op: "resolve",
         done: "Escalation resolved",
         claims: true,
+        as_creator: false,
     },
 ];
 
@@ -181,6 +193,20 @@ fn run(
         .find_map(|k| args.get(*k).and_then(Value::as_str))
         .unwrap_or_default()
         .to_owned();
+    if action.as_creator
+        && let Some(creator) = app.store.get(&id)?.from_agent
+    {
+        let said = args
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let reason = match said.trim() {
+            "" => format!("by {acting}, from the dashboard"),
+            said => format!("{said} (by {acting}, from the dashboard)"),
+        };
+        args.insert("by".into(), Value::String(creator));
+        args.insert("reason".into(), Value::String(reason));
+    }
     if action.claims {
         return answer(app, op, args, acting, caller).map(|()| id);
     }

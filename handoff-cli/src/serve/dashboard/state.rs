@@ -150,7 +150,8 @@ pub(super) fn actions(ctx: &Ctx<'_>, h: &Handoff) -> String {
                 "Retry",
             ));
         }
-        Status::Claimed => {
+        // A lapsed claim is anyone's to take already: there is nothing to release.
+        Status::Claimed if !lapsed(ctx.now, h) => {
             html.push_str(&form(
                 ctx.session,
                 "revoke_claim",
