@@ -59,7 +59,7 @@ cli-bin:
 # runs here alone, after all the others, selected from the workspace as above (with `-p
 # handoff-core` alone the dependencies' features differ and 30 crates, the core among them,
 # would be compiled again).
-test-rust: pgbouncer
+test-rust: pgbouncer chromium
 	@test -n "$$HANDOFF_TEST_POSTGRES" || echo "HANDOFF_TEST_POSTGRES is not set: the PostgreSQL cases are skipped (.ci/run sets it)"
 	$(RUST_TESTS)
 	$(CARGO) test --doc
@@ -181,10 +181,11 @@ $(PY_VENV)/.serve: $(PY_VENV)/.tools Makefile
 	$(PY_VENV)/bin/python -m pip install --quiet "playwright==1.65.2" "schemathesis==4.32.5"
 	touch $@
 
+# chromium-driver too: handoff-cli/tests/dashboard_browser.rs drives Chromium over WebDriver.
 chromium:
-	@command -v chromium >/dev/null || { test "$$(id -u)" = 0 && export DEBIAN_FRONTEND=noninteractive && \
-	  { apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
-	  echo "Chromium could not be installed: the dashboard's browser test will be skipped"
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || { test "$$(id -u)" = 0 && export DEBIAN_FRONTEND=noninteractive && \
+	  { apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }; }; } || \
+	  echo "Chromium could not be installed: the dashboard's browser tests will be skipped"
 
 test-serve: $(PY_VENV)/.serve chromium cli-bin
 	HANDOFF_BIN="$(CLI_BIN)" \

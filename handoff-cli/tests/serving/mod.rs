@@ -130,9 +130,40 @@ pub fn request(
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).expect("write head");
     stream.write_all(body).expect("write body");
+    // Read until the body is whole by its length (or its last chunk), not until the peer
+    // closes: chromedriver keeps a connection open whatever the request says.
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read answer");
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        if whole(&raw) {
+            break;
+        }
+        let n = stream.read(&mut buffer).expect("read answer");
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buffer[..n]);
+    }
     parse(&raw)
+}
+
+/// Whether `raw` holds a whole answer: its head, and its body by `Content-Length` or to its
+/// last chunk.
+fn whole(raw: &[u8]) -> bool {
+    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+    let body = &raw[end + 4..];
+    let length = head
+        .lines()
+        .filter_map(|l| l.strip_prefix("content-length:"))
+        .find_map(|v| v.trim().parse::<usize>().ok());
+    match length {
+        Some(n) => body.len() >= n,
+        None if head.contains("transfer-encoding: chunked") => body.ends_with(b"0\r\n\r\n"),
+        None => false,
+    }
 }
 
 fn parse(raw: &[u8]) -> Answer {
