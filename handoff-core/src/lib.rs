@@ -9,6 +9,7 @@ pub mod clock;
 mod error;
 pub mod redact;
 pub mod schema;
+mod trace;
 #[cfg(feature = "uniffi")]
 mod uniffi_types;
 pub mod validate;
@@ -24,6 +25,7 @@ pub mod context;
 pub mod curation;
 mod handoff;
 mod memory;
+pub mod metrics;
 pub mod protocol;
 pub mod replay;
 mod retention;

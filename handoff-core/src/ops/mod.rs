@@ -49,6 +49,7 @@ pub use crate::context::ops::*;
 pub use crate::curation::ops::*;
 pub use crate::handoff::ops::*;
 pub use crate::memory::ops::*;
+pub use crate::metrics::ops::*;
 pub use crate::protocol::ops::*;
 pub use crate::replay::ops::*;
 pub use crate::retention::ops::*;
@@ -121,9 +122,13 @@ pub trait Operation {
     /// Runs the operation.
     fn run(store: &Store, args: Self::Args) -> Result<Self::Output>;
 
-    /// Reads the arguments from JSON (every problem at once) and runs the operation.
+    /// Reads the arguments from JSON (every problem at once) and runs the operation, inside
+    /// the operation's span (see `trace`).
     fn call(store: &Store, args: Value) -> Result<Self::Output> {
-        Self::run(store, Self::Args::read(args, store.limits())?)
+        let span = crate::trace::operation(Self::NAME, store, &args);
+        let _inside = span.enter();
+        let read = Self::Args::read(args, store.limits());
+        crate::trace::outcome(&span, read.and_then(|args| Self::run(store, args)))
     }
 }
 
@@ -213,6 +218,7 @@ pub fn each<V: Visitor>(visitor: &mut V) -> Vec<V::Out> {
         visitor.visit::<Stalled>(),
         visitor.visit::<Stats>(),
         visitor.visit::<QueueCounts>(),
+        visitor.visit::<Metrics>(),
         visitor.visit::<Reap>(),
         visitor.visit::<Backup>(),
         visitor.visit::<Restore>(),

@@ -202,6 +202,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
         Capabilities::default()
     }
 
+    /// The backend's name in traces and logs (`sqlite`, `postgres`, `files`, `memory`).
+    fn name(&self) -> &'static str {
+        "custom"
+    }
+
     /// Runs `work` in one atomic write transaction (see the contract).
     fn write(&self, work: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
 
@@ -272,6 +277,21 @@ pub trait Backend: Send + Sync + fmt::Debug {
             }
         }
         Ok(QueueCount::from_tally(counts))
+    }
+
+    /// The store at a glance ([`Store::metrics`](crate::Store::metrics)). The default reads
+    /// every record, event and step through this trait; a backend with a query language
+    /// aggregates there, without loading records.
+    fn metrics(&self) -> Result<crate::metrics::Metrics> {
+        crate::metrics::store::through_trait(self)
+    }
+
+    /// Whether the backend answers and its schema is current ([`Store::ready`]). The default
+    /// reads a setting; a backend with a schema version compares it with its build's.
+    ///
+    /// [`Store::ready`]: crate::Store::ready
+    fn ready(&self) -> Result<()> {
+        self.setting("policy").map(drop)
     }
 
     /// The hops of a task, oldest first, checkpoints included.

@@ -26,6 +26,7 @@ mod context;
 mod curation;
 mod handoffs;
 mod memory;
+mod metrics;
 mod operators;
 mod protocol;
 mod replay;
@@ -37,6 +38,7 @@ pub use context::*;
 pub use curation::*;
 pub use handoffs::*;
 pub use memory::*;
+pub use metrics::*;
 pub use operators::*;
 pub use protocol::*;
 pub use replay::*;
@@ -80,6 +82,7 @@ macro_rules! conformance_tests {
             tasks_run_again_seeded_with_what_they_learned,
             priorities_jump_the_queue, dead_handoffs_are_retried, operators_revoke_stuck_claims,
             heartbeats_carry_progress, records_carry_their_trace_context,
+            metrics_count_what_happened,
         );
     };
     ($make:expr) => {

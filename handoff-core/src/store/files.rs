@@ -662,6 +662,10 @@ impl FilesBackend {
 }
 
 impl Backend for FilesBackend {
+    fn name(&self) -> &'static str {
+        "files"
+    }
+
     fn check(&self, repair: bool) -> Result<crate::store::CheckReport> {
         self.exclusive(|store| store.check_files(repair))
     }

@@ -76,6 +76,10 @@ struct MemoryTx<'a> {
 }
 
 impl Backend for MemoryBackend {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             durable: false,

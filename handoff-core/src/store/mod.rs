@@ -384,6 +384,8 @@ impl Store {
     /// record unchanged, and with different content fails with [`Error::Conflict`]. The hop is
     /// checked against the [`ChainPolicy`] in the same transaction that writes it.
     pub fn create(&self, new: NewHandoff) -> Result<Handoff> {
+        let span = crate::trace::write("create", self, new.id.as_deref(), Some(&new.task_id), None);
+        let _inside = span.enter();
         let (record, supplied_id) = self.prepare(new, self.clock.now())?;
         let mut existing = None;
         self.backend.write(&mut |tx| {
@@ -561,6 +563,8 @@ impl Store {
             lease: lease_delta("lease_seconds", lease)?,
         };
         let now = self.clock.now();
+        let span = crate::trace::write("claim_next", self, None, task_id, Some(agent));
+        let _inside = span.enter();
         let secret = ClaimSecret::generate()?;
         let mut claimed = None;
         let lock_open_path = !self.policy.is_unlimited();
@@ -860,16 +864,20 @@ impl Store {
         id: &str,
         change: &mut dyn FnMut(&mut dyn Tx, Handoff) -> Result<Handoff>,
     ) -> Result<Handoff> {
+        let span = crate::trace::write("change", self, Some(id), None, None);
+        let _inside = span.enter();
         let mut updated = None;
-        self.backend.write(&mut |tx| {
+        let written = self.backend.write(&mut |tx| {
             let h = tx.get(id)?.ok_or_else(|| Error::NotFound {
                 what: "handoff",
                 id: id.to_owned(),
             })?;
             updated = Some(change(tx, h)?);
             Ok(())
-        })?;
-        updated.ok_or_else(|| Error::storage("write returned no record"))
+        });
+        let updated = written
+            .and_then(|()| updated.ok_or_else(|| Error::storage("write returned no record")));
+        crate::trace::outcome(&span, updated)
     }
 
     /// Applies every time-driven change that is due (lapsed leases, expired handoffs) and

@@ -50,6 +50,7 @@ use crate::store::{
 mod batch;
 mod conn;
 mod errors;
+mod metrics;
 mod passfile;
 mod pool;
 mod schema;
@@ -350,6 +351,18 @@ impl Backend for PostgresBackend {
                 .map(record_from_row)
                 .collect()
         })
+    }
+
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn metrics(&self) -> Result<crate::metrics::Metrics> {
+        self.metrics_in_sql()
+    }
+
+    fn ready(&self) -> Result<()> {
+        self.schema_ready()
     }
 
     fn queue_counts(&self) -> Result<Vec<super::backend::QueueCount>> {

@@ -26,6 +26,7 @@ use crate::store::{
 };
 
 mod checkpointer;
+mod metrics;
 mod schema;
 
 use super::turnstile::{self, Turnstile, private_file};
@@ -656,6 +657,18 @@ impl Backend for SqliteBackend {
                     .map(|(key, n)| (key, u64::try_from(n).unwrap_or_default())),
             ))
         })
+    }
+
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn metrics(&self) -> Result<crate::metrics::Metrics> {
+        self.metrics_in_sql()
+    }
+
+    fn ready(&self) -> Result<()> {
+        self.schema_ready()
     }
 
     fn hops(&self, task_id: &str) -> Result<Vec<Hop>> {
