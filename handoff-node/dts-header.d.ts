@@ -10,7 +10,7 @@ export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${numb
 /** A reason as `create` and `checkpoint` take it: the wire form, or the bare `'context_limit'` (percent in `contextPct`) or `'timeout'` (seconds in `timeoutSeconds`). */
 export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
-export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
+export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'revoked' | 'retried' | 'priority_changed'
 /** What a task event did. */
 export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'agent_join' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed' | 'failed' | 'merge'
 /** Who holds a protocol run's latest message, and so which calls are valid: `working` (the worker: `report` or `reportError`), `reviewing` (the manager holds a report: `decide` or `escalate`), `recovering` (the manager holds an error report: `recover` or `escalate`), `escalated` (a human: `resolve`), `resuming` (the manager holds a resolution: `decide` or `escalate`), `completed` (nothing more happens). */
@@ -122,6 +122,17 @@ export interface CherryPickDecisionsAsyncOptions {
 export interface WithLeaseOptions<T> {
   /** The outcome when the work's value is not a string (default `''`: a string value is the outcome itself); or a function giving the outcome (or a Promise of it) for the work's value, whatever it is: its throw fails the claim and rejects, as the work's would. */
   outcome?: string | ((result: T) => string | PromiseLike<string>)
+}
+/** What a lease handed to `withLease`'s work does beyond the addon's class: reporting progress. */
+export interface Lease {
+  /**
+   * Reports how the work is going: a heartbeat carrying `progress` (a small JSON value, at most
+   * 4 KB), sent now. The record keeps it until the next report (`get` returns it as
+   * `progress`); the lease's own heartbeats leave it in place. `LEASE_LOST` once the claim is gone.
+   */
+  progress(progress: JsonValue): Handoff
+  /** `progress` as a Promise: the heartbeat's write off the JavaScript thread. */
+  progressAsync(progress: JsonValue): Promise<Handoff>
 }
 /** What `store.withLease` resolves to once the claim is completed. */
 /** An event's details: which keys are present depends on its `kind`. */

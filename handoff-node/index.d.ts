@@ -10,7 +10,7 @@ export type HandoffReason = 'explicit' | 'task_complete' | `context_limit_${numb
 /** A reason as `create` and `checkpoint` take it: the wire form, or the bare `'context_limit'` (percent in `contextPct`) or `'timeout'` (seconds in `timeoutSeconds`). */
 export type HandoffReasonInput = HandoffReason | 'context_limit' | 'timeout'
 /** What an event did. */
-export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
+export type EventKind = 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'revoked' | 'retried' | 'priority_changed'
 /** What a task event did. */
 export type TaskEventKind = 'created' | 'started' | 'step_offered' | 'step_started' | 'step_completed' | 'step_failed' | 'step_escalated' | 'step_skipped' | 'agent_join' | 'paused' | 'resumed' | 'updated' | 'cancelled' | 'completed' | 'failed' | 'merge'
 /** Who holds a protocol run's latest message, and so which calls are valid: `working` (the worker: `report` or `reportError`), `reviewing` (the manager holds a report: `decide` or `escalate`), `recovering` (the manager holds an error report: `recover` or `escalate`), `escalated` (a human: `resolve`), `resuming` (the manager holds a resolution: `decide` or `escalate`), `completed` (nothing more happens). */
@@ -122,6 +122,17 @@ export interface CherryPickDecisionsAsyncOptions {
 export interface WithLeaseOptions<T> {
   /** The outcome when the work's value is not a string (default `''`: a string value is the outcome itself); or a function giving the outcome (or a Promise of it) for the work's value, whatever it is: its throw fails the claim and rejects, as the work's would. */
   outcome?: string | ((result: T) => string | PromiseLike<string>)
+}
+/** What a lease handed to `withLease`'s work does beyond the addon's class: reporting progress. */
+export interface Lease {
+  /**
+   * Reports how the work is going: a heartbeat carrying `progress` (a small JSON value, at most
+   * 4 KB), sent now. The record keeps it until the next report (`get` returns it as
+   * `progress`); the lease's own heartbeats leave it in place. `LEASE_LOST` once the claim is gone.
+   */
+  progress(progress: JsonValue): Handoff
+  /** `progress` as a Promise: the heartbeat's write off the JavaScript thread. */
+  progressAsync(progress: JsonValue): Promise<Handoff>
 }
 /** What `store.withLease` resolves to once the claim is completed. */
 /** An event's details: which keys are present depends on its `kind`. */
@@ -319,6 +330,15 @@ export interface CreateOptions {
   expiresAt?: string | Date | null
   /** How many claims may lapse before the handoff fails (default 3). */
   maxAttempts?: number | null
+  /** Which pending handoff `claim_next` takes first: the highest, then the oldest (default 0). */
+  priority?: number | null
+  /**
+   * The creator's W3C trace context (`00-<trace id>-<span id>-<flags>`): the successor's
+   * spans continue its trace.
+   */
+  traceparent?: string | null
+  /** The vendor part of the W3C trace context, beside `traceparent`. */
+  tracestate?: string | null
 }
 /** The options of `store.list`. */
 export interface ListOptions {
@@ -354,6 +374,14 @@ export interface ClaimNextOptions {
    */
   waitSeconds?: number | null
 }
+/** The options of `store.heartbeat`. */
+export interface HeartbeatOptions {
+  /**
+   * How the work is going: a small JSON value (at most 4 KB), kept on the record until
+   * the next claim and shown to operators; left out, the last one stays.
+   */
+  progress?: JsonValue | null
+}
 /** The options of `store.release`. */
 export interface ReleaseOptions {
   /** Why the holder gives it back. */
@@ -381,6 +409,11 @@ export interface RejectOptions {
 }
 /** The options of `store.cancel`. */
 export interface CancelOptions {
+  /** Why. */
+  reason?: string | null
+}
+/** The options of `store.retry`. */
+export interface RetryOptions {
   /** Why. */
   reason?: string | null
 }
@@ -476,6 +509,15 @@ export interface CheckpointFields {
   expiresAt?: string | Date | null
   /** How many claims may lapse before the handoff fails (default 3). */
   maxAttempts?: number | null
+  /** Which pending handoff `claim_next` takes first: the highest, then the oldest (default 0). */
+  priority?: number | null
+  /**
+   * The creator's W3C trace context (`00-<trace id>-<span id>-<flags>`): the successor's
+   * spans continue its trace.
+   */
+  traceparent?: string | null
+  /** The vendor part of the W3C trace context, beside `traceparent`. */
+  tracestate?: string | null
 }
 /** The options of `store.check`. */
 export interface CheckOptions {
@@ -956,25 +998,31 @@ export interface Store {
    */
   claimAsync(id: string, agent: string, options?: ClaimOptions): Promise<Claim>
   /**
-   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone); nothing
-   * when there is none, after waiting up to `waitSeconds` for some to arrive.
+   * Claims the next pending handoff `agent` may take (addressed to it or to anyone), the
+   * highest priority first, then the oldest; nothing when there is none, after waiting up to
+   * `waitSeconds` for some to arrive.
    */
   claimNext(agent: string, options?: ClaimNextOptions): Claim | null
   /**
-   * Claims the oldest pending handoff `agent` may take (addressed to it or to anyone); nothing
-   * when there is none, after waiting up to `waitSeconds` for some to arrive.
+   * Claims the next pending handoff `agent` may take (addressed to it or to anyone), the
+   * highest priority first, then the oldest; nothing when there is none, after waiting up to
+   * `waitSeconds` for some to arrive.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
   claimNextAsync(agent: string, options?: ClaimNextOptions): Promise<Claim | null>
-  /** Renews the claim's lease. `LEASE_LOST` once the claim has lapsed or moved on. */
-  heartbeat(claim: Claim | ClaimReference): Handoff
   /**
-   * Renews the claim's lease. `LEASE_LOST` once the claim has lapsed or moved on.
+   * Renews the claim's lease, reporting progress if given. `LEASE_LOST` once the claim
+   * has lapsed or moved on.
+   */
+  heartbeat(claim: Claim | ClaimReference, options?: HeartbeatOptions): Handoff
+  /**
+   * Renews the claim's lease, reporting progress if given. `LEASE_LOST` once the claim
+   * has lapsed or moved on.
    *
    * As a Promise: the work runs on libuv's thread pool.
    */
-  heartbeatAsync(claim: Claim | ClaimReference): Promise<Handoff>
+  heartbeatAsync(claim: Claim | ClaimReference, options?: HeartbeatOptions): Promise<Handoff>
   /** Gives the handoff back to the queue, with why. */
   release(claim: Claim | ClaimReference, options: ReleaseOptions): Handoff
   /**
@@ -1019,6 +1067,38 @@ export interface Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   cancelAsync(id: string, by: string, options?: CancelOptions): Promise<Handoff>
+  /**
+   * Puts a failed, rejected or cancelled handoff back in the queue, as the operator `by`: its
+   * attempts count afresh, and its log keeps the earlier ones.
+   */
+  retry(id: string, by: string, options?: RetryOptions): Handoff
+  /**
+   * Puts a failed, rejected or cancelled handoff back in the queue, as the operator `by`: its
+   * attempts count afresh, and its log keeps the earlier ones.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  retryAsync(id: string, by: string, options?: RetryOptions): Promise<Handoff>
+  /**
+   * Takes a live claim away from its holder, as the operator `by`: pending again, one more
+   * attempt counted, the holder's token no longer works.
+   */
+  revokeClaim(id: string, by: string, reason: string): Handoff
+  /**
+   * Takes a live claim away from its holder, as the operator `by`: pending again, one more
+   * attempt counted, the holder's token no longer works.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  revokeClaimAsync(id: string, by: string, reason: string): Promise<Handoff>
+  /** Changes the priority of a pending or claimed handoff: `claim_next` takes the highest first. */
+  setPriority(id: string, priority: number, by: string): Handoff
+  /**
+   * Changes the priority of a pending or claimed handoff: `claim_next` takes the highest first.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  setPriorityAsync(id: string, priority: number, by: string): Promise<Handoff>
   /** Withdraws the handoff as its holder. */
   cancelClaim(claim: Claim | ClaimReference, options?: CancelClaimOptions): Handoff
   /**
@@ -1075,6 +1155,24 @@ export interface Store {
    * As a Promise: the work runs on libuv's thread pool.
    */
   queueCountsAsync(): Promise<QueueCount[]>
+  /**
+   * The store at a glance, for operators and their monitoring: handoffs by status and
+   * addressee, events by kind (created, claimed, completed, failed, retried, revoked,
+   * lease_expired, ...), the time from creation to first claim and from claim to settling as
+   * histograms, open escalations and task steps by status. Computed from the store, so every
+   * server over one database reports the same.
+   */
+  metrics(): Metrics
+  /**
+   * The store at a glance, for operators and their monitoring: handoffs by status and
+   * addressee, events by kind (created, claimed, completed, failed, retried, revoked,
+   * lease_expired, ...), the time from creation to first claim and from claim to settling as
+   * histograms, open escalations and task steps by status. Computed from the store, so every
+   * server over one database reports the same.
+   *
+   * As a Promise: the work runs on libuv's thread pool.
+   */
+  metricsAsync(): Promise<Metrics>
   /** Applies every lapse that is due (leases, expiries) now; returns how many records changed. */
   reap(): number
   /**
@@ -1890,6 +1988,13 @@ export interface Handoff {
    * the protocol's calls (`initialize`, `report`, `decide`, ...) write it.
    */
   protocol: ProtocolBody | null
+  /**
+   * The creator's W3C trace context (`00-<trace id>-<span id>-<flags>`): the successor
+   * starts its span under it, so a chain of agents is one trace.
+   */
+  traceparent: string | null
+  /** The vendor part of the creator's W3C trace context, carried with `traceparent`. */
+  tracestate: string | null
   /** When the handoff was created. */
   createdAt: string
   /** When an unclaimed handoff expires; `None` is never. */
@@ -1912,6 +2017,16 @@ export interface Handoff {
   completedAt: string | null
   /** The completing agent's result, or why the handoff ended otherwise. */
   outcome: string | null
+  /**
+   * Which pending handoff `claim_next` takes first: the highest, then the oldest. Set at
+   * create, changed by `set_priority`.
+   */
+  priority: number
+  /**
+   * What the holder last reported with a heartbeat (a small JSON value), until the next
+   * claim.
+   */
+  progress: JsonValue
 }
 /**
  * Where a handoff is in its lifecycle.
@@ -1965,16 +2080,19 @@ export interface Event {
   at: string
   /** Who caused it; `None` for the clock (lapses, expiry). */
   actor: string | null
-  kind: 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired'
+  kind: 'created' | 'claimed' | 'heartbeat' | 'released' | 'lease_expired' | 'attempt_failed' | 'failed' | 'completed' | 'rejected' | 'cancelled' | 'expired' | 'revoked' | 'retried' | 'priority_changed'
   detail: { taskId?: string
   toAgent?: string
+  priority?: number
   agent?: string
   token?: number
   leaseUntil?: string
+  progress?: JsonValue
   reason?: string | string
   error?: string | string
   outcome?: string
-  tokensUsed?: number }
+  tokensUsed?: number
+  from?: HandoffStatus }
 }
 /** A task's hops in creation order. Checkpoints are not hops and are left out. */
 export interface Chain {
@@ -2013,6 +2131,31 @@ export interface QueueCount {
   toAgent: string | null
   /** How many. */
   count: number
+}
+/** The state of the store at a glance, for operators and their monitoring. */
+export interface Metrics {
+  /**
+   * How many handoffs are in each status, per addressee (checkpoints left out), in status
+   * then agent order.
+   */
+  handoffs: QueueCount[]
+  /**
+   * How many events of each kind the log holds (`created`, `claimed`, `completed`,
+   * `failed`, `retried`, `revoked`, `lease_expired`, ... : the kinds of `events`), in kind
+   * order; the usual kinds are listed with 0 before they first happen.
+   */
+  events: EventCount[]
+  /** From a handoff's creation to its first claim, over the handoffs claimed at least once. */
+  claimWait: Histogram
+  /**
+   * From a claim to its settling by the holder (completed, failed, released), over every
+   * claim settled so.
+   */
+  workTime: Histogram
+  /** Escalation handoffs still pending or claimed: decisions someone waits for. */
+  openEscalations: number
+  /** How many task steps are in each status, in status order (statuses with none left out). */
+  steps: StepCount[]
 }
 /** What [`Store::check`] found: nothing damaged when `damage` is empty. */
 export interface CheckReport {
@@ -2825,6 +2968,33 @@ export interface Hop {
   /** When the hop was created. */
   createdAt: string
 }
+/** How many events of one kind the log holds. */
+export interface EventCount {
+  /** The event kind, as `events` names it. */
+  kind: string
+  /** How many. */
+  count: number
+}
+/**
+ * Durations counted into the fixed buckets of [`BUCKETS_SECONDS`], Prometheus's way: each
+ * bucket counts the durations at most its bound (so the counts grow bucket by bucket), and
+ * `count` is every duration (the `+Inf` bucket).
+ */
+export interface Histogram {
+  /** One per bound of [`BUCKETS_SECONDS`], in order. */
+  buckets: Bucket[]
+  /** How many durations. */
+  count: number
+  /** Their sum, in seconds. */
+  sumSeconds: number
+}
+/** How many task steps are in one status. */
+export interface StepCount {
+  /** The status. */
+  status: StepStatus
+  /** How many. */
+  count: number
+}
 /** One piece of damage [`Store::check`] found. */
 export interface Damage {
   /**
@@ -3240,6 +3410,13 @@ export interface CurrentState {
   dependencies?: string[]
   /** The run's settings as its initialization gave them (project root, constraints). */
   configuration?: string[]
+}
+/** One bucket of a [`Histogram`]. */
+export interface Bucket {
+  /** The bucket's upper bound, in seconds. */
+  leSeconds: number
+  /** How many durations were at most this long. */
+  count: number
 }
 /**
  * Where a step stands.

@@ -58,7 +58,10 @@ export interface RunClaimedOptions<TContext = undefined> {
  * the claim heartbeats while the agent runs (`store.withLease`), and the handoff is completed
  * with the final output (text as it is, anything else as JSON). When the run throws, the claim
  * is failed with the error's message (pending again while attempts remain) and the Promise
- * rejects with the error itself.
+ * rejects with the error itself. With `@opentelemetry/api` installed, all of it is the holder's
+ * span `handoff.work <holder>`, a child of the record's `traceparent` (the creator's span), so the
+ * successor continues the creator's trace; the record `durableHandoff` writes carries the trace
+ * context of its `handoff.create` span.
  */
 export declare function runClaimed<TAgent extends Agent<any, any>, TContext = undefined>(
   store: Store,

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto'
 import { Agent, Handoff, Runner, Usage } from '@openai/agents'
 
 import { AgentRegistry, ContextBuilder } from './index.mjs'
-import { handoffAttributes, recordAttributes, startSpan, traced, unwrap } from './tracing.mjs'
+import { handoffAttributes, recordAttributes, startSpan, traceFields, traced, unwrap } from './tracing.mjs'
 
 /** The prefix of the records this adapter writes (the Python twin uses the same). */
 export const ID_PREFIX = 'oa'
@@ -101,7 +101,8 @@ export function durableHandoff(store, agent, options) {
     fields.metadata = { ...fields.metadata, adapter: 'openai-agents', transcript: transcript(before) }
     const known = { id: fields.id, taskId: task, fromAgent, toAgent: target }
     return traced('create', fromAgent, handoffAttributes('create', fromAgent, known, { toolName, callId: call.callId }), (span) => {
-      const handoff = createOnce(raw, fields)
+      // The successor's spans continue from this one.
+      const handoff = createOnce(raw, { ...fields, ...traceFields(span) })
       span?.setAttributes(recordAttributes(handoff))
       return handoff
     })
@@ -183,7 +184,8 @@ function createOnce(store, fields) {
 /**
  * Runs `agent` on the claimed handoff (see openai-agents.d.ts): the store's packet in,
  * heartbeats while it runs, completed with the final output, or failed with the error, which
- * propagates.
+ * propagates. All of it is the holder's span, `handoff.work <holder>`, a child of the record's
+ * `traceparent`: the successor continues the creator's trace.
  */
 export async function runClaimed(store, agent, claim, options = {}) {
   const { budgetTokens = 4000, context, runConfig } = options ?? {}
@@ -191,6 +193,13 @@ export async function runClaimed(store, agent, claim, options = {}) {
   const handoff = isObject(claim?.handoff) ? claim.handoff : await raw.getAsync(claim?.handoffId)
   const holder = handoff.claimedBy ?? undefined
   const attributes = (op) => handoffAttributes(op, holder, handoff, { token: claim.token })
+  return traced('work', holder, attributes('work'), (work) => runLeased(raw, agent, claim, handoff, {
+    budgetTokens, context, runConfig, holder, attributes, work,
+  }), handoff)
+}
+
+/** `runClaimed` under its work span (`work`, null when tracing is off), which the settling spans are children of. */
+async function runLeased(raw, agent, claim, handoff, { budgetTokens, context, runConfig, holder, attributes, work }) {
   const runner = new Runner(runConfig ?? {})
   let settling = null
   try {
@@ -202,12 +211,12 @@ export async function runClaimed(store, agent, claim, options = {}) {
         return await runner.run(agent, input, { context })
       } catch (err) {
         // The lease fails the claim with this error once the work returns: that write is the span.
-        settling = startSpan('fail', holder, { ...attributes('fail'), 'error.type': errorType(err) })
+        settling = startSpan('fail', holder, { ...attributes('fail'), 'error.type': errorType(err) }, work)
         throw err
       }
     }, {
       outcome: (result) => {
-        settling = startSpan('complete', holder, attributes('complete'))
+        settling = startSpan('complete', holder, attributes('complete'), work)
         return outcomeText(result.finalOutput)
       },
     })

@@ -5,7 +5,7 @@
 // conventions have no handoff operation, so a span uses their names where they fit and a
 // `handoff.` namespace for the rest:
 //
-//   span name                 `handoff.<op> <acting agent>`, op one of create, claim, complete, fail
+//   span name                 `handoff.<op> <acting agent>`, op one of create, claim, work, complete, fail
 //   gen_ai.operation.name     `handoff.<op>`
 //   gen_ai.agent.name         the acting agent: who hands over on create, the claimer otherwise
 //   gen_ai.conversation.id    the task id
@@ -15,6 +15,13 @@
 //   handoff.claim_token       the claim's fencing token (claim, complete, fail)
 //
 // An error thrown by the operation marks its span as an error and is recorded on it.
+//
+// One trace across a chain of agents: `create` stores the active span's W3C trace context on the
+// record (`traceparent`, `tracestate`; index.js), so the successor continues the creator's trace
+// wherever it runs. A claim's span (made once the claim says which record it took) and the
+// holder's work span (`handoff.work <holder>`: `withLease` on an instrumented store, and the
+// adapter's `runClaimed`) are children of the record's `traceparent`, linked to the span active
+// in the successor, if any; what the work creates carries the work span on.
 
 // Loaded once, at import: the adapters open spans inside synchronous SDK callbacks, where an
 // import could not be awaited.
@@ -28,14 +35,62 @@ const otel = await import('@opentelemetry/api').catch((err) => {
 /** The tracer's name, as the Python binding names its own. */
 export const TRACER_NAME = 'handoff-core'
 
-/** The operations that get a span. */
-export const OPERATIONS = Object.freeze(['create', 'claim', 'complete', 'fail'])
+/** The operations that get a span: `work` is the holder's, from claim to settling. */
+export const OPERATIONS = Object.freeze(['create', 'claim', 'work', 'complete', 'fail'])
 
 /** Whether spans are recorded: `@opentelemetry/api` could be imported. */
 export const tracingAvailable = otel !== null
 
-// recordAttributes, handoffAttributes and startSpan serve the adapters of this package and are
-// left out of tracing.d.ts: the public face is instrument, traced and the constants.
+// recordAttributes, handoffAttributes, startSpan and traceFields serve the adapters of this package and
+// are left out of tracing.d.ts: the public face is instrument, traced, parentContext and the
+// constants.
+
+/** A W3C `traceparent`: version, trace id, parent span id, flags (lowercase hex). */
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+
+/**
+ * The OpenTelemetry context whose span is the remote one the record's `traceparent` names (with
+ * its `tracestate`), on top of the active context; `null` when tracing is off or the record
+ * carries no valid trace context.
+ */
+export function parentContext(handoff) {
+  if (otel === null || !isObject(handoff) || typeof handoff.traceparent !== 'string') return null
+  const found = TRACEPARENT.exec(handoff.traceparent)
+  // Version ff is invalid by the W3C spec; another version is read as its first four fields.
+  if (found === null || found[1] === 'ff') return null
+  const spanContext = { traceId: found[2], spanId: found[3], traceFlags: parseInt(found[4], 16), isRemote: true }
+  if (typeof handoff.tracestate === 'string' && handoff.tracestate) {
+    spanContext.traceState = otel.createTraceState(handoff.tracestate)
+  }
+  if (!otel.isSpanContextValid(spanContext)) return null
+  return otel.trace.setSpanContext(otel.context.active(), spanContext)
+}
+
+/**
+ * The W3C trace context of `span` as a record's fields (`{ traceparent, tracestate? }`), or `{}`
+ * when tracing is off or the span has none: what `create` stores for the successor. The
+ * adapters give it explicitly, since without a context manager the span they opened is not the
+ * active one that `create` would otherwise read.
+ */
+export function traceFields(span) {
+  const sc = span?.spanContext?.()
+  if (otel === null || !sc || !otel.isSpanContextValid(sc)) return {}
+  const fields = { traceparent: `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}` }
+  const state = sc.traceState?.serialize()
+  if (state) fields.tracestate = state
+  return fields
+}
+
+/**
+ * Where a span about `handoff` goes: under the record's trace context (`parent`), linked to the
+ * span active here; or, when the record carries none, under the active context, unlinked.
+ */
+function placement(handoff) {
+  const parent = parentContext(handoff)
+  if (parent === null) return { parent: undefined, links: [] }
+  const active = otel.trace.getSpanContext(otel.context.active())
+  return { parent, links: active && otel.isSpanContextValid(active) ? [{ context: active }] : [] }
+}
 
 /**
  * What a handoff record (or what is known of one before it exists: `id`, `taskId`, `fromAgent`,
@@ -78,12 +133,15 @@ function spanName(op, agent) {
  * Runs `work(span)` inside the span of operation `op` by `agent`, with `attributes`, and returns
  * what it returns (for a Promise, the span ends when it settles). `span` is `null` when tracing
  * is off; the work may add what it learns with `span?.setAttributes(...)`. A throw or rejection
- * marks the span as an error, is recorded on it, and passes on unchanged.
+ * marks the span as an error, is recorded on it, and passes on unchanged. Given the `handoff`
+ * the work is about, the span is a child of the record's `traceparent` (see `parentContext`).
  */
-export function traced(op, agent, attributes, work) {
+export function traced(op, agent, attributes, work, handoff = null) {
   if (otel === null) return work(null)
   const tracer = otel.trace.getTracer(TRACER_NAME)
-  return tracer.startActiveSpan(spanName(op, agent), { kind: otel.SpanKind.INTERNAL, attributes }, (span) => {
+  const { parent, links } = placement(handoff)
+  const options = { kind: otel.SpanKind.INTERNAL, attributes, links }
+  return tracer.startActiveSpan(spanName(op, agent), options, parent ?? otel.context.active(), (span) => {
     let value
     try {
       value = work(span)
@@ -107,13 +165,35 @@ export function traced(op, agent, attributes, work) {
 
 /**
  * Starts the span of operation `op` by `agent` for work that another API performs, seen to start
- * in one place and end in another (a lease's completion). `end()` ends it; `end(error)` marks it
- * as an error first. Does nothing when tracing is off.
+ * in one place and end in another (a lease's completion), as a child of `within` (a span `traced`
+ * gave) when given, else of the active span. `end()` ends it; `end(error)` marks it as an error
+ * first. Does nothing when tracing is off.
  */
-export function startSpan(op, agent, attributes) {
+export function startSpan(op, agent, attributes, within = null) {
   if (otel === null) return { op, end() {} }
-  const span = otel.trace.getTracer(TRACER_NAME).startSpan(spanName(op, agent), { kind: otel.SpanKind.INTERNAL, attributes })
+  // Given explicitly: the callbacks that settle a lease may run where the context manager
+  // (if any) lost the active span.
+  const parent = within ? otel.trace.setSpan(otel.context.active(), within) : otel.context.active()
+  const span = otel.trace.getTracer(TRACER_NAME).startSpan(spanName(op, agent), { kind: otel.SpanKind.INTERNAL, attributes }, parent)
   return { op, end: (...error) => (error.length === 0 ? span.end() : endWithError(span, error[0])) }
+}
+
+/**
+ * Records the span of a claim made at `startTime`, once its result says which record it took:
+ * its parent is that record's trace context (a `claimNext` cannot know it before); a claim of
+ * nothing, or a refused one (`error`), is under the active context.
+ */
+function claimSpan(op, agent, attributes, startTime, result, error) {
+  const handoff = isObject(result) && isObject(result.handoff) ? result.handoff : null
+  const { parent, links } = placement(handoff)
+  const span = otel.trace.getTracer(TRACER_NAME).startSpan(
+    spanName(op, agent),
+    { kind: otel.SpanKind.INTERNAL, attributes, links, startTime },
+    parent ?? otel.context.active(),
+  )
+  if (error !== undefined) return endWithError(span, error)
+  recordResult(span, result)
+  span.end()
 }
 
 function endWithError(span, err) {
@@ -192,7 +272,8 @@ export function instrument(store) {
       if (!bound.has(key)) {
         const method = METHODS[key]
         // The native methods need the store itself as `this`, not the proxy.
-        bound.set(key, method === undefined ? value.bind(target) : tracedMethod(target, value, method))
+        if (key === 'withLease') bound.set(key, tracedLease(target, value))
+        else bound.set(key, method === undefined ? value.bind(target) : tracedMethod(target, value, method))
       }
       return bound.get(key)
     },
@@ -202,6 +283,7 @@ export function instrument(store) {
 }
 
 function tracedMethod(target, method, [op, describeArgs]) {
+  if (op === 'claim') return tracedClaim(target, method, describeArgs)
   return (...args) => {
     const { agent, attributes } = describeArgs(args)
     return traced(op, agent, { ...handoffAttributes(op, agent, null), ...attributes }, (span) => {
@@ -215,6 +297,55 @@ function tracedMethod(target, method, [op, describeArgs]) {
       recordResult(span, result)
       return result
     })
+  }
+}
+
+function tracedClaim(target, method, describeArgs) {
+  return (...args) => {
+    const { agent, attributes } = describeArgs(args)
+    const all = { ...handoffAttributes('claim', agent, null), ...attributes }
+    const startTime = new Date()
+    let result
+    try {
+      result = method.apply(target, args)
+    } catch (err) {
+      claimSpan('claim', agent, all, startTime, null, err)
+      throw err
+    }
+    if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+      return result.then((settled) => {
+        claimSpan('claim', agent, all, startTime, settled)
+        return settled
+      }, (err) => {
+        claimSpan('claim', agent, all, startTime, null, err)
+        throw err
+      })
+    }
+    claimSpan('claim', agent, all, startTime, result)
+    return result
+  }
+}
+
+/**
+ * `withLease` of an instrumented store: the work runs in the holder's span, `handoff.work
+ * <holder>`, a child of the record's trace context. A claim reference carries no record, which is
+ * then read first (when it cannot be, `withLease` itself says why).
+ */
+function tracedLease(target, withLease) {
+  return (claim, ...rest) => {
+    let handoff = isObject(claim) && isObject(claim.handoff) ? claim.handoff : null
+    if (handoff === null && isObject(claim) && typeof claim.handoffId === 'string') {
+      try {
+        handoff = target.get(claim.handoffId)
+      } catch {
+        handoff = null
+      }
+    }
+    if (handoff === null) return withLease.call(target, claim, ...rest)
+    const holder = handoff.claimedBy ?? undefined
+    const token = typeof claim.token === 'number' ? claim.token : undefined
+    const attributes = handoffAttributes('work', holder, handoff, { token })
+    return traced('work', holder, attributes, () => withLease.call(target, claim, ...rest), handoff)
   }
 }
 

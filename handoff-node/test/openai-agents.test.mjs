@@ -25,6 +25,9 @@ trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new Sim
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
+/** A finished span's parent span id (sdk-trace-base 2 names it in `parentSpanContext`). */
+const parentId = (span) => span.parentSpanContext?.spanId ?? span.parentSpanId
+
 const OPENAI_KEY = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123456789'
 const AWS_KEY = 'AKIAIOSFODNN7EXAMPLE'
 const QUESTION = `I was charged twice for order 1042. My API key is ${OPENAI_KEY} and my AWS key ${AWS_KEY}`
@@ -277,7 +280,16 @@ test('spans for create, claim and complete carry the shared attribute names', as
   await runClaimed(store, billing, claim)
 
   const byName = Object.fromEntries(spans.getFinishedSpans().map((s) => [s.name, s]))
-  assert.deepEqual(Object.keys(byName).sort(), ['handoff.claim billing', 'handoff.complete billing', 'handoff.create triage'])
+  assert.deepEqual(Object.keys(byName).sort(), ['handoff.claim billing', 'handoff.complete billing', 'handoff.create triage', 'handoff.work billing'])
+  // One trace: the record carries its create span's context; the claim and the holder's work
+  // continue from it, and the completion is part of the work.
+  const created = byName['handoff.create triage'].spanContext()
+  const work = byName['handoff.work billing']
+  assert.equal(claim.handoff.traceparent, `00-${created.traceId}-${created.spanId}-01`)
+  assert.deepEqual(new Set(Object.values(byName).map((s) => s.spanContext().traceId)), new Set([created.traceId]))
+  assert.equal(parentId(byName['handoff.claim billing']), created.spanId)
+  assert.equal(parentId(work), created.spanId)
+  assert.equal(parentId(byName['handoff.complete billing']), work.spanContext().spanId)
   const create = byName['handoff.create triage'].attributes
   assert.deepEqual(create, {
     'gen_ai.operation.name': 'handoff.create',

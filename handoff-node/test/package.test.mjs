@@ -125,6 +125,9 @@ test("every public method of the core's Store is offered (keeps up as the core g
     complete_counting: () => dts.slice(dts.indexOf('export interface CompleteOptions')).includes('\n  tokensUsed?: '),
     // `apply` takes a raw state-machine command, which every named call already covers.
     apply: () => true,
+    // `heartbeat` takes the progress (`heartbeat(claim, { progress })`; `lease.progress` too).
+    heartbeat_with: () => dts.slice(dts.indexOf('export interface HeartbeatOptions')).includes('\n  progress?: ')
+      && typeof esm.Lease.prototype.progress === 'function',
   }
   const store = esm.Store.memory()
   const camel = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase())

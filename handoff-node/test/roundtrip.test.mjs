@@ -10,6 +10,9 @@ import { Store, open, handoffToJson, handoffFromJson, handoffJsonSchema } from '
 
 const snake = (key) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
+/** Fields the wire JSON leaves out when a record has none. */
+const LEFT_OUT_WHEN_NULL = new Set(['protocol', 'traceparent', 'tracestate'])
+
 function fullRecord(store) {
   const parent = store.create({ taskId: 'rt', goal: 'parent', fromAgent: 'a', toAgent: 'b' })
   return store.create({
@@ -18,7 +21,8 @@ function fullRecord(store) {
     contextPct: 0, progress: 'p', completed: ['a', ''], pending: ['b'], decisions: ['d'], assumptions: ['x'],
     warnings: ['w'], errors: ['e'], files: ['f'], instructions: 'i', id: 'rt:1@host-2.b_c', parentId: parent.id,
     sessionId: 'session', blockers: ['bl'], lockedFiles: ['lf'], priorityItems: ['pi'], successCriteria: ['sc'],
-    expiresAt: '2099-12-31T23:59:59.123456Z', maxAttempts: 7,
+    expiresAt: '2099-12-31T23:59:59.123456Z', maxAttempts: 7, priority: -3,
+    traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=abc,other=1',
     metadata: { nested: { deeper: [1, -2.5, 1e-7, 9007199254740991, 'ß', null, true, false, {}] }, empty: [], 'weird key': 'v' },
   })
 }
@@ -27,7 +31,7 @@ test('JS → JSON → JS gives the same record, for every lifecycle state', () =
   const store = Store.memory()
   const created = fullRecord(store)
   const claim = store.claim(created.id, 'c')
-  const beat = store.heartbeat(claim)
+  const beat = store.heartbeat(claim, { progress: { done: 2, of: [3, 'ß'], note: null } })
   const done = store.complete(claim, { outcome: 'done ✓' })
   // Protocol messages: their `protocol` body in the seed's form, every key of it kept.
   const init = store.initialize('rt-protocol', {
@@ -41,15 +45,16 @@ test('JS → JSON → JS gives the same record, for every lifecycle state', () =
   })
   const answered = store.get(init.id)
   assert.equal(created.protocol, null)
+  assert.deepEqual([created.priority, beat.progress, done.traceparent, init.traceparent], [-3, { done: 2, of: [3, 'ß'], note: null }, created.traceparent, null])
   for (const h of [created, claim.handoff, beat, done, init, held.handoff, answered, report]) {
     const json = handoffToJson(h)
     assert.deepEqual(handoffFromJson(json), h)
     // Through JSON.stringify/parse (what an app would store or send) too.
     assert.deepEqual(handoffFromJson(handoffToJson(JSON.parse(JSON.stringify(h)))), h)
     // The wire JSON carries every field under its snake_case name with the same value; it
-    // leaves `protocol` out when a record has none (`null` here).
+    // leaves `protocol` and the trace context out when a record has none (`null` here).
     const wire = JSON.parse(json)
-    const keys = Object.keys(h).filter((key) => !(key === 'protocol' && h.protocol === null))
+    const keys = Object.keys(h).filter((key) => !(LEFT_OUT_WHEN_NULL.has(key) && h[key] === null))
     assert.deepEqual(Object.keys(wire), keys.map(snake))
     for (const key of keys) assert.deepEqual(wire[snake(key)], h[key], key)
   }
@@ -62,7 +67,8 @@ for (const [name, make] of [['memory', () => Store.memory()], ['SQLite', () => o
     const [created] = store.events({ id: h.id })
     assert.equal(created.kind, 'created')
     assert.equal(created.handoffId, h.id)
-    assert.deepEqual(created.detail, { taskId: 'rt', toAgent: 'c' })
+    // A priority other than 0 is in it too.
+    assert.deepEqual(created.detail, { priority: -3, taskId: 'rt', toAgent: 'c' })
     assert.equal(handoffToJson(store.get(h.id)), handoffToJson(h))
     const anyone = store.create({ taskId: 'rt2', goal: 'for whoever comes' })
     assert.deepEqual(store.events({ id: anyone.id })[0].detail, { taskId: 'rt2', toAgent: null })
