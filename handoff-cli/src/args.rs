@@ -173,6 +173,12 @@ pub(crate) enum Command {
         /// `cherry_pick_to_facts`; without it, the client's own model when it can sample.
         #[command(flatten)]
         judge: crate::judge::JudgeOpts,
+        /// The tool sets to offer, separated by commas: handoffs (the default: hand work on
+        /// and take it over), tasks, protocol, memory, curation, bundles, admin, or all. A
+        /// client reads every offered tool's schema in every conversation: offer what its
+        /// agent needs.
+        #[arg(long, env = "HANDOFF_MCP_TOOLS", value_name = "SET,...")]
+        tools: Option<String>,
     },
     /// Serve the store over HTTP: the JSON API (/api/v1, OpenAPI at /api/v1/openapi.json)
     /// and a dashboard (/). Loopback by default; any other address needs a bearer token.

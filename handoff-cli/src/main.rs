@@ -22,6 +22,7 @@ mod sampling;
 mod serve;
 mod spawn;
 mod subcommands;
+mod toolsets;
 
 use args::{Cli, Command};
 use error::CliError;
@@ -60,9 +61,11 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 spawn,
                 credentials,
                 judge,
+                tools,
             }),
             _,
         ) => {
+            let chosen = toolsets::Selection::parse(tools.as_deref())?;
             // The caller's agents are fixed for the session, before the store is opened.
             let caller = match credentials.load()? {
                 Some(credentials) => credentials.of_the_environment()?,
@@ -76,6 +79,7 @@ fn run(cli: Cli, matches: &ArgMatches, out: output::Output) -> Result<ExitCode, 
                 ctx.out,
                 caller,
                 judge.judge(ctx.out.redacts()),
+                &chosen,
             )?;
             return Ok(ExitCode::SUCCESS);
         }

@@ -36,6 +36,7 @@ use crate::output::{self, Output, Reply};
 use crate::results::Shown;
 use crate::sampling::{self, ClientModel};
 use crate::spawn::{self, SpawnConfig};
+use crate::toolsets::{self, Selection};
 
 /// `handoff_claim_and_spawn` arguments: `handoff_claim`'s, and what this call adds to the
 /// successor's run.
@@ -132,6 +133,7 @@ fn operation_tool(op: &Op) -> Tool {
         Value::Object(schema) => schema.clone(),
         _ => JsonObject::new(),
     };
+    compact(&mut schema);
     if sampling::SAMPLED.contains(&op.name())
         && let Some(Value::Object(properties)) = schema.get_mut("properties")
     {
@@ -157,10 +159,69 @@ fn operation_tool(op: &Op) -> Tool {
     }
 }
 
-fn tools() -> Vec<Tool> {
-    let mut tools: Vec<Tool> = operations::all().iter().map(operation_tool).collect();
+/// An arguments' schema as a tool lists it: what a model needs to call it, without what only
+/// repeats or restates (the tool's description again, titles, `$schema`, empty defaults, number
+/// formats) and with each choice of words as an `enum`. Every client reads every tool's schema in every conversation; this takes a third
+/// off them. The server still checks the arguments against the full schema.
+fn compact(schema: &mut JsonObject) {
+    for key in ["$schema", "title", "description"] {
+        schema.remove(key);
+    }
+    fn walk(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                // An absent argument is null, empty or false anyway.
+                if object.get("default").is_some_and(|default| {
+                    default.is_null() || *default == json!([]) || *default == json!(false)
+                }) {
+                    object.remove("default");
+                }
+                // Doc comments' line breaks are not the model's business.
+                if let Some(Value::String(description)) = object.get_mut("description") {
+                    *description = description.split_whitespace().collect::<Vec<_>>().join(" ");
+                }
+                if object
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .is_some_and(|format| format != "date-time")
+                {
+                    object.remove("format");
+                }
+                let words: Option<Vec<Value>> = object
+                    .get("oneOf")
+                    .and_then(Value::as_array)
+                    .and_then(|choices| {
+                        choices
+                            .iter()
+                            .map(|choice| {
+                                (choice.get("type")? == "string")
+                                    .then(|| choice.get("const").cloned())?
+                            })
+                            .collect()
+                    });
+                if let Some(words) = words {
+                    object.remove("oneOf");
+                    object.insert("type".to_owned(), json!("string"));
+                    object.insert("enum".to_owned(), Value::Array(words));
+                }
+                object.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    schema.values_mut().for_each(walk);
+}
+
+/// The tools of the chosen sets.
+pub(crate) fn tools(chosen: &Selection) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = operations::all()
+        .iter()
+        .filter(|op| chosen.offers(&toolsets::sets_of_op(op)))
+        .map(operation_tool)
+        .collect();
     tools.push(Tool::new(
-        "handoff_claim_and_spawn",
+        toolsets::CLAIM_AND_SPAWN,
         "Claim a handoff and run the server's configured successor command on its packet (the \
          record and what the store knows beyond it, as `context` gives it; plus \
          additional_instructions, if given): heartbeats while it runs, completes on \
@@ -169,12 +230,17 @@ fn tools() -> Vec<Tool> {
     ));
     tools.push(
         Tool::new(
-            "handoff_policy",
+            toolsets::POLICY,
             "The chain policy and limits saved in the store, and the ones this server applies.",
             schema::<PolicyArgs>(),
         )
         .with_annotations(ToolAnnotations::new().read_only(true)),
     );
+    tools.retain(|tool| {
+        let name = tool.name.as_ref();
+        ![toolsets::CLAIM_AND_SPAWN, toolsets::POLICY].contains(&name)
+            || chosen.offers(toolsets::sets_of_tool(name))
+    });
     tools
 }
 
@@ -255,13 +321,14 @@ impl Server {
         out: Output,
         caller: Agents,
         judge: Option<JudgeCmd>,
+        chosen: &Selection,
     ) -> Server {
         Server {
             store,
             db,
             spawn: spawn.map(Arc::new),
             out,
-            tools: tools().into(),
+            tools: tools(chosen).into(),
             caller: Arc::new(caller),
             judge: judge.map(Arc::new),
         }
@@ -279,8 +346,8 @@ impl Server {
     ) -> CliResult<Reply> {
         let arguments = arguments.unwrap_or_default();
         match current_tool_name(name) {
-            "handoff_claim_and_spawn" => self.claim_and_spawn(arguments),
-            "handoff_policy" => self.policy(arguments),
+            toolsets::CLAIM_AND_SPAWN => self.claim_and_spawn(arguments),
+            toolsets::POLICY => self.policy(arguments),
             name => match operations::all().iter().find(|op| op.info.tool() == name) {
                 Some(op) => self.operation(op, arguments, cancelled, model),
                 None => Err(Error::invalid("name", format!("no tool is named {name:?}")).into()),
@@ -500,6 +567,7 @@ pub(crate) fn serve(
     out: Output,
     caller: Agents,
     judge: Option<JudgeCmd>,
+    chosen: &Selection,
 ) -> CliResult<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -518,7 +586,7 @@ pub(crate) fn serve(
             Arc::clone(&stdout),
         ));
         let forwarding = tokio::spawn(jsonrpc::forward(answers, stdout));
-        let service = Server::new(store, db, spawn, out, caller, judge)
+        let service = Server::new(store, db, spawn, out, caller, judge, chosen)
             .serve((server_in, server_out))
             .await
             .map_err(|e| {
@@ -535,4 +603,41 @@ pub(crate) fn serve(
     // A read of stdin may still be pending on a blocking thread: do not wait for it.
     runtime.shutdown_background();
     served
+}
+
+#[cfg(test)]
+mod toolset_sizes {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// How many tools a set offers and how many bytes their listing takes (`tools/list`'s
+    /// JSON: names, descriptions, schemas).
+    pub(crate) fn measure(set: &str) -> (usize, usize) {
+        let tools = tools(&Selection::parse(Some(set)).unwrap());
+        (tools.len(), serde_json::to_string(&tools).unwrap().len())
+    }
+
+    #[test]
+    fn the_default_set_fits_a_coding_agents_context() {
+        for (set, _) in toolsets::SETS {
+            let (count, bytes) = measure(set);
+            eprintln!("| `{set}` | {count} | {:.1} KB |", bytes as f64 / 1024.0);
+        }
+        let (count, bytes) = measure("handoffs");
+        assert!(count <= 15, "{count} tools");
+        assert!(bytes <= 16 * 1024, "{bytes} bytes");
+    }
+
+    /// The README's table of sets says what the server offers.
+    #[test]
+    fn the_readme_lists_each_set_as_measured() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        for (set, _) in toolsets::SETS {
+            let (count, bytes) = measure(set);
+            let row = format!("| `{set}` | {count} | {:.1} KB |", bytes as f64 / 1024.0);
+            assert!(readme.contains(&row), "README.md should have the row {row}");
+        }
+    }
 }

@@ -676,3 +676,78 @@ fn credentials_fix_the_agents_a_session_may_act_as() {
     );
     assert_eq!(rejected["handoff"]["status"], "rejected");
 }
+
+#[test]
+fn the_server_offers_the_handoff_tools_unless_told_which_sets() {
+    let env = Env::new();
+    let names = |mcp: &mut Mcp| -> Vec<String> {
+        mcp.tools()
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    // The default: handing work on and taking it over, and nothing else.
+    let mut command = env.command(&[]);
+    command.env("HANDOFF_MCP_TOOLS", "handoffs");
+    let mut default = Mcp::start_with(command, &[]);
+    let offered = names(&mut default);
+    for tool in [
+        "handoff_create",
+        "handoff_claim",
+        "handoff_claim_next",
+        "handoff_complete",
+        "handoff_claim_and_spawn",
+        "context",
+    ] {
+        assert!(
+            offered.iter().any(|n| n == tool),
+            "{tool} missing: {offered:?}"
+        );
+    }
+    assert!(offered.len() <= 15, "{offered:?}");
+    assert!(!offered.iter().any(|n| n == "task_create"), "{offered:?}");
+    // A tool of another set is not answered.
+    let refused = default.request(
+        "tools/call",
+        json!({"name": "task_create", "arguments": {"name": "t"}}),
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown tool")),
+        "{refused}"
+    );
+    // A holder withdraws with `cancel` given its claim, though `cancel_claim` is not listed.
+    let created = default.ok("handoff_create", json!({"task_id": "t1", "goal": "g"}));
+    let claim = default.ok(
+        "handoff_claim",
+        json!({"id": created["handoff"]["id"], "agent": "a"}),
+    );
+    let reference = json!({
+        "handoff_id": claim["handoff_id"],
+        "token": claim["token"],
+        "secret": claim["claim_secret"],
+    });
+    let cancelled = default.ok("handoff_cancel", json!({"claim": reference}));
+    assert_eq!(cancelled["handoff"]["status"], "cancelled");
+    drop(default);
+
+    // Sets by name, from the flag; the environment says the same.
+    let mut tasks = Mcp::start(&env, &["--tools", "tasks,admin"]);
+    let offered = names(&mut tasks);
+    assert!(offered.iter().any(|n| n == "task_create"), "{offered:?}");
+    assert!(offered.iter().any(|n| n == "handoff_retry"), "{offered:?}");
+    assert!(
+        !offered.iter().any(|n| n == "handoff_create"),
+        "{offered:?}"
+    );
+    drop(tasks);
+
+    // An unknown set: the server does not start, and says which sets there are.
+    let mut command = env.command(&["mcp", "--tools", "handoffs,nope"]);
+    let run = common::finish(&mut command, None).expect(INVALID);
+    assert!(
+        run.stderr.contains("nope") && run.stderr.contains("curation"),
+        "{run:?}"
+    );
+}

@@ -37,6 +37,9 @@ OPERATION_TOOLS = {
     "handoff_complete",
     "handoff_reject",
     "handoff_cancel",
+    "handoff_retry",
+    "handoff_revoke_claim",
+    "handoff_set_priority",
     "handoff_cancel_claim",
     "handoff_events",
     "handoff_chain",
@@ -44,6 +47,7 @@ OPERATION_TOOLS = {
     "handoff_stalled",
     "handoff_stats",
     "handoff_queue_counts",
+    "handoff_metrics",
     "handoff_reap",
     "handoff_check",
     "handoff_capabilities",
@@ -141,7 +145,9 @@ SEED_PAYLOAD = {
 
 
 async def connect(stack: AsyncExitStack, binary: str, db: str, *extra: str, sampling: Any = None) -> ClientSession:
-    params = StdioServerParameters(command=binary, args=["mcp", "--db", db, *extra])
+    # Every tool unless the caller picks its sets: the cases call tools of every set.
+    tools = [] if "--tools" in extra else ["--tools", "all"]
+    params = StdioServerParameters(command=binary, args=["mcp", "--db", db, *tools, *extra])
     read, write = await stack.enter_async_context(stdio_client(params))
     session = await stack.enter_async_context(ClientSession(read, write, sampling_callback=sampling))
     await session.initialize()
@@ -770,7 +776,7 @@ HOSTILE_LINES = [
 RELAY = r"""
 import json, subprocess, sys, threading
 lines, binary, db, answers = sys.argv[1:5]
-server = subprocess.Popen([binary, "mcp", "--db", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+server = subprocess.Popen([binary, "mcp", "--db", db, "--tools", "all"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 with open(lines, "rb") as f:
     server.stdin.write(f.read())
 server.stdin.flush()
@@ -901,6 +907,23 @@ async def capabilities(stack: AsyncExitStack, binary: str, db: str) -> None:
     assert tool.annotations is not None and tool.annotations.read_only_hint, tool
     bad = await tool_error(session, "handoff_capabilities", {"durable": True})
     assert bad["code"] == "VALIDATION", bad
+
+
+async def tool_sets(stack: AsyncExitStack, binary: str, db: str) -> None:
+    """The default set fits a coding agent's context; a client picks other sets by name."""
+    default = await connect(stack, binary, db, "--tools", "handoffs")
+    listed = (await default.list_tools()).tools
+    names = {tool.name for tool in listed}
+    assert len(names) <= 15, names
+    assert {"handoff_create", "handoff_claim", "handoff_complete", "handoff_claim_and_spawn"} <= names, names
+    dumped = [tool.model_dump(by_alias=True, exclude_none=True) for tool in listed]
+    size = len(json.dumps(dumped, separators=(",", ":"), ensure_ascii=False))
+    assert size <= 16 * 1024, size
+    created = await ok(default, "handoff_create", {"task_id": "t-sets", "goal": "g"})
+    assert created["handoff"]["status"] == "pending"
+    with_tasks = await connect(stack, binary, db, "--tools", "tasks")
+    names = {tool.name for tool in (await with_tasks.list_tools()).tools}
+    assert "task_create" in names and "handoff_create" not in names, names
 
 
 async def main(binary: str) -> None:
@@ -1044,6 +1067,7 @@ async def main(binary: str) -> None:
         assert {"additional_instructions", "timeout_seconds"} <= set(spawn_schema["properties"])
 
     for part in (
+        tool_sets,
         one_description,
         redaction,
         seed_and_policy,

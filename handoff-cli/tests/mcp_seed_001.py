@@ -44,7 +44,9 @@ esac
 
 
 async def connect(stack: AsyncExitStack, binary: str, db: str, *extra: str) -> ClientSession:
-    params = StdioServerParameters(command=binary, args=["mcp", "--db", db, *extra], cwd=os.path.dirname(db))
+    params = StdioServerParameters(
+        command=binary, args=["mcp", "--db", db, "--tools", "all", *extra], cwd=os.path.dirname(db)
+    )
     read, write = await stack.enter_async_context(stdio_client(params))
     session = await stack.enter_async_context(ClientSession(read, write))
     await session.initialize()

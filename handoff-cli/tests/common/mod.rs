@@ -168,6 +168,13 @@ impl Mcp {
 
     /// Starts the server from a prepared command (its environment, its `--db`).
     pub fn start_with(mut command: Command, extra: &[&str]) -> Mcp {
+        // Every tool, unless the test chooses its sets: the cases call tools of every set.
+        if !command
+            .get_envs()
+            .any(|(key, _)| key == "HANDOFF_MCP_TOOLS")
+        {
+            command.env("HANDOFF_MCP_TOOLS", "all");
+        }
         command
             .arg("mcp")
             .args(extra)
