@@ -810,8 +810,9 @@ class Store:
         *,
         wait_seconds: Optional[_Span] = None,
     ) -> Optional[Claim]:
-        """Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-        nothing when there is none, after waiting up to `wait_seconds` for some to arrive.
+        """Claims the next pending handoff `agent` may take (addressed to it or to anyone), the
+        highest priority first, then the oldest; nothing when there is none, after waiting up to
+        `wait_seconds` for some to arrive.
 
         Args:
             agent: The agent taking work.

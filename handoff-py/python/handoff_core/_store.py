@@ -72,8 +72,9 @@ def claim(self, id, agent, lease_seconds=None, **kwargs):
 
 
 def claim_next(self, agent, task_id=None, lease_seconds=None, **kwargs):
-    """Claims the oldest pending handoff `agent` may take (addressed to it or to anyone);
-    nothing when there is none, after waiting up to `wait_seconds` for some to arrive."""
+    """Claims the next pending handoff `agent` may take (addressed to it or to anyone), the
+    highest priority first, then the oldest; nothing when there is none, after waiting up to
+    `wait_seconds` for some to arrive."""
     return self._claim_next({
         "agent": agent,
         "task_id": task_id,
