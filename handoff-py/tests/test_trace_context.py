@@ -90,6 +90,18 @@ def test_a_lease_on_a_claim_ref_reads_the_record_for_its_trace(spans: Any) -> No
     assert store.get(h.id).status == "pending"
 
 
+def test_a_lease_on_a_claim_ref_whose_record_is_gone_works_as_without_tracing(spans: Any) -> None:
+    store = hc.Store.memory()
+    reference = hc.ClaimRef("no-such-handoff", 1, "hcs_" + "0" * 64)
+    # The block runs; settling says the record is gone, as it does untraced.
+    ran = []
+    with pytest.raises(hc.NotFound):
+        with store.lease(reference):
+            ran.append(True)
+    assert ran == [True]
+    assert [s.name for s in spans.get_finished_spans()] == []
+
+
 def test_an_aio_lease_is_the_holders_span_too(spans: Any) -> None:
     async def scenario() -> str:
         store = hc.aio.Store.memory()

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 from handoff_core import _trace_context
+from handoff_core._errors import HandoffError
 from handoff_core._native import Claim, ClaimRef, Handoff
 
 try:
@@ -164,7 +165,12 @@ def work_span(store: Any, claim: Any) -> Optional[contextlib.AbstractContextMana
     if isinstance(claim, Claim):
         handoff = claim.handoff
     elif isinstance(claim, ClaimRef) and _configured():
-        handoff = store.get(claim.handoff_id)
+        try:
+            handoff = store.get(claim.handoff_id)
+        except HandoffError:
+            # Tracing changes nothing the lease does: a record that cannot be read (gone, the
+            # store closed) is the lease's to report, at its first heartbeat or its settling.
+            return None
     else:
         return None
     return successor_span("work", handoff.claimed_by, handoff, **{"handoff.claim_token": claim.token})
