@@ -10,7 +10,7 @@ The OpenTelemetry GenAI conventions have no handoff operation, so a span uses th
 they fit and a ``handoff.`` namespace for the rest (the Node binding uses the same names):
 
 =========================  =====================================================================
-span name                  ``handoff.<op> <acting agent>``, op one of create, claim, complete, fail
+span name                  ``handoff.<op> <acting agent>``, op one of :data:`OPERATIONS`
 ``gen_ai.operation.name``  ``handoff.<op>``
 ``gen_ai.agent.name``      the acting agent: who hands over on create, the claimer otherwise
 ``gen_ai.conversation.id`` the task id
@@ -20,7 +20,7 @@ span name                  ``handoff.<op> <acting agent>``, op one of create, cl
 ``handoff.task_id``        the task
 ``handoff.from_agent``     who handed over
 ``handoff.to_agent``       who it is addressed to
-``handoff.claim_token``    the claim's fencing token (claim, complete, fail)
+``handoff.claim_token``    the claim's fencing token (claim, work, complete, fail)
 =========================  =====================================================================
 
 An exception inside a span marks it as an error and is recorded on it.
