@@ -277,3 +277,338 @@ fn the_acting_agent_is_the_sessions_own() {
         .unwrap_or_else(|| panic!("no retried event: {events}"));
     assert_eq!(retried["actor"], "ops-alice");
 }
+
+/// `handoff ARGS --json` on the store: its answer.
+fn json(env: &Env, args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    env.run(&all).expect(0).json()
+}
+
+/// Claims `id` as `agent`: its token and secret.
+fn held(env: &Env, id: &str, agent: &str) -> (String, String) {
+    let claim = json(env, &["claim", id, agent]);
+    (
+        claim["token"].to_string(),
+        claim["claim_secret"].as_str().expect("secret").to_owned(),
+    )
+}
+
+/// Posts the form of `op` found on `page` with `fields` added, as the operator.
+fn post_form(server: &Server, page: &str, op: &str, fields: &[(&str, &str)]) -> serving::Answer {
+    let csrf = server
+        .page(page)
+        .form_field(op, "csrf")
+        .unwrap_or_else(|| panic!("no {op} form on {page}"));
+    let mut all = vec![("csrf", csrf.as_str()), ("back", page)];
+    all.extend_from_slice(fields);
+    server.request(
+        "POST",
+        &format!("/actions/{op}"),
+        &[
+            ("cookie", &cookie()),
+            ("content-type", "application/x-www-form-urlencoded"),
+        ],
+        &form(&all),
+    )
+}
+
+#[test]
+fn a_task_page_names_the_task_shows_who_works_and_answers_escalations() {
+    let env = Env::new();
+    let task = json(
+        &env,
+        &[
+            "task",
+            "create",
+            "Ship the login",
+            "ship the login form",
+            r#"{"id":"a","name":"Build","agent":"claude","dependencies":[],"max_attempts":1}"#,
+            r#"{"id":"b","name":"Test","agent":"gemini","dependencies":["a"]}"#,
+        ],
+    );
+    let task = task["id"].as_str().expect("task id").to_owned();
+    env.run(&["task", "start", &task]).expect(0);
+    let step = json(&env, &["task", "get", &task])["plan"]["steps"][0]["handoff_id"]
+        .as_str()
+        .expect("step a's handoff")
+        .to_owned();
+    let (token, secret) = held(&env, &step, "claude");
+    env.run(&[
+        "heartbeat",
+        "--token",
+        &token,
+        "--secret",
+        &secret,
+        &step,
+        r#"{"phase":"compiling"}"#,
+    ])
+    .expect(0);
+    let server = Server::start(&env, &["--token", TOKEN]);
+    let path = format!("/tasks/{task}");
+    let page = server.page(&format!("{path}?refresh=0")).body;
+    assert!(page.contains("<h1>Task: Ship the login</h1>"), "{page}");
+    assert!(
+        page.contains("ends in ") && page.contains("{&quot;phase&quot;:&quot;compiling&quot;}")
+    );
+    assert!(
+        page.contains(">claude</td>"),
+        "the running step's holder: {page}"
+    );
+
+    // Paused, resumed, from the task's own forms.
+    assert_eq!(
+        post_form(&server, &path, "pause_task", &[("id", &task)]).status,
+        303
+    );
+    assert_eq!(json(&env, &["task", "get", &task])["status"], "paused");
+    assert_eq!(
+        post_form(&server, &path, "resume_task", &[("id", &task)]).status,
+        303
+    );
+    assert_eq!(json(&env, &["task", "get", &task])["status"], "in_progress");
+
+    // The step's only attempt fails: the task pauses and waits for a human, who answers on
+    // the page; the step is offered again.
+    env.run(&[
+        "fail",
+        "--token",
+        &token,
+        "--secret",
+        &secret,
+        &step,
+        "linker crashed",
+    ])
+    .expect(0);
+    assert_eq!(json(&env, &["task", "get", &task])["status"], "paused");
+    let page = server.page(&format!("{path}?refresh=0")).body;
+    assert!(page.contains("Open escalations") && page.contains("/actions/resolve_escalation"));
+    let escalation = json(&env, &["list", "--task-id", &task, "--kind", "escalation"])[0]["id"]
+        .as_str()
+        .expect("the escalation")
+        .to_owned();
+    let answered = post_form(
+        &server,
+        &path,
+        "resolve_escalation",
+        &[
+            ("handoff_id", &escalation),
+            ("resolution", "use the staging keys"),
+            ("retry", "true"),
+        ],
+    );
+    assert_eq!(answered.status, 303, "{answered:?}");
+    assert_eq!(env.show(&escalation)["status"], "completed");
+    let after = json(&env, &["task", "get", &task]);
+    assert_eq!(after["status"], "in_progress", "{after}");
+    assert_ne!(
+        after["plan"]["steps"][0]["handoff_id"],
+        step.as_str(),
+        "offered again: {after}"
+    );
+
+    // Cancelled from the list of tasks.
+    assert_eq!(
+        post_form(&server, "/tasks", "cancel_task", &[("id", &task)]).status,
+        303
+    );
+    assert_eq!(json(&env, &["task", "get", &task])["status"], "cancelled");
+}
+
+#[test]
+fn a_run_page_shows_reports_and_decisions_and_resolves_its_escalation() {
+    let env = Env::new();
+    let init = json(
+        &env,
+        &[
+            "protocol",
+            "initialize",
+            "run-1",
+            "--manager",
+            "boss",
+            "--worker",
+            "coder",
+            "--instructions",
+            "add the login form",
+            "--success-criteria",
+            "tests pass",
+        ],
+    )["id"]
+        .as_str()
+        .expect("init")
+        .to_owned();
+    let (t, s) = held(&env, &init, "coder");
+    let report = json(
+        &env,
+        &[
+            "protocol",
+            "report",
+            "--token",
+            &t,
+            "--secret",
+            &s,
+            &init,
+            "PARTIAL",
+            "--accomplished",
+            "form markup",
+            "--issues",
+            "CSRF not wired",
+        ],
+    )["id"]
+        .as_str()
+        .expect("report")
+        .to_owned();
+    let (t, s) = held(&env, &report, "boss");
+    let decided = json(
+        &env,
+        &[
+            "protocol",
+            "decide",
+            "--token",
+            &t,
+            "--secret",
+            &s,
+            &report,
+            "CONTINUE",
+            "--instructions",
+            "wire the CSRF token",
+        ],
+    )["id"]
+        .as_str()
+        .expect("decision")
+        .to_owned();
+    let (t, s) = held(&env, &decided, "coder");
+    let second = json(
+        &env,
+        &[
+            "protocol",
+            "report",
+            "--token",
+            &t,
+            "--secret",
+            &s,
+            &decided,
+            "FAILED",
+            "--issues",
+            "the session store is missing",
+        ],
+    )["id"]
+        .as_str()
+        .expect("second report")
+        .to_owned();
+    let (t, s) = held(&env, &second, "boss");
+    json(
+        &env,
+        &[
+            "protocol",
+            "escalate",
+            "--token",
+            &t,
+            "--secret",
+            &s,
+            &second,
+            "technical",
+            "high",
+            "high",
+            "environment",
+            "no session store",
+            "login stays broken",
+            "add redis",
+        ],
+    );
+    let server = Server::start(&env, &["--token", TOKEN]);
+    let page = server.page("/tasks/run-1?refresh=0").body;
+    for text in [
+        "PARTIAL",
+        "accomplished: form markup",
+        "issues: CSRF not wired",
+        "wire the CSRF token",
+        "issues: the session store is missing",
+        "/actions/resolve\"",
+    ] {
+        assert!(
+            page.contains(text),
+            "the run's page lacks {text:?}:\n{page}"
+        );
+    }
+    let escalation = json(
+        &env,
+        &["list", "--task-id", "run-1", "--kind", "escalation"],
+    )[0]["id"]
+        .as_str()
+        .expect("the escalation")
+        .to_owned();
+    let answered = post_form(
+        &server,
+        "/tasks/run-1",
+        "resolve",
+        &[
+            ("handoff_id", &escalation),
+            ("resolution", "redis is up on port 6380"),
+        ],
+    );
+    assert_eq!(answered.status, 303, "{answered:?}");
+    assert_eq!(env.show(&escalation)["status"], "completed");
+    let run = json(&env, &["protocol", "show", "run-1"]);
+    assert_ne!(run["phase"], "escalated", "{run}");
+}
+
+#[test]
+fn a_bundle_is_imported_by_its_share_token_or_refused_as_the_core_says() {
+    let env = Env::new();
+    env.create(&["notes", "take notes"]);
+    let bundle = json(
+        &env,
+        &["bundle", "create", "Login notes", "--task-id", "notes"],
+    );
+    let id = bundle["id"].as_str().expect("bundle id").to_owned();
+    let shared = json(&env, &["bundle", "visibility", &id, "team"]);
+    let share = shared["share_token"]
+        .as_str()
+        .expect("share token")
+        .to_owned();
+    let server = Server::start(&env, &["--token", TOKEN]);
+    let page = server.page("/bundles").body;
+    assert!(page.contains("enctype=\"multipart/form-data\"") && page.contains("type=\"file\""));
+    let imported = post_form(
+        &server,
+        "/bundles",
+        "import_bundle",
+        &[("share_token", &share)],
+    );
+    assert_eq!(imported.status, 303, "{imported:?}");
+    let missing = post_form(
+        &server,
+        "/bundles",
+        "import_bundle",
+        &[("share_token", "kb_no_such_token")],
+    );
+    assert_eq!(missing.status, 404, "{missing:?}");
+    assert!(missing.body.contains("<strong>NOT_FOUND</strong>"));
+    // A file that is not a bundle, uploaded: refused by name.
+    let csrf = server
+        .page("/bundles")
+        .form_field("import_bundle", "csrf")
+        .expect("form");
+    let body = format!(
+        "--b0undary\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n\
+         --b0undary\r\nContent-Disposition: form-data; name=\"back\"\r\n\r\n/bundles\r\n\
+         --b0undary\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"b.json\"\r\n\
+         Content-Type: application/json\r\n\r\n{{\"name\": \"not a bundle\"}}\r\n--b0undary--\r\n"
+    );
+    let uploaded = server.request(
+        "POST",
+        "/actions/import_bundle",
+        &[
+            ("cookie", &cookie()),
+            ("content-type", "multipart/form-data; boundary=b0undary"),
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(uploaded.status, 400, "{uploaded:?}");
+    assert!(
+        uploaded.body.contains("<code>schema_version</code>"),
+        "{}",
+        uploaded.body
+    );
+}

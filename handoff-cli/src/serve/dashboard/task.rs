@@ -25,6 +25,8 @@ pub(super) fn page(ctx: &Ctx<'_>, id: &str) -> Result<Page, Error> {
         });
     }
     let mut page = Page::new(format!("Task {id}"), String::new());
+    // Steps whose attempts ran out: each waits for the answer to its escalation.
+    let mut escalated: Vec<String> = Vec::new();
     if let Some(plan) = &plan {
         let value = ctx.out.json(plan.to_value());
         let text = |v: &Value, key: &str| {
@@ -52,6 +54,9 @@ pub(super) fn page(ctx: &Ctx<'_>, id: &str) -> Result<Page, Error> {
         let mut rows = Vec::new();
         for s in &steps {
             rows.push(step_row(ctx, s, &text)?);
+            if s["status"] == "escalated" {
+                escalated.push(text(s, "id"));
+            }
         }
         page = page.section(
             "Plan",
@@ -74,7 +79,7 @@ pub(super) fn page(ctx: &Ctx<'_>, id: &str) -> Result<Page, Error> {
             ),
         );
     }
-    page = page.section("Open escalations", escalations(ctx, id)?);
+    page = page.section("Open escalations", escalations(ctx, id, &escalated)?);
     page = page.section("Chain", chain_graph(&chain));
     if let Some(run) = &run {
         page = page.section("Manager/worker run", protocol::section(ctx, run)?);
@@ -154,8 +159,10 @@ fn step_row(
 }
 
 /// The task's escalations not yet answered, each with the form that answers it: a step's
-/// (`resolve_escalation`: retry the step or skip it) or a manager/worker run's (`resolve`).
-fn escalations(ctx: &Ctx<'_>, task: &str) -> Result<String, Error> {
+/// whose attempts ran out (`resolve_escalation`: retry the step or skip it; the step is among
+/// `escalated`) or a manager/worker run's (`resolve`). A step handed up to a stronger agent
+/// (`escalate_step`) is that step's offer, worked like any other, and shown in the plan.
+fn escalations(ctx: &Ctx<'_>, task: &str, escalated: &[String]) -> Result<String, Error> {
     let open: Vec<Handoff> = ctx
         .store
         .list(&ListFilter {
@@ -165,6 +172,13 @@ fn escalations(ctx: &Ctx<'_>, task: &str) -> Result<String, Error> {
         })?
         .into_iter()
         .filter(|h| matches!(h.status, Status::Pending | Status::Claimed))
+        .filter(|h| {
+            h.protocol.is_some()
+                || h.metadata
+                    .get("step_id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|step| escalated.iter().any(|e| e == step))
+        })
         .collect();
     let rows: Vec<Vec<String>> = open
         .iter()
