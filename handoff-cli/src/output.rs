@@ -419,7 +419,12 @@ impl Output {
         let e = self.event(e);
         let detail = match (&e.change, to_json(&e.change).get("detail")) {
             // Where the work goes: `*` for an open handoff, as in the tables of records.
-            (Change::Created { task_id, to_agent }, _) => format!(
+            (
+                Change::Created {
+                    task_id, to_agent, ..
+                },
+                _,
+            ) => format!(
                 "task_id={} to_agent={}",
                 clip(task_id, 40),
                 clip(agent(to_agent.as_deref()), 40)
