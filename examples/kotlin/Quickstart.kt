@@ -25,7 +25,7 @@ fun main(args: Array<String>) {
         // A coder takes the next open handoff; nobody else can while its lease runs. The claim's
         // secret proves it holds it: heartbeat and complete take the claim's reference.
         val claim = store.claimNext("coder", lease = Duration.ofSeconds(120)) ?: error("nothing to claim")
-        println(claim.handoff.toMarkdown(redact = true).lines().first())
+        println(handoffToMarkdown(claim.handoff).lines().first())
         store.heartbeat(claim.reference())
         val done = store.complete(claim.reference(), "SessionStore extracted, tests green")
         println("${done.status}: ${done.outcome}")

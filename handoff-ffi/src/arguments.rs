@@ -28,28 +28,6 @@ macro_rules! arguments {
 }
 pub(crate) use arguments;
 
-/// Serializes a binding enum in its core counterpart's wire form (`full`, `context_limit_85`),
-/// which is what the core's arguments read; `(ours, theirs)` reads it back too.
-macro_rules! wire_form {
-    ($ours:ty => $theirs:ty) => {
-        impl serde::Serialize for $ours {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serde::Serialize::serialize(&<$theirs>::from(self.clone()), serializer)
-            }
-        }
-    };
-    ($ours:ty, $theirs:ty) => {
-        wire_form!($ours => $theirs);
-
-        impl<'de> serde::Deserialize<'de> for $ours {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                <$theirs as serde::Deserialize>::deserialize(deserializer).map(Into::into)
-            }
-        }
-    };
-}
-pub(crate) use wire_form;
-
 /// Where this binding's API names a value differently from the core's arguments, as (core,
 /// ours). A lease is a `Duration` called `lease` here (the core counts `lease_seconds`), and so
 /// is `claim_next`'s `wait` (`wait_seconds`); a claim reference's problems are named by its own

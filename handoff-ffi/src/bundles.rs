@@ -16,26 +16,11 @@ use std::time::SystemTime;
 use handoff_core::bundle;
 use handoff_core::store as core_store;
 
-use crate::arguments::wire_form;
 use crate::error::{HandoffError, Result};
-use crate::record::{same_enum, time};
+use crate::record::time;
 
-pub use handoff_core::bundle::BundleType;
-pub use handoff_core::store::{BundleStatus, TrustedKey};
-
-/// Who may find a bundle by its share token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
-pub enum Visibility {
-    /// Only its store's users, by id; never found by token (the default).
-    Private,
-    /// Whoever holds the token, within the team.
-    Team,
-    /// Whoever holds the token.
-    Public,
-}
-
-same_enum!(Visibility <=> bundle::Visibility { Private, Team, Public });
-wire_form!(Visibility => bundle::Visibility);
+pub use handoff_core::bundle::{BundleType, Visibility};
+pub use handoff_core::store::{BundleStatus, ImportReport, TrustedKey};
 
 /// A bundle as its store keeps it: what it is, its counts and scores, who may find it, and
 /// its portable form.
@@ -88,32 +73,6 @@ pub struct Bundle {
     /// `schema_version` and `content_hash`. Write it to a file and give it to
     /// `Store.import_bundle`, in this store or another.
     pub portable_json: String,
-}
-
-/// What an import did.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct ImportReport {
-    /// The bundle's name.
-    pub bundle: String,
-    /// The branch imported into.
-    pub target_branch: String,
-    /// Facts written.
-    pub facts_added: u64,
-    /// Facts already there (imported before).
-    pub facts_skipped: u64,
-    /// Conversations written.
-    pub conversations_added: u64,
-    /// Conversations already there (imported before).
-    pub conversations_skipped: u64,
-    /// Messages written with the conversations.
-    pub messages_added: u64,
-    /// The public key that signed the bundle (`ed25519:…`), none when it is not signed.
-    pub signed_by: Option<String>,
-    /// Whether this store trusts that key (`Store.trust_bundle_keys`): then the bundle's
-    /// verdicts were taken as verified; otherwise its facts came in `ACTIVE` and its
-    /// conversations `UNVERIFIED`, its verdicts kept as its claim (`verified_by`
-    /// `bundle:sha256:…`).
-    pub trusted: bool,
 }
 
 /// A key pair for signing bundles, from `generate_bundle_key()`: `Store.sign_bundle` takes the
@@ -193,29 +152,13 @@ impl TryFrom<core_store::Bundle> for Bundle {
             verification_score: b.verification_score,
             verified_by: b.verified_by,
             share_token: b.share_token,
-            visibility: b.visibility.into(),
+            visibility: b.visibility,
             tags: b.tags,
             content_hash: b.content_hash,
             created_at: time(b.created_at),
             updated_at: time(b.updated_at),
             portable_json,
         })
-    }
-}
-
-impl From<core_store::ImportReport> for ImportReport {
-    fn from(report: core_store::ImportReport) -> Self {
-        ImportReport {
-            bundle: report.bundle,
-            target_branch: report.target_branch.map(String::from).unwrap_or_default(),
-            facts_added: report.facts_added,
-            facts_skipped: report.facts_skipped,
-            conversations_added: report.conversations_added,
-            conversations_skipped: report.conversations_skipped,
-            messages_added: report.messages_added,
-            signed_by: report.signed_by,
-            trusted: report.trusted,
-        }
     }
 }
 
@@ -335,8 +278,11 @@ mod tests {
             .import_bundle(Some(bundle.portable_json.clone()), None, false, None, None)
             .unwrap();
         assert_eq!(
-            (report.target_branch.as_str(), report.facts_added),
-            ("main", 1)
+            (
+                report.target_branch.as_ref().map(|b| b.as_str()),
+                report.facts_added
+            ),
+            (Some("main"), 1)
         );
         let again = other
             .import_bundle(

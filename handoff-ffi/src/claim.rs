@@ -118,7 +118,7 @@ impl From<core::Claim> for Claim {
     fn from(claim: core::Claim) -> Self {
         Claim {
             secret: claim.secret.expose().to_owned(),
-            handoff: claim.handoff.into(),
+            handoff: claim.handoff,
             token: claim.token,
             lease: claim.lease,
         }

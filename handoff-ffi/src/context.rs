@@ -207,10 +207,8 @@ impl ContextBuilder {
     }
 
     /// Adds a handoff record's sections.
-    pub fn add_handoff(&self, handoff: Handoff) -> Result<()> {
-        let handoff = core::Handoff::try_from(handoff)?;
+    pub fn add_handoff(&self, handoff: Handoff) {
         self.lock().add_handoff(&handoff);
-        Ok(())
     }
 
     /// Adds conversation messages (`user`, `assistant`, `system`, `developer`, `tool`).

@@ -21,7 +21,8 @@ use crate::record::time;
 pub use handoff_core::messages::ToolCall;
 
 pub use handoff_core::curation::{
-    BranchInfo, Conversation, CurationChange, CurationEvent, Fact, FactStatus, Verdict,
+    BranchInfo, Conversation, CurationChange, CurationEvent, Fact, FactStatus, MergeReport,
+    PickedTo, Verdict, VerifiedItem, VerifyReport,
 };
 
 /// What a verifier is asked about, and what a report line is about.
@@ -65,17 +66,6 @@ pub struct ConversationMessage {
     pub at: Option<SystemTime>,
 }
 
-/// Where a message was cherry-picked to.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct PickedTo {
-    /// The conversation the pick made.
-    pub conversation_id: String,
-    /// Its branch.
-    pub branch: String,
-    /// When.
-    pub picked_at: SystemTime,
-}
-
 /// A message of a stored conversation: the message, its place, and where it was picked to.
 #[derive(Clone, Debug, PartialEq, uniffi::Record)]
 pub struct StoredMessage {
@@ -97,54 +87,6 @@ pub struct StoredMessage {
     pub is_cherry_picked: bool,
     /// Every cherry-pick that took it.
     pub cherry_picked_to: Vec<PickedTo>,
-}
-
-/// One item a verification scored, or could not.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct VerifiedItem {
-    /// A fact or a conversation.
-    pub kind: VerifyItemKind,
-    /// Its id.
-    pub id: String,
-    /// Its score; none when the verifier failed on it.
-    pub score: Option<f64>,
-    /// What the gate made of it; none when the verifier failed on it.
-    pub verdict: Option<Verdict>,
-    /// Why the verifier failed on it (it threw, or gave a score that is NaN or outside 0..1):
-    /// the item was left as it was.
-    pub error: Option<String>,
-}
-
-/// What a verification did.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct VerifyReport {
-    /// The branch verified.
-    pub branch: String,
-    /// Items that passed.
-    pub verified: u64,
-    /// Items that failed the gate.
-    pub invalidated: u64,
-    /// Items scored in between (all of them without a verifier: the neutral 0.5).
-    pub unverified: u64,
-    /// Items the verifier failed on, left as they were.
-    pub failed: u64,
-    /// Every item, in the order verified: the facts, then the conversations.
-    pub items: Vec<VerifiedItem>,
-}
-
-/// What a merge did.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
-pub struct MergeReport {
-    /// The branch merged.
-    pub branch: String,
-    /// Where to.
-    pub into: String,
-    /// Facts copied up (their sources are now `Promoted`).
-    pub facts: u64,
-    /// Conversations copied up.
-    pub conversations: u64,
-    /// Items left where they are (unverified, invalidated).
-    pub kept: u64,
 }
 
 /// What a [`Verifier`] is asked to score: a fact, or a conversation with its messages.
@@ -462,57 +404,7 @@ impl From<curation::StoredMessage> for StoredMessage {
             is_error: m.is_error,
             at: m.at.map(time),
             is_cherry_picked: stored.is_cherry_picked,
-            cherry_picked_to: stored
-                .cherry_picked_to
-                .into_iter()
-                .map(|to| PickedTo {
-                    conversation_id: to.conversation_id,
-                    branch: to.branch.into(),
-                    picked_at: time(to.picked_at),
-                })
-                .collect(),
-        }
-    }
-}
-
-fn branch_name(branch: Option<curation::Branch>) -> String {
-    branch.map(String::from).unwrap_or_default()
-}
-
-impl From<curation::VerifyReport> for VerifyReport {
-    fn from(report: curation::VerifyReport) -> Self {
-        VerifyReport {
-            branch: branch_name(report.branch),
-            verified: report.verified,
-            invalidated: report.invalidated,
-            unverified: report.unverified,
-            failed: report.failed,
-            items: report
-                .items
-                .into_iter()
-                .map(|item| VerifiedItem {
-                    kind: match item.kind.as_str() {
-                        "conversation" => VerifyItemKind::Conversation,
-                        _ => VerifyItemKind::Fact,
-                    },
-                    id: item.id,
-                    score: item.score,
-                    verdict: item.verdict,
-                    error: item.error,
-                })
-                .collect(),
-        }
-    }
-}
-
-impl From<curation::MergeReport> for MergeReport {
-    fn from(report: curation::MergeReport) -> Self {
-        MergeReport {
-            branch: branch_name(report.branch),
-            into: branch_name(report.into),
-            facts: report.facts,
-            conversations: report.conversations,
-            kept: report.kept,
+            cherry_picked_to: stored.cherry_picked_to,
         }
     }
 }

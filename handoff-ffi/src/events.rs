@@ -3,6 +3,7 @@
 
 use handoff_core as core;
 
+pub use handoff_core::metrics::{Bucket, EventCount, Histogram, Metrics, StepCount};
 pub use handoff_core::{Change, Event, Hop, PathStats, QueueCount};
 
 /// A task's hops in creation order. Checkpoints are not hops and are left out.

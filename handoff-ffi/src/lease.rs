@@ -95,13 +95,13 @@ impl Lease {
     /// after an error, settle the claim with `Store` and `claim()` if it is still current.
     #[uniffi::method(default(outcome = ""))]
     pub fn complete(&self, outcome: String) -> Result<Handoff> {
-        Ok(self.take()?.complete(&outcome)?.into())
+        Ok(self.take()?.complete(&outcome)?)
     }
 
     /// Stops the heartbeats, then fails the claim with `error` (as `Store.fail`: pending again
     /// while attempts are left, else failed). The lease is settled either way.
     pub fn fail(&self, error: String) -> Result<Handoff> {
-        Ok(self.take()?.fail(&error)?.into())
+        Ok(self.take()?.fail(&error)?)
     }
 
     /// Whether a heartbeat found the claim gone (its lease lapsed, it was cancelled, taken over

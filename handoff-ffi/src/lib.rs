@@ -53,7 +53,10 @@ pub use curation::{
     VerifiedItem, Verifier, VerifyItem, VerifyItemKind, VerifyReport,
 };
 pub use error::{ChainRule, HandoffError, ValidationProblem};
-pub use events::{Chain, Change, Event, Hop, PathStats, QueueCount};
+pub use events::{
+    Bucket, Chain, Change, Event, EventCount, Histogram, Hop, Metrics, PathStats, QueueCount,
+    StepCount,
+};
 pub use lease::Lease;
 pub use memory::{Memory, MemoryUpdater, Session};
 pub use protocol::{
@@ -64,6 +67,7 @@ pub use protocol::{
 };
 pub use record::{
     CreateOptions, Handoff, HandoffKind, HandoffReason, HandoffStatus, handoff_from_json,
+    handoff_to_json, handoff_to_markdown,
 };
 pub use replay::{
     AgentContribution, Overlap, TaskComparison, TaskOutcome, TaskReplay, TimelineEntry,

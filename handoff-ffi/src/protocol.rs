@@ -29,7 +29,7 @@ mod tests {
     use super::*;
     use crate::{
         Claim, Handoff, HandoffError, HandoffKind, HandoffStatus, ListFilter, ManualClock,
-        OpenOptions, Store, handoff_from_json,
+        OpenOptions, Store, handoff_from_json, handoff_to_json, handoff_to_markdown,
     };
 
     fn store() -> (std::sync::Arc<Store>, std::sync::Arc<ManualClock>) {
@@ -296,10 +296,10 @@ mod tests {
         // Every message survives the way back to the core and its JSON form.
         for handoff in &history {
             assert_eq!(
-                &handoff_from_json(handoff.to_json().unwrap()).unwrap(),
+                &handoff_from_json(handoff_to_json(handoff.clone())).unwrap(),
                 handoff
             );
-            assert!(handoff.to_markdown(true).is_ok());
+            assert!(handoff_to_markdown(handoff.clone(), true).contains(&handoff.goal));
         }
 
         let stats = store.protocol_stats().unwrap();

@@ -1,104 +1,21 @@
-//! The handover record as the foreign languages see it: [`Handoff`], its enums, and the
-//! fields a caller gives [`crate::Store::create`].
+//! The handover record as the foreign languages see it: the core's [`Handoff`] and its enums
+//! (their uniffi form derived in the core), its Markdown and JSON forms, and the fields a
+//! caller gives [`crate::Store::create`].
 
 use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use handoff_core as core;
-use handoff_core::Handoff as CoreHandoff;
 use handoff_core::ops;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::arguments::{self, object_text, rfc3339};
 use crate::error::{HandoffError, Result};
-use crate::protocol::ProtocolBody;
 
-pub use handoff_core::{Kind as HandoffKind, Reason as HandoffReason, Status as HandoffStatus};
-
-/// A handover record: the work, what is known about it, and who holds it.
-///
-/// The fields up to `max_attempts` are the content, fixed at creation; the fields from
-/// `status` on are managed by the store and change with every transition.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct Handoff {
-    /// The record format's version.
-    pub schema_version: u32,
-    /// Time-ordered id (UUIDv7) or one supplied by the creator as an idempotency key.
-    pub id: String,
-    /// The task this handoff belongs to; a task's handoffs form its chain.
-    pub task_id: String,
-    /// The session the handing-over agent ran in.
-    pub session_id: Option<String>,
-    /// The handoff this one continues.
-    pub parent_id: Option<String>,
-    /// What kind of handoff this is.
-    pub kind: HandoffKind,
-    /// Why the previous agent handed over.
-    pub reason: HandoffReason,
-    /// The agent handing over.
-    pub from_agent: Option<String>,
-    /// The agent addressed; none lets any agent claim it.
-    pub to_agent: Option<String>,
-    /// What the successor must achieve. Never empty.
-    pub goal: String,
-    /// Where the work stands, in prose.
-    pub progress_summary: String,
-    /// Steps already done.
-    pub completed_steps: Vec<String>,
-    /// Steps still to do, in order.
-    pub pending_steps: Vec<String>,
-    /// Decisions taken, and why, so the successor does not reopen them.
-    pub key_decisions: Vec<String>,
-    /// Assumptions the work rests on.
-    pub assumptions: Vec<String>,
-    /// Things the successor must be careful about.
-    pub warnings: Vec<String>,
-    /// Errors seen and not yet fixed.
-    pub unresolved_errors: Vec<String>,
-    /// What stops progress right now.
-    pub blockers: Vec<String>,
-    /// Files changed so far.
-    pub modified_files: Vec<String>,
-    /// Files the work holds locks on.
-    pub locked_files: Vec<String>,
-    /// Guidance for the successor.
-    pub instructions: Option<String>,
-    /// What matters most, first.
-    pub priority_items: Vec<String>,
-    /// How the successor knows it is done.
-    pub success_criteria: Vec<String>,
-    /// How full the previous agent's context window was, in percent (0..=100).
-    pub context_usage_percent: Option<u8>,
-    /// Free-form metadata: a JSON object, as text.
-    pub metadata: String,
-    /// A manager/worker protocol message's body (docs/design.md §8), typed, with the seed's field
-    /// names (`handoff_type`, `worker_report`, `manager_decision`, …); none for any other
-    /// handoff. Only the protocol's calls (`initialize`, `report`, `decide`, …) write it.
-    pub protocol: Option<ProtocolBody>,
-    /// When the handoff was created.
-    pub created_at: SystemTime,
-    /// When an unclaimed handoff expires; none is never.
-    pub expires_at: Option<SystemTime>,
-    /// How many claims may lapse before the handoff fails.
-    pub max_attempts: u32,
-    /// Where the handoff is in its lifecycle.
-    pub status: HandoffStatus,
-    /// The agent holding (or that last held) the claim.
-    pub claimed_by: Option<String>,
-    /// The fencing token of the latest claim; it grows with every claim.
-    pub claim_token: Option<u64>,
-    /// When the current claim lapses unless renewed.
-    pub lease_until: Option<SystemTime>,
-    /// When the holder last claimed or heartbeated.
-    pub heartbeat_at: Option<SystemTime>,
-    /// How many claims ended without completion (released or lapsed).
-    pub attempts: u32,
-    /// When the handoff reached a terminal status.
-    pub completed_at: Option<SystemTime>,
-    /// The completing agent's result, or why the handoff ended otherwise.
-    pub outcome: Option<String>,
-}
+pub use handoff_core::{
+    Handoff, Kind as HandoffKind, Reason as HandoffReason, Status as HandoffStatus,
+};
 
 /// What a caller gives `Store.create`: the task and goal, and whatever else the successor
 /// should know. The names are the arguments of `create` in every binding, the CLI and the MCP
@@ -191,33 +108,40 @@ pub struct CreateOptions {
     /// How many claims may lapse before the handoff fails; none is the default (3).
     #[uniffi(default)]
     pub max_attempts: Option<u32>,
+    /// Which pending handoff `claim_next` takes first: the highest, then the oldest.
+    #[uniffi(default = 0)]
+    pub priority: i32,
+    /// The creator's W3C trace context (`00-<trace id>-<span id>-<flags>`): the successor
+    /// starts its span under it, so a chain of agents is one trace.
+    #[uniffi(default)]
+    pub traceparent: Option<String>,
+    /// The vendor part of the trace context, carried with `traceparent`.
+    #[uniffi(default)]
+    pub tracestate: Option<String>,
 }
 
-#[uniffi::export]
-impl Handoff {
-    /// The record as Markdown, ready for a successor's prompt. Secrets in every text field are
-    /// replaced by `[REDACTED:<rule>]` unless `redact` is false (the owner's opt-out); `to_json`
-    /// and the store keep them.
-    #[uniffi::method(default(redact = true))]
-    pub fn to_markdown(&self, redact: bool) -> Result<String> {
-        let record = core::Handoff::try_from(self.clone())?;
-        Ok(if redact {
-            record.to_markdown()
-        } else {
-            record.to_markdown_unredacted()
-        })
+/// The record as Markdown, ready for a successor's prompt. Secrets in every text field are
+/// replaced by `[REDACTED:<rule>]` unless `redact` is false (the owner's opt-out);
+/// `handoff_to_json` and the store keep them.
+#[uniffi::export(default(redact = true))]
+pub fn handoff_to_markdown(handoff: Handoff, redact: bool) -> String {
+    if redact {
+        handoff.to_markdown()
+    } else {
+        handoff.to_markdown_unredacted()
     }
+}
 
-    /// The record's canonical JSON form (the same in every binding).
-    pub fn to_json(&self) -> Result<String> {
-        Ok(core::Handoff::try_from(self.clone())?.to_json())
-    }
+/// The record's canonical JSON form (the same in every binding).
+#[uniffi::export]
+pub fn handoff_to_json(handoff: Handoff) -> String {
+    handoff.to_json()
 }
 
 /// Parses and validates a record from its JSON form; `Validation` names every broken rule.
 #[uniffi::export]
 pub fn handoff_from_json(json: String) -> Result<Handoff> {
-    Ok(core::Handoff::from_json(&json)?.into())
+    Ok(Handoff::from_json(&json)?)
 }
 
 pub(crate) fn time(at: DateTime<Utc>) -> SystemTime {
@@ -244,15 +168,6 @@ pub(crate) fn utc(field: &str, at: SystemTime) -> Result<DateTime<Utc>> {
     record_time(at).ok_or_else(|| HandoffError::invalid(field, OUT_OF_RANGE))
 }
 
-fn opt_utc(field: &str, at: Option<SystemTime>) -> Result<Option<DateTime<Utc>>> {
-    at.map(|at| utc(field, at)).transpose()
-}
-
-/// `text` as a record's metadata, or a validation error naming `metadata`.
-fn metadata(text: &str) -> Result<core::Metadata> {
-    arguments::object(text).map_err(|rule| HandoffError::invalid("metadata", rule))
-}
-
 impl CreateOptions {
     /// The options that create `new`: its fields under `create`'s argument names, as the core
     /// renames them (`progress_summary` is `progress`).
@@ -269,110 +184,6 @@ impl CreateOptions {
             .map_err(|e| HandoffError::invalid("arguments", e.to_string()))
     }
 }
-
-/// A record of type `$ty` (`Handoff` or `CoreHandoff`, a name: a path cannot open a struct
-/// literal in a macro) from `$h`, the other one: the fields that cross unchanged are copied,
-/// the ones whose types differ are given, converted.
-macro_rules! handoff {
-    ($ty:ident, $h:ident { $($field:ident: $value:expr),+ $(,)? }) => {
-        $ty {
-            schema_version: $h.schema_version,
-            kind: $h.kind,
-            reason: $h.reason,
-            status: $h.status,
-            id: $h.id,
-            task_id: $h.task_id,
-            session_id: $h.session_id,
-            parent_id: $h.parent_id,
-            from_agent: $h.from_agent,
-            to_agent: $h.to_agent,
-            goal: $h.goal,
-            progress_summary: $h.progress_summary,
-            completed_steps: $h.completed_steps,
-            pending_steps: $h.pending_steps,
-            key_decisions: $h.key_decisions,
-            assumptions: $h.assumptions,
-            warnings: $h.warnings,
-            unresolved_errors: $h.unresolved_errors,
-            blockers: $h.blockers,
-            modified_files: $h.modified_files,
-            locked_files: $h.locked_files,
-            instructions: $h.instructions,
-            priority_items: $h.priority_items,
-            success_criteria: $h.success_criteria,
-            context_usage_percent: $h.context_usage_percent,
-            max_attempts: $h.max_attempts,
-            claimed_by: $h.claimed_by,
-            claim_token: $h.claim_token,
-            attempts: $h.attempts,
-            outcome: $h.outcome,
-            $($field: $value),+
-        }
-    };
-}
-
-impl From<core::Handoff> for Handoff {
-    fn from(h: core::Handoff) -> Self {
-        handoff!(
-            Handoff,
-            h {
-                metadata: serde_json::Value::Object(h.metadata).to_string(),
-                protocol: h.protocol.map(|body| *body),
-                created_at: time(h.created_at),
-                expires_at: h.expires_at.map(time),
-                lease_until: h.lease_until.map(time),
-                heartbeat_at: h.heartbeat_at.map(time),
-                completed_at: h.completed_at.map(time),
-            }
-        )
-    }
-}
-
-impl TryFrom<Handoff> for core::Handoff {
-    type Error = HandoffError;
-
-    /// The core's record; refused only when a caller edited `metadata` into something that is
-    /// not a JSON object, or a time beyond what a record can hold.
-    fn try_from(h: Handoff) -> Result<Self> {
-        Ok(handoff!(
-            CoreHandoff,
-            h {
-                metadata: metadata(&h.metadata)?,
-                protocol: h.protocol.map(Box::new),
-                created_at: utc("created_at", h.created_at)?,
-                expires_at: opt_utc("expires_at", h.expires_at)?,
-                lease_until: opt_utc("lease_until", h.lease_until)?,
-                heartbeat_at: opt_utc("heartbeat_at", h.heartbeat_at)?,
-                completed_at: opt_utc("completed_at", h.completed_at)?,
-            }
-        ))
-    }
-}
-
-/// `From` both ways between a binding enum and the core's, variant by variant.
-macro_rules! same_enum {
-    ($ours:ident <=> $theirs:path { $($variant:ident),+ $(,)? }) => {
-        impl From<$theirs> for $ours {
-            fn from(value: $theirs) -> Self {
-                use $theirs as Theirs;
-                match value {
-                    $(Theirs::$variant => $ours::$variant,)+
-                }
-            }
-        }
-
-        impl From<$ours> for $theirs {
-            fn from(value: $ours) -> Self {
-                use $theirs as Theirs;
-                match value {
-                    $($ours::$variant => Theirs::$variant,)+
-                }
-            }
-        }
-    };
-}
-
-pub(crate) use same_enum;
 
 #[cfg(test)]
 mod tests {
@@ -401,9 +212,9 @@ mod tests {
     }
 
     #[test]
-    fn records_survive_the_round_trip() -> Result<()> {
+    fn records_survive_the_json_round_trip() -> Result<()> {
         let original = rich();
-        let back = core::Handoff::try_from(Handoff::from(original.clone()))?;
+        let back = handoff_from_json(handoff_to_json(original.clone()))?;
         assert_eq!(back, original);
         Ok(())
     }
@@ -423,10 +234,10 @@ mod tests {
 
     #[test]
     fn metadata_must_be_an_object() {
-        let mut h = Handoff::from(rich());
-        h.metadata = "[1]".into();
+        let mut json: Value = serde_json::from_str(&handoff_to_json(rich())).unwrap_or_default();
+        json["metadata"] = serde_json::json!([1]);
         assert!(matches!(
-            core::Handoff::try_from(h),
+            handoff_from_json(json.to_string()),
             Err(HandoffError::Validation { .. })
         ));
     }

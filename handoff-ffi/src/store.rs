@@ -19,7 +19,7 @@ use crate::curation::{
     StrictVerifier, Verifier, VerifyReport,
 };
 use crate::error::{HandoffError, Result};
-use crate::events::{Chain, Event, PathStats, QueueCount};
+use crate::events::{Chain, Event, Metrics, PathStats, QueueCount};
 use crate::lease::Lease;
 
 use crate::memory::{self, Memory, MemoryUpdater, Session};
@@ -249,7 +249,7 @@ impl Store {
     /// Creates a pending handoff. With a caller-supplied `id`, creating again with the same
     /// content returns the stored record; with other content it fails with `Conflict`.
     pub fn create(&self, options: CreateOptions) -> Result<Handoff> {
-        Ok(self.run::<ops::Create>(options)?.into())
+        self.run::<ops::Create>(options)
     }
 
     /// Creates a pending handoff from `create`'s arguments as a JSON object, such as an LLM's
@@ -260,23 +260,23 @@ impl Store {
         let arguments: serde_json::Value = serde_json::from_str(&arguments_json).map_err(|e| {
             HandoffError::invalid("arguments_json", format!("is not valid JSON: {e}"))
         })?;
-        Ok(self.run::<ops::Create>(arguments)?.into())
+        self.run::<ops::Create>(arguments)
     }
 
     /// Creates several handoffs in one transaction: all of them, or none when one is refused.
     pub fn create_many(&self, items: Vec<CreateOptions>) -> Result<Vec<Handoff>> {
-        Ok(handoffs(self.run::<ops::CreateMany>(arguments! { items })?))
+        self.run::<ops::CreateMany>(arguments! { items })
     }
 
     /// The handoff with this id; `NotFound` if there is none.
     pub fn get(&self, id: String) -> Result<Handoff> {
-        Ok(self.run::<ops::Get>(arguments! { id })?.into())
+        self.run::<ops::Get>(arguments! { id })
     }
 
     /// Handoffs matching the filter, oldest first; page with `limit` and `after`.
     #[uniffi::method(default(filter))]
     pub fn list(&self, filter: ListFilter) -> Result<Vec<Handoff>> {
-        Ok(handoffs(self.run::<ops::List>(filter)?))
+        self.run::<ops::List>(filter)
     }
 
     /// Claims the handoff `id` for `agent` for `lease` (none is 300 seconds). `AlreadyClaimed`
@@ -314,22 +314,20 @@ impl Store {
     /// Renews the claim's lease for its length, counted from now; `LeaseLost` when the claim
     /// is no longer current or its secret does not match (nothing changes).
     pub fn heartbeat(&self, claim: ClaimRef) -> Result<Handoff> {
-        Ok(self.run::<ops::Heartbeat>(arguments! { claim })?.into())
+        self.run::<ops::Heartbeat>(arguments! { claim })
     }
 
     /// Gives the handoff back for another agent to claim; `LeaseLost` when the claim is no
     /// longer current or its secret does not match.
     pub fn release(&self, claim: ClaimRef, reason: String) -> Result<Handoff> {
-        Ok(self
-            .run::<ops::Release>(arguments! { claim, reason })?
-            .into())
+        self.run::<ops::Release>(arguments! { claim, reason })
     }
 
     /// Reports that the work failed with `error`: pending again with one more attempt counted,
     /// or `failed` (the error its outcome) after the last of its `max_attempts`; `LeaseLost`
     /// when the claim is no longer current or its secret does not match.
     pub fn fail(&self, claim: ClaimRef, error: String) -> Result<Handoff> {
-        Ok(self.run::<ops::Fail>(arguments! { claim, error })?.into())
+        self.run::<ops::Fail>(arguments! { claim, error })
     }
 
     /// Finishes the handoff with `outcome`; `LeaseLost` when the claim is no longer current
@@ -342,9 +340,7 @@ impl Store {
         outcome: String,
         tokens_used: Option<u64>,
     ) -> Result<Handoff> {
-        Ok(self
-            .run::<ops::Complete>(arguments! { claim, outcome, tokens_used })?
-            .into())
+        self.run::<ops::Complete>(arguments! { claim, outcome, tokens_used })
     }
 
     /// Holds `claim` while its work runs (issue #19): the claim is renewed every third of its
@@ -360,16 +356,12 @@ impl Store {
     /// longer current or its secret does not match.
     #[uniffi::method(default(reason = None))]
     pub fn cancel_claim(&self, claim: ClaimRef, reason: Option<String>) -> Result<Handoff> {
-        Ok(self
-            .run::<ops::CancelClaim>(arguments! { claim, reason })?
-            .into())
+        self.run::<ops::CancelClaim>(arguments! { claim, reason })
     }
 
     /// The addressed agent (or the holder of an open handoff) refuses it.
     pub fn reject(&self, id: String, agent: String, reason: String) -> Result<Handoff> {
-        Ok(self
-            .run::<ops::Reject>(arguments! { id, agent, reason })?
-            .into())
+        self.run::<ops::Reject>(arguments! { id, agent, reason })
     }
 
     /// Withdraws a pending or claimed handoff as `by`, who must be its creator (`from_agent`),
@@ -377,9 +369,27 @@ impl Store {
     /// with `cancel_claim`.
     #[uniffi::method(default(reason = None))]
     pub fn cancel(&self, id: String, by: String, reason: Option<String>) -> Result<Handoff> {
-        Ok(self
-            .run::<ops::Cancel>(arguments! { id, by, reason })?
-            .into())
+        self.run::<ops::Cancel>(arguments! { id, by, reason })
+    }
+
+    /// Sends a `failed`, `rejected` or `cancelled` handoff back to `pending` for another try,
+    /// its attempts counted from 0 again (the history keeps the earlier ones); any other
+    /// status is `InvalidTransition`.
+    #[uniffi::method(default(reason = None))]
+    pub fn retry(&self, id: String, by: String, reason: Option<String>) -> Result<Handoff> {
+        self.run::<ops::Retry>(arguments! { id, by, reason })
+    }
+
+    /// Takes a live claim away from its holder, as an operator (no secret needed): the handoff
+    /// is pending again with one more attempt counted, and the holder's claim is `LeaseLost`.
+    pub fn revoke_claim(&self, id: String, by: String, reason: String) -> Result<Handoff> {
+        self.run::<ops::RevokeClaim>(arguments! { id, by, reason })
+    }
+
+    /// Changes a pending or claimed handoff's priority: `claim_next` takes the highest first
+    /// (the default is 0).
+    pub fn set_priority(&self, id: String, priority: i32, by: String) -> Result<Handoff> {
+        self.run::<ops::SetPriority>(arguments! { id, priority, by })
     }
 
     /// Writes a portable backup of the whole store to `path` (a new file, readable by its
@@ -428,7 +438,7 @@ impl Store {
         let events = self.run::<ops::Events>(arguments)?;
         Ok(match redact {
             true => events.into_iter().map(crate::events::redacted).collect(),
-            false => events.into_iter().collect(),
+            false => events,
         })
     }
 
@@ -442,7 +452,7 @@ impl Store {
     /// `from_agent` and `to_agent` out: the checkpoint sets them.
     pub fn checkpoint(&self, agent: String, fields: CreateOptions) -> Result<Handoff> {
         let arguments = arguments! { agent, #[serde(flatten)] fields };
-        Ok(self.run::<ops::Checkpoint>(arguments)?.into())
+        self.run::<ops::Checkpoint>(arguments)
     }
 
     /// Tasks in progress whose last sign of life (a claim, heartbeat or checkpoint) is older
@@ -454,14 +464,19 @@ impl Store {
 
     /// Counts and median times per (from, to) agent pair.
     pub fn stats(&self) -> Result<Vec<PathStats>> {
-        let stats = self.run::<ops::Stats>(arguments! {})?;
-        Ok(stats.into_iter().collect())
+        self.run::<ops::Stats>(arguments! {})
+    }
+
+    /// The store at a glance, for operators and their monitoring: handoffs by status and
+    /// addressee, events by kind, the time from creation to first claim and from claim to
+    /// settling as histograms, open escalations and task steps by status.
+    pub fn metrics(&self) -> Result<Metrics> {
+        self.run::<ops::Metrics>(arguments! {})
     }
 
     /// The queue at a glance: how many handoffs are in each status, per addressee.
     pub fn queue_counts(&self) -> Result<Vec<QueueCount>> {
-        let counts = self.run::<ops::QueueCounts>(arguments! {})?;
-        Ok(counts.into_iter().collect())
+        self.run::<ops::QueueCounts>(arguments! {})
     }
 
     /// Creates a task (status `Pending`) named `name`, to achieve `goal`, with its plan of
@@ -529,8 +544,7 @@ impl Store {
         limit: Option<u64>,
         after: Option<String>,
     ) -> Result<Vec<TaskSummary>> {
-        let tasks = self.run::<ops::ListTasks>(arguments! { status, limit, after })?;
-        Ok(tasks.into_iter().map(TaskSummary::from).collect())
+        self.run::<ops::ListTasks>(arguments! { status, limit, after })
     }
 
     /// Changes the task if it is still at `expected_version` (compare-and-swap), else
@@ -595,9 +609,7 @@ impl Store {
     /// offered again while attempts remain, then escalated (the task paused until
     /// `resolve_escalation`). `InvalidTransition` for a handoff that carries no step.
     pub fn fail_step(&self, claim: ClaimRef, error: String) -> Result<Handoff> {
-        Ok(self
-            .run::<ops::FailStep>(arguments! { claim, error })?
-            .into())
+        self.run::<ops::FailStep>(arguments! { claim, error })
     }
 
     /// A human's answer to a step that failed on every attempt, with the escalation's claim:
@@ -663,7 +675,7 @@ impl Store {
         priority_items: Vec<String>,
     ) -> Result<Handoff> {
         let arguments = arguments! { claim, to_agent, instructions, blockers, priority_items };
-        Ok(self.run::<ops::EscalateStep>(arguments)?.into())
+        self.run::<ops::EscalateStep>(arguments)
     }
 
     /// Runs a task again: a new pending task with the plan of `task_id`, or of the task
@@ -709,8 +721,7 @@ impl Store {
     /// Finished tasks, newest first, at most `limit`, in the seed's `task-history.json` form.
     #[uniffi::method(default(limit = None))]
     pub fn task_history(&self, limit: Option<u64>) -> Result<Vec<HistoryEntry>> {
-        let history = self.run::<ops::TaskHistory>(arguments! { limit })?;
-        Ok(history.into_iter().collect())
+        self.run::<ops::TaskHistory>(arguments! { limit })
     }
 
     /// Statistics over every finished task: how many, the share that succeeded, the mean
@@ -765,8 +776,7 @@ impl Store {
     /// order.
     #[uniffi::method(default(prefix = None))]
     pub fn memory_list(&self, prefix: Option<String>) -> Result<Vec<Memory>> {
-        let memories = self.run::<ops::MemoryList>(arguments! { prefix })?;
-        Ok(memories.into_iter().collect())
+        self.run::<ops::MemoryList>(arguments! { prefix })
     }
 
     /// Forgets the memory of `scope`; with `expected_version`, only if it is still at it
@@ -814,7 +824,7 @@ impl Store {
             task_id, manager, worker, instructions, success_criteria, context, quality_gates,
             max_iterations, max_retries, escalate_to,
         };
-        Ok(self.run::<ops::Initialize>(arguments)?.into())
+        self.run::<ops::Initialize>(arguments)
     }
 
     /// The worker's report on the instructions it holds, with their claim: a `Progress`
@@ -841,7 +851,7 @@ impl Store {
         let arguments = arguments! {
             claim, status, accomplished, files_modified, tests, issues, validation,
         };
-        Ok(self.run::<ops::Report>(arguments)?.into())
+        self.run::<ops::Report>(arguments)
     }
 
     /// The manager's decision on the report (or the human's resolution) it holds, with its
@@ -866,7 +876,7 @@ impl Store {
         let arguments = arguments! {
             claim, decision, instructions, context_updates, escalation_details, summary,
         };
-        Ok(self.run::<ops::Decide>(arguments)?.map(Handoff::from))
+        self.run::<ops::Decide>(arguments)
     }
 
     /// The worker's error report on the instructions it holds, with their claim: an
@@ -894,7 +904,7 @@ impl Store {
             claim, error_type, severity, description, context, attempted_solutions,
             error_messages, affected_files,
         };
-        Ok(self.run::<ops::ReportError>(arguments)?.into())
+        self.run::<ops::ReportError>(arguments)
     }
 
     /// The manager's recovery steps for the error report it holds, with its claim: an
@@ -917,7 +927,7 @@ impl Store {
         let arguments = arguments! {
             claim, strategy, steps, alternatives, success_indicators, escalation_trigger,
         };
-        Ok(self.run::<ops::Recover>(arguments)?.into())
+        self.run::<ops::Recover>(arguments)
     }
 
     /// The manager hands the run to a human, with the claim of the report, error report or
@@ -940,7 +950,7 @@ impl Store {
             claim, category, severity, urgency, blocker_type, description, impact,
             recommendation,
         };
-        Ok(self.run::<ops::Escalate>(arguments)?.into())
+        self.run::<ops::Escalate>(arguments)
     }
 
     /// A human's answer to the escalation they hold, with its claim: a `Progress` message
@@ -955,7 +965,7 @@ impl Store {
         resume_instructions: Option<String>,
     ) -> Result<Handoff> {
         let arguments = arguments! { claim, resolution, resume_instructions };
-        Ok(self.run::<ops::Resolve>(arguments)?.into())
+        self.run::<ops::Resolve>(arguments)
     }
 
     /// The protocol run of task `task_id` as it stands: its phase (who holds the latest
@@ -968,9 +978,7 @@ impl Store {
     /// The messages of task `task_id`'s run, oldest first, each a handoff with its `protocol`
     /// body.
     pub fn protocol_history(&self, task_id: String) -> Result<Vec<Handoff>> {
-        Ok(handoffs(
-            self.run::<ops::ProtocolHistory>(arguments! { task_id })?,
-        ))
+        self.run::<ops::ProtocolHistory>(arguments! { task_id })
     }
 
     /// How the store's protocol runs went: runs, completions, the first-try completion rate,
@@ -1034,8 +1042,7 @@ impl Store {
         branch: Option<String>,
         task_id: Option<String>,
     ) -> Result<Vec<Conversation>> {
-        let conversations = self.run::<ops::ListConversations>(arguments! { branch, task_id })?;
-        Ok(conversations.into_iter().collect())
+        self.run::<ops::ListConversations>(arguments! { branch, task_id })
     }
 
     /// Copies the messages `from_seq..=to_seq` of a conversation (all of it by default) into
@@ -1096,15 +1103,14 @@ impl Store {
     ) -> Result<Vec<Fact>> {
         let arguments: ops::CherryPickToFactsArgs =
             arguments::read_for(&self.inner, &arguments! { conversation_id, target_branch })?;
-        let facts = match extractor {
+        Ok(match extractor {
             None => ops::CherryPickToFacts::run_with(&self.inner, arguments, None)?,
             Some(extractor) => {
                 let mut extractor = ForeignExtractor::new(extractor);
                 ops::CherryPickToFacts::run_with(&self.inner, arguments, Some(&mut extractor))
                     .map_err(|error| extractor.error(error))?
             }
-        };
-        Ok(facts.into_iter().collect())
+        })
     }
 
     /// Copies a conversation's decision points into a new conversation on `target_branch`
@@ -1148,21 +1154,18 @@ impl Store {
     /// every problem at once (`facts[1].text` empty, `facts[2].confidence` outside 0..1, a
     /// bad branch), and nothing is written when there is one.
     pub fn add_facts(&self, branch: String, facts: Vec<NewFact>) -> Result<Vec<Fact>> {
-        let facts = self.run::<ops::AddFacts>(arguments! { branch, facts })?;
-        Ok(facts.into_iter().collect())
+        self.run::<ops::AddFacts>(arguments! { branch, facts })
     }
 
     /// The facts on `branch`, oldest first; with `status`, only those in it.
     #[uniffi::method(default(status = None))]
     pub fn facts(&self, branch: String, status: Option<FactStatus>) -> Result<Vec<Fact>> {
-        let facts = self.run::<ops::Facts>(arguments! { branch, status })?;
-        Ok(facts.into_iter().collect())
+        self.run::<ops::Facts>(arguments! { branch, status })
     }
 
     /// Every branch that holds a conversation or a fact, with its parent, in name order.
     pub fn branches(&self) -> Result<Vec<BranchInfo>> {
-        let branches = self.run::<ops::Branches>(arguments! {})?;
-        Ok(branches.into_iter().collect())
+        self.run::<ops::Branches>(arguments! {})
     }
 
     /// Scores the facts and conversations on `branch` with `verifier` and stores the
@@ -1197,7 +1200,7 @@ impl Store {
         let verifier = verifier
             .as_mut()
             .map(|v| v as &mut dyn handoff_core::curation::Verifier);
-        Ok(ops::Verify::run_with(&self.inner, arguments, verifier)?.into())
+        Ok(ops::Verify::run_with(&self.inner, arguments, verifier)?)
     }
 
     /// Moves the verified knowledge on `branch` into its parent (or `into`): verified facts
@@ -1206,7 +1209,7 @@ impl Store {
     /// Merging twice adds nothing.
     #[uniffi::method(default(into = None))]
     pub fn merge(&self, branch: String, into: Option<String>) -> Result<MergeReport> {
-        Ok(self.run::<ops::Merge>(arguments! { branch, into })?.into())
+        self.run::<ops::Merge>(arguments! { branch, into })
     }
 
     /// The successor's packet for the handoff `handoff_id`: everything the store knows that the
@@ -1252,8 +1255,7 @@ impl Store {
     /// imported), or of `main` without one, in the order written.
     #[uniffi::method(default(task_id = None))]
     pub fn curation_events(&self, task_id: Option<String>) -> Result<Vec<CurationEvent>> {
-        let events = self.run::<ops::CurationEvents>(arguments! { task_id })?;
-        Ok(events.into_iter().collect())
+        self.run::<ops::CurationEvents>(arguments! { task_id })
     }
 
     /// Packages task `task_id`'s knowledge (its `task/<task id>` branch and its agents'), or
@@ -1376,7 +1378,7 @@ impl Store {
         share_token: Option<String>,
     ) -> Result<ImportReport> {
         let arguments = arguments! { bundle, target_branch, dry_run, bundle_id, share_token };
-        Ok(self.run::<ops::ImportBundle>(arguments)?.into())
+        self.run::<ops::ImportBundle>(arguments)
     }
 
     /// Runs the verification gate on bundle `id`'s contents: `verifier` scores each of its
@@ -1425,17 +1427,13 @@ impl Store {
     /// `NotFound` when the task left nothing.
     #[uniffi::method(default(verified_only = false))]
     pub fn replay(&self, task_id: String, verified_only: bool) -> Result<TaskReplay> {
-        Ok(self
-            .run::<ops::Replay>(arguments! { task_id, verified_only })?
-            .into())
+        self.run::<ops::Replay>(arguments! { task_id, verified_only })
     }
 
     /// Two runs side by side (an original and its rerun): their agents, decision points and
     /// key facts (only in one, in both), outcomes and timelines' lengths.
     pub fn compare(&self, task_a: String, task_b: String) -> Result<TaskComparison> {
-        Ok(self
-            .run::<ops::Compare>(arguments! { task_a, task_b })?
-            .into())
+        self.run::<ops::Compare>(arguments! { task_a, task_b })
     }
 }
 
@@ -1446,10 +1444,6 @@ impl Store {
     fn run<O: ops::Operation>(&self, arguments: impl Serialize) -> Result<O::Output> {
         arguments::call::<O>(&self.inner, &arguments)
     }
-}
-
-fn handoffs(records: Vec<core::Handoff>) -> Vec<Handoff> {
-    records.into_iter().map(Handoff::from).collect()
 }
 
 fn count(value: Option<u64>, default: usize) -> usize {

@@ -15,7 +15,8 @@ use crate::arguments::{object_to_text, text};
 use crate::record::time;
 
 pub use handoff_core::task::{
-    HistoryEntry, HistoryMetrics, Member as TaskMember, StepStatus, TaskResult, TaskStatus,
+    HistoryEntry, HistoryMetrics, Member as TaskMember, StepStatus, TaskHeader as TaskSummary,
+    TaskResult, TaskStatus,
 };
 
 /// One step of a plan as a caller gives it: the names of the seed's `task-state.json`.
@@ -143,65 +144,6 @@ pub struct Task {
     pub task_json: String,
 }
 
-/// A task without its steps, as `Store.list_tasks` lists it.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct TaskSummary {
-    /// The task's id.
-    pub id: String,
-    /// What it is called.
-    pub name: String,
-    /// Where it stands.
-    pub status: TaskStatus,
-    /// Grows with every change to the task itself: what `update_task` compares.
-    pub version: u64,
-    /// When it was created.
-    pub created_at: SystemTime,
-    /// When it started.
-    pub started_at: Option<SystemTime>,
-    /// When it last changed.
-    pub updated_at: SystemTime,
-    /// When it finished.
-    pub completed_at: Option<SystemTime>,
-    /// The agent that drives it, the sender of its steps' handoffs.
-    pub orchestrator: Option<String>,
-    /// Who gets a step that failed on every attempt.
-    pub escalate_to: String,
-    /// What it must achieve.
-    pub goal: String,
-    /// How to tell that the goal is reached.
-    pub success_criteria: Vec<String>,
-    /// The context every step shares: a JSON object, as text.
-    pub context: String,
-    /// What it produced: JSON values, each as text.
-    pub artifacts: Vec<String>,
-    /// What went wrong along the way: JSON values, each as text.
-    pub issues: Vec<String>,
-    /// Free-form metadata: a JSON object, as text.
-    pub metadata: String,
-    /// Steps in the plan.
-    pub steps_total: u64,
-    /// Steps not yet done.
-    pub steps_open: u64,
-    /// Steps done (completed or skipped).
-    pub steps_done: u64,
-    /// Steps skipped.
-    pub skipped: u64,
-    /// Failed attempts of any step.
-    pub retries: u32,
-    /// The model tokens its steps took, as their workers reported them; none when none did.
-    pub tokens_used: Option<u64>,
-    /// Entries in its log (`Store.task_events`).
-    pub events: u64,
-    /// Whether `Store.prune` removed its steps and log.
-    pub pruned: bool,
-    /// The agents that joined it (`join_task`), in the order they joined.
-    pub members: Vec<TaskMember>,
-    /// What came of it, as whoever completed it said (`complete_task`).
-    pub result_summary: Option<String>,
-    /// Why it failed, when it did.
-    pub failure: Option<String>,
-}
-
 /// One entry of a task's log.
 #[derive(Clone, Debug, PartialEq, uniffi::Record)]
 pub struct TaskEvent {
@@ -244,60 +186,41 @@ fn texts(values: Vec<Value>) -> Vec<String> {
     values.into_iter().map(text).collect()
 }
 
-/// A record of type `$ty` (`Task` or `TaskSummary`) from the header `$h`, with the fields
-/// given after it.
-macro_rules! header {
-    ($ty:ident, $h:ident { $($field:ident: $value:expr),* $(,)? }) => {
-        $ty {
-            id: $h.id,
-            name: $h.name,
-            status: $h.status.into(),
-            version: $h.version,
-            created_at: time($h.created_at),
-            started_at: $h.started_at.map(time),
-            updated_at: time($h.updated_at),
-            completed_at: $h.completed_at.map(time),
-            orchestrator: $h.orchestrator,
-            escalate_to: $h.escalate_to,
-            goal: $h.goal,
-            success_criteria: $h.success_criteria,
-            context: object_to_text($h.context),
-            artifacts: texts($h.artifacts),
-            issues: texts($h.issues),
-            metadata: object_to_text($h.metadata),
-            steps_total: count($h.steps_total),
-            steps_open: count($h.steps_open),
-            steps_done: count($h.steps_done),
-            skipped: count($h.skipped),
-            retries: $h.retries,
-            tokens_used: $h.tokens_used,
-            events: $h.events,
-            pruned: $h.pruned,
-            members: $h.members,
-            result_summary: $h.result_summary,
-            failure: $h.failure,
-            $($field: $value),*
-        }
-    };
-}
-
-impl From<task::TaskHeader> for TaskSummary {
-    fn from(h: task::TaskHeader) -> Self {
-        header!(TaskSummary, h {})
-    }
-}
-
 impl From<core::store::Task> for Task {
     fn from(task: core::store::Task) -> Self {
         let task_json = task.to_value().to_string();
         let h = task.header;
-        header!(
-            Task,
-            h {
-                steps: task.steps.into_iter().map(TaskStep::from).collect(),
-                task_json: task_json,
-            }
-        )
+        Task {
+            id: h.id,
+            name: h.name,
+            status: h.status,
+            version: h.version,
+            created_at: time(h.created_at),
+            started_at: h.started_at.map(time),
+            updated_at: time(h.updated_at),
+            completed_at: h.completed_at.map(time),
+            orchestrator: h.orchestrator,
+            escalate_to: h.escalate_to,
+            goal: h.goal,
+            success_criteria: h.success_criteria,
+            context: object_to_text(h.context),
+            artifacts: texts(h.artifacts),
+            issues: texts(h.issues),
+            metadata: object_to_text(h.metadata),
+            steps_total: count(h.steps_total),
+            steps_open: count(h.steps_open),
+            steps_done: count(h.steps_done),
+            skipped: count(h.skipped),
+            retries: h.retries,
+            tokens_used: h.tokens_used,
+            events: h.events,
+            pruned: h.pruned,
+            members: h.members,
+            result_summary: h.result_summary,
+            failure: h.failure,
+            steps: task.steps.into_iter().map(TaskStep::from).collect(),
+            task_json,
+        }
     }
 }
 

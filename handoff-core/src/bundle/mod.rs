@@ -56,6 +56,7 @@ pub enum BundleType {
 
 /// Who may find a bundle by its share token.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 #[serde(rename_all = "snake_case")]
 pub enum Visibility {
     /// Only its store's users, by id; never found by token.

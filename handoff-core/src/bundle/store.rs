@@ -143,6 +143,7 @@ impl NewBundle {
 
 /// What an import added and what it found already there.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ImportReport {
     /// The bundle's name.
     pub bundle: String,

@@ -653,6 +653,7 @@ pub struct Conversation {
 
 /// Where a message was cherry-picked to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct PickedTo {
     /// The conversation the pick made.
     pub conversation_id: String,
@@ -950,6 +951,7 @@ pub fn extract_facts(conversation_id: &str, messages: &[Message]) -> Vec<NewFact
 
 /// One item a verification scored, or could not.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct VerifiedItem {
     /// `fact` or `conversation`.
     pub kind: String,
@@ -968,6 +970,7 @@ pub struct VerifiedItem {
 
 /// What a verification did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct VerifyReport {
     /// The branch verified.
     pub branch: Option<Branch>,
@@ -985,6 +988,7 @@ pub struct VerifyReport {
 
 /// What a merge did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct MergeReport {
     /// The branch merged.
     pub branch: Option<Branch>,

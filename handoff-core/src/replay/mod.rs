@@ -23,6 +23,7 @@ use crate::task::{TaskChange, TaskEvent};
 
 /// One thing that happened to a task, in a form every log's entries share.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct TimelineEntry {
     /// When.
     #[serde(with = "crate::clock::rfc3339")]
@@ -71,6 +72,7 @@ pub struct AgentContribution {
 
 /// How a run ended (or stands).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct TaskOutcome {
     /// The task's status when it has a plan (`completed`, `failed`, …); otherwise `completed`
     /// once a handoff completed and nothing is left open, `failed` after a final failure, else
@@ -92,6 +94,7 @@ pub struct TaskOutcome {
 
 /// A task's whole run: the timeline, the agents, its key knowledge and how it ended.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct TaskReplay {
     /// The task.
     pub task_id: String,
@@ -345,6 +348,7 @@ impl Overlap {
 
 /// Two runs side by side (an original and its rerun, say).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct TaskComparison {
     /// The first task.
     pub task_a: String,

@@ -155,6 +155,8 @@ pub struct TaskUpdate {
 
 /// A task without its steps: what every transition reads and writes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "TaskSummary"))]
 pub struct TaskHeader {
     /// The task's id.
     pub id: String,

@@ -35,7 +35,7 @@ def test_a_claim_carries_a_secret_that_nothing_else_shows(store: hf.Store) -> No
     # Not in the record, its JSON, the list or the event log.
     record = store.get(h.id)
     assert record.claim_token == claim.token
-    for shown in (record.to_json(), record.to_markdown(redact=False), repr(store.list()),
+    for shown in (hf.handoff_to_json(record), hf.handoff_to_markdown(record, redact=False), repr(store.list()),
                   repr([str(e.change) for e in store.events()]), repr(store.events())):
         assert claim.secret not in shown
     # Printing a claim or a reference hides it too.

@@ -34,7 +34,7 @@ def lifecycle(store: hf.Store) -> hf.Handoff:
     assert done.status == hf.HandoffStatus.COMPLETED and done.outcome == "merged"
     assert store.claim_next("coder") is None
     changes = [e.change for e in store.events(h.id)]
-    assert changes[0] == hf.Change.CREATED(task_id="url-task", to_agent=None)
+    assert changes[0] == hf.Change.CREATED(task_id="url-task", to_agent=None, priority=0)
     assert changes[1].is_CLAIMED() and changes[-1].is_COMPLETED()
     assert store.chain("url-task").path == ["planner", "coder"]
     return done

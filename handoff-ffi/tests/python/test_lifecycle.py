@@ -43,7 +43,7 @@ def test_create_get_and_native_types(store: hf.Store, clock: hf.ManualClock) -> 
     assert h.claimed_by is None and h.claim_token is None and h.lease_until is None
     assert h.expires_at is None and h.outcome is None
     assert store.get(h.id) == h
-    assert store.events(h.id)[0].change == hf.Change.CREATED(task_id="task-1", to_agent="gemini")
+    assert store.events(h.id)[0].change == hf.Change.CREATED(task_id="task-1", to_agent="gemini", priority=0)
 
 
 def test_full_lifecycle_and_events(store: hf.Store, clock: hf.ManualClock) -> None:
@@ -68,7 +68,7 @@ def test_full_lifecycle_and_events(store: hf.Store, clock: hf.ManualClock) -> No
     changes = [e.change for e in events]
     # The created event names the task and the addressee (none: open to any agent); the record
     # itself is `store.get`'s.
-    assert changes[0] == hf.Change.CREATED(task_id="task-1", to_agent=None)
+    assert changes[0] == hf.Change.CREATED(task_id="task-1", to_agent=None, priority=0)
     assert changes[1] == hf.Change.CLAIMED(agent="gemini", token=1, lease_until=claim.handoff.lease_until)
     assert changes[2].is_HEARTBEAT()
     assert changes[3] == hf.Change.COMPLETED(outcome="parser merged", tokens_used=None)
@@ -291,9 +291,9 @@ def test_stats(store: hf.Store, clock: hf.ManualClock) -> None:
 
 def test_markdown_and_json_round_trip(store: hf.Store) -> None:
     h = store.create(new(pending=["tests"], warnings=["flaky CI"]))
-    md = h.to_markdown()
+    md = hf.handoff_to_markdown(h)
     assert "Write the parser" in md and "flaky CI" in md
-    again = hf.handoff_from_json(h.to_json())
+    again = hf.handoff_from_json(hf.handoff_to_json(h))
     assert again == h
 
 

@@ -139,8 +139,8 @@ def test_depth_limits_past_what_readers_read_back_are_refused(tmp_path: Path) ->
         nested = {"k": nested}
     h = store.create(new(metadata=json.dumps(nested)))
     assert json.loads(store.get(h.id).metadata) == nested
-    assert store.events(h.id)[0].change == hf.Change.CREATED(task_id="task-1", to_agent=None)
-    assert json.loads(store.get(h.id).to_json())["metadata"] == nested
+    assert store.events(h.id)[0].change == hf.Change.CREATED(task_id="task-1", to_agent=None, priority=0)
+    assert json.loads(hf.handoff_to_json(store.get(h.id)))["metadata"] == nested
 
 
 def test_events_are_read_in_pages_by_cursor(store: hf.Store) -> None:
@@ -185,3 +185,32 @@ def test_backup_copies_a_store_in_use(tmp_path: Path) -> None:
     with pytest.raises(hf.HandoffError.Validation):
         store.backup(str(db))
     assert db.read_bytes() == before
+
+
+def test_priorities_revoked_claims_and_retries(store: hf.Store) -> None:
+    """An operator reorders the queue, takes a hung claim away and sends a dead handoff back."""
+    low = store.create(new(goal="low"))
+    high = store.create(new(goal="high", priority=5))
+    assert (low.priority, high.priority) == (0, 5)
+    assert store.set_priority(low.id, 9, "ops").priority == 9
+    claim = store.claim_next("worker")
+    assert claim is not None and claim.handoff.id == low.id
+    revoked = store.revoke_claim(low.id, "ops", "hung")
+    assert (revoked.status, revoked.attempts) == (hf.HandoffStatus.PENDING, 1)
+    with pytest.raises(hf.HandoffError.LeaseLost):
+        store.heartbeat(claim.reference())
+    store.cancel(high.id, "ops")
+    retried = store.retry(high.id, "ops", reason="try again")
+    assert (retried.status, retried.attempts) == (hf.HandoffStatus.PENDING, 0)
+    traced = store.create(new(traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01"))
+    assert store.get(traced.id).traceparent == traced.traceparent
+
+
+def test_metrics_count_the_queue_and_the_log(store: hf.Store) -> None:
+    store.create(new())
+    claim = store.claim_next("worker")
+    assert claim is not None
+    store.complete(claim.reference(), "done")
+    m = store.metrics()
+    assert {e.kind: e.count for e in m.events}["completed"] == 1
+    assert (m.claim_wait.count, m.work_time.count, m.open_escalations) == (1, 1, 0)

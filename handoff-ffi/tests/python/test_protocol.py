@@ -79,7 +79,7 @@ def test_a_short_run(store: hf.Store) -> None:
         hf.HandoffType.INITIALIZATION, hf.HandoffType.PROGRESS, hf.HandoffType.PROGRESS,
         hf.HandoffType.PROGRESS, hf.HandoffType.ESCALATION, hf.HandoffType.PROGRESS,
     ]
-    assert all(hf.handoff_from_json(m.to_json()) == m for m in messages)
+    assert all(hf.handoff_from_json(hf.handoff_to_json(m)) == m for m in messages)
     stats = store.protocol_stats()
     assert (stats.runs, stats.completed, stats.escalated, stats.escalation_rate) == (1, 1, 1, 1.0)
     assert [r.task_id for r in stats.per_run] == ["task_12345"]

@@ -1,5 +1,5 @@
 """Markdown leaves for an LLM or a terminal, so secrets are redacted by default; the record,
-`to_json` and the store keep what the caller wrote (docs/design.md §2)."""
+`handoff_to_json` and the store keep what the caller wrote (docs/design.md §2)."""
 
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ def secret_everywhere(store: hf.Store) -> hf.Handoff:
 def test_markdown_is_redacted_by_default_and_not_when_asked(store: hf.Store) -> None:
     h = secret_everywhere(store)
     assert h.outcome == f"done with {SECRET}"
-    for md in (h.to_markdown(), h.to_markdown(redact=True), h.to_markdown(True)):
+    for md in (hf.handoff_to_markdown(h), hf.handoff_to_markdown(h, redact=True), hf.handoff_to_markdown(h, True)):
         assert SECRET not in md
         assert "[REDACTED:openai-api-key]" in md
         assert "deploy with [REDACTED:openai-api-key]" in md
-    raw = h.to_markdown(redact=False)
+    raw = hf.handoff_to_markdown(h, redact=False)
     # Every field the Markdown shows carries the secret as written.
     assert raw.count(SECRET) >= 4 + len(LISTS)
     for name in LISTS:
@@ -45,7 +45,7 @@ def test_markdown_is_redacted_by_default_and_not_when_asked(store: hf.Store) -> 
 def test_json_and_the_record_keep_secrets(store: hf.Store) -> None:
     h = secret_everywhere(store)
     assert h.goal == f"deploy with {SECRET}"
-    text = h.to_json()
+    text = hf.handoff_to_json(h)
     # goal, progress, instructions, reason, outcome, two metadata strings and every list.
     assert text.count(SECRET) == 7 + len(LISTS)
     assert hf.handoff_from_json(text) == h
