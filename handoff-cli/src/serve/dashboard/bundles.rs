@@ -5,8 +5,7 @@ use handoff_core::Error;
 
 use super::Ctx;
 use super::forms::{form, text};
-use super::html::{Page, badge, esc, seg, table};
-use crate::output::clip;
+use super::html::{Page, badge, esc, seg, short_id, table};
 
 pub(super) fn page(ctx: &Ctx<'_>) -> Result<Page, Error> {
     let bundles = ctx.store.list_bundles(None)?;
@@ -22,7 +21,7 @@ pub(super) fn page(ctx: &Ctx<'_>) -> Result<Page, Error> {
             };
             vec![
                 esc(&ctx.out.text(&b.name)),
-                esc(&clip(&b.id, 13)),
+                esc(&short_id(&b.id)),
                 badge(&format!("{:?}", b.visibility).to_lowercase()),
                 b.fact_count.to_string(),
                 b.conversation_count.to_string(),

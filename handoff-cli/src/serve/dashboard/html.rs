@@ -44,10 +44,24 @@ pub(super) fn task_link(task_id: &str) -> String {
 
 pub(super) fn handoff_link(id: &str) -> String {
     format!(
-        "<a href=\"/handoffs/{}\">{}</a>",
+        "<a href=\"/handoffs/{}\" title=\"{}\">{}</a>",
         seg(id),
-        esc(&clip(id, 13))
+        esc(id),
+        esc(&short_id(id))
     )
+}
+
+/// A long id as a link's text: its first 8 and last 6 characters (`01a2535b…baed09`). Ids made
+/// in the same millisecond share their first 13 characters (UUIDv7's time), so a prefix alone
+/// would show several records under one name.
+pub(super) fn short_id(id: &str) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    if chars.len() <= 16 {
+        return id.to_owned();
+    }
+    let head: String = chars[..8].iter().collect();
+    let tail: String = chars[chars.len() - 6..].iter().collect();
+    format!("{head}…{tail}")
 }
 
 /// A span of seconds as a person reads it: `41 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h`.
@@ -250,6 +264,16 @@ mod tests {
         );
         assert!(html.contains("<td>claude</td><td class=\"n\">3</td><td class=\"n\">1/3</td>"));
         assert!(html.contains("<td>gemini</td><td class=\"n\"></td>"));
+    }
+
+    #[test]
+    fn ids_made_together_keep_apart_on_the_page() {
+        assert_eq!(
+            short_id("01a2535b-886f-74bb-9ca2-fd6baed09727"),
+            "01a2535b…d09727"
+        );
+        assert_eq!(short_id("run-1"), "run-1");
+        assert!(handoff_link("a b").contains("href=\"/handoffs/a%20b\""));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use handoff_core::{Error, Status};
 
-use super::html::{Page, badge, esc, table, task_link, when};
+use super::html::{Page, badge, esc, short_id, table, task_link, when};
 use super::names::agent;
 use super::{Ctx, state};
 use crate::output::{clip, time};
@@ -71,7 +71,7 @@ pub(super) fn page(ctx: &Ctx<'_>, id: &str) -> Result<Page, Error> {
         .map(|(k, v)| format!("<dt>{}</dt><dd>{v}</dd>", esc(k)))
         .collect();
     let actions = state::actions(ctx, &h);
-    Ok(Page::new(format!("Handoff {}", clip(id, 13)), subtitle)
+    Ok(Page::new(format!("Handoff {}", short_id(id)), subtitle)
         .section(
             "State",
             format!(
