@@ -1,6 +1,8 @@
 //! `claim_next` latency with 10k, 100k and 1M pending handoffs: an index seek should not care
-//! how long the queue is. Only the claim is timed; the queue is topped up between claims so
-//! it never shrinks by more than a few percent.
+//! how long the queue is, nor whether the queue mixes priorities (`*_priorities`: every record
+//! one of five priorities, so each claim takes the oldest of the highest). Only the claim is
+//! timed; the queue is topped up between claims so it never shrinks by more than a few percent.
+//! `CLAIM_NEXT_SIZES=10000,100000` picks the queue lengths.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::time::{Duration, Instant};
@@ -12,6 +14,12 @@ const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 
 /// `cargo test` runs benches once as a smoke test (without `--bench`): a small queue will do.
 fn sizes() -> Vec<usize> {
+    if let Ok(sizes) = std::env::var("CLAIM_NEXT_SIZES") {
+        return sizes
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
+    }
     if std::env::args().any(|arg| arg == "--bench") {
         SIZES.to_vec()
     } else {
@@ -20,16 +28,20 @@ fn sizes() -> Vec<usize> {
 }
 const LEASE: Duration = Duration::from_secs(3600);
 
-/// A small record: this bench is about the queue, not the payload.
-fn pending(i: usize) -> NewHandoff {
-    NewHandoff::new(format!("q-{i}"), "take the next item").from_agent("producer")
+/// A small record: this bench is about the queue, not the payload. With `mixed`, one of five
+/// priorities.
+fn pending(i: usize, mixed: bool) -> NewHandoff {
+    let priority = if mixed { (i % 5) as i32 } else { 0 };
+    NewHandoff::new(format!("q-{i}"), "take the next item")
+        .from_agent("producer")
+        .priority(priority)
 }
 
-fn fill(store: &Store, from: usize, count: usize) {
+fn fill(store: &Store, from: usize, count: usize, mixed: bool) {
     let mut next = from;
     while next < from + count {
         let batch = (next..(from + count).min(next + 10_000))
-            .map(pending)
+            .map(|i| pending(i, mixed))
             .collect();
         store.create_many(batch).unwrap();
         next += 10_000;
@@ -48,13 +60,21 @@ fn claim_next(c: &mut Criterion) {
             synchronous: Synchronous::Normal,
             ..SqliteOptions::default()
         };
-        let sqlite = Store::open_with(dir.path().join("queue.db"), &options)
-            .unwrap()
-            .with_policy(ChainPolicy::unlimited());
-        let memory = Store::memory().with_policy(ChainPolicy::unlimited());
-        for (name, store) in [("sqlite_normal", &sqlite), ("memory", &memory)] {
+        let sqlite = |file: &str| {
+            Store::open_with(dir.path().join(file), &options)
+                .unwrap()
+                .with_policy(ChainPolicy::unlimited())
+        };
+        let memory = || Store::memory().with_policy(ChainPolicy::unlimited());
+        for (name, store, mixed) in [
+            ("sqlite_normal", sqlite("queue.db"), false),
+            ("sqlite_normal_priorities", sqlite("mixed.db"), true),
+            ("memory", memory(), false),
+            ("memory_priorities", memory(), true),
+        ] {
+            let store = &store;
             let started = Instant::now();
-            fill(store, 0, size);
+            fill(store, 0, size, mixed);
             eprintln!("{name}: filled {size} pending in {:.1?}", started.elapsed());
             let mut created = size;
             let mut claimed = 0;
@@ -64,7 +84,7 @@ fn claim_next(c: &mut Criterion) {
                     for _ in 0..iters {
                         // Keep the queue within 5% of its nominal size, outside the timing.
                         if created - claimed < size - size / 20 {
-                            fill(store, created, size / 20);
+                            fill(store, created, size / 20, mixed);
                             created += size / 20;
                         }
                         let t = Instant::now();
