@@ -262,6 +262,17 @@ fn in_chromium_without_javascript_an_operator_sees_the_truth_and_retries_a_dead_
         assert!(queue.contains(text), "the queue lacks {text:?}:\n{queue}");
     }
 
+    // Numbers sit under their headers: in the counts' table, a status column's header and its
+    // cells are aligned alike, as Chromium lays them out.
+    let align = |css: &str| {
+        let element = browser.element(css);
+        browser.call("GET", &format!("/element/{element}/css/text-align"), None)
+    };
+    let header = align("section table thead th:nth-child(2)");
+    let cell = align("section table tbody td:nth-child(2)");
+    assert_eq!(header, cell, "a count and its header are aligned alike");
+    assert_eq!(cell, "right");
+
     // The dead handoff's page, its retry form, a reason typed and the button clicked.
     browser.go(&server.url(&format!("/handoffs/{}?refresh=0", scene.dead)));
     assert!(browser.source().contains(DEAD_ERROR));
