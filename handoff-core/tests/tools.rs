@@ -534,3 +534,96 @@ fn detects_js_agents_sdk_items_and_run_items() {
         Some(intent)
     );
 }
+
+#[test]
+fn detects_the_last_handoff_in_a_transcript() {
+    let r = registry();
+    let args = json!({"reason": "refund", "summary": "s", "pending": null, "instructions": null});
+    let target = |list: &Value| {
+        let intent = r.detect(list, "triage", Multiple::Error).unwrap();
+        let from_text = r
+            .detect_json(&list.to_string(), "triage", Multiple::Error)
+            .unwrap();
+        assert_eq!(intent, from_text, "{list}");
+        intent.map(|i| (i.target, i.call_id))
+    };
+    // OpenAI chat messages: the handoff, its tool result, a later turn without one.
+    let chat = json!([
+        {"role": "system", "content": "you route"},
+        {"role": "user", "content": "I was charged twice"},
+        {"role": "assistant", "content": null, "tool_calls": [chat_call("call_1", "transfer_to_tech_support", "{}")]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "refused"},
+        {"role": "assistant", "content": null, "tool_calls": [chat_call("call_2", "transfer_to_billing", ARGS)]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "ok"},
+        {"role": "assistant", "content": "Billing will help you."}
+    ]);
+    assert_eq!(
+        target(&chat),
+        Some(("billing".to_owned(), Some("call_2".to_owned())))
+    );
+    // Anthropic messages.
+    let anthropic_messages = json!([
+        {"role": "user", "content": "refund please"},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "handing over"},
+            {"type": "tool_use", "id": "toolu_7", "name": "transfer_to_billing", "input": args}
+        ]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_7", "content": "ok"}]}
+    ]);
+    assert_eq!(
+        target(&anthropic_messages),
+        Some(("billing".to_owned(), Some("toolu_7".to_owned())))
+    );
+    // LangChain: `messages_to_dict` and `dumpd` forms.
+    let ai = json!({"type": "ai", "content": "", "tool_calls": [
+        {"name": "transfer_to_billing", "args": args, "id": "call_lc", "type": "tool_call"}
+    ]});
+    let dicts = json!([
+        {"type": "human", "data": {"type": "human", "content": "refund"}},
+        {"type": "ai", "data": ai},
+        {"type": "tool", "data": {"type": "tool", "content": "ok", "tool_call_id": "call_lc"}}
+    ]);
+    assert_eq!(
+        target(&dicts),
+        Some(("billing".to_owned(), Some("call_lc".to_owned())))
+    );
+    let dumps = json!([
+        {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "HumanMessage"],
+         "kwargs": {"type": "human", "content": "refund"}},
+        {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"], "kwargs": ai}
+    ]);
+    assert_eq!(
+        target(&dumps),
+        Some(("billing".to_owned(), Some("call_lc".to_owned())))
+    );
+    // The Agents SDK's items (`result.to_input_list()`).
+    let items = json!([
+        {"role": "user", "content": "refund"},
+        {"type": "function_call", "call_id": "call_a", "name": "transfer_to_billing", "arguments": ARGS},
+        {"type": "function_call_output", "call_id": "call_a", "output": "{}"},
+        {"role": "assistant", "type": "message", "content": [{"type": "output_text", "text": "done"}]}
+    ]);
+    assert_eq!(
+        target(&items),
+        Some(("billing".to_owned(), Some("call_a".to_owned())))
+    );
+    // A transcript without a handoff is none; two handoffs in one turn are one response's.
+    let plain =
+        json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]);
+    assert_eq!(target(&plain), None);
+    let twice = json!([
+        {"role": "user", "content": "refund"},
+        {"role": "assistant", "tool_calls": [
+            chat_call("c1", "transfer_to_billing", ARGS),
+            chat_call("c2", "transfer_to_tech_support", "{}")
+        ]}
+    ]);
+    let err = r.detect(&twice, "triage", Multiple::Error).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation, "{err}");
+    // An element that is nothing the detector reads is an error naming it and what it expected.
+    let odd = json!([{"role": "user", "content": "hi"}, {"foo": 1}]);
+    let err = r.detect(&odd, "triage", Multiple::Error).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Validation);
+    assert_eq!(err.problems()[0].field, "response[1]", "{err}");
+    assert!(err.to_string().contains("transcript"), "{err}");
+}

@@ -190,12 +190,35 @@ fn response_arg<'py>(obj: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>> {
             Err(_) => Err(core::Error::invalid("response", "must be UTF-8 text").into()),
         };
     }
-    let json = obj.is_instance_of::<PyString>()
-        || obj.is_instance_of::<PyDict>()
-        || obj.is_instance_of::<PyList>()
-        || obj.is_instance_of::<PyTuple>();
-    if !json && obj.hasattr("model_dump_json")? {
+    let is_json = |obj: &Bound<'py, PyAny>| {
+        obj.is_instance_of::<PyString>()
+            || obj.is_instance_of::<PyDict>()
+            || obj.is_instance_of::<PyList>()
+            || obj.is_instance_of::<PyTuple>()
+    };
+    if !is_json(obj) && obj.hasattr("model_dump_json")? {
         return Ok(obj.call_method0("model_dump_json")?);
+    }
+    // A transcript of SDK objects (LangChain messages, the Agents SDK's items): each as its
+    // JSON form, so the core reads the list message by message.
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
+        if items
+            .iter()
+            .any(|item| !is_json(item) && item.hasattr("model_dump").unwrap_or(false))
+        {
+            let kwargs = PyDict::new(obj.py());
+            kwargs.set_item("mode", "json")?;
+            let converted = PyList::empty(obj.py());
+            for item in items {
+                if !is_json(&item) && item.hasattr("model_dump")? {
+                    converted.append(item.call_method("model_dump", (), Some(&kwargs))?)?;
+                } else {
+                    converted.append(item)?;
+                }
+            }
+            return Ok(converted.into_any());
+        }
     }
     Ok(obj.clone())
 }

@@ -224,6 +224,42 @@ def test_an_sdk_response_object_is_read_through_model_dump_json(registry: hc.Age
     assert intent is not None and intent.target == "billing"
 
 
+def test_a_transcript_is_read_to_its_last_handoff(registry: hc.AgentRegistry) -> None:
+    """Chat messages, LangChain message objects and the Agents SDK's items, as lists."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    chat = [
+        {"role": "user", "content": "refund please"},
+        chat_completion(("transfer_to_sales", "{}"))["choices"][0]["message"],
+        {"role": "tool", "tool_call_id": "call_0abc", "content": "no"},
+        chat_completion(("transfer_to_billing", json.dumps(ARGS)))["choices"][0]["message"],
+        {"role": "tool", "tool_call_id": "call_0abc", "content": "ok"},
+        {"role": "assistant", "content": "Billing takes it from here."},
+    ]
+    intent = registry.detect(chat, "triage")
+    assert intent is not None and intent.target == "billing" and intent.arguments == ARGS
+    assert registry.detect(json.dumps(chat), "triage") == intent
+    messages = [
+        HumanMessage("refund please"),
+        AIMessage("", tool_calls=[{"name": "transfer_to_billing", "args": ARGS, "id": "call_lc"}]),
+        ToolMessage("ok", tool_call_id="call_lc"),
+    ]
+    intent = registry.detect(messages, "triage")
+    assert intent is not None and (intent.target, intent.call_id) == ("billing", "call_lc")
+    assert registry.detect([HumanMessage("hi"), AIMessage("hello")], "triage") is None
+    items = [
+        {"role": "user", "content": "refund please"},
+        {"type": "function_call", "call_id": "call_sdk", "name": "transfer_to_billing",
+         "arguments": json.dumps(ARGS)},
+        {"type": "function_call_output", "call_id": "call_sdk", "output": "{}"},
+    ]
+    intent = registry.detect(items, "triage")
+    assert intent is not None and intent.call_id == "call_sdk"
+    with pytest.raises(hc.ValidationError) as refused:
+        registry.detect([{"role": "user", "content": "hi"}, {"what": 1}], "triage")
+    assert refused.value.problems[0][0] == "response[1]"
+
+
 @pytest.mark.parametrize("response", [
     chat_completion(content="Here is your answer."),
     chat_completion(("get_weather", '{"city": "Paris"}')),
@@ -320,7 +356,7 @@ def deep(levels: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("call", "field"), [
     (lambda r: r.detect(42, "triage"), "response"),
-    (lambda r: r.detect(["choices"], "triage"), "response"),
+    (lambda r: r.detect(["choices"], "triage"), "response[0]"),
     (lambda r: r.detect(b"\xff\xfe", "triage"), "response"),
     (lambda r: r.detect("not json", "triage"), "response"),
     (lambda r: r.detect("[" * 10_000, "triage"), "response"),

@@ -353,8 +353,9 @@ impl AgentRegistry {
             Error::invalid("response", format!("not a provider response: {e}"))
         };
         let calls = if response.trim_start().starts_with('[') {
-            let items: Vec<Item<'_>> = serde_json::from_str(response).map_err(not_a_response)?;
-            item_calls(items)?
+            // A list is a transcript or one response's items, read element by element.
+            let list: Value = serde_json::from_str(response).map_err(not_a_response)?;
+            return self.detect(&list, from_agent, multiple);
         } else {
             let envelope: Envelope<'_> = serde_json::from_str(response).map_err(not_a_response)?;
             envelope_calls(envelope)?
@@ -378,9 +379,7 @@ impl AgentRegistry {
             Error::invalid("response", format!("not a provider response: {e}"))
         };
         let calls = match response {
-            Value::Array(_) => {
-                item_calls(Vec::<Item<'_>>::deserialize(response).map_err(not_a_response)?)?
-            }
+            Value::Array(elements) => list_calls(elements)?,
             Value::Object(_) => {
                 envelope_calls(Envelope::deserialize(response).map_err(not_a_response)?)?
             }
@@ -571,8 +570,9 @@ struct Envelope<'a> {
     /// Chat Completions, just the message.
     #[serde(borrow)]
     tool_calls: Option<Vec<ChatCall<'a>>>,
-    /// Responses API, whole response.
-    #[serde(borrow)]
+    /// Responses API, whole response. (An Agents SDK `function_call_output` item's `output` is
+    /// the tool's text: not a list, so not this.)
+    #[serde(borrow, deserialize_with = "list_or_ignored")]
     output: Option<Vec<Item<'a>>>,
     /// Anthropic, a message; also a Chat Completions message's text (then not a list).
     content: Option<Value>,
@@ -595,6 +595,11 @@ struct Envelope<'a> {
     role: Option<Cow<'a, str>>,
     /// A LangChain message serialised by `dumpd` (`{"lc": 1, "type": "constructor", ...}`).
     kwargs: Option<Value>,
+    /// A LangChain message as `messages_to_dict` writes it (`{"type": "ai", "data": {...}}`).
+    data: Option<Value>,
+    /// A JS Agents SDK run item (`{type: "tool_call_item", rawItem, agent}`): the item it wraps.
+    #[serde(rename = "rawItem", alias = "raw_item", borrow)]
+    raw_item: Option<Box<Item<'a>>>,
 }
 
 impl Envelope<'_> {
@@ -608,6 +613,110 @@ impl Envelope<'_> {
             || self.kind.is_some()
             || self.role.is_some()
     }
+
+    /// Who speaks in this element of a transcript.
+    fn speaker(&self) -> Speaker {
+        let word = self.role.as_deref().or(self.kind.as_deref()).unwrap_or("");
+        match word {
+            "assistant"
+            | "ai"
+            | "AIMessage"
+            | "AIMessageChunk"
+            | "model"
+            | "function_call"
+            | "tool_use"
+            | "message"
+            | "tool_call_item"
+            | "handoff_call_item"
+            | "message_output_item" => Speaker::Agent,
+            "user"
+            | "human"
+            | "system"
+            | "developer"
+            | "tool"
+            | "function"
+            | "HumanMessage"
+            | "SystemMessage"
+            | "ToolMessage"
+            | "function_call_output"
+            | "tool_result"
+            | "tool_call_output_item"
+            | "handoff_output_item" => Speaker::Other,
+            _ => Speaker::Unknown,
+        }
+    }
+}
+
+/// Who speaks in an element of a transcript: the agent's turn runs until someone else speaks.
+#[derive(Clone, Copy, PartialEq)]
+enum Speaker {
+    Agent,
+    Other,
+    /// Neither (a reasoning item, a LangChain dump, an unknown word): it stays in the turn.
+    Unknown,
+}
+
+/// A list; any other value is skipped as `None`.
+fn list_or_ignored<'de, D, T>(deserializer: D) -> std::result::Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Lenient<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Lenient<T> {
+        type Value = Option<Vec<T>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any value")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element()? {
+                items.push(item);
+            }
+            Ok(Some(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            while map
+                .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                .is_some()
+            {}
+            Ok(None)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: Deserializer<'de>>(
+            self,
+            d: D2,
+        ) -> std::result::Result<Self::Value, D2::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    deserializer.deserialize_any(Lenient(std::marker::PhantomData))
 }
 
 /// A string, borrowed where the parser allows; any other value is skipped as `None`.
@@ -945,13 +1054,52 @@ fn output_item<'a>(item: Item<'a>, at: At, out: &mut Vec<Call<'a>>) -> Result<()
     Ok(())
 }
 
-/// Every `transfer_to_` call in a list of Responses output items or Anthropic content blocks.
-fn item_calls(items: Vec<Item<'_>>) -> Result<Vec<Call<'_>>> {
-    let mut out = Vec::new();
-    for (i, item) in items.into_iter().enumerate() {
-        output_item(item, At::Index(i), &mut out)?;
+/// What the detector reads, for the error that says a shape is none of it.
+const NOT_A_RESPONSE: &str = "not a provider response: expected a Chat Completions response or \
+     message (choices, tool_calls), a Responses response or item (output, type), an Anthropic \
+     message or block (content, type), a LangChain message (tool_calls, a dumpd or \
+     messages_to_dict form), an Agents SDK item, or a list of these (a transcript)";
+
+/// The `transfer_to_` calls of the agent's last turn that made any, in a list: a transcript
+/// (chat messages of any provider, LangChain dumps, the Agents SDK's items) or one response's
+/// items or blocks. A turn is what the agent says until someone else speaks (a user, a tool's
+/// result), so calls made side by side in one turn are one response's, and a handoff answered
+/// and followed by later turns still counts if no later turn hands off.
+fn list_calls(elements: &[Value]) -> Result<Vec<Call<'_>>> {
+    let mut last_turn: Vec<Call<'_>> = Vec::new();
+    let mut turn: Vec<Call<'_>> = Vec::new();
+    for (i, element) in elements.iter().enumerate() {
+        let envelope = Envelope::deserialize(element).map_err(|e| {
+            Error::invalid(format!("response[{i}]"), format!("{NOT_A_RESPONSE}: {e}"))
+        })?;
+        if !envelope.is_known() && envelope.raw_item.is_none() {
+            return Err(Error::invalid(format!("response[{i}]"), NOT_A_RESPONSE));
+        }
+        let speaker = envelope.speaker();
+        if speaker == Speaker::Other && !turn.is_empty() {
+            last_turn = std::mem::take(&mut turn);
+        }
+        let calls = envelope_calls(envelope).map_err(|e| match e {
+            Error::Validation { problems } => Error::Validation {
+                problems: problems
+                    .into_iter()
+                    .map(|mut p| {
+                        p.field = format!("response[{i}].{}", p.field);
+                        p
+                    })
+                    .collect(),
+            },
+            other => other,
+        })?;
+        let calls = calls.into_iter().map(|mut call| {
+            if let At::Item = call.at {
+                call.at = At::Index(i);
+            }
+            call
+        });
+        turn.extend(calls);
     }
-    Ok(out)
+    Ok(if turn.is_empty() { last_turn } else { turn })
 }
 
 /// Every `transfer_to_` call in a response, in order, whatever the provider.
@@ -968,13 +1116,22 @@ fn envelope_calls(envelope: Envelope<'_>) -> Result<Vec<Call<'_>>> {
             .map(Call::into_owned)
             .collect());
     }
+    if let Some(data @ Value::Object(_)) = &envelope.data {
+        // A LangChain message as `messages_to_dict` writes it: the message is its data.
+        let inner = Envelope::deserialize(data)
+            .map_err(|e| Error::invalid("data", format!("not a LangChain message: {e}")))?;
+        return Ok(envelope_calls(inner)?
+            .into_iter()
+            .map(Call::into_owned)
+            .collect());
+    }
+    if let Some(raw) = envelope.raw_item {
+        let mut out = Vec::new();
+        output_item(*raw, At::Item, &mut out)?;
+        return Ok(out);
+    }
     if !envelope.is_known() {
-        return Err(Error::invalid(
-            "response",
-            "not a provider response: expected a Chat Completions response or message \
-             (choices, tool_calls), a Responses response or item (output, type), an Anthropic \
-             message or block (content, type) or a LangChain message (tool_calls)",
-        ));
+        return Err(Error::invalid("response", NOT_A_RESPONSE));
     }
     let mut out = Vec::new();
     for (i, choice) in envelope.choices.into_iter().flatten().enumerate() {
