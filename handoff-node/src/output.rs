@@ -33,8 +33,6 @@ const AS_WRITTEN: &[&str] = &[
     "TaskComparison",
     "Overlap",
     "Conversation",
-    "ToolCall",
-    "PickedTo",
     "Fact",
     "BranchInfo",
     "VerifiedItem",
@@ -48,7 +46,8 @@ const AS_WRITTEN: &[&str] = &[
 
 /// The core's types that JavaScript gets exactly as the core writes them, a key left out when
 /// the core leaves it out: a protocol message's body and a run's history (the seed's form, as
-/// stored), a bundle's portable form and the messages it and a conversation hold.
+/// stored), a bundle's portable form and the messages it and a conversation hold. They are as
+/// written too, so they are not listed in `AS_WRITTEN` again.
 const STORED: &[&str] = &[
     "ProtocolBody",
     "HistoryItem",

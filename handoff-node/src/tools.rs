@@ -2,7 +2,7 @@
 //! detector that reads a provider's response for a handoff.
 
 use handoff_core::ops;
-use handoff_core::tools::{self as core, Agent, HandoffIntent};
+use handoff_core::tools::{self as core, HandoffIntent};
 use handoff_core::{ChainPolicy, Limits, Metadata, NewHandoff};
 use napi::bindgen_prelude::{FunctionCallContext, JsObjectValue, Object};
 use napi::{Env, JsValue, Property, PropertyAttributes, Unknown, ValueType};
@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::convert;
 use crate::errors::{Naming, Outcome, camel_case, invalid};
 use crate::ops::{Given, JsArguments};
-use crate::output::plain_to_js;
+use crate::output::{plain_to_js, to_js};
 use crate::run::guarded;
 
 /// A registered agent.
@@ -24,8 +24,7 @@ use crate::run::guarded;
     object_to_js = false,
     use_nullable = true
 )]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // The TypeScript shape only: JavaScript gets the core's `Agent` (`output`).
 pub struct JsAgent {
     /// Its name, as used in `fromAgent`/`toAgent`.
     pub name: String,
@@ -33,21 +32,6 @@ pub struct JsAgent {
     pub description: String,
     /// Who it may hand off to; `null` is everyone else.
     pub collaborators: Option<Vec<String>>,
-}
-
-impl From<Agent> for JsAgent {
-    fn from(agent: Agent) -> JsAgent {
-        let Agent {
-            name,
-            description,
-            collaborators,
-        } = agent;
-        JsAgent {
-            name,
-            description,
-            collaborators,
-        }
-    }
 }
 
 /// A handoff an LLM asked for through a `transfer_to_<agent>` tool call.
@@ -58,8 +42,7 @@ impl From<Agent> for JsAgent {
     object_to_js = false,
     use_nullable = true
 )]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // The TypeScript shape only: JavaScript gets the core's `HandoffIntent`.
 pub struct JsHandoffIntent {
     /// The agent to hand off to.
     pub target: String,
@@ -76,26 +59,7 @@ pub struct JsHandoffIntent {
     /// from `create`'s defaults are set; extend the object (`kind`, `contextPct`, ...) before
     /// creating. (A method that JSON leaves out, like Python's `intent.create_kwargs`.)
     #[napi(ts_type = "(taskId: string, fromAgent: string, goal: string) => CreateOptions")]
-    #[serde(skip)]
     pub to_create_options: (),
-}
-
-impl From<HandoffIntent> for JsHandoffIntent {
-    fn from(intent: HandoffIntent) -> JsHandoffIntent {
-        let HandoffIntent {
-            target,
-            arguments,
-            call_id,
-            tool,
-        } = intent;
-        JsHandoffIntent {
-            target,
-            arguments,
-            call_id,
-            tool,
-            to_create_options: (),
-        }
-    }
 }
 
 /// `registry.detect` options.
@@ -208,14 +172,7 @@ impl AgentRegistry {
     /// The registered agents, in the order they were added.
     #[napi(catch_unwind, ts_return_type = "Agent[]")]
     pub fn agents(&self, env: Env) -> napi::Result<Unknown<'static>> {
-        let agents: Vec<JsAgent> = self
-            .inner
-            .agents()
-            .iter()
-            .cloned()
-            .map(Into::into)
-            .collect();
-        plain_to_js(&env, &agents)
+        to_js(&env, &self.inner.agents().to_vec())
     }
 
     /// The `transfer_to_<agent>` tools `agent` may call, exactly in `provider`'s tool JSON
@@ -320,7 +277,7 @@ fn detect(
 /// The intent as a plain object with a non-enumerable `toCreateOptions` method (so that JSON
 /// and `deepEqual` see only the data).
 fn intent_to_js(env: &Env, intent: HandoffIntent) -> napi::Result<Unknown<'static>> {
-    let value = plain_to_js(env, &JsHandoffIntent::from(intent.clone()))?;
+    let value = to_js(env, &intent)?;
     let mut object: Object<'_> = value.coerce_to_object()?;
     let method = env.create_function_from_closure::<napi::bindgen_prelude::FnArgs<(String, String, String)>, _, _>("toCreateOptions", move |ctx| {
         let options = guarded(ctx.env, Naming::Js, || create_options(&intent, &ctx))?;
