@@ -313,8 +313,10 @@ impl AgentRegistry {
     /// Finds the `transfer_to_<agent>` call in a raw Chat Completions, Responses, Anthropic or
     /// LangChain response, whole or just its message, item or block: a `dict` or `list`, JSON
     /// text (`str` or `bytes`, checked for size and nesting before parsing), or an SDK object
-    /// (`model_dump_json()`: OpenAI and Anthropic responses, LangChain's `AIMessage`). `None`
-    /// when the model did not hand off; a `ValidationError` for a shape it cannot read.
+    /// (`model_dump_json()`: OpenAI and Anthropic responses, LangChain's `AIMessage`); or a
+    /// transcript, a list of messages or items (chat dicts, LangChain message objects, the
+    /// Agents SDK's items), read to the agent's last turn that handed off. `None` when the
+    /// model did not hand off; a `ValidationError` for a shape it cannot read.
     /// Several handoffs in one response are an error, unless `multiple="first_wins"`
     /// (`"first"` is accepted too).
     #[pyo3(signature = (response, from_agent, multiple=None))]
