@@ -48,7 +48,7 @@ class _SdkResponse(Protocol):
 
     def model_dump_json(self) -> str: ...
 
-_Response = Union[Mapping[str, Any], Sequence[Mapping[str, Any]], str, bytes, _SdkResponse]
+_Response = Union[Mapping[str, Any], Sequence[Union[Mapping[str, Any], "_ModelDump"]], str, bytes, _SdkResponse]
 
 class _ModelDump(Protocol):
     """A pydantic message object: an SDK item, a LangChain message."""
