@@ -14,12 +14,13 @@ use handoff_core::{ChainPolicy, Clock, Error, Limits, Store as CoreStore};
 use napi::bindgen_prelude::{AsyncTask, JavaScriptClassExt};
 use napi::{Env, JsValue, Unknown};
 use napi_derive::napi;
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::clock;
-use crate::convert::{self, MAX_SAFE_INTEGER};
+use crate::convert;
 use crate::errors::{Failure, Naming, Outcome, camel_case, invalid};
 use crate::output::Json;
 use crate::run::{Job, ToJs, guarded};
@@ -197,8 +198,7 @@ fn read_options<T: DeserializeOwned>(
     object_to_js = false,
     use_nullable = true
 )]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // The TypeScript shape only: JavaScript gets the core's `ChainPolicy`.
 pub struct JsChainPolicy {
     /// Most hops along one path of a task.
     pub max_handoffs: f64,
@@ -215,8 +215,7 @@ pub struct JsChainPolicy {
     object_from_js = false,
     object_to_js = false
 )]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // The TypeScript shape only: JavaScript gets the core's `Limits`.
 pub struct JsLimits {
     /// The whole record as JSON, in bytes.
     pub max_record_bytes: f64,
@@ -231,35 +230,12 @@ pub struct JsLimits {
 /// The policy and limits saved in a store: also valid `open` options
 /// (`open(path, store.savedPolicy())`).
 #[napi(object, object_from_js = false, object_to_js = false)]
-#[derive(Serialize)]
+#[allow(dead_code)] // The TypeScript shape only: JavaScript gets `Saved`.
 pub struct SavedPolicy {
     /// The chain policy.
     pub policy: JsChainPolicy,
     /// The size limits.
     pub limits: JsLimits,
-}
-
-impl SavedPolicy {
-    fn of((policy, limits): (ChainPolicy, Limits)) -> SavedPolicy {
-        let n = |n: usize| (n as f64).min(MAX_SAFE_INTEGER);
-        SavedPolicy {
-            policy: JsChainPolicy {
-                max_handoffs: n(policy.max_handoffs),
-                max_revisits: n(policy.max_revisits),
-                collaborators: policy.collaborators.map(|c| {
-                    c.into_iter()
-                        .map(|(from, to)| (from, to.into_iter().collect()))
-                        .collect()
-                }),
-            },
-            limits: JsLimits {
-                max_record_bytes: n(limits.max_record_bytes),
-                max_field_bytes: n(limits.max_field_bytes),
-                max_list_items: n(limits.max_list_items),
-                max_depth: n(limits.max_depth),
-            },
-        }
-    }
 }
 
 fn count(value: Option<u32>, default: usize) -> usize {
@@ -510,7 +486,14 @@ impl Store {
     }
 }
 
-/// The policy and limits saved in `store`, as JavaScript gets them.
+/// The policy and limits saved in `store`, as JavaScript gets them: the core's, through the
+/// results' camelCase pass ([`SavedPolicy`] types them).
 fn saved_policy(store: &CoreStore) -> handoff_core::Result<Json> {
-    Json::plain(&store.saved_policy()?.map(SavedPolicy::of))
+    #[derive(Serialize, JsonSchema)]
+    struct Saved {
+        policy: ChainPolicy,
+        limits: Limits,
+    }
+    let saved = store.saved_policy()?;
+    Json::of(&saved.map(|(policy, limits)| Saved { policy, limits }))
 }

@@ -7,7 +7,6 @@ use handoff_core::{ChainPolicy, Limits, Metadata, NewHandoff};
 use napi::bindgen_prelude::{FunctionCallContext, JsObjectValue, Object};
 use napi::{Env, JsValue, Property, PropertyAttributes, Unknown, ValueType};
 use napi_derive::napi;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::convert;
@@ -79,8 +78,7 @@ pub struct DetectOptions {
     object_from_js = false,
     object_to_js = false
 )]
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // The TypeScript shape only: JavaScript gets the core's `ChainPolicy`.
 pub struct JsPolicy {
     /// Most hops along one path of a task (parallel handoffs are separate paths).
     pub max_handoffs: f64,
@@ -88,25 +86,6 @@ pub struct JsPolicy {
     pub max_revisits: f64,
     /// Who may hand off to whom.
     pub collaborators: std::collections::BTreeMap<String, Vec<String>>,
-}
-
-struct PolicyOut(ChainPolicy);
-
-impl From<PolicyOut> for JsPolicy {
-    fn from(policy: PolicyOut) -> JsPolicy {
-        let clamp = |n: usize| (n as f64).min(crate::convert::MAX_SAFE_INTEGER);
-        JsPolicy {
-            max_handoffs: clamp(policy.0.max_handoffs),
-            max_revisits: clamp(policy.0.max_revisits),
-            collaborators: policy
-                .0
-                .collaborators
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(from, to)| (from, to.into_iter().collect()))
-                .collect(),
-        }
-    }
 }
 
 /// The agents of a swarm and who may hand off to whom.
@@ -206,8 +185,7 @@ impl AgentRegistry {
     /// `base` or the defaults), to pass to `open(path, { policy })`.
     #[napi(catch_unwind, ts_return_type = "Policy")]
     pub fn policy(&self, env: Env) -> napi::Result<Unknown<'static>> {
-        let policy = PolicyOut(self.inner.policy(ChainPolicy::default()));
-        plain_to_js(&env, &JsPolicy::from(policy))
+        to_js(&env, &self.inner.policy(ChainPolicy::default()))
     }
 
     /// Reads a provider's response (an object or a list, or its JSON text) for a handoff by
