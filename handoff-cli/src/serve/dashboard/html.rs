@@ -152,6 +152,11 @@ impl Page {
             "<nav><strong>handoff</strong> <a href=\"/\">Queue</a> <a href=\"/tasks\">Tasks</a> \
              <a href=\"/bundles\">Bundles</a> <a href=\"/openapi.json\">API</a>",
         );
+        // Without JavaScript nothing can hold the reload while a form is filled in: a link
+        // to the same page that does not reload.
+        if refresh && self.flash.is_empty() {
+            html.push_str(" <a href=\"?refresh=0\">pause reloading</a>");
+        }
         let _ = write!(html, " <span class=\"db\">{}", esc(db));
         if let Some(acting) = acting {
             let _ = write!(html, " · acting as {}", super::names::agent(acting));
