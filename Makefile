@@ -178,7 +178,8 @@ test-cli: $(PY_VENV)/.mcp cli-bin
 # here when it is missing and this runs as root; otherwise the browser test says it skips).
 .PHONY: test-serve chromium
 $(PY_VENV)/.serve: $(PY_VENV)/.tools Makefile
-	$(PY_VENV)/bin/python -m pip install --quiet "playwright==1.65.2" "schemathesis==4.32.5"
+	$(PY_VENV)/bin/python -m pip install --quiet "playwright==1.65.2" "schemathesis==4.32.5" \
+	  "prometheus-client==0.26.0"
 	touch $@
 
 # chromium-driver too: handoff-cli/tests/dashboard_browser.rs drives Chromium over WebDriver.
@@ -190,6 +191,12 @@ chromium:
 test-serve: $(PY_VENV)/.serve chromium cli-bin
 	HANDOFF_BIN="$(CLI_BIN)" \
 	  $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider handoff-cli/tests/http handoff-cli/tests/dashboard
+
+# Not part of `make test` (its OpenTelemetry crates cost the first build a minute and a half):
+# the `otlp` feature, which exports traces when OTEL_EXPORTER_OTLP_ENDPOINT is set, compiles.
+.PHONY: check-otlp
+check-otlp:
+	$(CARGO) clippy --quiet -p handoff-cli --features otlp -- -D warnings
 
 # Not part of `make test`: `handoff serve` under load on loopback beside the same lifecycle
 # in-process from Python (release builds of both).

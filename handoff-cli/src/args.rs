@@ -64,6 +64,18 @@ pub(crate) struct Cli {
     #[arg(long, global = true, env = "HANDOFF_READ_ONLY")]
     pub read_only: bool,
 
+    /// How log lines are written on stderr: text, or one JSON object a line. Which lines is
+    /// RUST_LOG's to say (info, handoff_core=debug, ...); by default warnings, and for serve
+    /// also one line per request.
+    #[arg(
+        long,
+        global = true,
+        env = "HANDOFF_LOG_FORMAT",
+        value_enum,
+        default_value_t = crate::logging::LogFormat::Text
+    )]
+    pub log_format: crate::logging::LogFormat,
+
     #[command(flatten)]
     pub policy: PolicyOpts,
 

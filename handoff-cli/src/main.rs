@@ -13,8 +13,11 @@ mod export;
 mod jsonrpc;
 mod judge;
 mod location;
+mod logging;
 mod mcp;
 mod operations;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod output;
 mod policy;
 mod results;
@@ -35,6 +38,9 @@ fn main() -> ExitCode {
         Ok(parsed) => parsed,
         Err(e) => return usage_error(&e),
     };
+    // Logs go to stderr; a server says what it serves, a command only what went wrong.
+    let serves = matches!(cli.command, Some(Command::Serve { .. }));
+    let _logging = logging::init(cli.log_format, if serves { "info" } else { "warn" });
     let as_json = cli.json;
     let out = output::Output::new(!cli.no_redact);
     match run(cli, &matches, out) {

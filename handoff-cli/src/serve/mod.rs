@@ -13,8 +13,11 @@ mod bodies;
 mod browsers;
 mod connections;
 mod dashboard;
+mod health;
+mod metrics;
 mod openapi;
 mod receipt;
+mod requests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -124,7 +127,7 @@ pub(crate) fn serve(store: Store, db: Location, config: Config, out: Output) -> 
             stop: stop.clone(),
             judge: config.judge,
         });
-        let router = Router::new().fallback(handle).with_state(app);
+        let router = Router::new().fallback(requests::logged).with_state(app);
         connections::serve(listener, router, stop, config.idle_timeout).await;
         Ok(())
     })
@@ -160,6 +163,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or_default().to_owned();
     let api = path == "/api/v1" || path.starts_with("/api/v1/");
+    if let Some(answer) = health::probe(&app, request.method(), &path).await {
+        return answer;
+    }
     let (headers, uri) = (request.headers(), request.uri());
     let browser = app
         .hosts
@@ -181,6 +187,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         (Access::FromQuery(_) | Access::Denied, true) => return api::unauthorized(),
         (Access::Denied, false) => return dashboard::unauthorized(),
     };
+    if path == "/metrics" {
+        return metrics::scrape(app, request.method(), &caller).await;
+    }
     if api {
         api::handle(app, request, caller).await
     } else if request.method() == Method::GET || request.method() == Method::HEAD {
@@ -289,7 +298,9 @@ impl App {
         work: impl FnOnce(&App) -> T + Send + 'static,
     ) -> Result<T, Error> {
         let app = Arc::clone(self);
-        tokio::task::spawn_blocking(move || work(&app))
+        // The request's span goes along: the operation's own opens under it.
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || span.in_scope(|| work(&app)))
             .await
             .map_err(|e| Error::storage(format!("a request's worker stopped: {e}")))
     }
