@@ -1,5 +1,6 @@
-//! What the store reports back: the event log, chains and per-path statistics. The records are
-//! the core's own (its `uniffi` feature); a chain adds what the core computes from it.
+//! What the store reports back: the event log, chains, per-path statistics and the store's
+//! metrics. The records are the core's own (its `uniffi` feature); a chain adds what the core
+//! computes from it.
 
 use handoff_core as core;
 

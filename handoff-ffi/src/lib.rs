@@ -10,7 +10,7 @@
 //! `uniffi` feature (uniffi generates them as `handoff_ffi_core`, beside this crate's
 //! `handoff_ffi`; see the README); this crate re-exports them under the names its API uses and
 //! defines only what it adds: the store and its methods, the records a caller fills in, the
-//! errors, and records with methods or fields of their own (`Handoff`, `Claim`, `Task`, …).
+//! errors, and records with methods or fields of their own (`Claim`, `Task`, `Bundle`, …).
 //!
 //! No panic crosses the boundary: uniffi catches it in every exported call and the foreign side
 //! receives an error (`InternalError` in Python, `InternalException` in Kotlin, a thrown
