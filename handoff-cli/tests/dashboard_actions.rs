@@ -585,11 +585,37 @@ fn a_bundle_is_imported_by_its_share_token_or_refused_as_the_core_says() {
     );
     assert_eq!(missing.status, 404, "{missing:?}");
     assert!(missing.body.contains("<strong>NOT_FOUND</strong>"));
-    // A file that is not a bundle, uploaded: refused by name.
     let csrf = server
         .page("/bundles")
         .form_field("import_bundle", "csrf")
         .expect("form");
+    let upload = |file: &str| {
+        let body = format!(
+            "--b0undary\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n\
+             --b0undary\r\nContent-Disposition: form-data; name=\"back\"\r\n\r\n/bundles\r\n\
+             --b0undary\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"b.json\"\r\n\
+             Content-Type: application/json\r\n\r\n{file}\r\n--b0undary--\r\n"
+        );
+        server.request(
+            "POST",
+            "/actions/import_bundle",
+            &[
+                ("cookie", &cookie()),
+                ("content-type", "multipart/form-data; boundary=b0undary"),
+            ],
+            body.as_bytes(),
+        )
+    };
+    // The bundle's portable JSON, uploaded as a file.
+    let file = upload(&bundle["data"].to_string());
+    assert_eq!(file.status, 303, "{file:?}");
+    assert_eq!(file.header("location"), Some("/bundles?done=import_bundle"));
+    // A file that is not a bundle: refused by name.
+    assert!(
+        upload("{\"name\": \"not a bundle\"}")
+            .body
+            .contains("<code>schema_version</code>")
+    );
     let body = format!(
         "--b0undary\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n\
          --b0undary\r\nContent-Disposition: form-data; name=\"back\"\r\n\r\n/bundles\r\n\
