@@ -164,8 +164,10 @@ impl Lease {
     /// ended the block (`"<type>: <message>"`), which then propagates. Then closes the span
     /// `__enter__` opened, with that exception, or with the refusal to complete.
     #[pyo3(signature = (*exc))]
-    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> Result<bool> {
-        let settled = self.settle_on_exit(py, exc);
+    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> Result<()> {
+        // `None`: an exception that ended the block propagates (the stubs say so, for
+        // type checkers to follow a return inside the block).
+        let settled = self.settle_on_exit(py, exc).map(drop);
         let span = self
             .span
             .lock()
@@ -175,9 +177,9 @@ impl Lease {
             return settled;
         };
         match settled {
-            Ok(_) => {
+            Ok(()) => {
                 span.call_method1(py, "__exit__", exc)?;
-                Ok(false)
+                Ok(())
             }
             Err(failure) => {
                 let error = PyErr::from(failure);

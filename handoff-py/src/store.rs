@@ -814,9 +814,8 @@ impl Store {
     }
 
     #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> bool {
+    fn __exit__(&self, _exc: &Bound<'_, PyTuple>) {
         self.close();
-        false
     }
 
     fn __repr__(&self) -> String {

@@ -228,7 +228,7 @@ class Lease:
             self._span = span
         return self
 
-    async def __aexit__(self, *exc: Any) -> bool:
+    async def __aexit__(self, *exc: Any) -> None:
         lease = self._held()
         try:
             if not lease.settled:  # else completed or failed inside the block: nothing to write
@@ -242,7 +242,6 @@ class Lease:
         if self._span is not None:
             self._span.__exit__(*exc)
             self._span = None
-        return False
 
     @property
     def outcome(self) -> str:
@@ -311,9 +310,8 @@ class Store:
     async def __aenter__(self) -> Store:
         return self
 
-    async def __aexit__(self, *_exc: object) -> bool:
+    async def __aexit__(self, *_exc: object) -> None:
         self._store.close()
-        return False
 
     def close(self) -> None:
         self._store.close()
