@@ -147,6 +147,8 @@ mod tests {
             ops::Claim::call(&store, json!({"id": h.id, "agent": "worker"})).unwrap();
             let missing = ops::Claim::call(&store, json!({"id": "nope", "agent": "worker"}));
             assert!(missing.is_err());
+            // A face that reads the arguments itself still gets the operation's span.
+            ops::Stats::run_in_span(&store, ops::StatsArgs::default()).unwrap();
         });
         let spans = spans.0.lock().unwrap();
         let has = |index: usize, field: &str| spans[index].1.iter().any(|f| f == field);
@@ -165,5 +167,8 @@ mod tests {
             .position(|(_, f)| f.iter().any(|f| f == "handoff_id=nope"))
             .unwrap();
         assert!(has(failed, "outcome=NOT_FOUND"), "{:?}", spans[failed].1);
+        let (_, stats) = spans.last().unwrap();
+        assert!(stats.iter().any(|f| f == "operation=stats"), "{stats:?}");
+        assert!(stats.iter().any(|f| f == "outcome=ok"), "{stats:?}");
     }
 }

@@ -143,7 +143,7 @@ struct Runner {
 }
 
 fn run<O: Operation>(store: &CoreStore, arguments: JsArguments) -> handoff_core::Result<Json> {
-    let output = arguments.then(store.limits(), |args: O::Args| O::run(store, args))?;
+    let output = arguments.then(store.limits(), |args: O::Args| O::run_in_span(store, args))?;
     Json::of(&output)
 }
 
