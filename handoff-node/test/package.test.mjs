@@ -136,3 +136,14 @@ test("every public method of the core's Store is offered (keeps up as the core g
   assert.ok(core.includes('claim_next'), 'the scan found the core methods')
   assert.ok(core.includes('cancel_claim') && typeof store.cancelClaim === 'function', 'cancel_claim is cancelClaim')
 })
+
+test('the packed tarball carries both licence texts, as the repository has them', () => {
+  // npm drops symbolic links from a tarball: the files here are copies, kept equal to the root's.
+  const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json'], { cwd: root, encoding: 'utf8' }))
+  const files = new Map(packed[0].files.map((f) => [f.path, f.size]))
+  for (const name of ['LICENSE-MIT', 'LICENSE-APACHE']) {
+    const ours = readFileSync(join(root, name), 'utf8')
+    assert.equal(ours, readFileSync(join(root, '..', name), 'utf8'), `${name} differs from the repository's`)
+    assert.equal(files.get(name), Buffer.byteLength(ours), `${name} in the tarball`)
+  }
+})
