@@ -723,10 +723,11 @@ fn the_server_offers_the_handoff_tools_unless_told_which_sets() {
         "handoff_claim",
         json!({"id": created["handoff"]["id"], "agent": "a"}),
     );
+    // The secret by the name the claim gave it.
     let reference = json!({
         "handoff_id": claim["handoff_id"],
         "token": claim["token"],
-        "secret": claim["claim_secret"],
+        "claim_secret": claim["claim_secret"],
     });
     let cancelled = default.ok("handoff_cancel", json!({"claim": reference}));
     assert_eq!(cancelled["handoff"]["status"], "cancelled");

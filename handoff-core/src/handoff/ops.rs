@@ -695,7 +695,10 @@ pub struct ClaimInput {
     pub handoff_id: String,
     /// The claim's fencing token.
     pub token: u64,
-    /// The claim's secret (`hcs_` and 64 hex digits).
+    /// The claim's secret (`hcs_` and 64 hex digits); `claim_secret`, as a claim returns it,
+    /// is read too.
+    #[serde(alias = "claim_secret")]
+    #[schemars(extend("x-aliases" = ["claim_secret"]))]
     pub secret: String,
     /// The lease length in seconds, renewed by each heartbeat (default 300).
     #[serde(default)]
