@@ -5,6 +5,7 @@ read `/metrics`; and one log line per request on stderr."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 import urllib.request
 import uuid
@@ -89,6 +90,19 @@ def test_metrics_need_the_operators_token_and_probes_need_none(servers: Servers)
         reply = server.get(server.url + path, auth=False)
         assert (reply.status, reply.text.strip()) == (200, text)
     assert server.post(server.url + "/healthz", auth=False).status == 405
+
+
+def test_readyz_says_when_the_schema_is_not_this_builds(servers: Servers) -> None:
+    server = servers.start()
+    assert server.get(server.url + "/readyz").status == 200
+    # Another build migrated the file meanwhile (here: its version moved by hand).
+    with sqlite3.connect(server.db) as db:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        db.execute(f"PRAGMA user_version = {version + 1}")
+    reply = server.get(server.url + "/readyz")
+    assert reply.status == 503, reply
+    assert f"schema is at version {version + 1}" in reply.text, reply
+    assert server.get(server.url + "/healthz").text.strip() == "ok", "alive all the same"
 
 
 def test_every_request_is_logged_as_json_without_its_query(tmp_path: Any) -> None:
