@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use handoff_core as core;
-use handoff_core::context::Message;
+pub use handoff_core::context::Message as ConversationMessage;
 use handoff_core::curation;
 use serde::{Serialize, Serializer, ser::Error as _};
 
@@ -47,23 +47,6 @@ pub struct NewFact {
     /// Where it came from (a file, a conversation, a URL).
     #[uniffi(default)]
     pub source: Option<String>,
-}
-
-/// A message of a conversation, as a [`DecisionJudge`] is shown it.
-#[derive(Clone, Debug, PartialEq, uniffi::Record)]
-pub struct ConversationMessage {
-    /// `user`, `assistant`, `tool`, `system`.
-    pub role: String,
-    /// The text.
-    pub content: String,
-    /// The tool calls it made.
-    pub tool_calls: Vec<ToolCall>,
-    /// For a `tool` message, the id of the call it answers.
-    pub tool_call_id: Option<String>,
-    /// For a `tool` message, whether the tool failed (as the provider flagged it).
-    pub is_error: bool,
-    /// When it was said.
-    pub at: Option<SystemTime>,
 }
 
 /// A message of a stored conversation: the message, its place, and where it was picked to.
@@ -304,10 +287,10 @@ impl ForeignJudge {
 }
 
 impl curation::Judge for ForeignJudge {
-    fn is_decision(&mut self, index: usize, message: &Message) -> core::Result<bool> {
+    fn is_decision(&mut self, index: usize, message: &ConversationMessage) -> core::Result<bool> {
         let index = u64::try_from(index).unwrap_or(u64::MAX);
         self.judge
-            .is_decision(index, message.clone().into())
+            .is_decision(index, message.clone())
             .map_err(|thrown| {
                 let error = thrown_by("judge", &thrown);
                 self.thrown = Some(thrown);
@@ -376,19 +359,6 @@ impl VerifyItem {
                 json: shown,
             },
         })
-    }
-}
-
-impl From<Message> for ConversationMessage {
-    fn from(m: Message) -> Self {
-        ConversationMessage {
-            role: m.role,
-            content: m.content,
-            tool_calls: m.tool_calls,
-            tool_call_id: m.tool_call_id,
-            is_error: m.is_error,
-            at: m.at.map(time),
-        }
     }
 }
 

@@ -58,6 +58,8 @@ impl Tokenizer for EstimateTokenizer {
 /// blocks, LangChain dicts), use [`messages::normalize`] or
 /// [`ContextBuilder::add_message_values`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+#[cfg_attr(feature = "uniffi", uniffi(name = "ConversationMessage"))]
 pub struct Message {
     /// `user`, `assistant`, `tool`, `system`.
     pub role: String,

@@ -131,10 +131,11 @@ def test_detects_langchain_and_lone_blocks_and_refuses_unknown_shapes(swarm: hf.
     for none in [{"type": "ai", "content": "Hello!", "tool_calls": []}, {"role": "assistant", "content": "Hello!"},
                  {"type": "text", "text": "Hello!"}]:
         assert swarm.detect(json.dumps(none), "Triage") is None, none
-    for unknown in [{"foo": 1}, {}, [1, 2]]:
+    # An element of a list (a transcript) that is no message is named by its place.
+    for unknown, field in [({"foo": 1}, "response"), ({}, "response"), ([1, 2], "response[0]")]:
         with pytest.raises(hf.HandoffError.Validation) as err:
             swarm.detect(json.dumps(unknown), "Triage")
-        assert err.value.problems[0].field == "response"
+        assert err.value.problems[0].field == field
 
 
 def test_multiple_first_wins(swarm: hf.AgentRegistry) -> None:
