@@ -44,8 +44,12 @@ test-msrv:
 	  echo "cargo +$(MSRV) $(MSRV_CHECK)"; cargo +$(MSRV) $(MSRV_CHECK); \
 	else echo "WARNING: Rust $(MSRV) could not be installed (no route to the Rust distribution server?): the MSRV check did not run"; fi
 
-# Every Rust test of the default members, in one build.
-RUST_TESTS := $(CARGO) test --all-targets --features handoff-core/postgres
+# The packages whose Rust tests run together, in one build: the default members (the core, its
+# benches and examples: what `cargo run --example quickstart` compiles is only the embedded
+# default) and the CLI. Every cargo call of the stage selects the same ones, so that features
+# unify alike and nothing is compiled twice.
+RUST_PACKAGES := -p handoff-core -p handoff-benches -p handoff-examples -p handoff-cli --features handoff-core/postgres
+RUST_TESTS := $(CARGO) test $(RUST_PACKAGES) --all-targets
 # The `handoff` binary as the workspace's tests build it: a plain `cargo build -p handoff-cli`
 # leaves out features that only dev-dependencies turn on (num-traits' and bitflags' `std`), which
 # changes chrono and rusqlite and so rebuilds the core and the CLI a second time (a minute here).
@@ -62,11 +66,17 @@ cli-bin:
 test-rust: pgbouncer chromium
 	@test -n "$$HANDOFF_TEST_POSTGRES" || echo "HANDOFF_TEST_POSTGRES is not set: the PostgreSQL cases are skipped (.ci/run sets it)"
 	$(RUST_TESTS)
-	$(CARGO) test --doc
-	$(CARGO) test --quiet --features handoff-core/postgres --test postgres_restart -- --include-ignored
-	$(CARGO) run --quiet --example quickstart -- --db "$$(mktemp -d)/quickstart.db"
-	$(CARGO) run --quiet --example tasks -- --db "$$(mktemp -d)/tasks.db"
-	$(CARGO) run --quiet --example protocol -- --db "$$(mktemp -d)/protocol.db"
+	$(CARGO) test $(RUST_PACKAGES) --doc
+	$(CARGO) test $(RUST_PACKAGES) --quiet --test postgres_restart -- --include-ignored
+	# The examples as the test build made them (`--all-targets`); `cargo run --example` would
+	# build them again with the embedded default's features alone.
+	$(TARGET_DIR)/debug/examples/quickstart --db "$$(mktemp -d)/quickstart.db"
+	$(TARGET_DIR)/debug/examples/tasks --db "$$(mktemp -d)/tasks.db"
+	$(TARGET_DIR)/debug/examples/protocol --db "$$(mktemp -d)/protocol.db"
+	@# What a newcomer's first `cargo run --example quickstart` compiles: the embedded default,
+	@# never the core's PostgreSQL backend (its client, TLS and async runtime).
+	@if $(CARGO) tree -q -e features -i handoff-core --prefix none | grep -q 'handoff-core feature "postgres"'; then \
+	  echo "cargo run --example quickstart would compile the PostgreSQL backend: keep the default members to the embedded default"; exit 1; fi
 
 # The pooler test (handoff-cli/tests/pooler.rs) runs the store through PgBouncer, installed
 # from Debian's packages where this runs as root; elsewhere that test says it is skipped.
