@@ -87,18 +87,26 @@ pub fn metrics_count_what_happened(store: Store) {
         "{work:?}"
     );
 
-    // A lapse is counted as one; a started plan's steps by their status.
+    // A lapse is counted as one, a retry and a revoked claim too; a started plan's steps by
+    // their status.
     let h = store
         .create(NewHandoff::new("metrics", "goal").max_attempts(2))
         .unwrap();
     store.claim(&h.id, "worker", MINUTE).unwrap();
     clock.advance(Duration::from_secs(61));
     assert_eq!(store.reap().unwrap(), 1);
+    // An operator retries a failed handoff, and takes its next claim away.
+    store.retry(&ids[7], "operator", Some("try again")).unwrap();
+    store.claim(&ids[7], "worker", MINUTE).unwrap();
+    store.revoke_claim(&ids[7], "operator", "stuck").unwrap();
     let task = store.create_task(super::tasks::blog_task()).unwrap();
     store.start_task(&task.header.id).unwrap();
     let m = store.metrics().unwrap();
     let events = |kind: &str| m.events.iter().find(|e| e.kind == kind).map(|e| e.count);
     assert_eq!(events("lease_expired"), Some(1));
+    assert_eq!(events("retried"), Some(1));
+    assert_eq!(events("revoked"), Some(1));
+    assert_eq!(events("claimed"), Some(11));
     let steps: Vec<(StepStatus, u64)> = m.steps.iter().map(|s| (s.status, s.count)).collect();
     assert_eq!(steps, [(StepStatus::Pending, 3), (StepStatus::Ready, 1)]);
     assert!(store.ready().is_ok());
