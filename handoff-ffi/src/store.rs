@@ -312,9 +312,18 @@ impl Store {
     }
 
     /// Renews the claim's lease for its length, counted from now; `LeaseLost` when the claim
-    /// is no longer current or its secret does not match (nothing changes).
-    pub fn heartbeat(&self, claim: ClaimRef) -> Result<Handoff> {
-        self.run::<ops::Heartbeat>(arguments! { claim })
+    /// is no longer current or its secret does not match (nothing changes). `progress`, JSON
+    /// text of at most 4 KB, says how the work goes: the record keeps it until the next claim.
+    #[uniffi::method(default(progress = None))]
+    pub fn heartbeat(&self, claim: ClaimRef, progress: Option<String>) -> Result<Handoff> {
+        let progress = progress
+            .map(|text| {
+                serde_json::from_str::<serde_json::Value>(&text).map_err(|e| {
+                    core::Error::invalid("progress", format!("is not valid JSON: {e}"))
+                })
+            })
+            .transpose()?;
+        self.run::<ops::Heartbeat>(arguments! { claim, progress })
     }
 
     /// Gives the handoff back for another agent to claim; `LeaseLost` when the claim is no

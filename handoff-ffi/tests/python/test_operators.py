@@ -206,6 +206,17 @@ def test_priorities_revoked_claims_and_retries(store: hf.Store) -> None:
     assert store.get(traced.id).traceparent == traced.traceparent
 
 
+def test_heartbeats_report_progress(store: hf.Store) -> None:
+    h = store.create(new())
+    claim = store.claim(h.id, "worker")
+    beat = store.heartbeat(claim.reference(), progress='{"done": 3, "of": 7}')
+    assert json.loads(beat.progress) == {"done": 3, "of": 7}
+    assert json.loads(store.heartbeat(claim.reference()).progress) == {"done": 3, "of": 7}
+    with pytest.raises(hf.HandoffError.Validation) as refused:
+        store.heartbeat(claim.reference(), progress="{not json")
+    assert "progress" in str(refused.value)
+
+
 def test_metrics_count_the_queue_and_the_log(store: hf.Store) -> None:
     store.create(new())
     claim = store.claim_next("worker")
