@@ -3,7 +3,7 @@
 //! handoffs), the tasks ([`tasks`], [`task`]: plans, escalations, chains, manager/worker runs,
 //! replay timelines), a record ([`record`]), the bundles ([`bundles`]); and the forms that act
 //! ([`actions`], guarded by [`forms`]). Pages refresh themselves (`<meta http-equiv="refresh">`,
-//! off with `?refresh=0`). Every text leaves through [`Output`](crate::output::Output), which
+//! off with `?refresh=0`). Every text leaves through [`Output`], which
 //! redacts, and through [`html::esc`], which escapes.
 
 mod actions;
