@@ -2065,7 +2065,10 @@ export interface ClaimReference {
   handoffId: string
   /** The claim's fencing token. */
   token: number
-  /** The claim's secret (`hcs_` and 64 hex digits). */
+  /**
+   * The claim's secret (`hcs_` and 64 hex digits); `claim_secret`, as a claim returns it,
+   * is read too.
+   */
   secret: string
   /** The lease length in seconds, renewed by each heartbeat (default 300). */
   leaseSeconds?: number | null
