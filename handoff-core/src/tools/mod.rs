@@ -656,6 +656,30 @@ enum Speaker {
     Unknown,
 }
 
+/// The visits of a lenient visitor (`Value = Option<_>`) that skip a scalar as `None`.
+macro_rules! skip_scalars {
+    () => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+    };
+}
+
 /// A list; any other value is skipped as `None`.
 fn list_or_ignored<'de, D, T>(deserializer: D) -> std::result::Result<Option<Vec<T>>, D::Error>
 where
@@ -691,24 +715,7 @@ where
         fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Self::Value, E> {
             Ok(None)
         }
-        fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
+        skip_scalars!();
         fn visit_some<D2: Deserializer<'de>>(
             self,
             d: D2,
@@ -738,24 +745,7 @@ fn string_or_ignored<'de, D: Deserializer<'de>>(
         fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
             Ok(Some(Cow::Owned(v.to_owned())))
         }
-        fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
-            Ok(None)
-        }
+        skip_scalars!();
         fn visit_some<D: Deserializer<'de>>(
             self,
             d: D,
