@@ -275,13 +275,7 @@ impl App {
             }
             self.credentials.as_ref()?.agents_of(given).cloned()
         };
-        // The scheme is case-insensitive (RFC 9110 §11.1).
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
+        let bearer = bearer_token(headers);
         let cookie = (!api).then(|| dashboard_cookie(headers)).flatten();
         if let Some(caller) = bearer.or(cookie).and_then(agents) {
             return Access::Granted(caller);
@@ -315,6 +309,17 @@ pub(crate) fn dashboard_cookie(headers: &HeaderMap) -> Option<&str> {
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))
         .next()
+}
+
+/// The token of an `Authorization: Bearer …` header (the scheme is case-insensitive, RFC 9110
+/// §11.1).
+pub(super) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
 }
 
 /// `name=value` pairs of a query string, decoded (`%XX`, `+`).

@@ -75,14 +75,8 @@ fn acting(caller: &Agents) -> String {
 /// The token that opened the session: the dashboard's cookie, else a bearer token, else
 /// nothing (a server without tokens).
 fn session_token(headers: &HeaderMap) -> &str {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
     super::super::dashboard_cookie(headers)
-        .or(bearer)
+        .or_else(|| super::super::bearer_token(headers))
         .unwrap_or_default()
 }
 
