@@ -324,6 +324,16 @@ pub trait Backend: Send + Sync + fmt::Debug {
     }
 }
 
+/// Why a store whose schema is at `found` is not ready for this build, which writes `writes`
+/// ([`Backend::ready`] of a backend with a schema version).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn schema_moved(found: impl fmt::Display, writes: impl fmt::Display) -> crate::Error {
+    crate::Error::storage(format!(
+        "the store's schema is at version {found}, this build writes {writes}: restart with the \
+         build that matches it"
+    ))
+}
+
 /// Wakes a worker when work may have arrived.
 pub trait WorkSignal {
     /// Returns when work may have arrived, or after `timeout` at the latest. Spurious wake-ups

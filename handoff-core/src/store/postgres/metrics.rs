@@ -4,7 +4,7 @@
 use super::PostgresBackend;
 use super::errors::storage;
 use super::schema;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::metrics::{Metrics, Tally, store};
 
 impl PostgresBackend {
@@ -45,11 +45,10 @@ impl PostgresBackend {
         if version == schema::VERSION {
             Ok(())
         } else {
-            Err(Error::storage(format!(
-                "the store's schema is at version {version}, this build writes {}: \
-                 restart with the build that matches it",
-                schema::VERSION
-            )))
+            Err(crate::store::backend::schema_moved(
+                version,
+                schema::VERSION,
+            ))
         }
     }
 }

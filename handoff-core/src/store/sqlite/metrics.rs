@@ -2,7 +2,7 @@
 //! the one this build writes.
 
 use super::{Contended, SqliteBackend, schema};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::metrics::{Metrics, Tally, store};
 
 impl SqliteBackend {
@@ -39,11 +39,10 @@ impl SqliteBackend {
         if version == i64::from(schema::VERSION) {
             Ok(())
         } else {
-            Err(Error::storage(format!(
-                "the store's schema is at version {version}, this build writes {}: \
-                 restart with the build that matches it",
-                schema::VERSION
-            )))
+            Err(crate::store::backend::schema_moved(
+                version,
+                schema::VERSION,
+            ))
         }
     }
 }
