@@ -46,9 +46,11 @@ test-msrv:
 
 # The packages whose Rust tests run together, in one build: the default members (the core, its
 # benches and examples: what `cargo run --example quickstart` compiles is only the embedded
-# default) and the CLI. Every cargo call of the stage selects the same ones, so that features
-# unify alike and nothing is compiled twice.
-RUST_PACKAGES := -p handoff-core -p handoff-benches -p handoff-examples -p handoff-cli --features handoff-core/postgres
+# default) and the CLI, with its `otlp` export (tests/otlp.rs sends spans to a collector).
+# Every cargo call of the stage selects the same ones, so that features unify alike and
+# nothing is compiled twice.
+RUST_PACKAGES := -p handoff-core -p handoff-benches -p handoff-examples -p handoff-cli \
+  --features handoff-core/postgres,handoff-cli/otlp
 RUST_TESTS := $(CARGO) test $(RUST_PACKAGES) --all-targets
 # The `handoff` binary as the workspace's tests build it: a plain `cargo build -p handoff-cli`
 # leaves out features that only dev-dependencies turn on (num-traits' and bitflags' `std`), which
@@ -68,8 +70,9 @@ test-rust: pgbouncer chromium
 	$(RUST_TESTS)
 	$(CARGO) test $(RUST_PACKAGES) --doc
 	$(CARGO) test $(RUST_PACKAGES) --quiet --test postgres_restart -- --include-ignored
-	# The examples as the test build made them (`--all-targets`); `cargo run --example` would
-	# build them again with the embedded default's features alone.
+	@# The examples built with the stage's packages and features, so that they reuse its build;
+	@# `cargo run --example` would build them again with the embedded default's features alone.
+	$(CARGO) build --quiet $(RUST_PACKAGES) --examples
 	$(TARGET_DIR)/debug/examples/quickstart --db "$$(mktemp -d)/quickstart.db"
 	$(TARGET_DIR)/debug/examples/tasks --db "$$(mktemp -d)/tasks.db"
 	$(TARGET_DIR)/debug/examples/protocol --db "$$(mktemp -d)/protocol.db"
@@ -202,8 +205,8 @@ test-serve: $(PY_VENV)/.serve chromium cli-bin
 	HANDOFF_BIN="$(CLI_BIN)" \
 	  $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider handoff-cli/tests/http handoff-cli/tests/dashboard
 
-# Not part of `make test` (its OpenTelemetry crates cost the first build a minute and a half):
-# the `otlp` feature, which exports traces when OTEL_EXPORTER_OTLP_ENDPOINT is set, compiles.
+# Clippy over the `otlp` feature (make test's lint stage checks the default build; its Rust stage
+# compiles and tests the feature).
 .PHONY: check-otlp
 check-otlp:
 	$(CARGO) clippy --quiet -p handoff-cli --features otlp -- -D warnings
