@@ -143,7 +143,7 @@ struct Runner {
 }
 
 fn run<O: Operation>(store: &CoreStore, arguments: JsArguments) -> handoff_core::Result<Json> {
-    let output = arguments.then(store.limits(), |args: O::Args| O::run_in_span(store, args))?;
+    let output = arguments.call::<O>(store)?;
     Json::of(&output)
 }
 
@@ -457,6 +457,22 @@ impl JsArguments {
         limits: &Limits,
         then: impl FnOnce(A) -> handoff_core::Result<T>,
     ) -> handoff_core::Result<T> {
+        self.read_with::<A, T>(limits, |value| A::read(value, limits).and_then(then))
+    }
+
+    /// Runs the operation `O` on the arguments as the core reads every face's
+    /// ([`Operation::call`]: inside its span, which names the handoff, task and agents).
+    pub(crate) fn call<O: Operation>(self, store: &CoreStore) -> handoff_core::Result<O::Output> {
+        self.read_with::<O::Args, O::Output>(store.limits(), |value| O::call(store, value))
+    }
+
+    /// What `then` and `call` share: `read` on the arguments as JSON under the core's names
+    /// when the JavaScript values were all readable, else every problem at once.
+    fn read_with<A: ops::Arguments, T>(
+        self,
+        limits: &Limits,
+        read: impl FnOnce(Value) -> handoff_core::Result<T>,
+    ) -> handoff_core::Result<T> {
         let JsArguments {
             value,
             refused,
@@ -466,9 +482,7 @@ impl JsArguments {
         let problems = reader.into_problems();
         let value = Value::Object(value);
         if refused.is_empty() && problems.is_empty() {
-            return A::read(value, limits)
-                .and_then(then)
-                .map_err(|err| names.error(err));
+            return read(value).map_err(|err| names.error(err));
         }
         let mut found = problems;
         if let Err(Error::Validation { problems: more }) = A::read(value, limits) {

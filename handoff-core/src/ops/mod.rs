@@ -130,15 +130,6 @@ pub trait Operation {
         let read = Self::Args::read(args, store.limits());
         crate::trace::outcome(&span, read.and_then(|args| Self::run(store, args)))
     }
-
-    /// Runs the operation on arguments a face has read itself (Node), inside the operation's
-    /// span: it names the operation, the backend and the outcome, and the store's writes
-    /// inside it name the handoff.
-    fn run_in_span(store: &Store, args: Self::Args) -> Result<Self::Output> {
-        let span = crate::trace::operation(Self::NAME, store, &Value::Null);
-        let _inside = span.enter();
-        crate::trace::outcome(&span, Self::run(store, args))
-    }
 }
 
 /// What a face needs to know of an operation to expose it.
