@@ -819,24 +819,7 @@ impl Store {
             by: by.to_owned(),
             reason: reason.map(str::to_owned),
         };
-        validate::ident("id", id)?;
-        let now = self.clock.now();
-        self.change_one(id, &mut |tx, h| {
-            // A plan's step is retried by its task, which knows what runs after it.
-            if crate::task::store::carries_step(&h) {
-                return Err(Error::InvalidTransition {
-                    id: h.id.clone(),
-                    status: h.status,
-                    event: "retry",
-                    reason: format!(
-                        "it runs a step of task {}: retry it through the task \
-                         (resolve_escalation with retry, or rerun_task)",
-                        h.task_id
-                    ),
-                });
-            }
-            persist(tx, transition(h, &command, now)?)
-        })
+        self.apply(id, &command)
     }
 
     /// Changes the priority of a pending or claimed handoff, as `by`: `claim_next` takes the
@@ -851,10 +834,26 @@ impl Store {
     }
 
     /// Applies `command` to the handoff `id` at the clock's now, atomically with its events.
+    /// A retry of a plan step's handoff is refused: its task retries the step, knowing what
+    /// runs after it.
     pub fn apply(&self, id: &str, command: &Command) -> Result<Handoff> {
         validate::ident("id", id)?;
         let now = self.clock.now();
-        self.change_one(id, &mut |tx, h| persist(tx, transition(h, command, now)?))
+        self.change_one(id, &mut |tx, h| {
+            if matches!(command, Command::Retry { .. }) && crate::task::store::carries_step(&h) {
+                return Err(Error::InvalidTransition {
+                    id: h.id.clone(),
+                    status: h.status,
+                    event: "retry",
+                    reason: format!(
+                        "it runs a step of task {}: retry it through the task \
+                         (resolve_escalation with retry, or rerun_task)",
+                        h.task_id
+                    ),
+                });
+            }
+            persist(tx, transition(h, command, now)?)
+        })
     }
 
     /// Runs `change` on the record `id` as one write transaction sees it; `NotFound` when
