@@ -656,8 +656,9 @@ enum Speaker {
     Unknown,
 }
 
-/// The visits of a lenient visitor (`Value = Option<_>`) that skip a scalar as `None`.
-macro_rules! skip_scalars {
+/// The visits of a lenient visitor (`Value = Option<_>`) that skip a scalar or an object as
+/// `None`, and read what an option holds as the value itself.
+macro_rules! skip_others {
     () => {
         fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
             Ok(None)
@@ -675,6 +676,22 @@ macro_rules! skip_scalars {
             Ok(None)
         }
         fn visit_none<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> std::result::Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_map<A: MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            while map
+                .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                .is_some()
+            {}
             Ok(None)
         }
     };
@@ -702,26 +719,10 @@ where
             }
             Ok(Some(items))
         }
-        fn visit_map<A: MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> std::result::Result<Self::Value, A::Error> {
-            while map
-                .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
-                .is_some()
-            {}
-            Ok(None)
-        }
         fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Self::Value, E> {
             Ok(None)
         }
-        skip_scalars!();
-        fn visit_some<D2: Deserializer<'de>>(
-            self,
-            d: D2,
-        ) -> std::result::Result<Self::Value, D2::Error> {
-            d.deserialize_any(self)
-        }
+        skip_others!();
     }
     deserializer.deserialize_any(Lenient(std::marker::PhantomData))
 }
@@ -745,28 +746,12 @@ fn string_or_ignored<'de, D: Deserializer<'de>>(
         fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
             Ok(Some(Cow::Owned(v.to_owned())))
         }
-        skip_scalars!();
-        fn visit_some<D: Deserializer<'de>>(
-            self,
-            d: D,
-        ) -> std::result::Result<Self::Value, D::Error> {
-            d.deserialize_any(Lenient)
-        }
+        skip_others!();
         fn visit_seq<A: SeqAccess<'de>>(
             self,
             mut seq: A,
         ) -> std::result::Result<Self::Value, A::Error> {
             while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-        fn visit_map<A: MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> std::result::Result<Self::Value, A::Error> {
-            while map
-                .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
-                .is_some()
-            {}
             Ok(None)
         }
     }
