@@ -220,27 +220,27 @@ pub(crate) fn tools(chosen: &Selection) -> Vec<Tool> {
         .filter(|op| chosen.offers(&toolsets::sets_of_op(op)))
         .map(operation_tool)
         .collect();
-    tools.push(Tool::new(
-        toolsets::CLAIM_AND_SPAWN,
-        "Claim a handoff and run the server's configured successor command on its packet (the \
+    let written_here = [
+        Tool::new(
+            toolsets::CLAIM_AND_SPAWN,
+            "Claim a handoff and run the server's configured successor command on its packet (the \
          record and what the store knows beyond it, as `context` gives it; plus \
          additional_instructions, if given): heartbeats while it runs, completes on \
          exit 0, releases on failure or after timeout_seconds, and reports its output.",
-        schema::<SpawnArgs>(),
-    ));
-    tools.push(
+            schema::<SpawnArgs>(),
+        ),
         Tool::new(
             toolsets::POLICY,
             "The chain policy and limits saved in the store, and the ones this server applies.",
             schema::<PolicyArgs>(),
         )
         .with_annotations(ToolAnnotations::new().read_only(true)),
+    ];
+    tools.extend(
+        written_here
+            .into_iter()
+            .filter(|tool| chosen.offers(toolsets::sets_of_tool(tool.name.as_ref()))),
     );
-    tools.retain(|tool| {
-        let name = tool.name.as_ref();
-        ![toolsets::CLAIM_AND_SPAWN, toolsets::POLICY].contains(&name)
-            || chosen.offers(toolsets::sets_of_tool(name))
-    });
     tools
 }
 
