@@ -192,7 +192,8 @@ pub(crate) fn object_to_text(map: Map<String, Value>) -> String {
     Value::Object(map).to_string()
 }
 
-struct JsonText<'a>(&'a str);
+/// JSON text (a heartbeat's progress), serialized as the value it holds.
+pub(crate) struct JsonText<'a>(pub(crate) &'a str);
 
 impl Serialize for JsonText<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -8,7 +8,7 @@ use handoff_core as core;
 use handoff_core::ops::{self, Arguments};
 use serde::Serialize;
 
-use crate::arguments::{self, JsonTexts, ObjectText, arguments};
+use crate::arguments::{self, JsonText, JsonTexts, ObjectText, arguments};
 use crate::bundles::{self, Bundle, BundleType, ImportReport, TrustedKey, Visibility};
 use crate::claim::{Claim, ClaimRef};
 use crate::clock::ManualClock;
@@ -316,13 +316,7 @@ impl Store {
     /// text of at most 4 KB, says how the work goes: the record keeps it until the next claim.
     #[uniffi::method(default(progress = None))]
     pub fn heartbeat(&self, claim: ClaimRef, progress: Option<String>) -> Result<Handoff> {
-        let progress = progress
-            .map(|text| {
-                serde_json::from_str::<serde_json::Value>(&text).map_err(|e| {
-                    core::Error::invalid("progress", format!("is not valid JSON: {e}"))
-                })
-            })
-            .transpose()?;
+        let progress = progress.as_deref().map(JsonText);
         self.run::<ops::Heartbeat>(arguments! { claim, progress })
     }
 
