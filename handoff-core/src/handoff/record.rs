@@ -923,22 +923,12 @@ pub const MAX_PROGRESS_BYTES: usize = 4096;
 
 /// Checks a heartbeat's `progress`: small and shallow.
 pub(crate) fn check_progress(c: &mut Collector, progress: &serde_json::Value) {
-    let mut wrapped = serde_json::Map::new();
-    wrapped.insert(String::new(), progress.clone());
-    if deeper_than(&wrapped, crate::validate::MAX_DEPTH).is_some() {
-        c.push(
-            "progress",
-            format!("must nest at most {} levels", crate::validate::MAX_DEPTH),
-        );
-        return;
-    }
-    let size = json_size(progress);
-    if size > MAX_PROGRESS_BYTES {
-        c.push(
-            "progress",
-            format!("must be at most {MAX_PROGRESS_BYTES} bytes as JSON, is {size}"),
-        );
-    }
+    let limits = Limits {
+        max_depth: crate::validate::MAX_DEPTH,
+        max_record_bytes: MAX_PROGRESS_BYTES,
+        ..Limits::default()
+    };
+    c.json("progress", &[progress], &limits);
 }
 
 /// Checks a W3C trace context: `traceparent` as version-traceid-parentid-flags in lowercase
